@@ -1,0 +1,33 @@
+/* csv.h — streaming RFC 4180 CSV records over a pfi_reader.
+ *
+ * Quoted fields (with "" escapes and embedded newlines), CRLF or LF line
+ * endings, blank lines skipped. Fields are unescaped in place and
+ * NUL-terminated; they stay valid until the next call. Errors name the file
+ * and line: unterminated quotes, text after a closing quote, NUL bytes, a
+ * record longer than the reader's maximum. */
+#ifndef PFI_CSV_H
+#define PFI_CSV_H
+
+#include "pfi/reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pfi_csv {
+    pfi_reader *r;
+    char **fields;
+    size_t *lens;
+    size_t nfields, fcap;
+    uint64_t line;  /* line on which the current record starts */
+} pfi_csv;
+
+void pfi_csv_init(pfi_csv *c, pfi_reader *r);
+void pfi_csv_free(pfi_csv *c);
+/* 1: a record in c->fields[0..nfields); 0: end of input; -1: error. */
+int pfi_csv_next(pfi_csv *c, pfi_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+#!/bin/sh
+# bootstrap.sh — install the Debian 12 packages pfi needs, and nothing else.
+#
+#   scripts/bootstrap.sh run    what building pfi and running its main job needs
+#   scripts/bootstrap.sh test   the above, plus what the test suite needs
+#                               (cmocka, GLPK, clang + libFuzzer runtime,
+#                               Slurm + munge, Chromium)
+#
+# Idempotent: it asks dpkg which packages are missing and installs only those,
+# so a second run on a ready machine does nothing and needs no network.
+# Installing needs root (apt-get); when nothing is missing, any user may run it.
+set -eu
+
+RUN_PKGS="gcc make cmake pkg-config libc6-dev
+  libgsl-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev
+  libplplot-dev plplot-driver-cairo"
+TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev
+  slurm-wlm libslurm-dev munge chromium curl tar"
+
+case "${1:-run}" in
+  run)  want="$RUN_PKGS" ;;
+  test) want="$RUN_PKGS $TEST_PKGS" ;;
+  *) echo "bootstrap.sh: unknown target '$1' (expected run or test)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  echo "bootstrap: all Debian packages present"
+  exit 0
+fi
+
+echo "bootstrap: installing:$missing"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bootstrap: missing packages and not root; run as root or install:$missing" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists only when an install from the current ones fails
+# (a fresh image often has none at all).
+if ! apt-get install -y -q --no-install-recommends $missing; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends $missing
+fi

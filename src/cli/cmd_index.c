@@ -1,0 +1,329 @@
+/* cmd_index.c — `pfi index`: the PFI of every sweep group in one or more
+ * sweep tables (or Zeus traces). Output columns are fixed and documented in
+ * docs/formats.md; per-cap ratios go to a separate long-format file. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/groups.h"
+#include "pfi/index.h"
+
+const char cmd_index_usage[] =
+    "usage: pfi index [options] TABLE...\n"
+    "\n"
+    "For every sweep group (gpu_model, group) of the sweep tables (or Zeus power\n"
+    "traces, recognised by their header), compute:\n"
+    "  pfi            the paper's Eq. 1 (capped runs with T_i >= T_max excluded and counted)\n"
+    "  pfi_ci_lo/hi   95% Monte Carlo CI of Eq. 1 from each run's SEM\n"
+    "  area           Appendix A (a): area between normalized curve and diagonal\n"
+    "  elasticity_*   Appendix A (b): fit log T = a log P + b; a, 1-a, 1/a\n"
+    "  pfi_noise_aware, pfi_robust, verdict   pfi's robust estimate (not the paper's)\n"
+    "\n"
+    "options:\n"
+    "  --caps C1,C2,...     recompute on this sub-grid of caps (W); groups lacking one\n"
+    "                       are skipped with a warning; the largest listed cap is uncapped\n"
+    "  --ratios FILE        write per-cap ratios (long format) to FILE\n"
+    "  --no-ci              skip the confidence interval\n"
+    "  --resamples N        Monte Carlo resamples (default 10000)\n"
+    "  --seed N             seed (default 1); intervals are reproducible per group\n"
+    "  --sem-default P,T    relative SEM of power, throughput when a run has no SEM\n"
+    "                       columns (default 0.0004,0.0005: the paper's medians)\n"
+    "  --noise-floor R      relative SEM floor for the CI (default 0)\n"
+    "  --robust-k K         standard errors a change must exceed (default 2)\n"
+    "  --robust-sem P,T     relative SEM for the robust rule when absent\n"
+    "                       (default 0.023,0.036: Zeus A40+V100 between-run noise)\n"
+    "  --estimate-noise     print the between-run noise estimated from runs whose\n"
+    "                       cap does not bind, instead of the index\n"
+    "  --gpu-model NAME     GPU model for a Zeus trace whose file name does not say it\n"
+    "  --where COL=VALUE    keep only rows matching (repeatable)\n"
+    "  --format csv|json|table, --json, -o FILE\n"
+    "\n"
+    "Default format: table on a terminal, csv otherwise. Exit status 0 on success,\n"
+    "1 on bad input (one-line error naming file, line and column), 2 on usage errors.\n";
+
+static const char *const cols_all[] = {
+    "gpu_model", "group", "arch", "task", "model", "split", "gpus", "n_runs", "n_caps",
+    "cap_max_w", "tokens_per_s_max", "power_w_max", "pfi", "n_used", "n_excluded",
+    "pfi_ci_lo", "pfi_ci_hi", "area", "elasticity_a", "elasticity_1_minus_a",
+    "elasticity_inv_a", "elasticity_r2", "pfi_noise_aware", "n_noise_kept", "pfi_robust",
+    "pfi_robust_lo", "pfi_robust_hi", "robust_n_fit", "verdict"};
+enum { NCOLS = sizeof cols_all / sizeof *cols_all };
+
+static int noise_report(const char *cmd, const pfi_groups *gs, const cli_out *out)
+{
+    const pfi_curve **cv = malloc(gs->n * sizeof *cv);
+    int *gpus = malloc(gs->n * sizeof *gpus);
+    if (!cv || !gpus) {
+        free(cv);
+        free(gpus);
+        cli_error(cmd, "out of memory");
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < gs->n; i++) {
+        cv[i] = &gs->g[i].curve;
+        gpus[i] = gs->g[i].gpus;
+    }
+    pfi_noise_estimate ne;
+    pfi_estimate_noise(cv, gpus, gs->n, 1.2, &ne);
+    free(cv);
+    free(gpus);
+    const char *names[] = {"rel_sd_power", "rel_sd_tokens", "n_points", "n_groups"};
+    pfi_celltype types[] = {PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_INT};
+    pfi_rows *r = pfi_rows_new(4, names, types);
+    size_t row = pfi_rows_add(r);
+    pfi_rows_num(r, row, 0, ne.rel_sd_power);
+    pfi_rows_num(r, row, 1, ne.rel_sd_tokens);
+    pfi_rows_int(r, row, 2, (long long)ne.n_points);
+    pfi_rows_int(r, row, 3, (long long)ne.n_groups);
+    int rc = cli_save_rows(cmd, r, out);
+    pfi_rows_free(r);
+    return rc;
+}
+
+static int write_ratios(const char *cmd, const pfi_index_row *rows, size_t n, const char *path,
+                        pfi_format fmt)
+{
+    const char *names[] = {"gpu_model", "group", "cap_w", "power_w", "tokens_per_s",
+                           "power_frac", "tokens_frac", "ratio", "used"};
+    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM,
+                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_INT};
+    pfi_rows *r = pfi_rows_new(9, names, types);
+    if (!r) return CLI_FAIL;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].skipped || rows[i].curve.n < 2) continue;
+        const pfi_curve *c = &rows[i].curve;
+        const pfi_point *u = pfi_curve_uncapped(c);
+        for (size_t k = 0; k + 1 < c->n; k++) {
+            const pfi_point *p = &c->pts[k];
+            double q = NAN;
+            int excl = pfi_point_ratio(p, u, &q);
+            size_t row = pfi_rows_add(r);
+            pfi_rows_text(r, row, 0, rows[i].g->gpu_model);
+            pfi_rows_text(r, row, 1, rows[i].g->name);
+            pfi_rows_num(r, row, 2, p->cap_w);
+            pfi_rows_num(r, row, 3, p->power_w);
+            pfi_rows_num(r, row, 4, p->tokens_per_s);
+            pfi_rows_num(r, row, 5, p->power_w / u->power_w);
+            pfi_rows_num(r, row, 6, p->tokens_per_s / u->tokens_per_s);
+            pfi_rows_num(r, row, 7, excl ? NAN : q);
+            pfi_rows_int(r, row, 8, !excl);
+        }
+    }
+    pfi_error err;
+    pfi_status st = pfi_rows_save(r, fmt == PFI_FMT_TABLE ? PFI_FMT_CSV : fmt, path, &err);
+    pfi_rows_free(r);
+    if (st) {
+        cli_error(cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+static int parse_pair(const char *cmd, const char *opt, const char *s, double *a, double *b)
+{
+    double v[2];
+    int n = cli_parse_list(s, v, 2);
+    if (n != 2 || v[0] >= 1 || v[1] >= 1)
+        return cli_usage_error(cmd, "%s: expected two relative SEMs in (0,1) as P,T", opt), -1;
+    *a = v[0];
+    *b = v[1];
+    return 0;
+}
+
+int cmd_index(int argc, char **argv)
+{
+    const char *cmd = "index";
+    enum { O_CAPS = 1, O_RATIOS, O_NOCI, O_RES, O_SEED, O_SEMDEF, O_FLOOR, O_K, O_RSEM, O_EST,
+           O_GPU, O_WHERE };
+    static const struct option lo[] = {{"caps", required_argument, NULL, O_CAPS},
+                                       {"ratios", required_argument, NULL, O_RATIOS},
+                                       {"no-ci", no_argument, NULL, O_NOCI},
+                                       {"resamples", required_argument, NULL, O_RES},
+                                       {"seed", required_argument, NULL, O_SEED},
+                                       {"sem-default", required_argument, NULL, O_SEMDEF},
+                                       {"noise-floor", required_argument, NULL, O_FLOOR},
+                                       {"robust-k", required_argument, NULL, O_K},
+                                       {"robust-sem", required_argument, NULL, O_RSEM},
+                                       {"estimate-noise", no_argument, NULL, O_EST},
+                                       {"gpu-model", required_argument, NULL, O_GPU},
+                                       {"where", required_argument, NULL, O_WHERE},
+                                       CLI_COMMON_LONGOPTS,
+                                       {NULL, 0, NULL, 0}};
+    cli_out out;
+    cli_out_init(&out);
+    pfi_index_opts io;
+    pfi_index_opts_default(&io);
+    double caps[64];
+    int ncaps = 0, est = 0, nwhere = 0;
+    const char *ratios = NULL, *gpu_model = NULL;
+    char **where = calloc((size_t)argc + 1, sizeof *where);
+    if (!where) return CLI_FAIL;
+    int c, rc = CLI_OK;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
+        double v;
+        int h = cli_common_opt(cmd, c, optarg, &out);
+        if (h < 0) { rc = CLI_USAGE; goto done; }
+        if (h) continue;
+        switch (c) {
+        case 'h': rc = cli_help(cmd); goto done;
+        case O_CAPS:
+            ncaps = cli_parse_list(optarg, caps, 64);
+            if (ncaps < 2) {
+                rc = cli_usage_error(cmd, "--caps: expected at least two positive caps, e.g. 200,500,600,700");
+                goto done;
+            }
+            break;
+        case O_RATIOS: ratios = optarg; break;
+        case O_NOCI: io.want_ci = 0; break;
+        case O_RES:
+            if (cli_parse_num(cmd, "--resamples", optarg, 1, 1e8, &v)) { rc = CLI_USAGE; goto done; }
+            io.ci.resamples = (size_t)v;
+            break;
+        case O_SEED:
+            if (cli_parse_num(cmd, "--seed", optarg, 0, 1.8e19, &v)) { rc = CLI_USAGE; goto done; }
+            io.ci.seed = (uint64_t)v;
+            break;
+        case O_SEMDEF:
+            if (parse_pair(cmd, "--sem-default", optarg, &io.ci.noise.rel_default_power,
+                           &io.ci.noise.rel_default_tokens)) { rc = CLI_USAGE; goto done; }
+            break;
+        case O_FLOOR:
+            if (cli_parse_num(cmd, "--noise-floor", optarg, 0, 1, &v)) { rc = CLI_USAGE; goto done; }
+            io.ci.noise.rel_floor = v;
+            break;
+        case O_K:
+            if (cli_parse_num(cmd, "--robust-k", optarg, 0, 100, &v)) { rc = CLI_USAGE; goto done; }
+            io.robust.k = v;
+            break;
+        case O_RSEM:
+            if (parse_pair(cmd, "--robust-sem", optarg, &io.robust.noise.rel_default_power,
+                           &io.robust.noise.rel_default_tokens)) { rc = CLI_USAGE; goto done; }
+            break;
+        case O_EST: est = 1; break;
+        case O_GPU: gpu_model = optarg; break;
+        case O_WHERE: where[nwhere++] = optarg; break;
+        default: rc = cli_bad_option(cmd, argv); goto done;
+        }
+    }
+    if (optind >= argc) {
+        rc = cli_usage_error(cmd, "no sweep table given");
+        goto done;
+    }
+    if (ncaps) {
+        io.caps_w = caps;
+        io.ncaps = (size_t)ncaps;
+    }
+    pfi_table *t = cli_read_sweeps(cmd, argv + optind, argc - optind, gpu_model);
+    if (!t) { rc = CLI_FAIL; goto done; }
+    if (nwhere) {
+        pfi_table *f = cli_filter_table(cmd, t, where, nwhere);
+        pfi_table_free(t);
+        if (!f) { rc = CLI_FAIL; goto done; }
+        t = f;
+    }
+    pfi_groups gs;
+    pfi_error err;
+    if (pfi_groups_build(t, &gs, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        pfi_table_free(t);
+        rc = CLI_FAIL;
+        goto done;
+    }
+    if (est) {
+        rc = noise_report(cmd, &gs, &out);
+        pfi_groups_free(&gs);
+        pfi_table_free(t);
+        goto done;
+    }
+    pfi_index_row *rows = calloc(gs.n ? gs.n : 1, sizeof *rows);
+    pfi_log log = cli_log(cmd);
+    if (!rows || pfi_index_run(&gs, &io, rows, &log, &err) != PFI_OK) {
+        cli_error(cmd, "%s", rows ? err.msg : "out of memory");
+        rc = CLI_FAIL;
+        goto free_all;
+    }
+    pfi_format fmt = cli_out_format(&out);
+    pfi_celltype types[NCOLS];
+    for (int k = 0; k < NCOLS; k++) types[k] = PFI_CELL_NUM;
+    for (int k = 0; k < 6; k++) types[k] = PFI_CELL_TEXT;
+    types[6] = types[7] = types[8] = types[13] = types[14] = types[23] = types[27] = PFI_CELL_INT;
+    types[28] = PFI_CELL_TEXT;
+    /* the terminal table shows the headline columns only */
+    static const int table_cols[] = {0, 1, 6, 8, 12, 15, 16, 14, 24, 28};
+    const char *names[NCOLS];
+    pfi_celltype tt[NCOLS];
+    int map[NCOLS], nc = 0;
+    if (fmt == PFI_FMT_TABLE) {
+        for (size_t k = 0; k < sizeof table_cols / sizeof *table_cols; k++) {
+            map[nc] = table_cols[k];
+            names[nc] = cols_all[table_cols[k]];
+            tt[nc] = types[table_cols[k]];
+            nc++;
+        }
+    } else {
+        for (int k = 0; k < NCOLS; k++) {
+            map[k] = k;
+            names[k] = cols_all[k];
+            tt[k] = types[k];
+        }
+        nc = NCOLS;
+    }
+    pfi_rows *r = pfi_rows_new((size_t)nc, names, tt);
+    if (!r) { rc = CLI_FAIL; goto free_all; }
+    for (int k = 0; k < nc; k++)
+        if (map[k] >= 12) pfi_rows_table_fmt(r, (size_t)k, "%.3f");
+    for (size_t i = 0; i < gs.n; i++) {
+        const pfi_index_row *x = &rows[i];
+        if (x->skipped) continue;
+        const pfi_group *g = x->g;
+        const pfi_point *u = pfi_curve_uncapped(&x->curve);
+        double vals[NCOLS];
+        for (int k = 0; k < NCOLS; k++) vals[k] = NAN;
+        vals[6] = g->gpus;
+        vals[7] = (double)g->nrows;
+        vals[8] = (double)x->curve.n;
+        vals[9] = u->cap_w;
+        vals[10] = u->tokens_per_s;
+        vals[11] = u->power_w;
+        vals[12] = x->eq1.pfi;
+        vals[13] = (double)x->eq1.n_used;
+        vals[14] = (double)x->eq1.n_excluded;
+        vals[15] = x->ci.lo;
+        vals[16] = x->ci.hi;
+        vals[17] = x->area;
+        if (x->el_ok) {
+            vals[18] = x->el.a;
+            vals[19] = x->el.one_minus_a;
+            vals[20] = x->el.inv_a;
+            vals[21] = x->el.r2;
+        }
+        vals[22] = x->robust.pfi_noise_aware;
+        vals[23] = (double)x->robust.n_noise_kept;
+        vals[24] = x->robust.pfi_robust;
+        vals[25] = x->robust.pfi_robust_lo;
+        vals[26] = x->robust.pfi_robust_hi;
+        vals[27] = (double)x->robust.n_fit;
+        const char *texts[NCOLS] = {g->gpu_model, g->name, g->arch, g->task, g->model, g->split};
+        texts[28] = pfi_verdict_name(x->robust.verdict);
+        size_t row = pfi_rows_add(r);
+        for (int k = 0; k < nc; k++) {
+            int m = map[k];
+            if (tt[k] == PFI_CELL_TEXT) pfi_rows_text(r, row, (size_t)k, texts[m]);
+            else if (tt[k] == PFI_CELL_INT) pfi_rows_int(r, row, (size_t)k, (long long)vals[m]);
+            else pfi_rows_num(r, row, (size_t)k, vals[m]);
+        }
+    }
+    rc = cli_save_rows(cmd, r, &out);
+    if (rc == CLI_OK && ratios) rc = write_ratios(cmd, rows, gs.n, ratios, fmt);
+    pfi_rows_free(r);
+free_all:
+    if (rows) pfi_index_rows_free(rows, gs.n);
+    free(rows);
+    pfi_groups_free(&gs);
+    pfi_table_free(t);
+done:
+    free(where);
+    return rc;
+}

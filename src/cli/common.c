@@ -1,0 +1,227 @@
+/* common.c — shared CLI plumbing (see cli.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pfi/num.h"
+#include "pfi/sweep.h"
+
+const cli_cmd *cli_find(const char *name)
+{
+    for (size_t i = 0; i < cli_ncommands; i++)
+        if (strcmp(cli_commands[i].name, name) == 0) return &cli_commands[i];
+    return NULL;
+}
+
+void cli_out_init(cli_out *o)
+{
+    o->fmt = PFI_FMT_CSV;
+    o->fmt_set = 0;
+    o->path = NULL;
+}
+
+int cli_common_opt(const char *cmd, int c, const char *arg, cli_out *o)
+{
+    switch (c) {
+    case CLI_OPT_FORMAT:
+        if (pfi_format_parse(arg, &o->fmt) != 0) {
+            cli_usage_error(cmd, "--format: '%s' is not csv, json or table", arg);
+            return -1;
+        }
+        o->fmt_set = 1;
+        return 1;
+    case CLI_OPT_JSON:
+        o->fmt = PFI_FMT_JSON;
+        o->fmt_set = 1;
+        return 1;
+    case 'o':
+        o->path = arg;
+        return 1;
+    default: return 0;
+    }
+}
+
+pfi_format cli_out_format(const cli_out *o)
+{
+    if (o->fmt_set) return o->fmt;
+    if ((!o->path || strcmp(o->path, "-") == 0) && isatty(STDOUT_FILENO)) return PFI_FMT_TABLE;
+    return PFI_FMT_CSV;
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pfi %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void cli_warn_cb(void *ud, const char *msg)
+{
+    fprintf(stderr, "pfi %s: warning: %s\n", (const char *)ud, msg);
+}
+
+pfi_log cli_log(const char *cmd)
+{
+    pfi_log l = {cli_warn_cb, (void *)cmd, 0};
+    return l;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pfi %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'pfi help %s')\n", cmd);
+    return CLI_USAGE;
+}
+
+int cli_help(const char *cmd)
+{
+    const cli_cmd *c = cli_find(cmd);
+    if (!c) return CLI_USAGE;
+    fputs(c->usage, stdout);
+    return CLI_OK;
+}
+
+int cli_bad_option(const char *cmd, char **argv)
+{
+    (void)argv;
+    fprintf(stderr, "pfi %s: invalid option or missing argument (see 'pfi help %s')\n", cmd, cmd);
+    return CLI_USAGE;
+}
+
+int cli_parse_list(const char *s, double *out, int max)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        double v;
+        if (n >= max || pfi_parse_double(p, len, &v) != PFI_NUM_OK || !(v > 0)) return -1;
+        out[n++] = v;
+        if (!q) break;
+        p = q + 1;
+        if (!*p) return -1;
+    }
+    return n;
+}
+
+int cli_parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi, double *v)
+{
+    int e = pfi_parse_double(s, strlen(s), v);
+    if (e || *v < lo || *v > hi) {
+        cli_usage_error(cmd, "%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu_model)
+{
+    pfi_table *t = pfi_table_new();
+    if (!t) {
+        cli_error(cmd, "out of memory");
+        return NULL;
+    }
+    pfi_log log = cli_log(cmd);
+    pfi_sweep_read_opts o = {gpu_model, 0};
+    for (int i = 0; i < n; i++) {
+        pfi_error err;
+        if (pfi_sweep_read(t, paths[i], &o, &log, &err) != PFI_OK) {
+            cli_error(cmd, "%s", err.msg);
+            pfi_table_free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+pfi_table *cli_filter_table(const char *cmd, const pfi_table *t, char **where, int nwhere)
+{
+    long *cols = calloc((size_t)nwhere + 1, sizeof *cols);
+    const char **vals = calloc((size_t)nwhere + 1, sizeof *vals);
+    pfi_table *o = pfi_table_new();
+    pfi_error err;
+    if (!cols || !vals || !o) goto oom;
+    for (int i = 0; i < nwhere; i++) {
+        char *eq = strchr(where[i], '=');
+        if (!eq || eq == where[i]) {
+            cli_usage_error(cmd, "filter '%s' is not COLUMN=VALUE", where[i]);
+            goto fail;
+        }
+        *eq = '\0';
+        cols[i] = pfi_table_col(t, where[i]);
+        vals[i] = eq + 1;
+        if (cols[i] < 0) {
+            cli_error(cmd, "filter: no column '%s' in the table", where[i]);
+            *eq = '=';
+            goto fail;
+        }
+        *eq = '=';
+    }
+    size_t nc = pfi_table_ncols(t);
+    for (size_t c = 0; c < nc; c++)
+        if (pfi_table_add_col(o, pfi_table_colname(t, c), pfi_table_coltype(t, c), &err) < 0)
+            goto oom;
+    for (size_t r = 0; r < pfi_table_nrows(t); r++) {
+        int keep = 1;
+        for (int i = 0; i < nwhere && keep; i++) {
+            size_t c = (size_t)cols[i];
+            if (pfi_table_coltype(t, c) == PFI_COL_TEXT) {
+                keep = strcmp(pfi_table_text(t, c, r), vals[i]) == 0;
+            } else {
+                double v;
+                keep = pfi_parse_double(vals[i], strlen(vals[i]), &v) == PFI_NUM_OK &&
+                       pfi_table_num(t, c, r) == v;
+            }
+        }
+        if (!keep) continue;
+        const char *file;
+        uint64_t line;
+        pfi_table_row_origin(t, r, &file, &line);
+        size_t row;
+        if (pfi_table_add_row(o, pfi_table_add_file(o, file), line, &row, &err)) goto oom;
+        for (size_t c = 0; c < nc; c++) {
+            if (pfi_table_coltype(t, c) == PFI_COL_NUM) {
+                pfi_table_set_num(o, c, row, pfi_table_num(t, c, r));
+            } else {
+                const char *s = pfi_table_text(t, c, r);
+                if (pfi_table_set_text(o, c, row, s, &err)) goto oom;
+            }
+        }
+    }
+    free(cols);
+    free(vals);
+    if (pfi_table_nrows(o) == 0) {
+        cli_error(cmd, "no rows match the filter");
+        pfi_table_free(o);
+        return NULL;
+    }
+    return o;
+oom:
+    cli_error(cmd, "out of memory");
+fail:
+    free(cols);
+    free(vals);
+    pfi_table_free(o);
+    return NULL;
+}
+
+int cli_save_rows(const char *cmd, const pfi_rows *r, const cli_out *o)
+{
+    pfi_error err;
+    if (pfi_rows_save(r, cli_out_format(o), o->path, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}

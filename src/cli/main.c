@@ -1,0 +1,68 @@
+/* main.c — the `pfi` command: dispatch to subcommands, `pfi help [cmd]`,
+ * `pfi --version`. The command table below is the single list of
+ * subcommands (help, man page and README list the same). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pfi/version.h"
+
+#define CMD(name, summary) int cmd_##name(int, char **); extern const char cmd_##name##_usage[];
+#include "commands.def"
+#undef CMD
+
+const cli_cmd cli_commands[] = {
+#define CMD(name, summary) {#name, cmd_##name, summary, cmd_##name##_usage},
+#include "commands.def"
+#undef CMD
+};
+const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "pfi %s — power-flexible LLM training: measure, predict and allocate the Power\n"
+            "Flexibility Index (PFI) of training jobs (arXiv:2609.11542).\n\n"
+            "usage: pfi <command> [options] [args]\n"
+            "       pfi help [command]\n"
+            "       pfi --version\n\ncommands:\n",
+            PFI_VERSION);
+    for (size_t i = 0; i < cli_ncommands; i++)
+        fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
+    fprintf(f,
+            "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *c = argv[1];
+    if (strcmp(c, "--version") == 0 || strcmp(c, "version") == 0) {
+        printf("pfi %s\n", PFI_VERSION);
+        return CLI_OK;
+    }
+    if (strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(c, "help") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        if (!cli_find(argv[2])) {
+            fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", argv[2]);
+            return CLI_USAGE;
+        }
+        return cli_help(argv[2]);
+    }
+    const cli_cmd *cmd = cli_find(c);
+    if (!cmd) {
+        fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);
+        return CLI_USAGE;
+    }
+    return cmd->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,263 @@
+/* rows.c — CSV / JSON / terminal-table rendering of command output. */
+#include "pfi/rows.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pfi/atomic.h"
+
+typedef struct cell {
+    double num;
+    long long i;
+    char *text;
+    int set;
+} cell;
+
+struct pfi_rows {
+    size_t ncols, nrows, cap;
+    char **names;
+    pfi_celltype *types;
+    char **tfmt;
+    cell *cells;
+};
+
+int pfi_format_parse(const char *s, pfi_format *out)
+{
+    if (strcmp(s, "csv") == 0) *out = PFI_FMT_CSV;
+    else if (strcmp(s, "json") == 0) *out = PFI_FMT_JSON;
+    else if (strcmp(s, "table") == 0) *out = PFI_FMT_TABLE;
+    else return -1;
+    return 0;
+}
+
+pfi_rows *pfi_rows_new(size_t ncols, const char *const *names, const pfi_celltype *types)
+{
+    pfi_rows *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->ncols = ncols;
+    r->names = calloc(ncols, sizeof *r->names);
+    r->types = calloc(ncols, sizeof *r->types);
+    r->tfmt = calloc(ncols, sizeof *r->tfmt);
+    if (!r->names || !r->types || !r->tfmt) {
+        pfi_rows_free(r);
+        return NULL;
+    }
+    for (size_t c = 0; c < ncols; c++) {
+        r->names[c] = strdup(names[c]);
+        r->types[c] = types ? types[c] : PFI_CELL_NUM;
+        if (!r->names[c]) {
+            pfi_rows_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+void pfi_rows_free(pfi_rows *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->nrows * r->ncols; i++) free(r->cells[i].text);
+    for (size_t c = 0; c < r->ncols; c++) {
+        if (r->names) free(r->names[c]);
+        if (r->tfmt) free(r->tfmt[c]);
+    }
+    free(r->names);
+    free(r->types);
+    free(r->tfmt);
+    free(r->cells);
+    free(r);
+}
+
+void pfi_rows_table_fmt(pfi_rows *r, size_t col, const char *f)
+{
+    free(r->tfmt[col]);
+    r->tfmt[col] = strdup(f);
+}
+
+size_t pfi_rows_add(pfi_rows *r)
+{
+    if (r->nrows == r->cap) {
+        size_t nc = r->cap ? 2 * r->cap : 64;
+        cell *c = realloc(r->cells, nc * r->ncols * sizeof *c);
+        if (!c) return (size_t)-1;
+        r->cells = c;
+        r->cap = nc;
+    }
+    cell *row = &r->cells[r->nrows * r->ncols];
+    for (size_t c = 0; c < r->ncols; c++) {
+        row[c].num = NAN;
+        row[c].i = 0;
+        row[c].text = NULL;
+        row[c].set = 0;
+    }
+    return r->nrows++;
+}
+
+void pfi_rows_num(pfi_rows *r, size_t row, size_t col, double v)
+{
+    cell *c = &r->cells[row * r->ncols + col];
+    c->num = v;
+    c->set = 1;
+}
+
+void pfi_rows_int(pfi_rows *r, size_t row, size_t col, long long v)
+{
+    cell *c = &r->cells[row * r->ncols + col];
+    c->i = v;
+    c->num = (double)v;
+    c->set = 1;
+}
+
+int pfi_rows_text(pfi_rows *r, size_t row, size_t col, const char *s)
+{
+    cell *c = &r->cells[row * r->ncols + col];
+    free(c->text);
+    c->text = strdup(s ? s : "");
+    c->set = 1;
+    return c->text ? 0 : -1;
+}
+
+size_t pfi_rows_count(const pfi_rows *r) { return r->nrows; }
+size_t pfi_rows_ncols(const pfi_rows *r) { return r->ncols; }
+
+long pfi_rows_col(const pfi_rows *r, const char *name)
+{
+    for (size_t c = 0; c < r->ncols; c++)
+        if (strcmp(r->names[c], name) == 0) return (long)c;
+    return -1;
+}
+
+double pfi_rows_get_num(const pfi_rows *r, size_t row, size_t col)
+{
+    return r->cells[row * r->ncols + col].num;
+}
+
+const char *pfi_rows_get_text(const pfi_rows *r, size_t row, size_t col)
+{
+    const char *t = r->cells[row * r->ncols + col].text;
+    return t ? t : "";
+}
+
+void pfi_fmt_num(char *buf, size_t n, double v)
+{
+    if (isnan(v)) buf[0] = '\0';
+    else if (isinf(v)) snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
+    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, "%.10g", v);
+}
+
+static void csv_text(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void cell_str(const pfi_rows *r, size_t row, size_t col, char *buf, size_t n, int table)
+{
+    const cell *c = &r->cells[row * r->ncols + col];
+    switch (r->types[col]) {
+    case PFI_CELL_TEXT: snprintf(buf, n, "%s", c->text ? c->text : ""); break;
+    case PFI_CELL_INT:
+        if (c->set) snprintf(buf, n, "%lld", c->i);
+        else buf[0] = '\0';
+        break;
+    case PFI_CELL_NUM:
+        if (table) {
+            if (isnan(c->num)) snprintf(buf, n, "-");
+            else if (isinf(c->num)) snprintf(buf, n, "%s", c->num > 0 ? "inf" : "-inf");
+            else snprintf(buf, n, r->tfmt[col] ? r->tfmt[col] : "%.4g", c->num);
+        } else {
+            pfi_fmt_num(buf, n, c->num);
+        }
+        break;
+    }
+}
+
+static pfi_status write_json(const pfi_rows *r, FILE *f, pfi_error *err)
+{
+    json_t *arr = json_array();
+    if (!arr) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; i < r->nrows; i++) {
+        json_t *o = json_object();
+        for (size_t c = 0; c < r->ncols; c++) {
+            const cell *x = &r->cells[i * r->ncols + c];
+            json_t *v;
+            if (r->types[c] == PFI_CELL_TEXT) v = json_string(x->text ? x->text : "");
+            else if (r->types[c] == PFI_CELL_INT) v = x->set ? json_integer(x->i) : json_null();
+            else v = isfinite(x->num) ? json_real(x->num) : json_null();
+            json_object_set_new(o, r->names[c], v);
+        }
+        json_array_append_new(arr, o);
+    }
+    int rc = json_dumpf(arr, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    fputc('\n', f);
+    json_decref(arr);
+    return rc ? pfi_errorf(err, PFI_EIO, "JSON write failed") : PFI_OK;
+}
+
+pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error *err)
+{
+    char buf[512];
+    if (fmt == PFI_FMT_JSON) return write_json(r, f, err);
+    if (fmt == PFI_FMT_CSV) {
+        for (size_t c = 0; c < r->ncols; c++) {
+            if (c) fputc(',', f);
+            csv_text(f, r->names[c]);
+        }
+        fputc('\n', f);
+        for (size_t i = 0; i < r->nrows; i++) {
+            for (size_t c = 0; c < r->ncols; c++) {
+                if (c) fputc(',', f);
+                cell_str(r, i, c, buf, sizeof buf, 0);
+                if (r->types[c] == PFI_CELL_TEXT) csv_text(f, buf);
+                else fputs(buf, f);
+            }
+            fputc('\n', f);
+        }
+    } else {
+        size_t *w = calloc(r->ncols, sizeof *w);
+        if (!w) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        for (size_t c = 0; c < r->ncols; c++) w[c] = strlen(r->names[c]);
+        for (size_t i = 0; i < r->nrows; i++)
+            for (size_t c = 0; c < r->ncols; c++) {
+                cell_str(r, i, c, buf, sizeof buf, 1);
+                size_t l = strlen(buf);
+                if (l > w[c]) w[c] = l;
+            }
+        for (size_t c = 0; c < r->ncols; c++)
+            fprintf(f, "%-*s%s", (int)w[c], r->names[c], c + 1 < r->ncols ? "  " : "\n");
+        for (size_t i = 0; i < r->nrows; i++)
+            for (size_t c = 0; c < r->ncols; c++) {
+                cell_str(r, i, c, buf, sizeof buf, 1);
+                if (r->types[c] == PFI_CELL_TEXT)
+                    fprintf(f, "%-*s%s", (int)w[c], buf, c + 1 < r->ncols ? "  " : "\n");
+                else
+                    fprintf(f, "%*s%s", (int)w[c], buf, c + 1 < r->ncols ? "  " : "\n");
+            }
+        free(w);
+    }
+    return ferror(f) ? pfi_errorf(err, PFI_EIO, "write failed") : PFI_OK;
+}
+
+pfi_status pfi_rows_save(const pfi_rows *r, pfi_format fmt, const char *path, pfi_error *err)
+{
+    pfi_outfile o;
+    pfi_status st = pfi_out_open(&o, path, err);
+    if (st) return st;
+    st = pfi_rows_write(r, fmt, o.f, err);
+    if (st) {
+        pfi_out_abort(&o);
+        return st;
+    }
+    return pfi_out_commit(&o, err);
+}
