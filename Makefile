@@ -33,16 +33,16 @@ bootstrap-test:
 
 build:
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build -j $(JOBS)
+	@cmake --build build -j $(JOBS) -- --no-print-directory
 
 build-asan:
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-asan -j $(JOBS)
+	@cmake --build build-asan -j $(JOBS) -- --no-print-directory
 
 build-fuzz:
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPFI_FUZZ=ON -DPFI_TESTS=OFF \
 	  -DPFI_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-fuzz -j $(JOBS)
+	@cmake --build build-fuzz -j $(JOBS) -- --no-print-directory
 
 test-plain: build
 	@scripts/run-tests.sh build "plain build" ''

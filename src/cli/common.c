@@ -93,8 +93,13 @@ int cli_help(const char *cmd)
 
 int cli_bad_option(const char *cmd, char **argv)
 {
-    (void)argv;
-    fprintf(stderr, "pfi %s: invalid option or missing argument (see 'pfi help %s')\n", cmd, cmd);
+    const char *arg = optind > 0 ? argv[optind - 1] : "?";
+    if (optopt && optopt != '?')
+        fprintf(stderr, "pfi %s: invalid option or missing argument: -%c (see 'pfi help %s')\n",
+                cmd, optopt, cmd);
+    else
+        fprintf(stderr, "pfi %s: invalid option or missing argument: %s (see 'pfi help %s')\n",
+                cmd, arg, cmd);
     return CLI_USAGE;
 }
 

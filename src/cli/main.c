@@ -1,6 +1,7 @@
 /* main.c — the `pfi` command: dispatch to subcommands, `pfi help [cmd]`,
  * `pfi --version`. The command table below is the single list of
  * subcommands (help, man page and README list the same). */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +60,7 @@ int main(int argc, char **argv)
         }
         return cli_help(argv[2]);
     }
+    opterr = 0; /* commands report bad options themselves, on one line */
     const cli_cmd *cmd = cli_find(c);
     if (!cmd) {
         fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);

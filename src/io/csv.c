@@ -50,6 +50,19 @@ int pfi_csv_next(pfi_csv *c, pfi_error *err)
         for (;;) {
             size_t have = r->end - r->start;
             const char *s = r->buf ? r->buf + r->start : NULL;
+            if (!inq && pos < have) {
+                /* fast path: the next newline, if no quote comes before it */
+                const char *nl = memchr(s + pos, '\n', have - pos);
+                if (nl && !memchr(s + pos, '"', (size_t)(nl - (s + pos)))) {
+                    size_t end = (size_t)(nl - s);
+                    if (memchr(s + pos, '\0', end - pos)) {
+                        pfi_errorf(err, PFI_EPARSE, "%s:%llu: binary data (NUL byte)", r->name,
+                                   (unsigned long long)(r->line + newlines));
+                        return -1;
+                    }
+                    pos = end;
+                }
+            }
             while (pos < have) {
                 char ch = s[pos];
                 if (ch == '"') inq = !inq;

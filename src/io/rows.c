@@ -2,17 +2,19 @@
 #include "pfi/rows.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pfi/atomic.h"
 
-typedef struct cell {
+/* One 8-byte cell: a double (NaN = missing), an integer (INT64_MIN =
+ * missing) or an offset into the text arena (0 = empty string). */
+typedef union cell {
     double num;
     long long i;
-    char *text;
-    int set;
+    size_t text;
 } cell;
 
 struct pfi_rows {
@@ -21,7 +23,11 @@ struct pfi_rows {
     pfi_celltype *types;
     char **tfmt;
     cell *cells;
+    char *arena; /* NUL-terminated strings; offset 0 holds "" */
+    size_t alen, acap;
 };
+
+#define INT_MISSING LLONG_MIN
 
 int pfi_format_parse(const char *s, pfi_format *out)
 {
@@ -40,7 +46,13 @@ pfi_rows *pfi_rows_new(size_t ncols, const char *const *names, const pfi_celltyp
     r->names = calloc(ncols, sizeof *r->names);
     r->types = calloc(ncols, sizeof *r->types);
     r->tfmt = calloc(ncols, sizeof *r->tfmt);
-    if (!r->names || !r->types || !r->tfmt) {
+    r->acap = 4096;
+    r->arena = malloc(r->acap);
+    if (r->arena) {
+        r->arena[0] = '\0';
+        r->alen = 1;
+    }
+    if (!r->names || !r->types || !r->tfmt || !r->arena) {
         pfi_rows_free(r);
         return NULL;
     }
@@ -58,7 +70,6 @@ pfi_rows *pfi_rows_new(size_t ncols, const char *const *names, const pfi_celltyp
 void pfi_rows_free(pfi_rows *r)
 {
     if (!r) return;
-    for (size_t i = 0; i < r->nrows * r->ncols; i++) free(r->cells[i].text);
     for (size_t c = 0; c < r->ncols; c++) {
         if (r->names) free(r->names[c]);
         if (r->tfmt) free(r->tfmt[c]);
@@ -67,6 +78,7 @@ void pfi_rows_free(pfi_rows *r)
     free(r->types);
     free(r->tfmt);
     free(r->cells);
+    free(r->arena);
     free(r);
 }
 
@@ -87,36 +99,43 @@ size_t pfi_rows_add(pfi_rows *r)
     }
     cell *row = &r->cells[r->nrows * r->ncols];
     for (size_t c = 0; c < r->ncols; c++) {
-        row[c].num = NAN;
-        row[c].i = 0;
-        row[c].text = NULL;
-        row[c].set = 0;
+        if (r->types[c] == PFI_CELL_NUM) row[c].num = NAN;
+        else if (r->types[c] == PFI_CELL_INT) row[c].i = INT_MISSING;
+        else row[c].text = 0;
     }
     return r->nrows++;
 }
 
 void pfi_rows_num(pfi_rows *r, size_t row, size_t col, double v)
 {
-    cell *c = &r->cells[row * r->ncols + col];
-    c->num = v;
-    c->set = 1;
+    r->cells[row * r->ncols + col].num = v;
 }
 
 void pfi_rows_int(pfi_rows *r, size_t row, size_t col, long long v)
 {
-    cell *c = &r->cells[row * r->ncols + col];
-    c->i = v;
-    c->num = (double)v;
-    c->set = 1;
+    r->cells[row * r->ncols + col].i = v;
 }
 
 int pfi_rows_text(pfi_rows *r, size_t row, size_t col, const char *s)
 {
     cell *c = &r->cells[row * r->ncols + col];
-    free(c->text);
-    c->text = strdup(s ? s : "");
-    c->set = 1;
-    return c->text ? 0 : -1;
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0) {
+        c->text = 0;
+        return 0;
+    }
+    if (r->alen + n + 1 > r->acap) {
+        size_t nc = r->acap * 2;
+        while (nc < r->alen + n + 1) nc *= 2;
+        char *a = realloc(r->arena, nc);
+        if (!a) return -1;
+        r->arena = a;
+        r->acap = nc;
+    }
+    memcpy(r->arena + r->alen, s, n + 1);
+    c->text = r->alen;
+    r->alen += n + 1;
+    return 0;
 }
 
 size_t pfi_rows_count(const pfi_rows *r) { return r->nrows; }
@@ -131,27 +150,80 @@ long pfi_rows_col(const pfi_rows *r, const char *name)
 
 double pfi_rows_get_num(const pfi_rows *r, size_t row, size_t col)
 {
-    return r->cells[row * r->ncols + col].num;
+    const cell *c = &r->cells[row * r->ncols + col];
+    if (r->types[col] == PFI_CELL_INT) return c->i == INT_MISSING ? NAN : (double)c->i;
+    if (r->types[col] == PFI_CELL_TEXT) return NAN;
+    return c->num;
 }
 
 const char *pfi_rows_get_text(const pfi_rows *r, size_t row, size_t col)
 {
-    const char *t = r->cells[row * r->ncols + col].text;
-    return t ? t : "";
+    if (r->types[col] != PFI_CELL_TEXT) return "";
+    return r->arena + r->cells[row * r->ncols + col].text;
 }
 
+/* %.10g without printf's arbitrary-precision path for the common range:
+ * 10 significant digits by scaling with an exact power of ten and rounding;
+ * identical to printf except, rarely, in the last digit of a value that lies
+ * within an ulp of a rounding boundary. Other magnitudes use printf. */
 void pfi_fmt_num(char *buf, size_t n, double v)
 {
-    if (isnan(v)) buf[0] = '\0';
-    else if (isinf(v)) snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
-    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.0f", v);
-    else snprintf(buf, n, "%.10g", v);
+    static const double p10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6, 1e7,
+                                 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14};
+    if (isnan(v)) {
+        buf[0] = '\0';
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
+        return;
+    }
+    double a = fabs(v);
+    if (n < 32 || a == 0 || a < 1e-4 || a >= 1e9) {
+        snprintf(buf, n, "%.10g", v);
+        return;
+    }
+    int e = (int)floor(log10(a));
+    if (e < -4) e = -4;
+    long long m = llround(a * p10[9 - e]);
+    if (m >= 10000000000LL) { /* rounded up to the next decade */
+        e++;
+        if (e > 9) {
+            snprintf(buf, n, "%.10g", v);
+            return;
+        }
+        m = llround(a * p10[9 - e]);
+    }
+    char dig[16];
+    for (int i = 9; i >= 0; i--) {
+        dig[i] = (char)('0' + m % 10);
+        m /= 10;
+    }
+    char *o = buf;
+    if (v < 0) *o++ = '-';
+    int last = 9; /* strip trailing zeros after the point */
+    int int_digits = e + 1;
+    while (last >= int_digits && last > 0 && dig[last] == '0') last--;
+    if (int_digits <= 0) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -int_digits; i++) *o++ = '0';
+        for (int i = 0; i <= last; i++) *o++ = dig[i];
+    } else {
+        for (int i = 0; i < int_digits; i++) *o++ = dig[i];
+        if (last >= int_digits) {
+            *o++ = '.';
+            for (int i = int_digits; i <= last; i++) *o++ = dig[i];
+        }
+    }
+    *o = '\0';
 }
 
 static void csv_text(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
+    size_t n = strcspn(s, ",\"\r\n");
+    if (s[n] == '\0') {
+        fwrite(s, 1, n, f);
         return;
     }
     fputc('"', f);
@@ -166,9 +238,9 @@ static void cell_str(const pfi_rows *r, size_t row, size_t col, char *buf, size_
 {
     const cell *c = &r->cells[row * r->ncols + col];
     switch (r->types[col]) {
-    case PFI_CELL_TEXT: snprintf(buf, n, "%s", c->text ? c->text : ""); break;
+    case PFI_CELL_TEXT: snprintf(buf, n, "%s", r->arena + c->text); break;
     case PFI_CELL_INT:
-        if (c->set) snprintf(buf, n, "%lld", c->i);
+        if (c->i != INT_MISSING) snprintf(buf, n, "%lld", c->i);
         else buf[0] = '\0';
         break;
     case PFI_CELL_NUM:
@@ -192,8 +264,8 @@ static pfi_status write_json(const pfi_rows *r, FILE *f, pfi_error *err)
         for (size_t c = 0; c < r->ncols; c++) {
             const cell *x = &r->cells[i * r->ncols + c];
             json_t *v;
-            if (r->types[c] == PFI_CELL_TEXT) v = json_string(x->text ? x->text : "");
-            else if (r->types[c] == PFI_CELL_INT) v = x->set ? json_integer(x->i) : json_null();
+            if (r->types[c] == PFI_CELL_TEXT) v = json_string(r->arena + x->text);
+            else if (r->types[c] == PFI_CELL_INT) v = x->i != INT_MISSING ? json_integer(x->i) : json_null();
             else v = isfinite(x->num) ? json_real(x->num) : json_null();
             json_object_set_new(o, r->names[c], v);
         }
@@ -218,9 +290,13 @@ pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error 
         for (size_t i = 0; i < r->nrows; i++) {
             for (size_t c = 0; c < r->ncols; c++) {
                 if (c) fputc(',', f);
-                cell_str(r, i, c, buf, sizeof buf, 0);
-                if (r->types[c] == PFI_CELL_TEXT) csv_text(f, buf);
-                else fputs(buf, f);
+                const cell *x = &r->cells[i * r->ncols + c];
+                if (r->types[c] == PFI_CELL_TEXT) {
+                    csv_text(f, r->arena + x->text);
+                } else {
+                    cell_str(r, i, c, buf, sizeof buf, 0);
+                    fwrite(buf, 1, strlen(buf), f);
+                }
             }
             fputc('\n', f);
         }

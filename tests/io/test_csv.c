@@ -5,6 +5,7 @@
 #include "pfi/csv.h"
 #include "pfi/groups.h"
 #include "pfi/num.h"
+#include "pfi/pfi.h"
 #include "pfi/sweep.h"
 
 static int read_all(const char *text, size_t max, char out[][64], size_t *nrec, pfi_error *e)
@@ -297,12 +298,40 @@ static void zeus(void **s)
     pfi_table_free(t);
 }
 
+/* the robust rule's default SEMs are the A40 + V100 between-run noise */
+static void zeus_noise_default(void **s)
+{
+    (void)s;
+    pfi_table *t = pfi_table_new();
+    pfi_error e;
+    assert_int_equal(pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_a40.csv", NULL, NULL, &e), PFI_OK);
+    assert_int_equal(pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_v100.csv", NULL, NULL, &e), PFI_OK);
+    pfi_groups gs;
+    assert_int_equal(pfi_groups_build(t, &gs, &e), PFI_OK);
+    const pfi_curve *cv[200];
+    int gpus[200];
+    assert_true(gs.n <= 200);
+    for (size_t i = 0; i < gs.n; i++) {
+        cv[i] = &gs.g[i].curve;
+        gpus[i] = gs.g[i].gpus;
+    }
+    pfi_noise_estimate ne;
+    pfi_estimate_noise(cv, gpus, gs.n, 1.2, &ne);
+    print_message("A40+V100 between-run noise: power %.4f, throughput %.4f (%zu points, %zu groups)\n",
+                  ne.rel_sd_power, ne.rel_sd_tokens, ne.n_points, ne.n_groups);
+    assert_near(ne.rel_sd_power, PFI_ROBUST_DEFAULT_REL_SEM_POWER, 0.0005);
+    assert_near(ne.rel_sd_tokens, PFI_ROBUST_DEFAULT_REL_SEM_TOKENS, 0.0005);
+    assert_int_equal(gs.n, 121);
+    pfi_groups_free(&gs);
+    pfi_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(csv_basic),  cmocka_unit_test(csv_errors), cmocka_unit_test(reader_lines),
         cmocka_unit_test(numbers),    cmocka_unit_test(sweep_good), cmocka_unit_test(sweep_bad),
-        cmocka_unit_test(zeus),
+        cmocka_unit_test(zeus),       cmocka_unit_test(zeus_noise_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

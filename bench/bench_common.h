@@ -1,0 +1,34 @@
+/* bench_common.h — timing and memory helpers shared by the benchmarks. */
+#ifndef PFI_BENCH_COMMON_H
+#define PFI_BENCH_COMMON_H
+
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static inline double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline double bench_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* peak resident set size of this process, MiB */
+static inline double bench_peak_rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+#define BENCH_RESULT(name, value, unit, target)                                           \
+    printf("bench %-44s %12.4f %-6s (target %s)\n", name, (double)(value), unit, target)
+
+#endif

@@ -1,0 +1,11 @@
+#!/bin/sh
+# run-bench.sh BUILD_DIR — run every benchmark in BUILD_DIR/bench, one after
+# another (they time themselves on one core), and print their figures.
+set -eu
+dir=$1
+export PFI_BIN="$(cd "$dir" && pwd)/pfi"
+for b in "$dir"/bench/bench_*; do
+  [ -x "$b" ] || continue
+  echo "== $(basename "$b")"
+  taskset -c 0 "$b" 2>/dev/null || "$b"
+done
