@@ -34,6 +34,36 @@ static void usage(FILE *f)
             "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically)\n");
 }
 
+/* `pfi help --man`: the man page, generated from the same command table and
+ * usage texts as `pfi help`, so the two never disagree. */
+static void man_page(void)
+{
+    printf(".TH PFI 1 \"\" \"pfi %s\" \"User Commands\"\n"
+           ".SH NAME\npfi \\- Power Flexibility Index toolkit for power-flexible LLM training\n"
+           ".SH SYNOPSIS\n.B pfi\n.I command\n[options] [args]\n.br\n.B pfi help\n[command]\n"
+           ".SH DESCRIPTION\npfi measures how much throughput a training job loses per watt shed "
+           "under GPU power caps (the Power Flexibility Index of arXiv:2609.11542), predicts it "
+           "from telemetry, and splits a cluster power cut across jobs.\n"
+           ".SH COMMON OPTIONS\n.TP\n.B \\-\\-format csv|json|table\nOutput rendering "
+           "(\\-\\-json is an alias for json). Default: table on a terminal, csv otherwise.\n"
+           ".TP\n.B \\-o FILE\nWrite to FILE atomically (temporary file, fsync, rename).\n"
+           ".SH COMMANDS\n",
+           PFI_VERSION);
+    for (size_t i = 0; i < cli_ncommands; i++) {
+        printf(".SS %s\n%s.\n.PP\n.nf\n", cli_commands[i].name, cli_commands[i].summary);
+        for (const char *p = cli_commands[i].usage; *p; p++) {
+            if (*p == '\\') fputs("\\\\", stdout);
+            else if (*p == '-' ) fputs("\\-", stdout);
+            else if (*p == '.' && (p == cli_commands[i].usage || p[-1] == '\n')) fputs("\\&.", stdout);
+            else putchar(*p);
+        }
+        printf(".fi\n");
+    }
+    printf(".SH EXIT STATUS\n0 success, 1 bad input or failure (a one-line error naming file, "
+           "line and column), 2 usage error.\n"
+           ".SH SEE ALSO\nThe README and docs/ of the pfi source tree.\n");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -52,6 +82,10 @@ int main(int argc, char **argv)
     if (strcmp(c, "help") == 0) {
         if (argc < 3) {
             usage(stdout);
+            return CLI_OK;
+        }
+        if (strcmp(argv[2], "--man") == 0) {
+            man_page();
             return CLI_OK;
         }
         if (!cli_find(argv[2])) {
