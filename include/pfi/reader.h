@@ -35,6 +35,8 @@ typedef struct pfi_reader {
     char name[256];      /* for messages */
     uint64_t line;       /* 1-based line of the next unread byte */
     uint64_t bytes;      /* total bytes consumed */
+    int last_nl;         /* the line last returned ended with a newline */
+    const char *read_error; /* set by a read callback to explain a -1 */
 } pfi_reader;
 
 /* path "-" means standard input. */
@@ -54,6 +56,9 @@ ssize_t pfi_reader_fill(pfi_reader *r, size_t want, pfi_error *err);
  * the returned line is r->line - 1 afterwards; use pfi_reader_lineno. */
 int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err);
 uint64_t pfi_reader_lineno(const pfi_reader *r);
+/* 1 if the line last returned was the input's final line and had no newline
+ * (a truncated write). */
+int pfi_reader_truncated_last(const pfi_reader *r);
 
 /* Raw read of exactly n bytes (for binary formats such as tar); returns n,
  * fewer at EOF, or -1 on error. */

@@ -69,6 +69,11 @@ pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu
 /* Apply --where col=value filters (AND). Returns a new table. */
 pfi_table *cli_filter_table(const char *cmd, const pfi_table *t, char **where, int nwhere);
 
+/* Save a table (CSV by default, or as rows in JSON/table). Returns exit code. */
+int cli_save_table(const char *cmd, const pfi_table *t, const cli_out *o);
+/* Convert a table to rows (for JSON / terminal rendering). */
+pfi_rows *cli_table_rows(const pfi_table *t);
+
 /* Save rows with the chosen format (atomic for -o). Returns exit code. */
 int cli_save_rows(const char *cmd, const pfi_rows *r, const cli_out *o);
 

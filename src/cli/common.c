@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pfi/atomic.h"
 #include "pfi/num.h"
 #include "pfi/sweep.h"
 
@@ -229,4 +230,68 @@ int cli_save_rows(const char *cmd, const pfi_rows *r, const cli_out *o)
         return CLI_FAIL;
     }
     return CLI_OK;
+}
+
+pfi_rows *cli_table_rows(const pfi_table *t)
+{
+    size_t nc = pfi_table_ncols(t);
+    const char **names = calloc(nc ? nc : 1, sizeof *names);
+    pfi_celltype *types = calloc(nc ? nc : 1, sizeof *types);
+    pfi_rows *r = NULL;
+    if (names && types) {
+        for (size_t c = 0; c < nc; c++) {
+            names[c] = pfi_table_colname(t, c);
+            types[c] = pfi_table_coltype(t, c) == PFI_COL_NUM ? PFI_CELL_NUM : PFI_CELL_TEXT;
+        }
+        r = pfi_rows_new(nc, names, types);
+    }
+    free(names);
+    free(types);
+    if (!r) return NULL;
+    for (size_t i = 0; i < pfi_table_nrows(t); i++) {
+        size_t k = pfi_rows_add(r);
+        if (k == (size_t)-1) {
+            pfi_rows_free(r);
+            return NULL;
+        }
+        for (size_t c = 0; c < nc; c++) {
+            if (pfi_table_coltype(t, c) == PFI_COL_NUM) pfi_rows_num(r, k, c, pfi_table_num(t, c, i));
+            else pfi_rows_text(r, k, c, pfi_table_text(t, c, i));
+        }
+    }
+    return r;
+}
+
+int cli_save_table(const char *cmd, const pfi_table *t, const cli_out *o)
+{
+    pfi_format fmt = o->fmt_set ? o->fmt : PFI_FMT_CSV;
+    pfi_error err;
+    if (fmt == PFI_FMT_CSV) {
+        pfi_outfile f;
+        if (pfi_out_open(&f, o->path, &err) != PFI_OK) {
+            cli_error(cmd, "%s", err.msg);
+            return CLI_FAIL;
+        }
+        if (pfi_table_write_csv(t, f.f, &err) != PFI_OK) {
+            pfi_out_abort(&f);
+            cli_error(cmd, "%s", err.msg);
+            return CLI_FAIL;
+        }
+        if (pfi_out_commit(&f, &err) != PFI_OK) {
+            cli_error(cmd, "%s", err.msg);
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    pfi_rows *r = cli_table_rows(t);
+    if (!r) {
+        cli_error(cmd, "out of memory");
+        return CLI_FAIL;
+    }
+    cli_out o2 = *o;
+    o2.fmt = fmt;
+    o2.fmt_set = 1;
+    int rc = cli_save_rows(cmd, r, &o2);
+    pfi_rows_free(r);
+    return rc;
 }

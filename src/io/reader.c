@@ -111,7 +111,8 @@ ssize_t pfi_reader_fill(pfi_reader *r, size_t want, pfi_error *err)
     while (r->end - r->start < want && !r->eof) {
         ssize_t k = r->read(r->ud, r->buf + r->end, r->cap - 1 - r->end);
         if (k < 0) {
-            pfi_errorf(err, PFI_EIO, "%s: read error: %s", r->name, strerror(errno));
+            if (r->read_error) pfi_errorf(err, PFI_EPARSE, "%s: %s", r->name, r->read_error);
+            else pfi_errorf(err, PFI_EIO, "%s: read error: %s", r->name, strerror(errno));
             return -1;
         }
         if (k == 0) r->eof = 1;
@@ -135,6 +136,7 @@ int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err)
                 return -1;
             }
             size_t consumed = nl ? n + 1 : n;
+            r->last_nl = nl != NULL;
             if (n > 0 && s[n - 1] == '\r') n--;
             s[n] = '\0'; /* the buffer always has a spare byte */
             *line = s;
@@ -157,6 +159,11 @@ int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err)
 }
 
 uint64_t pfi_reader_lineno(const pfi_reader *r) { return r->line - 1; }
+
+int pfi_reader_truncated_last(const pfi_reader *r)
+{
+    return !r->last_nl && r->eof && r->start == r->end;
+}
 
 ssize_t pfi_reader_read(pfi_reader *r, void *dst, size_t n, pfi_error *err)
 {

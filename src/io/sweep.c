@@ -20,7 +20,7 @@ const size_t pfi_n_derived_features = sizeof pfi_derived_features / sizeof *pfi_
 
 static const char *const numeric_meta[] = {"gpus", "cap_w", "tokens_per_s", "power_w",
                                            "mfu", "tflops", "repeats", "n_samples",
-                                           "batch_size"};
+                                           "batch_size", "n_steps", "train_s"};
 
 static int ends_with(const char *s, const char *suf)
 {

@@ -1,0 +1,57 @@
+/* prom.h — Prometheus text exposition (as dcgm-exporter serves it).
+ *
+ * Accepts per-sample timestamps (`metric{labels} value 1767225600000`) and
+ * concatenated untimestamped scrapes, each preceded by a comment line
+ * `# pfi-scrape-time <unix_ms>` (what `pfi record` writes). Only the DCGM
+ * metrics of metrics.h are passed on; other metrics, labels, HELP/TYPE lines
+ * and comments are skipped. The labels used: `UUID`, `gpu`, `Hostname`.
+ * NaN, infinities and DCGM blank sentinels are missing values (skipped).
+ * A malformed line is an error naming file and line, except a truncated
+ * final line (no newline at the end of the input), which is skipped with a
+ * warning: an interrupted copy is usable up to its last whole line. */
+#ifndef PFI_PROM_H
+#define PFI_PROM_H
+
+#include <stdint.h>
+
+#include "pfi/metrics.h"
+#include "pfi/reader.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pfi_str {
+    const char *p;
+    size_t n;
+} pfi_str;
+
+/* One telemetry sample as every telemetry reader delivers it. */
+typedef struct pfi_sample {
+    pfi_metric metric;
+    pfi_str uuid, gpu, host; /* n == 0 when absent */
+    int64_t t_ms;
+    double value;
+    uint64_t line;           /* source line, for messages */
+} pfi_sample;
+
+typedef pfi_status (*pfi_sample_fn)(void *ud, const pfi_sample *s, pfi_error *err);
+
+typedef struct pfi_prom_stats {
+    uint64_t lines, samples, skipped_unknown, skipped_missing;
+} pfi_prom_stats;
+
+pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_stats *stats,
+                         pfi_log *log, pfi_error *err);
+
+/* Parse one sample line (no newline). Returns 1 for a sample of a known
+ * metric (s filled, t_ms = INT64_MIN when the line has no timestamp), 0 for a
+ * line to skip (unknown metric, comment, blank), -1 on a syntax error (what
+ * is set). */
+int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **what);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,36 @@
+/* steplog.h — the training loop's per-step log: JSON lines from rank 0,
+ * written to the path in $PFI_STEPLOG when it is set. Each line an object:
+ *   t_s            Unix seconds (required)
+ *   tokens_per_s   whole-job throughput, or
+ *   tokens + step_time_s   (tokens_per_s = tokens / step_time_s)
+ *   optional: mfu (0..1), tflops, loss, lr, step
+ * Blank lines are skipped; unknown keys are ignored. Errors name file, line
+ * and key: invalid JSON, a missing t_s or throughput, negative or
+ * non-finite numbers, mfu outside 0..1, t_s going backwards. A truncated
+ * final line (no newline) is skipped with a warning. */
+#ifndef PFI_STEPLOG_H
+#define PFI_STEPLOG_H
+
+#include "pfi/reader.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pfi_steplog {
+    size_t n, cap;
+    double *t_s, *tokens_per_s, *mfu, *tflops; /* mfu/tflops NaN when absent */
+} pfi_steplog;
+
+pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err);
+void pfi_steplog_free(pfi_steplog *s);
+
+/* Format one step record as a JSON line (what a training loop writes). */
+int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, double mfu,
+                       double tflops, long step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,126 @@
+/* steplog.c — JSON-lines step logs (see steplog.h). */
+#include "pfi/steplog.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pfi_steplog_free(pfi_steplog *s)
+{
+    free(s->t_s);
+    free(s->tokens_per_s);
+    free(s->mfu);
+    free(s->tflops);
+    memset(s, 0, sizeof *s);
+}
+
+static int push(pfi_steplog *s, double t, double tps, double mfu, double tflops)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 1024;
+        double *a = realloc(s->t_s, nc * sizeof *a);
+        if (!a) return -1;
+        s->t_s = a;
+        a = realloc(s->tokens_per_s, nc * sizeof *a);
+        if (!a) return -1;
+        s->tokens_per_s = a;
+        a = realloc(s->mfu, nc * sizeof *a);
+        if (!a) return -1;
+        s->mfu = a;
+        a = realloc(s->tflops, nc * sizeof *a);
+        if (!a) return -1;
+        s->tflops = a;
+        s->cap = nc;
+    }
+    s->t_s[s->n] = t;
+    s->tokens_per_s[s->n] = tps;
+    s->mfu[s->n] = mfu;
+    s->tflops[s->n] = tflops;
+    s->n++;
+    return 0;
+}
+
+/* number under key; 0 absent, 1 ok, -1 not a number */
+static int num(json_t *o, const char *key, double *v)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x || json_is_null(x)) return 0;
+    if (!json_is_number(x)) return -1;
+    *v = json_number_value(x);
+    return 1;
+}
+
+pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *line;
+    size_t n;
+    int rc;
+    double last_t = -INFINITY;
+    while ((rc = pfi_reader_line(r, &line, &n, err)) == 1) {
+        unsigned long long ln = (unsigned long long)pfi_reader_lineno(r);
+        size_t k = 0;
+        while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
+        if (k == n) continue;
+        json_error_t je;
+        json_t *o = json_loadb(line, n, 0, &je);
+        if (!o || !json_is_object(o)) {
+            json_decref(o);
+            if (pfi_reader_truncated_last(r)) {
+                pfi_warnf(log, "%s:%llu: truncated last line ignored", r->name, ln);
+                break;
+            }
+            pfi_steplog_free(out);
+            return pfi_errorf(err, PFI_EPARSE, "%s:%llu: %s", r->name, ln,
+                              o ? "not a JSON object" : je.text);
+        }
+        double t = NAN, tps = NAN, tokens = NAN, st = NAN, mfu = NAN, tflops = NAN;
+        const char *bad = NULL;
+        int ht = num(o, "t_s", &t);
+        int hp = num(o, "tokens_per_s", &tps);
+        int hk = num(o, "tokens", &tokens), hs = num(o, "step_time_s", &st);
+        int hm = num(o, "mfu", &mfu), hf = num(o, "tflops", &tflops);
+        if (ht < 0) bad = "key 't_s': not a number";
+        else if (ht == 0) bad = "key 't_s': missing";
+        else if (!isfinite(t) || t < 0) bad = "key 't_s': not a non-negative number";
+        else if (hp < 0) bad = "key 'tokens_per_s': not a number";
+        else if (hp == 0 && (hk <= 0 || hs <= 0))
+            bad = "no throughput: needs 'tokens_per_s' or 'tokens' and 'step_time_s'";
+        else if (hp == 0 && !(st > 0)) bad = "key 'step_time_s': must be positive";
+        else if (hp == 0 && !(tokens >= 0)) bad = "key 'tokens': negative";
+        else if (hm < 0 || (hm == 1 && !(mfu >= 0 && mfu <= 1))) bad = "key 'mfu': not in 0..1";
+        else if (hf < 0 || (hf == 1 && !(tflops >= 0))) bad = "key 'tflops': negative or not a number";
+        if (!bad && hp == 0) tps = tokens / st;
+        if (!bad && !(tps >= 0 && isfinite(tps))) bad = "key 'tokens_per_s': negative or not finite";
+        if (!bad && t < last_t) bad = "key 't_s': goes backwards";
+        json_decref(o);
+        if (bad) {
+            pfi_steplog_free(out);
+            return pfi_errorf(err, PFI_EINVAL, "%s:%llu: %s", r->name, ln, bad);
+        }
+        last_t = t;
+        if (push(out, t, tps, mfu, tflops) != 0) {
+            pfi_steplog_free(out);
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        }
+    }
+    if (rc < 0) {
+        pfi_steplog_free(out);
+        return err ? err->code : PFI_EPARSE;
+    }
+    return PFI_OK;
+}
+
+int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, double mfu,
+                       double tflops, long step)
+{
+    int k = snprintf(buf, n, "{\"t_s\": %.3f, \"step\": %ld, \"tokens_per_s\": %.2f", t_s, step,
+                     tokens_per_s);
+    if (!isnan(mfu) && k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ", \"mfu\": %.4f", mfu);
+    if (!isnan(tflops) && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, ", \"tflops\": %.1f", tflops);
+    if (k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, "}\n");
+    return k;
+}
