@@ -68,7 +68,7 @@ int cmd_ingest(int argc, char **argv)
         case 'h': rc = cli_help(cmd); goto done;
         case O_ROOT: roots[nroots++] = optarg; break;
         case O_IV:
-            if (cli_parse_num(cmd, "--interval", optarg, 0.1, 3600, &v)) { rc = CLI_USAGE; goto done; }
+            if (cli_parse_num(cmd, "--interval", optarg, 0.01, 3600, &v)) { rc = CLI_USAGE; goto done; }
             o.proto.interval_s = v;
             break;
         case O_FB:

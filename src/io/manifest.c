@@ -122,8 +122,8 @@ pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name, pf
     m->cap_w = json_number_value(c);
     json_t *iv = json_object_get(o, "interval_s");
     if (iv) {
-        if (!json_is_number(iv) || !(json_number_value(iv) >= 0.1 && json_number_value(iv) <= 3600)) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: key 'interval_s': expected 0.1..3600 seconds", name);
+        if (!json_is_number(iv) || !(json_number_value(iv) >= 0.01 && json_number_value(iv) <= 3600)) {
+            st = pfi_errorf(err, PFI_EINVAL, "%s: key 'interval_s': expected 0.01..3600 seconds", name);
             goto out;
         }
         m->interval_s = json_number_value(iv);

@@ -1,0 +1,60 @@
+#!/bin/sh
+# test_record.sh — `pfi record` against a local HTTP test server: scrapes
+# are whole, timestamped and in order; SIGTERM leaves a complete file;
+# failed scrapes are skipped; the recording ingests as prometheus telemetry.
+. "$(dirname "$0")/lib.sh"
+: "${TOOLS:?}"
+"$TOOLS/http_fixture" "$T/port" &
+srv=$!
+trap 'kill $srv 2>/dev/null; rm -rf "$T"' EXIT
+i=0; while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+port=$(cat "$T/port"); [ -n "$port" ] || fail "fixture did not start"; ok
+URL="http://127.0.0.1:$port/metrics"
+
+expect_status 0 "$PFI" record --url "$URL" --interval 0.1 --count 5 -o "$T/a.prom"
+[ "$(grep -c '^# pfi-scrape-time ' "$T/a.prom")" -eq 5 ] || fail "5 scrapes expected"; ok
+[ "$(grep -c '^DCGM_FI_DEV_POWER_USAGE' "$T/a.prom")" -eq 10 ] || fail "2 GPUs x 5 scrapes"; ok
+contains "$T/err" "5 scrapes written"
+# timestamps increase, scrape numbers increase
+awk '/^# pfi-scrape-time/ { if ($3 < last) exit 1; last=$3 }' "$T/a.prom" || fail "timestamps decrease"; ok
+awk '/^DCGM_FI_DEV_POWER_USAGE\{gpu="0"/ { if ($2 <= last) exit 1; last=$2 }' "$T/a.prom" || fail "scrapes out of order"; ok
+# appending: a second run adds to the same file
+expect_status 0 "$PFI" record --url "$URL" --interval 0.1 --count 2 -o "$T/a.prom"
+[ "$(grep -c '^# pfi-scrape-time ' "$T/a.prom")" -eq 7 ] || fail "append"; ok
+
+# SIGTERM in the middle: exit 0, every scrape in the file complete
+"$PFI" record --url "$URL" --interval 0.05 --duration 30 -o "$T/b.prom" 2>"$T/err" &
+rec=$!
+sleep 1
+kill -TERM $rec
+wait $rec; rc=$?
+[ $rc -eq 0 ] || fail "record exited $rc after SIGTERM"; ok
+contains "$T/err" "stopped by signal"
+n=$(grep -c '^# pfi-scrape-time ' "$T/b.prom"); [ "$n" -ge 3 ] || fail "only $n scrapes in 1 s"; ok
+[ "$(grep -c '^DCGM_FI' "$T/b.prom")" -eq $((n * 8)) ] || fail "a partial scrape after SIGTERM"; ok
+tail -c 1 "$T/b.prom" | od -c | grep -q '\\n' || fail "file does not end with a newline"; ok
+
+# duration ends the recording
+expect_status 0 "$PFI" record --url "$URL" --interval 0.1 --duration 0.35 -o "$T/d.prom"
+n=$(grep -c '^# pfi-scrape-time ' "$T/d.prom"); [ "$n" -ge 3 ] && [ "$n" -le 5 ] || fail "duration gave $n scrapes"; ok
+
+# failed scrapes are reported and skipped
+expect_status 0 "$PFI" record --url "http://127.0.0.1:$port/status500" --interval 0.05 --duration 0.2 -o "$T/e.prom"
+contains "$T/err" "failed"
+[ ! -s "$T/e.prom" ] || fail "a failed scrape was written"; ok
+
+# the recording is prometheus telemetry a run directory can use
+mkdir -p "$T/run"; cp "$T/b.prom" "$T/run/tel.prom"
+t0=$(awk '/^# pfi-scrape-time/ {print int($3/1000); exit}' "$T/b.prom")
+awk -v t0="$t0" 'BEGIN { for (i = -5; i < 40; i++) printf "{\"t_s\": %.2f, \"tokens_per_s\": %d}\n", t0 + i * 0.05, 1000 + i }' >"$T/run/steps.jsonl"
+cat >"$T/run/run.json" <<JSON
+{"group": "rec", "gpu_model": "H200", "gpus": 2, "cap_w": 700, "interval_s": 0.05,
+ "telemetry": [{"path": "tel.prom", "format": "prometheus"}], "steplog": "steps.jsonl"}
+JSON
+expect_status 0 "$PFI" ingest --sustain 1 --fb-threshold-gib 1 "$T/run"
+p=$(csv_field "$T/out" group rec power_w)
+awk -v p="$p" 'BEGIN { exit !(p > 1000 && p < 1200) }' || fail "recorded power $p"; ok
+
+expect_error 2 "--url is required" "$PFI" record -o "$T/x.prom"
+expect_error 2 "-o FILE is required" "$PFI" record --url "$URL"
+done_ok
