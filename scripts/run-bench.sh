@@ -4,6 +4,7 @@
 set -eu
 dir=$1
 export PFI_BIN="$(cd "$dir" && pwd)/pfi"
+export PFI_DATA_DIR="${PFI_DATA_DIR:-$(cd "$(dirname "$0")/.." && pwd)/data}"
 for b in "$dir"/bench/bench_*; do
   [ -x "$b" ] || continue
   echo "== $(basename "$b")"

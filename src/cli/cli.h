@@ -69,6 +69,11 @@ pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu
 /* Apply --where col=value filters (AND). Returns a new table. */
 pfi_table *cli_filter_table(const char *cmd, const pfi_table *t, char **where, int nwhere);
 
+/* Path of a bundled data file (relative to data/): --data DIR, then
+ * $PFI_DATA_DIR, then the installed share/pfi, then the source tree's data/.
+ * Returns 0 and fills buf, or -1 (message printed). */
+int cli_data_path(const char *cmd, const char *data_dir, const char *rel, char *buf, size_t n);
+
 /* Save a table (CSV by default, or as rows in JSON/table). Returns exit code. */
 int cli_save_table(const char *cmd, const pfi_table *t, const cli_out *o);
 /* Convert a table to rows (for JSON / terminal rendering). */

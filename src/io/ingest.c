@@ -350,7 +350,7 @@ static pfi_status find_runs(const char *dir, strlist *out, int depth, pfi_error 
         char *c = strdup(dir);
         if (!c || sl_push(out, c)) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     } else if (!st) {
-        qsort(subs.v, subs.n, sizeof *subs.v, cmp_str);
+        if (subs.n) qsort(subs.v, subs.n, sizeof *subs.v, cmp_str);
         for (size_t i = 0; i < subs.n && !st; i++) st = find_runs(subs.v[i], out, depth + 1, err);
     }
     for (size_t i = 0; i < subs.n; i++) free(subs.v[i]);
