@@ -1,0 +1,44 @@
+/* features.h — per-group predictor inputs and targets from a sweep table.
+ *
+ * A feature is measured on the group's uncapped run (what production has):
+ *   - any numeric column (telemetry DCGM_FI_*, derived features such as
+ *     dram_copy_product, numeric metadata): the mean over the uncapped rows;
+ *   - job metadata: `arch` (moe = 1, dense = 0), `task` (ft = 1, pt = 0),
+ *     `log_gpus` (log2 of the GPU count);
+ *   - `power_frac`: uncapped aggregate power / (GPUs x the largest cap), the
+ *     only telemetry the Zeus traces carry.
+ * Named sets: `job_metadata` = arch,task,log_gpus; `all_dcgm_metrics` = the
+ * 13 features of the reconstruction issue (DCGM_FI_DEV_GPU_UTIL ... DRAM_ACTIVE
+ * and nvlink_bytes). */
+#ifndef PFI_FEATURES_H
+#define PFI_FEATURES_H
+
+#include "pfi/groups.h"
+#include "pfi/table.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const char *const pfi_all_dcgm_features[13];
+
+/* Expand a comma list with named sets into feature names (caller frees
+ * each and the array). */
+pfi_status pfi_features_expand(const char *list, char ***names, size_t *n, pfi_error *err);
+void pfi_features_free(char **names, size_t n);
+/* A short description of how a feature is computed (for model files). */
+const char *pfi_feature_source(const char *name);
+/* The unit of a feature ("%", "fraction (0..1)", "MiB", "W", ...). */
+const char *pfi_feature_unit(const char *name);
+
+/* X[g * p + k] = feature k of group g; NaN if the group lacks it. Errors:
+ * a name that is neither a column nor a known feature. */
+pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *const *names,
+                                size_t p, double *X, pfi_error *err);
+/* One feature of one group (NaN if unavailable). */
+double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name, int *known);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* predictor.h — predicting PFI, and the whole normalized curve, from
+ * telemetry of the uncapped run (METHOD.md section 5, and beyond).
+ *
+ * OLS model: PFI = b0 + sum_k b_k F_k, solved as minimum-norm least squares
+ * (SVD) on standardized features, so nearly or fully underdetermined fits
+ * (13 metrics on 15 groups, the regime of the paper's -18.5 and -104) have a
+ * well-defined answer. Predictions are clamped to the training targets' range
+ * widened by 25% (and at least 0.05): an OLS line can cross zero, and a
+ * non-positive PFI would be a negative weight for the allocator.
+ *
+ * Curve model (pfi's own): for each point of a grid of cap fractions (cap /
+ * the GPU's largest cap), one OLS for the normalized throughput T/T_max and
+ * one for the normalized power P/P_max, on the same features. Training
+ * points come from each group's curve by interpolation within its measured
+ * range only, never extrapolation. Predictions are clamped to [0, 1] and
+ * made non-decreasing in the cap. The lowest grid point the model covers is
+ * the lowest reachable power online, where there is no sweep.
+ *
+ * Evaluation: in-sample, leave-one-out and leave-one-cluster-out; R^2 = 1 -
+ * SSE/SST with SST about the full-sample mean (table 3's convention). */
+#ifndef PFI_PREDICTOR_H
+#define PFI_PREDICTOR_H
+
+#include <stddef.h>
+
+#include "pfi/curve.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pfi_linear {
+    size_t p;
+    double intercept;
+    double *beta;       /* raw-scale coefficients */
+    size_t rank;
+} pfi_linear;
+
+void pfi_linear_free(pfi_linear *m);
+/* Fit on rows with finite y and finite features; returns the count used. */
+pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, pfi_linear *m,
+                          size_t *n_used, pfi_error *err);
+double pfi_linear_eval(const pfi_linear *m, const double *x);
+
+typedef struct pfi_eval {
+    double r2, rmse, rho;
+    size_t n;
+} pfi_eval;
+
+/* Metrics of predictions yhat for y (NaN pairs skipped); SST about sst_mean
+ * (NaN: about the mean of these y). */
+void pfi_eval_metrics(const double *y, const double *yhat, size_t n, double sst_mean, pfi_eval *e);
+
+/* Cross-validated predictions: cluster == NULL -> leave-one-out; else
+ * leave-one-cluster-out (cluster ids 0..k-1; a negative id is never held
+ * out). yhat[i] NaN where not predictable. */
+pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t p,
+                              const int *cluster, double *yhat, pfi_error *err);
+
+/* ---- the scalar PFI model ---- */
+typedef struct pfi_pfi_model {
+    pfi_linear lin;
+    double *fmin, *fmax; /* training ranges per feature */
+    double clamp_lo, clamp_hi;
+    size_t n_train;
+} pfi_pfi_model;
+
+pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p, pfi_pfi_model *m,
+                             pfi_error *err);
+void pfi_pfi_model_free(pfi_pfi_model *m);
+/* Clamped prediction; *clamped set when the clamp acted; *out_of_range
+ * counts features outside the training range. */
+double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range);
+
+/* ---- the curve model ---- */
+#define PFI_CURVE_GRID_MAX 32
+
+typedef struct pfi_curve_model {
+    size_t ngrid;
+    double frac[PFI_CURVE_GRID_MAX];      /* cap / largest cap, ascending, last = 1 */
+    pfi_linear t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
+    size_t n_train[PFI_CURVE_GRID_MAX];
+    double *fmin, *fmax;
+    size_t p;
+} pfi_curve_model;
+
+/* Normalized training targets of one curve at cap fraction f, by
+ * interpolation inside its measured caps only (0 if outside: no point). */
+int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac, double *p_frac);
+
+/* curves[g] for each of n groups with features X[g*p..]. Grid: 0.25, 0.30,
+ * ..., 1.00 kept where at least p + 3 groups have a point. */
+pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
+                               pfi_curve_model *m, pfi_error *err);
+void pfi_curve_model_free(pfi_curve_model *m);
+/* Predicted normalized curve at the grid: t_frac[k], p_frac[k]. */
+void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac);
+/* The predicted curve in absolute units for a job with uncapped (T_max,
+ * P_max) on a GPU whose largest cap is cap_max_w: points at the grid caps. */
+pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
+                                 double tokens_max, double power_max_w, pfi_curve *out, pfi_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
