@@ -53,7 +53,7 @@ test-asan: build-asan
 test-fuzz: build-fuzz
 	@scripts/run-tests.sh build-fuzz "libFuzzer targets" ''
 
-bench: bootstrap-run build
+bench: bootstrap-test build
 	@scripts/run-bench.sh build
 
 install: build

@@ -1,0 +1,237 @@
+/* bench_alloc.c — allocation speed: (1) the paper's full simulation (500
+ * workloads x 100 jobs x 41 cuts x 2 scenarios) with its five strategies and
+ * the envelope oracle with its certificate, on the reconstruction's headline
+ * groups (target < 5 s on one core); curve-aware and closed-loop timed
+ * separately; (2) the exact oracle (branch and bound) on one 100-job
+ * workload of non-concave curves; (3) the envelope oracle on 10^4, 10^5 and
+ * 10^6 jobs x 6 caps (target < 100 ms at 10^5), beside GLPK's simplex on
+ * the same concave LP at 10^4 jobs, timed in the same run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "pfi/alloc.h"
+#include "pfi/predictor.h"
+#include "pfi/recon_io.h"
+#include "pfi/simulate.h"
+#include "pfi/synth.h"
+#include "pfi/pfi.h"
+#include "pfi/util.h"
+#ifdef PFI_HAVE_GLPK
+#include <glpk.h>
+#endif
+
+static void paper_simulation(const char *data)
+{
+    char spec[4096], params[4096];
+    snprintf(spec, sizeof spec, "%s/reconstruction/spec.csv", data);
+    snprintf(params, sizeof params, "%s/reconstruction/params.csv", data);
+    pfi_recon r;
+    pfi_error e;
+    if (pfi_recon_load(spec, params, &r, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return;
+    }
+    pfi_curve *cv = calloc(r.n, sizeof *cv);
+    pfi_alloc_job *pool = calloc(r.n, sizeof *pool);
+    int *ft = calloc(r.n, sizeof *ft);
+    double *X = calloc(r.n, sizeof *X), *y = calloc(r.n, sizeof *y);
+    size_t n = 0;
+    pfi_synth_opts so;
+    pfi_synth_opts_default(&so);
+    for (size_t i = 0; i < r.n; i++) {
+        if (strcmp(r.g[i].split, "headline")) continue;
+        pfi_point pts[8];
+        double dcp = 0;
+        for (int k = 0; k < r.g[i].ncaps; k++) {
+            pfi_run_summary s;
+            pfi_synth_summary(&r.g[i], k, &so, &s, &e);
+            pts[k] = (pfi_point){r.g[i].caps_w[k], s.power_w, s.tokens_per_s, NAN, NAN, 1};
+            if (k == r.g[i].ncaps - 1) dcp = s.derived[PFI_D_DRAM_COPY_PRODUCT];
+            pfi_run_summary_free(&s);
+        }
+        pfi_curve_init(&cv[n], pts, (size_t)r.g[i].ncaps, NULL);
+        pfi_eq1_result q;
+        pfi_eq1(&cv[n], &q);
+        X[n] = dcp;
+        y[n] = q.pfi;
+        const pfi_point *u = pfi_curve_uncapped(&cv[n]);
+        pool[n] = (pfi_alloc_job){r.g[i].gpus, u->tokens_per_s, u->power_w, cv[n].pts[0].power_w, &cv[n], NULL, 0, dcp,
+                                  !strcmp(r.g[i].arch, "moe") && !strcmp(r.g[i].task, "ft"), -1, 200, 700};
+        ft[n] = !strcmp(r.g[i].task, "ft");
+        n++;
+    }
+    pfi_pfi_model m;
+    pfi_pfi_model_fit(X, y, n, 1, &m, &e);
+    for (size_t i = 0; i < n; i++) pool[i].pfi_pred = pfi_pfi_model_predict(&m, &X[i], NULL, NULL);
+    pfi_pfi_model_free(&m);
+    pfi_sim_opts o;
+    pfi_sim_opts_default(&o);
+    double t0 = bench_cpu();
+    for (int sc = 0; sc < 2; sc++) {
+        o.scenario = (pfi_scenario)sc;
+        pfi_sim_result res;
+        pfi_simulate(pool, ft, n, &o, &res, &e);
+        pfi_sim_result_free(&res);
+    }
+    double t1 = bench_cpu();
+    printf("paper simulation: 500 workloads x 100 jobs x 41 cuts x 2 scenarios, oracle + equal + moe-ft-weighted + pfi-aware + dcgm\n");
+    BENCH_RESULT("simulate_paper_five_plus_oracle_cpu_s", t1 - t0, "s", "< 5 s");
+    /* curve-aware needs predicted curves: the in-sample curve model */
+    pfi_curve_model cm;
+    const pfi_curve **cp = malloc(n * sizeof *cp);
+    for (size_t i = 0; i < n; i++) cp[i] = &cv[i];
+    pfi_curve_model_fit(X, cp, n, 1, &cm, &e);
+    pfi_curve *pc = calloc(n, sizeof *pc);
+    for (size_t i = 0; i < n; i++) {
+        const pfi_point *u = pfi_curve_uncapped(&cv[i]);
+        pfi_curve_model_curve(&cm, &X[i], u->cap_w, u->tokens_per_s, u->power_w, &pc[i], &e);
+        pool[i].pred_curve = &pc[i];
+    }
+    o.strategies = 1u << PFI_STRAT_CURVE_AWARE;
+    t0 = bench_cpu();
+    for (int sc = 0; sc < 2; sc++) {
+        o.scenario = (pfi_scenario)sc;
+        pfi_sim_result res;
+        pfi_simulate(pool, ft, n, &o, &res, &e);
+        pfi_sim_result_free(&res);
+    }
+    t1 = bench_cpu();
+    BENCH_RESULT("simulate_paper_curve_aware_cpu_s", t1 - t0, "s", "reported");
+    o.strategies = 1u << PFI_STRAT_CLOSED_LOOP;
+    o.workloads = 50;
+    t0 = bench_cpu();
+    for (int sc = 0; sc < 2; sc++) {
+        o.scenario = (pfi_scenario)sc;
+        pfi_sim_result res;
+        pfi_simulate(pool, ft, n, &o, &res, &e);
+        pfi_sim_result_free(&res);
+    }
+    t1 = bench_cpu();
+    printf("closed loop (5 rounds): 50 workloads x 41 cuts x 2 scenarios in %.2f s; scaled to 500 workloads:\n", t1 - t0);
+    BENCH_RESULT("simulate_paper_closed_loop_cpu_s_x500", (t1 - t0) * 10, "s", "reported");
+    /* exact oracle on one workload of 100 jobs drawn from the pool (non-concave after noise) */
+    pfi_alloc_job w[100];
+    double sum = 0;
+    for (int j = 0; j < 100; j++) {
+        w[j] = pool[pfi_mix64((uint64_t)j) % n];
+        sum += w[j].power_max_w;
+    }
+    double P[100], best;
+    t0 = bench_cpu();
+    pfi_status st = pfi_alloc_exact(w, 100, 0.7 * sum, 0, P, &best, 2000000, &e);
+    t1 = bench_cpu();
+    double env;
+    double b = 0.7 * sum, gap;
+    pfi_oracle_sweep(w, 100, &b, 1, 0, &env, &gap, NULL);
+    printf("exact oracle (branch and bound), 100 jobs, 30%% cut: %s, optimum %.1f vs envelope oracle %.1f (certificate %.3g)\n",
+           st ? e.msg : "solved", best, env, gap);
+    BENCH_RESULT("oracle_exact_bb_100_jobs_cpu_s", t1 - t0, "s", "reported");
+    for (size_t i = 0; i < n; i++) {
+        pfi_curve_free(&cv[i]);
+        pfi_curve_free(&pc[i]);
+    }
+    pfi_curve_model_free(&cm);
+    free(cv), free(pc), free(cp), free(pool), free(ft), free(X), free(y);
+    pfi_recon_free(&r);
+}
+
+/* n concave jobs x 6 caps */
+static pfi_alloc_job *concave_jobs(size_t n, pfi_curve **curves, double *sum)
+{
+    pfi_alloc_job *jobs = malloc(n * sizeof *jobs);
+    *curves = malloc(n * sizeof **curves);
+    *sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = 0.3 + 0.6 * (double)(pfi_mix64(i) % 1000) / 1000.0, scale = 1 + (double)(pfi_mix64(i + 7) % 7);
+        pfi_point pts[6];
+        for (int k = 0; k < 6; k++) {
+            double cap = 200 + 100 * k, p = 8 * (150 + 0.75 * cap) * scale;
+            pts[k] = (pfi_point){cap, p, 1000 * scale * pow(p / (8 * 675.0 * scale), e), NAN, NAN, 1};
+        }
+        pfi_curve_init(&(*curves)[i], pts, 6, NULL);
+        const pfi_point *u = pfi_curve_uncapped(&(*curves)[i]);
+        jobs[i] = (pfi_alloc_job){8, u->tokens_per_s, u->power_w, (*curves)[i].pts[0].power_w, &(*curves)[i], NULL, 1.5, 0.1, 0, -1, 200, 700};
+        *sum += u->power_w;
+    }
+    return jobs;
+}
+
+#ifdef PFI_HAVE_GLPK
+/* the same concave problem as an LP: keep y_is of each segment (slope s, length L) */
+static double glpk_lp(const pfi_alloc_job *jobs, size_t n, double budget, double *value)
+{
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MAX);
+    glp_add_rows(lp, 1);
+    int ncol = (int)(n * 5);
+    glp_add_cols(lp, ncol);
+    int *ia = malloc((size_t)(ncol + 1) * sizeof *ia), *ja = malloc((size_t)(ncol + 1) * sizeof *ja);
+    double *ar = malloc((size_t)(ncol + 1) * sizeof *ar), base_p = 0, base_t = 0;
+    int c = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pfi_curve *cv = jobs[i].curve;
+        base_p += cv->pts[0].power_w;
+        base_t += cv->pts[0].tokens_per_s;
+        for (int k = 1; k < 6; k++) {
+            double L = cv->pts[k].power_w - cv->pts[k - 1].power_w, s = (cv->pts[k].tokens_per_s - cv->pts[k - 1].tokens_per_s) / L;
+            c++;
+            glp_set_col_bnds(lp, c, GLP_DB, 0, L);
+            glp_set_obj_coef(lp, c, s);
+            ia[c] = 1, ja[c] = c, ar[c] = 1;
+        }
+    }
+    glp_set_row_bnds(lp, 1, GLP_UP, 0, budget - base_p);
+    glp_load_matrix(lp, c, ia, ja, ar);
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    double t0 = bench_now();
+    glp_simplex(lp, &parm);
+    double t = bench_now() - t0;
+    *value = glp_get_obj_val(lp) + base_t;
+    glp_delete_prob(lp);
+    free(ia), free(ja), free(ar);
+    return t;
+}
+#endif
+
+static void oracle_scale(void)
+{
+    size_t sizes[] = {10000, 100000, 1000000};
+    for (int s = 0; s < 3; s++) {
+        pfi_curve *cv;
+        double sum;
+        pfi_alloc_job *jobs = concave_jobs(sizes[s], &cv, &sum);
+        double b = 0.7 * sum, tot, gap;
+        double t0 = bench_now();
+        pfi_oracle_sweep(jobs, sizes[s], &b, 1, 0, &tot, &gap, NULL);
+        double t = bench_now() - t0;
+        char name[64];
+        snprintf(name, sizeof name, "oracle_%zu_jobs_x6_caps_ms", sizes[s]);
+        BENCH_RESULT(name, t * 1000, "ms", s == 1 ? "< 100 ms" : "reported");
+#ifdef PFI_HAVE_GLPK
+        if (s == 0) {
+            double v;
+            double tg = glpk_lp(jobs, sizes[s], b, &v);
+            printf("  GLPK simplex on the same 10,000-job LP: %.3f s (objective %.6g vs oracle %.6g): %.0fx the oracle's time\n",
+                   tg, v, tot, tg / t);
+            BENCH_RESULT("glpk_lp_10000_jobs_s", tg, "s", "reported");
+            BENCH_RESULT("glpk_over_oracle_time_ratio_10000_jobs", tg / t, "x", "reported");
+        }
+#endif
+        for (size_t i = 0; i < sizes[s]; i++) pfi_curve_free(&cv[i]);
+        free(cv);
+        free(jobs);
+    }
+}
+
+int main(void)
+{
+    const char *data = getenv("PFI_DATA_DIR");
+    if (data) paper_simulation(data);
+    oracle_scale();
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* alloc.h — splitting a cluster power cut across jobs (METHOD.md section 6).
+ *
+ * Input: jobs with their uncapped (T_max, P_max), their lowest reachable
+ * power P_min, and what each strategy may know (the true curve; a predicted
+ * PFI; a predicted curve; raw telemetry); a budget (total aggregate GPU
+ * power); optional SLA tiers. Output per job: target aggregate power, the
+ * per-GPU cap from the curve's inverse map (integer W within the device
+ * limits, rounded down, slack reported), expected throughput, feasibility.
+ *
+ * Strategies
+ *   oracle       maximum of total throughput over the jobs' piecewise-linear
+ *                true curves: greedy on marginal tokens/s per W over each
+ *                curve's concave envelope (exact for concave curves), with a
+ *                certificate (envelope total - achieved) bounding the gap on
+ *                non-concave curves; pfi_alloc_exact solves those exactly by
+ *                branch and bound.
+ *   equal, moe-ft-weighted, pfi-aware, dcgm
+ *                the paper's Eq. 2: job i sheds C_i proportional to a weight
+ *                (P_max; P_max x 2 for MoE fine-tuning; P_max / T_max x PFI;
+ *                the raw dram_copy_product). The pfi-aware weight is per unit
+ *                of efficiency, not of size: two jobs of equal T_max/P_max and
+ *                PFI shed the same watts whatever their size. A share beyond
+ *                what a job can shed is clipped and the excess handed to the
+ *                others in proportion to their weights (water-filling);
+ *                infeasible cuts are reported, never forced.
+ *   curve-aware  the oracle's optimizer on predicted curves.
+ *   closed-loop  pfi-aware, then K rounds of: observe each job at its
+ *                current power (the true curve plus noise), add the point to
+ *                its curve estimate, re-optimize (pfi_alloc_closed_loop).
+ *
+ * SLA tiers (Emerald's field trials): Flex 0 no reduction, Flex 1 <= 10%,
+ * Flex 2 <= 25%, Flex 3 <= 50% throughput loss. The oracle obeys them exactly
+ * (a power floor from the true curve); predicted strategies turn them into
+ * power floors from their prediction with a safety margin (below). Every
+ * result counts actual violations on the true curve.
+ *
+ * Objective: total tokens/s, or (normalized) the sum of T/T_max, under which
+ * every strategy treats T_max as 1 (pfi-aware's weight becomes P_max x PFI). */
+#ifndef PFI_ALLOC_H
+#define PFI_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pfi/curve.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pfi_strategy {
+    PFI_STRAT_ORACLE = 0,
+    PFI_STRAT_EQUAL,
+    PFI_STRAT_MOE_FT,
+    PFI_STRAT_PFI_AWARE,
+    PFI_STRAT_DCGM,
+    PFI_STRAT_CURVE_AWARE,
+    PFI_STRAT_CLOSED_LOOP,
+    PFI_STRAT_COUNT
+} pfi_strategy;
+
+const char *pfi_strategy_name(pfi_strategy s);
+int pfi_strategy_parse(const char *s, pfi_strategy *out);
+
+/* allowed throughput loss of an SLA tier (0..3); -1 = no SLA */
+double pfi_sla_loss(int tier);
+
+typedef struct pfi_alloc_job {
+    int gpus;
+    double tokens_max, power_max_w;
+    double power_min_w;         /* lowest reachable aggregate power */
+    const pfi_curve *curve;     /* true curve (oracle, evaluation); may be NULL online */
+    const pfi_curve *pred_curve;/* predicted curve (curve-aware, closed-loop); may be NULL */
+    double pfi_pred;            /* predicted PFI (pfi-aware) */
+    double dcp;                 /* raw dram_copy_product (dcgm) */
+    int moe_ft;                 /* MoE fine-tuning (moe-ft-weighted) */
+    int sla_tier;               /* 0..3, or -1 */
+    double cap_min_w, cap_max_w;/* per-GPU device limits for the cap mapping */
+} pfi_alloc_job;
+
+typedef struct pfi_alloc_opts {
+    pfi_strategy strategy;
+    int normalized;             /* maximize sum T/T_max */
+    double sla_ratio_floor;     /* pfi-aware SLA floors assume every per-cap ratio >= this
+                                   (default 0.8: below the lowest seen in training) */
+    double sla_curve_margin;    /* curve-aware SLA floors keep this much extra throughput (0.03) */
+} pfi_alloc_opts;
+
+void pfi_alloc_opts_default(pfi_alloc_opts *o);
+
+typedef struct pfi_job_alloc {
+    double target_w;            /* aggregate power target */
+    double cap_w;               /* per-GPU cap (integer W), NaN without a curve */
+    double slack_w;             /* target - power at that cap (>= 0) */
+    int cap_flags;              /* PFI_INV_* of the inverse map */
+    double tokens_expected;     /* what the strategy's own model expects */
+    double tokens_true;         /* on the true curve (NaN without one) */
+    int sla_violated;
+} pfi_job_alloc;
+
+typedef struct pfi_alloc_result {
+    double budget_w, total_power_w;
+    double total_tokens_true, total_tokens_expected;
+    int feasible;               /* the budget was met within the jobs' bounds */
+    double certificate_gap;     /* oracle: envelope total - achieved (>= 0) */
+    size_t sla_violations;
+} pfi_alloc_result;
+
+/* budget_w: total aggregate GPU power allowed (sum P_max x (1 - cut)). */
+pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
+                        pfi_job_alloc *out, pfi_alloc_result *res, pfi_error *err);
+
+/* Exact optimum over the true (possibly non-concave) curves by branch and
+ * bound (small instances; max_nodes bounds the search: PFI_ERANGE if hit). */
+pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w, int normalized,
+                           double *power_w, double *total, size_t max_nodes, pfi_error *err);
+
+/* Closed loop: rounds of observe (true curve x (1 + noise)), update, re-optimize,
+ * starting from pfi-aware. totals[k] = true total after round k (k = 0: the
+ * pfi-aware start). */
+pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                 const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
+                                 pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err);
+
+/* ---- fast paths for the simulator: every cut of one workload at once ---- */
+
+/* Oracle over concave envelopes for budgets[k], k < nb (any order): totals
+ * (on the true curves) and the certificate gaps; O(segments log segments + nb
+ * x (log segments + jobs)). */
+pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                            int normalized, double *totals, double *gaps, pfi_error *err);
+/* A proportional strategy for every budget: true totals, infeasible flags,
+ * SLA violation counts (any of the out arrays may be NULL). */
+pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                          const pfi_alloc_opts *o, double *totals, int *infeasible, size_t *violations,
+                          pfi_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

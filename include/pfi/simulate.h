@@ -1,0 +1,63 @@
+/* simulate.h — the paper's allocation experiment: W workloads of J jobs
+ * drawn from a pool, cluster cuts 0..40% in 1% steps, every strategy, two
+ * scenarios:
+ *   random      jobs drawn uniformly with replacement from the pool;
+ *   production  jobs drawn with the Acme trace's task mix (Hu et al.,
+ *               NSDI'24: about 94% fine-tuning / 6% pretraining by job
+ *               count among training jobs; a parameter), each keeping its
+ *               group's GPU count, T_max, P_max and curve.
+ * Per strategy and cut: mean total throughput, deficit vs the oracle, the
+ * fraction of the equal-to-oracle gap closed, throughput per job recovered
+ * over equal weight, SLA violations and infeasible cuts. The oracle and the
+ * proportional strategies sweep all cuts of a workload at once. */
+#ifndef PFI_SIMULATE_H
+#define PFI_SIMULATE_H
+
+#include "pfi/alloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pfi_scenario { PFI_SCEN_RANDOM = 0, PFI_SCEN_PRODUCTION = 1 } pfi_scenario;
+
+typedef struct pfi_sim_opts {
+    size_t workloads, jobs;      /* 500, 100 */
+    double cut_max, cut_step;    /* 0.40, 0.01 */
+    pfi_scenario scenario;
+    double ft_share;             /* production mix: 0.94 */
+    uint64_t seed;
+    int normalized;
+    unsigned strategies;         /* bit per pfi_strategy */
+    double sla_mix[4];           /* share of jobs in Flex 0..3; all 0: no SLAs */
+    int loop_rounds;             /* closed loop: 5 */
+    double loop_noise;           /* 0.005 */
+} pfi_sim_opts;
+
+void pfi_sim_opts_default(pfi_sim_opts *o);
+
+typedef struct pfi_sim_cell {
+    double mean_total;          /* over workloads */
+    double sla_violations;      /* total over workloads */
+    double infeasible;          /* workloads where the cut could not be met */
+    double certificate_gap;     /* oracle only: mean envelope gap */
+    double seconds;             /* CPU time spent in this strategy (all cuts) */
+} pfi_sim_cell;
+
+typedef struct pfi_sim_result {
+    size_t ncuts;
+    double *cuts;
+    pfi_sim_cell *cell;          /* [strategy * ncuts + cut] */
+    double loop_gap_closed[16];  /* closed loop: mean gap closed after round k at the 30% cut */
+    int loop_rounds;
+} pfi_sim_result;
+
+/* pool[i].moe_ft and is_ft[i] (task) drive the scenarios. */
+pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_sim_opts *o,
+                        pfi_sim_result *r, pfi_error *err);
+void pfi_sim_result_free(pfi_sim_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,614 @@
+/* alloc.c — the allocator (see alloc.h): job curves on their allowed power
+ * domain, the envelope oracle with its certificate, the proportional
+ * strategies with water-filling, SLA floors, the cap mapping, and one-shot
+ * allocation. Exact branch and bound and the closed loop are in
+ * alloc_exact.c and alloc_loop.c; they share the job curves defined here. */
+#include "pfi/alloc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_internal.h"
+
+const char *pfi_strategy_name(pfi_strategy s)
+{
+    static const char *const n[PFI_STRAT_COUNT] = {"oracle", "equal", "moe-ft-weighted", "pfi-aware",
+                                                   "dcgm", "curve-aware", "closed-loop"};
+    return (unsigned)s < PFI_STRAT_COUNT ? n[s] : "?";
+}
+
+int pfi_strategy_parse(const char *s, pfi_strategy *out)
+{
+    for (int i = 0; i < PFI_STRAT_COUNT; i++)
+        if (!strcmp(s, pfi_strategy_name((pfi_strategy)i))) {
+            *out = (pfi_strategy)i;
+            return 0;
+        }
+    return -1;
+}
+
+double pfi_sla_loss(int tier)
+{
+    switch (tier) {
+    case 0: return 0;
+    case 1: return 0.10;
+    case 2: return 0.25;
+    case 3: return 0.50;
+    default: return 1.0; /* no SLA */
+    }
+}
+
+void pfi_alloc_opts_default(pfi_alloc_opts *o)
+{
+    o->strategy = PFI_STRAT_PFI_AWARE;
+    o->normalized = 0;
+    o->sla_ratio_floor = 0.8;
+    o->sla_curve_margin = 0.03;
+}
+
+/* ---- job curves ---- */
+
+void jc_free(jcurve *j)
+{
+    free(j->p);
+    j->p = j->t = NULL;
+    j->n = 0;
+}
+
+pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
+{
+    memset(j, 0, sizeof *j);
+    if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
+    size_t n = c->n;
+    double sp[64], st[64], sw[64];
+    double *p = n <= 64 ? sp : malloc(n * sizeof *p), *t = n <= 64 ? st : malloc(n * sizeof *t);
+    double *w = n <= 64 ? sw : malloc(n * sizeof *w);
+    j->p = malloc(2 * n * sizeof *j->p);
+    if (!p || !t || !w || !j->p) {
+        if (n > 64) free(p), free(t), free(w);
+        free(j->p);
+        j->p = NULL;
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    /* the curve's points in cap order, made monotone (isotonic regression) */
+    for (size_t i = 0; i < n; i++) {
+        p[i] = c->pts[i].power_w;
+        t[i] = c->pts[i].tokens_per_s;
+        w[i] = c->pts[i].repeats > 0 ? c->pts[i].repeats : 1;
+    }
+    int mono = 1;
+    for (size_t i = 1; i < n && mono; i++) mono = p[i] >= p[i - 1] && t[i] >= t[i - 1];
+    if (!mono) {
+        pfi_isotonic_increasing(p, w, n);
+        pfi_isotonic_increasing(t, w, n);
+    }
+    j->t = j->p + n;
+    for (size_t i = 0; i < n; i++) {
+        double tt = t[i] * scale;
+        if (j->n && p[i] <= j->p[j->n - 1] + 1e-9) { /* same power: the larger throughput */
+            if (tt > j->t[j->n - 1]) j->t[j->n - 1] = tt;
+            continue;
+        }
+        j->p[j->n] = p[i];
+        j->t[j->n] = tt;
+        j->n++;
+    }
+    if (n > 64) free(p), free(t), free(w);
+    j->lo = j->p[0];
+    j->hi = j->p[j->n - 1];
+    return PFI_OK;
+}
+
+double jc_at(const jcurve *j, double p)
+{
+    if (p <= j->p[0]) return j->t[0];
+    if (p >= j->p[j->n - 1]) return j->t[j->n - 1];
+    size_t lo = 0, hi = j->n - 1;
+    while (hi - lo > 1) {
+        size_t m = (lo + hi) / 2;
+        if (j->p[m] <= p) lo = m;
+        else hi = m;
+    }
+    double f = (p - j->p[lo]) / (j->p[hi] - j->p[lo]);
+    return j->t[lo] + f * (j->t[hi] - j->t[lo]);
+}
+
+/* lowest power whose throughput is at least t */
+double jc_power_for(const jcurve *j, double t)
+{
+    if (t <= j->t[0]) return j->p[0];
+    for (size_t i = 1; i < j->n; i++)
+        if (j->t[i] >= t) {
+            if (j->t[i] == j->t[i - 1]) return j->p[i - 1];
+            double f = (t - j->t[i - 1]) / (j->t[i] - j->t[i - 1]);
+            return j->p[i - 1] + f * (j->p[i] - j->p[i - 1]);
+        }
+    return j->p[j->n - 1];
+}
+
+/* the concave envelope of the curve on [lo, hi] as segments (top first) */
+size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st, size_t cap)
+{
+    /* points inside the domain, with its ends */
+    size_t m = 0, need = j->n + 2;
+    double bx[66], bt[66];
+    size_t bi[66];
+    double *px = need <= 66 ? bx : malloc(need * sizeof *px), *pt = need <= 66 ? bt : malloc(need * sizeof *pt);
+    size_t *idx = need <= 66 ? bi : malloc(need * sizeof *idx);
+    if (!px || !pt || !idx) {
+        if (need > 66) free(px), free(pt), free(idx);
+        return 0;
+    }
+    px[m] = lo;
+    pt[m++] = jc_at(j, lo);
+    for (size_t i = 0; i < j->n; i++)
+        if (j->p[i] > lo + 1e-9 && j->p[i] < hi - 1e-9) {
+            px[m] = j->p[i];
+            pt[m++] = j->t[i];
+        }
+    if (hi > lo + 1e-9) {
+        px[m] = hi;
+        pt[m++] = jc_at(j, hi);
+    }
+    size_t h = pfi_concave_envelope(px, pt, m, idx);
+    size_t k = 0;
+    for (size_t v = 0; v < h && k < cap; v++) {
+        sp[k] = px[idx[v]];
+        st[k] = pt[idx[v]];
+        k++;
+    }
+    if (need > 66) free(px), free(pt), free(idx);
+    return k;
+}
+
+/* ---- preparing a workload for one strategy ---- */
+
+pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
+                     prepared *pj, pfi_error *err)
+{
+    memset(pj, 0, sizeof *pj);
+    pj->n = n;
+    pj->jc = calloc(n, sizeof *pj->jc);
+    pj->belief = calloc(n, sizeof *pj->belief);
+    pj->floor = malloc(n * sizeof *pj->floor);
+    pj->hi = malloc(n * sizeof *pj->hi);
+    pj->weight = malloc(n * sizeof *pj->weight);
+    pj->scale = malloc(n * sizeof *pj->scale);
+    pj->tmax = malloc(n * sizeof *pj->tmax);
+    if (!pj->jc || !pj->belief || !pj->floor || !pj->hi || !pj->weight || !pj->scale || !pj->tmax) {
+        prep_free(pj);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    pfi_status st = PFI_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        const pfi_alloc_job *j = &jobs[i];
+        double scale = o->normalized ? 1.0 / j->tokens_max : 1.0;
+        pj->scale[i] = scale;
+        pj->tmax[i] = j->tokens_max * scale;
+        pj->hi[i] = j->power_max_w;
+        if (want_true && j->curve) {
+            if ((st = jc_build(j->curve, scale, &pj->jc[i], err))) break;
+            pj->hi[i] = pj->jc[i].hi;
+        }
+        /* the curve the strategy believes */
+        const pfi_curve *bc = NULL;
+        if (o->strategy == PFI_STRAT_ORACLE) bc = j->curve;
+        else if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP) bc = j->pred_curve;
+        if (bc && (st = jc_build(bc, scale, &pj->belief[i], err))) break;
+        /* floors: the lowest reachable power and the SLA */
+        double lo = j->power_min_w;
+        if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) lo = fmax(lo, pj->jc[i].lo);
+        if (bc) lo = fmax(lo, pj->belief[i].lo);
+        double L = pfi_sla_loss(j->sla_tier);
+        if (j->sla_tier >= 0 && L < 1) {
+            double f;
+            if (j->sla_tier == 0) f = pj->hi[i];
+            else if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n)
+                f = jc_power_for(&pj->jc[i], (1 - L) * pj->tmax[i] * (1 + 1e-12));
+            else if (bc) f = jc_power_for(&pj->belief[i], fmin(1.0, 1 - L + o->sla_curve_margin) * pj->tmax[i]);
+            else f = pj->hi[i] * (1 - L * o->sla_ratio_floor);
+            if (f > lo) lo = f;
+        }
+        if (lo > pj->hi[i]) lo = pj->hi[i];
+        pj->floor[i] = lo;
+        /* Eq. 2 weights */
+        double w = 0;
+        switch (o->strategy) {
+        case PFI_STRAT_EQUAL: w = j->power_max_w; break;
+        case PFI_STRAT_MOE_FT: w = j->power_max_w * (j->moe_ft ? 2.0 : 1.0); break;
+        case PFI_STRAT_PFI_AWARE:
+        case PFI_STRAT_CLOSED_LOOP:
+            w = j->power_max_w / (o->normalized ? 1.0 : j->tokens_max) * j->pfi_pred;
+            break;
+        case PFI_STRAT_DCGM: w = j->dcp; break;
+        default: w = 0;
+        }
+        if (!(w > 0) || !isfinite(w)) w = 0;
+        pj->weight[i] = w;
+    }
+    if (st) prep_free(pj);
+    return st;
+}
+
+void prep_free(prepared *pj)
+{
+    if (pj->jc)
+        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->jc[i]);
+    if (pj->belief)
+        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->belief[i]);
+    free(pj->jc);
+    free(pj->belief);
+    free(pj->floor);
+    free(pj->hi);
+    free(pj->weight);
+    free(pj->scale);
+    free(pj->tmax);
+    memset(pj, 0, sizeof *pj);
+}
+
+/* ---- envelope greedy over believed curves, for several budgets ---- */
+
+typedef struct seg {
+    double slope, len;
+    size_t job;
+} seg;
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const seg *x = a, *y = b;
+    if (x->slope != y->slope) return (x->slope > y->slope) - (x->slope < y->slope);
+    return (x->job > y->job) - (x->job < y->job);
+}
+
+/* segments by slope ascending, ties in input (job) order: a stable LSD
+ * radix sort on the slope's order-preserving bit pattern for large inputs
+ * (the sort dominated the oracle's time), qsort for small ones */
+typedef struct rkey {
+    uint64_t key;
+    uint32_t idx;
+} rkey;
+
+static uint64_t order_bits(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b >> 63) ? ~b : b | 0x8000000000000000ULL;
+}
+
+static int sort_segs(seg *s, size_t ns)
+{
+    if (ns < 2048) {
+        qsort(s, ns, sizeof *s, cmp_seg);
+        return 0;
+    }
+    rkey *a = malloc(ns * sizeof *a), *b = malloc(ns * sizeof *b);
+    seg *o = malloc(ns * sizeof *o);
+    size_t *cnt = malloc(65536 * sizeof *cnt);
+    if (!a || !b || !o || !cnt) {
+        free(a), free(b), free(o), free(cnt);
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++) a[i] = (rkey){order_bits(s[i].slope), (uint32_t)i};
+    for (int pass = 0; pass < 4; pass++) {
+        int sh = 16 * pass;
+        memset(cnt, 0, 65536 * sizeof *cnt);
+        for (size_t i = 0; i < ns; i++) cnt[(a[i].key >> sh) & 0xffff]++;
+        size_t sum = 0;
+        for (size_t k = 0; k < 65536; k++) {
+            size_t c = cnt[k];
+            cnt[k] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < ns; i++) b[cnt[(a[i].key >> sh) & 0xffff]++] = a[i];
+        rkey *t = a;
+        a = b;
+        b = t;
+    }
+    for (size_t i = 0; i < ns; i++) o[i] = s[a[i].idx];
+    memcpy(s, o, ns * sizeof *s);
+    free(a), free(b), free(o), free(cnt);
+    return 0;
+}
+
+typedef struct dref {
+    double delta;
+    size_t k;
+} dref;
+
+static int cmp_dref(const void *a, const void *b)
+{
+    double x = ((const dref *)a)->delta, y = ((const dref *)b)->delta;
+    return (x > y) - (x < y);
+}
+
+/* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
+ * env_total[k] (the envelope value) and feasible[k] */
+pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets, size_t nb,
+                           double *P, double *env_total, int *feasible, pfi_error *err)
+{
+    size_t n = pj->n, cap = 0;
+    for (size_t i = 0; i < n; i++) cap += curves[i].n + 2;
+    seg *s = malloc((cap ? cap : 1) * sizeof *s);
+    double *vp = malloc((cap ? cap : 1) * sizeof *vp), *vt = malloc((cap ? cap : 1) * sizeof *vt);
+    double *removed = calloc(n ? n : 1, sizeof *removed);
+    dref *d = malloc((nb ? nb : 1) * sizeof *d);
+    if (!s || !vp || !vt || !removed || !d) {
+        free(s), free(vp), free(vt), free(removed), free(d);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    size_t ns = 0;
+    double sum_hi = 0, top_total = 0, shed_cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        double lo = pj->floor[i], hi = pj->hi[i];
+        sum_hi += hi;
+        shed_cap += hi - lo;
+        top_total += jc_at(&curves[i], hi);
+        size_t m = jc_envelope(&curves[i], lo, hi, vp, vt, cap);
+        for (size_t v = m; v-- > 1;) { /* top segment first */
+            double len = vp[v] - vp[v - 1];
+            if (len <= 0) continue;
+            s[ns++] = (seg){(vt[v] - vt[v - 1]) / len, len, i};
+        }
+    }
+    if (sort_segs(s, ns) != 0) {
+        free(s), free(vp), free(vt), free(removed), free(d);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
+    qsort(d, nb, sizeof *d, cmp_dref);
+    size_t si = 0;
+    double done = 0, part = 0, loss = 0; /* loss: envelope tokens removed by whole segments */
+    for (size_t q = 0; q < nb; q++) {
+        double delta = d[q].delta;
+        size_t k = d[q].k;
+        int ok = delta <= shed_cap + 1e-6;
+        if (delta > shed_cap) delta = shed_cap;
+        if (delta < 0) delta = 0;
+        /* advance whole segments */
+        while (si < ns && done + s[si].len <= delta + 1e-12) {
+            removed[s[si].job] += s[si].len;
+            loss += s[si].slope * s[si].len;
+            done += s[si].len;
+            si++;
+        }
+        part = delta - done;
+        for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i] - removed[i];
+        double env = top_total - loss;
+        if (si < ns && part > 0) {
+            P[k * n + s[si].job] -= part;
+            env -= s[si].slope * part;
+        }
+        if (env_total) env_total[k] = env;
+        if (feasible) feasible[k] = ok;
+    }
+    free(s), free(vp), free(vt), free(removed), free(d);
+    return PFI_OK;
+}
+
+/* ---- proportional strategies with water-filling ---- */
+
+typedef struct ratio {
+    double r;
+    size_t i;
+} ratio;
+
+static int cmp_ratio(const void *a, const void *b)
+{
+    double x = ((const ratio *)a)->r, y = ((const ratio *)b)->r;
+    return (x > y) - (x < y);
+}
+
+pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P, int *feasible,
+                      pfi_error *err)
+{
+    size_t n = pj->n;
+    ratio *r = malloc((n ? n : 1) * sizeof *r);
+    dref *d = malloc((nb ? nb : 1) * sizeof *d);
+    if (!r || !d) {
+        free(r), free(d);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    double sum_hi = 0, cap_total = 0, wsum = 0;
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double c = pj->hi[i] - pj->floor[i];
+        sum_hi += pj->hi[i];
+        if (pj->weight[i] > 0 && c > 0) {
+            r[nr++] = (ratio){c / pj->weight[i], i};
+            cap_total += c;
+            wsum += pj->weight[i];
+        }
+    }
+    qsort(r, nr, sizeof *r, cmp_ratio);
+    for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
+    qsort(d, nb, sizeof *d, cmp_dref);
+    /* as lambda grows, jobs saturate in order of cap/weight */
+    size_t sat = 0;
+    double shed_sat = 0, w_free = wsum;
+    for (size_t q = 0; q < nb; q++) {
+        double delta = d[q].delta;
+        size_t k = d[q].k;
+        if (feasible) feasible[k] = delta <= cap_total + 1e-6;
+        for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i];
+        if (delta <= 0) continue;
+        if (delta >= cap_total) {
+            for (size_t i = 0; i < n; i++)
+                if (pj->weight[i] > 0) P[k * n + i] = pj->floor[i];
+            continue;
+        }
+        /* lambda with shed_sat + w_free * lambda = delta, and lambda <= next saturation */
+        while (sat < nr && shed_sat + w_free * r[sat].r <= delta) {
+            shed_sat += pj->hi[r[sat].i] - pj->floor[r[sat].i];
+            w_free -= pj->weight[r[sat].i];
+            sat++;
+        }
+        double lambda = w_free > 0 ? (delta - shed_sat) / w_free : 0;
+        for (size_t q2 = 0; q2 < nr; q2++) {
+            size_t i = r[q2].i;
+            double c = q2 < sat ? pj->hi[i] - pj->floor[i] : pj->weight[i] * lambda;
+            P[k * n + i] = pj->hi[i] - c;
+        }
+    }
+    free(r), free(d);
+    return PFI_OK;
+}
+
+/* ---- evaluation on the true curves ---- */
+
+double true_total(const prepared *pj, const double *P, size_t *violations, const pfi_alloc_job *jobs)
+{
+    double s = 0;
+    size_t v = 0;
+    for (size_t i = 0; i < pj->n; i++) {
+        if (!pj->jc[i].n) continue;
+        double t = jc_at(&pj->jc[i], P[i]);
+        s += t;
+        double L = pfi_sla_loss(jobs[i].sla_tier);
+        if (jobs[i].sla_tier >= 0 && L < 1 && t < (1 - L) * pj->tmax[i] * (1 - 1e-9)) v++;
+    }
+    if (violations) *violations = v;
+    return s;
+}
+
+pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                            int normalized, double *totals, double *gaps, pfi_error *err)
+{
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.strategy = PFI_STRAT_ORACLE;
+    o.normalized = normalized;
+    prepared pj;
+    pfi_status st = prep_jobs(jobs, n, &o, 1, &pj, err);
+    if (st) return st;
+    double *P = malloc((nb * n + 1) * sizeof *P), *env = malloc((nb ? nb : 1) * sizeof *env);
+    if (!P || !env) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, NULL, err);
+    for (size_t k = 0; !st && k < nb; k++) {
+        double t = true_total(&pj, P + k * n, NULL, jobs);
+        if (totals) totals[k] = t;
+        if (gaps) gaps[k] = env[k] - t > 0 ? env[k] - t : 0;
+    }
+    free(P), free(env);
+    prep_free(&pj);
+    return st;
+}
+
+pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                          const pfi_alloc_opts *o, double *totals, int *infeasible, size_t *violations,
+                          pfi_error *err)
+{
+    prepared pj;
+    pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
+    if (st) return st;
+    double *P = malloc((nb * n + 1) * sizeof *P);
+    int *feas = malloc((nb ? nb : 1) * sizeof *feas);
+    if (!P || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (!st) {
+        if (o->strategy == PFI_STRAT_CURVE_AWARE) st = envelope_greedy(&pj, pj.belief, budgets, nb, P, NULL, feas, err);
+        else st = water_fill(&pj, budgets, nb, P, feas, err);
+    }
+    for (size_t k = 0; !st && k < nb; k++) {
+        size_t v;
+        double t = true_total(&pj, P + k * n, &v, jobs);
+        if (totals) totals[k] = t;
+        if (infeasible) infeasible[k] = !feas[k];
+        if (violations) violations[k] = v;
+    }
+    free(P), free(feas);
+    prep_free(&pj);
+    return st;
+}
+
+/* ---- one allocation with caps ---- */
+
+static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i, double p, const pfi_alloc_opts *o)
+{
+    if (pj->belief[i].n) return jc_at(&pj->belief[i], p) / pj->scale[i];
+    if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) return jc_at(&pj->jc[i], p) / pj->scale[i];
+    /* a scalar PFI implies a straight line: loss = reduction / PFI */
+    double pfi = j->pfi_pred > 0 ? j->pfi_pred : 1.0;
+    double t = j->tokens_max * (1 - (1 - p / j->power_max_w) / pfi);
+    return t > 0 ? t : 0;
+}
+
+pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P, const pfi_alloc_opts *o,
+                      pfi_job_alloc *out, pfi_alloc_result *res)
+{
+    res->total_power_w = res->total_tokens_true = res->total_tokens_expected = 0;
+    res->sla_violations = 0;
+    for (size_t i = 0; i < pj->n; i++) {
+        const pfi_alloc_job *j = &jobs[i];
+        pfi_job_alloc *a = &out[i];
+        memset(a, 0, sizeof *a);
+        a->target_w = P[i];
+        a->cap_w = a->slack_w = NAN;
+        const pfi_curve *cc = j->curve ? j->curve : j->pred_curve;
+        if (cc) {
+            pfi_curve m;
+            if (pfi_curve_copy(&m, cc, NULL) == PFI_OK) {
+                pfi_curve_isotonic(&m);
+                pfi_inverse inv;
+                if (pfi_curve_cap_for_power(&m, P[i], &inv, NULL) == PFI_OK) {
+                    double cap = inv.cap_w;
+                    if (cap < j->cap_min_w) cap = ceil(j->cap_min_w);
+                    if (j->cap_max_w > 0 && cap > j->cap_max_w) cap = floor(j->cap_max_w);
+                    a->cap_w = cap;
+                    double pw;
+                    if (pfi_curve_power_at_cap(&m, cap, &pw, NULL) == PFI_OK) a->slack_w = P[i] - pw;
+                    a->cap_flags = inv.flags;
+                }
+                pfi_curve_free(&m);
+            }
+        }
+        a->tokens_expected = belief_tokens(pj, j, i, P[i], o);
+        a->tokens_true = pj->jc[i].n ? jc_at(&pj->jc[i], P[i]) / pj->scale[i] : NAN;
+        double L = pfi_sla_loss(j->sla_tier);
+        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 && a->tokens_true < (1 - L) * j->tokens_max * (1 - 1e-9)) {
+            a->sla_violated = 1;
+            res->sla_violations++;
+        }
+        res->total_power_w += P[i];
+        res->total_tokens_true += isnan(a->tokens_true) ? 0 : a->tokens_true;
+        res->total_tokens_expected += a->tokens_expected;
+    }
+    return PFI_OK;
+}
+
+pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
+                        pfi_job_alloc *out, pfi_alloc_result *res, pfi_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->budget_w = budget_w;
+    if (n == 0) return pfi_errorf(err, PFI_EINVAL, "no jobs");
+    if (o->strategy == PFI_STRAT_CLOSED_LOOP)
+        return pfi_alloc_closed_loop(jobs, n, budget_w, o, 5, 0.005, 1, out, res, NULL, err);
+    if (o->strategy == PFI_STRAT_ORACLE)
+        for (size_t i = 0; i < n; i++)
+            if (!jobs[i].curve) return pfi_errorf(err, PFI_EINVAL, "the oracle needs every job's measured curve");
+    if (o->strategy == PFI_STRAT_CURVE_AWARE)
+        for (size_t i = 0; i < n; i++)
+            if (!jobs[i].pred_curve) return pfi_errorf(err, PFI_EINVAL, "curve-aware needs a predicted curve for every job (a curve model)");
+    prepared pj;
+    pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
+    if (st) return st;
+    double *P = malloc(n * sizeof *P), env = 0;
+    int feas = 1;
+    if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    else if (o->strategy == PFI_STRAT_ORACLE) st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
+    else if (o->strategy == PFI_STRAT_CURVE_AWARE) st = envelope_greedy(&pj, pj.belief, &budget_w, 1, P, NULL, &feas, err);
+    else st = water_fill(&pj, &budget_w, 1, P, &feas, err);
+    if (!st) {
+        alloc_caps(jobs, &pj, P, o, out, res);
+        res->budget_w = budget_w;
+        res->feasible = feas;
+        if (o->strategy == PFI_STRAT_ORACLE) {
+            double tt = 0;
+            for (size_t i = 0; i < n; i++) tt += jc_at(&pj.jc[i], P[i]);
+            res->certificate_gap = env - tt > 0 ? (env - tt) : 0;
+        }
+    }
+    free(P);
+    prep_free(&pj);
+    return st;
+}

@@ -1,0 +1,148 @@
+/* simulate.c — the allocation experiment (see simulate.h). */
+#include "pfi/simulate.h"
+
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pfi/util.h"
+
+void pfi_sim_opts_default(pfi_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->workloads = 500;
+    o->jobs = 100;
+    o->cut_max = 0.40;
+    o->cut_step = 0.01;
+    o->scenario = PFI_SCEN_PRODUCTION;
+    o->ft_share = 0.94;
+    o->seed = 1;
+    o->strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) | (1u << PFI_STRAT_MOE_FT) |
+                    (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_DCGM);
+    o->loop_rounds = 5;
+    o->loop_noise = 0.005;
+}
+
+void pfi_sim_result_free(pfi_sim_result *r)
+{
+    free(r->cuts);
+    free(r->cell);
+    memset(r, 0, sizeof *r);
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_sim_opts *o,
+                        pfi_sim_result *r, pfi_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (npool == 0 || o->jobs == 0 || o->workloads == 0) return pfi_errorf(err, PFI_EINVAL, "empty simulation");
+    size_t nc = (size_t)llround(o->cut_max / o->cut_step) + 1;
+    r->ncuts = nc;
+    r->cuts = malloc(nc * sizeof *r->cuts);
+    r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
+    size_t J = o->jobs;
+    pfi_alloc_job *w = malloc(J * sizeof *w);
+    double *budgets = malloc(nc * sizeof *budgets), *tot = malloc(nc * sizeof *tot), *gap = malloc(nc * sizeof *gap);
+    int *inf = malloc(nc * sizeof *inf);
+    size_t *viol = malloc(nc * sizeof *viol);
+    size_t *ft = malloc(npool * sizeof *ft), *pt = malloc(npool * sizeof *pt), nft = 0, npt = 0;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    pfi_status st = PFI_OK;
+    if (!r->cuts || !r->cell || !w || !budgets || !tot || !gap || !inf || !viol || !ft || !pt || !rng) {
+        st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < nc; k++) r->cuts[k] = o->cut_step * (double)k;
+    for (size_t i = 0; i < npool; i++) {
+        if (is_ft && is_ft[i]) ft[nft++] = i;
+        else pt[npt++] = i;
+    }
+    gsl_rng_set(rng, (unsigned long)pfi_mix64(o->seed * 0x5151ULL + (uint64_t)o->scenario));
+    double sla_cum[4];
+    double sla_total = 0;
+    for (int t = 0; t < 4; t++) sla_total += o->sla_mix[t];
+    for (int t = 0; t < 4; t++)
+        sla_cum[t] = (t ? sla_cum[t - 1] : 0) + (sla_total > 0 ? o->sla_mix[t] / sla_total : 0);
+    size_t k30 = (size_t)llround(0.30 / o->cut_step);
+    if (k30 >= nc) k30 = nc - 1;
+    int rounds = o->loop_rounds > 15 ? 15 : o->loop_rounds;
+    r->loop_rounds = rounds;
+    double loop_sum[16] = {0};
+    for (size_t wl = 0; wl < o->workloads && !st; wl++) {
+        double sum_max = 0;
+        for (size_t j = 0; j < J; j++) {
+            size_t pick;
+            if (o->scenario == PFI_SCEN_PRODUCTION && nft && npt) {
+                int want_ft = gsl_rng_uniform(rng) < o->ft_share;
+                pick = want_ft ? ft[gsl_rng_uniform_int(rng, (unsigned long)nft)] : pt[gsl_rng_uniform_int(rng, (unsigned long)npt)];
+            } else {
+                pick = (size_t)gsl_rng_uniform_int(rng, (unsigned long)npool);
+            }
+            w[j] = pool[pick];
+            w[j].sla_tier = -1;
+            if (sla_total > 0) {
+                double u = gsl_rng_uniform(rng);
+                int t = 0;
+                while (t < 3 && u > sla_cum[t]) t++;
+                w[j].sla_tier = t;
+            }
+            sum_max += w[j].power_max_w;
+        }
+        for (size_t k = 0; k < nc; k++) budgets[k] = sum_max * (1 - r->cuts[k]);
+        for (int s = 0; s < PFI_STRAT_COUNT && !st; s++) {
+            if (!(o->strategies & (1u << s))) continue;
+            double t0 = cpu_now();
+            memset(gap, 0, nc * sizeof *gap);
+            memset(inf, 0, nc * sizeof *inf);
+            memset(viol, 0, nc * sizeof *viol);
+            pfi_alloc_opts ao;
+            pfi_alloc_opts_default(&ao);
+            ao.strategy = (pfi_strategy)s;
+            ao.normalized = o->normalized;
+            if (s == PFI_STRAT_ORACLE) {
+                st = pfi_oracle_sweep(w, J, budgets, nc, o->normalized, tot, gap, err);
+            } else if (s == PFI_STRAT_CLOSED_LOOP) {
+                double lt[16];
+                for (size_t k = 0; k < nc && !st; k++) {
+                    st = pfi_alloc_closed_loop(w, J, budgets[k], &ao, rounds, o->loop_noise,
+                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, NULL, lt, err);
+                    tot[k] = lt[rounds];
+                    if (k == k30)
+                        for (int q = 0; q <= rounds; q++) loop_sum[q] += lt[q];
+                }
+            } else {
+                st = pfi_prop_sweep(w, J, budgets, nc, &ao, tot, inf, viol, err);
+            }
+            if (st) break;
+            for (size_t k = 0; k < nc; k++) {
+                pfi_sim_cell *c = &r->cell[(size_t)s * nc + k];
+                c->mean_total += tot[k] / (double)o->workloads;
+                c->certificate_gap += gap[k] / (double)o->workloads;
+                c->infeasible += inf[k];
+                c->sla_violations += (double)viol[k];
+            }
+            r->cell[(size_t)s * nc].seconds += cpu_now() - t0;
+        }
+    }
+    if (!st && (o->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) && (o->strategies & (1u << PFI_STRAT_ORACLE)) &&
+        (o->strategies & (1u << PFI_STRAT_EQUAL))) {
+        double O = r->cell[PFI_STRAT_ORACLE * nc + k30].mean_total, E = r->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
+        for (int q = 0; q <= rounds; q++) {
+            double L = loop_sum[q] / (double)o->workloads;
+            r->loop_gap_closed[q] = O > E ? (L - E) / (O - E) : NAN;
+        }
+    }
+out:
+    free(w), free(budgets), free(tot), free(gap), free(inf), free(viol), free(ft), free(pt);
+    if (rng) gsl_rng_free(rng);
+    if (st) pfi_sim_result_free(r);
+    return st;
+}
