@@ -278,29 +278,30 @@ static uint64_t order_bits(double x)
 
 static int sort_segs(seg *s, size_t ns)
 {
-    if (ns < 2048) {
+    if (ns < 128) {
         qsort(s, ns, sizeof *s, cmp_seg);
         return 0;
     }
+    enum { BITS = 11, BUCKETS = 1 << BITS, PASSES = 6 }; /* 6 x 11 >= 64 bits */
     rkey *a = malloc(ns * sizeof *a), *b = malloc(ns * sizeof *b);
     seg *o = malloc(ns * sizeof *o);
-    size_t *cnt = malloc(65536 * sizeof *cnt);
+    size_t *cnt = malloc(BUCKETS * sizeof *cnt);
     if (!a || !b || !o || !cnt) {
         free(a), free(b), free(o), free(cnt);
         return -1;
     }
     for (size_t i = 0; i < ns; i++) a[i] = (rkey){order_bits(s[i].slope), (uint32_t)i};
-    for (int pass = 0; pass < 4; pass++) {
-        int sh = 16 * pass;
-        memset(cnt, 0, 65536 * sizeof *cnt);
-        for (size_t i = 0; i < ns; i++) cnt[(a[i].key >> sh) & 0xffff]++;
+    for (int pass = 0; pass < PASSES; pass++) {
+        int sh = BITS * pass;
+        memset(cnt, 0, BUCKETS * sizeof *cnt);
+        for (size_t i = 0; i < ns; i++) cnt[(a[i].key >> sh) & (BUCKETS - 1)]++;
         size_t sum = 0;
-        for (size_t k = 0; k < 65536; k++) {
+        for (size_t k = 0; k < BUCKETS; k++) {
             size_t c = cnt[k];
             cnt[k] = sum;
             sum += c;
         }
-        for (size_t i = 0; i < ns; i++) b[cnt[(a[i].key >> sh) & 0xffff]++] = a[i];
+        for (size_t i = 0; i < ns; i++) b[cnt[(a[i].key >> sh) & (BUCKETS - 1)]++] = a[i];
         rkey *t = a;
         a = b;
         b = t;
