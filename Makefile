@@ -17,8 +17,9 @@ FUZZ_SECONDS ?= 15
 .PHONY: run test bench install clean build build-asan build-fuzz bootstrap-run bootstrap-test \
         test-plain test-asan test-fuzz
 
+# the main job: the whole study on the bundled data, report in report/
 run: bootstrap-run build
-	./build/pfi index --format table data/zeus/summary_power_a40.csv data/zeus/summary_power_v100.csv data/zeus/summary_power_p100.csv data/zeus/summary_power_rtx6000.csv
+	./build/pfi reproduce --out report
 
 test: bootstrap-test build build-asan build-fuzz
 	@scripts/run-tests.sh build "plain build" ''

@@ -84,7 +84,7 @@ typedef struct pfi_alloc_opts {
     int normalized;             /* maximize sum T/T_max */
     double sla_ratio_floor;     /* pfi-aware SLA floors assume every per-cap ratio >= this
                                    (default 0.8: below the lowest seen in training) */
-    double sla_curve_margin;    /* curve-aware SLA floors keep this much extra throughput (0.03) */
+    double sla_curve_margin;    /* curve-aware SLA floors keep this much extra T/T_max (0.06) */
 } pfi_alloc_opts;
 
 void pfi_alloc_opts_default(pfi_alloc_opts *o);

@@ -32,6 +32,7 @@ typedef struct pfi_sim_opts {
     double sla_mix[4];           /* share of jobs in Flex 0..3; all 0: no SLAs */
     int loop_rounds;             /* closed loop: 5 */
     double loop_noise;           /* 0.005 */
+    double sla_curve_margin;     /* curve-aware SLA margin (pfi_alloc_opts default) */
 } pfi_sim_opts;
 
 void pfi_sim_opts_default(pfi_sim_opts *o);

@@ -30,19 +30,21 @@ const char cmd_simulate_usage[] =
     "                          curve-aware,closed-loop\n"
     "  --ft-share F            production mix (default 0.94)\n"
     "  --sla-mix A,B,C,D       share of jobs in Flex 0..3 (default: no SLAs)\n"
+    "  --sla-margin M          curve-aware floors: predicted T/T_max >= 1 - loss + M (0.06)\n"
     "  --model FILE, --curve-model FILE    predictors (default: in-sample fits)\n"
     "  --features LIST, --target pfi|robust  for the in-sample fits\n"
     "  --objective tokens|normalized\n"
     "  --pool-where COL=V[,V]  draw jobs only from matching groups (repeatable)\n"
     "  --loop-rounds K         closed-loop rounds (default 5)\n"
     "  --seed N                (default 1)\n"
+    "  --loop-csv FILE         write the closed loop's gap closed per round at the 30% cut\n"
     "  --gpu-model NAME, --format csv|json|table, --json, -o FILE\n";
 
 int cmd_simulate(int argc, char **argv)
 {
     const char *cmd = "simulate";
     enum { O_SCEN = 1, O_WL, O_JOBS, O_CMAX, O_CSTEP, O_STRATS, O_FT, O_SLA, O_MODEL, O_CMODEL, O_FEAT,
-           O_TARGET, O_OBJ, O_POOL, O_ROUNDS, O_SEED, O_GPU };
+           O_TARGET, O_OBJ, O_POOL, O_ROUNDS, O_SEED, O_GPU, O_LOOPCSV, O_SLAM };
     static const struct option lo[] = {{"scenario", required_argument, NULL, O_SCEN},
                                        {"workloads", required_argument, NULL, O_WL},
                                        {"jobs", required_argument, NULL, O_JOBS},
@@ -60,6 +62,8 @@ int cmd_simulate(int argc, char **argv)
                                        {"loop-rounds", required_argument, NULL, O_ROUNDS},
                                        {"seed", required_argument, NULL, O_SEED},
                                        {"gpu-model", required_argument, NULL, O_GPU},
+                                       {"loop-csv", required_argument, NULL, O_LOOPCSV},
+                                       {"sla-margin", required_argument, NULL, O_SLAM},
                                        CLI_COMMON_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     cli_out out;
@@ -69,7 +73,7 @@ int cmd_simulate(int argc, char **argv)
     so.strategies = (1u << PFI_STRAT_COUNT) - 1;
     cli_pool_opts po = {NULL, NULL, NULL, "pfi", 0};
     int scen_mask = 3, c, rc = CLI_OK;
-    const char *gpu_model = NULL;
+    const char *gpu_model = NULL, *loop_csv = NULL;
     char **pool_w = calloc((size_t)argc + 1, sizeof *pool_w);
     int npw = 0;
     double v;
@@ -154,10 +158,16 @@ int cmd_simulate(int argc, char **argv)
             so.seed = (uint64_t)v;
             break;
         case O_GPU: gpu_model = optarg; break;
+        case O_LOOPCSV: loop_csv = optarg; break;
+        case O_SLAM:
+            if (cli_parse_num(cmd, "--sla-margin", optarg, 0, 1, &v)) { rc = CLI_USAGE; goto done; }
+            so.sla_curve_margin = v;
+            break;
         default: rc = cli_bad_option(cmd, argv); goto done;
         }
     }
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    pfi_rows *LR = NULL;
     po.want_curves = (so.strategies & ((1u << PFI_STRAT_CURVE_AWARE) | (1u << PFI_STRAT_CLOSED_LOOP))) != 0;
     cli_gset S;
     if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }
@@ -177,6 +187,9 @@ int cmd_simulate(int argc, char **argv)
     pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM,
                         PFI_CELL_NUM,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM};
     pfi_rows *R = pfi_rows_new(10, names, t);
+    const char *lnames[] = {"scenario", "round", "gap_closed"};
+    pfi_celltype lt[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM};
+    LR = pfi_rows_new(3, lnames, lt);
     pfi_rows_table_fmt(R, 2, "%.2f");
     for (int sc = 0; sc < 2 && rc == CLI_OK; sc++) {
         if (!(scen_mask & (1 << sc))) continue;
@@ -223,18 +236,29 @@ int cmd_simulate(int argc, char **argv)
                     O > E ? 100 * (A - E) / (O - E) : NAN, sc ? " (paper: +1.5k tokens/s, 63%)" : "");
             if (so.strategies & (1u << PFI_STRAT_CLOSED_LOOP)) {
                 fprintf(stderr, "pfi simulate: %s, 30%% cut, closed loop gap closed by round:", sc ? "production" : "random");
-                for (int q = 0; q <= res.loop_rounds; q++) fprintf(stderr, " %.0f%%", 100 * res.loop_gap_closed[q]);
+                for (int q = 0; q <= res.loop_rounds; q++) {
+                    fprintf(stderr, " %.0f%%", 100 * res.loop_gap_closed[q]);
+                    size_t lr = pfi_rows_add(LR);
+                    pfi_rows_text(LR, lr, 0, sc ? "production" : "random");
+                    pfi_rows_int(LR, lr, 1, q);
+                    pfi_rows_num(LR, lr, 2, res.loop_gap_closed[q]);
+                }
                 fprintf(stderr, "\n");
             }
         }
         pfi_sim_result_free(&res);
     }
     if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &out);
+    if (rc == CLI_OK && loop_csv) {
+        cli_out lo2 = {PFI_FMT_CSV, 1, loop_csv};
+        rc = cli_save_rows(cmd, LR, &lo2);
+    }
     pfi_rows_free(R);
     cli_pool_free(&P);
 free_all:
     free(use);
     cli_gset_free(&S);
+    pfi_rows_free(LR);
 done:
     free(pool_w);
     return rc;

@@ -44,7 +44,7 @@ void pfi_alloc_opts_default(pfi_alloc_opts *o)
     o->strategy = PFI_STRAT_PFI_AWARE;
     o->normalized = 0;
     o->sla_ratio_floor = 0.8;
-    o->sla_curve_margin = 0.03;
+    o->sla_curve_margin = 0.06;
 }
 
 /* ---- job curves ---- */

@@ -51,6 +51,8 @@ static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_cur
     for (size_t k = 0; k < np; k++) {
         int near = fabs(pp[k] - pmax) < 1e-9 * pmax;
         for (size_t q = 0; q < obs->n && !near; q++) near = fabs(pp[k] - obs->p[q]) < 0.05 * pmax;
+        /* a predicted curve can be flat in power (isotonic pooling): keep one point per power */
+        for (size_t q = 0; q < m && !near; q++) near = fabs(pp[k] - pts[q].cap_w) < 1e-9 * pmax;
         if (!near) pts[m++] = (pfi_point){pp[k], pp[k], tt[k], NAN, NAN, 1};
     }
     for (size_t q = 0; q < obs->n; q++) {
@@ -110,10 +112,12 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
         prep_free(&pc);
         if (!st && totals) totals[r] = true_total(&pj, P, NULL, jobs);
     }
-    if (!st && out) {
+    if (!st && (out || res)) {
         pfi_alloc_result local;
         pfi_alloc_result *rr = res ? res : &local;
-        alloc_caps(jobs, &pj, P, o, out, rr);
+        memset(rr, 0, sizeof *rr);
+        if (out) alloc_caps(jobs, &pj, P, o, out, rr);
+        else rr->total_tokens_true = true_total(&pj, P, &rr->sla_violations, jobs);
         rr->budget_w = budget_w;
         rr->feasible = feas;
     }

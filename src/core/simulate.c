@@ -23,6 +23,9 @@ void pfi_sim_opts_default(pfi_sim_opts *o)
                     (1u << PFI_STRAT_PFI_AWARE) | (1u << PFI_STRAT_DCGM);
     o->loop_rounds = 5;
     o->loop_noise = 0.005;
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    o->sla_curve_margin = ao.sla_curve_margin;
 }
 
 void pfi_sim_result_free(pfi_sim_result *r)
@@ -107,14 +110,18 @@ pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npoo
             pfi_alloc_opts_default(&ao);
             ao.strategy = (pfi_strategy)s;
             ao.normalized = o->normalized;
+            ao.sla_curve_margin = o->sla_curve_margin;
             if (s == PFI_STRAT_ORACLE) {
                 st = pfi_oracle_sweep(w, J, budgets, nc, o->normalized, tot, gap, err);
             } else if (s == PFI_STRAT_CLOSED_LOOP) {
                 double lt[16];
                 for (size_t k = 0; k < nc && !st; k++) {
+                    pfi_alloc_result lr;
                     st = pfi_alloc_closed_loop(w, J, budgets[k], &ao, rounds, o->loop_noise,
-                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, NULL, lt, err);
+                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt, err);
                     tot[k] = lt[rounds];
+                    viol[k] = lr.sla_violations;
+                    inf[k] = !lr.feasible;
                     if (k == k30)
                         for (int q = 0; q <= rounds; q++) loop_sum[q] += lt[q];
                 }

@@ -301,12 +301,61 @@ static void closed_loop_and_sweeps(void **s)
     for (int i = 0; i < N; i++) pfi_curve_free(&cv[i]);
 }
 
+/* the closed loop with predicted curves that are flat in power (isotonic
+ * pooling gives equal powers at neighbouring caps) and SLA tiers: it must
+ * accept the prior, and its result must count the SLA violations of the
+ * allocation it returns */
+static void closed_loop_flat_prior_and_sla(void **s)
+{
+    (void)s;
+    enum { N = 6 };
+    pfi_curve cv[N], pc[N];
+    pfi_alloc_job jobs[N];
+    double caps[] = {200, 300, 400, 500, 600, 700};
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+        double e = 0.4 + 0.1 * i, p[6], t[6], pp[6], tp[6];
+        for (int k = 0; k < 6; k++) {
+            p[k] = 8 * (150 + 0.75 * caps[k]);
+            t[k] = 1000.0 * pow(p[k] / (8 * 675.0), e);
+            pp[k] = k < 2 ? p[1] * 0.999 + k * 1e-9 : p[k]; /* two priors at one power */
+            tp[k] = t[k] * (k < 2 ? 1.0 : 1.02);
+        }
+        pp[0] = pp[1];
+        cv[i] = mk(caps, p, t, 6);
+        pc[i] = mk(caps, pp, tp, 6);
+        jobs[i] = job_of(&cv[i], 8);
+        jobs[i].pred_curve = &pc[i];
+        jobs[i].sla_tier = i % 4;
+        sum += jobs[i].power_max_w;
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_job_alloc out[N];
+    pfi_alloc_result r;
+    double totals[4];
+    for (double cut = 0.05; cut <= 0.30; cut += 0.05) {
+        assert_int_equal(pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, out, &r, totals, NULL), PFI_OK);
+        size_t v = 0;
+        for (int i = 0; i < N; i++) v += (size_t)out[i].sla_violated;
+        assert_int_equal(r.sla_violations, v);
+        assert_near(r.total_tokens_true, totals[3], 1e-6 * totals[3]);
+        /* without out[], the result alone is still filled in */
+        pfi_alloc_result r2;
+        assert_int_equal(pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, NULL, &r2, NULL, NULL), PFI_OK);
+        assert_int_equal(r2.sla_violations, r.sla_violations);
+        assert_int_equal(r2.feasible, r.feasible);
+        assert_near(r2.total_tokens_true, r.total_tokens_true, 1e-6 * r.total_tokens_true);
+    }
+    for (int i = 0; i < N; i++) pfi_curve_free(&cv[i]), pfi_curve_free(&pc[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(oracle_concave_bruteforce), cmocka_unit_test(exact_vs_glpk),
         cmocka_unit_test(proportional), cmocka_unit_test(sla_and_caps),
-        cmocka_unit_test(closed_loop_and_sweeps),
+        cmocka_unit_test(closed_loop_and_sweeps), cmocka_unit_test(closed_loop_flat_prior_and_sla),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
