@@ -4,6 +4,8 @@
 set -eu
 dir=$1
 export PFI_BIN="$(cd "$dir" && pwd)/pfi"
+export PFI_AGENT_BIN="$(cd "$dir" && pwd)/pfi-agent"
+export FAKE_NVML="$(cd "$dir" && pwd)/tests/libfake_nvml.so"
 export PFI_DATA_DIR="${PFI_DATA_DIR:-$(cd "$(dirname "$0")/.." && pwd)/data}"
 for b in "$dir"/bench/bench_*; do
   [ -x "$b" ] || continue

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pfi/datapath.h"
 #include "pfi/atomic.h"
 #include "pfi/num.h"
 #include "pfi/sweep.h"
@@ -298,16 +299,8 @@ int cli_save_table(const char *cmd, const pfi_table *t, const cli_out *o)
 
 int cli_data_path(const char *cmd, const char *data_dir, const char *rel, char *buf, size_t n)
 {
-    const char *cands[4] = {data_dir, getenv("PFI_DATA_DIR"), PFI_INSTALL_DATA_DIR, PFI_SOURCE_DATA_DIR};
-    for (int i = 0; i < 4; i++) {
-        if (!cands[i] || !cands[i][0]) continue;
-        snprintf(buf, n, "%s/%s", cands[i], rel);
-        if (access(buf, R_OK) == 0) return 0;
-        if (i == 0) {
-            cli_error(cmd, "%s: not found (--data %s)", buf, data_dir);
-            return -1;
-        }
-    }
-    cli_error(cmd, "bundled data file %s not found (use --data DIR or set PFI_DATA_DIR)", rel);
+    pfi_error e;
+    if (pfi_data_path(data_dir, rel, buf, n, &e) == PFI_OK) return 0;
+    cli_error(cmd, "%s", e.msg);
     return -1;
 }

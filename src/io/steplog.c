@@ -52,6 +52,52 @@ static int num(json_t *o, const char *key, double *v)
     return 1;
 }
 
+int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tps_out, double *mfu_out,
+                           double *tflops_out, const char **bad_out)
+{
+    static __thread char jmsg[200];
+    *bad_out = NULL;
+    size_t k = 0;
+    while (k < n && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
+    if (k == n) return 0;
+    json_error_t je;
+    json_t *o = json_loadb(line, n, 0, &je);
+    if (!o || !json_is_object(o)) {
+        snprintf(jmsg, sizeof jmsg, "%s", o ? "not a JSON object" : je.text);
+        *bad_out = jmsg;
+        json_decref(o);
+        return -2;
+    }
+    double t = NAN, tps = NAN, tokens = NAN, st = NAN, mfu = NAN, tflops = NAN;
+    const char *bad = NULL;
+    int ht = num(o, "t_s", &t);
+    int hp = num(o, "tokens_per_s", &tps);
+    int hk = num(o, "tokens", &tokens), hs = num(o, "step_time_s", &st);
+    int hm = num(o, "mfu", &mfu), hf = num(o, "tflops", &tflops);
+    if (ht < 0) bad = "key 't_s': not a number";
+    else if (ht == 0) bad = "key 't_s': missing";
+    else if (!isfinite(t) || t < 0) bad = "key 't_s': not a non-negative number";
+    else if (hp < 0) bad = "key 'tokens_per_s': not a number";
+    else if (hp == 0 && (hk <= 0 || hs <= 0))
+        bad = "no throughput: needs 'tokens_per_s' or 'tokens' and 'step_time_s'";
+    else if (hp == 0 && !(st > 0)) bad = "key 'step_time_s': must be positive";
+    else if (hp == 0 && !(tokens >= 0)) bad = "key 'tokens': negative";
+    else if (hm < 0 || (hm == 1 && !(mfu >= 0 && mfu <= 1))) bad = "key 'mfu': not in 0..1";
+    else if (hf < 0 || (hf == 1 && !(tflops >= 0))) bad = "key 'tflops': negative or not a number";
+    if (!bad && hp == 0) tps = tokens / st;
+    if (!bad && !(tps >= 0 && isfinite(tps))) bad = "key 'tokens_per_s': negative or not finite";
+    json_decref(o);
+    if (bad) {
+        *bad_out = bad;
+        return -1;
+    }
+    *t_out = t;
+    *tps_out = tps;
+    *mfu_out = mfu;
+    *tflops_out = tflops;
+    return 1;
+}
+
 pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -64,41 +110,21 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
         size_t k = 0;
         while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
         if (k == n) continue;
-        json_error_t je;
-        json_t *o = json_loadb(line, n, 0, &je);
-        if (!o || !json_is_object(o)) {
-            json_decref(o);
-            if (pfi_reader_truncated_last(r)) {
-                pfi_warnf(log, "%s:%llu: truncated last line ignored", r->name, ln);
-                break;
-            }
-            pfi_steplog_free(out);
-            return pfi_errorf(err, PFI_EPARSE, "%s:%llu: %s", r->name, ln,
-                              o ? "not a JSON object" : je.text);
-        }
-        double t = NAN, tps = NAN, tokens = NAN, st = NAN, mfu = NAN, tflops = NAN;
+        double t, tps, mfu, tflops;
         const char *bad = NULL;
-        int ht = num(o, "t_s", &t);
-        int hp = num(o, "tokens_per_s", &tps);
-        int hk = num(o, "tokens", &tokens), hs = num(o, "step_time_s", &st);
-        int hm = num(o, "mfu", &mfu), hf = num(o, "tflops", &tflops);
-        if (ht < 0) bad = "key 't_s': not a number";
-        else if (ht == 0) bad = "key 't_s': missing";
-        else if (!isfinite(t) || t < 0) bad = "key 't_s': not a non-negative number";
-        else if (hp < 0) bad = "key 'tokens_per_s': not a number";
-        else if (hp == 0 && (hk <= 0 || hs <= 0))
-            bad = "no throughput: needs 'tokens_per_s' or 'tokens' and 'step_time_s'";
-        else if (hp == 0 && !(st > 0)) bad = "key 'step_time_s': must be positive";
-        else if (hp == 0 && !(tokens >= 0)) bad = "key 'tokens': negative";
-        else if (hm < 0 || (hm == 1 && !(mfu >= 0 && mfu <= 1))) bad = "key 'mfu': not in 0..1";
-        else if (hf < 0 || (hf == 1 && !(tflops >= 0))) bad = "key 'tflops': negative or not a number";
-        if (!bad && hp == 0) tps = tokens / st;
-        if (!bad && !(tps >= 0 && isfinite(tps))) bad = "key 'tokens_per_s': negative or not finite";
-        if (!bad && t < last_t) bad = "key 't_s': goes backwards";
-        json_decref(o);
-        if (bad) {
+        int k2 = pfi_steplog_parse_line(line, n, &t, &tps, &mfu, &tflops, &bad);
+        if (k2 == 0) continue;
+        if (k2 == -2 && pfi_reader_truncated_last(r)) {
+            pfi_warnf(log, "%s:%llu: truncated last line ignored", r->name, ln);
+            break;
+        }
+        if (k2 < 0) {
             pfi_steplog_free(out);
-            return pfi_errorf(err, PFI_EINVAL, "%s:%llu: %s", r->name, ln, bad);
+            return pfi_errorf(err, k2 == -2 ? PFI_EPARSE : PFI_EINVAL, "%s:%llu: %s", r->name, ln, bad);
+        }
+        if (t < last_t) {
+            pfi_steplog_free(out);
+            return pfi_errorf(err, PFI_EINVAL, "%s:%llu: key 't_s': goes backwards", r->name, ln);
         }
         last_t = t;
         if (push(out, t, tps, mfu, tflops) != 0) {

@@ -1,0 +1,41 @@
+/* agent_client.h — talking to a node's pfi-agent over HTTP (libcurl), as
+ * pfi sweep and pfi-controller do, and reading the bearer token file.
+ *
+ * The token file holds one line (the token, 16..256 printable characters);
+ * it must be a regular file not readable or writable by group or others
+ * (mode 0600 or stricter), else it is refused: a leaked token lets anyone
+ * on the network set caps. */
+#ifndef PFI_AGENT_CLIENT_H
+#define PFI_AGENT_CLIENT_H
+
+#include <stddef.h>
+
+#include "pfi/caps_request.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PFI_TOKEN_MAX 256
+
+pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err);
+
+typedef struct pfi_http_reply {
+    long code;          /* HTTP status, 0 when no answer */
+    char *body;         /* malloc'd, NUL-terminated */
+    size_t len;
+} pfi_http_reply;
+void pfi_http_reply_free(pfi_http_reply *r);
+
+/* GET url + path (e.g. "/v1/node"); timeout in wall seconds. A non-2xx
+ * answer is returned in *r, not an error; no answer is PFI_EIO. */
+pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r, pfi_error *err);
+/* PUT /v1/caps with the bearer token. */
+pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req, double timeout_s,
+                              pfi_http_reply *r, pfi_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+/* lease.h — the agent's caps lease and per-GPU baselines, and the state
+ * file that keeps them across restarts (JSON, written atomically).
+ *
+ * Rules (docs/agent.md):
+ *  - A controller holds the node's caps under a lease of lease_s seconds,
+ *    renewed by writing again before it ends.
+ *  - While a lease is live, a write with a lower generation is stale, and a
+ *    write with the same generation from another controller is busy (both
+ *    HTTP 409); a higher generation takes the lease over.
+ *  - With no live lease, any generation not below the highest ever accepted
+ *    (generation_max) is admitted: a controller that restarts must continue
+ *    its generation count (GET /v1/node reports generation_max).
+ *  - The first time the agent changes a GPU's cap it records the cap it
+ *    found (baseline); when the lease ends or the agent stops, baselines are
+ *    restored and forgotten. */
+#ifndef PFI_LEASE_H
+#define PFI_LEASE_H
+
+#include <stddef.h>
+
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PFI_LEASE_MAX_GPUS 64
+
+typedef struct pfi_lease_gpu {
+    char uuid[96];
+    int changed;        /* 1: the agent changed this GPU's cap; baseline_w is valid */
+    double baseline_w;
+    double cap_w;       /* the cap the agent set */
+} pfi_lease_gpu;
+
+typedef struct pfi_lease_state {
+    int active;
+    char controller[128];
+    long long generation, generation_max;
+    double expires_at;  /* pfi clock */
+    size_t n;
+    pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
+} pfi_lease_state;
+
+typedef enum pfi_lease_verdict { PFI_LEASE_ADMIT = 0, PFI_LEASE_STALE, PFI_LEASE_BUSY } pfi_lease_verdict;
+
+void pfi_lease_init(pfi_lease_state *s);
+/* May this write take or renew the lease? why gets a one-line reason. */
+pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
+                                  char *why, size_t n);
+void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation, double lease_s, double now);
+int pfi_lease_live(const pfi_lease_state *s, double now);
+/* GPU entry by UUID (added when absent; NULL if full). */
+pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid);
+
+pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error *err);
+/* *found = 0 (and s initialized) when the file does not exist. */
+pfi_status pfi_lease_load(const char *path, pfi_lease_state *s, int *found, pfi_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

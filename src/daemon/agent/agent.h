@@ -1,0 +1,101 @@
+/* agent.h — pfi-agent, the node daemon (docs/agent.md): the only writer of
+ * GPU caps on its node. It samples the GPUs (gpu.h), maps GPUs to jobs,
+ * follows each job's step log and predicted PFI, serves Prometheus metrics
+ * and a JSON node view, and sets caps on PUT /v1/caps under a lease
+ * (lease.h), restoring baselines when the lease ends.
+ *
+ * Files: agent_main.c (options, start-up, main loop, signals),
+ * agent_http.c (the HTTP server and its endpoints), agent_caps.c (applying
+ * and restoring caps, the state file), agent_jobs.c (job mapping, step logs,
+ * predictions, dcgm-exporter mapping files, a local dcgm-exporter),
+ * agent_render.c (/metrics and /v1/node). One mutex guards the agent's
+ * state; the GPU backend serializes its own calls. */
+#ifndef PFI_AGENT_H
+#define PFI_AGENT_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "pfi/gpu.h"
+#include "pfi/lease.h"
+#include "pfi/model_file.h"
+
+#define AGENT_MAX_GPUS 64
+#define AGENT_MAX_JOBS 64
+
+typedef struct agent_cfg {
+    const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir, *jobs_file, *job_env;
+    const char *mapping_dir, *tls_cert, *tls_key, *log_path, *dcgm_url, *data_dir;
+    double interval_s, max_lease_s, time_scale, epoch;
+    size_t max_body;
+    int keep_caps;
+} agent_cfg;
+
+typedef struct agent_gpu {
+    pfi_gpu_info info;
+    pfi_gpu_sample last;
+    int sampled;
+    double dcgm_prof[PFI_M_COUNT]; /* from a local dcgm-exporter (NaN if none) */
+    char job_id[64];
+} agent_gpu;
+
+typedef struct agent_job {
+    char id[64], steplog[512], source[16];
+    size_t gpu[AGENT_MAX_GPUS], ngpus;
+    long steplog_off;
+    double tokens_per_s, tokens_t;    /* latest step-log throughput (NaN) and its time */
+    double power_w;                   /* sum over the job's GPUs, latest sample */
+    double feat[PFI_M_COUNT];         /* training-phase means of GPU-averaged metrics */
+    double feat_n;
+    double pfi_pred;                  /* NaN when no model or a feature is missing */
+    char pfi_note[128];
+    int seen;
+} agent_job;
+
+typedef struct agent {
+    agent_cfg cfg;
+    pthread_mutex_t mu;
+    pfi_gpu *gpu;
+    size_t n;
+    agent_gpu g[AGENT_MAX_GPUS];
+    agent_job job[AGENT_MAX_JOBS];
+    size_t njobs;
+    pfi_lease_state lease;
+    pfi_model model;
+    int have_model;
+    char token[300];
+    int have_token;
+    char hostname[128];
+    /* counters */
+    unsigned long long req_2xx, req_4xx, req_5xx, cap_changes, rejected, samples;
+    double sampling_cpu_s, started_at;
+    int port;
+    void *httpd;
+    FILE *log;
+} agent;
+
+void agent_log(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* agent_caps.c (callers hold a->mu) */
+/* status: HTTP code; *resp: JSON text (malloc'd) */
+int agent_put_caps(agent *a, const char *body, size_t len, char **resp);
+void agent_restore(agent *a, const char *why);
+void agent_check_lease(agent *a);
+int agent_startup_state(agent *a);
+int agent_save_state(agent *a);
+
+/* agent_jobs.c (callers hold a->mu, except agent_dcgm_scrape) */
+void agent_jobs_refresh(agent *a);
+void agent_jobs_update(agent *a);
+void agent_dcgm_scrape(agent *a);
+int agent_job_gpus(agent *a, const char *job_id, size_t *idx, size_t max);
+
+/* agent_render.c (callers hold a->mu); malloc'd text */
+char *agent_render_metrics(agent *a, size_t *len);
+char *agent_render_node(agent *a);
+
+/* agent_http.c */
+int agent_http_start(agent *a);
+void agent_http_stop(agent *a);
+
+#endif

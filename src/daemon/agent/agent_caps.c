@@ -1,0 +1,254 @@
+/* agent_caps.c — setting and restoring caps (agent.h, docs/agent.md).
+ *
+ * A PUT is the complete desired state of the node: listed GPUs (by UUID,
+ * index, or through a job) get their cap; unlisted GPUs return to their
+ * baseline. Everything is validated before anything is changed; if the
+ * device refuses a change half way, the GPUs already changed are put back
+ * and the request fails (503), so a PUT applies entirely or not at all. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "pfi/caps_request.h"
+#include "pfi/clock.h"
+
+static char *err_json(const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+int agent_save_state(agent *a)
+{
+    pfi_error e;
+    if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
+        agent_log(a, "error: cannot save the state file: %s", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* the GPU's cap right now (a fresh reading; the default limit if NVML cannot say) */
+static double current_cap(agent *a, size_t i)
+{
+    pfi_gpu_sample s;
+    if (pfi_gpu_sample_get(a->gpu, i, &s, NULL) == PFI_OK && (s.have & PFI_GS_CAP)) return s.cap_w;
+    return a->g[i].info.cap_default_w;
+}
+
+int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
+{
+    pfi_caps_request rq;
+    pfi_error e;
+    char msg[600];
+    if (pfi_caps_request_parse(body, len, &rq, &e)) {
+        *resp = err_json(e.msg);
+        a->rejected++;
+        return 400;
+    }
+    if (rq.lease_s > a->cfg.max_lease_s) {
+        snprintf(msg, sizeof msg, "lease_s: %g s is longer than this agent allows (%g s, --max-lease)", rq.lease_s, a->cfg.max_lease_s);
+        *resp = err_json(msg);
+        a->rejected++;
+        return 400;
+    }
+    double now = pfi_clock_now();
+    char why[400];
+    pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, why, sizeof why);
+    if (v != PFI_LEASE_ADMIT) {
+        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller, rq.generation, why);
+        *resp = err_json(why);
+        a->rejected++;
+        return 409;
+    }
+    double want[AGENT_MAX_GPUS];
+    for (size_t i = 0; i < a->n; i++) want[i] = NAN;
+    for (size_t k = 0; k < rq.ngpus; k++) {
+        const pfi_caps_entry *x = &rq.gpus[k];
+        long i = -1;
+        if (x->uuid[0]) {
+            for (size_t q = 0; q < a->n; q++)
+                if (!strcmp(a->g[q].info.uuid, x->uuid)) i = (long)q;
+        } else if (x->index >= 0 && (size_t)x->index < a->n) {
+            i = x->index;
+        }
+        if (i < 0) {
+            snprintf(msg, sizeof msg, "gpus[%zu]: no GPU %s%s on this node", k, x->uuid[0] ? "with UUID " : "with index ",
+                     x->uuid[0] ? x->uuid : "");
+            if (!x->uuid[0]) snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%ld (%zu GPUs)", x->index, a->n);
+            *resp = err_json(msg);
+            a->rejected++;
+            return 422;
+        }
+        if (!isnan(want[i])) {
+            snprintf(msg, sizeof msg, "gpus[%zu]: GPU %ld is listed twice", k, i);
+            *resp = err_json(msg);
+            a->rejected++;
+            return 422;
+        }
+        want[i] = x->cap_w;
+    }
+    for (size_t k = 0; k < rq.njobs; k++) {
+        size_t idx[AGENT_MAX_GPUS];
+        int m = agent_job_gpus(a, rq.jobs[k].job_id, idx, AGENT_MAX_GPUS);
+        if (m <= 0) {
+            snprintf(msg, sizeof msg, "jobs[%zu].job_id: no job '%s' on this node", k, rq.jobs[k].job_id);
+            *resp = err_json(msg);
+            a->rejected++;
+            return 422;
+        }
+        for (int q = 0; q < m; q++) {
+            if (!isnan(want[idx[q]]) && fabs(want[idx[q]] - rq.jobs[k].cap_w) > 1e-9) {
+                snprintf(msg, sizeof msg, "jobs[%zu]: GPU %zu of job %s already has a different cap in this request", k, idx[q],
+                         rq.jobs[k].job_id);
+                *resp = err_json(msg);
+                a->rejected++;
+                return 422;
+            }
+            want[idx[q]] = rq.jobs[k].cap_w;
+        }
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const pfi_gpu_info *in = &a->g[i].info;
+        if (!isnan(want[i]) && !(want[i] >= in->cap_min_w - 1e-9 && want[i] <= in->cap_max_w + 1e-9)) {
+            snprintf(msg, sizeof msg, "GPU %zu (%s): cap %g W outside the device's %g..%g W", i, in->uuid, want[i], in->cap_min_w,
+                     in->cap_max_w);
+            *resp = err_json(msg);
+            a->rejected++;
+            return 422;
+        }
+    }
+    /* apply: listed GPUs to their cap, unlisted ones back to their baseline */
+    size_t done[AGENT_MAX_GPUS], nd = 0;
+    double prev[AGENT_MAX_GPUS];
+    for (size_t i = 0; i < a->n; i++) {
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        if (!lg) continue;
+        double cur = current_cap(a, i);
+        double target = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur;
+        if (fabs(target - cur) < 0.5) {
+            if (!isnan(want[i]) && lg->changed) lg->cap_w = target;
+            continue;
+        }
+        if (pfi_gpu_set_cap(a->gpu, i, target, &e)) {
+            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i, target, e.msg);
+            for (size_t q = 0; q < nd; q++) {
+                pfi_error e2;
+                if (pfi_gpu_set_cap(a->gpu, done[q], prev[q], &e2)) agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
+            }
+            snprintf(msg, sizeof msg, "GPU %zu: %s", i, e.msg);
+            *resp = err_json(msg);
+            return e.code == PFI_ERANGE ? 422 : 503;
+        }
+        done[nd] = i;
+        prev[nd++] = cur;
+        if (!lg->changed) {
+            lg->changed = 1;
+            lg->baseline_w = cur;
+        }
+        lg->cap_w = target;
+        a->cap_changes++;
+        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i, a->g[i].info.uuid, cur, target,
+                  rq.controller, rq.generation, isnan(want[i]) ? ", back to baseline" : "");
+        if (fabs(target - lg->baseline_w) < 0.5) lg->changed = 0;
+    }
+    int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) && a->lease.generation == rq.generation;
+    if (a->lease.active && !renewed && pfi_lease_live(&a->lease, now))
+        agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld", rq.controller, rq.generation,
+                  a->lease.controller, a->lease.generation);
+    pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
+    if (!renewed) agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller, rq.generation, rq.lease_s);
+    agent_save_state(a);
+    json_t *g = json_array();
+    for (size_t i = 0; i < a->n; i++) {
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid, "cap_w",
+                              lg && lg->changed ? lg->cap_w : current_cap(a, i));
+        if (lg && lg->changed) json_object_set_new(x, "baseline_w", json_real(lg->baseline_w));
+        json_array_append_new(g, x);
+    }
+    json_t *o = json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation", (json_int_t)rq.generation,
+                          "lease_expires_at", a->lease.expires_at, "lease_expires_in_s", a->lease.expires_at - now, "gpus", g);
+    *resp = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return 200;
+}
+
+void agent_restore(agent *a, const char *why)
+{
+    int any = 0;
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        if (!lg->changed) continue;
+        long i = -1;
+        for (size_t q = 0; q < a->n; q++)
+            if (!strcmp(a->g[q].info.uuid, lg->uuid)) i = (long)q;
+        if (i < 0) {
+            agent_log(a, "warning: GPU %s of the state file is not on this node; forgetting its baseline", lg->uuid);
+            lg->changed = 0;
+            continue;
+        }
+        pfi_error e;
+        if (pfi_gpu_set_cap(a->gpu, (size_t)i, lg->baseline_w, &e)) {
+            agent_log(a, "error: GPU %ld: restoring %g W failed: %s (will retry)", i, lg->baseline_w, e.msg);
+            continue;
+        }
+        agent_log(a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, lg->cap_w, lg->baseline_w, why);
+        a->cap_changes++;
+        lg->changed = 0;
+        lg->cap_w = lg->baseline_w;
+        any = 1;
+    }
+    int pending = 0;
+    for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
+    if (!pending) a->lease.active = 0;
+    if (any || !pending) agent_save_state(a);
+}
+
+void agent_check_lease(agent *a)
+{
+    double now = pfi_clock_now();
+    int pending = 0;
+    for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
+    if (a->lease.active && now >= a->lease.expires_at) {
+        agent_log(a, "lease of controller %s generation %lld expired", a->lease.controller, a->lease.generation);
+        a->lease.active = 0;
+        agent_restore(a, "lease expired");
+    } else if (!a->lease.active && pending) {
+        agent_restore(a, "no lease");
+    }
+}
+
+int agent_startup_state(agent *a)
+{
+    int found;
+    pfi_error e;
+    if (pfi_lease_load(a->cfg.state_file, &a->lease, &found, &e)) {
+        agent_log(a, "error: %s (remove the file once the GPUs' caps are checked by hand)", e.msg);
+        return -1;
+    }
+    if (!found) return agent_save_state(a);
+    double now = pfi_clock_now();
+    if (pfi_lease_live(&a->lease, now)) {
+        agent_log(a, "state file: lease of controller %s generation %lld still live for %.0f s; honouring it",
+                  a->lease.controller, a->lease.generation, a->lease.expires_at - now);
+        for (size_t k = 0; k < a->lease.n; k++) {
+            pfi_lease_gpu *lg = &a->lease.gpu[k];
+            long i = -1;
+            for (size_t q = 0; q < a->n; q++)
+                if (!strcmp(a->g[q].info.uuid, lg->uuid)) i = (long)q;
+            if (!lg->changed || i < 0) continue;
+            if (fabs(current_cap(a, (size_t)i) - lg->cap_w) >= 0.5 && pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
+                agent_log(a, "error: GPU %ld: re-applying %g W failed: %s", i, lg->cap_w, e.msg);
+        }
+        return 0;
+    }
+    if (a->lease.active) agent_log(a, "state file: the lease of controller %s generation %lld has expired", a->lease.controller, a->lease.generation);
+    a->lease.active = 0;
+    agent_restore(a, "start-up without a live lease");
+    return 0;
+}

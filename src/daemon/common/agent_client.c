@@ -1,0 +1,118 @@
+/* agent_client.c — HTTP client of pfi-agent and the token file (agent_client.h). */
+#include "pfi/agent_client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: cannot open the token file: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return pfi_errorf(err, PFI_EINVAL, "%s: not a regular file", path);
+    }
+    if (sb.st_mode & 077) {
+        close(fd);
+        return pfi_errorf(err, PFI_EPERM, "%s: mode %04o lets others read the token; chmod 600 it", path,
+                          (unsigned)(sb.st_mode & 07777));
+    }
+    char buf[PFI_TOKEN_MAX + 8];
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    buf[k] = '\0';
+    size_t len = strcspn(buf, "\r\n");
+    buf[len] = '\0';
+    if (len < 16 || len > PFI_TOKEN_MAX) return pfi_errorf(err, PFI_EINVAL, "%s: the token must be 16..%d characters on the first line", path, PFI_TOKEN_MAX);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f) return pfi_errorf(err, PFI_EINVAL, "%s: the token has spaces or control characters", path);
+    if (len >= n) return pfi_errorf(err, PFI_ERANGE, "%s: token too long", path);
+    memcpy(token, buf, len + 1);
+    return PFI_OK;
+}
+
+void pfi_http_reply_free(pfi_http_reply *r)
+{
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
+{
+    pfi_http_reply *r = ud;
+    size_t k = sz * nm;
+    if (r->len + k > (16u << 20)) return 0; /* an agent's answer is small: refuse floods */
+    char *b = realloc(r->body, r->len + k + 1);
+    if (!b) return 0;
+    memcpy(b + r->len, p, k);
+    r->body = b;
+    r->len += k;
+    b[r->len] = '\0';
+    return k;
+}
+
+static pfi_status perform(CURL *c, const char *url, pfi_http_reply *r, pfi_error *err)
+{
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        pfi_http_reply_free(r);
+        return pfi_errorf(err, PFI_EIO, "%s: %s", url, curl_easy_strerror(cc));
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+    if (!r->body) r->body = calloc(1, 1);
+    return PFI_OK;
+}
+
+pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
+    memset(r, 0, sizeof *r);
+    CURL *c = curl_easy_init();
+    if (!c) return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
+    char full[2048];
+    snprintf(full, sizeof full, "%s%s", url, path);
+    curl_easy_setopt(c, CURLOPT_URL, full);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    pfi_status st = perform(c, full, r, err);
+    curl_easy_cleanup(c);
+    return st;
+}
+
+pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req, double timeout_s,
+                              pfi_http_reply *r, pfi_error *err)
+{
+    memset(r, 0, sizeof *r);
+    char *body = pfi_caps_request_format(req);
+    if (!body) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    CURL *c = curl_easy_init();
+    if (!c) {
+        free(body);
+        return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
+    }
+    char full[2048], auth[PFI_TOKEN_MAX + 32];
+    snprintf(full, sizeof full, "%s/v1/caps", url);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, full);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    pfi_status st = perform(c, full, r, err);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    free(body);
+    return st;
+}

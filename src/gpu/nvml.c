@@ -1,0 +1,294 @@
+/* nvml.c — the NVML GPU backend (gpu.h). libnvidia-ml.so.1 (or
+ * $PFI_NVML_LIBRARY) is opened with dlopen and every function pfi uses is
+ * looked up by name, preferring the versioned symbol (_v2/_v3) and falling
+ * back to older ones. NVML errors become pfi errors carrying NVML's own
+ * message. A read that answers NOT_SUPPORTED or NO_PERMISSION leaves its
+ * field out of the sample and is recorded per device (pfi_gpu_unsupported);
+ * it is never fatal. Setting a limit converts W to NVML's mW. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+#include "nvml_api.h"
+#include "pfi/clock.h"
+
+#define NV_MAX_GPUS 64
+
+typedef struct nv {
+    void *dl;
+    nvmlShutdown_fn shutdown;
+    nvmlErrorString_fn errstr;
+    nvmlDeviceGetUUID_fn uuid;
+    nvmlDeviceGetName_fn name;
+    nvmlDeviceGetPowerUsage_fn power;
+    nvmlDeviceGetTotalEnergyConsumption_fn energy;
+    nvmlDeviceGetPowerManagementLimitConstraints_fn constraints;
+    nvmlDeviceGetPowerManagementDefaultLimit_fn def_limit;
+    nvmlDeviceGetPowerManagementLimit_fn limit;
+    nvmlDeviceGetEnforcedPowerLimit_fn enforced;
+    nvmlDeviceSetPowerManagementLimit_fn set_limit;
+    nvmlDeviceGetClockInfo_fn clock;
+    nvmlDeviceGetUtilizationRates_fn util;
+    nvmlDeviceGetCurrentClocksEventReasons_fn reasons;
+    nvmlDeviceGetMemoryInfo_fn mem;
+    nvmlDeviceGetTemperature_fn temp;
+    nvmlDeviceGetFieldValues_fn fields;
+    nvmlDeviceGetComputeRunningProcesses_fn procs;
+    nvmlDeviceGetComputeRunningProcesses_v1_fn procs_v1;
+    unsigned n;
+    nvmlDevice_t dev[NV_MAX_GPUS];
+    char unsupported[NV_MAX_GPUS][256];
+} nv;
+
+static const char *msg(const nv *s, nvmlReturn_t r)
+{
+    const char *m = s->errstr ? s->errstr(r) : NULL;
+    return m ? m : "unknown NVML error";
+}
+
+static pfi_status map_err(const nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
+{
+    pfi_status code = r == NVML_ERROR_NO_PERMISSION ? PFI_EPERM
+                    : r == NVML_ERROR_NOT_SUPPORTED ? PFI_EUNSUPP
+                    : r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE
+                    : r == NVML_ERROR_NOT_FOUND ? PFI_ENOTFOUND
+                                                : PFI_EIO;
+    return pfi_errorf(err, code, "NVML: GPU %zu: %s: %s (NVML error %d)", i, what, msg(s, r), r);
+}
+
+/* note an unsupported read once per device */
+static void note(nv *s, size_t i, const char *what)
+{
+    char *u = s->unsupported[i];
+    if (strstr(u, what)) return;
+    size_t n = strlen(u);
+    snprintf(u + n, sizeof s->unsupported[0] - n, "%s%s", n ? "," : "", what);
+}
+
+/* a read's result: 1 ok, 0 unsupported / no permission / absent (noted), -1 other error */
+static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pfi_error *err, pfi_status *st)
+{
+    if (!present) {
+        note(s, i, what);
+        return 0;
+    }
+    if (r == NVML_SUCCESS) return 1;
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION) {
+        note(s, i, what);
+        return 0;
+    }
+    *st = map_err(s, r, err, what, i);
+    return -1;
+}
+
+static size_t n_count(void *st) { return ((nv *)st)->n; }
+
+static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
+{
+    nv *s = st;
+    memset(info, 0, sizeof *info);
+    nvmlReturn_t r = s->uuid(s->dev[i], info->uuid, sizeof info->uuid);
+    if (r) return map_err(s, r, err, "nvmlDeviceGetUUID", i);
+    if (s->name && s->name(s->dev[i], info->name, sizeof info->name) != NVML_SUCCESS) snprintf(info->name, sizeof info->name, "NVIDIA GPU");
+    unsigned lo = 0, hi = 0, def = 0;
+    r = s->constraints ? s->constraints(s->dev[i], &lo, &hi) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (r == NVML_SUCCESS) {
+        info->cap_min_w = lo / 1000.0;
+        info->cap_max_w = hi / 1000.0;
+    } else {
+        note(s, i, "power_limit_constraints");
+        info->cap_min_w = info->cap_max_w = 0.0 / 0.0;
+    }
+    r = s->def_limit ? s->def_limit(s->dev[i], &def) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (r == NVML_SUCCESS) info->cap_default_w = def / 1000.0;
+    else {
+        note(s, i, "power_limit_default");
+        info->cap_default_w = 0.0 / 0.0;
+    }
+    return PFI_OK;
+}
+
+static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err)
+{
+    nv *s = st;
+    nvmlDevice_t d = s->dev[i];
+    memset(o, 0, sizeof *o);
+    for (int m = 0; m < PFI_M_COUNT; m++) o->prof[m] = 0.0 / 0.0;
+    o->t_s = pfi_clock_now();
+    pfi_status rc = PFI_OK;
+    unsigned u = 0, v = 0;
+    unsigned long long ull = 0;
+    int k;
+    if ((k = rd(s, i, s->power ? s->power(d, &u) : 0, "power_usage", s->power != NULL, err, &rc)) < 0) return rc;
+    if (k) o->power_w = u / 1000.0, o->have |= PFI_GS_POWER;
+    if ((k = rd(s, i, s->energy ? s->energy(d, &ull) : 0, "total_energy", s->energy != NULL, err, &rc)) < 0) return rc;
+    if (k) o->energy_j = (double)ull / 1000.0, o->have |= PFI_GS_ENERGY;
+    if ((k = rd(s, i, s->limit ? s->limit(d, &u) : 0, "power_limit", s->limit != NULL, err, &rc)) < 0) return rc;
+    if (k) o->cap_w = u / 1000.0, o->have |= PFI_GS_CAP;
+    if ((k = rd(s, i, s->enforced ? s->enforced(d, &u) : 0, "enforced_power_limit", s->enforced != NULL, err, &rc)) < 0) return rc;
+    if (k) o->enforced_w = u / 1000.0, o->have |= PFI_GS_ENFORCED;
+    if (s->clock) {
+        nvmlReturn_t r1 = s->clock(d, NVML_CLOCK_SM, &u), r2 = r1 ? r1 : s->clock(d, NVML_CLOCK_MEM, &v);
+        if ((k = rd(s, i, r2, "clocks", 1, err, &rc)) < 0) return rc;
+        if (k) o->sm_clock_mhz = u, o->mem_clock_mhz = v, o->have |= PFI_GS_CLOCKS;
+    } else note(s, i, "clocks");
+    nvmlUtilization_t ut;
+    if ((k = rd(s, i, s->util ? s->util(d, &ut) : 0, "utilization", s->util != NULL, err, &rc)) < 0) return rc;
+    if (k) o->util_gpu_pct = ut.gpu, o->util_mem_pct = ut.memory, o->have |= PFI_GS_UTIL;
+    if ((k = rd(s, i, s->reasons ? s->reasons(d, &ull) : 0, "clocks_event_reasons", s->reasons != NULL, err, &rc)) < 0) return rc;
+    if (k) o->throttle_reasons = ull, o->have |= PFI_GS_THROTTLE;
+    nvmlMemory_t mm;
+    if ((k = rd(s, i, s->mem ? s->mem(d, &mm) : 0, "memory_info", s->mem != NULL, err, &rc)) < 0) return rc;
+    if (k) o->fb_used_mib = (double)mm.used / 1048576.0, o->have |= PFI_GS_MEM;
+    if ((k = rd(s, i, s->temp ? s->temp(d, NVML_TEMPERATURE_GPU, &u) : 0, "temperature", s->temp != NULL, err, &rc)) < 0) return rc;
+    if (k) o->temp_c = u, o->have |= PFI_GS_TEMP;
+    if (s->fields) {
+        nvmlFieldValue_t fv;
+        memset(&fv, 0, sizeof fv);
+        fv.fieldId = NVML_FI_DEV_POWER_INSTANT;
+        nvmlReturn_t r = s->fields(d, 1, &fv);
+        if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS) o->power_instant_w = fv.value.uiVal / 1000.0, o->have |= PFI_GS_POWER_INSTANT;
+        else if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_NO_PERMISSION &&
+                 r != NVML_ERROR_INVALID_ARGUMENT)
+            return map_err(s, r, err, "nvmlDeviceGetFieldValues", i);
+        else note(s, i, "field_power_instant");
+    } else note(s, i, "field_power_instant");
+    return PFI_OK;
+}
+
+static pfi_status n_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
+{
+    nv *s = st;
+    unsigned lo = 0, hi = 0;
+    if (s->constraints && s->constraints(s->dev[i], &lo, &hi) == NVML_SUCCESS &&
+        !(cap_w * 1000.0 >= lo - 0.5 && cap_w * 1000.0 <= hi + 0.5))
+        return pfi_errorf(err, PFI_ERANGE, "GPU %zu: cap %g W outside the device's %g..%g W", i, cap_w, lo / 1000.0, hi / 1000.0);
+    if (!s->set_limit) return pfi_errorf(err, PFI_EUNSUPP, "NVML: nvmlDeviceSetPowerManagementLimit is missing from the library");
+    nvmlReturn_t r = s->set_limit(s->dev[i], (unsigned)(cap_w * 1000.0 + 0.5));
+    if (r) return map_err(s, r, err, "nvmlDeviceSetPowerManagementLimit", i);
+    return PFI_OK;
+}
+
+static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err)
+{
+    nv *s = st;
+    nvmlProcessInfo_t buf[64];
+    nvmlProcessInfo_v1_t b1[64];
+    unsigned cnt = 64;
+    nvmlReturn_t r;
+    int v1 = 0;
+    if (s->procs) r = s->procs(s->dev[i], &cnt, buf);
+    else if (s->procs_v1) r = s->procs_v1(s->dev[i], &cnt, b1), v1 = 1;
+    else {
+        note(s, i, "running_processes");
+        return PFI_OK;
+    }
+    if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION) {
+        note(s, i, "running_processes");
+        return PFI_OK;
+    }
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE) cnt = 64;
+    else if (r) return map_err(s, r, err, "nvmlDeviceGetComputeRunningProcesses", i);
+    for (unsigned k = 0; k < cnt && *n < max; k++) {
+        memset(&p[*n], 0, sizeof p[0]);
+        p[*n].pid = v1 ? b1[k].pid : buf[k].pid;
+        p[*n].used_mib = (double)(v1 ? b1[k].usedGpuMemory : buf[k].usedGpuMemory) / 1048576.0;
+        (*n)++;
+    }
+    return PFI_OK;
+}
+
+static const char *n_unsupported(void *st, size_t i) { return ((nv *)st)->unsupported[i]; }
+
+static void n_close(void *st)
+{
+    nv *s = st;
+    if (!s) return;
+    if (s->shutdown) s->shutdown();
+    if (s->dl) dlclose(s->dl);
+    free(s);
+}
+
+static const pfi_gpu_ops nvml_ops = {"nvml", n_count, n_info, n_sample, n_set_cap, n_procs, n_unsupported, n_close};
+
+/* the first of the names the library exports */
+static void *sym(void *dl, const char *a, const char *b, const char *c)
+{
+    void *f = dlsym(dl, a);
+    if (!f && b) f = dlsym(dl, b);
+    if (!f && c) f = dlsym(dl, c);
+    return f;
+}
+
+pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **out, pfi_error *err)
+{
+    if (opts && *opts) return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
+    const char *lib = getenv("PFI_NVML_LIBRARY");
+    if (!lib || !*lib) lib = "libnvidia-ml.so.1";
+    nv *s = calloc(1, sizeof *s);
+    if (!s) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    s->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl) {
+        const char *e = dlerror();
+        free(s);
+        return pfi_errorf(err, PFI_ENOTFOUND, "NVML: cannot load %s: %s (no NVIDIA driver here? try --backend sim)", lib,
+                          e ? e : "unknown error");
+    }
+    nvmlInit_fn init = (nvmlInit_fn)sym(s->dl, "nvmlInit_v2", "nvmlInit", NULL);
+    nvmlDeviceGetCount_fn count = (nvmlDeviceGetCount_fn)sym(s->dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL);
+    nvmlDeviceGetHandleByIndex_fn handle =
+        (nvmlDeviceGetHandleByIndex_fn)sym(s->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", NULL);
+    s->shutdown = (nvmlShutdown_fn)sym(s->dl, "nvmlShutdown", NULL, NULL);
+    s->errstr = (nvmlErrorString_fn)sym(s->dl, "nvmlErrorString", NULL, NULL);
+    s->uuid = (nvmlDeviceGetUUID_fn)sym(s->dl, "nvmlDeviceGetUUID", NULL, NULL);
+    s->name = (nvmlDeviceGetName_fn)sym(s->dl, "nvmlDeviceGetName", NULL, NULL);
+    s->power = (nvmlDeviceGetPowerUsage_fn)sym(s->dl, "nvmlDeviceGetPowerUsage", NULL, NULL);
+    s->energy = (nvmlDeviceGetTotalEnergyConsumption_fn)sym(s->dl, "nvmlDeviceGetTotalEnergyConsumption", NULL, NULL);
+    s->constraints = (nvmlDeviceGetPowerManagementLimitConstraints_fn)sym(s->dl, "nvmlDeviceGetPowerManagementLimitConstraints", NULL, NULL);
+    s->def_limit = (nvmlDeviceGetPowerManagementDefaultLimit_fn)sym(s->dl, "nvmlDeviceGetPowerManagementDefaultLimit", NULL, NULL);
+    s->limit = (nvmlDeviceGetPowerManagementLimit_fn)sym(s->dl, "nvmlDeviceGetPowerManagementLimit", NULL, NULL);
+    s->enforced = (nvmlDeviceGetEnforcedPowerLimit_fn)sym(s->dl, "nvmlDeviceGetEnforcedPowerLimit", NULL, NULL);
+    s->set_limit = (nvmlDeviceSetPowerManagementLimit_fn)sym(s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
+    s->clock = (nvmlDeviceGetClockInfo_fn)sym(s->dl, "nvmlDeviceGetClockInfo", NULL, NULL);
+    s->util = (nvmlDeviceGetUtilizationRates_fn)sym(s->dl, "nvmlDeviceGetUtilizationRates", NULL, NULL);
+    s->reasons = (nvmlDeviceGetCurrentClocksEventReasons_fn)sym(s->dl, "nvmlDeviceGetCurrentClocksEventReasons",
+                                                               "nvmlDeviceGetCurrentClocksThrottleReasons", NULL);
+    s->mem = (nvmlDeviceGetMemoryInfo_fn)sym(s->dl, "nvmlDeviceGetMemoryInfo", NULL, NULL);
+    s->temp = (nvmlDeviceGetTemperature_fn)sym(s->dl, "nvmlDeviceGetTemperature", NULL, NULL);
+    s->fields = (nvmlDeviceGetFieldValues_fn)sym(s->dl, "nvmlDeviceGetFieldValues", NULL, NULL);
+    s->procs = (nvmlDeviceGetComputeRunningProcesses_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses_v3",
+                                                           "nvmlDeviceGetComputeRunningProcesses_v2", NULL);
+    s->procs_v1 = (nvmlDeviceGetComputeRunningProcesses_v1_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
+    if (!init || !count || !handle || !s->uuid) {
+        dlclose(s->dl);
+        free(s);
+        return pfi_errorf(err, PFI_EUNSUPP, "NVML: %s lacks nvmlInit/nvmlDeviceGetCount/GetHandleByIndex/GetUUID", lib);
+    }
+    nvmlReturn_t r = init();
+    if (r) {
+        pfi_status st = pfi_errorf(err, PFI_EIO, "NVML: nvmlInit: %s (NVML error %d)", msg(s, r), r);
+        dlclose(s->dl);
+        free(s);
+        return st;
+    }
+    unsigned n = 0;
+    r = count(&n);
+    if (r) {
+        pfi_status st = pfi_errorf(err, PFI_EIO, "NVML: nvmlDeviceGetCount: %s (NVML error %d)", msg(s, r), r);
+        n_close(s);
+        return st;
+    }
+    if (n > NV_MAX_GPUS) n = NV_MAX_GPUS;
+    for (unsigned i = 0; i < n; i++)
+        if ((r = handle(i, &s->dev[i]))) {
+            pfi_status st = map_err(s, r, err, "nvmlDeviceGetHandleByIndex", i);
+            n_close(s);
+            return st;
+        }
+    s->n = n;
+    *ops = &nvml_ops;
+    *out = s;
+    return PFI_OK;
+}

@@ -1,0 +1,148 @@
+/* test_lease.c — the agent's lease rules (stale and busy writes, take-over
+ * by a higher generation, generation_max after expiry), the state file
+ * round trip and its errors, and the PUT /v1/caps body parser (every field
+ * checked, unknown keys rejected, errors naming the field). */
+#include "../testutil.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "pfi/caps_request.h"
+#include "pfi/lease.h"
+
+static void rules(void **s)
+{
+    (void)s;
+    pfi_lease_state L;
+    pfi_lease_init(&L);
+    char why[256];
+    assert_int_equal(pfi_lease_admit(&L, "a", 0, 100, why, sizeof why), PFI_LEASE_ADMIT);
+    pfi_lease_grant(&L, "a", 5, 30, 100);
+    assert_true(pfi_lease_live(&L, 129.9));
+    assert_false(pfi_lease_live(&L, 130));
+    assert_int_equal(pfi_lease_admit(&L, "a", 5, 110, why, sizeof why), PFI_LEASE_ADMIT);  /* renewal */
+    assert_int_equal(pfi_lease_admit(&L, "b", 4, 110, why, sizeof why), PFI_LEASE_STALE);  /* older */
+    assert_non_null(strstr(why, "older"));
+    assert_int_equal(pfi_lease_admit(&L, "b", 5, 110, why, sizeof why), PFI_LEASE_BUSY);   /* same generation, other controller */
+    assert_non_null(strstr(why, "holds the lease"));
+    assert_int_equal(pfi_lease_admit(&L, "b", 6, 110, why, sizeof why), PFI_LEASE_ADMIT);  /* take-over */
+    pfi_lease_grant(&L, "b", 6, 30, 110);
+    assert_int_equal(L.generation_max, 6);
+    /* after expiry: anything not older than the highest accepted */
+    assert_int_equal(pfi_lease_admit(&L, "a", 5, 200, why, sizeof why), PFI_LEASE_STALE);
+    assert_non_null(strstr(why, "generation_max"));
+    assert_int_equal(pfi_lease_admit(&L, "a", 6, 200, why, sizeof why), PFI_LEASE_ADMIT);
+}
+
+static void state_file(void **s)
+{
+    (void)s;
+    char path[] = "/tmp/pfi-lease-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    pfi_lease_state L, M;
+    pfi_lease_init(&L);
+    pfi_lease_grant(&L, "ctl", 9, 60, 1000);
+    pfi_lease_gpu *g = pfi_lease_gpu_get(&L, "GPU-a");
+    g->changed = 1;
+    g->baseline_w = 700;
+    g->cap_w = 420;
+    pfi_lease_gpu_get(&L, "GPU-b"); /* unchanged: not saved */
+    assert_int_equal(pfi_lease_save(&L, path, NULL), PFI_OK);
+    int found;
+    assert_int_equal(pfi_lease_load(path, &M, &found, NULL), PFI_OK);
+    assert_true(found);
+    assert_true(M.active);
+    assert_string_equal(M.controller, "ctl");
+    assert_int_equal(M.generation, 9);
+    assert_near(M.expires_at, 1060, 1e-9);
+    assert_int_equal(M.n, 1);
+    assert_string_equal(M.gpu[0].uuid, "GPU-a");
+    assert_near(M.gpu[0].baseline_w, 700, 1e-9);
+    assert_near(M.gpu[0].cap_w, 420, 1e-9);
+    static const char *const bad[][2] = {
+        {"{", "state"},
+        {"{\"format_version\":2,\"generation_max\":0,\"lease\":null,\"gpus\":[]}", "format_version"},
+        {"{\"format_version\":1,\"generation_max\":0,\"lease\":null,\"gpus\":[{\"uuid\":\"x\",\"baseline_w\":-1,\"cap_w\":300}]}", "gpus[0]"},
+        {"{\"format_version\":1,\"generation_max\":0,\"lease\":{\"controller\":\"c\"},\"gpus\":[]}", "lease"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        FILE *f = fopen(path, "w");
+        fputs(bad[i][0], f);
+        fclose(f);
+        pfi_error e;
+        assert_int_not_equal(pfi_lease_load(path, &M, &found, &e), PFI_OK);
+        if (!strstr(e.msg, path) || (strcmp(bad[i][1], "state") && !strstr(e.msg, bad[i][1])))
+            fail_msg("'%s' -> '%s'", bad[i][0], e.msg);
+    }
+    unlink(path);
+    assert_int_equal(pfi_lease_load(path, &M, &found, NULL), PFI_OK);
+    assert_false(found);
+}
+
+static void caps_body(void **s)
+{
+    (void)s;
+    const char *ok = "{\"lease_s\":60,\"controller\":\"ctl-a\",\"generation\":12,"
+                     "\"gpus\":[{\"uuid\":\"GPU-1\",\"cap_w\":450},{\"index\":3,\"cap_w\":500.5}],"
+                     "\"jobs\":[{\"job_id\":\"4242\",\"cap_w\":400}]}";
+    pfi_caps_request r;
+    assert_int_equal(pfi_caps_request_parse(ok, strlen(ok), &r, NULL), PFI_OK);
+    assert_near(r.lease_s, 60, 0);
+    assert_string_equal(r.controller, "ctl-a");
+    assert_int_equal(r.generation, 12);
+    assert_int_equal(r.ngpus, 2);
+    assert_string_equal(r.gpus[0].uuid, "GPU-1");
+    assert_int_equal(r.gpus[0].index, -1);
+    assert_int_equal(r.gpus[1].index, 3);
+    assert_near(r.gpus[1].cap_w, 500.5, 0);
+    assert_int_equal(r.njobs, 1);
+    assert_string_equal(r.jobs[0].job_id, "4242");
+    /* format -> parse round trip */
+    char *txt = pfi_caps_request_format(&r);
+    pfi_caps_request r2;
+    assert_int_equal(pfi_caps_request_parse(txt, strlen(txt), &r2, NULL), PFI_OK);
+    free(txt);
+    assert_int_equal(r2.ngpus, 2);
+    assert_int_equal(r2.gpus[1].index, 3);
+    assert_string_equal(r2.gpus[0].uuid, "GPU-1");
+    static const char *const bad[][2] = {
+        {"", "request body"},
+        {"[1]", "JSON object"},
+        {"{\"lease_s\":60,\"controller\":\"c\"}", "generation: missing"},
+        {"{\"controller\":\"c\",\"generation\":1}", "lease_s: missing"},
+        {"{\"lease_s\":0,\"controller\":\"c\",\"generation\":1}", "lease_s"},
+        {"{\"lease_s\":1e9,\"controller\":\"c\",\"generation\":1}", "lease_s"},
+        {"{\"lease_s\":60,\"controller\":\"\",\"generation\":1}", "controller: empty"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":-1}", "generation"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1.5}", "generation"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"extra\":1}", "extra: unknown field"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":{}}", "gpus: expected an array"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"cap_w\":300}]}", "gpus[0]: give exactly one"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"uuid\":\"x\",\"cap_w\":300}]}", "exactly one"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0}]}", "gpus[0].cap_w: missing"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":-5}]}", "gpus[0].cap_w"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":\"300\"}]}", "gpus[0].cap_w"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":300,\"x\":1}]}", "gpus[0].x"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"jobs\":[{\"cap_w\":300}]}", "jobs[0].job_id: missing"},
+        {"{\"lease_s\":60,\"lease_s\":30,\"controller\":\"c\",\"generation\":1}", "duplicate"},
+        {"{\"lease_s\":60,\"controller\":\"a\\u0001b\",\"generation\":1}", "control characters"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pfi_error e;
+        assert_int_not_equal(pfi_caps_request_parse(bad[i][0], strlen(bad[i][0]), &r, &e), PFI_OK);
+        if (!strstr(e.msg, bad[i][1])) fail_msg("'%s' -> '%s' (expected '%s')", bad[i][0], e.msg, bad[i][1]);
+    }
+    /* too many entries */
+    char big[8192] = "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[";
+    for (int i = 0; i < 65; i++) snprintf(big + strlen(big), sizeof big - strlen(big), "%s{\"index\":%d,\"cap_w\":300}", i ? "," : "", i);
+    strcat(big, "]}");
+    pfi_error e;
+    assert_int_equal(pfi_caps_request_parse(big, strlen(big), &r, &e), PFI_ERANGE);
+    assert_non_null(strstr(e.msg, "at most 64"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(rules), cmocka_unit_test(state_file), cmocka_unit_test(caps_body)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,256 @@
+/* fake_nvml.c — the NVML test double (in the spirit of DCGM's NVML
+ * injection library): a shared library exporting the NVML symbols pfi's
+ * NVML backend uses, selected with PFI_NVML_LIBRARY=.../libfake_nvml.so, so
+ * the real NVML code path runs without a GPU. Behaviour, from the
+ * environment:
+ *   FAKE_NVML_GPUS=N            devices (default 2), H100-like: limits 200..700 W
+ *   FAKE_NVML_STATE=FILE        the devices' power limits (mW, one per line),
+ *                               kept across processes like real hardware
+ *   FAKE_NVML_PROCS=i:pid,...   compute processes per device index
+ *   FAKE_NVML_UNSUPPORTED=a,b   functions answering NOT_SUPPORTED
+ *                               (e.g. nvmlDeviceGetFieldValues)
+ *   FAKE_NVML_NO_PERMISSION=1   nvmlDeviceSetPowerManagementLimit answers NO_PERMISSION
+ *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded)
+ * Power follows the limit: min(limit, 650 W) x 0.93 plus a few watts of
+ * ripple; energy integrates it over wall time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../src/gpu/nvml_api.h"
+
+#define API __attribute__((visibility("default")))
+#define MAXG 64
+
+struct nvmlDevice_st {
+    unsigned idx;
+};
+static struct nvmlDevice_st devs[MAXG];
+static unsigned limit_mw[MAXG];
+static unsigned ngpu;
+static double t_init;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int unsupported(const char *fn)
+{
+    const char *u = getenv("FAKE_NVML_UNSUPPORTED");
+    if (!u) return 0;
+    size_t n = strlen(fn);
+    for (const char *p = strstr(u, fn); p; p = strstr(p + 1, fn))
+        if ((p == u || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static void load(void)
+{
+    for (unsigned i = 0; i < MAXG; i++) limit_mw[i] = 700000;
+    const char *st = getenv("FAKE_NVML_STATE");
+    FILE *f = st ? fopen(st, "r") : NULL;
+    if (!f) return;
+    for (unsigned i = 0; i < MAXG && fscanf(f, "%u", &limit_mw[i]) == 1; i++) {}
+    fclose(f);
+}
+
+static void save(void)
+{
+    const char *st = getenv("FAKE_NVML_STATE");
+    if (!st) return;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", st);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    for (unsigned i = 0; i < ngpu; i++) fprintf(f, "%u\n", limit_mw[i]);
+    fclose(f);
+    rename(tmp, st);
+}
+
+#define DEV_OK(d) if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT
+#define UNSUP(name) if (unsupported(name)) return NVML_ERROR_NOT_SUPPORTED
+
+API nvmlReturn_t nvmlInit_v2(void)
+{
+    if (getenv("FAKE_NVML_INIT_FAIL")) return NVML_ERROR_UNKNOWN;
+    const char *g = getenv("FAKE_NVML_GPUS");
+    ngpu = g ? (unsigned)atoi(g) : 2;
+    if (ngpu > MAXG) ngpu = MAXG;
+    for (unsigned i = 0; i < ngpu; i++) devs[i].idx = i;
+    load();
+    t_init = now();
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
+API const char *nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    default: return "Unknown Error";
+    }
+}
+API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
+{
+    *n = ngpu;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
+{
+    if (i >= ngpu) return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &devs[i];
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n)
+{
+    DEV_OK(d);
+    snprintf(buf, n, "GPU-fa4e0000-0000-4000-8000-%012x", d->idx);
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned n)
+{
+    DEV_OK(d);
+    snprintf(buf, n, "NVIDIA H100 80GB HBM3 (test double)");
+    return NVML_SUCCESS;
+}
+static double power_w(unsigned i)
+{
+    double l = limit_mw[i] / 1000.0, t = now();
+    return (l < 650 ? l : 650) * 0.93 + 3.0 * ((long)(t * 10 + i) % 3);
+}
+API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetPowerUsage");
+    *mw = (unsigned)(power_w(d->idx) * 1000);
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetTotalEnergyConsumption");
+    *mj = (unsigned long long)(power_w(d->idx) * (now() - t_init) * 1000.0) + 1000000ull;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned *lo, unsigned *hi)
+{
+    DEV_OK(d);
+    *lo = 200000;
+    *hi = 700000;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned *mw)
+{
+    DEV_OK(d);
+    *mw = 700000;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned *mw)
+{
+    DEV_OK(d);
+    load();
+    *mw = limit_mw[d->idx];
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned *mw)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetEnforcedPowerLimit");
+    load();
+    *mw = limit_mw[d->idx];
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
+{
+    DEV_OK(d);
+    if (getenv("FAKE_NVML_NO_PERMISSION")) return NVML_ERROR_NO_PERMISSION;
+    if (mw < 200000 || mw > 700000) return NVML_ERROR_INVALID_ARGUMENT;
+    load();
+    limit_mw[d->idx] = mw;
+    save();
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetClockInfo");
+    *mhz = type == NVML_CLOCK_MEM ? 2619 : (unsigned)(1980 * (limit_mw[d->idx] < 650000 ? limit_mw[d->idx] / 650000.0 : 1));
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetUtilizationRates");
+    u->gpu = 97;
+    u->memory = 41;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *r)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetCurrentClocksEventReasons");
+    *r = limit_mw[d->idx] < 650000 ? 0x4ull : 0;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetMemoryInfo");
+    m->total = 81559ull << 20;
+    m->used = 60000ull << 20;
+    m->free = m->total - m->used;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *c)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetTemperature");
+    *c = 61;
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetFieldValues");
+    for (int k = 0; k < n; k++) {
+        if (v[k].fieldId == NVML_FI_DEV_POWER_INSTANT) {
+            v[k].nvmlReturn = NVML_SUCCESS;
+            v[k].value.uiVal = (unsigned)(power_w(d->idx) * 1000 + 5000);
+        } else {
+            v[k].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *p)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");
+    const char *s = getenv("FAKE_NVML_PROCS");
+    unsigned n = 0;
+    while (s && *s) {
+        unsigned gi, pid;
+        int used = 0;
+        if (sscanf(s, "%u:%u%n", &gi, &pid, &used) != 2) break;
+        if (gi == d->idx) {
+            if (n >= *count) {
+                *count = n + 1;
+                return NVML_ERROR_INSUFFICIENT_SIZE;
+            }
+            p[n].pid = pid;
+            p[n].usedGpuMemory = 60000ull << 20;
+            p[n].gpuInstanceId = p[n].computeInstanceId = 0xffffffffu;
+            n++;
+        }
+        s += used;
+        if (*s == ',') s++;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
