@@ -511,6 +511,7 @@ int cmd_sweep(int argc, char **argv)
                 }
                 if (S.agent && set_caps(&S, caps[run], lease)) break; /* renew the lease */
                 next += interval;
+                if (next <= now) next = now + interval; /* fell behind: skip, do not burst */
             }
             pfi_clock_sleep(fmin(interval / 5, 0.5));
         }

@@ -195,6 +195,20 @@ req PUT /v1/caps '{"lease_s":30,"controller":"w17","generation":21,"jobs":[{"job
 [ "$(cap_of 3)" = "500" ] && [ "$(cap_of 4)" = "700" ] || fail "job caps went to the wrong GPUs"; ok
 stop_agent
 
+# ---- HTTPS ----
+start_agent --tls-cert "$SRC/tests/data/tls/cert.pem" --tls-key "$SRC/tests/data/tls/key.pem"
+P=$(cat "$T/port")
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' --cacert "$SRC/tests/data/tls/cert.pem" "https://127.0.0.1:$P/healthz")
+expect_code 200 "https"
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' --cacert "$SRC/tests/data/tls/cert.pem" -X PUT -H "Authorization: Bearer $TOKEN" \
+  --data-binary '{"lease_s":5,"controller":"tls","generation":30,"gpus":[{"index":0,"cap_w":600}]}' "https://127.0.0.1:$P/v1/caps")
+expect_code 200 "https PUT"
+if curl -s -o /dev/null "http://127.0.0.1:$P/healthz"; then fail "plain HTTP answered on the TLS port"; fi
+ok
+stop_agent
+expect_status 1 "$PFI_AGENT" --backend "$SIM" --state-file "$STATE" --listen 127.0.0.1:0 --tls-cert "$SRC/tests/data/tls/cert.pem"
+contains "$T/err" "--tls-key"
+
 # ---- the NVML code path (test double): a real process's SLURM_JOB_ID ----
 SLURM_JOB_ID=4242 PFI_STEPLOG=$T/nv.jsonl sleep 60 &
 SPID=$!

@@ -9,7 +9,7 @@
 HW=$T/hw.json
 SIM="sim:gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,noise=0.003,state=$HW"
 hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(($1 + 1)) | sed 's/\.0$//'; }
-export PFI_TIME_SCALE=200
+export PFI_TIME_SCALE=100
 
 # ---- a sweep of a simulated job ----
 expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500,300 --duration 90 --pause 5 --no-agent \
