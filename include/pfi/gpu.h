@@ -72,7 +72,7 @@ typedef struct pfi_gpu_proc {
     unsigned pid;
     double used_mib;
     char job_id[64];           /* known to the backend (sim), else empty */
-    char steplog[256];         /* the job's $PFI_STEPLOG when the backend knows it */
+    char steplog[1024];        /* the job's $PFI_STEPLOG when the backend knows it */
 } pfi_gpu_proc;
 
 pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out, pfi_error *err);

@@ -51,7 +51,7 @@ i=0; until [ "$(hw_cap 5)" = "450" ]; do i=$((i+1)); [ $i -lt 400 ] || fail "run
 kill -9 $SP; wait $SP 2>/dev/null
 [ -s "$T/sweep-state" ] || fail "no state file after kill -9"; ok
 [ "$(hw_cap 5)" = "450" ] || fail "cap changed by itself"; ok
-expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 30 --pause 0 --no-agent --state-file "$T/sweep-state" --out "$T/s4"
+expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 90 --pause 0 --no-agent --state-file "$T/sweep-state" --out "$T/s4"
 contains "$T/err" "a previous sweep did not finish; restoring its caps"
 contains "$T/err" "GPU 5: cap restored to 700 W"
 [ "$(hw_cap 5)" = "700" ] || fail "not restored"; ok
@@ -65,7 +65,7 @@ trap 'kill -9 $AP 2>/dev/null; rm -rf "$T"' EXIT
 i=0; while [ ! -s "$T/port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent did not start"; sleep 0.05; done
 URL=http://127.0.0.1:$(cat "$T/port")
 expect_error 1 "give its --token-file" "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 30 --agent "$URL" --out "$T/s5"
-expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 60 --pause 2 --agent "$URL" --token-file "$T/token" --out "$T/s5"
+expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 90 --pause 2 --agent "$URL" --token-file "$T/token" --out "$T/s5"
 contains "$T/err" "caps through the agent"
 contains "$T/err" "handed back to the agent"
 contains "$T/agent.log" "controller pfi-sweep@"

@@ -40,7 +40,7 @@ typedef struct agent_gpu {
 } agent_gpu;
 
 typedef struct agent_job {
-    char id[64], steplog[512], source[16];
+    char id[64], steplog[1024], source[16];
     size_t gpu[AGENT_MAX_GPUS], ngpus;
     long steplog_off;
     double tokens_per_s, tokens_t;    /* latest step-log throughput (NaN) and its time */

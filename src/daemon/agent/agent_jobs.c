@@ -56,7 +56,7 @@ static int proc_env(unsigned pid, const char *var, char *out, size_t n)
 }
 
 typedef struct jmap {
-    char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][512], source[AGENT_MAX_GPUS][16];
+    char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
 } jmap;
 
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
@@ -136,7 +136,7 @@ void agent_jobs_refresh(agent *a)
         pfi_error e;
         if (pfi_gpu_processes(a->gpu, i, p, 16, &np, &e)) continue;
         for (size_t k = 0; k < np; k++) {
-            char id[64] = "", sl[512] = "";
+            char id[64] = "", sl[1024] = "";
             if (p[k].job_id[0]) snprintf(id, sizeof id, "%s", p[k].job_id);
             else if (proc_env(p[k].pid, var, id, sizeof id)) continue; /* not a job we know */
             if (p[k].steplog[0]) snprintf(sl, sizeof sl, "%s", p[k].steplog);
