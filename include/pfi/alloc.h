@@ -123,6 +123,13 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
                                  const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
                                  pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err);
 
+/* The closed loop's curve estimate of one job from observed (power,
+ * tokens/s) points (at most 64), on its prior (pred_curve, else the line
+ * of pfi_pred), through (power_max_w, tokens_max): what the online
+ * controller's closed-loop strategy allocates on. */
+pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
+                                    pfi_curve *out, pfi_error *err);
+
 /* ---- fast paths for the simulator: every cut of one workload at once ---- */
 
 /* Oracle over concave envelopes for budgets[k], k < nb (any order): totals

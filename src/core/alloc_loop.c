@@ -64,6 +64,18 @@ static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_cur
     return pfi_curve_init(out, pts, m, err);
 }
 
+pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
+                                    pfi_curve *out, pfi_error *err)
+{
+    est o;
+    o.n = 0;
+    for (size_t k = 0; k < n && o.n < MAX_OBS; k++) {
+        o.p[o.n] = power_w[k];
+        o.t[o.n++] = tokens_per_s[k];
+    }
+    return build_estimate(j, &o, out, err);
+}
+
 pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                  const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
                                  pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err)

@@ -67,10 +67,10 @@ typedef struct agent {
     int have_token;
     char hostname[128];
     /* counters */
-    unsigned long long req_2xx, req_4xx, req_5xx, cap_changes, rejected, samples;
+    unsigned long long cap_changes, rejected, samples;
     double sampling_cpu_s, started_at;
     int port;
-    void *httpd;
+    struct pfi_httpd *httpd;
     FILE *log;
 } agent;
 

@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "pfi/clock.h"
+#include "pfi/httpd.h"
 #include "pfi/version.h"
 
 typedef struct buf {
@@ -128,8 +129,10 @@ char *agent_render_metrics(agent *a, size_t *len)
     head(&b, "pfi_agent_cap_changes_total", "counter", "Caps the agent has set (including restores).");
     put(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
     head(&b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
+    unsigned long long c2 = 0, c4 = 0, c5 = 0;
+    if (a->httpd) pfi_httpd_counts(a->httpd, &c2, &c4, &c5);
     put(&b, "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} %llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
-        a->req_2xx, a->req_4xx, a->req_5xx);
+        c2, c4, c5);
     head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
     put(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");

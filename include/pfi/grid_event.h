@@ -1,0 +1,61 @@
+/* grid_event.h — grid events as pfi-controller receives them.
+ *
+ * Canonical JSON (POST /v1/events, schedule files):
+ *   {"id": "evt-1", "start": "2026-12-02T18:00:00Z", "duration_s": 3600,
+ *    "reduction_pct": 30}                           cut of the measured baseline
+ *   ... or "target_kw": 120                          a GPU-power target
+ *   ... or "level": 2                                a grid level 0..3 -> a cut
+ *   optional: "ramp_s", "ramp_down_s" (override the configuration), "dry_run"
+ * Exactly one of reduction_pct, target_kw, level. start is RFC 3339 (Z or
+ * +hh:mm offset, optional fraction); id is 1..63 characters of [A-Za-z0-9._-]
+ * (generated when absent).
+ *
+ * OpenADR 3 (the webhook and the poller): a notification {"objectType":
+ * "EVENT", "operation": "POST"|"PUT"|"DELETE", "object": EVENT} or a bare
+ * EVENT {"id", "intervalPeriod": {"start", "duration": ISO 8601 e.g. "PT1H"},
+ * "intervals": [{"intervalPeriod"?, "payloads": [{"type", "values": [...]}]}]}.
+ * Mapped: IMPORT_CAPACITY_LIMIT (a site limit in kW) -> target_kw = limit -
+ * the configured non-GPU offset; SIMPLE (levels 0..3) -> level. The first
+ * interval that carries one of them is used; other payload types are
+ * ignored. Errors name the field. */
+#ifndef PFI_GRID_EVENT_H
+#define PFI_GRID_EVENT_H
+
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEVEL } pfi_event_kind;
+
+typedef struct pfi_grid_event {
+    char id[64];
+    double start;          /* Unix seconds */
+    double duration_s;
+    pfi_event_kind kind;
+    double reduction_pct;  /* PFI_EV_REDUCTION */
+    double target_kw;      /* PFI_EV_TARGET_KW */
+    int level;             /* PFI_EV_LEVEL */
+    double ramp_s, ramp_down_s; /* NaN: the configuration's */
+    int dry_run;
+    char source[16];       /* "api", "schedule", "openadr" */
+} pfi_grid_event;
+
+/* RFC 3339 -> Unix seconds; -1 if malformed. */
+int pfi_rfc3339_parse(const char *s, double *t);
+void pfi_rfc3339_format(double t, char *buf, size_t n);
+/* ISO 8601 duration (PnDTnHnMnS, PnW) -> seconds; -1 if malformed. */
+int pfi_iso8601_duration(const char *s, double *seconds);
+
+pfi_status pfi_grid_event_parse(const char *json, size_t len, pfi_grid_event *ev, pfi_error *err);
+/* OpenADR 3: *is_delete = 1 for a DELETE notification (only ev->id is set). */
+pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw, pfi_grid_event *ev,
+                                   int *is_delete, pfi_error *err);
+/* The canonical JSON of an event (malloc'd). */
+char *pfi_grid_event_format(const pfi_grid_event *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,59 @@
+/* httpd.h — the small HTTP server both daemons use (libmicrohttpd, one
+ * internal polling thread, 512 connections, 10 s idle timeout, optional
+ * TLS). The daemon gives a handler that sees whole requests; this layer
+ * does the rest that must be right everywhere: bodies only on
+ * PUT/POST/DELETE and at most max_body bytes (a larger Content-Length is
+ * refused with 413 before reading), the bearer token checked in constant
+ * time before a protected request's body is read (401), errors as
+ * {"error": "..."}, counters by status class. */
+#ifndef PFI_HTTPD_H
+#define PFI_HTTPD_H
+
+#include <stddef.h>
+
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pfi_http_req {
+    const char *method, *url;
+    const char *body;           /* NUL-terminated; len bytes */
+    size_t len;
+} pfi_http_req;
+
+typedef struct pfi_http_resp {
+    int code;
+    const char *ctype;          /* default application/json */
+    char *body;                 /* malloc'd; the server frees it */
+    size_t len;
+} pfi_http_resp;
+
+typedef struct pfi_httpd_opts {
+    const char *listen;         /* ADDR:PORT (IPv4); port 0 picks one */
+    const char *tls_cert, *tls_key;
+    size_t max_body;
+    const char *token;          /* NULL: protected requests get 401 */
+    /* 1 if this request needs the token */
+    int (*is_protected)(void *ud, const char *method, const char *url);
+    void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
+    void *ud;
+} pfi_httpd_opts;
+
+typedef struct pfi_httpd pfi_httpd;
+
+pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port, pfi_error *err);
+void pfi_httpd_stop(pfi_httpd *h);
+/* counters: 2xx, 4xx, 5xx */
+void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5);
+
+/* constant-time equality of a "Bearer TOKEN" header value with token */
+int pfi_bearer_ok(const char *header, const char *token);
+/* fill rs with {"error": msg} */
+void pfi_http_error(pfi_http_resp *rs, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,230 @@
+/* httpd.c — the daemons' HTTP server (httpd.h). */
+#include "pfi/httpd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+struct pfi_httpd {
+    pfi_httpd_opts o;
+    struct MHD_Daemon *d;
+    char *cert, *key; /* MHD keeps pointers to them while it runs */
+    pthread_mutex_t mu;
+    unsigned long long c2, c4, c5;
+};
+
+typedef struct upload {
+    char *p;
+    size_t n;
+    int too_big, answered;
+} upload;
+
+static upload ANSWERED = {NULL, 0, 0, 1};
+
+int pfi_bearer_ok(const char *hdr, const char *token)
+{
+    if (!token || !hdr) return 0;
+    static const char pre[] = "Bearer ";
+    if (strncmp(hdr, pre, sizeof pre - 1)) return 0;
+    const char *t = hdr + sizeof pre - 1;
+    size_t lt = strlen(t), la = strlen(token), n = lt > la ? lt : la;
+    unsigned char d = (unsigned char)(lt != la);
+    for (size_t i = 0; i < n; i++) { /* every byte of the longer string is visited */
+        unsigned char x = i < lt ? (unsigned char)t[i] : 0, y = i < la ? (unsigned char)token[i] : 0;
+        d |= (unsigned char)(x ^ y);
+    }
+    return d == 0;
+}
+
+void pfi_http_error(pfi_http_resp *rs, int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *o = json_pack("{s:s}", "error", msg);
+    rs->body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    rs->len = rs->body ? strlen(rs->body) : 0;
+    rs->code = code;
+    rs->ctype = "application/json";
+}
+
+static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_http_resp *rs)
+{
+    if (!rs->body) pfi_http_error(rs, 500, "no answer");
+    if (!rs->body) return MHD_NO;
+    /* JSON answers end in a newline, for curl users */
+    const char *ct = rs->ctype ? rs->ctype : "application/json";
+    if (!strncmp(ct, "application/json", 16) && (rs->len == 0 || rs->body[rs->len - 1] != '\n')) {
+        char *b = realloc(rs->body, rs->len + 2);
+        if (b) rs->body = b, b[rs->len++] = '\n', b[rs->len] = '\0';
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(rs->len, rs->body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(rs->body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ct);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (rs->code == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)rs->code, r);
+    MHD_destroy_response(r);
+    pthread_mutex_lock(&h->mu);
+    if (rs->code < 300) h->c2++;
+    else if (rs->code < 500) h->c4++;
+    else h->c5++;
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static int takes_body(const char *m) { return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE"); }
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+                              const char *data, size_t *size, void **ctx)
+{
+    pfi_httpd *h = cls;
+    (void)version;
+    pfi_http_resp rs = {0, NULL, NULL, 0};
+    if (!*ctx) { /* headers only */
+        if (h->o.is_protected && h->o.is_protected(h->o.ud, method, url) &&
+            !pfi_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), h->o.token)) {
+            *ctx = &ANSWERED;
+            pfi_http_error(&rs, 401, h->o.token ? "missing or wrong bearer token" : "no token is configured: this endpoint is disabled");
+            return send_resp(h, c, &rs);
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > h->o.max_body) {
+            *ctx = &ANSWERED;
+            pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
+            return send_resp(h, c, &rs);
+        }
+        upload *u = calloc(1, sizeof *u);
+        if (!u) return MHD_NO;
+        *ctx = u;
+        return MHD_YES;
+    }
+    upload *u = *ctx;
+    if (u->answered) {
+        *size = 0;
+        return MHD_YES;
+    }
+    if (*size) {
+        if (!takes_body(method) || u->n + *size > h->o.max_body) u->too_big = takes_body(method);
+        else {
+            char *p = realloc(u->p, u->n + *size + 1);
+            if (!p) return MHD_NO;
+            memcpy(p + u->n, data, *size);
+            u->p = p;
+            u->n += *size;
+            p[u->n] = '\0';
+        }
+        *size = 0;
+        return MHD_YES;
+    }
+    if (u->too_big) {
+        pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
+        return send_resp(h, c, &rs);
+    }
+    pfi_http_req rq = {method, url, u->p ? u->p : "", u->n};
+    h->o.handle(h->o.ud, &rq, &rs);
+    return send_resp(h, c, &rs);
+}
+
+static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)c, (void)toe;
+    upload *u = *ctx;
+    if (u && u != &ANSWERED) {
+        free(u->p);
+        free(u);
+    }
+    *ctx = NULL;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *b = malloc(1 << 20);
+    size_t k = b ? fread(b, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (b) b[k] = '\0';
+    return b;
+}
+
+pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_out, pfi_error *err)
+{
+    char host[256] = "127.0.0.1";
+    long port = 0;
+    const char *colon = o->listen ? strrchr(o->listen, ':') : NULL;
+    if (!colon) return pfi_errorf(err, PFI_EINVAL, "listen address %s: expected ADDRESS:PORT", o->listen ? o->listen : "(none)");
+    snprintf(host, sizeof host, "%.*s", (int)(colon - o->listen), o->listen);
+    char *end;
+    port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535) return pfi_errorf(err, PFI_EINVAL, "listen address %s: bad port", o->listen);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return pfi_errorf(err, PFI_EINVAL, "listen address %s: not an IPv4 address", host);
+    pfi_httpd *h = calloc(1, sizeof *h);
+    if (!h) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    h->o = *o;
+    pthread_mutex_init(&h->mu, NULL);
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (o->tls_cert || o->tls_key) {
+        if (!o->tls_cert || !o->tls_key || !(h->cert = slurp(o->tls_cert)) || !(h->key = slurp(o->tls_key))) {
+            free(h->cert);
+            free(h->key);
+            free(h);
+            return pfi_errorf(err, PFI_EINVAL, "TLS needs both --tls-cert and --tls-key, readable");
+        }
+        flags |= MHD_USE_TLS;
+    }
+    if (h->cert)
+        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key, MHD_OPTION_END);
+    else
+        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
+                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                MHD_OPTION_END);
+    if (!h->d) {
+        pfi_status st = pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
+        free(h->cert);
+        free(h->key);
+        free(h);
+        return st;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *port_out = info ? info->port : (int)port;
+    *out = h;
+    return PFI_OK;
+}
+
+void pfi_httpd_stop(pfi_httpd *h)
+{
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    free(h->cert);
+    free(h->key);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5)
+{
+    pthread_mutex_lock(&h->mu);
+    *c2 = h->c2, *c4 = h->c4, *c5 = h->c5;
+    pthread_mutex_unlock(&h->mu);
+}

@@ -1,0 +1,284 @@
+/* grid_event.c — canonical and OpenADR 3 grid events (grid_event.h). */
+#include "pfi/grid_event.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int digits(const char *s, int n, int *v)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) return -1;
+        x = x * 10 + (s[i] - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+int pfi_rfc3339_parse(const char *s, double *t)
+{
+    int Y, M, D, h, m, sec;
+    if (strlen(s) < 20 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) || s[7] != '-' || digits(s + 8, 2, &D) ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) ||
+        s[16] != ':' || digits(s + 17, 2, &sec))
+        return -1;
+    if (Y < 1970 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
+    const char *p = s + 19;
+    double frac = 0;
+    if (*p == '.') {
+        p++;
+        double scale = 0.1;
+        if (!isdigit((unsigned char)*p)) return -1;
+        while (isdigit((unsigned char)*p)) frac += (*p++ - '0') * scale, scale /= 10;
+    }
+    int off = 0;
+    if (*p == 'Z' || *p == 'z') p++;
+    else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59) return -1;
+        off = (oh * 60 + om) * 60 * (*p == '+' ? 1 : -1);
+        p += 6;
+    } else return -1;
+    if (*p) return -1;
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (D > mdays[M - 1]) return -1;
+    if (M == 2 && D == 29 && !((Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0)) return -1;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = Y - 1900;
+    tm.tm_mon = M - 1;
+    tm.tm_mday = D;
+    tm.tm_hour = h;
+    tm.tm_min = m;
+    tm.tm_sec = sec;
+    *t = (double)timegm(&tm) - off + frac;
+    return 0;
+}
+
+void pfi_rfc3339_format(double t, char *buf, size_t n)
+{
+    time_t s = (time_t)floor(t);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char b[40];
+    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+    int ms = (int)((t - floor(t)) * 1000);
+    if (ms) snprintf(buf, n, "%s.%03dZ", b, ms);
+    else snprintf(buf, n, "%sZ", b);
+}
+
+int pfi_iso8601_duration(const char *s, double *seconds)
+{
+    if (*s != 'P') return -1;
+    s++;
+    double total = 0;
+    int in_time = 0, any = 0;
+    while (*s) {
+        if (*s == 'T') {
+            if (in_time) return -1;
+            in_time = 1;
+            s++;
+            continue;
+        }
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s || !(v >= 0) || !isfinite(v)) return -1;
+        char u = *end;
+        double mult = 0;
+        if (!in_time && u == 'W') mult = 7 * 86400;
+        else if (!in_time && u == 'D') mult = 86400;
+        else if (in_time && u == 'H') mult = 3600;
+        else if (in_time && u == 'M') mult = 60;
+        else if (in_time && u == 'S') mult = 1;
+        else return -1; /* years and months have no fixed length */
+        total += v * mult;
+        any = 1;
+        s = end + 1;
+    }
+    if (!any) return -1;
+    *seconds = total;
+    return 0;
+}
+
+static int id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-') return 0;
+    return 1;
+}
+
+static void gen_id(pfi_grid_event *ev)
+{
+    static unsigned long counter;
+    snprintf(ev->id, sizeof ev->id, "evt-%.0f-%lu", ev->start, ++counter);
+}
+
+pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev, pfi_error *err)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->ramp_s = ev->ramp_down_s = NAN;
+    snprintf(ev->source, sizeof ev->source, "api");
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!o) return pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line, je.column, je.text);
+    pfi_status st = PFI_OK;
+    int have_start = 0, have_dur = 0, kinds = 0;
+    if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
+    const char *k;
+    json_t *v;
+    if (!st) json_object_foreach(o, k, v) {
+        if (!strcmp(k, "id")) {
+            if (!json_is_string(v) || !id_ok(json_string_value(v)))
+                st = pfi_errorf(err, PFI_EINVAL, "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
+            else snprintf(ev->id, sizeof ev->id, "%s", json_string_value(v));
+        } else if (!strcmp(k, "start")) {
+            have_start = 1;
+            if (!json_is_string(v) || pfi_rfc3339_parse(json_string_value(v), &ev->start))
+                st = pfi_errorf(err, PFI_EINVAL, "start: expected an RFC 3339 time such as 2026-12-02T18:00:00Z");
+        } else if (!strcmp(k, "duration_s")) {
+            have_dur = 1;
+            if (!json_is_number(v) || !(json_number_value(v) >= 1 && json_number_value(v) <= 7 * 86400))
+                st = pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds");
+            else ev->duration_s = json_number_value(v);
+        } else if (!strcmp(k, "reduction_pct")) {
+            kinds++;
+            ev->kind = PFI_EV_REDUCTION;
+            if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= 90))
+                st = pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
+            else ev->reduction_pct = json_number_value(v);
+        } else if (!strcmp(k, "target_kw")) {
+            kinds++;
+            ev->kind = PFI_EV_TARGET_KW;
+            if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) < 1e6))
+                st = pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW");
+            else ev->target_kw = json_number_value(v);
+        } else if (!strcmp(k, "level")) {
+            kinds++;
+            ev->kind = PFI_EV_LEVEL;
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 3)
+                st = pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
+            else ev->level = (int)json_integer_value(v);
+        } else if (!strcmp(k, "ramp_s") || !strcmp(k, "ramp_down_s")) {
+            if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= 86400))
+                st = pfi_errorf(err, PFI_ERANGE, "%s: expected 0..86400 seconds", k);
+            else if (!strcmp(k, "ramp_s")) ev->ramp_s = json_number_value(v);
+            else ev->ramp_down_s = json_number_value(v);
+        } else if (!strcmp(k, "dry_run")) {
+            if (!json_is_boolean(v)) st = pfi_errorf(err, PFI_EINVAL, "dry_run: expected true or false");
+            else ev->dry_run = json_is_true(v);
+        } else {
+            st = pfi_errorf(err, PFI_EINVAL,
+                            "%s: unknown field (expected id, start, duration_s, reduction_pct | target_kw | level, ramp_s, ramp_down_s, dry_run)", k);
+        }
+        if (st) break;
+    }
+    if (!st && !have_start) st = pfi_errorf(err, PFI_EINVAL, "start: missing");
+    if (!st && !have_dur) st = pfi_errorf(err, PFI_EINVAL, "duration_s: missing");
+    if (!st && kinds != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+    if (!st && !ev->id[0]) gen_id(ev);
+    json_decref(o);
+    return st;
+}
+
+pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_kw, pfi_grid_event *ev, int *is_delete,
+                                   pfi_error *err)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->ramp_s = ev->ramp_down_s = NAN;
+    snprintf(ev->source, sizeof ev->source, "openadr");
+    *is_delete = 0;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) return pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line, je.column, je.text);
+    pfi_status st = PFI_OK;
+    json_t *e = root;
+    if (!json_is_object(root)) st = pfi_errorf(err, PFI_EINVAL, "OpenADR: expected a JSON object");
+    else if (json_object_get(root, "objectType")) {
+        const char *ot = json_string_value(json_object_get(root, "objectType"));
+        const char *op = json_string_value(json_object_get(root, "operation"));
+        e = json_object_get(root, "object");
+        if (!ot || strcmp(ot, "EVENT")) st = pfi_errorf(err, PFI_EINVAL, "objectType: only EVENT notifications are handled");
+        else if (!op || (strcmp(op, "POST") && strcmp(op, "PUT") && strcmp(op, "DELETE")))
+            st = pfi_errorf(err, PFI_EINVAL, "operation: expected POST, PUT or DELETE");
+        else if (!json_is_object(e)) st = pfi_errorf(err, PFI_EINVAL, "object: expected the EVENT object");
+        else if (!strcmp(op, "DELETE")) *is_delete = 1;
+    }
+    const char *id = st ? NULL : json_string_value(json_object_get(e, "id"));
+    if (!st && (!id || !id_ok(id))) st = pfi_errorf(err, PFI_EINVAL, "object.id: expected an id of letters, digits, '.', '_', '-'");
+    if (!st) snprintf(ev->id, sizeof ev->id, "%s", id);
+    if (st || *is_delete) {
+        json_decref(root);
+        return st;
+    }
+    json_t *ip = json_object_get(e, "intervalPeriod"), *iv = json_object_get(e, "intervals");
+    const char *start = json_string_value(json_object_get(ip, "start")), *dur = json_string_value(json_object_get(ip, "duration"));
+    if (!json_is_array(iv) || json_array_size(iv) == 0) st = pfi_errorf(err, PFI_EINVAL, "intervals: expected a non-empty array");
+    size_t i;
+    json_t *x;
+    int found = 0;
+    if (!st) json_array_foreach(iv, i, x) {
+        json_t *ipi = json_object_get(x, "intervalPeriod");
+        const char *s2 = json_string_value(json_object_get(ipi, "start")), *d2 = json_string_value(json_object_get(ipi, "duration"));
+        if (s2) start = s2;
+        if (d2) dur = d2;
+        size_t k;
+        json_t *pl;
+        json_array_foreach(json_object_get(x, "payloads"), k, pl) {
+            const char *type = json_string_value(json_object_get(pl, "type"));
+            json_t *val = json_array_get(json_object_get(pl, "values"), 0);
+            if (!type || !val) continue;
+            if (!strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
+                if (!json_is_number(val) || !(json_number_value(val) > 0)) {
+                    st = pfi_errorf(err, PFI_EINVAL, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT must be a positive kW", i, k);
+                    break;
+                }
+                ev->kind = PFI_EV_TARGET_KW;
+                ev->target_kw = json_number_value(val) - offset_kw;
+                if (!(ev->target_kw > 0)) {
+                    st = pfi_errorf(err, PFI_ERANGE, "IMPORT_CAPACITY_LIMIT %g kW is below the non-GPU offset %g kW", json_number_value(val), offset_kw);
+                    break;
+                }
+                found = 1;
+            } else if (!strcmp(type, "SIMPLE")) {
+                if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) > 3) {
+                    st = pfi_errorf(err, PFI_EINVAL, "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be 0..3", i, k);
+                    break;
+                }
+                ev->kind = PFI_EV_LEVEL;
+                ev->level = (int)json_integer_value(val);
+                found = 1;
+            }
+            if (found) break;
+        }
+        if (found || st) break;
+    }
+    if (!st && !found) st = pfi_errorf(err, PFI_EINVAL, "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
+    if (!st && (!start || pfi_rfc3339_parse(start, &ev->start))) st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.start: expected RFC 3339");
+    if (!st && (!dur || pfi_iso8601_duration(dur, &ev->duration_s) || !(ev->duration_s >= 1)))
+        st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.duration: expected an ISO 8601 duration such as PT1H");
+    json_decref(root);
+    return st;
+}
+
+char *pfi_grid_event_format(const pfi_grid_event *ev)
+{
+    char start[40];
+    pfi_rfc3339_format(ev->start, start, sizeof start);
+    json_t *o = json_pack("{s:s,s:s,s:f}", "id", ev->id, "start", start, "duration_s", ev->duration_s);
+    if (ev->kind == PFI_EV_REDUCTION) json_object_set_new(o, "reduction_pct", json_real(ev->reduction_pct));
+    else if (ev->kind == PFI_EV_TARGET_KW) json_object_set_new(o, "target_kw", json_real(ev->target_kw));
+    else json_object_set_new(o, "level", json_integer(ev->level));
+    if (!isnan(ev->ramp_s)) json_object_set_new(o, "ramp_s", json_real(ev->ramp_s));
+    if (!isnan(ev->ramp_down_s)) json_object_set_new(o, "ramp_down_s", json_real(ev->ramp_down_s));
+    if (ev->dry_run) json_object_set_new(o, "dry_run", json_true());
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
