@@ -89,30 +89,39 @@ pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pf
     return st;
 }
 
+pfi_status pfi_http_request(const char *method, const char *url, const char *token, const char *body, double timeout_s,
+                            pfi_http_reply *r, pfi_error *err)
+{
+    memset(r, 0, sizeof *r);
+    CURL *c = curl_easy_init();
+    if (!c) return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
+    char auth[PFI_TOKEN_MAX + 32];
+    struct curl_slist *h = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (body) h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (h) curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+    pfi_status st = perform(c, url, r, err);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return st;
+}
+
 pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req, double timeout_s,
                               pfi_http_reply *r, pfi_error *err)
 {
     memset(r, 0, sizeof *r);
     char *body = pfi_caps_request_format(req);
     if (!body) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    CURL *c = curl_easy_init();
-    if (!c) {
-        free(body);
-        return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
-    }
-    char full[2048], auth[PFI_TOKEN_MAX + 32];
+    char full[2048];
     snprintf(full, sizeof full, "%s/v1/caps", url);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-    struct curl_slist *h = curl_slist_append(NULL, auth);
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, full);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-    pfi_status st = perform(c, full, r, err);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    pfi_status st = pfi_http_request("PUT", full, token, body, timeout_s, r, err);
     free(body);
     return st;
 }

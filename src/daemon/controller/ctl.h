@@ -1,0 +1,150 @@
+/* ctl.h — pfi-controller, the cluster daemon (docs/controller.md): it
+ * receives grid events, splits the cut across the managed jobs with the
+ * allocator (alloc.h) under the online control law (power_control.h),
+ * enforces it through the node agents (PUT /v1/caps under leases), verifies
+ * the result and reports it.
+ *
+ * Files: ctl_main.c (options, start-up, the loop), ctl_config.c (the JSON
+ * configuration), ctl_db.c (SQLite: events, samples, state), ctl_agents.c
+ * (collecting /v1/node from every agent with curl multi, pushing caps),
+ * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
+ * feedback, faults), ctl_http.c (the API and the status page), ctl_report.c
+ * (an event's measurement and verification, JSON and PNG). One mutex guards
+ * the controller's state; HTTP handlers and the loop share it. */
+#ifndef PFI_CTL_H
+#define PFI_CTL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+
+#include "pfi/agent_client.h"
+#include "pfi/alloc.h"
+#include "pfi/grid_event.h"
+#include "pfi/model_file.h"
+
+#define CTL_MAX_AGENTS 1024
+#define CTL_MAX_JOBS 4096
+#define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
+#define CTL_MAX_EVENTS 64
+#define CTL_STATUS_HIST 600
+
+typedef struct ctl_cfg {
+    char listen[128], token_file[1024], tls_cert[1024], tls_key[1024], db[1024], model[1024], curve_model[1024];
+    char schedule[1024], openadr_poll_url[1024], log[1024];
+    pfi_strategy strategy;
+    double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s, lease_s;
+    double level_cut_pct[4];      /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double openadr_poll_s;
+    int default_tier, dry_run;
+    json_t *tiers;                /* {"job id": tier} */
+    size_t nagents;
+    struct {
+        char name[64], url[512], token_file[1024];
+    } agents[CTL_MAX_AGENTS];
+} ctl_cfg;
+
+typedef struct ctl_agent {
+    char name[64], url[512], token[PFI_TOKEN_MAX + 1];
+    int up, ever_up;
+    double last_ok_t, lease_until;   /* pfi clock */
+    double last_jobs_w;              /* its managed jobs' power at the last success */
+    double uncapped_w;               /* its managed jobs' GPUs at their maximum cap */
+    json_t *node;                    /* last /v1/node */
+    int pushed;                      /* caps of ours are on it */
+    char err[256];
+} ctl_agent;
+
+typedef struct ctl_job {
+    char id[64];
+    int tier, gpus, seen;
+    double cap_min_w, cap_max_w, cap_w;
+    int agent_gpus[16];              /* GPUs per agent index (first 16 agents holding the job) */
+    int agent_idx[16], nagent;
+    double measured_w, tokens_per_s, pfi_pred;
+    double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
+    size_t hist_n, hist_head;
+    double ratio;                    /* power-control state */
+    double base_w, base_tokens;      /* pre-event baseline (event start) */
+    double alloc_w, alloc_cap_w;
+    double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
+    double obs_p[64], obs_t[64];
+    size_t nobs;
+    int reachable;
+} ctl_job;
+
+typedef struct ctl_event {
+    pfi_grid_event ev;
+    char status[16];                 /* scheduled, active, done, cancelled */
+    double baseline_w, target_w;     /* resolved at start */
+    double ramp_s, ramp_down_s;
+    double reached_t;                /* first time at or below target (NaN) */
+    int cancelled;
+} ctl_event;
+
+typedef struct ctl {
+    ctl_cfg cfg;
+    pthread_mutex_t mu;
+    sqlite3 *db;
+    FILE *log;
+    char token[PFI_TOKEN_MAX + 1];
+    int have_token;
+    pfi_model model, curve_model;
+    int have_model, have_curve_model;
+    ctl_agent *agent;
+    size_t nagents;
+    ctl_job *job;
+    size_t njobs;
+    ctl_event event[CTL_MAX_EVENTS];
+    size_t nevents;
+    long long generation;
+    double integral_w;
+    int stable_periods;              /* periods with unchanged caps and budget */
+    int wake;                        /* run a period now (an event that starts now arrived) */
+    double loop_s;                   /* wall time of the last whole period: collect, cycle, push */
+    /* the last cycle */
+    double now, budget_w, measured_w, fixed_w, cycle_s;
+    int active, feasible;
+    double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
+    size_t hist_n;
+    unsigned long long cycles, pushes, push_errors;
+    struct pfi_httpd *httpd;
+    int port;
+} ctl;
+
+void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ctl_config.c */
+int ctl_config_load(const char *path, ctl_cfg *cfg, char *err, size_t n);
+
+/* ctl_db.c */
+int ctl_db_open(ctl *c);
+int ctl_db_put_event(ctl *c, const ctl_event *e);
+int ctl_db_load_events(ctl *c);
+int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w, double measured_w);
+int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j);
+int ctl_db_meta_set(ctl *c, const char *key, double v);
+double ctl_db_meta_get(ctl *c, const char *key, double dflt);
+
+/* ctl_agents.c (without the lock: network I/O) */
+void ctl_agents_collect(ctl *c, double timeout_s);
+/* push per-agent caps for the jobs (cap_w per job id; NULL: release all) */
+void ctl_agents_push(ctl *c, int release);
+
+/* ctl_cycle.c (lock held) */
+void ctl_cycle(ctl *c);
+int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n);
+int ctl_event_cancel(ctl *c, const char *id);
+ctl_event *ctl_event_find(ctl *c, const char *id);
+
+/* ctl_report.c (lock held) */
+char *ctl_report_json(ctl *c, const ctl_event *e);
+int ctl_report_png(ctl *c, const ctl_event *e, const char *path, char *err, size_t n);
+
+/* ctl_http.c */
+int ctl_http_start(ctl *c);
+void ctl_http_stop(ctl *c);
+extern const char ctl_status_page[];
+
+#endif

@@ -1,0 +1,222 @@
+/* ctl_agents.c — the controller's side of the agents: every control period
+ * GET /v1/node from all agents at once, and PUT /v1/caps to those whose
+ * caps change, with libcurl's multi interface (one kept-alive connection
+ * per agent, all transfers in parallel: a period's cost does not grow with
+ * the slowest agent times the number of agents). Called without the lock;
+ * results are stored under it. */
+#include <curl/curl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "pfi/caps_request.h"
+#include "pfi/clock.h"
+
+typedef struct xfer {
+    CURL *h;
+    char *buf;
+    size_t len, cap;
+    struct curl_slist *hdr;
+    char *body;
+} xfer;
+
+static xfer *g_get, *g_put;
+static CURLM *g_multi;
+static size_t g_n;
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
+{
+    xfer *x = ud;
+    size_t k = sz * nm;
+    if (x->len + k + 1 > x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 16384;
+        while (nc < x->len + k + 1) nc *= 2;
+        if (nc > (64u << 20)) return 0;
+        char *b = realloc(x->buf, nc);
+        if (!b) return 0;
+        x->buf = b;
+        x->cap = nc;
+    }
+    memcpy(x->buf + x->len, p, k);
+    x->len += k;
+    x->buf[x->len] = '\0';
+    return k;
+}
+
+static void ensure(size_t n)
+{
+    if (g_n >= n) return;
+    g_get = realloc(g_get, n * sizeof *g_get);
+    g_put = realloc(g_put, n * sizeof *g_put);
+    for (size_t i = g_n; i < n; i++) {
+        memset(&g_get[i], 0, sizeof g_get[i]);
+        memset(&g_put[i], 0, sizeof g_put[i]);
+        g_get[i].h = curl_easy_init();
+        g_put[i].h = curl_easy_init();
+    }
+    g_n = n;
+    if (!g_multi) {
+        g_multi = curl_multi_init();
+        curl_multi_setopt(g_multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+        curl_multi_setopt(g_multi, CURLMOPT_MAXCONNECTS, (long)(n + 16));
+    }
+}
+
+/* run the transfers added to the multi handle until all are done */
+static void run_all(double timeout_s)
+{
+    int running = 1;
+    double t0 = pfi_wall_monotonic();
+    while (running) {
+        curl_multi_perform(g_multi, &running);
+        if (!running) break;
+        if (pfi_wall_monotonic() - t0 > timeout_s + 1) break;
+        curl_multi_poll(g_multi, NULL, 0, 50, NULL);
+    }
+}
+
+void ctl_agents_collect(ctl *c, double timeout_s)
+{
+    ensure(c->nagents);
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_get[i];
+        char url[600];
+        snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+        x->len = 0;
+        curl_easy_setopt(x->h, CURLOPT_URL, url);
+        curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+        curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s * 1000));
+        curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(x->h, CURLOPT_PRIVATE, (void *)(uintptr_t)i);
+        curl_multi_add_handle(g_multi, x->h);
+    }
+    run_all(timeout_s);
+    CURLcode res[CTL_MAX_AGENTS];
+    for (size_t i = 0; i < c->nagents; i++) res[i] = CURLE_OPERATION_TIMEDOUT;
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(g_multi, &left)))
+        if (m->msg == CURLMSG_DONE) {
+            void *p;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
+            res[(uintptr_t)p] = m->data.result;
+        }
+    double now = pfi_clock_now();
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_get[i];
+        curl_multi_remove_handle(g_multi, x->h);
+        ctl_agent *a = &c->agent[i];
+        long code = 0;
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        json_t *node = res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf, x->len, 0, NULL) : NULL;
+        if (node && json_is_array(json_object_get(node, "gpus"))) {
+            if (!a->up) ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
+            json_decref(a->node);
+            a->node = node;
+            a->up = a->ever_up = 1;
+            a->last_ok_t = now;
+            a->err[0] = '\0';
+        } else {
+            json_decref(node);
+            if (a->up) ctl_log(c, "agent %s (%s) unreachable: %s", a->name, a->url, res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
+            snprintf(a->err, sizeof a->err, "%s", res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
+            a->up = 0;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void ctl_agents_push(ctl *c, int release)
+{
+    ensure(c->nagents);
+    pthread_mutex_lock(&c->mu);
+    size_t added = 0;
+    char host[64] = "controller";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *a = &c->agent[i];
+        if (!a->up || (release && !a->pushed)) continue;
+        pfi_caps_request rq;
+        memset(&rq, 0, sizeof rq);
+        rq.lease_s = release ? 1 : c->cfg.lease_s;
+        snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
+        rq.generation = c->generation;
+        for (size_t k = 0; !release && k < c->njobs && rq.njobs < PFI_CAPS_MAX_ENTRIES; k++) {
+            ctl_job *j = &c->job[k];
+            if (!j->seen || !j->reachable || !(j->alloc_cap_w > 0)) continue;
+            for (int q = 0; q < j->nagent; q++)
+                if (j->agent_idx[q] == (int)i) {
+                    snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", j->id);
+                    rq.jobs[rq.njobs].index = -1;
+                    rq.jobs[rq.njobs++].cap_w = j->alloc_cap_w;
+                }
+        }
+        xfer *x = &g_put[i];
+        free(x->body);
+        x->body = pfi_caps_request_format(&rq);
+        if (!x->body) continue;
+        char url[600], auth[PFI_TOKEN_MAX + 32];
+        snprintf(url, sizeof url, "%s/v1/caps", a->url);
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
+        curl_slist_free_all(x->hdr);
+        x->hdr = curl_slist_append(NULL, auth);
+        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+        x->len = 0;
+        curl_easy_setopt(x->h, CURLOPT_URL, url);
+        curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+        curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
+        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+        curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, 5000L);
+        curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(x->h, CURLOPT_PRIVATE, (void *)(uintptr_t)i);
+        curl_multi_add_handle(g_multi, x->h);
+        added++;
+    }
+    double lease = c->cfg.lease_s;
+    pthread_mutex_unlock(&c->mu);
+    if (!added) return;
+    run_all(5);
+    CURLMsg *m;
+    int left;
+    pthread_mutex_lock(&c->mu);
+    double now = pfi_clock_now();
+    while ((m = curl_multi_info_read(g_multi, &left))) {
+        if (m->msg != CURLMSG_DONE) continue;
+        void *p;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
+        size_t i = (uintptr_t)p;
+        ctl_agent *a = &c->agent[i];
+        long code = 0;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+        if (m->data.result == CURLE_OK && code == 200) {
+            c->pushes++;
+            a->pushed = !release;
+            if (!release) a->lease_until = now + lease;
+        } else {
+            c->push_errors++;
+            ctl_log(c, "agent %s: PUT /v1/caps failed: %s %.200s", a->name,
+                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result), g_put[i].buf ? g_put[i].buf : "");
+            if (code == 409) {
+                /* someone wrote a newer generation: continue above it */
+                long long gm = a->node ? (long long)json_integer_value(json_object_get(a->node, "generation_max")) : 0;
+                if (gm >= c->generation) {
+                    c->generation = gm + 1;
+                    ctl_db_meta_set(c, "generation", (double)c->generation);
+                }
+            }
+        }
+        curl_multi_remove_handle(g_multi, m->easy_handle);
+    }
+    /* handles that never finished */
+    for (size_t i = 0; i < c->nagents; i++) curl_multi_remove_handle(g_multi, g_put[i].h);
+    pthread_mutex_unlock(&c->mu);
+}

@@ -1,0 +1,139 @@
+/* ctl_config.c — pfi-controller's configuration file (JSON; every key in
+ * docs/controller.md). Unknown keys and wrong types are errors naming the
+ * key; paths are used as given. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static int str(json_t *v, const char *key, char *dst, size_t n, char *err, size_t en)
+{
+    if (!json_is_string(v) || strlen(json_string_value(v)) >= n) {
+        snprintf(err, en, "%s: expected a string (at most %zu characters)", key, n - 1);
+        return -1;
+    }
+    snprintf(dst, n, "%s", json_string_value(v));
+    return 0;
+}
+
+static int num(json_t *v, const char *key, double lo, double hi, double *dst, char *err, size_t en)
+{
+    if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi)) {
+        snprintf(err, en, "%s: expected a number in %g..%g", key, lo, hi);
+        return -1;
+    }
+    *dst = json_number_value(v);
+    return 0;
+}
+
+int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->listen, sizeof c->listen, "127.0.0.1:9480");
+    snprintf(c->db, sizeof c->db, "/var/lib/pfi/controller.db");
+    c->strategy = PFI_STRAT_PFI_AWARE;
+    c->period_s = 5;
+    c->tolerance_pct = 2;
+    c->baseline_window_s = 60;
+    c->lease_s = NAN;
+    c->default_tier = -1;
+    c->openadr_poll_s = 60;
+    static const double levels[4] = {0, 10, 20, 30};
+    memcpy(c->level_cut_pct, levels, sizeof levels);
+    json_error_t je;
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!o) {
+        snprintf(err, en, "%s:%d: %s", path, je.line, je.text);
+        return -1;
+    }
+    int rc = 0;
+    char e2[512] = "";
+    if (!json_is_object(o)) {
+        snprintf(e2, sizeof e2, "expected a JSON object");
+        rc = -1;
+    }
+    const char *k;
+    json_t *v;
+    if (!rc) json_object_foreach(o, k, v) {
+        double d;
+        if (!strcmp(k, "listen")) rc = str(v, k, c->listen, sizeof c->listen, e2, sizeof e2);
+        else if (!strcmp(k, "token_file")) rc = str(v, k, c->token_file, sizeof c->token_file, e2, sizeof e2);
+        else if (!strcmp(k, "tls_cert")) rc = str(v, k, c->tls_cert, sizeof c->tls_cert, e2, sizeof e2);
+        else if (!strcmp(k, "tls_key")) rc = str(v, k, c->tls_key, sizeof c->tls_key, e2, sizeof e2);
+        else if (!strcmp(k, "db")) rc = str(v, k, c->db, sizeof c->db, e2, sizeof e2);
+        else if (!strcmp(k, "model")) rc = str(v, k, c->model, sizeof c->model, e2, sizeof e2);
+        else if (!strcmp(k, "curve_model")) rc = str(v, k, c->curve_model, sizeof c->curve_model, e2, sizeof e2);
+        else if (!strcmp(k, "schedule")) rc = str(v, k, c->schedule, sizeof c->schedule, e2, sizeof e2);
+        else if (!strcmp(k, "log")) rc = str(v, k, c->log, sizeof c->log, e2, sizeof e2);
+        else if (!strcmp(k, "strategy")) {
+            pfi_strategy s;
+            if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
+                (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP)) {
+                snprintf(e2, sizeof e2, "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
+                rc = -1;
+            } else c->strategy = s;
+        } else if (!strcmp(k, "control_period_s")) rc = num(v, k, 0.05, 3600, &c->period_s, e2, sizeof e2);
+        else if (!strcmp(k, "tolerance_pct")) rc = num(v, k, 0, 50, &c->tolerance_pct, e2, sizeof e2);
+        else if (!strcmp(k, "non_gpu_offset_kw")) rc = num(v, k, 0, 1e7, &c->non_gpu_offset_kw, e2, sizeof e2);
+        else if (!strcmp(k, "ramp_s")) rc = num(v, k, 0, 86400, &c->ramp_s, e2, sizeof e2);
+        else if (!strcmp(k, "ramp_down_s")) rc = num(v, k, 0, 86400, &c->ramp_down_s, e2, sizeof e2);
+        else if (!strcmp(k, "baseline_window_s")) rc = num(v, k, 0.1, 86400, &c->baseline_window_s, e2, sizeof e2);
+        else if (!strcmp(k, "lease_s")) rc = num(v, k, 1, 86400, &c->lease_s, e2, sizeof e2);
+        else if (!strcmp(k, "default_tier")) {
+            rc = num(v, k, -1, 3, &d, e2, sizeof e2);
+            c->default_tier = (int)d;
+        } else if (!strcmp(k, "dry_run")) {
+            if (!json_is_boolean(v)) snprintf(e2, sizeof e2, "dry_run: expected true or false"), rc = -1;
+            else c->dry_run = json_is_true(v);
+        } else if (!strcmp(k, "levels_pct")) {
+            if (!json_is_array(v) || json_array_size(v) != 4) snprintf(e2, sizeof e2, "levels_pct: expected 4 cuts in %% for levels 0..3"), rc = -1;
+            for (size_t i = 0; !rc && i < 4; i++) rc = num(json_array_get(v, i), "levels_pct[]", 0, 90, &c->level_cut_pct[i], e2, sizeof e2);
+        } else if (!strcmp(k, "tiers")) {
+            const char *jk;
+            json_t *jv;
+            if (!json_is_object(v)) snprintf(e2, sizeof e2, "tiers: expected {\"job id\": tier 0..3}"), rc = -1;
+            else json_object_foreach(v, jk, jv) if (!json_is_integer(jv) || json_integer_value(jv) < 0 || json_integer_value(jv) > 3) {
+                snprintf(e2, sizeof e2, "tiers.%s: expected a tier 0..3", jk);
+                rc = -1;
+                break;
+            }
+            if (!rc) c->tiers = json_incref(v);
+        } else if (!strcmp(k, "openadr")) {
+            json_t *pu = json_object_get(v, "poll_url"), *ps = json_object_get(v, "poll_s");
+            if (!json_is_object(v)) snprintf(e2, sizeof e2, "openadr: expected {\"poll_url\", \"poll_s\"}"), rc = -1;
+            if (!rc && pu) rc = str(pu, "openadr.poll_url", c->openadr_poll_url, sizeof c->openadr_poll_url, e2, sizeof e2);
+            if (!rc && ps) rc = num(ps, "openadr.poll_s", 1, 86400, &c->openadr_poll_s, e2, sizeof e2);
+        } else if (!strcmp(k, "agents")) {
+            if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CTL_MAX_AGENTS) {
+                snprintf(e2, sizeof e2, "agents: expected 1..%d agents", CTL_MAX_AGENTS);
+                rc = -1;
+            }
+            size_t i;
+            json_t *a;
+            if (!rc) json_array_foreach(v, i, a) {
+                char key[64];
+                snprintf(key, sizeof key, "agents[%zu].url", i);
+                json_t *u = json_object_get(a, "url"), *t = json_object_get(a, "token_file"), *nm = json_object_get(a, "name");
+                if ((rc = str(u, key, c->agents[i].url, sizeof c->agents[i].url, e2, sizeof e2))) break;
+                snprintf(key, sizeof key, "agents[%zu].token_file", i);
+                if ((rc = str(t, key, c->agents[i].token_file, sizeof c->agents[i].token_file, e2, sizeof e2))) break;
+                if (nm) {
+                    snprintf(key, sizeof key, "agents[%zu].name", i);
+                    if ((rc = str(nm, key, c->agents[i].name, sizeof c->agents[i].name, e2, sizeof e2))) break;
+                } else snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
+                c->nagents++;
+            }
+        } else {
+            snprintf(e2, sizeof e2, "%s: unknown key", k);
+            rc = -1;
+        }
+        if (rc) break;
+    }
+    if (!rc && c->nagents == 0) snprintf(e2, sizeof e2, "agents: missing"), rc = -1;
+    if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
+    if (!rc && c->lease_s < 2 * c->period_s) snprintf(e2, sizeof e2, "lease_s: must be at least two control periods"), rc = -1;
+    json_decref(o);
+    if (rc) snprintf(err, en, "%s: %s", path, e2);
+    return rc;
+}

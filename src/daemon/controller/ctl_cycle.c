@@ -1,0 +1,382 @@
+/* ctl_cycle.c — one control period of pfi-controller (docs/controller.md).
+ *
+ *  1. Jobs from the agents' node views: a job id seen on several agents is
+ *     one job across them (GPUs and power summed). Its tier: the agent's
+ *     job file (Slurm), else the configuration's "tiers", else default_tier.
+ *  2. Baselines: while no event is active, each job's power and throughput
+ *     are kept for baseline_window_s; at an event's start its baseline is
+ *     their mean over that window (its current reading if it has none).
+ *  3. Events: start, resolve their target (a cut of the managed jobs'
+ *     baseline, a GPU kW target, or a grid level), ramp, end, ramp down.
+ *  4. Faults: a job on an unreachable agent cannot be steered; it is
+ *     assumed to draw its last measured power until the lease we gave its
+ *     agent would have expired, then its uncapped power, and that is taken
+ *     out of the budget so the others are cut further. A returning agent is
+ *     steered again at the next period.
+ *  5. The control law (power_control.h): budget, feedback with anti-windup,
+ *     learned power/cap ratios, allocation by the configured strategy, caps.
+ * The lock is held; the network I/O happens around this in ctl_main.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "pfi/clock.h"
+#include "pfi/power_control.h"
+#include "pfi/predictor.h"
+
+ctl_event *ctl_event_find(ctl *c, const char *id)
+{
+    for (size_t i = 0; i < c->nevents; i++)
+        if (!strcmp(c->event[i].ev.id, id)) return &c->event[i];
+    return NULL;
+}
+
+int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n)
+{
+    ctl_event *old = ctl_event_find(c, ev->id);
+    double now = pfi_clock_now();
+    if (old && strcmp(old->status, "scheduled")) {
+        snprintf(err, n, "event %s is already %s", ev->id, old->status);
+        return 409;
+    }
+    if (ev->start + ev->duration_s <= now) {
+        snprintf(err, n, "event %s ended before it arrived (start + duration_s is in the past)", ev->id);
+        return 422;
+    }
+    if (!old && c->nevents == CTL_MAX_EVENTS) {
+        /* forget the oldest finished event */
+        size_t k;
+        for (k = 0; k < c->nevents; k++)
+            if (!strcmp(c->event[k].status, "done") || !strcmp(c->event[k].status, "cancelled")) break;
+        if (k == c->nevents) {
+            snprintf(err, n, "too many pending events (%d)", CTL_MAX_EVENTS);
+            return 503;
+        }
+        c->event[k] = c->event[--c->nevents];
+    }
+    ctl_event *e = old ? old : &c->event[c->nevents++];
+    memset(e, 0, sizeof *e);
+    e->ev = *ev;
+    snprintf(e->status, sizeof e->status, "scheduled");
+    e->baseline_w = e->target_w = e->reached_t = NAN;
+    e->ramp_s = isnan(ev->ramp_s) ? c->cfg.ramp_s : ev->ramp_s;
+    e->ramp_down_s = isnan(ev->ramp_down_s) ? c->cfg.ramp_down_s : ev->ramp_down_s;
+    ctl_db_put_event(c, e);
+    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %.0f s", ev->id, ev->source, old ? "updated" : "received", ev->start - now,
+            ev->duration_s);
+    if (ev->start <= now + c->cfg.period_s) c->wake = 1; /* starts now: do not wait for the next period */
+    return old ? 200 : 201;
+}
+
+int ctl_event_cancel(ctl *c, const char *id)
+{
+    ctl_event *e = ctl_event_find(c, id);
+    if (!e) return 404;
+    double now = pfi_clock_now();
+    if (!strcmp(e->status, "scheduled")) {
+        snprintf(e->status, sizeof e->status, "cancelled");
+    } else if (!strcmp(e->status, "active")) {
+        if (now < e->ev.start + e->ev.duration_s) e->ev.duration_s = fmax(1, now - e->ev.start); /* end now; ramp down */
+        e->cancelled = 1;
+    } else {
+        return 409;
+    }
+    ctl_log(c, "event %s cancelled", id);
+    ctl_db_put_event(c, e);
+    return 200;
+}
+
+static ctl_job *job_get(ctl *c, const char *id)
+{
+    for (size_t k = 0; k < c->njobs; k++)
+        if (!strcmp(c->job[k].id, id)) return &c->job[k];
+    if (c->njobs == CTL_MAX_JOBS) return NULL;
+    ctl_job *j = &c->job[c->njobs++];
+    memset(j, 0, sizeof *j);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    j->base_w = j->base_tokens = NAN;
+    return j;
+}
+
+/* fold one agent's node view into the jobs */
+static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
+{
+    json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
+    size_t k;
+    json_t *jj;
+    json_array_foreach(jobs, k, jj) {
+        const char *id = json_string_value(json_object_get(jj, "job_id"));
+        if (!id) continue;
+        ctl_job *j = job_get(c, id);
+        if (!j) continue;
+        if (!j->seen) {
+            j->seen = 1;
+            j->reachable = reachable;
+            j->gpus = 0;
+            j->nagent = 0;
+            j->measured_w = 0;
+            j->tokens_per_s = NAN;
+            j->pfi_pred = NAN;
+            j->cap_w = INFINITY;
+            j->cap_min_w = 0;
+            j->cap_max_w = INFINITY;
+            json_t *tier = json_object_get(jj, "tier");
+            json_t *ct = c->cfg.tiers ? json_object_get(c->cfg.tiers, id) : NULL;
+            j->tier = json_is_integer(tier) ? (int)json_integer_value(tier) : ct ? (int)json_integer_value(ct) : c->cfg.default_tier;
+        } else if (!reachable) {
+            j->reachable = 0;
+        }
+        size_t q;
+        json_t *g;
+        int n = 0;
+        json_array_foreach(json_object_get(jj, "gpus"), q, g) {
+            json_t *gi = json_array_get(gpus, (size_t)json_integer_value(g));
+            double lo = json_number_value(json_object_get(gi, "cap_min_w")), hi = json_number_value(json_object_get(gi, "cap_max_w"));
+            json_t *cw = json_object_get(gi, "cap_w");
+            if (lo > j->cap_min_w) j->cap_min_w = lo;
+            if (hi > 0 && hi < j->cap_max_w) j->cap_max_w = hi;
+            if (json_is_number(cw) && json_number_value(cw) < j->cap_w) j->cap_w = json_number_value(cw);
+            n++;
+        }
+        j->gpus += n;
+        if (j->nagent < 16) {
+            j->agent_idx[j->nagent] = (int)ai;
+            j->agent_gpus[j->nagent++] = n;
+        }
+        j->measured_w += json_number_value(json_object_get(jj, "power_w"));
+        json_t *t = json_object_get(jj, "tokens_per_s"), *p = json_object_get(jj, "pfi_predicted");
+        if (json_is_number(t) && isnan(j->tokens_per_s)) j->tokens_per_s = json_number_value(t);
+        if (json_is_number(p) && isnan(j->pfi_pred)) j->pfi_pred = json_number_value(p);
+        json_t *f = json_object_get(jj, "training_means");
+        j->feat_dram = json_number_value(json_object_get(f, "DCGM_FI_PROF_DRAM_ACTIVE"));
+        j->feat_copy = json_number_value(json_object_get(f, "DCGM_FI_DEV_MEM_COPY_UTIL"));
+        j->feat_tensor = json_number_value(json_object_get(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"));
+        j->feat_sm = json_number_value(json_object_get(f, "DCGM_FI_PROF_SM_ACTIVE"));
+    }
+}
+
+static double mean_window(const ctl_job *j, double now, double window, const double *v)
+{
+    double s = 0;
+    int n = 0;
+    for (size_t k = 0; k < j->hist_n; k++) {
+        size_t i = (j->hist_head + CTL_HIST - 1 - k) % CTL_HIST;
+        if (now - j->hist_t[i] > window) break;
+        if (isfinite(v[i])) s += v[i], n++;
+    }
+    return n ? s / n : NAN;
+}
+
+static int event_running(const ctl_event *e, double now)
+{
+    return !strcmp(e->status, "active") && now < e->ev.start + e->ev.duration_s + e->ramp_down_s;
+}
+
+/* the model's features from the agent's training means */
+static int curve_for(ctl *c, ctl_job *j, pfi_curve *out)
+{
+    double x[32];
+    size_t p = c->curve_model.p < 32 ? c->curve_model.p : 32;
+    for (size_t k = 0; k < p; k++) {
+        const char *f = c->curve_model.features[k];
+        if (!strcmp(f, "dram_copy_product")) x[k] = j->feat_dram * j->feat_copy / 100;
+        else if (!strcmp(f, "arithmetic_intensity")) x[k] = j->feat_tensor / j->feat_dram;
+        else if (!strcmp(f, "tensor_sm_ratio")) x[k] = j->feat_tensor / j->feat_sm;
+        else if (!strcmp(f, "DCGM_FI_PROF_DRAM_ACTIVE")) x[k] = j->feat_dram;
+        else if (!strcmp(f, "DCGM_FI_DEV_MEM_COPY_UTIL")) x[k] = j->feat_copy;
+        else if (!strcmp(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")) x[k] = j->feat_tensor;
+        else if (!strcmp(f, "DCGM_FI_PROF_SM_ACTIVE")) x[k] = j->feat_sm;
+        else return -1;
+        if (!isfinite(x[k])) return -1;
+    }
+    double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
+    return pfi_curve_model_curve(&c->curve_model.curve, x, j->cap_max_w, tmax, j->base_w, out, NULL) == PFI_OK ? 0 : -1;
+}
+
+void ctl_cycle(ctl *c)
+{
+    double now = pfi_clock_now(), t0 = pfi_wall_monotonic();
+    c->now = now;
+    for (size_t k = 0; k < c->njobs; k++) c->job[k].seen = 0;
+    for (size_t i = 0; i < c->nagents; i++)
+        if (c->agent[i].node) take_node(c, i, c->agent[i].node, c->agent[i].up);
+    /* jobs that ended: forget them */
+    for (size_t k = 0; k < c->njobs;) {
+        if (c->job[k].seen) {
+            k++;
+            continue;
+        }
+        ctl_log(c, "job %s is gone", c->job[k].id);
+        c->job[k] = c->job[--c->njobs];
+    }
+    for (size_t k = 0; k < c->njobs; k++) {
+        ctl_job *j = &c->job[k];
+        if (!isfinite(j->cap_w)) j->cap_w = j->cap_max_w;
+        if (!isfinite(j->cap_max_w)) j->cap_max_w = 700;
+    }
+    /* events: start and finish */
+    int active = 0;
+    for (size_t i = 0; i < c->nevents; i++) {
+        ctl_event *e = &c->event[i];
+        if (!strcmp(e->status, "scheduled") && now >= e->ev.start) {
+            double base = 0;
+            for (size_t k = 0; k < c->njobs; k++) {
+                ctl_job *j = &c->job[k];
+                double bw = mean_window(j, now, c->cfg.baseline_window_s, j->hist_w);
+                double bt = mean_window(j, now, c->cfg.baseline_window_s, j->hist_tok);
+                j->base_w = isfinite(bw) ? bw : j->measured_w;
+                j->base_tokens = isfinite(bt) ? bt : j->tokens_per_s;
+                j->nobs = 0;
+                base += j->base_w;
+            }
+            e->baseline_w = base;
+            double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct : e->ev.kind == PFI_EV_LEVEL ? c->cfg.level_cut_pct[e->ev.level] : NAN;
+            e->target_w = e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000 : base * (1 - cut / 100);
+            snprintf(e->status, sizeof e->status, "active");
+            c->integral_w = 0;
+            ctl_log(c, "event %s started: baseline %.0f W of %zu jobs, target %.0f W (%.1f%% cut)%s", e->ev.id, base, c->njobs, e->target_w,
+                    base > 0 ? 100 * (1 - e->target_w / base) : 0, e->ev.dry_run || c->cfg.dry_run ? " [dry run]" : "");
+            ctl_db_put_event(c, e);
+        }
+        if (!strcmp(e->status, "active") && !event_running(e, now)) {
+            snprintf(e->status, sizeof e->status, "%s", e->cancelled ? "cancelled" : "done");
+            ctl_log(c, "event %s %s", e->ev.id, e->cancelled ? "cancelled and ramped down" : "finished");
+            ctl_db_put_event(c, e);
+        }
+        if (event_running(e, now)) active = 1;
+    }
+    /* baselines: only while nothing is capped by us */
+    if (!active)
+        for (size_t k = 0; k < c->njobs; k++) {
+            ctl_job *j = &c->job[k];
+            if (!j->reachable) continue;
+            size_t h = j->hist_head;
+            j->hist_w[h] = j->measured_w;
+            j->hist_tok[h] = j->tokens_per_s;
+            j->hist_t[h] = now;
+            j->hist_head = (h + 1) % CTL_HIST;
+            if (j->hist_n < CTL_HIST) j->hist_n++;
+            j->alloc_cap_w = 0;
+            j->alloc_w = NAN;
+        }
+    c->active = active;
+    if (!active) {
+        c->budget_w = c->measured_w = c->fixed_w = NAN;
+        c->stable_periods = 0;
+        c->cycle_s = pfi_wall_monotonic() - t0;
+        return;
+    }
+    /* the budget: the most stringent running event */
+    double budget = INFINITY, target = INFINITY;
+    ctl_event *gov = NULL;
+    for (size_t i = 0; i < c->nevents; i++) {
+        ctl_event *e = &c->event[i];
+        if (!event_running(e, now)) continue;
+        double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start, e->ev.start + e->ev.duration_s, e->ramp_s, e->ramp_down_s);
+        if (b < budget) budget = b, gov = e;
+        if (now < e->ev.start + e->ev.duration_s && e->target_w < target) target = e->target_w;
+    }
+    /* faults: unreachable jobs are fixed load */
+    double fixed = 0, meas = 0;
+    pfi_pc_job *pj = calloc(c->njobs + 1, sizeof *pj);
+    pfi_pc_out *po = calloc(c->njobs + 1, sizeof *po);
+    pfi_curve *curves = calloc(c->njobs + 1, sizeof *curves);
+    size_t *idx = calloc(c->njobs + 1, sizeof *idx), np = 0;
+    if (!pj || !po || !curves || !idx) {
+        free(pj), free(po), free(curves), free(idx);
+        return;
+    }
+    for (size_t k = 0; k < c->njobs; k++) {
+        ctl_job *j = &c->job[k];
+        if (!isfinite(j->base_w)) { /* started during the event */
+            j->base_w = j->cap_w >= j->cap_max_w - 0.5 ? j->measured_w : j->gpus * j->cap_max_w * 0.97;
+            j->base_tokens = j->tokens_per_s;
+        }
+        if (!j->reachable) {
+            double lease_until = 0;
+            for (int q = 0; q < j->nagent; q++) lease_until = fmax(lease_until, c->agent[j->agent_idx[q]].lease_until);
+            double assumed = now < lease_until ? j->measured_w : fmax(j->base_w, j->gpus * j->cap_max_w * 0.97);
+            fixed += assumed;
+            meas += assumed;
+            continue;
+        }
+        meas += j->measured_w;
+        pfi_pc_job *x = &pj[np];
+        x->gpus = j->gpus;
+        x->cap_min_w = j->cap_min_w;
+        x->cap_max_w = j->cap_max_w;
+        x->baseline_w = j->base_w;
+        x->baseline_tokens_per_s = j->base_tokens;
+        x->pfi_pred = j->pfi_pred;
+        x->sla_tier = j->tier;
+        x->measured_w = j->measured_w;
+        x->cap_w = j->cap_w;
+        x->ratio = j->ratio;
+        pfi_pc_learn_ratio(x);
+        j->ratio = x->ratio;
+        if (c->cfg.strategy == PFI_STRAT_CLOSED_LOOP) {
+            /* observe the job where it runs (settled: at the cap we gave it last period) */
+            if (j->alloc_cap_w > 0 && fabs(j->cap_w - j->alloc_cap_w) < 0.5 && isfinite(j->tokens_per_s) && j->nobs < 64 &&
+                j->measured_w < j->base_w * 0.995) {
+                j->obs_p[j->nobs] = j->measured_w;
+                j->obs_t[j->nobs++] = j->tokens_per_s;
+            }
+            pfi_alloc_job aj = {j->gpus, j->base_tokens > 0 ? j->base_tokens : 1, j->base_w, j->gpus * j->cap_min_w * 0.97, NULL, NULL,
+                                j->pfi_pred > 0 ? j->pfi_pred : 1, 0, 0, j->tier, j->cap_min_w, j->cap_max_w};
+            pfi_curve prior;
+            int hp = c->have_curve_model && curve_for(c, j, &prior) == 0;
+            if (hp) aj.pred_curve = &prior;
+            if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) == PFI_OK) x->pred_curve = &curves[np];
+            if (hp) pfi_curve_free(&prior);
+        } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model && curve_for(c, j, &curves[np]) == 0) {
+            x->pred_curve = &curves[np];
+        }
+        idx[np++] = k;
+    }
+    /* feedback only on a settled plant: the same caps and budget for a whole
+       period before this one (a ramp or a new allocation is not an error to
+       integrate); dips cannot wind it up either (power_control.h) */
+    if (c->stable_periods >= 1) pfi_pc_feedback(&c->integral_w, meas, budget);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.strategy = c->cfg.strategy;
+    int missing_curve = 0;
+    for (size_t q = 0; q < np; q++) missing_curve |= !pj[q].pred_curve;
+    if ((o.strategy == PFI_STRAT_CURVE_AWARE || o.strategy == PFI_STRAT_CLOSED_LOOP) && missing_curve) o.strategy = PFI_STRAT_PFI_AWARE;
+    if (o.strategy == PFI_STRAT_CLOSED_LOOP) o.strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
+    int feasible = 1;
+    pfi_error e;
+    if (pfi_pc_allocate(pj, np, budget, fixed, c->integral_w, &o, po, &feasible, &e))
+        ctl_log(c, "error: allocation: %s", e.msg);
+    else
+    {
+        int same = fabs(budget - c->budget_w) <= 0.005 * budget;
+        for (size_t q = 0; q < np; q++) {
+            ctl_job *j = &c->job[idx[q]];
+            if (fabs(j->alloc_cap_w - po[q].cap_w) >= 0.5 || fabs(j->cap_w - po[q].cap_w) >= 0.5) same = 0;
+            j->alloc_w = po[q].target_w;
+            j->alloc_cap_w = po[q].cap_w;
+        }
+        c->stable_periods = same ? c->stable_periods + 1 : 0;
+    }
+    if (!feasible && c->feasible) ctl_log(c, "warning: the target %.0f W cannot be met: every job is at its lowest allowed cap", budget);
+    c->feasible = feasible;
+    c->budget_w = budget;
+    c->measured_w = meas;
+    c->fixed_w = fixed;
+    if (gov) {
+        double tol = 1 + c->cfg.tolerance_pct / 100;
+        if (isnan(gov->reached_t) && now >= gov->ev.start && now < gov->ev.start + gov->ev.duration_s && meas <= gov->target_w * tol) {
+            gov->reached_t = now;
+            ctl_log(c, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id, now - gov->ev.start, meas, gov->target_w);
+            ctl_db_put_event(c, gov);
+        }
+        ctl_db_sample(c, gov->ev.id, now, budget, isfinite(target) ? target : gov->target_w, meas);
+        for (size_t k = 0; k < c->njobs; k++) ctl_db_job_sample(c, gov->ev.id, now, &c->job[k]);
+    }
+    for (size_t q = 0; q < np; q++)
+        if (pj[q].pred_curve) pfi_curve_free(&curves[q]);
+    free(pj), free(po), free(curves), free(idx);
+    c->cycle_s = pfi_wall_monotonic() - t0;
+}

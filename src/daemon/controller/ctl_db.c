@@ -1,0 +1,155 @@
+/* ctl_db.c — the controller's records in SQLite (WAL): events (so they
+ * survive restarts), per-period samples of every event (cluster and per job,
+ * for the report), and a few state values (the lease generation, the
+ * feedback term) so a restarted controller resumes an event without lifting
+ * caps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS events(id TEXT PRIMARY KEY, json TEXT NOT NULL, source TEXT, status TEXT NOT NULL,"
+    " baseline_w REAL, target_w REAL, ramp_s REAL, ramp_down_s REAL, reached_t REAL);"
+    "CREATE TABLE IF NOT EXISTS samples(event_id TEXT, t REAL, budget_w REAL, target_w REAL, measured_w REAL,"
+    " PRIMARY KEY(event_id, t));"
+    "CREATE TABLE IF NOT EXISTS job_samples(event_id TEXT, t REAL, job_id TEXT, tier INTEGER, power_w REAL,"
+    " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY KEY(event_id, t, job_id));"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);";
+
+int ctl_db_open(ctl *c)
+{
+    if (sqlite3_open(c->cfg.db, &c->db) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->db));
+        return -1;
+    }
+    sqlite3_busy_timeout(c->db, 2000);
+    char *msg = NULL;
+    if (sqlite3_exec(c->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, msg ? msg : "schema");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static double col_num(sqlite3_stmt *s, int i) { return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i); }
+static void bind_num(sqlite3_stmt *s, int i, double v)
+{
+    if (isnan(v)) sqlite3_bind_null(s, i);
+    else sqlite3_bind_double(s, i, v);
+}
+
+int ctl_db_put_event(ctl *c, const ctl_event *e)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db,
+                           "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t) VALUES(?,?,?,?,?,?,?,?,?)"
+                           " ON CONFLICT(id) DO UPDATE SET json=excluded.json, status=excluded.status, baseline_w=excluded.baseline_w,"
+                           " target_w=excluded.target_w, ramp_s=excluded.ramp_s, ramp_down_s=excluded.ramp_down_s, reached_t=excluded.reached_t",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    char *j = pfi_grid_event_format(&e->ev);
+    sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, j ? j : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, e->ev.source, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 4, e->status, -1, SQLITE_TRANSIENT);
+    bind_num(s, 5, e->baseline_w);
+    bind_num(s, 6, e->target_w);
+    bind_num(s, 7, e->ramp_s);
+    bind_num(s, 8, e->ramp_down_s);
+    bind_num(s, 9, e->reached_t);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    if (rc) ctl_log(c, "error: saving event %s: %s", e->ev.id, sqlite3_errmsg(c->db));
+    sqlite3_finalize(s);
+    free(j);
+    return rc;
+}
+
+int ctl_db_load_events(ctl *c)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t FROM events ORDER BY rowid", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
+    c->nevents = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && c->nevents < CTL_MAX_EVENTS) {
+        ctl_event *e = &c->event[c->nevents];
+        memset(e, 0, sizeof *e);
+        const char *j = (const char *)sqlite3_column_text(s, 0);
+        pfi_error err;
+        if (!j || pfi_grid_event_parse(j, strlen(j), &e->ev, &err)) {
+            ctl_log(c, "warning: %s: a stored event does not parse (%s); skipped", c->cfg.db, j ? err.msg : "empty");
+            continue;
+        }
+        snprintf(e->ev.source, sizeof e->ev.source, "%s", (const char *)sqlite3_column_text(s, 1));
+        snprintf(e->status, sizeof e->status, "%s", (const char *)sqlite3_column_text(s, 2));
+        e->baseline_w = col_num(s, 3);
+        e->target_w = col_num(s, 4);
+        e->ramp_s = col_num(s, 5);
+        e->ramp_down_s = col_num(s, 6);
+        e->reached_t = col_num(s, 7);
+        c->nevents++;
+    }
+    sqlite3_finalize(s);
+    return 0;
+}
+
+int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w, double measured_w)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO samples VALUES(?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 2, t);
+    bind_num(s, 3, budget_w);
+    bind_num(s, 4, target_w);
+    bind_num(s, 5, measured_w);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 2, t);
+    sqlite3_bind_text(s, 3, j->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 4, j->tier);
+    bind_num(s, 5, j->measured_w);
+    bind_num(s, 6, j->tokens_per_s);
+    bind_num(s, 7, j->cap_w);
+    bind_num(s, 8, j->alloc_w);
+    bind_num(s, 9, j->base_w);
+    bind_num(s, 10, j->base_tokens);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int ctl_db_meta_set(ctl *c, const char *key, double v)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 2, v);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+double ctl_db_meta_get(ctl *c, const char *key, double dflt)
+{
+    sqlite3_stmt *s;
+    double v = dflt;
+    if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key=?", -1, &s, NULL) != SQLITE_OK) return dflt;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}

@@ -1,0 +1,278 @@
+/* ctl_http.c — pfi-controller's HTTP API (docs/controller.md) on the shared
+ * server (httpd.h). Reading is open; every POST and DELETE needs the bearer
+ * token.
+ *   GET  /                          status page (live power vs target)
+ *   GET  /v1/status                 what the page draws (JSON)
+ *   GET  /metrics                   Prometheus text
+ *   GET  /v1/events                 all events;  POST: a canonical event
+ *   GET  /v1/events/ID              one event;   DELETE: cancel it
+ *   GET  /v1/events/ID/report       measurement and verification (JSON)
+ *   GET  /v1/events/ID/report.png   the same as a chart
+ *   POST /openadr3/events           OpenADR 3 webhook (EVENT notifications)
+ *   GET  /healthz */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "pfi/clock.h"
+#include "pfi/httpd.h"
+
+static int is_protected(void *ud, const char *method, const char *url)
+{
+    (void)ud, (void)url;
+    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT");
+}
+
+static void json_resp(pfi_http_resp *rs, int code, json_t *o)
+{
+    rs->body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
+    rs->len = strlen(rs->body);
+    rs->code = code;
+}
+
+static json_t *event_json(const ctl_event *e)
+{
+    char *t = pfi_grid_event_format(&e->ev);
+    json_t *o = t ? json_loads(t, 0, NULL) : json_object();
+    free(t);
+    json_object_set_new(o, "status", json_string(e->status));
+    json_object_set_new(o, "source", json_string(e->ev.source));
+    json_object_set_new(o, "baseline_w", isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
+    json_object_set_new(o, "target_w", isfinite(e->target_w) ? json_real(e->target_w) : json_null());
+    return o;
+}
+
+static json_t *status_json(ctl *c)
+{
+    json_t *ag = json_array(), *jobs = json_array(), *hist = json_array(), *evs = json_array();
+    size_t shown = c->nagents < 64 ? c->nagents : 64, up = 0;
+    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
+    for (size_t i = 0; i < shown; i++)
+        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s}", "name", c->agent[i].name, "url", c->agent[i].url, "up", c->agent[i].up,
+                                            "error", c->agent[i].err));
+    for (size_t k = 0; k < c->njobs && k < 256; k++) {
+        const ctl_job *j = &c->job[k];
+        json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus", j->gpus, "power_w", j->measured_w,
+                              "cap_w", j->cap_w, "reachable", j->reachable);
+        json_object_set_new(o, "tokens_per_s", isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
+        json_object_set_new(o, "alloc_w", isfinite(j->alloc_w) ? json_real(j->alloc_w) : json_null());
+        json_object_set_new(o, "alloc_cap_w", j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
+        json_object_set_new(o, "pfi_predicted", isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
+        json_array_append_new(jobs, o);
+    }
+    for (size_t i = 0; i < c->hist_n; i++)
+        json_array_append_new(hist, json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i], isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
+    for (size_t i = 0; i < c->nevents; i++) json_array_append_new(evs, event_json(&c->event[i]));
+    json_t *o = json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active, "strategy",
+                          pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run, "agents_total", (json_int_t)c->nagents,
+                          "agents_up", (json_int_t)up, "agents", ag, "jobs", jobs, "history", hist, "events", evs);
+    json_object_set_new(o, "budget_w", isfinite(c->budget_w) ? json_real(c->budget_w) : json_null());
+    json_object_set_new(o, "measured_w", isfinite(c->measured_w) ? json_real(c->measured_w) : json_null());
+    json_object_set_new(o, "unreachable_w", isfinite(c->fixed_w) ? json_real(c->fixed_w) : json_null());
+    json_object_set_new(o, "feedback_w", json_real(c->integral_w));
+    json_object_set_new(o, "cycle_ms", json_real(1000 * c->cycle_s));
+    return o;
+}
+
+typedef struct buf {
+    char *p;
+    size_t n, cap;
+} buf;
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t nc = b->cap ? 2 * b->cap : 8192;
+        while (nc < b->n + (size_t)k + 1) nc *= 2;
+        char *q = realloc(b->p, nc);
+        if (!q) return;
+        b->p = q, b->cap = nc;
+    }
+}
+
+static char *metrics(ctl *c, size_t *len)
+{
+    buf b = {0};
+    size_t up = 0;
+    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
+    put(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
+    put(&b, "pfi_ctl_event_active %d\n", c->active);
+    put(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
+    if (isfinite(c->budget_w)) put(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
+    put(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
+    double m = 0;
+    for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
+    put(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
+    put(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
+    put(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
+    put(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
+    put(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
+    put(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
+    put(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
+    put(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (isfinite(c->job[k].alloc_w)) put(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", c->job[k].id, c->job[k].tier, c->job[k].alloc_w);
+    put(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (c->job[k].alloc_cap_w > 0) put(&b, "pfi_ctl_job_cap_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].alloc_cap_w);
+    put(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
+    for (size_t k = 0; k < c->njobs; k++) put(&b, "pfi_ctl_job_power_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].measured_w);
+    put(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (isfinite(c->job[k].tokens_per_s)) put(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\"} %g\n", c->job[k].id, c->job[k].tokens_per_s);
+    put(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
+    put(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
+    put(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
+    put(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
+        c->pushes, c->push_errors);
+    *len = b.n;
+    return b.p;
+}
+
+static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
+{
+    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80], err[512];
+    if (!mkdtemp(dir)) return pfi_http_error(rs, 500, "cannot make a temporary directory");
+    snprintf(base, sizeof base, "%s/r", dir);
+    snprintf(path, sizeof path, "%s.png", base);
+    if (ctl_report_png(c, e, base, err, sizeof err)) {
+        rmdir(dir);
+        return pfi_http_error(rs, 409, "%s", err);
+    }
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        rs->body = malloc((size_t)n + 1);
+        rs->len = rs->body ? fread(rs->body, 1, (size_t)n, f) : 0;
+        fclose(f);
+    }
+    unlink(path);
+    snprintf(path, sizeof path, "%s.svg", base);
+    unlink(path);
+    rmdir(dir);
+    if (!rs->body) return pfi_http_error(rs, 500, "cannot read the chart");
+    rs->code = 200;
+    rs->ctype = "image/png";
+}
+
+static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    ctl *c = ud;
+    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"), post = !strcmp(rq->method, "POST"),
+        del = !strcmp(rq->method, "DELETE");
+    const char *u = rq->url;
+    pthread_mutex_lock(&c->mu);
+    char err[600];
+    if (!strcmp(u, "/") || !strcmp(u, "/index.html")) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else {
+            rs->body = strdup(ctl_status_page);
+            rs->len = strlen(rs->body);
+            rs->code = 200;
+            rs->ctype = "text/html; charset=utf-8";
+        }
+    } else if (!strcmp(u, "/healthz")) {
+        json_resp(rs, 200, json_pack("{s:b}", "ok", 1));
+    } else if (!strcmp(u, "/v1/status")) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else json_resp(rs, 200, status_json(c));
+    } else if (!strcmp(u, "/metrics")) {
+        rs->body = metrics(c, &rs->len);
+        rs->code = 200;
+        rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    } else if (!strcmp(u, "/v1/events")) {
+        if (get) {
+            json_t *a = json_array();
+            for (size_t i = 0; i < c->nevents; i++) json_array_append_new(a, event_json(&c->event[i]));
+            json_resp(rs, 200, json_pack("{s:o}", "events", a));
+        } else if (post) {
+            pfi_grid_event ev;
+            pfi_error e;
+            if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+            else {
+                int code = ctl_event_add(c, &ev, err, sizeof err);
+                if (code >= 400) pfi_http_error(rs, code, "%s", err);
+                else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
+            }
+        } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
+    } else if (!strncmp(u, "/v1/events/", 11)) {
+        char id[80];
+        snprintf(id, sizeof id, "%s", u + 11);
+        int report = 0;
+        char *sl = strchr(id, '/');
+        if (sl) {
+            report = !strcmp(sl, "/report") ? 1 : !strcmp(sl, "/report.png") ? 2 : -1;
+            *sl = '\0';
+        }
+        ctl_event *e = ctl_event_find(c, id);
+        if (report < 0) pfi_http_error(rs, 404, "no such endpoint");
+        else if (!e) pfi_http_error(rs, 404, "no event %s", id);
+        else if (del && !report) {
+            int code = ctl_event_cancel(c, id);
+            if (code != 200) pfi_http_error(rs, code, "event %s is already %s", id, e->status);
+            else json_resp(rs, 200, event_json(e));
+        } else if (!get) pfi_http_error(rs, 405, "method not allowed");
+        else if (report == 1) {
+            rs->body = ctl_report_json(c, e);
+            rs->len = rs->body ? strlen(rs->body) : 0;
+            rs->code = 200;
+        } else if (report == 2) png(c, e, rs);
+        else json_resp(rs, 200, event_json(e));
+    } else if (!strcmp(u, "/openadr3/events")) {
+        if (!post) pfi_http_error(rs, 405, "method not allowed (POST)");
+        else {
+            pfi_grid_event ev;
+            pfi_error e;
+            int is_del;
+            if (pfi_openadr_event_parse(rq->body, rq->len, c->cfg.non_gpu_offset_kw, &ev, &is_del, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+            else if (is_del) {
+                int code = ctl_event_cancel(c, ev.id);
+                if (code != 200) pfi_http_error(rs, code, "event %s: cannot cancel", ev.id);
+                else json_resp(rs, 200, json_pack("{s:s,s:s}", "id", ev.id, "status", "cancelled"));
+            } else {
+                int code = ctl_event_add(c, &ev, err, sizeof err);
+                if (code >= 400) pfi_http_error(rs, code, "%s", err);
+                else json_resp(rs, 200, event_json(ctl_event_find(c, ev.id)));
+            }
+        }
+    } else {
+        pfi_http_error(rs, 404, "no such endpoint (/, /v1/status, /metrics, /v1/events, /openadr3/events)");
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int ctl_http_start(ctl *c)
+{
+    pfi_httpd_opts o = {c->cfg.listen, c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL, c->cfg.tls_key[0] ? c->cfg.tls_key : NULL, 1 << 20,
+                        c->have_token ? c->token : NULL, is_protected, handle, c};
+    pfi_error e;
+    if (pfi_httpd_start(&o, &c->httpd, &c->port, &e)) {
+        ctl_log(c, "error: %s", e.msg);
+        return -1;
+    }
+    ctl_log(c, "listening on %s (port %d)", c->cfg.listen, c->port);
+    return 0;
+}
+
+void ctl_http_stop(ctl *c)
+{
+    pfi_httpd_stop(c->httpd);
+    c->httpd = NULL;
+}

@@ -1,0 +1,329 @@
+/* ctl_main.c — pfi-controller: options, start-up, the control loop
+ * (ctl.h; docs/controller.md).
+ *
+ * Start-up: the configuration, the agents' tokens, SQLite (events, the
+ * lease generation — one above the last run's, so agents accept us at
+ * once — and, for an event that was running, each job's baseline), the
+ * schedule file, the HTTP API. Each control period: collect every agent's
+ * node view, run the cycle, push caps (or, after an event, hand the GPUs
+ * back), poll OpenADR when configured. SIGTERM / SIGINT stop the
+ * controller without lifting caps: the agents' leases hold them for
+ * lease_s, and a controller started again in that time resumes the event
+ * from SQLite; if none comes back, the agents restore the baselines. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "ctl.h"
+#include "pfi/atomic.h"
+#include "pfi/clock.h"
+#include "pfi/version.h"
+
+static const char usage[] =
+    "usage: pfi-controller --config FILE [options]\n"
+    "\n"
+    "The pfi cluster controller: receives grid events (POST /v1/events, OpenADR 3,\n"
+    "a schedule file), splits each cut across the managed jobs with the allocator,\n"
+    "enforces it through the node agents (leased caps), verifies it and reports it\n"
+    "(GET /v1/events/ID/report, a status page at /). See pfi-controller(8).\n"
+    "\n"
+    "options:\n"
+    "  --config FILE       the configuration (JSON; docs/controller.md)\n"
+    "  --db FILE           override the configuration's SQLite file\n"
+    "  --listen ADDR:PORT  override the configuration's address (port 0 picks one)\n"
+    "  --port-file FILE    write the bound port here once listening\n"
+    "  --dry-run           compute and report, push no caps\n"
+    "  --time-scale X, --epoch T   the pfi clock (shared with the agents)\n"
+    "  --version, --help\n";
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int s) { g_stop = s; }
+
+void ctl_log(ctl *c, const char *fmt, ...)
+{
+    FILE *f = c->log ? c->log : stderr;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[40];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(f, "%s.%03ldZ pfi-controller: ", when, ts.tv_nsec / 1000000);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    fflush(f);
+    va_end(ap);
+}
+
+static void load_schedule(ctl *c)
+{
+    if (!c->cfg.schedule[0]) return;
+    json_error_t je;
+    json_t *a = json_load_file(c->cfg.schedule, 0, &je);
+    if (!a) {
+        ctl_log(c, "warning: schedule %s:%d: %s", c->cfg.schedule, je.line, je.text);
+        return;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_is_array(a) ? a : json_object_get(a, "events"), i, x) {
+        char *t = json_dumps(x, JSON_COMPACT);
+        pfi_grid_event ev;
+        pfi_error e;
+        char err[256];
+        if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
+        else if (!ctl_event_find(c, ev.id)) {
+            snprintf(ev.source, sizeof ev.source, "schedule");
+            if (ctl_event_add(c, &ev, err, sizeof err) >= 400) ctl_log(c, "warning: schedule: %s", err);
+        }
+        free(t);
+    }
+    json_decref(a);
+}
+
+static void poll_openadr(ctl *c)
+{
+    pfi_http_reply r;
+    pfi_error e;
+    if (pfi_agent_get(c->cfg.openadr_poll_url, "", 5, &r, &e) || r.code != 200) {
+        ctl_log(c, "warning: OpenADR poll %s: %s", c->cfg.openadr_poll_url, r.code ? "HTTP error" : e.msg);
+        if (r.body) pfi_http_reply_free(&r);
+        return;
+    }
+    json_t *a = json_loads(r.body, 0, NULL);
+    pfi_http_reply_free(&r);
+    if (!a) return;
+    size_t i;
+    json_t *x;
+    pthread_mutex_lock(&c->mu);
+    json_array_foreach(json_is_array(a) ? a : NULL, i, x) {
+        char *t = json_dumps(x, JSON_COMPACT);
+        pfi_grid_event ev;
+        int del;
+        char err[256];
+        if (t && pfi_openadr_event_parse(t, strlen(t), c->cfg.non_gpu_offset_kw, &ev, &del, &e) == PFI_OK && !del && !ctl_event_find(c, ev.id))
+            ctl_event_add(c, &ev, err, sizeof err);
+        free(t);
+    }
+    pthread_mutex_unlock(&c->mu);
+    json_decref(a);
+}
+
+/* a restarted controller: each job's baseline for the event that is running */
+static void resume_baselines(ctl *c)
+{
+    for (size_t i = 0; i < c->nevents; i++) {
+        ctl_event *e = &c->event[i];
+        if (strcmp(e->status, "active")) continue;
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(c->db,
+                               "SELECT job_id, base_w, base_tokens, tier FROM job_samples WHERE event_id=? AND t=(SELECT MAX(t) FROM job_samples"
+                               " WHERE event_id=?)",
+                               -1, &s, NULL) != SQLITE_OK)
+            continue;
+        sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 2, e->ev.id, -1, SQLITE_TRANSIENT);
+        size_t n = 0;
+        while (sqlite3_step(s) == SQLITE_ROW && c->njobs < CTL_MAX_JOBS) {
+            ctl_job *j = &c->job[c->njobs++];
+            memset(j, 0, sizeof *j);
+            snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(s, 0));
+            j->base_w = sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
+            j->base_tokens = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+            j->tier = sqlite3_column_int(s, 3);
+            j->seen = 1;
+            n++;
+        }
+        sqlite3_finalize(s);
+        ctl_log(c, "resuming event %s (target %.0f W) with the baselines of %zu jobs; caps stay as the agents hold them", e->ev.id,
+                e->target_w, n);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_CONFIG = 1, O_DB, O_LISTEN, O_PORTF, O_DRY, O_SCALE, O_EPOCH, O_VERSION };
+    static const struct option lo[] = {{"config", required_argument, NULL, O_CONFIG}, {"db", required_argument, NULL, O_DB},
+                                       {"listen", required_argument, NULL, O_LISTEN}, {"port-file", required_argument, NULL, O_PORTF},
+                                       {"dry-run", no_argument, NULL, O_DRY},         {"time-scale", required_argument, NULL, O_SCALE},
+                                       {"epoch", required_argument, NULL, O_EPOCH},   {"version", no_argument, NULL, O_VERSION},
+                                       {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
+    const char *config = NULL, *db = NULL, *listen = NULL, *port_file = NULL;
+    double scale = NAN, epoch = NAN;
+    int dry = 0, o;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        char *end;
+        switch (o) {
+        case 'h': fputs(usage, stdout); return 0;
+        case O_VERSION: printf("pfi-controller %s\n", PFI_VERSION); return 0;
+        case O_CONFIG: config = optarg; break;
+        case O_DB: db = optarg; break;
+        case O_LISTEN: listen = optarg; break;
+        case O_PORTF: port_file = optarg; break;
+        case O_DRY: dry = 1; break;
+        case O_SCALE:
+        case O_EPOCH: {
+            double v = strtod(optarg, &end);
+            if (*end || !isfinite(v)) {
+                fprintf(stderr, "pfi-controller: %s %s: not a number\n", argv[optind - 2], optarg);
+                return 2;
+            }
+            if (o == O_SCALE) scale = v;
+            else epoch = v;
+            break;
+        }
+        default: fprintf(stderr, "pfi-controller: invalid option or missing argument: %s (see pfi-controller --help)\n", argv[optind - 1]); return 2;
+        }
+    }
+    if (!config) {
+        fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
+        return 2;
+    }
+    pfi_error e;
+    if (pfi_clock_set(scale, epoch, &e)) {
+        fprintf(stderr, "pfi-controller: %s\n", e.msg);
+        return 2;
+    }
+    static ctl C;
+    ctl *c = &C;
+    char err[1024];
+    if (ctl_config_load(config, &c->cfg, err, sizeof err)) {
+        fprintf(stderr, "pfi-controller: %s\n", err);
+        return 1;
+    }
+    if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
+    if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
+    if (dry) c->cfg.dry_run = 1;
+    if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
+        fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
+        return 1;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* one connection per agent: raise the open-file limit as far as allowed */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (c->cfg.token_file[0]) {
+        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
+            ctl_log(c, "error: token_file: %s", e.msg);
+            return 1;
+        }
+        c->have_token = 1;
+    } else {
+        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
+    }
+    c->nagents = c->cfg.nagents;
+    c->agent = calloc(c->nagents, sizeof *c->agent);
+    c->job = calloc(CTL_MAX_JOBS, sizeof *c->job);
+    if (!c->agent || !c->job) return 1;
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *a = &c->agent[i];
+        snprintf(a->name, sizeof a->name, "%s", c->cfg.agents[i].name);
+        snprintf(a->url, sizeof a->url, "%s", c->cfg.agents[i].url);
+        if (pfi_token_read(c->cfg.agents[i].token_file, a->token, sizeof a->token, &e)) {
+            ctl_log(c, "error: agents[%zu]: %s", i, e.msg);
+            return 1;
+        }
+    }
+    if (c->cfg.curve_model[0]) {
+        if (pfi_model_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODEL_CURVE) {
+            ctl_log(c, "error: curve_model: %s", c->curve_model.kind != PFI_MODEL_CURVE ? "not a curve model (pfi fit --curve)" : e.msg);
+            return 1;
+        }
+        c->have_curve_model = 1;
+    }
+    if (ctl_db_open(c) || ctl_db_load_events(c)) return 1;
+    c->generation = (long long)ctl_db_meta_get(c, "generation", 0) + 1;
+    ctl_db_meta_set(c, "generation", (double)c->generation);
+    c->integral_w = ctl_db_meta_get(c, "integral_w", 0);
+    c->feasible = 1;
+    pthread_mutex_lock(&c->mu);
+    load_schedule(c);
+    resume_baselines(c);
+    pthread_mutex_unlock(&c->mu);
+    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s, generation %lld%s", PFI_VERSION, c->nagents,
+            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->generation, c->cfg.dry_run ? ", DRY RUN" : "");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (ctl_http_start(c)) return 1;
+    if (port_file) {
+        char b[32];
+        int k = snprintf(b, sizeof b, "%d\n", c->port);
+        if (pfi_write_file_atomic(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
+    }
+    double next = pfi_clock_now(), next_poll = next;
+    while (!g_stop) {
+        double now = pfi_clock_now();
+        pthread_mutex_lock(&c->mu);
+        int wake = c->wake;
+        c->wake = 0;
+        pthread_mutex_unlock(&c->mu);
+        if (now < next && !wake) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        double w0 = pfi_wall_monotonic();
+        next += c->cfg.period_s;
+        if (next < now) next = now + c->cfg.period_s;
+        ctl_agents_collect(c, fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale())));
+        pthread_mutex_lock(&c->mu);
+        ctl_cycle(c);
+        c->cycles++;
+        if (c->hist_n == CTL_STATUS_HIST) {
+            memmove(c->hist_t, c->hist_t + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_t);
+            memmove(c->hist_meas, c->hist_meas + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_meas);
+            memmove(c->hist_target, c->hist_target + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_target);
+            c->hist_n--;
+        }
+        double m = 0;
+        for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
+        c->hist_t[c->hist_n] = c->now;
+        c->hist_meas[c->hist_n] = isfinite(c->measured_w) ? c->measured_w : m;
+        c->hist_target[c->hist_n++] = c->budget_w;
+        int active = c->active, dry_now = c->cfg.dry_run, any_pushed = 0;
+        for (size_t i = 0; i < c->nevents; i++)
+            if (!strcmp(c->event[i].status, "active") && c->event[i].ev.dry_run) dry_now = 1;
+        for (size_t i = 0; i < c->nagents; i++) any_pushed |= c->agent[i].pushed;
+        ctl_db_meta_set(c, "integral_w", c->integral_w);
+        pthread_mutex_unlock(&c->mu);
+        if (active && !dry_now) ctl_agents_push(c, 0);
+        else if (!active && any_pushed) {
+            ctl_agents_push(c, 1);
+            pthread_mutex_lock(&c->mu);
+            ctl_log(c, "caps handed back to the agents (baselines restored)");
+            pthread_mutex_unlock(&c->mu);
+        }
+        pthread_mutex_lock(&c->mu);
+        c->loop_s = pfi_wall_monotonic() - w0;
+        pthread_mutex_unlock(&c->mu);
+        if (c->cfg.openadr_poll_url[0] && now >= next_poll) {
+            next_poll = now + c->cfg.openadr_poll_s;
+            poll_openadr(c);
+        }
+    }
+    ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop, c->cfg.lease_s);
+    ctl_http_stop(c);
+    sqlite3_close(c->db);
+    if (c->log) fclose(c->log);
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* ctl_report.c — an event's measurement and verification (GET
+ * /v1/events/ID/report, .png), from the samples in SQLite:
+ *   requested vs achieved over time (budget, target, measured per period);
+ *   time to target (first period at or below target + tolerance);
+ *   the steady window — from ramp_s + two control periods after the start
+ *   to the end — its mean achieved reduction and worst excess over target;
+ *   met = every steady period at or below target + tolerance;
+ *   energy shed (kWh) = integral of (baseline - measured) from the start to
+ *   the end of the ramp down;
+ *   per job: baseline and steady-window throughput, loss, its tier's allowed
+ *   loss and whether it was kept (1 percentage point allowed for
+ *   measurement noise). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../report/plot.h"
+#include "ctl.h"
+
+typedef struct series {
+    double *t, *b, *tg, *m;
+    size_t n, cap;
+} series;
+
+static int load_series(ctl *c, const char *id, series *s)
+{
+    memset(s, 0, sizeof *s);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 256;
+            s->t = realloc(s->t, s->cap * sizeof *s->t);
+            s->b = realloc(s->b, s->cap * sizeof *s->b);
+            s->tg = realloc(s->tg, s->cap * sizeof *s->tg);
+            s->m = realloc(s->m, s->cap * sizeof *s->m);
+        }
+        s->t[s->n] = sqlite3_column_double(st, 0);
+        s->b[s->n] = sqlite3_column_double(st, 1);
+        s->tg[s->n] = sqlite3_column_double(st, 2);
+        s->m[s->n] = sqlite3_column_double(st, 3);
+        s->n++;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static void free_series(series *s) { free(s->t), free(s->b), free(s->tg), free(s->m); }
+
+char *ctl_report_json(ctl *c, const ctl_event *e)
+{
+    series s;
+    load_series(c, e->ev.id, &s);
+    double start = e->ev.start, end = e->ev.start + e->ev.duration_s, tol = 1 + c->cfg.tolerance_pct / 100;
+    double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
+    json_t *tl = json_array();
+    double shed_j = 0, sum_red = 0, worst = -INFINITY;
+    int nsteady = 0, met = 1;
+    for (size_t i = 0; i < s.n; i++) {
+        json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw", s.b[i] / 1000, "target_kw",
+                                            s.tg[i] / 1000, "measured_kw", s.m[i] / 1000));
+        if (i > 0) shed_j += 0.5 * ((e->baseline_w - s.m[i]) + (e->baseline_w - s.m[i - 1])) * (s.t[i] - s.t[i - 1]);
+        if (s.t[i] >= steady0 && s.t[i] < end) {
+            nsteady++;
+            sum_red += 1 - s.m[i] / e->baseline_w;
+            double over = s.m[i] / s.tg[i] - 1;
+            if (over > worst) worst = over;
+            if (s.m[i] > s.tg[i] * tol) met = 0;
+        }
+    }
+    if (!nsteady) met = 0;
+    json_t *jobs = json_array();
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
+                           " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id ORDER BY job_id",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, e->ev.id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(st, 2, steady0);
+        sqlite3_bind_double(st, 3, end);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int tier = sqlite3_column_int(st, 1);
+            double bt = sqlite3_column_double(st, 2), mt = sqlite3_column_double(st, 3);
+            double loss = bt > 0 && sqlite3_column_type(st, 3) != SQLITE_NULL ? 1 - mt / bt : NAN;
+            double allowed = pfi_sla_loss(tier);
+            json_t *o = json_pack("{s:s,s:i,s:f,s:f,s:f,s:i}", "job_id", (const char *)sqlite3_column_text(st, 0), "tier", tier,
+                                  "baseline_w", sqlite3_column_double(st, 5), "mean_power_w", sqlite3_column_double(st, 4), "mean_cap_w",
+                                  sqlite3_column_double(st, 6), "samples", sqlite3_column_int(st, 7));
+            json_object_set_new(o, "baseline_tokens_per_s", bt > 0 ? json_real(bt) : json_null());
+            json_object_set_new(o, "mean_tokens_per_s", isfinite(mt) && sqlite3_column_type(st, 3) != SQLITE_NULL ? json_real(mt) : json_null());
+            json_object_set_new(o, "throughput_loss_pct", isfinite(loss) ? json_real(100 * loss) : json_null());
+            json_object_set_new(o, "allowed_loss_pct", tier >= 0 && allowed < 1 ? json_real(100 * allowed) : json_null());
+            json_object_set_new(o, "sla_ok", tier < 0 || !isfinite(loss) ? json_null() : json_boolean(loss <= allowed + 0.01));
+            json_array_append_new(jobs, o);
+        }
+        sqlite3_finalize(st);
+    }
+    char t0[40];
+    pfi_rfc3339_format(start, t0, sizeof t0);
+    const char *kind = e->ev.kind == PFI_EV_REDUCTION ? "reduction_pct" : e->ev.kind == PFI_EV_TARGET_KW ? "target_kw" : "level";
+    double val = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw : e->ev.level;
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status", e->status, "source",
+                          e->ev.source, "start", t0, "duration_s", e->ev.duration_s, "requested", "kind", kind, "value", val, "baseline_kw",
+                          e->baseline_w / 1000, "target_kw", e->target_w / 1000, "requested_reduction_pct",
+                          e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl, "jobs", jobs);
+    json_object_set_new(o, "time_to_target_s", isfinite(e->reached_t) ? json_real(e->reached_t - start) : json_null());
+    json_object_set_new(o, "achieved_reduction_pct", nsteady ? json_real(100 * sum_red / nsteady) : json_null());
+    json_object_set_new(o, "max_over_target_pct", nsteady ? json_real(100 * worst) : json_null());
+    json_object_set_new(o, "steady_samples", json_integer(nsteady));
+    json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
+    json_object_set_new(o, "met", json_boolean(met));
+    json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
+    json_object_set_new(o, "dry_run", json_boolean(e->ev.dry_run || c->cfg.dry_run));
+    json_object_set_new(o, "strategy", json_string(pfi_strategy_name(c->cfg.strategy)));
+    char *txt = json_dumps(o, JSON_INDENT(1));
+    json_decref(o);
+    free_series(&s);
+    return txt;
+}
+
+int ctl_report_png(ctl *c, const ctl_event *e, const char *base, char *err, size_t n)
+{
+    series s;
+    load_series(c, e->ev.id, &s);
+    if (s.n < 2) {
+        free_series(&s);
+        snprintf(err, n, "event %s has fewer than two samples", e->ev.id);
+        return -1;
+    }
+    double *x = malloc(s.n * sizeof *x), *bl = malloc(s.n * sizeof *bl);
+    for (size_t i = 0; i < s.n; i++) {
+        x[i] = (s.t[i] - e->ev.start) / 60;
+        s.m[i] /= 1000, s.tg[i] /= 1000, s.b[i] /= 1000;
+        bl[i] = e->baseline_w / 1000;
+    }
+    pfi_series se[4] = {{x, bl, s.n, "baseline (pre-event)", 7, PFI_PLOT_LINE},
+                        {x, s.tg, s.n, "target", 3, PFI_PLOT_LINE},
+                        {x, s.b, s.n, "budget (with ramps)", 2, PFI_PLOT_LINE},
+                        {x, s.m, s.n, "measured GPU power", 0, PFI_PLOT_LINE | PFI_PLOT_POINTS}};
+    char title[160];
+    snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id, pfi_strategy_name(c->cfg.strategy));
+    pfi_panel p = {title, "time since event start (min)", "GPU power (kW)", NAN, NAN, 0, NAN, 3, NULL, 0, 0, se, 4, NULL};
+    pfi_error pe;
+    int rc = pfi_plot(base, 1000, 560, 1, 1, &p, 1, &pe) == PFI_OK ? 0 : -1;
+    if (rc) snprintf(err, n, "%s", pe.msg);
+    free(x), free(bl);
+    free_series(&s);
+    return rc;
+}
