@@ -71,6 +71,7 @@ typedef struct agent {
     double sampling_cpu_s, started_at;
     int port;
     struct pfi_httpd *httpd;
+    int sim_started[16];              /* simulated jobs the agent started for a job file */
     FILE *log;
 } agent;
 

@@ -172,6 +172,32 @@ void agent_jobs_refresh(agent *a)
             }
         }
     }
+    /* simulated jobs on demand (sim:...,idle): a job file naming a simulated
+       job's GPUs starts it (writing to the job file's step log), and its
+       disappearance stops it — so the scheduler integration can be tested
+       on simulated GPUs */
+    int on_demand = !strncmp(a->cfg.backend, "sim", 3) && strstr(a->cfg.backend, "idle") != NULL;
+    for (size_t k = 0; on_demand && k < pfi_gpu_sim_jobs(a->gpu) && k < 16; k++) {
+        size_t first, last;
+        const char *sid, *sgroup;
+        if (pfi_gpu_sim_job_info(a->gpu, k, &first, &last, &sid, &sgroup, NULL)) continue;
+        const char *owner = NULL, *sl = NULL;
+        for (size_t i = first; i <= last && i < a->n; i++)
+            if (!strcmp(m->source[i], "jobfile")) owner = m->id[i], sl = m->steplog[i];
+        if (owner && !a->sim_started[k]) {
+            pfi_error e;
+            if (pfi_gpu_sim_job_start(a->gpu, k, sl && *sl ? sl : NULL, &e) == PFI_OK) {
+                a->sim_started[k] = 1;
+                agent_log(a, "simulated job %s (%s) started for job %s", sid, sgroup, owner);
+            } else {
+                agent_log(a, "warning: %s", e.msg);
+            }
+        } else if (!owner && a->sim_started[k]) {
+            pfi_gpu_sim_job_stop(a->gpu, k, NULL);
+            a->sim_started[k] = 0;
+            agent_log(a, "simulated job %s stopped", sid);
+        }
+    }
     /* rebuild the job list, keeping each job's step-log position and means */
     for (size_t k = 0; k < a->njobs; k++) a->job[k].seen = 0, a->job[k].ngpus = 0;
     for (size_t i = 0; i < a->n; i++) {

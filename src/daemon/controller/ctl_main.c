@@ -276,6 +276,9 @@ int main(int argc, char **argv)
         pthread_mutex_lock(&c->mu);
         int wake = c->wake;
         c->wake = 0;
+        /* an event starts (or its ramp ends) now: act at once, not at the next period */
+        for (size_t i = 0; i < c->nevents; i++)
+            if (!strcmp(c->event[i].status, "scheduled") && c->event[i].ev.start <= now) wake = 1;
         pthread_mutex_unlock(&c->mu);
         if (now < next && !wake) {
             struct timespec ts = {0, 10 * 1000 * 1000};
@@ -284,7 +287,7 @@ int main(int argc, char **argv)
         }
         double w0 = pfi_wall_monotonic();
         next += c->cfg.period_s;
-        if (next < now) next = now + c->cfg.period_s;
+        if (next < now || wake) next = now + c->cfg.period_s;
         ctl_agents_collect(c, fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale())));
         pthread_mutex_lock(&c->mu);
         ctl_cycle(c);

@@ -4,7 +4,9 @@
  *   time to target (first period at or below target + tolerance);
  *   the steady window — from ramp_s + two control periods after the start
  *   to the end — its mean achieved reduction and worst excess over target;
- *   met = every steady period at or below target + tolerance;
+ *   met = every steady period at or below target + tolerance (and the share
+ *   of steady periods that were: a job starting uncapped or an agent lost
+ *   mid-event shows up here);
  *   energy shed (kWh) = integral of (baseline - measured) from the start to
  *   the end of the ramp down;
  *   per job: baseline and steady-window throughput, loss, its tier's allowed
@@ -57,7 +59,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
     json_t *tl = json_array();
     double shed_j = 0, sum_red = 0, worst = -INFINITY;
-    int nsteady = 0, met = 1;
+    int nsteady = 0, met = 1, within = 0;
     for (size_t i = 0; i < s.n; i++) {
         json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw", s.b[i] / 1000, "target_kw",
                                             s.tg[i] / 1000, "measured_kw", s.m[i] / 1000));
@@ -68,6 +70,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
             double over = s.m[i] / s.tg[i] - 1;
             if (over > worst) worst = over;
             if (s.m[i] > s.tg[i] * tol) met = 0;
+            else within++;
         }
     }
     if (!nsteady) met = 0;
@@ -109,6 +112,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "achieved_reduction_pct", nsteady ? json_real(100 * sum_red / nsteady) : json_null());
     json_object_set_new(o, "max_over_target_pct", nsteady ? json_real(100 * worst) : json_null());
     json_object_set_new(o, "steady_samples", json_integer(nsteady));
+    json_object_set_new(o, "steady_within_target_pct", nsteady ? json_real(100.0 * within / nsteady) : json_null());
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_object_set_new(o, "met", json_boolean(met));
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
