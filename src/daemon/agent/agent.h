@@ -41,6 +41,7 @@ typedef struct agent_gpu {
 
 typedef struct agent_job {
     char id[64], steplog[1024], source[16];
+    int tier;                         /* SLA flex tier from the job file (Slurm --power-flex), -1 */
     size_t gpu[AGENT_MAX_GPUS], ngpus;
     long steplog_off;
     double tokens_per_s, tokens_t;    /* latest step-log throughput (NaN) and its time */

@@ -57,11 +57,13 @@ static int proc_env(unsigned pid, const char *var, char *out, size_t n)
 
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
+    int tier[AGENT_MAX_GPUS];
 } jmap;
 
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
-    json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"), *sl = json_object_get(j, "steplog");
+    json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"), *sl = json_object_get(j, "steplog"),
+           *tier = json_object_get(j, "tier");
     char idbuf[64];
     if (json_is_string(id)) snprintf(idbuf, sizeof idbuf, "%s", json_string_value(id));
     else if (json_is_integer(id)) snprintf(idbuf, sizeof idbuf, "%lld", (long long)json_integer_value(id));
@@ -85,6 +87,7 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
         snprintf(m->steplog[i], sizeof m->steplog[0], "%s", json_is_string(sl) ? json_string_value(sl) : "");
         snprintf(m->source[i], sizeof m->source[0], "jobfile");
+        m->tier[i] = json_is_integer(tier) && json_integer_value(tier) >= 0 && json_integer_value(tier) <= 3 ? (int)json_integer_value(tier) : -1;
     }
 }
 
@@ -129,6 +132,7 @@ void agent_jobs_refresh(agent *a)
 {
     jmap *m = calloc(1, sizeof *m);
     if (!m) return;
+    for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1;
     const char *var = a->cfg.job_env ? a->cfg.job_env : "SLURM_JOB_ID";
     for (size_t i = 0; i < a->n; i++) {
         pfi_gpu_proc p[16];
@@ -198,6 +202,21 @@ void agent_jobs_refresh(agent *a)
             agent_log(a, "simulated job %s stopped", sid);
         }
     }
+    /* a GPU whose job ended goes back to its baseline at once (the job's
+       epilog removed its job file); the lease goes on for the other GPUs */
+    for (size_t i = 0; i < a->n; i++) {
+        if (!a->g[i].job_id[0] || !strcmp(a->g[i].job_id, m->id[i])) continue;
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        pfi_error e;
+        if (lg && lg->changed && pfi_gpu_set_cap(a->gpu, i, lg->baseline_w, &e) == PFI_OK) {
+            agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (job %s ended: baseline restored)", i, lg->uuid, lg->cap_w, lg->baseline_w,
+                      a->g[i].job_id);
+            lg->changed = 0;
+            lg->cap_w = lg->baseline_w;
+            a->cap_changes++;
+            agent_save_state(a);
+        }
+    }
     /* rebuild the job list, keeping each job's step-log position and means */
     for (size_t k = 0; k < a->njobs; k++) a->job[k].seen = 0, a->job[k].ngpus = 0;
     for (size_t i = 0; i < a->n; i++) {
@@ -212,6 +231,7 @@ void agent_jobs_refresh(agent *a)
             memset(j, 0, sizeof *j);
             snprintf(j->id, sizeof j->id, "%s", m->id[i]);
             j->tokens_per_s = j->tokens_t = j->pfi_pred = NAN;
+            j->tier = -1;
             for (int q = 0; q < PFI_M_COUNT; q++) j->feat[q] = NAN;
             agent_log(a, "job %s appeared (%s)", j->id, m->source[i]);
         }
@@ -222,6 +242,7 @@ void agent_jobs_refresh(agent *a)
             j->steplog_off = 0;
         }
         snprintf(j->source, sizeof j->source, "%s", m->source[i]);
+        if (m->tier[i] >= 0) j->tier = m->tier[i];
         j->gpu[j->ngpus++] = i;
     }
     for (size_t k = 0; k < a->njobs;) {

@@ -180,6 +180,7 @@ char *agent_render_node(agent *a)
         json_object_set_new(o, "tokens_per_s", isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
         json_object_set_new(o, "pfi_predicted", isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
         if (j->pfi_note[0]) json_object_set_new(o, "pfi_note", json_string(j->pfi_note));
+        if (j->tier >= 0) json_object_set_new(o, "tier", json_integer(j->tier));
         if (j->steplog[0]) json_object_set_new(o, "steplog", json_string(j->steplog));
         json_t *f = json_object();
         static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE, PFI_M_SM_ACTIVE, PFI_M_GPU_UTIL};

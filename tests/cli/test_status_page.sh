@@ -1,0 +1,52 @@
+#!/bin/sh
+# test_status_page.sh — the controller's status page in headless Chromium:
+# the page's script fetches /v1/status and draws cluster power vs target;
+# after a few seconds the DOM must carry the drawn points and the measured
+# power, the chart's polyline must have points, and a screenshot must be of
+# real size. Plain build only (label "plain"): Chromium (docs/testing.md).
+. "$SRC/tests/cli/lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/bootstrap.sh test)"
+export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
+PIDS=
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT
+for f in atok ctok; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/$f"; chmod 600 "$T/$f"; done
+"$PFI_AGENT" --backend "sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-7,load=0" --listen 127.0.0.1:0 --port-file "$T/a.port" \
+  --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$T/a.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent did not start"; sleep 0.05; done
+cat >"$T/ctl.json" <<EOF2
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5,
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
+EOF2
+"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "controller did not start"; sleep 0.05; done
+URL=http://127.0.0.1:$(cat "$T/c.port")
+sleep 1.5
+S=$(date -u -d "@$(awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.0f", e + (w - e) * 20 + 10}')" +%Y-%m-%dT%H:%M:%SZ)
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
+  --data-binary "{\"id\":\"page\",\"start\":\"$S\",\"duration_s\":600,\"reduction_pct\":25}" "$URL/v1/events")
+[ "$CODE" = 201 ] || fail "event: HTTP $CODE"; ok
+sleep 2
+curl -s "$URL/" >"$T/page.html"
+contains "$T/page.html" "<svg id=\"chart\""
+lacks "$T/page.html" "http://"
+lacks "$T/page.html" "https://"
+flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
+# shellcheck disable=SC2086
+timeout 120 chromium $flags --user-data-dir="$T/c1" --virtual-time-budget=4000 --dump-dom "$URL/" >"$T/dom" 2>"$T/chrome.err" \
+  || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
+n=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+[ -n "$n" ] && [ "$n" -ge 3 ] || { head -c 2000 "$T/dom" >&2; fail "the page drew $n points"; }; ok
+grep -q 'data-measured-w="[0-9][0-9]*"' "$T/dom" || fail "no measured power on the page"; ok
+grep -q '<polyline id="measured" fill="none" stroke="#1f77b4" stroke-width="2" points="[0-9]' "$T/dom" || fail "empty chart"; ok
+contains "$T/dom" "event active"
+contains "$T/dom" "<td>j1</td>"
+# shellcheck disable=SC2086
+timeout 120 chromium $flags --user-data-dir="$T/c2" --virtual-time-budget=4000 --window-size=1100,900 --screenshot="$T/shot.png" "$URL/" >/dev/null 2>&1 \
+  || fail "chromium --screenshot failed"
+[ "$(wc -c <"$T/shot.png")" -gt 20000 ] || fail "screenshot only $(wc -c <"$T/shot.png") bytes"; ok
+cp "$T/shot.png" "${PFI_SHOT:-/dev/null}" 2>/dev/null || true
+done_ok
