@@ -50,12 +50,20 @@ static struct spank_option flex_opt = {
     "power-flex", "0-3",
     "pfi power-flexibility tier for grid events: 0 no reduction, 1 <=10%, 2 <=25%, 3 <=50% throughput loss", 1, 0, flex_cb};
 
-int slurm_spank_init(spank_t sp, int ac, char **av)
+/* Plugin arguments reach every callback; in the job-script context
+ * (job_prolog/job_epilog) slurm_spank_init is not called, so each
+ * callback that uses rundir parses them itself. */
+static void parse_args(int ac, char **av)
 {
     for (int i = 0; i < ac; i++) {
         if (!strncmp(av[i], "rundir=", 7)) snprintf(rundir, sizeof rundir, "%s", av[i] + 7);
         else slurm_error("pfi: unknown plugin argument '%s' (expected rundir=DIR)", av[i]);
     }
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    parse_args(ac, av);
     spank_context_t ctx = spank_context();
     if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR || ctx == S_CTX_REMOTE)
         if (spank_option_register(sp, &flex_opt) != ESPANK_SUCCESS) return -1;
@@ -83,7 +91,7 @@ static uint32_t job_id(spank_t sp)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-    (void)ac, (void)av;
+    parse_args(ac, av);
     char v[1200];
     if (flex >= 0) {
         snprintf(v, sizeof v, "%d", flex);
@@ -109,7 +117,7 @@ static void mkdirs(void)
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-    (void)ac, (void)av;
+    parse_args(ac, av);
     uint32_t id = job_id(sp);
     if (!id) return 0;
     mkdirs();
@@ -145,7 +153,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-    (void)ac, (void)av;
+    parse_args(ac, av);
     uint32_t id = job_id(sp);
     if (!id) return 0;
     char path[1200];

@@ -33,7 +33,7 @@ for i in 0 1 2 3; do mknod "$T/dev/nvidia$i" c 195 $i; done
 
 # ---- munge on a private socket ----
 runuser -u munge -- munged -F --socket="$T/munge/sock" --pid-file="$T/munge/pid" --log-file="$T/munge/log" \
-  --seed-file="$T/munge/seed" &
+  --seed-file="$T/munge/seed" >"$T/munge/out" 2>&1 &
 DAEMONS="$DAEMONS $!"
 i=0; while [ ! -S "$T/munge/sock" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "munged did not start"; sleep 0.05; done
 
