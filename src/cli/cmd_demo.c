@@ -312,7 +312,19 @@ int cmd_demo(int argc, char **argv)
         fflush(stdout);
         json_decref(s);
     }
-    /* the report */
+    /* the report, once the event has ended (its ramp back to baseline
+     * included), so that it is the final one */
+    {
+        char ep[300];
+        snprintf(ep, sizeof ep, "/v1/events/%s", ev.id);
+        for (double t_end = start + dur + 300; pfi_clock_now() < t_end; pfi_clock_sleep(5)) {
+            json_t *s = get_json(curl_, ep);
+            const char *st = s ? json_string_value(json_object_get(s, "status")) : NULL;
+            int done = st && strcmp(st, "active") && strcmp(st, "scheduled");
+            json_decref(s);
+            if (done) break;
+        }
+    }
     {
         char rp[300];
         snprintf(rp, sizeof rp, "/v1/events/%s/report", ev.id);
