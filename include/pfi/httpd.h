@@ -1,5 +1,5 @@
 /* httpd.h — the small HTTP server both daemons use (libmicrohttpd, one
- * internal polling thread, 512 connections, 10 s idle timeout, optional
+ * internal polling thread, 512 connections unless told, 10 s idle timeout, optional
  * TLS). The daemon gives a handler that sees whole requests; this layer
  * does the rest that must be right everywhere: bodies only on
  * PUT/POST/DELETE and at most max_body bytes (a larger Content-Length is
@@ -34,6 +34,7 @@ typedef struct pfi_httpd_opts {
     const char *listen;         /* ADDR:PORT (IPv4); port 0 picks one */
     const char *tls_cert, *tls_key;
     size_t max_body;
+    unsigned max_connections;   /* 0: 512 */
     const char *token;          /* NULL: protected requests get 401 */
     /* 1 if this request needs the token */
     int (*is_protected)(void *ud, const char *method, const char *url);

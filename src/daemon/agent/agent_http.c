@@ -49,8 +49,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 
 int agent_http_start(agent *a)
 {
-    pfi_httpd_opts o = {a->cfg.listen ? a->cfg.listen : "127.0.0.1:9477", a->cfg.tls_cert, a->cfg.tls_key, a->cfg.max_body,
-                        a->have_token ? a->token : NULL, is_protected, handle, a};
+    pfi_httpd_opts o = {.listen = a->cfg.listen ? a->cfg.listen : "127.0.0.1:9477", .tls_cert = a->cfg.tls_cert, .tls_key = a->cfg.tls_key,
+                        .max_body = a->cfg.max_body, .token = a->have_token ? a->token : NULL, .is_protected = is_protected,
+                        .handle = handle, .ud = a};
     pfi_error e;
     pfi_httpd *h;
     if (pfi_httpd_start(&o, &h, &a->port, &e)) {

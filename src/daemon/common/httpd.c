@@ -193,11 +193,11 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     }
     if (h->cert)
         h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 512u,
                                 MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key, MHD_OPTION_END);
     else
         h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 512u,
                                 MHD_OPTION_END);
     if (!h->d) {
         pfi_status st = pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));

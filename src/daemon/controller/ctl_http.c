@@ -260,8 +260,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 
 int ctl_http_start(ctl *c)
 {
-    pfi_httpd_opts o = {c->cfg.listen, c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL, c->cfg.tls_key[0] ? c->cfg.tls_key : NULL, 1 << 20,
-                        c->have_token ? c->token : NULL, is_protected, handle, c};
+    pfi_httpd_opts o = {.listen = c->cfg.listen, .tls_cert = c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL,
+                        .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL, .max_body = 1 << 20,
+                        .token = c->have_token ? c->token : NULL, .is_protected = is_protected, .handle = handle, .ud = c};
     pfi_error e;
     if (pfi_httpd_start(&o, &c->httpd, &c->port, &e)) {
         ctl_log(c, "error: %s", e.msg);
