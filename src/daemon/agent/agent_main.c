@@ -24,6 +24,7 @@
 #include "pfi/agent_client.h"
 #include "pfi/atomic.h"
 #include "pfi/clock.h"
+#include "pfi/daemon_util.h"
 #include "pfi/datapath.h"
 #include "pfi/recon_io.h"
 #include "pfi/version.h"
@@ -63,19 +64,9 @@ static void on_signal(int s) { g_stop = s; }
 
 void agent_log(agent *a, const char *fmt, ...)
 {
-    FILE *f = a->log ? a->log : stderr;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[40];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(f, "%s.%03ldZ pfi-agent: ", when, ts.tv_nsec / 1000000);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
-    fflush(f);
+    pfi_daemon_vlog(a->log, "pfi-agent", fmt, ap);
     va_end(ap);
 }
 

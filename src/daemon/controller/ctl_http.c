@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "pfi/daemon_util.h"
 #include "pfi/clock.h"
 #include "pfi/httpd.h"
 
@@ -80,65 +81,41 @@ static json_t *status_json(ctl *c)
     return o;
 }
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-} buf;
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->p && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t nc = b->cap ? 2 * b->cap : 8192;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *q = realloc(b->p, nc);
-        if (!q) return;
-        b->p = q, b->cap = nc;
-    }
-}
 
 static char *metrics(ctl *c, size_t *len)
 {
-    buf b = {0};
+    pfi_textbuf b = {0};
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    put(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
-    put(&b, "pfi_ctl_event_active %d\n", c->active);
-    put(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
-    if (isfinite(c->budget_w)) put(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
-    put(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
+    if (isfinite(c->budget_w)) pfi_textbuf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
     double m = 0;
     for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
-    put(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
-    put(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
-    put(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
-    put(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
-    put(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
-    put(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
-    put(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
-    put(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].alloc_w)) put(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", c->job[k].id, c->job[k].tier, c->job[k].alloc_w);
-    put(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
+        if (isfinite(c->job[k].alloc_w)) pfi_textbuf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", c->job[k].id, c->job[k].tier, c->job[k].alloc_w);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (c->job[k].alloc_cap_w > 0) put(&b, "pfi_ctl_job_cap_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].alloc_cap_w);
-    put(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
-    for (size_t k = 0; k < c->njobs; k++) put(&b, "pfi_ctl_job_power_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].measured_w);
-    put(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
+        if (c->job[k].alloc_cap_w > 0) pfi_textbuf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].alloc_cap_w);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
+    for (size_t k = 0; k < c->njobs; k++) pfi_textbuf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].measured_w);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].tokens_per_s)) put(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\"} %g\n", c->job[k].id, c->job[k].tokens_per_s);
-    put(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
-    put(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
-    put(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
-    put(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
+        if (isfinite(c->job[k].tokens_per_s)) pfi_textbuf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\"} %g\n", c->job[k].id, c->job[k].tokens_per_s);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
+    pfi_textbuf_printf(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
         c->pushes, c->push_errors);
     *len = b.n;
     return b.p;

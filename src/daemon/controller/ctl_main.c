@@ -26,6 +26,7 @@
 #include "ctl.h"
 #include "pfi/atomic.h"
 #include "pfi/clock.h"
+#include "pfi/daemon_util.h"
 #include "pfi/version.h"
 
 static const char usage[] =
@@ -50,19 +51,9 @@ static void on_signal(int s) { g_stop = s; }
 
 void ctl_log(ctl *c, const char *fmt, ...)
 {
-    FILE *f = c->log ? c->log : stderr;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[40];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(f, "%s.%03ldZ pfi-controller: ", when, ts.tv_nsec / 1000000);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
-    fflush(f);
+    pfi_daemon_vlog(c->log, "pfi-controller", fmt, ap);
     va_end(ap);
 }
 
