@@ -32,14 +32,14 @@ SPANK_PLUGIN(pfi, 1);
 static int flex = -1;
 static char rundir[1024] = "/run/pfi";
 
-static int flex_cb(int val, const char *optarg, int remote)
+static int flex_cb(int val, const char *arg, int remote)
 {
     (void)val, (void)remote;
     char *end;
-    long v = optarg ? strtol(optarg, &end, 10) : -1;
-    if (!optarg || *end || v < 0 || v > 3) {
+    long v = arg ? strtol(arg, &end, 10) : -1;
+    if (!arg || *end || v < 0 || v > 3) {
         slurm_error("pfi: --power-flex=%s: expected a tier 0..3 (0: no reduction, 1: <=10%%, 2: <=25%%, 3: <=50%% throughput loss)",
-                    optarg ? optarg : "");
+                    arg ? arg : "");
         return -1;
     }
     flex = (int)v;
