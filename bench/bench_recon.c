@@ -102,14 +102,18 @@ static void seed_spread(const char *datadir)
             double d = fabs(v[s] - r.g[i].pfi_target);
             if (d > worst) worst = d;
         }
-        double sd = 0;
-        for (int s = 0; s < 10; s++) sd += (v[s] - m) * (v[s] - m) / 9;
+        double sd = 0, lo = v[0], hi = v[0];
+        for (int s = 0; s < 10; s++) {
+            sd += (v[s] - m) * (v[s] - m) / 9;
+            lo = fmin(lo, v[s]);
+            hi = fmax(hi, v[s]);
+        }
         sd = sqrt(sd);
         sum_sd += sd;
         if (sd > worst_sd) worst_sd = sd;
         if (sd > 0.05)
             printf("  %-36s seed-1 PFI %.3f, over seeds: mean %.3f SD %.3f range %.3f..%.3f\n", r.g[i].group,
-                   v[0], m, sd, fmin(fmin(v[1], v[2]), v[0]), fmax(fmax(v[1], v[2]), v[0]));
+                   v[0], m, sd, lo, hi);
         ng++;
     }
     printf("Eq. 1 over seeds 1..10 on the %d headline groups: mean SD %.4f, largest SD %.4f, "
