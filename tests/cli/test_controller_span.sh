@@ -2,7 +2,9 @@
 # test_controller_span.sh — a job that spans two nodes is one job across
 # their agents (GPUs and power summed, one allocation, the same per-GPU cap
 # on both), and the controller's API over TLS: HTTPS with the bundled test
-# certificate, the token still required, plain HTTP on that port refused.
+# certificate, the token still required, plain HTTP on that port refused;
+# the OpenADR 3 poller (a VTN's event list served by a fixture: a site
+# IMPORT_CAPACITY_LIMIT becomes a GPU target less the non-GPU offset).
 # Shared clock 20x faster.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
@@ -25,11 +27,20 @@ for n in 1 2; do
 done
 for n in 1 2; do i=0; while [ ! -s "$T/a$n.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent $n did not start"; sleep 0.05; done; done
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
+# a VTN: one planned IMPORT_CAPACITY_LIMIT event of 25 kW (site), a day ahead
+OS=$(date -u -d "@$(( $(date +%s) + 86400 * 20 ))" +%Y-%m-%dT%H:%M:%SZ)
+printf '[{"id":"vtn-1","intervalPeriod":{"start":"%s","duration":"PT2H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[25]}]}]},
+  {"id":"vtn-2","intervalPeriod":{"start":"%s","duration":"PT1H"},"intervals":[{"id":0,"payloads":[{"type":"PRICE","values":[0.3]}]}]}]\n' "$OS" "$OS" >"$T/vtn.json"
+"$TOOLS/http_fixture" "$T/f.port" "$T/vtn.json" &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$T/f.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "fixture did not start"; sleep 0.05; done
+FP=$(cat "$T/f.port")
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl.db", "control_period_s": 20, "baseline_window_s": 30,
  "lease_s": 60, "default_tier": 3, "tls_cert": "%s", "tls_key": "%s",
+ "non_gpu_offset_kw": 4, "openadr": {"poll_url": "http://127.0.0.1:%s/file", "poll_s": 20},
  "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
             {"name": "n2", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"}]}\n' \
-  "$T" "$T" "$CERT" "$KEY" "$P1" "$T" "$P2" "$T" >"$T/ctl.json"
+  "$T" "$T" "$CERT" "$KEY" "$FP" "$P1" "$T" "$P2" "$T" >"$T/ctl.json"
 "$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
 PIDS="$PIDS $!"
 i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || { cat "$T/ctl.log" >&2; fail "controller did not start"; }; sleep 0.05; done
@@ -44,6 +55,14 @@ ok
 # the client verifies the certificate: without the CA it refuses
 if curl -s -m 3 -o /dev/null "$URL/healthz"; then fail "the test certificate was accepted without --cacert"; fi
 ok
+
+# ---- the OpenADR poller ----
+i=0; until tget "$URL/v1/events/vtn-1" | grep -q '"status":"scheduled"'; do i=$((i+1)); [ $i -lt 100 ] || fail "polled event never appeared"; sleep 0.05; done
+tget "$URL/v1/events/vtn-1" >"$T/ev"
+contains "$T/ev" '"source":"openadr"'
+contains "$T/ev" '"target_kw":21'
+contains "$T/ev" '"duration_s":7200'
+[ "$(tget -o /dev/null -w '%{http_code}' "$URL/v1/events/vtn-2")" = 404 ] || fail "an event without a capacity payload was taken"; ok
 
 # ---- one job across two agents ----
 sleep 3 # baselines (30 clock s)

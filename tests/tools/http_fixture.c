@@ -4,7 +4,9 @@
  * serves until SIGTERM. Every scrape's values carry the scrape number so a
  * test can check that scrapes are whole and in order:
  *   DCGM_FI_DEV_POWER_USAGE = 500 + n, GPU_UTIL 97, FB 60000, limit 700,
- * for two GPUs on host "fixture". /status500 answers 500. */
+ * for two GPUs on host "fixture". /status500 answers 500. With a second
+ * argument FILE, /file serves FILE's current contents (JSON; e.g. an
+ * OpenADR VTN's events for the controller's poller). */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
@@ -17,6 +19,7 @@
 static volatile sig_atomic_t stop;
 static void on_term(int s) { (void)s; stop = 1; }
 static long scrapes;
+static const char *g_file;
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *data, size_t *size, void **ptr)
@@ -36,6 +39,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 n += (size_t)snprintf(body + n, sizeof body - n,
                                       "%s{gpu=\"%d\",UUID=\"GPU-f%d\",Hostname=\"fixture\"} %g\n", m[i], g, g, v[i]);
         }
+    } else if (g_file && strcmp(url, "/file") == 0) {
+        FILE *f = fopen(g_file, "r");
+        n = f ? fread(body, 1, sizeof body, f) : 0;
+        if (f) fclose(f);
+        if (!f) status = MHD_HTTP_NOT_FOUND;
     } else {
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
         n = (size_t)snprintf(body, sizeof body, "error\n");
@@ -49,6 +57,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
+    g_file = argc > 2 ? argv[2] : NULL;
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
