@@ -44,3 +44,9 @@ csv_field() {
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d<=t)}' || fail "$1 != $2 (+-$3)"; ok; }
 
 done_ok() { echo "ok: $NCHECK checks"; exit 0; }
+
+# new_token FILE...: a random bearer token in each FILE, mode 0600
+new_token() { for f in "$@"; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f"; chmod 600 "$f"; done; }
+# daemons started by a test go in $PIDS; on exit they are killed and $T removed
+PIDS=
+kill_daemons_on_exit() { trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT; }

@@ -10,10 +10,9 @@
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
-for f in atok ctok; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/$f"; chmod 600 "$T/$f"; done
+new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
-PIDS=
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT
+kill_daemons_on_exit
 CERT=$SRC/tests/data/tls/cert.pem
 KEY=$SRC/tests/data/tls/key.pem
 

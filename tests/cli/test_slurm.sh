@@ -91,8 +91,7 @@ ok
 contains "$T/err" "expected a tier 0..3"
 
 # ---- pfi: an agent on 4 simulated GPUs (two job slots), a controller ----
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/atok"; chmod 600 "$T/atok"
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/ctok"; chmod 600 "$T/ctok"
+new_token "$T/atok" "$T/ctok"
 "$PFI_AGENT" --backend "sim:gpus=4,job=s0:moe-ft-qwen30ba3b-x8@0-1,job=s1:moe-pt-gptoss20b-x8-ep1-nocompile@2-3,idle,load=0,state=$T/hw.json" \
   --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 0.5 \
   --jobs-dir "$T/run/jobs" --log "$T/agent.log" &

@@ -9,9 +9,8 @@
 CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/bootstrap.sh test)"
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
-PIDS=
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT
-for f in atok ctok; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/$f"; chmod 600 "$T/$f"; done
+kill_daemons_on_exit
+new_token "$T/atok" "$T/ctok"
 "$PFI_AGENT" --backend "sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-7,load=0" --listen 127.0.0.1:0 --port-file "$T/a.port" \
   --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
 PIDS="$PIDS $!"

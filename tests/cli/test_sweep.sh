@@ -57,7 +57,7 @@ contains "$T/err" "GPU 5: cap restored to 700 W"
 [ "$(hw_cap 5)" = "700" ] || fail "not restored"; ok
 
 # ---- through a pfi-agent ----
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"; chmod 600 "$T/token"
+new_token "$T/token"
 "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --state-file "$T/agent-state" \
   --interval 0.5 --log "$T/agent.log" &
 AP=$!
