@@ -8,6 +8,8 @@
 #ifndef PFI_CSV_H
 #define PFI_CSV_H
 
+#include <stdio.h>
+
 #include "pfi/reader.h"
 
 #ifdef __cplusplus
@@ -26,6 +28,10 @@ void pfi_csv_init(pfi_csv *c, pfi_reader *r);
 void pfi_csv_free(pfi_csv *c);
 /* 1: a record in c->fields[0..nfields); 0: end of input; -1: error. */
 int pfi_csv_next(pfi_csv *c, pfi_error *err);
+
+/* Write one text field as RFC 4180 CSV: as is, or quoted (with "" for ")
+ * when it holds a comma, quote, CR or LF. */
+void pfi_csv_write_text(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/csv.h"
 #include "pfi/util.h"
 
 typedef struct column {
@@ -259,25 +260,11 @@ const char *pfi_table_text(const pfi_table *t, size_t col, size_t row)
     return t->strs[t->cols[col].sid[row]];
 }
 
-static void put_csv_text(FILE *f, const char *s)
-{
-    if (strpbrk(s, ",\"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err)
 {
     for (size_t c = 0; c < t->ncols; c++) {
         if (c) fputc(',', f);
-        put_csv_text(f, t->cols[c].name);
+        pfi_csv_write_text(f, t->cols[c].name);
     }
     fputc('\n', f);
     for (size_t r = 0; r < t->nrows; r++) {
@@ -287,7 +274,7 @@ pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err)
                 double v = t->cols[c].num[r];
                 if (!isnan(v)) fprintf(f, "%.10g", v);
             } else {
-                put_csv_text(f, t->strs[t->cols[c].sid[r]]);
+                pfi_csv_write_text(f, t->strs[t->cols[c].sid[r]]);
             }
         }
         fputc('\n', f);

@@ -162,3 +162,18 @@ int pfi_csv_next(pfi_csv *c, pfi_error *err)
         return 1;
     }
 }
+
+void pfi_csv_write_text(FILE *f, const char *s)
+{
+    size_t n = strcspn(s, ",\"\r\n");
+    if (s[n] == '\0') {
+        fwrite(s, 1, n, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

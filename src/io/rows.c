@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/csv.h"
 #include "pfi/atomic.h"
 
 /* One 8-byte cell: a double (NaN = missing), an integer (INT64_MIN =
@@ -219,21 +220,6 @@ void pfi_fmt_num(char *buf, size_t n, double v)
     *o = '\0';
 }
 
-static void csv_text(FILE *f, const char *s)
-{
-    size_t n = strcspn(s, ",\"\r\n");
-    if (s[n] == '\0') {
-        fwrite(s, 1, n, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void cell_str(const pfi_rows *r, size_t row, size_t col, char *buf, size_t n, int table)
 {
     const cell *c = &r->cells[row * r->ncols + col];
@@ -284,7 +270,7 @@ pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error 
     if (fmt == PFI_FMT_CSV) {
         for (size_t c = 0; c < r->ncols; c++) {
             if (c) fputc(',', f);
-            csv_text(f, r->names[c]);
+            pfi_csv_write_text(f, r->names[c]);
         }
         fputc('\n', f);
         for (size_t i = 0; i < r->nrows; i++) {
@@ -292,7 +278,7 @@ pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error 
                 if (c) fputc(',', f);
                 const cell *x = &r->cells[i * r->ncols + c];
                 if (r->types[c] == PFI_CELL_TEXT) {
-                    csv_text(f, r->arena + x->text);
+                    pfi_csv_write_text(f, r->arena + x->text);
                 } else {
                     cell_str(r, i, c, buf, sizeof buf, 0);
                     fwrite(buf, 1, strlen(buf), f);

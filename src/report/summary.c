@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/csv.h"
 #include "pfi/csvtable.h"
 #include "pfi/stats.h"
 #include "pfi/util.h"
@@ -401,20 +402,6 @@ void pfi_summary_free(pfi_summary *s)
     memset(s, 0, sizeof *s);
 }
 
-static void csvq(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *err)
 {
     char tmp[4200];
@@ -424,19 +411,19 @@ pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *e
     fprintf(f, "section,item,paper,pfi,difference,kind,source,note\n");
     for (size_t i = 0; i < s->n; i++) {
         const pfi_srow *r = &s->r[i];
-        csvq(f, r->section);
+        pfi_csv_write_text(f, r->section);
         fputc(',', f);
-        csvq(f, r->item);
+        pfi_csv_write_text(f, r->item);
         char a[64] = "", b[64] = "", d[64] = "";
         if (isfinite(r->paper)) snprintf(a, sizeof a, "%.10g", r->paper);
         if (isfinite(r->pfi)) snprintf(b, sizeof b, "%.10g", r->pfi);
         if (isfinite(r->paper) && isfinite(r->pfi)) snprintf(d, sizeof d, "%.10g", r->pfi - r->paper);
         fprintf(f, ",%s,%s,%s,", a, b, d);
-        csvq(f, r->kind);
+        pfi_csv_write_text(f, r->kind);
         fputc(',', f);
-        csvq(f, r->source);
+        pfi_csv_write_text(f, r->source);
         fputc(',', f);
-        csvq(f, r->note);
+        pfi_csv_write_text(f, r->note);
         fputc('\n', f);
     }
     if (fclose(f) != 0 || rename(tmp, path) != 0) return pfi_errorf(err, PFI_EIO, "%s: write failed", path);
