@@ -2,27 +2,42 @@
 #
 #   make run     install missing Debian packages, build, run the main job
 #   make test    install missing Debian packages (incl. test-only ones), build
-#                plain + ASan/UBSan + libFuzzer builds, run every test
+#                plain + ASan/UBSan + libFuzzer builds and run every test;
+#                also compile gcc Release and MinSizeRel builds (tests
+#                included) so that every build type stays -Werror clean
 #   make bench   build and run the benchmarks (prints their figures)
 #   make install PREFIX=/usr/local   binary, library, headers, pkg-config, man pages
 #
-# Builds live in build/ (plain), build-asan/ (sanitizers) and build-fuzz/
-# (clang + libFuzzer). JOBS defaults to the number of CPUs.
+# Builds live in build/ (plain), build-asan/ (sanitizers), build-fuzz/
+# (clang + libFuzzer), build-release/ and build-minsizerel/ (compile only).
+# JOBS defaults to the number of CPUs.
+#
+# Tests and benchmarks are configured only when asked for: `make run` needs
+# only the run packages. make test / make bench turn PFI_TESTS on in build/,
+# and it stays on there (CMake's cache), so a make run after make test (or
+# the reverse) reuses the same build: nothing is reconfigured or rebuilt.
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 15
 
-.PHONY: run test bench install clean build build-asan build-fuzz bootstrap-run bootstrap-test \
-        test-plain test-asan test-fuzz
+.PHONY: run test bench install clean build build-tests build-asan build-fuzz build-release \
+        build-minsizerel bootstrap-run bootstrap-test test-plain test-asan test-fuzz test-repeat
 
 # the main job: the whole study on the bundled data, report in report/
 run: bootstrap-run build
 	./build/pfi reproduce --out report
 
-test: bootstrap-test build build-asan build-fuzz
+test: bootstrap-test build-tests build-asan build-fuzz build-release build-minsizerel
 	@scripts/run-tests.sh build "plain build" ''
+	@scripts/run-tests.sh build-asan "ASan+UBSan build" 'plain'
+	@scripts/run-tests.sh build-fuzz "libFuzzer targets" ''
+
+# the three builds' suites without the fresh-root test, for repeated runs
+# (e.g. under stress-ng; docs/testing.md)
+test-repeat: build-tests build-asan build-fuzz
+	@scripts/run-tests.sh build "plain build" 'fresh_root'
 	@scripts/run-tests.sh build-asan "ASan+UBSan build" 'plain'
 	@scripts/run-tests.sh build-fuzz "libFuzzer targets" ''
 
@@ -32,20 +47,36 @@ bootstrap-run:
 bootstrap-test:
 	@scripts/bootstrap.sh test
 
+# PFI_TESTS is not passed here: a build/ that make test configured keeps it on
 build:
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build -j $(JOBS) -- --no-print-directory
 
+build-tests:
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPFI_TESTS=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j $(JOBS) -- --no-print-directory
+
 build-asan:
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPFI_SANITIZE=ON -DPFI_TESTS=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS) -- --no-print-directory
 
+# gcc Release and MinSizeRel warn differently (-Wmaybe-uninitialized,
+# -Wformat-truncation): compiled, tests included, so they stay -Werror clean
+build-release:
+	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DPFI_TESTS=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-release -j $(JOBS) -- --no-print-directory
+
+build-minsizerel:
+	@cmake -S . -B build-minsizerel -DCMAKE_BUILD_TYPE=MinSizeRel -DPFI_TESTS=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-minsizerel -j $(JOBS) -- --no-print-directory
+
 build-fuzz:
+	@command -v clang >/dev/null || { echo "make: the fuzz build needs clang: install the Debian packages clang and libclang-rt-14-dev (scripts/bootstrap.sh test)" >&2; exit 1; }
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPFI_FUZZ=ON -DPFI_TESTS=OFF \
 	  -DPFI_FUZZ_SECONDS=$(FUZZ_SECONDS) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) -- --no-print-directory
 
-test-plain: build
+test-plain: build-tests
 	@scripts/run-tests.sh build "plain build" ''
 
 test-asan: build-asan
@@ -54,11 +85,11 @@ test-asan: build-asan
 test-fuzz: build-fuzz
 	@scripts/run-tests.sh build-fuzz "libFuzzer targets" ''
 
-bench: bootstrap-test build
+bench: bootstrap-test build-tests
 	@scripts/run-bench.sh build
 
 install: build
 	@cmake --install build --prefix $(PREFIX)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-release build-minsizerel

@@ -4,7 +4,7 @@
 #   scripts/bootstrap.sh run    what building pfi and running its main job needs
 #   scripts/bootstrap.sh test   the above, plus what the test suite needs
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
-#                               Slurm + munge, Chromium)
+#                               Slurm + munge, Chromium, mmdebstrap)
 #
 # Idempotent: it asks dpkg which packages are missing and installs only those,
 # so a second run on a ready machine does nothing and needs no network.
@@ -15,7 +15,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev
   libplplot-dev plplot-driver-cairo"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev
-  slurm-wlm libslurm-dev munge chromium curl tar"
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;

@@ -64,7 +64,7 @@ static int build_X(fitctx *c, char **feat, size_t p, const size_t *rows, size_t 
 static int evaluate(fitctx *c, char **feat, size_t p, pfi_eval *ins, pfi_eval *loo, pfi_eval *loco, pfi_pfi_model *model)
 {
     size_t n = c->ntrain;
-    double *X = malloc(n * p * sizeof *X), *y = malloc(n * sizeof *y), *yh = malloc(n * sizeof *yh);
+    double *X = calloc(n * p, sizeof *X), *y = calloc(n, sizeof *y), *yh = calloc(n, sizeof *yh);
     int rc = -1;
     if (!X || !y || !yh) goto out;
     if (build_X(c, feat, p, c->train, n, X)) goto out;

@@ -238,7 +238,7 @@ int cmd_stats(int argc, char **argv)
         for (int a = 0; a < k; a++)
             for (int b = a + 1; b < k; b++, m++) {
                 char pair[200];
-                snprintf(pair, sizeof pair, "%s vs %s", labels[a], labels[b]);
+                snprintf(pair, sizeof pair, "%.95s vs %.95s", labels[a], labels[b]);
                 row(R, "group", pair, "dunn_z", "", z[m], NAN, pr[m], ph[m]);
             }
         free(z), free(pr), free(ph);

@@ -82,7 +82,7 @@ int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
         else if (!strcmp(k, "lease_s")) rc = num(v, k, 1, 86400, &c->lease_s, e2, sizeof e2);
         else if (!strcmp(k, "default_tier")) {
             rc = num(v, k, -1, 3, &d, e2, sizeof e2);
-            c->default_tier = (int)d;
+            if (rc == 0) c->default_tier = (int)d;
         } else if (!strcmp(k, "dry_run")) {
             if (!json_is_boolean(v)) snprintf(e2, sizeof e2, "dry_run: expected true or false"), rc = -1;
             else c->dry_run = json_is_true(v);
