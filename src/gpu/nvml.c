@@ -171,32 +171,58 @@ static pfi_status n_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
     return PFI_OK;
 }
 
+/* NVML's process list: on INSUFFICIENT_SIZE it writes nothing and reports
+ * the count it needs, so ask again with that many (plus room for processes
+ * that start between the calls), a bounded number of times. */
 static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err)
 {
     nv *s = st;
-    nvmlProcessInfo_t buf[64];
-    nvmlProcessInfo_v1_t b1[64];
-    unsigned cnt = 64;
-    nvmlReturn_t r;
-    int v1 = 0;
-    if (s->procs) r = s->procs(s->dev[i], &cnt, buf);
-    else if (s->procs_v1) r = s->procs_v1(s->dev[i], &cnt, b1), v1 = 1;
-    else {
+    if (!s->procs && !s->procs_v1) {
         note(s, i, "running_processes");
         return PFI_OK;
+    }
+    int v1 = !s->procs;
+    size_t esz = v1 ? sizeof(nvmlProcessInfo_v1_t) : sizeof(nvmlProcessInfo_t);
+    unsigned cap = 64, cnt = 0;
+    void *buf = NULL;
+    nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {
+        void *nb = realloc(buf, (size_t)cap * esz);
+        if (!nb) {
+            free(buf);
+            return pfi_errorf(err, PFI_ENOMEM, "GPU %zu: out of memory for %u processes", i, cap);
+        }
+        buf = nb;
+        cnt = cap;
+        r = v1 ? s->procs_v1(s->dev[i], &cnt, buf) : s->procs(s->dev[i], &cnt, buf);
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+            if (cnt <= cap || cnt > 65536) cnt = cap * 2; /* no usable count: grow */
+            cap = cnt + 16;
+        }
     }
     if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION) {
+        free(buf);
         note(s, i, "running_processes");
         return PFI_OK;
     }
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE) cnt = 64;
-    else if (r) return map_err(s, r, err, "nvmlDeviceGetComputeRunningProcesses", i);
-    for (unsigned k = 0; k < cnt && *n < max; k++) {
+    if (r) {
+        free(buf);
+        return map_err(s, r, err, "nvmlDeviceGetComputeRunningProcesses", i);
+    }
+    for (unsigned k = 0; k < cnt && k < cap && *n < max; k++) {
         memset(&p[*n], 0, sizeof p[0]);
-        p[*n].pid = v1 ? b1[k].pid : buf[k].pid;
-        p[*n].used_mib = (double)(v1 ? b1[k].usedGpuMemory : buf[k].usedGpuMemory) / 1048576.0;
+        if (v1) {
+            const nvmlProcessInfo_v1_t *b = (const nvmlProcessInfo_v1_t *)buf + k;
+            p[*n].pid = b->pid;
+            p[*n].used_mib = (double)b->usedGpuMemory / 1048576.0;
+        } else {
+            const nvmlProcessInfo_t *b = (const nvmlProcessInfo_t *)buf + k;
+            p[*n].pid = b->pid;
+            p[*n].used_mib = (double)b->usedGpuMemory / 1048576.0;
+        }
         (*n)++;
     }
+    free(buf);
     return PFI_OK;
 }
 

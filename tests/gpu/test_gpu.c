@@ -201,6 +201,23 @@ static void nvml_double(void **s)
     assert_int_equal(pfi_gpu_processes(g, 0, p, 4, &np, NULL), PFI_OK);
     assert_int_equal(np, 0);
     pfi_gpu_close(g);
+    /* more processes than the first buffer (64): NVML writes nothing and
+     * answers INSUFFICIENT_SIZE with the count it needs; every PID read
+     * must be one of the GPU's, none left over from an unwritten buffer */
+    {
+        char procs[4096];
+        size_t off = 0;
+        for (unsigned k = 0; k < 100; k++)
+            off += (size_t)snprintf(procs + off, sizeof procs - off, "%s2:%u", k ? "," : "", 10000 + k);
+        setenv("FAKE_NVML_PROCS", procs, 1);
+        assert_int_equal(pfi_gpu_open("nvml", NULL, &g, NULL), PFI_OK);
+        pfi_gpu_proc many[128];
+        assert_int_equal(pfi_gpu_processes(g, 2, many, 128, &np, NULL), PFI_OK);
+        assert_int_equal(np, 100);
+        for (size_t k = 0; k < np; k++) assert_int_equal(many[k].pid, 10000 + k);
+        pfi_gpu_close(g);
+        setenv("FAKE_NVML_PROCS", "1:4242,1:4243", 1);
+    }
     /* NO_PERMISSION on set: PFI_EPERM with NVML's message; reading still works */
     setenv("FAKE_NVML_NO_PERMISSION", "1", 1);
     assert_int_equal(pfi_gpu_open("nvml", NULL, &g, NULL), PFI_OK);

@@ -232,25 +232,36 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigne
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");
-    const char *s = getenv("FAKE_NVML_PROCS");
-    unsigned n = 0;
-    while (s && *s) {
-        unsigned gi, pid;
-        int used = 0;
-        if (sscanf(s, "%u:%u%n", &gi, &pid, &used) != 2) break;
-        if (gi == d->idx) {
-            if (n >= *count) {
-                *count = n + 1;
+    /* As NVML does: count first; when the caller's array is too small, write
+     * nothing, report the number needed and return INSUFFICIENT_SIZE. */
+    const char *env = getenv("FAKE_NVML_PROCS");
+    unsigned need = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        unsigned n = 0;
+        const char *s = env;
+        while (s && *s) {
+            unsigned gi, pid;
+            int used = 0;
+            if (sscanf(s, "%u:%u%n", &gi, &pid, &used) != 2) break;
+            if (gi == d->idx) {
+                if (pass == 1) {
+                    p[n].pid = pid;
+                    p[n].usedGpuMemory = 60000ull << 20;
+                    p[n].gpuInstanceId = p[n].computeInstanceId = 0xffffffffu;
+                }
+                n++;
+            }
+            s += used;
+            if (*s == ',') s++;
+        }
+        if (pass == 0) {
+            need = n;
+            if (need > *count || (need && !p)) {
+                *count = need;
                 return NVML_ERROR_INSUFFICIENT_SIZE;
             }
-            p[n].pid = pid;
-            p[n].usedGpuMemory = 60000ull << 20;
-            p[n].gpuInstanceId = p[n].computeInstanceId = 0xffffffffu;
-            n++;
         }
-        s += used;
-        if (*s == ',') s++;
     }
-    *count = n;
+    *count = need;
     return NVML_SUCCESS;
 }
