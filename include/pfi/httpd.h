@@ -1,7 +1,13 @@
-/* httpd.h — the small HTTP server both daemons use (libmicrohttpd, one
- * internal polling thread, 512 connections unless told, 10 s idle timeout, optional
- * TLS). The daemon gives a handler that sees whole requests; this layer
- * does the rest that must be right everywhere: bodies only on
+/* httpd.h — the small HTTP server both daemons use (libmicrohttpd with a
+ * pool of 4 threads, 512 connections and 16 per client address unless told,
+ * 10 s idle timeout, optional TLS). Against slow clients (slowloris) a
+ * watchdog shuts down every connection whose request has not fully arrived
+ * within request_timeout_s of its start (or of the previous answer on a
+ * kept-alive connection): libmicrohttpd 0.9.75 only has an idle timeout,
+ * which a byte every few seconds keeps resetting. The daemon gives a
+ * handler that sees whole requests (called from several threads: it must
+ * lock what it shares); this layer does the rest that must be right
+ * everywhere: bodies only on
  * PUT/POST/DELETE and at most max_body bytes (a larger Content-Length is
  * refused with 413 before reading), the bearer token checked in constant
  * time before a protected request's body is read (401), errors as
@@ -35,6 +41,9 @@ typedef struct pfi_httpd_opts {
     const char *tls_cert, *tls_key;
     size_t max_body;
     unsigned max_connections;   /* 0: 512 */
+    unsigned max_per_ip;        /* connections from one client address; 0: 16 */
+    double request_timeout_s;   /* a request must arrive within this; 0: 10 s */
+    unsigned threads;           /* 0: 4 */
     const char *token;          /* NULL: protected requests get 401 */
     /* 1 if this request needs the token */
     int (*is_protected)(void *ud, const char *method, const char *url);
@@ -48,6 +57,8 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port, 
 void pfi_httpd_stop(pfi_httpd *h);
 /* counters: 2xx, 4xx, 5xx */
 void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5);
+/* connections shut down because their request did not arrive in time */
+unsigned long long pfi_httpd_slow_closed(pfi_httpd *h);
 
 /* constant-time equality of a "Bearer TOKEN" header value with token */
 int pfi_bearer_ok(const char *header, const char *token);

@@ -26,6 +26,7 @@
 typedef struct agent_cfg {
     const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir, *jobs_file, *job_env;
     const char *mapping_dir, *tls_cert, *tls_key, *log_path, *dcgm_url, *data_dir;
+    const char *control_listen, *control_port_file; /* PUT /v1/caps on its own listener */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps;
@@ -70,8 +71,8 @@ typedef struct agent {
     /* counters */
     unsigned long long cap_changes, rejected, samples;
     double sampling_cpu_s, started_at;
-    int port;
-    struct pfi_httpd *httpd;
+    int port, control_port;
+    struct pfi_httpd *httpd, *control_httpd;
     int sim_started[16];              /* simulated jobs the agent started for a job file */
     FILE *log;
 } agent;

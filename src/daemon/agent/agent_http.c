@@ -1,6 +1,10 @@
 /* agent_http.c — pfi-agent's endpoints on the shared HTTP server (httpd.h):
  * GET /metrics, GET /v1/node, GET /healthz, PUT /v1/caps (bearer token).
- * Status codes and the error body: docs/agent.md. */
+ * With --control-listen the control API (PUT /v1/caps, and GET /healthz)
+ * is served on a second listener, with its own threads and connection
+ * budget, and the main listener refuses it: scrapes and slow clients on the
+ * main port cannot starve the controller's pushes. Status codes and the
+ * error body: docs/agent.md. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +15,31 @@ static int is_protected(void *ud, const char *method, const char *url)
 {
     (void)ud;
     return !strcmp(url, "/v1/caps") && !strcmp(method, "PUT");
+}
+
+static void handle_caps(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    if (strcmp(rq->method, "PUT")) return pfi_http_error(rs, 405, "method not allowed (PUT)");
+    pthread_mutex_lock(&a->mu);
+    rs->code = agent_put_caps(a, rq->body, rq->len, &rs->body);
+    pthread_mutex_unlock(&a->mu);
+    if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
+    rs->len = strlen(rs->body);
+}
+
+/* the control listener: the control API and a health check, nothing else */
+static void handle_control(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    agent *a = ud;
+    if (!strcmp(rq->url, "/v1/caps")) return handle_caps(a, rq, rs);
+    if (!strcmp(rq->url, "/healthz")) {
+        rs->body = strdup("{\"ok\":true}");
+        rs->len = rs->body ? strlen(rs->body) : 0;
+        rs->code = 200;
+        if (!rs->body) pfi_http_error(rs, 500, "out of memory");
+        return;
+    }
+    pfi_http_error(rs, 404, "no such endpoint on the control listener (PUT /v1/caps, GET /healthz)");
 }
 
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
@@ -36,13 +65,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         return;
     }
     if (!strcmp(rq->url, "/v1/caps")) {
-        if (strcmp(rq->method, "PUT")) return pfi_http_error(rs, 405, "method not allowed (PUT)");
-        pthread_mutex_lock(&a->mu);
-        rs->code = agent_put_caps(a, rq->body, rq->len, &rs->body);
-        pthread_mutex_unlock(&a->mu);
-        if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
-        rs->len = strlen(rs->body);
-        return;
+        if (a->cfg.control_listen)
+            return pfi_http_error(rs, 404, "the control API is served on the control listener (--control-listen)");
+        return handle_caps(a, rq, rs);
     }
     pfi_http_error(rs, 404, "no such endpoint (GET /metrics, GET /v1/node, PUT /v1/caps, GET /healthz)");
 }
@@ -60,11 +85,24 @@ int agent_http_start(agent *a)
     }
     a->httpd = h;
     agent_log(a, "listening on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http", o.listen, a->port);
+    if (a->cfg.control_listen) {
+        o.listen = a->cfg.control_listen;
+        o.handle = handle_control;
+        o.threads = 2;
+        o.max_connections = 64;
+        if (pfi_httpd_start(&o, &a->control_httpd, &a->control_port, &e)) {
+            agent_log(a, "error: --control-listen: %s", e.msg);
+            return -1;
+        }
+        agent_log(a, "control API on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http", o.listen, a->control_port);
+    }
     return 0;
 }
 
 void agent_http_stop(agent *a)
 {
+    pfi_httpd_stop(a->control_httpd);
+    a->control_httpd = NULL;
     pfi_httpd_stop(a->httpd);
     a->httpd = NULL;
 }

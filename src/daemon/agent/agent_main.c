@@ -41,6 +41,9 @@ static const char usage[] =
     "  --backend SPEC        nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)\n"
     "  --listen ADDR:PORT    (default 127.0.0.1:9477; port 0 picks a free one)\n"
     "  --port-file FILE      write the bound port here once listening\n"
+    "  --control-listen ADDR:PORT  serve PUT /v1/caps only here (its own threads and\n"
+    "                        connection budget, so scrapes cannot starve it)\n"
+    "  --control-port-file FILE    the control listener's bound port\n"
     "  --token-file FILE     bearer token for PUT /v1/caps (mode 0600); without it caps are read-only\n"
     "  --state-file FILE     lease and baselines (default /var/lib/pfi/agent-state.json)\n"
     "  --interval S          sampling interval, clock seconds (default 1)\n"
@@ -114,7 +117,7 @@ static void sample_round(agent *a, int refresh)
 int main(int argc, char **argv)
 {
     enum { O_BACKEND = 1, O_LISTEN, O_PORTF, O_TOKEN, O_STATE, O_INTERVAL, O_MODEL, O_JOBSDIR, O_JOBSFILE, O_JOBENV, O_MAPDIR,
-           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION };
+           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF };
     static const struct option lo[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"listen", required_argument, NULL, O_LISTEN},
         {"port-file", required_argument, NULL, O_PORTF},   {"token-file", required_argument, NULL, O_TOKEN},
@@ -127,6 +130,7 @@ int main(int argc, char **argv)
         {"keep-caps-on-exit", no_argument, NULL, O_KEEP},  {"log", required_argument, NULL, O_LOG},
         {"time-scale", required_argument, NULL, O_SCALE},  {"epoch", required_argument, NULL, O_EPOCH},
         {"data", required_argument, NULL, O_DATA},         {"version", no_argument, NULL, O_VERSION},
+        {"control-listen", required_argument, NULL, O_CLISTEN}, {"control-port-file", required_argument, NULL, O_CPORTF},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
     static agent A;
     agent *a = &A;
@@ -147,6 +151,8 @@ int main(int argc, char **argv)
         case O_BACKEND: c->backend = optarg; break;
         case O_LISTEN: c->listen = optarg; break;
         case O_PORTF: c->port_file = optarg; break;
+        case O_CLISTEN: c->control_listen = optarg; break;
+        case O_CPORTF: c->control_port_file = optarg; break;
         case O_TOKEN: c->token_file = optarg; break;
         case O_STATE: c->state_file = optarg; break;
         case O_INTERVAL: if (num_opt("--interval", optarg, 0.01, 3600, &c->interval_s)) return 2; break;
@@ -247,6 +253,11 @@ int main(int argc, char **argv)
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->port);
         if (pfi_write_file_atomic(c->port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+    }
+    if (c->control_port_file && c->control_listen) {
+        char b[32];
+        int k = snprintf(b, sizeof b, "%d\n", a->control_port);
+        if (pfi_write_file_atomic(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
     double next = pfi_clock_now() + c->interval_s, last_refresh = pfi_clock_now();
     while (!g_stop) {

@@ -108,6 +108,10 @@ char *agent_render_metrics(agent *a, size_t *len)
     if (a->httpd) pfi_httpd_counts(a->httpd, &c2, &c4, &c5);
     pfi_textbuf_printf(&b, "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} %llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
         c2, c4, c5);
+    head(&b, "pfi_agent_slow_connections_closed_total", "counter",
+         "Connections shut down because their request did not arrive within the request timeout (slow clients).");
+    pfi_textbuf_printf(&b, "pfi_agent_slow_connections_closed_total %llu\n",
+                       (a->httpd ? pfi_httpd_slow_closed(a->httpd) : 0) + (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
     head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
     pfi_textbuf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");

@@ -1,4 +1,5 @@
-/* httpd.c — the daemons' HTTP server (httpd.h). */
+/* httpd.c — the daemons' HTTP server (httpd.h): libmicrohttpd with a thread
+ * pool, a per-address connection limit, and a request-deadline watchdog. */
 #include "pfi/httpd.h"
 
 #include <arpa/inet.h>
@@ -12,6 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+/* One open connection, as the watchdog sees it. Linked in on
+ * MHD_CONNECTION_NOTIFY_STARTED, unlinked on ..._CLOSED, which libmicrohttpd
+ * calls before it closes the socket: while the watchdog holds cmu, every fd
+ * in the list is still open (never a reused number). */
+typedef struct conn {
+    struct conn *prev, *next;
+    int fd;
+    double deadline_s; /* CLOCK_MONOTONIC: the next request must have arrived by then */
+    int shut;
+} conn;
 
 struct pfi_httpd {
     pfi_httpd_opts o;
@@ -19,7 +32,23 @@ struct pfi_httpd {
     char *cert, *key; /* MHD keeps pointers to them while it runs */
     pthread_mutex_t mu;
     unsigned long long c2, c4, c5;
+    pthread_mutex_t cmu; /* conns, slow_closed, stop */
+    pthread_cond_t cv;
+    conn *conns;
+    unsigned long long slow_closed;
+    int stop;
+    double log_last_s;
+    unsigned long long log_quiet;
+    pthread_t watchdog;
+    int have_watchdog;
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 typedef struct upload {
     char *p;
@@ -79,6 +108,13 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
     if (rs->code == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)rs->code, r);
     MHD_destroy_response(r);
+    /* answered: a kept-alive connection's next request gets a fresh deadline */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context) {
+        pthread_mutex_lock(&h->cmu);
+        ((conn *)ci->socket_context)->deadline_s = mono_s() + h->o.request_timeout_s;
+        pthread_mutex_unlock(&h->cmu);
+    }
     pthread_mutex_lock(&h->mu);
     if (rs->code < 300) h->c2++;
     else if (rs->code < 500) h->c4++;
@@ -151,6 +187,79 @@ static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_Reque
     *ctx = NULL;
 }
 
+static void notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code)
+{
+    pfi_httpd *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn *k = ci ? calloc(1, sizeof *k) : NULL;
+        *socket_ctx = k;
+        if (!k) return;
+        k->fd = ci->connect_fd;
+        pthread_mutex_lock(&h->cmu);
+        k->deadline_s = mono_s() + h->o.request_timeout_s;
+        k->next = h->conns;
+        if (h->conns) h->conns->prev = k;
+        h->conns = k;
+        pthread_mutex_unlock(&h->cmu);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn *k = *socket_ctx;
+        if (!k) return;
+        pthread_mutex_lock(&h->cmu);
+        if (k->prev) k->prev->next = k->next;
+        else h->conns = k->next;
+        if (k->next) k->next->prev = k->prev;
+        pthread_mutex_unlock(&h->cmu);
+        free(k);
+        *socket_ctx = NULL;
+    }
+}
+
+/* Shut down connections past their request deadline; libmicrohttpd then
+ * sees the socket end and closes it. Does no other I/O. */
+static void *watchdog(void *arg)
+{
+    pfi_httpd *h = arg;
+    pthread_mutex_lock(&h->cmu);
+    while (!h->stop) {
+        double now = mono_s();
+        for (conn *k = h->conns; k; k = k->next)
+            if (!k->shut && now > k->deadline_s) {
+                shutdown(k->fd, SHUT_RDWR);
+                k->shut = 1;
+                h->slow_closed++;
+            }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&h->cv, &h->cmu, &ts);
+    }
+    pthread_mutex_unlock(&h->cmu);
+    return NULL;
+}
+
+/* libmicrohttpd's own messages, at most one line a second: a flood of
+ * "connection limit" refusals under attack must not flood the log */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    pfi_httpd *h = cls;
+    double now = mono_s();
+    pthread_mutex_lock(&h->cmu);
+    int show = now - h->log_last_s >= 1.0;
+    unsigned long long quiet = h->log_quiet;
+    if (show) h->log_last_s = now, h->log_quiet = 0;
+    else h->log_quiet++;
+    pthread_mutex_unlock(&h->cmu);
+    if (!show) return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t k = strlen(msg);
+    while (k && (msg[k - 1] == '\n' || msg[k - 1] == '\r')) msg[--k] = '\0';
+    if (quiet) fprintf(stderr, "httpd: %s (%llu similar messages suppressed)\n", msg, quiet);
+    else fprintf(stderr, "httpd: %s\n", msg);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -180,8 +289,18 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     pfi_httpd *h = calloc(1, sizeof *h);
     if (!h) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     h->o = *o;
+    h->log_last_s = -1e9;
+    if (!(h->o.request_timeout_s > 0)) h->o.request_timeout_s = 10;
+    unsigned threads = o->threads ? o->threads : 4, per_ip = o->max_per_ip ? o->max_per_ip : 16;
+    unsigned max_conn = o->max_connections ? o->max_connections : 512u;
     pthread_mutex_init(&h->mu, NULL);
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    pthread_mutex_init(&h->cmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (o->tls_cert || o->tls_key) {
         if (!o->tls_cert || !o->tls_key || !(h->cert = slurp(o->tls_cert)) || !(h->key = slurp(o->tls_key))) {
             free(h->cert);
@@ -191,14 +310,27 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         }
         flags |= MHD_USE_TLS;
     }
-    if (h->cert)
-        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 512u,
-                                MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key, MHD_OPTION_END);
-    else
-        h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED,
-                                done, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 512u,
-                                MHD_OPTION_END);
+    if (threads < 1 || threads > 64 || max_conn < threads) {
+        free(h->cert);
+        free(h->key);
+        free(h);
+        return pfi_errorf(err, PFI_EINVAL, "HTTP server: %u threads for %u connections", threads, max_conn);
+    }
+    /* MHD_OPTION_ARRAY: the TLS options only when TLS is on */
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &sa},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)done, h},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, h},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_conn, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip, NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
+        {h->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert},
+        {h->cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->d) {
         pfi_status st = pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
         free(h->cert);
@@ -206,6 +338,7 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         free(h);
         return st;
     }
+    if (pthread_create(&h->watchdog, NULL, watchdog, h) == 0) h->have_watchdog = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     *port_out = info ? info->port : (int)port;
     *out = h;
@@ -215,11 +348,28 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
 void pfi_httpd_stop(pfi_httpd *h)
 {
     if (!h) return;
+    if (h->have_watchdog) {
+        pthread_mutex_lock(&h->cmu);
+        h->stop = 1;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->cmu);
+        pthread_join(h->watchdog, NULL);
+    }
     MHD_stop_daemon(h->d);
     free(h->cert);
     free(h->key);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->cmu);
+    pthread_cond_destroy(&h->cv);
     free(h);
+}
+
+unsigned long long pfi_httpd_slow_closed(pfi_httpd *h)
+{
+    pthread_mutex_lock(&h->cmu);
+    unsigned long long n = h->slow_closed;
+    pthread_mutex_unlock(&h->cmu);
+    return n;
 }
 
 void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5)
