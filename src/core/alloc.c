@@ -205,7 +205,7 @@ pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pf
         if (v > 0 && isfinite(v)) label = "weight", v = w;
         char idx[32];
         snprintf(idx, sizeof idx, "#%zu", i + 1);
-        int k = snprintf(list + len, sizeof list - len, "%s%s (%s %.4g)", bad > 1 ? ", " : "", j->name ? j->name : idx,
+        int k = snprintf(list + len, sizeof list - len, "%s%s: %s %.4g", bad > 1 ? "; " : "", j->name ? j->name : idx,
                          label, v);
         if (k > 0) len += (size_t)k < sizeof list - len ? (size_t)k : sizeof list - len - 1;
     }

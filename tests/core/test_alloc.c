@@ -372,7 +372,7 @@ static void weights_never_zeroed(void **s)
     pfi_error e;
     assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "pfi-aware: 1 of 2 jobs have no finite, positive PFI"));
-    assert_non_null(strstr(e.msg, "#2 (PFI -2.88)"));
+    assert_non_null(strstr(e.msg, "#2: PFI -2.88"));
     double bs[1] = {5000}, tot[1];
     assert_int_equal(pfi_prop_sweep(jobs, 2, bs, 1, &o, tot, NULL, NULL, &e), PFI_EINVAL);
     assert_int_equal(pfi_alloc_closed_loop(jobs, 2, 5000, &o, 2, 0.002, 1, out, &r, NULL, &e), PFI_EINVAL);
@@ -380,11 +380,11 @@ static void weights_never_zeroed(void **s)
     jobs[0].pfi_pred = NAN;
     assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "2 of 2 jobs"));
-    assert_non_null(strstr(e.msg, "zeus-a (PFI nan), #2 (PFI -2.88)"));
+    assert_non_null(strstr(e.msg, "zeus-a: PFI nan; #2: PFI -2.88"));
     pfi_alloc_job many[5];
     for (int i = 0; i < 5; i++) many[i] = job_of(&a, 8), many[i].pfi_pred = 0;
     assert_int_equal(pfi_allocate(many, 5, 5000, &o, out, &r, &e), PFI_EINVAL);
-    assert_non_null(strstr(e.msg, "#3 (PFI 0) and 2 more"));
+    assert_non_null(strstr(e.msg, "#3: PFI 0 and 2 more"));
     /* dcgm without dram_copy_product (0 is what a table without it gave) */
     jobs[0].pfi_pred = jobs[1].pfi_pred = 1.5;
     o.strategy = PFI_STRAT_DCGM;
