@@ -32,13 +32,14 @@ const char cmd_allocate_usage[] =
     "                       PFI or robust PFI (the heuristic with perfect PFI\n"
     "                       knowledge); a group whose PFI is not finite and positive\n"
     "                       is an error naming it\n"
-    "  --model FILE         the PFI model (pfi fit --model); default: an in-sample\n"
-    "                       fit of dram_copy_product on these groups (as the paper)\n"
+    "  --model FILE         the PFI model (pfi fit --model) for --pfi predicted;\n"
+    "                       default: an in-sample fit of dram_copy_product on these\n"
+    "                       groups (as the paper)\n"
     "  --curve-model FILE   the curve model for curve-aware / closed-loop\n"
-    "  --features LIST      features of the in-sample fits (default dram_copy_product);\n"
-    "                       only strategies that predict need them (pfi-aware with\n"
-    "                       --pfi predicted, curve-aware, closed-loop); dcgm needs\n"
-    "                       the column dram_copy_product\n"
+    "  --features LIST      features of the in-sample fits (default\n"
+    "                       dram_copy_product); only strategies that predict need\n"
+    "                       them (pfi-aware with --pfi predicted, curve-aware,\n"
+    "                       closed-loop); dcgm needs the column dram_copy_product\n"
     "  --target pfi|robust  target of the in-sample fit (default pfi)\n"
     "  --sla FILE           CSV with columns group, tier (0..3) [, gpu_model]\n"
     "  --objective tokens|normalized   maximize total tokens/s (default) or sum T/T_max\n"
@@ -176,6 +177,10 @@ int cmd_allocate(int argc, char **argv)
         }
     }
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    if (po.model && po.pfi != CLI_PFI_PREDICTED) {
+        rc = cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(po.pfi));
+        goto done;
+    }
     if (isnan(cut) == isnan(target_w)) { rc = cli_usage_error(cmd, "give exactly one of --cut and --target-w"); goto done; }
     po.strategies = 1u << ao.strategy;
     cli_gset S;

@@ -31,10 +31,11 @@ const char cmd_simulate_usage[] =
     "                          the table lacks a column for; a strategy named here\n"
     "                          (or all) without its column is an error\n"
     "  --pfi predicted|measured|measured-robust\n"
-    "                          the PFI pfi-aware (and closed-loop's start) weights by:\n"
-    "                          predicted (default), or each group's measured Eq. 1 PFI\n"
-    "                          or robust PFI (perfect PFI knowledge); a group whose PFI\n"
-    "                          is not finite and positive is an error naming it\n"
+    "                          the PFI pfi-aware (and closed-loop's start) weights\n"
+    "                          by: predicted (default), or each group's measured\n"
+    "                          Eq. 1 PFI or robust PFI (perfect PFI knowledge); a\n"
+    "                          group whose PFI is not finite and positive is an\n"
+    "                          error naming it\n"
     "  --ft-share F            production mix (default 0.94)\n"
     "  --sla-mix A,B,C,D       share of jobs in Flex 0..3 (default: no SLAs)\n"
     "  --sla-margin M          curve-aware floors: predicted T/T_max >= 1 - loss + M (0.06)\n"
@@ -182,6 +183,10 @@ int cmd_simulate(int argc, char **argv)
         }
     }
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    if (po.model && po.pfi != CLI_PFI_PREDICTED) {
+        rc = cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(po.pfi));
+        goto done;
+    }
     pfi_rows *LR = NULL;
     cli_gset S;
     if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }

@@ -145,6 +145,8 @@ near "$h" "$c" "$(awk -v c="$c" 'BEGIN{print (c < 0 ? -c : c) * 1e-3}')"
 # --- usage
 expect_error 2 "--pfi: 'oracle' is not predicted, measured or measured-robust" "$PFI" allocate --cut 0.3 --pfi oracle "$R"
 expect_error 2 "--pfi: 'x' is not predicted" "$PFI" simulate --pfi x "$R"
+expect_error 2 "--model predicts the PFI: it cannot be combined with --pfi measured" "$PFI" allocate --cut 0.3 --pfi measured --model "$T/m.json" "$R"
+expect_error 2 "--model predicts the PFI: it cannot be combined with --pfi measured-robust" "$PFI" simulate --pfi measured-robust --model "$T/m.json" "$R"
 expect_error 2 "--strategies: unknown strategy 'best'" "$PFI" simulate --strategies best "$R"
 expect_error 2 "--sla-mix" "$PFI" simulate --sla-mix 1,2 "$R"
 expect_error 2 "give exactly one of --cut and --target-w" "$PFI" allocate "$R"
