@@ -28,8 +28,15 @@ void cli_pool_free(cli_pool *P)
 #define BIT(s) (1u << (s))
 #define DEFAULT_FEATURES "dram_copy_product"
 
-static int needs_pfi(const cli_pool_opts *o) { return (o->strategies & (BIT(PFI_STRAT_PFI_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0; }
-static int needs_curves(const cli_pool_opts *o) { return (o->strategies & (BIT(PFI_STRAT_CURVE_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0; }
+static int needs_pfi(const cli_pool_opts *o)
+{
+    return (o->strategies & (BIT(PFI_STRAT_PFI_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0;
+}
+
+static int needs_curves(const cli_pool_opts *o)
+{
+    return (o->strategies & (BIT(PFI_STRAT_CURVE_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0;
+}
 
 int cli_pfi_source_parse(const char *s, cli_pfi_source *out)
 {
@@ -217,9 +224,11 @@ int cli_pool_build(const char *cmd, cli_gset *S, const size_t *use, size_t n, co
         pfi_alloc_opts ao;
         pfi_alloc_opts_default(&ao);
         if (pfi_alloc_check_weights(P->jobs, n, &ao, &err)) {
-            cli_error(cmd, "--pfi %s%s: %s", cli_pfi_source_name(o->pfi),
-                      o->pfi == CLI_PFI_MEASURED ? " (Eq. 1)" : o->pfi == CLI_PFI_MEASURED_ROBUST ? " (robust PFI; NaN unless verdict ok or noisy)" : "",
-                      err.msg);
+            const char *src = o->pfi == CLI_PFI_MEASURED          ? "each group's Eq. 1 PFI"
+                              : o->pfi == CLI_PFI_MEASURED_ROBUST ? "each group's robust PFI, none unless verdict ok or noisy"
+                              : o->model                          ? o->model
+                                                                  : "in-sample fit";
+            cli_error(cmd, "--pfi %s (%s): %s", cli_pfi_source_name(o->pfi), src, err.msg);
             pfi_features_free(feat, p);
             return -1;
         }

@@ -106,11 +106,11 @@ expect_status 0 "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/nodcp.csv"  
 near "$(csv_field "$T/out" group a target_w)" 4000 1e-6
 # a group without a finite, positive PFI (no loss when capped; a gain) is named, never weighted 0
 printf 'c,H200,8,400,1000,3200,ft\nc,H200,8,700,1000,5600,ft\nd,H200,8,400,1100,3200,ft\nd,H200,8,700,1000,5600,ft\n' | cat "$T/nodcp.csv" - >"$T/badpfi.csv"
-expect_error 1 "--pfi measured (Eq. 1): pfi-aware: 2 of 4 jobs have no finite, positive PFI to weight their share by: 'c' (H200): PFI nan; 'd' (H200): PFI nan" \
+expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs have no finite, positive PFI to weight their share by: 'c' (H200): PFI nan; 'd' (H200): PFI nan" \
   "$PFI" allocate --cut 0.2 --pfi measured "$T/badpfi.csv"
 expect_error 1 "2 of 4 jobs have no finite, positive PFI" "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/badpfi.csv"
 # ... in simulate too, for the whole pool even when a draw would miss them
-expect_error 1 "--pfi measured (Eq. 1): pfi-aware: 2 of 4 jobs" "$PFI" simulate --workloads 1 --jobs 1 --pfi measured "$T/badpfi.csv"
+expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs" "$PFI" simulate --workloads 1 --jobs 1 --pfi measured "$T/badpfi.csv"
 expect_error 1 "'cifar100/shufflenetv2/16/adam' (V100): PFI nan" "$PFI" allocate --cut 0.2 --pfi measured --objective normalized "$SRC/data/zeus/summary_power_v100.csv"
 contains "$T/err" "11 of 68 jobs"
 contains "$T/err" "and 8 more"
