@@ -61,7 +61,7 @@ static void paper_simulation(const char *data)
         y[n] = q.pfi;
         const pfi_point *u = pfi_curve_uncapped(&cv[n]);
         pool[n] = (pfi_alloc_job){r.g[i].gpus, u->tokens_per_s, u->power_w, cv[n].pts[0].power_w, &cv[n], NULL, 0, dcp,
-                                  !strcmp(r.g[i].arch, "moe") && !strcmp(r.g[i].task, "ft"), -1, 200, 700};
+                                  !strcmp(r.g[i].arch, "moe") && !strcmp(r.g[i].task, "ft"), -1, 200, 700, NULL};
         ft[n] = !strcmp(r.g[i].task, "ft");
         n++;
     }
@@ -155,7 +155,7 @@ static pfi_alloc_job *concave_jobs(size_t n, pfi_curve **curves, double *sum)
         }
         pfi_curve_init(&(*curves)[i], pts, 6, NULL);
         const pfi_point *u = pfi_curve_uncapped(&(*curves)[i]);
-        jobs[i] = (pfi_alloc_job){8, u->tokens_per_s, u->power_w, (*curves)[i].pts[0].power_w, &(*curves)[i], NULL, 1.5, 0.1, 0, -1, 200, 700};
+        jobs[i] = (pfi_alloc_job){8, u->tokens_per_s, u->power_w, (*curves)[i].pts[0].power_w, &(*curves)[i], NULL, 1.5, 0.1, 0, -1, 200, 700, NULL};
         *sum += u->power_w;
     }
     return jobs;
@@ -256,7 +256,7 @@ static void exact_on_zeus(const char *data)
             const pfi_point *u = pfi_curve_uncapped(&g->curve);
             double pmin = u->power_w;
             for (size_t k = 0; k < g->curve.n; k++) pmin = fmin(pmin, g->curve.pts[k].power_w);
-            w[j] = (pfi_alloc_job){1, u->tokens_per_s, u->power_w, pmin, &g->curve, NULL, 1, 0, 0, -1, 100, 300};
+            w[j] = (pfi_alloc_job){1, u->tokens_per_s, u->power_w, pmin, &g->curve, NULL, 1, 0, 0, -1, 100, 300, NULL};
             sum += u->power_w;
         }
         double *P = malloc(jobs * sizeof *P), worst_gap = 0, t_all = 0, worst_rel = 0;

@@ -77,6 +77,7 @@ typedef struct pfi_alloc_job {
     int moe_ft;                 /* MoE fine-tuning (moe-ft-weighted) */
     int sla_tier;               /* 0..3, or -1 */
     double cap_min_w, cap_max_w;/* per-GPU device limits for the cap mapping */
+    const char *name;           /* for error messages; may be NULL (then the job's index) */
 } pfi_alloc_job;
 
 typedef struct pfi_alloc_opts {
@@ -106,6 +107,15 @@ typedef struct pfi_alloc_result {
     double certificate_gap;     /* oracle: envelope total - achieved (>= 0) */
     size_t sla_violations;
 } pfi_alloc_result;
+
+/* The Eq. 2 weight of every job is finite and positive for a proportional
+ * strategy (equal, moe-ft-weighted: P_max; pfi-aware and closed-loop's
+ * start: P_max / T_max x PFI; dcgm: dram_copy_product); other strategies
+ * have no weight. A weight is never zeroed: a job that sheds nothing while
+ * the others shed for it is a silent wrong answer. PFI_EINVAL names the
+ * first jobs (name, else #index) with the value and how many in all.
+ * pfi_allocate, the sweeps, the closed loop and pfi_simulate check it. */
+pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err);
 
 /* budget_w: total aggregate GPU power allowed (sum P_max x (1 - cut)). */
 pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,

@@ -18,17 +18,28 @@ const char cmd_allocate_usage[] =
     "power, per-GPU cap (integer W from its curve's inverse map, within the\n"
     "device limits; slack = target - power at that cap), the throughput the\n"
     "strategy expects and the throughput on the job's measured curve, then\n"
-    "totals (group TOTAL).\n"
+    "totals (group TOTAL). Throughput is printed with at least 4 significant\n"
+    "digits in the table format.\n"
     "\n"
     "options:\n"
     "  --cut R              cut fraction of the total uncapped power (e.g. 0.3)\n"
     "  --target-w W         or an absolute budget of aggregate GPU power (W)\n"
     "  --strategy S         oracle, equal, moe-ft-weighted, pfi-aware (default),\n"
     "                       dcgm, curve-aware, closed-loop\n"
-    "  --model FILE         the PFI model (pfi fit --model); default: an in-sample\n"
-    "                       fit of dram_copy_product on these groups (as the paper)\n"
+    "  --pfi predicted|measured|measured-robust\n"
+    "                       the PFI pfi-aware (and closed-loop's start) weights by:\n"
+    "                       predicted (default), or each group's own measured Eq. 1\n"
+    "                       PFI or robust PFI (the heuristic with perfect PFI\n"
+    "                       knowledge); a group whose PFI is not finite and positive\n"
+    "                       is an error naming it\n"
+    "  --model FILE         the PFI model (pfi fit --model) for --pfi predicted;\n"
+    "                       default: an in-sample fit of dram_copy_product on these\n"
+    "                       groups (as the paper)\n"
     "  --curve-model FILE   the curve model for curve-aware / closed-loop\n"
-    "  --features LIST      features of the in-sample fits (default dram_copy_product)\n"
+    "  --features LIST      features of the in-sample fits (default\n"
+    "                       dram_copy_product); only strategies that predict need\n"
+    "                       them (pfi-aware with --pfi predicted, curve-aware,\n"
+    "                       closed-loop); dcgm needs the column dram_copy_product\n"
     "  --target pfi|robust  target of the in-sample fit (default pfi)\n"
     "  --sla FILE           CSV with columns group, tier (0..3) [, gpu_model]\n"
     "  --objective tokens|normalized   maximize total tokens/s (default) or sum T/T_max\n"
@@ -99,7 +110,7 @@ out:
 int cmd_allocate(int argc, char **argv)
 {
     const char *cmd = "allocate";
-    enum { O_CUT = 1, O_TW, O_STRAT, O_MODEL, O_CMODEL, O_FEAT, O_TARGET, O_SLA, O_OBJ, O_ONLY, O_GPU };
+    enum { O_CUT = 1, O_TW, O_STRAT, O_MODEL, O_CMODEL, O_FEAT, O_TARGET, O_SLA, O_OBJ, O_ONLY, O_GPU, O_PFI };
     static const struct option lo[] = {{"cut", required_argument, NULL, O_CUT},
                                        {"target-w", required_argument, NULL, O_TW},
                                        {"strategy", required_argument, NULL, O_STRAT},
@@ -111,6 +122,7 @@ int cmd_allocate(int argc, char **argv)
                                        {"objective", required_argument, NULL, O_OBJ},
                                        {"only", required_argument, NULL, O_ONLY},
                                        {"gpu-model", required_argument, NULL, O_GPU},
+                                       {"pfi", required_argument, NULL, O_PFI},
                                        CLI_COMMON_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     cli_out out;
@@ -118,7 +130,7 @@ int cmd_allocate(int argc, char **argv)
     double cut = NAN, target_w = NAN;
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
-    cli_pool_opts po = {NULL, NULL, NULL, "pfi", 0};
+    cli_pool_opts po = {.target = "pfi", .pfi = CLI_PFI_PREDICTED};
     const char *sla = NULL, *gpu_model = NULL;
     char **only = calloc((size_t)argc + 1, sizeof *only);
     int nonly = 0, c, rc = CLI_OK;
@@ -155,12 +167,22 @@ int cmd_allocate(int argc, char **argv)
             break;
         case O_ONLY: only[nonly++] = optarg; break;
         case O_GPU: gpu_model = optarg; break;
+        case O_PFI:
+            if (cli_pfi_source_parse(optarg, &po.pfi)) {
+                rc = cli_usage_error(cmd, "--pfi: '%s' is not predicted, measured or measured-robust", optarg);
+                goto done;
+            }
+            break;
         default: rc = cli_bad_option(cmd, argv); goto done;
         }
     }
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    if (po.model && po.pfi != CLI_PFI_PREDICTED) {
+        rc = cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(po.pfi));
+        goto done;
+    }
     if (isnan(cut) == isnan(target_w)) { rc = cli_usage_error(cmd, "give exactly one of --cut and --target-w"); goto done; }
-    po.want_curves = ao.strategy == PFI_STRAT_CURVE_AWARE || ao.strategy == PFI_STRAT_CLOSED_LOOP;
+    po.strategies = 1u << ao.strategy;
     cli_gset S;
     if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }
     size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
@@ -188,7 +210,16 @@ int cmd_allocate(int argc, char **argv)
         pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
                             PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT};
         pfi_rows *Rw = pfi_rows_new(12, names, t);
-        for (int k = 4; k < 11; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
+        /* watts to 0.1 W; throughput to at least 4 significant digits of the
+           smallest T_max (normalized units such as Zeus's 1/s are ~0.1) */
+        for (int k = 4; k < 8; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
+        double tmin = INFINITY;
+        for (size_t i = 0; i < n; i++)
+            if (P.jobs[i].tokens_max > 0 && P.jobs[i].tokens_max < tmin) tmin = P.jobs[i].tokens_max;
+        int dec = isfinite(tmin) ? 3 - (int)floor(log10(tmin)) : 1;
+        char tf[16];
+        snprintf(tf, sizeof tf, "%%.%df", dec < 1 ? 1 : dec > 15 ? 15 : dec);
+        for (int k = 8; k < 11; k++) pfi_rows_table_fmt(Rw, (size_t)k, tf);
         double tmax = 0;
         for (size_t i = 0; i < n; i++) {
             const pfi_group *g = &S.gs.g[P.group[i]];

@@ -27,7 +27,15 @@ const char cmd_simulate_usage[] =
     "  --workloads W, --jobs J              (default 500, 100)\n"
     "  --cut-max R, --cut-step S            (default 0.40, 0.01)\n"
     "  --strategies LIST|all   default: oracle,equal,moe-ft-weighted,pfi-aware,dcgm,\n"
-    "                          curve-aware,closed-loop\n"
+    "                          curve-aware,closed-loop, less (with a warning) those\n"
+    "                          the table lacks a column for; a strategy named here\n"
+    "                          (or all) without its column is an error\n"
+    "  --pfi predicted|measured|measured-robust\n"
+    "                          the PFI pfi-aware (and closed-loop's start) weights\n"
+    "                          by: predicted (default), or each group's measured\n"
+    "                          Eq. 1 PFI or robust PFI (perfect PFI knowledge); a\n"
+    "                          group whose PFI is not finite and positive is an\n"
+    "                          error naming it\n"
     "  --ft-share F            production mix (default 0.94)\n"
     "  --sla-mix A,B,C,D       share of jobs in Flex 0..3 (default: no SLAs)\n"
     "  --sla-margin M          curve-aware floors: predicted T/T_max >= 1 - loss + M (0.06)\n"
@@ -44,7 +52,7 @@ int cmd_simulate(int argc, char **argv)
 {
     const char *cmd = "simulate";
     enum { O_SCEN = 1, O_WL, O_JOBS, O_CMAX, O_CSTEP, O_STRATS, O_FT, O_SLA, O_MODEL, O_CMODEL, O_FEAT,
-           O_TARGET, O_OBJ, O_POOL, O_ROUNDS, O_SEED, O_GPU, O_LOOPCSV, O_SLAM };
+           O_TARGET, O_OBJ, O_POOL, O_ROUNDS, O_SEED, O_GPU, O_LOOPCSV, O_SLAM, O_PFI };
     static const struct option lo[] = {{"scenario", required_argument, NULL, O_SCEN},
                                        {"workloads", required_argument, NULL, O_WL},
                                        {"jobs", required_argument, NULL, O_JOBS},
@@ -64,6 +72,7 @@ int cmd_simulate(int argc, char **argv)
                                        {"gpu-model", required_argument, NULL, O_GPU},
                                        {"loop-csv", required_argument, NULL, O_LOOPCSV},
                                        {"sla-margin", required_argument, NULL, O_SLAM},
+                                       {"pfi", required_argument, NULL, O_PFI},
                                        CLI_COMMON_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     cli_out out;
@@ -71,8 +80,8 @@ int cmd_simulate(int argc, char **argv)
     pfi_sim_opts so;
     pfi_sim_opts_default(&so);
     so.strategies = (1u << PFI_STRAT_COUNT) - 1;
-    cli_pool_opts po = {NULL, NULL, NULL, "pfi", 0};
-    int scen_mask = 3, c, rc = CLI_OK;
+    cli_pool_opts po = {.target = "pfi", .pfi = CLI_PFI_PREDICTED};
+    int scen_mask = 3, c, rc = CLI_OK, strats_given = 0;
     const char *gpu_model = NULL, *loop_csv = NULL;
     char **pool_w = calloc((size_t)argc + 1, sizeof *pool_w);
     int npw = 0;
@@ -105,6 +114,7 @@ int cmd_simulate(int argc, char **argv)
             if (cli_parse_num(cmd, "--cut-step", optarg, 0.001, 0.5, &so.cut_step)) { rc = CLI_USAGE; goto done; }
             break;
         case O_STRATS: {
+            strats_given = 1;
             if (!strcmp(optarg, "all")) { so.strategies = (1u << PFI_STRAT_COUNT) - 1; break; }
             so.strategies = 0;
             char *s = strdup(optarg), *save = NULL;
@@ -163,14 +173,36 @@ int cmd_simulate(int argc, char **argv)
             if (cli_parse_num(cmd, "--sla-margin", optarg, 0, 1, &v)) { rc = CLI_USAGE; goto done; }
             so.sla_curve_margin = v;
             break;
+        case O_PFI:
+            if (cli_pfi_source_parse(optarg, &po.pfi)) {
+                rc = cli_usage_error(cmd, "--pfi: '%s' is not predicted, measured or measured-robust", optarg);
+                goto done;
+            }
+            break;
         default: rc = cli_bad_option(cmd, argv); goto done;
         }
     }
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    if (po.model && po.pfi != CLI_PFI_PREDICTED) {
+        rc = cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(po.pfi));
+        goto done;
+    }
     pfi_rows *LR = NULL;
-    po.want_curves = (so.strategies & ((1u << PFI_STRAT_CURVE_AWARE) | (1u << PFI_STRAT_CLOSED_LOOP))) != 0;
     cli_gset S;
     if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }
+    pfi_log lg = cli_log(cmd);
+    /* the default set runs what the table allows; named strategies must run */
+    for (int s = 0; s < PFI_STRAT_COUNT && !strats_given; s++) {
+        char col[128];
+        int lack = so.strategies & (1u << s) ? cli_pool_lacks(&S, &po, (pfi_strategy)s, col, sizeof col) : 0;
+        if (!lack) continue;
+        so.strategies &= ~(1u << s);
+        pfi_warnf(&lg, "skipping %s: the table has no column '%s'%s", pfi_strategy_name((pfi_strategy)s), col,
+                  lack == CLI_LACK_PFI_FIT     ? " for the in-sample PFI fit (see --features, --model, --pfi measured)"
+                  : lack == CLI_LACK_CURVE_FIT ? " for the in-sample curve fit (see --features, --curve-model)"
+                                               : "");
+    }
+    po.strategies = so.strategies;
     size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
     for (size_t i = 0; i < S.gs.n; i++) {
         int m = cli_group_match_all(cmd, &S, &S.gs.g[i], pool_w, npw);
@@ -180,7 +212,6 @@ int cmd_simulate(int argc, char **argv)
     if (n == 0) { cli_error(cmd, "no job with at least two caps in the pool"); rc = CLI_FAIL; goto free_all; }
     cli_pool P;
     if (cli_pool_build(cmd, &S, use, n, &po, &P)) { cli_pool_free(&P); rc = CLI_FAIL; goto free_all; }
-    pfi_log lg = cli_log(cmd);
     if ((scen_mask & 2) && !P.have_task) pfi_warnf(&lg, "no task column: the production mix draws like random");
     const char *names[] = {"scenario", "strategy", "cut", "total_tokens_per_s", "deficit_vs_oracle", "gap_closed",
                            "recovered_per_job", "sla_violations", "infeasible_workloads", "certificate_gap"};
@@ -231,8 +262,10 @@ int cmd_simulate(int argc, char **argv)
             (so.strategies & (1u << PFI_STRAT_PFI_AWARE))) {
             double O = res.cell[PFI_STRAT_ORACLE * nc + k30].mean_total, E = res.cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
             double A = res.cell[PFI_STRAT_PFI_AWARE * nc + k30].mean_total;
-            fprintf(stderr, "pfi simulate: %s, 30%% cut: pfi-aware recovers %+.1f %s per job over equal weight, %.0f%% of the equal-to-oracle gap%s\n",
-                    sc ? "production mix" : "random mix", (A - E) / (double)so.jobs, so.normalized ? "(normalized)" : "tokens/s",
+            fprintf(stderr, "pfi simulate: %s, 30%% cut: pfi-aware%s recovers %+.4g %s per job over equal weight, %.4g%% of the equal-to-oracle gap%s\n",
+                    sc ? "production mix" : "random mix",
+                    po.pfi == CLI_PFI_MEASURED ? " (measured PFI)" : po.pfi == CLI_PFI_MEASURED_ROBUST ? " (measured robust PFI)" : "",
+                    (A - E) / (double)so.jobs, so.normalized ? "(normalized)" : "tokens/s",
                     O > E ? 100 * (A - E) / (O - E) : NAN, sc ? " (paper: +1.5k tokens/s, 63%)" : "");
             if (so.strategies & (1u << PFI_STRAT_CLOSED_LOOP)) {
                 fprintf(stderr, "pfi simulate: %s, 30%% cut, closed loop gap closed by round:", sc ? "production" : "random");

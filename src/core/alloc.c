@@ -6,6 +6,7 @@
 #include "pfi/alloc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,59 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
     return k;
 }
 
+/* ---- Eq. 2 weights ---- */
+
+static int proportional(pfi_strategy s)
+{
+    return s == PFI_STRAT_EQUAL || s == PFI_STRAT_MOE_FT || s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_DCGM ||
+           s == PFI_STRAT_CLOSED_LOOP; /* the closed loop starts from pfi-aware */
+}
+
+/* job i's weight (NaN or <= 0 when it has none: see pfi_alloc_check_weights) */
+static double eq2_weight(const pfi_alloc_job *j, const pfi_alloc_opts *o)
+{
+    switch (o->strategy) {
+    case PFI_STRAT_EQUAL: return j->power_max_w;
+    case PFI_STRAT_MOE_FT: return j->power_max_w * (j->moe_ft ? 2.0 : 1.0);
+    case PFI_STRAT_PFI_AWARE:
+    case PFI_STRAT_CLOSED_LOOP:
+        /* a PFI <= 0 with T_max <= 0 must not make a positive weight */
+        if (!(j->pfi_pred > 0)) return NAN;
+        return j->power_max_w / (o->normalized ? 1.0 : j->tokens_max) * j->pfi_pred;
+    case PFI_STRAT_DCGM: return j->dcp;
+    default: return 0;
+    }
+}
+
+pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err)
+{
+    if (!proportional(o->strategy)) return PFI_OK;
+    int by_pfi = o->strategy == PFI_STRAT_PFI_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP;
+    const char *what = by_pfi ? "PFI" : o->strategy == PFI_STRAT_DCGM ? "dram_copy_product" : "P_max";
+    char list[320];
+    size_t bad = 0, len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pfi_alloc_job *j = &jobs[i];
+        double w = eq2_weight(j, o);
+        if (w > 0 && isfinite(w)) continue;
+        if (++bad > 3) continue;
+        /* the quantity at fault: the source of the weight, else the weight itself */
+        const char *label = what;
+        double v = by_pfi ? j->pfi_pred : o->strategy == PFI_STRAT_DCGM ? j->dcp : j->power_max_w;
+        if (v > 0 && isfinite(v)) label = "weight", v = w;
+        char idx[32];
+        snprintf(idx, sizeof idx, "#%zu", i + 1);
+        int k = snprintf(list + len, sizeof list - len, "%s%s: %s %.4g", bad > 1 ? "; " : "", j->name ? j->name : idx,
+                         label, v);
+        if (k > 0) len += (size_t)k < sizeof list - len ? (size_t)k : sizeof list - len - 1;
+    }
+    if (!bad) return PFI_OK;
+    char more[48] = "";
+    if (bad > 3) snprintf(more, sizeof more, " and %zu more", bad - 3);
+    return pfi_errorf(err, PFI_EINVAL, "%s: %zu of %zu jobs have no finite, positive %s to weight their share by: %s%s",
+                      pfi_strategy_name(o->strategy), bad, n, what, list, more);
+}
+
 /* ---- preparing a workload for one strategy ---- */
 
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
@@ -180,7 +234,7 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         prep_free(pj);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
-    pfi_status st = PFI_OK;
+    pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
     for (size_t i = 0; i < n && !st; i++) {
         const pfi_alloc_job *j = &jobs[i];
         double scale = o->normalized ? 1.0 / j->tokens_max : 1.0;
@@ -212,20 +266,7 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         }
         if (lo > pj->hi[i]) lo = pj->hi[i];
         pj->floor[i] = lo;
-        /* Eq. 2 weights */
-        double w = 0;
-        switch (o->strategy) {
-        case PFI_STRAT_EQUAL: w = j->power_max_w; break;
-        case PFI_STRAT_MOE_FT: w = j->power_max_w * (j->moe_ft ? 2.0 : 1.0); break;
-        case PFI_STRAT_PFI_AWARE:
-        case PFI_STRAT_CLOSED_LOOP:
-            w = j->power_max_w / (o->normalized ? 1.0 : j->tokens_max) * j->pfi_pred;
-            break;
-        case PFI_STRAT_DCGM: w = j->dcp; break;
-        default: w = 0;
-        }
-        if (!(w > 0) || !isfinite(w)) w = 0;
-        pj->weight[i] = w;
+        pj->weight[i] = eq2_weight(j, o); /* finite and positive: checked above */
     }
     if (st) prep_free(pj);
     return st;
@@ -433,9 +474,8 @@ pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, doub
         if (feasible) feasible[k] = delta <= cap_total + 1e-6;
         for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i];
         if (delta <= 0) continue;
-        if (delta >= cap_total) {
-            for (size_t i = 0; i < n; i++)
-                if (pj->weight[i] > 0) P[k * n + i] = pj->floor[i];
+        if (delta >= cap_total) { /* every weight is positive (pfi_alloc_check_weights): all at the floor */
+            for (size_t i = 0; i < n; i++) P[k * n + i] = pj->floor[i];
             continue;
         }
         /* lambda with shed_sat + w_free * lambda = delta, and lambda <= next saturation */

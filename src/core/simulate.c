@@ -47,6 +47,16 @@ pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npoo
 {
     memset(r, 0, sizeof *r);
     if (npool == 0 || o->jobs == 0 || o->workloads == 0) return pfi_errorf(err, PFI_EINVAL, "empty simulation");
+    /* every weight of the pool, not only those of the jobs a draw happens to pick */
+    for (int s = 0; s < PFI_STRAT_COUNT; s++) {
+        if (!(o->strategies & (1u << s))) continue;
+        pfi_alloc_opts ao;
+        pfi_alloc_opts_default(&ao);
+        ao.strategy = (pfi_strategy)s;
+        ao.normalized = o->normalized;
+        pfi_status st = pfi_alloc_check_weights(pool, npool, &ao, err);
+        if (st) return st;
+    }
     size_t nc = (size_t)llround(o->cut_max / o->cut_step) + 1;
     r->ncuts = nc;
     r->cuts = malloc(nc * sizeof *r->cuts);

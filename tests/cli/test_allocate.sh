@@ -73,7 +73,80 @@ expect_status 0 "$PFI" simulate --workloads 20 --objective normalized --features
 contains "$T/err" "(normalized)"
 lines "$T/out" $((3 * 41 + 1))
 
+# --- a table without dram_copy_product (as Zeus's): only strategies that
+# predict need features; dcgm needs the column; nothing is silently unweighted.
+# Two linear 8-GPU jobs: Eq. 1 PFI a = 0.4286/0.2 = 2.143, b = 0.4286/0.5 = 0.857
+printf 'group,gpu_model,gpus,cap_w,tokens_per_s,power_w,task\na,H200,8,400,800,3200,ft\na,H200,8,700,1000,5600,ft\nb,H200,8,400,500,3200,pt\nb,H200,8,700,1000,5600,pt\n' >"$T/nodcp.csv"
+for s in oracle equal moe-ft-weighted; do
+  expect_status 0 "$PFI" allocate --cut 0.2 --strategy $s "$T/nodcp.csv"
+  lacks "$T/err" "infeasible"
+done
+expect_error 1 "pfi-aware needs a predicted PFI: the table has no column 'dram_copy_product' for the in-sample fit (choose features with --features" \
+  "$PFI" allocate --cut 0.2 "$T/nodcp.csv"
+expect_error 1 "curve-aware needs predicted curves: the table has no column 'dram_copy_product'" "$PFI" allocate --cut 0.2 --strategy curve-aware "$T/nodcp.csv"
+expect_error 1 "pfi-aware needs a predicted PFI: the table has no column 'mfu'" "$PFI" allocate --cut 0.2 --features mfu "$T/nodcp.csv"
+# dcgm used to shed nothing here and exit 0 ("every job is at its floor", all uncapped)
+expect_error 1 "dcgm weights each job by its dram_copy_product: the table has no column 'dram_copy_product'" \
+  "$PFI" allocate --cut 0.2 --strategy dcgm --features power_frac "$T/nodcp.csv"
+# with the column, dcgm sheds in its proportion (0.3 : 0.1 of 2240 W); a group without a value is named
+sed -e '1s/$/,dram_copy_product/' -e '/^a,/s/$/,0.3/' -e '/^b,/s/$/,0.1/' "$T/nodcp.csv" >"$T/dcp.csv"
+expect_status 0 "$PFI" allocate --cut 0.2 --strategy dcgm "$T/dcp.csv"
+near "$(csv_field "$T/out" group a target_w)" 3920 1e-6
+near "$(csv_field "$T/out" group b target_w)" 5040 1e-6
+sed -e '/^b,/s/0\.1$//' "$T/dcp.csv" >"$T/dcp1.csv"
+expect_error 1 "dcgm: 1 of 2 jobs have no finite, positive dram_copy_product to weight their share by: 'b' (H200): dram_copy_product nan" \
+  "$PFI" allocate --cut 0.2 --strategy dcgm "$T/dcp1.csv"
+
+# --- --pfi measured: pfi-aware weighted by each group's own Eq. 1 PFI:
+# shed ∝ P_max / T_max x PFI, i.e. 2240 W as 2.143 : 0.857 = 1600 : 640
+expect_status 0 "$PFI" allocate --cut 0.2 --pfi measured "$T/nodcp.csv"
+near "$(csv_field "$T/out" group a target_w)" 4000 1e-6
+near "$(csv_field "$T/out" group b target_w)" 4960 1e-6
+expect_status 0 "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/nodcp.csv"   # robust = Eq. 1 on two points
+near "$(csv_field "$T/out" group a target_w)" 4000 1e-6
+# a group without a finite, positive PFI (no loss when capped; a gain) is named, never weighted 0
+printf 'c,H200,8,400,1000,3200,ft\nc,H200,8,700,1000,5600,ft\nd,H200,8,400,1100,3200,ft\nd,H200,8,700,1000,5600,ft\n' | cat "$T/nodcp.csv" - >"$T/badpfi.csv"
+expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs have no finite, positive PFI to weight their share by: 'c' (H200): PFI nan; 'd' (H200): PFI nan" \
+  "$PFI" allocate --cut 0.2 --pfi measured "$T/badpfi.csv"
+expect_error 1 "2 of 4 jobs have no finite, positive PFI" "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/badpfi.csv"
+# ... in simulate too, for the whole pool even when a draw would miss them
+expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs" "$PFI" simulate --workloads 1 --jobs 1 --pfi measured "$T/badpfi.csv"
+expect_error 1 "'cifar100/shufflenetv2/16/adam' (V100): PFI nan" "$PFI" allocate --cut 0.2 --pfi measured --objective normalized "$SRC/data/zeus/summary_power_v100.csv"
+contains "$T/err" "11 of 68 jobs"
+contains "$T/err" "and 8 more"
+
+# --- simulate: the default set skips what the table cannot serve; named strategies must run
+expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 "$T/nodcp.csv"
+for s in pfi-aware dcgm curve-aware closed-loop; do contains "$T/err" "skipping $s: the table has no column 'dram_copy_product'"; done
+lines "$T/out" $((2 * 3 * 41 + 1))
+awk -F, 'NR>1 && $2!="oracle" && $2!="equal" && $2!="moe-ft-weighted" {exit 1}' "$T/out" || fail "simulate ran a strategy it skipped"; ok
+expect_error 1 "dcgm weights each job by its dram_copy_product" "$PFI" simulate --workloads 3 --features power_frac --strategies oracle,equal,dcgm "$T/nodcp.csv"
+expect_error 1 "pfi-aware needs a predicted PFI" "$PFI" simulate --workloads 3 --strategies all "$T/nodcp.csv"
+expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 --pfi measured --strategies oracle,equal,pfi-aware "$T/nodcp.csv"
+contains "$T/err" "pfi-aware (measured PFI) recovers"
+
+# --- decimals: the table shows what the CSV holds to 4 significant digits
+# (Zeus's normalized throughput is ~1e-4..0.4; %.1f showed 0.0)
+V="$SRC/data/zeus/summary_power_v100.csv"
+expect_status 0 "$PFI" allocate --cut 0.2 --strategy equal --objective normalized "$V"
+cp "$T/out" "$T/z.csv"
+expect_status 0 "$PFI" allocate --cut 0.2 --strategy equal --objective normalized --format table "$V"
+awk -F, 'NR>1 {print $9, $10, $11}' "$T/z.csv" >"$T/zc"
+awk 'NR>1 {print $(NF-3), $(NF-2), $(NF-1)}' "$T/out" >"$T/zt"
+paste -d' ' "$T/zc" "$T/zt" | awk '{ for (k = 1; k <= 3; k++) { c = $k; t = $(k + 3); d = c - t; if (d < 0) d = -d; if (d > 1e-3 * c) { print "table " t " vs csv " c; exit 1 } } }' \
+  || fail "table throughput lacks 4 significant digits"; ok
+# simulate's headline: the recovered throughput per job as the CSV has it, to 4 digits
+expect_status 0 "$PFI" simulate --workloads 20 --objective normalized --features power_frac --target robust \
+  --strategies oracle,equal,pfi-aware --scenario random "$SRC/data/zeus/summary_power_a40.csv" "$V"
+h=$(sed -n 's/.*pfi-aware recovers \([-+0-9.e]*\) (normalized).*/\1/p' "$T/err")
+c=$(awk -F, '$1=="random" && $2=="pfi-aware" && $3=="0.3" {print $7}' "$T/out")
+near "$h" "$c" "$(awk -v c="$c" 'BEGIN{print (c < 0 ? -c : c) * 1e-3}')"
+
 # --- usage
+expect_error 2 "--pfi: 'oracle' is not predicted, measured or measured-robust" "$PFI" allocate --cut 0.3 --pfi oracle "$R"
+expect_error 2 "--pfi: 'x' is not predicted" "$PFI" simulate --pfi x "$R"
+expect_error 2 "--model predicts the PFI: it cannot be combined with --pfi measured" "$PFI" allocate --cut 0.3 --pfi measured --model "$T/m.json" "$R"
+expect_error 2 "--model predicts the PFI: it cannot be combined with --pfi measured-robust" "$PFI" simulate --pfi measured-robust --model "$T/m.json" "$R"
 expect_error 2 "--strategies: unknown strategy 'best'" "$PFI" simulate --strategies best "$R"
 expect_error 2 "--sla-mix" "$PFI" simulate --sla-mix 1,2 "$R"
 expect_error 2 "give exactly one of --cut and --target-w" "$PFI" allocate "$R"

@@ -5,12 +5,13 @@
  * certificate bounding the gap; Eq. 2's strategies (equal fractions,
  * water-filling, the pfi-aware weight per unit of efficiency, infeasible
  * cuts); SLA tiers; caps; the closed loop; sweeps agreeing with one-shot
- * allocations. */
+ * allocations; no Eq. 2 weight silently zeroed. */
 #include "../testutil.h"
 
 #include <glpk.h>
 
 #include "pfi/alloc.h"
+#include "pfi/simulate.h"
 #include "pfi/util.h"
 
 static pfi_curve mk(const double *caps, const double *p, const double *t, size_t n)
@@ -350,12 +351,81 @@ static void closed_loop_flat_prior_and_sla(void **s)
     for (int i = 0; i < N; i++) pfi_curve_free(&cv[i]), pfi_curve_free(&pc[i]);
 }
 
+/* a job without a finite, positive Eq. 2 weight is an error naming it, in
+ * every entry point; it used to get weight 0 and shed nothing while the
+ * others shed for it (and, when all were so, "every job at its floor" was
+ * reported with every job uncapped) */
+static void weights_never_zeroed(void **s)
+{
+    (void)s;
+    double caps[] = {200, 700};
+    double p1[] = {800, 4000}, t1[] = {400, 1000};
+    double p2[] = {400, 2000}, t2[] = {100, 500};
+    pfi_curve a = mk(caps, p1, t1, 2), b = mk(caps, p2, t2, 2);
+    pfi_alloc_job jobs[2] = {job_of(&a, 8), job_of(&b, 4)};
+    jobs[1].pfi_pred = -2.88;
+    jobs[0].name = "zeus-a";
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_job_alloc out[2];
+    pfi_alloc_result r;
+    pfi_error e;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "pfi-aware: 1 of 2 jobs have no finite, positive PFI"));
+    assert_non_null(strstr(e.msg, "#2: PFI -2.88"));
+    double bs[1] = {5000}, tot[1];
+    assert_int_equal(pfi_prop_sweep(jobs, 2, bs, 1, &o, tot, NULL, NULL, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_closed_loop(jobs, 2, 5000, &o, 2, 0.002, 1, out, &r, NULL, &e), PFI_EINVAL);
+    /* named jobs, NaN, and the count beyond the first three */
+    jobs[0].pfi_pred = NAN;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "2 of 2 jobs"));
+    assert_non_null(strstr(e.msg, "zeus-a: PFI nan; #2: PFI -2.88"));
+    pfi_alloc_job many[5];
+    for (int i = 0; i < 5; i++) many[i] = job_of(&a, 8), many[i].pfi_pred = 0;
+    assert_int_equal(pfi_allocate(many, 5, 5000, &o, out, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "#3: PFI 0 and 2 more"));
+    /* dcgm without dram_copy_product (0 is what a table without it gave) */
+    jobs[0].pfi_pred = jobs[1].pfi_pred = 1.5;
+    o.strategy = PFI_STRAT_DCGM;
+    jobs[0].dcp = 0.3;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "dcgm: 1 of 2 jobs have no finite, positive dram_copy_product"));
+    /* with every weight valid, dcgm sheds by it (0.3 : 0.1) */
+    jobs[1].dcp = 0.1;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_OK);
+    assert_near(4000 - out[0].target_w, 750, 1e-6);
+    assert_near(2000 - out[1].target_w, 250, 1e-6);
+    /* strategies without a weight do not care */
+    jobs[0].pfi_pred = jobs[1].pfi_pred = NAN;
+    jobs[0].dcp = jobs[1].dcp = 0;
+    o.strategy = PFI_STRAT_ORACLE;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_OK);
+    o.strategy = PFI_STRAT_EQUAL;
+    assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_OK);
+    /* the simulator checks the whole pool up front, for each strategy it runs */
+    pfi_sim_opts so;
+    pfi_sim_opts_default(&so);
+    so.workloads = 2;
+    so.jobs = 4;
+    so.strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL);
+    pfi_sim_result sr;
+    assert_int_equal(pfi_simulate(jobs, NULL, 2, &so, &sr, &e), PFI_OK);
+    pfi_sim_result_free(&sr);
+    so.strategies |= 1u << PFI_STRAT_PFI_AWARE;
+    assert_int_equal(pfi_simulate(jobs, NULL, 2, &so, &sr, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "pfi-aware: 2 of 2 jobs"));
+    pfi_curve_free(&a);
+    pfi_curve_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(oracle_concave_bruteforce), cmocka_unit_test(exact_vs_glpk),
         cmocka_unit_test(proportional), cmocka_unit_test(sla_and_caps),
         cmocka_unit_test(closed_loop_and_sweeps), cmocka_unit_test(closed_loop_flat_prior_and_sla),
+        cmocka_unit_test(weights_never_zeroed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

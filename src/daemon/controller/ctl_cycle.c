@@ -323,7 +323,7 @@ void ctl_cycle(ctl *c)
                 j->obs_t[j->nobs++] = j->tokens_per_s;
             }
             pfi_alloc_job aj = {j->gpus, j->base_tokens > 0 ? j->base_tokens : 1, j->base_w, j->gpus * j->cap_min_w * 0.97, NULL, NULL,
-                                j->pfi_pred > 0 ? j->pfi_pred : 1, 0, 0, j->tier, j->cap_min_w, j->cap_max_w};
+                                j->pfi_pred > 0 ? j->pfi_pred : 1, 0, 0, j->tier, j->cap_min_w, j->cap_max_w, NULL};
             pfi_curve prior;
             int hp = c->have_curve_model && curve_for(c, j, &prior) == 0;
             if (hp) aj.pred_curve = &prior;
