@@ -56,6 +56,14 @@ done
 near "$(val "$T/q.csv" dram_copy_product)" "$(val "$T/a.csv" dram_copy_product)" 1e-9
 # nvidia-smi has no profiling metrics: no such columns
 lacks "$T/n.csv" DCGM_FI_PROF_DRAM_ACTIVE
+# the header nvidia-smi really prints names the clocks canonically
+# (clocks.current.sm, clocks.current.memory): the clock columns still arrive
+"$MK" "$T/smi/nc" --format nvidia-smi >/dev/null
+sed -i '1s/clocks\.sm/clocks.current.sm/; 1s/clocks\.mem/clocks.current.memory/' "$T"/smi/nc/tel-*.csv
+grep -q 'clocks.current.memory \[MHz\]' "$T/smi/nc/tel-0.csv" || fail "header not rewritten"; ok
+expect_status 0 "$PFI" ingest "$T/smi/nc"
+near "$(val "$T/out" DCGM_FI_DEV_SM_CLOCK)" "$(val "$T/a.csv" DCGM_FI_DEV_SM_CLOCK)" 1e-6
+near "$(val "$T/out" DCGM_FI_DEV_MEM_CLOCK)" "$(val "$T/a.csv" DCGM_FI_DEV_MEM_CLOCK)" 1e-6
 
 # --- multi-host: power is summed across hosts however the GPUs are spread
 "$MK" "$T/r/h1" --hosts 1 --gpus-per-host 8 >/dev/null
