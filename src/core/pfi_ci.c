@@ -157,8 +157,10 @@ pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o,
         for (size_t i = 1; i + 1 < n; i++)
             if (ctx->flips[i] > ctx->flips[worst]) worst = i;
         snprintf(r->reason, sizeof r->reason,
-                 "slowdown at cap %g W within noise in %.1f%% of resamples: Eq. 1 unbounded",
-                 c->pts[worst].cap_w, 100.0 * (double)ctx->flips[worst] / (double)o->resamples);
+                 "slowdown within noise at cap %g W: a used cap had T_i >= T_max in %.1f%% of "
+                 "resamples (limit %.1f%%): Eq. 1 unbounded",
+                 c->pts[worst].cap_w, 100.0 * (double)r->n_flip / (double)o->resamples,
+                 100.0 * alpha);
         unstable(r);
         return PFI_OK;
     }

@@ -86,7 +86,7 @@ flat "$T/flat2.csv" 999.9
 expect_status 0 "$PFI" index "$T/flat2.csv"
 ci_invariant "$T/out" || fail "CI invariant on the unstable curve"; ok
 [ "$(csv_field "$T/out" group flat pfi_ci_verdict)" = unstable ] || fail "flat2: CI verdict"; ok
-contains "$T/out" "slowdown at cap 200 W within noise"
+contains "$T/out" "slowdown within noise at cap 200 W: a used cap had T_i >= T_max in"
 expect_status 0 "$PFI" index --format table "$T/flat2.csv"
 contains "$T/out" "unstable"
 # a throughput SEM of 0 collapses the CI: warned, naming group and caps
