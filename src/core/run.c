@@ -95,10 +95,10 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     pfi_series_free(&ser);
     if (o->cap_check && isnan(s->enforced_limit_w))
         pfi_warnf(log,
-                  "run %s: cap check skipped: no power-limit column with values in the training phase "
-                  "(DCGM_FI_DEV_ENFORCED_POWER_LIMIT "
-                  "or DCGM_FI_DEV_POWER_MGMT_LIMIT; nvidia-smi enforced.power.limit or power.limit): "
-                  "cap_w %g W is not verified",
+                  "run %s: cap check skipped: no power-limit column with values in the "
+                  "training phase (DCGM_FI_DEV_ENFORCED_POWER_LIMIT or "
+                  "DCGM_FI_DEV_POWER_MGMT_LIMIT; nvidia-smi enforced.power.limit or "
+                  "power.limit): cap_w %g W is not verified",
                   name, s->m.cap_w);
     if (o->cap_check && pfi_cap_check(s->enforced_limit_w, s->m.cap_w, o->cap_tol_w) != 0)
         return pfi_errorf(err, PFI_EINVAL,

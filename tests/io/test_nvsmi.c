@@ -67,7 +67,8 @@ static void aliases(void **s)
     seen x;
     pfi_error err;
     /* the documented short aliases, with and without units, nounits values */
-    assert_int_equal(read_text("timestamp, index, clocks.sm [MHz], clocks.mem, power.draw.instant [W]\n"
+    assert_int_equal(read_text("timestamp, index, clocks.sm [MHz], clocks.mem, "
+                               "power.draw.instant [W]\n"
                                "2026/09/11 04:19:41.982, 0, 1980, 2619, 612.5\n",
                                &x, &err),
                      PFI_OK);
