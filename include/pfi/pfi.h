@@ -88,12 +88,29 @@ void pfi_ci_opts_default(pfi_ci_opts *o);
 pfi_ci_ctx *pfi_ci_ctx_new(size_t max_resamples);
 void pfi_ci_ctx_free(pfi_ci_ctx *ctx);
 
+/* Whether the interval may be read (docs/robust.md, "The CI of Eq. 1"). */
+typedef enum pfi_ci_verdict {
+    PFI_CI_NONE = 0, /* not computed: fewer than 2 points, or Eq. 1 undefined */
+    PFI_CI_OK,       /* lo <= Eq. 1's estimate <= hi */
+    PFI_CI_UNSTABLE  /* lo, hi NaN; reason says why */
+} pfi_ci_verdict;
+
+/* "" (none), "ok", "unstable" */
+const char *pfi_ci_verdict_name(pfi_ci_verdict v);
+
 typedef struct pfi_ci_result {
     double lo, hi;
-    size_t n_valid;   /* resamples in which Eq. 1 was defined */
+    size_t n_valid;   /* resamples with a finite Eq. 1 */
+    size_t n_flip;    /* resamples in which a used cap's slowdown vanished */
+    pfi_ci_verdict verdict;
+    char reason[160]; /* why the interval is unstable (empty otherwise) */
 } pfi_ci_result;
 
-/* key: a per-group value (e.g. a hash of its name) so a group's interval
+/* The conditional interval: the caps Eq. 1 uses are fixed to those of the
+ * point estimate (a cap excluded for T_i >= T_max never re-enters under
+ * noise). The interval is reported only when it is bounded and contains the
+ * estimate: otherwise lo = hi = NaN with verdict PFI_CI_UNSTABLE.
+ * key: a per-group value (e.g. a hash of its name) so a group's interval
  * does not depend on which other groups were processed before it. */
 pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o, uint64_t key,
                       pfi_ci_result *r, pfi_error *err);

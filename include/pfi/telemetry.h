@@ -8,7 +8,9 @@
  *   pfi_nvsmi_read        `nvidia-smi --query-gpu=timestamp,index,uuid,
  *                         power.draw,enforced.power.limit,clocks.sm,clocks.mem,
  *                         utilization.gpu,utilization.memory,memory.used
- *                         --format=csv,nounits -l 5` output. Timestamps
+ *                         --format=csv,nounits -l 5` output; header names are
+ *                         nvidia-smi's canonical ones (clocks.current.sm) or
+ *                         their documented aliases (clocks.sm). Timestamps
  *                         (YYYY/MM/DD HH:MM:SS.mmm) are read as UTC plus a
  *                         fixed offset (tz_offset_min); the host comes from
  *                         the caller (the run manifest). Columns are matched

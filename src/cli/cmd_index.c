@@ -15,7 +15,9 @@ const char cmd_index_usage[] =
     "For every sweep group (gpu_model, group) of the sweep tables (or Zeus power\n"
     "traces, recognised by their header), compute:\n"
     "  pfi            the paper's Eq. 1 (capped runs with T_i >= T_max excluded and counted)\n"
-    "  pfi_ci_lo/hi   95% Monte Carlo CI of Eq. 1 from each run's SEM\n"
+    "  pfi_ci_lo/hi   95% Monte Carlo CI of Eq. 1 from each run's SEM, with the caps\n"
+    "                 of the estimate; empty with pfi_ci_verdict 'unstable' and a\n"
+    "                 pfi_ci_reason when unbounded or not containing the estimate\n"
     "  area           Appendix A (a): area between normalized curve and diagonal\n"
     "  elasticity_*   Appendix A (b): fit log T = a log P + b; a, 1-a, 1/a\n"
     "  pfi_noise_aware, pfi_robust, verdict   pfi's robust estimate (not the paper's)\n"
@@ -47,7 +49,7 @@ static const char *const cols_all[] = {
     "cap_max_w", "tokens_per_s_max", "power_w_max", "pfi", "n_used", "n_excluded",
     "pfi_ci_lo", "pfi_ci_hi", "area", "elasticity_a", "elasticity_1_minus_a",
     "elasticity_inv_a", "elasticity_r2", "pfi_noise_aware", "n_noise_kept", "pfi_robust",
-    "pfi_robust_lo", "pfi_robust_hi", "robust_n_fit", "verdict"};
+    "pfi_robust_lo", "pfi_robust_hi", "robust_n_fit", "verdict", "pfi_ci_verdict", "pfi_ci_reason"};
 enum { NCOLS = sizeof cols_all / sizeof *cols_all };
 
 static int noise_report(const char *cmd, const pfi_groups *gs, const cli_out *out)
@@ -249,9 +251,9 @@ int cmd_index(int argc, char **argv)
     for (int k = 0; k < NCOLS; k++) types[k] = PFI_CELL_NUM;
     for (int k = 0; k < 6; k++) types[k] = PFI_CELL_TEXT;
     types[6] = types[7] = types[8] = types[13] = types[14] = types[23] = types[27] = PFI_CELL_INT;
-    types[28] = PFI_CELL_TEXT;
+    types[28] = types[29] = types[30] = PFI_CELL_TEXT;
     /* the terminal table shows the headline columns only */
-    static const int table_cols[] = {0, 1, 6, 8, 12, 15, 16, 14, 24, 28};
+    static const int table_cols[] = {0, 1, 6, 8, 12, 15, 16, 29, 14, 24, 28};
     const char *names[NCOLS];
     pfi_celltype tt[NCOLS];
     int map[NCOLS], nc = 0;
@@ -273,7 +275,7 @@ int cmd_index(int argc, char **argv)
     pfi_rows *r = pfi_rows_new((size_t)nc, names, tt);
     if (!r) { rc = CLI_FAIL; goto free_all; }
     for (int k = 0; k < nc; k++)
-        if (map[k] >= 12) pfi_rows_table_fmt(r, (size_t)k, "%.3f");
+        if (map[k] >= 12 && tt[k] == PFI_CELL_NUM) pfi_rows_table_fmt(r, (size_t)k, "%.3f");
     for (size_t i = 0; i < gs.n; i++) {
         const pfi_index_row *x = &rows[i];
         if (x->skipped) continue;
@@ -307,6 +309,8 @@ int cmd_index(int argc, char **argv)
         vals[27] = (double)x->robust.n_fit;
         const char *texts[NCOLS] = {g->gpu_model, g->name, g->arch, g->task, g->model, g->split};
         texts[28] = pfi_verdict_name(x->robust.verdict);
+        texts[29] = pfi_ci_verdict_name(x->ci.verdict);
+        texts[30] = x->ci.reason;
         size_t row = pfi_rows_add(r);
         for (int k = 0; k < nc; k++) {
             int m = map[k];

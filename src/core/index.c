@@ -2,6 +2,7 @@
 #include "pfi/index.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 void pfi_index_opts_default(pfi_index_opts *o)
@@ -10,6 +11,31 @@ void pfi_index_opts_default(pfi_index_opts *o)
     o->want_ci = 1;
     pfi_ci_opts_default(&o->ci);
     pfi_robust_opts_default(&o->robust);
+}
+
+/* A throughput SEM of exactly 0 (e.g. a constant per-step throughput) makes
+ * the CI treat that throughput as exact, collapsing the interval: say so,
+ * once per group, naming its caps. */
+static void warn_zero_sem(const pfi_group *g, const pfi_curve *c, const pfi_noise_opts *noise,
+                          pfi_log *log)
+{
+    char caps[256];
+    size_t len = 0, nzero = 0;
+    caps[0] = '\0';
+    for (size_t i = 0; i < c->n; i++) {
+        const pfi_point *p = &c->pts[i];
+        if (!(p->tokens_per_s_sem == 0) || pfi_point_sem_tokens(p, noise) > 0) continue;
+        if (len < sizeof caps) {
+            int k = snprintf(caps + len, sizeof caps - len, "%s%g", nzero ? ", " : "", p->cap_w);
+            len += k > 0 ? (size_t)k : 0;
+        }
+        nzero++;
+    }
+    if (nzero)
+        pfi_warnf(log,
+                  "group '%s' (%s): throughput SEM is 0 at cap%s %s W (constant per-run "
+                  "throughput?): the CI treats it as exact; --noise-floor sets a minimum",
+                  g->name, g->gpu_model, nzero > 1 ? "s" : "", caps);
 }
 
 pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_index_row *rows,
@@ -48,8 +74,10 @@ pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_inde
         pfi_eq1(c, &r->eq1);
         r->area = pfi_area(c);
         r->el_ok = pfi_elasticity(c, &r->el, NULL) == PFI_OK;
-        if (ctx && c->n >= 2)
+        if (ctx && c->n >= 2) {
+            warn_zero_sem(g, c, &o->ci.noise, log);
             st = pfi_eq1_ci(ctx, c, &o->ci, pfi_group_key(g), &r->ci, err);
+        }
         pfi_robust(c, &o->robust, &r->robust);
     }
     pfi_ci_ctx_free(ctx);

@@ -20,6 +20,13 @@ static void agg(const double *x, size_t b, size_t e, const pfi_protocol_opts *o,
     pfi_aggregate(x + b, e - b, o->agg, o->top_frac, v, sem ? sem : &dummy);
 }
 
+static int all_nan(const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i])) return 0;
+    return 1;
+}
+
 pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
                              const pfi_protocol_opts *o, pfi_run_summary *s, pfi_log *log,
                              pfi_error *err)
@@ -54,6 +61,12 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
                           "run %s: no GPU utilization (DCGM_FI_DEV_GPU_UTIL): cannot find the "
                           "training phase", name);
     }
+    /* a protocol rule without its input is skipped, never silently */
+    if (all_nan(ser.metric[PFI_M_FB_USED], ser.n))
+        pfi_warnf(log,
+                  "run %s: warm-up rule skipped: no framebuffer-used column "
+                  "(DCGM_FI_DEV_FB_USED; nvidia-smi memory.used)",
+                  name);
     pfi_phases ph;
     pfi_phases_segment(ser.metric[PFI_M_FB_USED], ser.metric[PFI_M_GPU_UTIL], ser.util_min, ser.n,
                        o, &ph);
@@ -80,6 +93,13 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
         pfi_aggregate(ser.metric[PFI_M_MGMT_LIMIT] + b, e - b, PFI_AGG_MEDIAN, 0,
                       &s->enforced_limit_w, &med_sem);
     pfi_series_free(&ser);
+    if (o->cap_check && isnan(s->enforced_limit_w))
+        pfi_warnf(log,
+                  "run %s: cap check skipped: no power-limit column with values in the "
+                  "training phase (DCGM_FI_DEV_ENFORCED_POWER_LIMIT or "
+                  "DCGM_FI_DEV_POWER_MGMT_LIMIT; nvidia-smi enforced.power.limit or "
+                  "power.limit): cap_w %g W is not verified",
+                  name, s->m.cap_w);
     if (o->cap_check && pfi_cap_check(s->enforced_limit_w, s->m.cap_w, o->cap_tol_w) != 0)
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: enforced power limit %.1f W in the telemetry but cap_w %g W in "

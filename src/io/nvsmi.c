@@ -8,16 +8,44 @@
 #include "pfi/num.h"
 #include "pfi/telemetry.h"
 
-enum { C_TS = 0, C_INDEX, C_UUID, C_POWER, C_LIMIT, C_SM, C_MEM, C_UTIL, C_MUTIL, C_FB, C_N };
+enum { C_TS = 0, C_INDEX, C_UUID, C_POWER, C_LIMIT, C_MGMT, C_SM, C_MEM, C_UTIL, C_MUTIL, C_FB,
+       C_TEMP, C_N };
 
-static const char *const col_names[C_N] = {"timestamp",        "index",
-                                           "uuid",             "power.draw",
-                                           "enforced.power.limit", "clocks.sm",
-                                           "clocks.mem",       "utilization.gpu",
-                                           "utilization.memory", "memory.used"};
-static const int col_metric[C_N] = {-1, -1, -1, PFI_M_POWER_USAGE, PFI_M_ENFORCED_LIMIT,
-                                    PFI_M_SM_CLOCK, PFI_M_MEM_CLOCK, PFI_M_GPU_UTIL,
-                                    PFI_M_MEM_COPY_UTIL, PFI_M_FB_USED};
+/* Field names as `nvidia-smi --help-query-gpu` documents them: the canonical
+ * name (what the CSV header prints, e.g. "clocks.current.sm [MHz]") first,
+ * then its documented aliases; a column matches with or without its
+ * " [unit]" suffix. Where several columns map to one metric, the earlier
+ * name in the list wins (power.draw before its .average/.instant forms). */
+enum { MAX_ALIASES = 3 };
+static const char *const col_names[C_N][MAX_ALIASES] = {
+    [C_TS] = {"timestamp"},
+    [C_INDEX] = {"index"},
+    [C_UUID] = {"uuid"},
+    [C_POWER] = {"power.draw", "power.draw.average", "power.draw.instant"},
+    [C_LIMIT] = {"enforced.power.limit"},
+    [C_MGMT] = {"power.limit"},
+    [C_SM] = {"clocks.current.sm", "clocks.sm"},
+    [C_MEM] = {"clocks.current.memory", "clocks.mem"},
+    [C_UTIL] = {"utilization.gpu"},
+    [C_MUTIL] = {"utilization.memory"},
+    [C_FB] = {"memory.used"},
+    [C_TEMP] = {"temperature.gpu"},
+};
+static const int col_metric[C_N] = {
+    -1, -1, -1, PFI_M_POWER_USAGE, PFI_M_ENFORCED_LIMIT, PFI_M_MGMT_LIMIT, PFI_M_SM_CLOCK,
+    PFI_M_MEM_CLOCK, PFI_M_GPU_UTIL, PFI_M_MEM_COPY_UTIL, PFI_M_FB_USED, PFI_M_GPU_TEMP};
+
+/* which column and alias rank a header field names; -1 if none */
+static int match_column(const char *f, size_t n, int *rank)
+{
+    for (int k = 0; k < C_N; k++)
+        for (int a = 0; a < MAX_ALIASES && col_names[k][a]; a++)
+            if (strlen(col_names[k][a]) == n && memcmp(col_names[k][a], f, n) == 0) {
+                *rank = a;
+                return k;
+            }
+    return -1;
+}
 
 int pfi_parse_tz_offset(const char *s, int *minutes)
 {
@@ -91,7 +119,8 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
         if (rc == 0) return pfi_errorf(err, PFI_EINVAL, "%s: empty nvidia-smi file", r->name);
         return err ? err->code : PFI_EPARSE;
     }
-    int col[C_N];
+    int col[C_N], rank[C_N];
+    const char *col_name[C_N]; /* the name matched, for errors */
     for (int k = 0; k < C_N; k++) col[k] = -1;
     size_t nh = c.nfields;
     char hdr0[64];
@@ -105,8 +134,11 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
             n = (size_t)(br - f);
             while (n && f[n - 1] == ' ') n--;
         }
-        for (int k = 0; k < C_N; k++)
-            if (strlen(col_names[k]) == n && memcmp(col_names[k], f, n) == 0) col[k] = (int)i;
+        int a, k = match_column(f, n, &a);
+        if (k < 0 || (col[k] >= 0 && rank[k] <= a)) continue;
+        col[k] = (int)i;
+        rank[k] = a;
+        col_name[k] = col_names[k][a];
     }
     if (col[C_TS] < 0 || (col[C_INDEX] < 0 && col[C_UUID] < 0)) {
         pfi_csv_free(&c);
@@ -159,7 +191,7 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
             int e = pfi_parse_double(v, vn, &x);
             if (e) {
                 st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: column '%s': '%.*s' %s", r->name,
-                                (unsigned long long)c.line, col_names[k], (int)(vn > 40 ? 40 : vn),
+                                (unsigned long long)c.line, col_name[k], (int)(vn > 40 ? 40 : vn),
                                 v, pfi_num_error_name(e));
                 goto out;
             }

@@ -9,7 +9,7 @@ Z="$SRC/data/zeus"
 expect_status 0 "$PFI" index --no-ci "$Z/summary_power_v100.csv"
 cp "$T/out" "$T/v100.csv"
 lines "$T/v100.csv" 69
-head -1 "$T/v100.csv" | grep -q '^gpu_model,group,arch,task,model,split,gpus,n_runs,n_caps,cap_max_w,tokens_per_s_max,power_w_max,pfi,n_used,n_excluded,pfi_ci_lo,pfi_ci_hi,area,elasticity_a,elasticity_1_minus_a,elasticity_inv_a,elasticity_r2,pfi_noise_aware,n_noise_kept,pfi_robust,pfi_robust_lo,pfi_robust_hi,robust_n_fit,verdict$' \
+head -1 "$T/v100.csv" | grep -q '^gpu_model,group,arch,task,model,split,gpus,n_runs,n_caps,cap_max_w,tokens_per_s_max,power_w_max,pfi,n_used,n_excluded,pfi_ci_lo,pfi_ci_hi,area,elasticity_a,elasticity_1_minus_a,elasticity_inv_a,elasticity_r2,pfi_noise_aware,n_noise_kept,pfi_robust,pfi_robust_lo,pfi_robust_hi,robust_n_fit,verdict,pfi_ci_verdict,pfi_ci_reason$' \
   || fail "index header changed"
 ok
 # Eq. 1 for one group computed independently from the raw trace
@@ -47,6 +47,54 @@ cmp -s "$T/out" "$T/ci1.csv" || fail "same seed gave different output"
 ok
 awk -F, 'NR>1 && $13!="" && $16!="" { if (!($16 <= $17)) exit 1 }' "$T/ci1.csv" || fail "ci_lo > ci_hi"
 ok
+
+# --- the CI contains the estimate, or is empty with pfi_ci_verdict unstable and a reason
+ci_invariant() { # FILE
+  awk -F, 'NR==1{for(i=1;i<=NF;i++)h[$i]=i; next}
+    { p=$h["pfi"]; lo=$h["pfi_ci_lo"]; hi=$h["pfi_ci_hi"]; v=$h["pfi_ci_verdict"]; why=$h["pfi_ci_reason"]
+      if (v=="ok") { if (lo=="" || hi=="" || p+0 < lo+0 || p+0 > hi+0) { print "ok CI without the estimate: " $2; bad=1 } }
+      else if (v=="unstable") { if (lo!="" || hi!="" || why=="") { print "unstable CI not empty or no reason: " $2; bad=1 } }
+      else if (p!="" || lo!="" || hi!="") { print "no CI verdict: " $2; bad=1 } }
+    END { exit bad }' "$1"
+}
+for gpu in a40 v100; do
+  expect_status 0 "$PFI" index --resamples 2000 "$Z/summary_power_$gpu.csv"
+  ci_invariant "$T/out" || fail "CI invariant on $gpu"; ok
+done
+# a 13-cap curve flat until its lowest caps (the shape of a real V100 ShuffleNet
+# sweep): nine capped runs at T_max are excluded from Eq. 1; they used to
+# re-enter the Monte Carlo with near-zero denominators, putting the whole
+# interval above the estimate (10.30 with [10.51, 3322])
+flat() { # FILE T_AT_200W
+  { echo 'group,gpu_model,gpus,cap_w,tokens_per_s,power_w'
+    echo 'flat,V100,1,100,700,100'; echo 'flat,V100,1,112.5,880,112'; echo 'flat,V100,1,125,985,124'
+    for cp in 137.5:136 150:148 162.5:160 175:171 187.5:180 212.5:194 225:198 237.5:200; do
+      echo "flat,V100,1,${cp%:*},1000,${cp#*:}"; done
+    echo "flat,V100,1,200,$2,188"; echo 'flat,V100,1,250,1000,201'; } >"$1"
+}
+flat "$T/flat.csv" 1000
+expect_status 0 "$PFI" index "$T/flat.csv"
+ci_invariant "$T/out" || fail "CI invariant on the flat curve"; ok
+[ "$(csv_field "$T/out" group flat pfi_ci_verdict)" = ok ] || fail "flat: CI verdict"; ok
+[ "$(csv_field "$T/out" group flat n_excluded)" = 9 ] || fail "flat: n_excluded"; ok
+pfi=$(csv_field "$T/out" group flat pfi); lo=$(csv_field "$T/out" group flat pfi_ci_lo)
+hi=$(csv_field "$T/out" group flat pfi_ci_hi)
+awk -v p="$pfi" -v l="$lo" -v h="$hi" 'BEGIN{exit !(l <= p && p <= h && h < 1.2 * p)}'   || fail "flat: CI [$lo, $hi] around $pfi"; ok
+# the same with a used cap whose slowdown (0.01%) is inside its SEM (0.05%):
+# that ratio has no bounded interval, so the CI is empty and says why
+flat "$T/flat2.csv" 999.9
+expect_status 0 "$PFI" index "$T/flat2.csv"
+ci_invariant "$T/out" || fail "CI invariant on the unstable curve"; ok
+[ "$(csv_field "$T/out" group flat pfi_ci_verdict)" = unstable ] || fail "flat2: CI verdict"; ok
+contains "$T/out" "slowdown within noise at cap 200 W: a used cap had T_i >= T_max in"
+expect_status 0 "$PFI" index --format table "$T/flat2.csv"
+contains "$T/out" "unstable"
+# a throughput SEM of 0 collapses the CI: warned, naming group and caps
+printf 'group,gpu_model,gpus,cap_w,tokens_per_s,tokens_per_s_sem,power_w\nz,H200,8,700,1000,2,5000\nz,H200,8,600,980,0,4600\nz,H200,8,500,930,0,3800\n' >"$T/zsem.csv"
+expect_status 0 "$PFI" index "$T/zsem.csv"
+contains "$T/err" "warning: group 'z' (H200): throughput SEM is 0 at caps 500, 600 W"
+expect_status 0 "$PFI" index --noise-floor 0.001 "$T/zsem.csv"
+lacks "$T/err" "SEM is 0"
 
 # --- sub-grid: a group lacking a listed cap is skipped with a warning
 cat >"$T/s.csv" <<'CSV'

@@ -56,6 +56,14 @@ done
 near "$(val "$T/q.csv" dram_copy_product)" "$(val "$T/a.csv" dram_copy_product)" 1e-9
 # nvidia-smi has no profiling metrics: no such columns
 lacks "$T/n.csv" DCGM_FI_PROF_DRAM_ACTIVE
+# the header nvidia-smi really prints names the clocks canonically
+# (clocks.current.sm, clocks.current.memory): the clock columns still arrive
+"$MK" "$T/smi/nc" --format nvidia-smi >/dev/null
+sed -i '1s/clocks\.sm/clocks.current.sm/; 1s/clocks\.mem/clocks.current.memory/' "$T"/smi/nc/tel-*.csv
+grep -q 'clocks.current.memory \[MHz\]' "$T/smi/nc/tel-0.csv" || fail "header not rewritten"; ok
+expect_status 0 "$PFI" ingest "$T/smi/nc"
+near "$(val "$T/out" DCGM_FI_DEV_SM_CLOCK)" "$(val "$T/a.csv" DCGM_FI_DEV_SM_CLOCK)" 1e-6
+near "$(val "$T/out" DCGM_FI_DEV_MEM_CLOCK)" "$(val "$T/a.csv" DCGM_FI_DEV_MEM_CLOCK)" 1e-6
 
 # --- multi-host: power is summed across hosts however the GPUs are spread
 "$MK" "$T/r/h1" --hosts 1 --gpus-per-host 8 >/dev/null
@@ -127,6 +135,30 @@ contains "$T/err" "truncated last line ignored"
 "$MK" "$T/f/cap" --enforced 650 >/dev/null
 expect_error 1 "enforced power limit 650.0 W in the telemetry but cap_w 700 W" "$PFI" ingest "$T/f/cap"
 expect_status 0 "$PFI" ingest --no-cap-check "$T/f/cap"
+# a rule whose input column is absent is skipped with one warning per run,
+# naming the rule and the column; never silently
+dropcol() { # DIR FIELD: remove one column from each nvidia-smi file of a run
+  for f in "$1"/tel-*.csv; do cut -d, -f"$2" --complement "$f" >"$f.x" && mv "$f.x" "$f"; done
+}
+expect_status 0 "$PFI" ingest "$T/r/n"
+lacks "$T/err" "skipped"
+"$MK" "$T/nolim/a" --format nvidia-smi --cap 450 --enforced 500 >/dev/null
+expect_error 1 "enforced power limit 500.0 W in the telemetry but cap_w 450 W" "$PFI" ingest "$T/nolim/a"
+dropcol "$T/nolim/a" 5  # enforced.power.limit: a run labelled 450 W that ran at 500 W
+cp -r "$T/nolim/a" "$T/nolim/b"
+expect_status 0 "$PFI" ingest --root "$T/nolim"
+[ "$(grep -c 'warning: run .*: cap check skipped: no power-limit column' "$T/err")" -eq 2 ] \
+  || { cat "$T/err"; fail "one cap-check warning per run"; }; ok
+contains "$T/err" "nolim/a: cap check skipped"
+contains "$T/err" "enforced.power.limit"
+lacks "$T/err" "warm-up"
+expect_status 0 "$PFI" ingest --no-cap-check "$T/nolim/a"
+lacks "$T/err" "cap check skipped"
+"$MK" "$T/nofb" --format nvidia-smi >/dev/null
+dropcol "$T/nofb" 10  # memory.used
+expect_status 0 "$PFI" ingest "$T/nofb"
+[ "$(grep -c 'warning: run .*nofb: warm-up rule skipped: no framebuffer-used column (DCGM_FI_DEV_FB_USED; nvidia-smi memory.used)' "$T/err")" -eq 1 ] \
+  || { cat "$T/err"; fail "one warm-up warning"; }; ok
 # missing, empty and garbage files
 "$MK" "$T/f/miss" >/dev/null; rm "$T/f/miss/tel-1.prom"
 expect_error 1 "tel-1.prom: cannot open" "$PFI" ingest "$T/f/miss"

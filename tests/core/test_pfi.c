@@ -190,6 +190,104 @@ static void ci_reproducible(void **s)
     pfi_curve_free(&c);
 }
 
+/* A 13-cap curve flat until its lowest caps (the shape of a real V100
+ * ShuffleNet sweep): nine capped runs at exactly T_max are excluded from
+ * Eq. 1. Re-applying the exclusion per resample let them re-enter with
+ * near-zero denominators and put the whole interval above the estimate. */
+static void ci_flat_curve(void **s)
+{
+    (void)s;
+    double cap[] = {100, 112.5, 125, 137.5, 150, 162.5, 175, 187.5, 200, 212.5, 225, 237.5, 250};
+    double p[] = {100, 112, 124, 136, 148, 160, 171, 180, 188, 194, 198, 200, 201};
+    double t[] = {700, 880, 985, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000};
+    pfi_curve c = tu_curve(13, cap, p, t);
+    pfi_eq1_result e;
+    pfi_eq1(&c, &e);
+    assert_int_equal(e.n_excluded, 9);
+    pfi_ci_ctx *ctx = pfi_ci_ctx_new(10000);
+    pfi_ci_opts o;
+    pfi_ci_opts_default(&o);
+    pfi_ci_result r;
+    assert_int_equal(pfi_eq1_ci(ctx, &c, &o, 1, &r, NULL), PFI_OK);
+    assert_int_equal(r.verdict, PFI_CI_OK);
+    assert_true(r.lo <= e.pfi && e.pfi <= r.hi);
+    assert_true(r.hi < 1.2 * e.pfi); /* the excluded caps stay out */
+    assert_int_equal(r.n_flip, 0);
+    pfi_curve_free(&c);
+    /* a used cap whose 0.01% slowdown is inside its 0.05% SEM: unbounded */
+    t[8] = 999.9;
+    c = tu_curve(13, cap, p, t);
+    assert_int_equal(pfi_eq1_ci(ctx, &c, &o, 1, &r, NULL), PFI_OK);
+    assert_int_equal(r.verdict, PFI_CI_UNSTABLE);
+    assert_true(isnan(r.lo) && isnan(r.hi));
+    assert_non_null(strstr(r.reason, "cap 200 W"));
+    assert_string_equal(pfi_ci_verdict_name(r.verdict), "unstable");
+    pfi_curve_free(&c);
+    /* Eq. 1 undefined (no capped run slower): no interval, no verdict */
+    double t0[] = {1000, 1000, 1000};
+    c = tu_curve(3, cap, p, t0);
+    assert_int_equal(pfi_eq1_ci(ctx, &c, &o, 1, &r, NULL), PFI_OK);
+    assert_int_equal(r.verdict, PFI_CI_NONE);
+    assert_true(isnan(r.lo) && isnan(r.hi));
+    pfi_curve_free(&c);
+    pfi_ci_ctx_free(ctx);
+}
+
+/* Property: over many random curves (flat, noisy, excluded caps, caps within
+ * noise, SEMs from 0 to 5%), the interval contains Eq. 1's estimate, or is
+ * empty with verdict unstable and a reason, or Eq. 1 is undefined. */
+static void ci_contains_estimate(void **s)
+{
+    (void)s;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(rng, 2026);
+    pfi_ci_ctx *ctx = pfi_ci_ctx_new(500);
+    pfi_ci_opts o;
+    pfi_ci_opts_default(&o);
+    o.resamples = 500;
+    int n_ok = 0, n_unstable = 0;
+    for (int k = 0; k < 3000; k++) {
+        size_t n = 2 + gsl_rng_uniform_int(rng, 12);
+        double flat_frac = gsl_rng_uniform(rng), rel_sem = pow(10, -4 + 2.7 * gsl_rng_uniform(rng));
+        pfi_point pts[13];
+        for (size_t i = 0; i < n; i++) {
+            double x = (double)(i + 1) / (double)n; /* cap as a fraction of the largest */
+            pts[i].cap_w = 100 + 300 * x;
+            pts[i].power_w = 100 + 300 * x * (0.5 + 0.5 * gsl_rng_uniform(rng));
+            double slow = x >= 1 - flat_frac ? 0 : (1 - x) * gsl_rng_uniform(rng);
+            pts[i].tokens_per_s = 1000 * (1 - slow) + gsl_ran_gaussian(rng, 1000 * rel_sem);
+            int kind = (int)gsl_rng_uniform_int(rng, 3);
+            pts[i].tokens_per_s_sem = kind == 0 ? NAN : kind == 1 ? 0 : 1000 * rel_sem;
+            pts[i].power_w_sem = kind == 0 ? NAN : pts[i].power_w * rel_sem;
+            pts[i].repeats = 1;
+        }
+        pfi_curve c;
+        assert_int_equal(pfi_curve_init(&c, pts, n, NULL), PFI_OK);
+        o.noise.rel_floor = gsl_rng_uniform(rng) < 0.5 ? 0 : rel_sem;
+        pfi_eq1_result e;
+        pfi_eq1(&c, &e);
+        pfi_ci_result r;
+        assert_int_equal(pfi_eq1_ci(ctx, &c, &o, (uint64_t)k, &r, NULL), PFI_OK);
+        if (isnan(e.pfi)) {
+            assert_int_equal(r.verdict, PFI_CI_NONE);
+            assert_true(isnan(r.lo) && isnan(r.hi));
+        } else if (r.verdict == PFI_CI_OK) {
+            assert_true(r.lo <= e.pfi && e.pfi <= r.hi);
+            n_ok++;
+        } else {
+            assert_int_equal(r.verdict, PFI_CI_UNSTABLE);
+            assert_true(isnan(r.lo) && isnan(r.hi));
+            assert_true(r.reason[0] != '\0');
+            n_unstable++;
+        }
+        pfi_curve_free(&c);
+    }
+    print_message("random curves: %d ok, %d unstable\n", n_ok, n_unstable);
+    assert_true(n_ok > 300 && n_unstable > 300); /* both branches exercised */
+    pfi_ci_ctx_free(ctx);
+    gsl_rng_free(rng);
+}
+
 static void subgrid(void **s)
 {
     (void)s;
@@ -291,6 +389,7 @@ int main(void)
         cmocka_unit_test(eq1_hand_cases),  cmocka_unit_test(eq1_exclusion),
         cmocka_unit_test(area_variant),    cmocka_unit_test(elasticity_variant),
         cmocka_unit_test(ci_coverage),     cmocka_unit_test(ci_reproducible),
+        cmocka_unit_test(ci_flat_curve),   cmocka_unit_test(ci_contains_estimate),
         cmocka_unit_test(subgrid),         cmocka_unit_test(robust_verdicts),
         cmocka_unit_test(noise_estimate),
     };
