@@ -101,7 +101,8 @@ static FILE *open_append(const char *path, int *created, struct stat *sb)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666);
     *created = fd >= 0;
-    if (fd < 0 && errno == EEXIST) fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+    /* it exists (or is a dangling link, created through as by >>): not ours to remove */
+    if (fd < 0 && errno == EEXIST) fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_CLOEXEC, 0666);
     if (fd < 0) return NULL;
     FILE *f = fstat(fd, sb) == 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
