@@ -123,7 +123,7 @@ static int save_state(sweep *s)
     char *t = json_dumps(o, JSON_INDENT(1));
     json_decref(o);
     pfi_error e;
-    int rc = t && pfi_write_file_atomic(s->state, t, strlen(t), &e) == PFI_OK ? 0 : -1;
+    int rc = t && pfi_write_file_private(s->state, t, strlen(t), &e) == PFI_OK ? 0 : -1;
     if (rc) cli_error(s->cmd, "%s", t ? e.msg : "out of memory");
     free(t);
     return rc;

@@ -31,7 +31,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < cli_ncommands; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
     fprintf(f,
-            "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically)\n");
+            "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically;\n"
+            "                devices, FIFOs and /dev/stdout are written directly, never replaced)\n");
 }
 
 /* `pfi help --man`: the man page, generated from the same command table and
@@ -46,7 +47,12 @@ static void man_page(void)
            "from telemetry, and splits a cluster power cut across jobs.\n"
            ".SH COMMON OPTIONS\n.TP\n.B \\-\\-format csv|json|table\nOutput rendering "
            "(\\-\\-json is an alias for json). Default: table on a terminal, csv otherwise.\n"
-           ".TP\n.B \\-o FILE\nWrite to FILE atomically (temporary file, fsync, rename).\n"
+           ".TP\n.B \\-o FILE\nWrite to FILE (also \\-\\-ratios and other output files). A regular file, "
+           "reached through any symlinks, or a new path is written atomically: a temporary file in the "
+           "final target's directory, with the existing file's mode and owner, fsynced and renamed over "
+           "the target, then the directory fsynced; a symlink stays a symlink. A character device, FIFO, "
+           "/dev/stdout, /dev/stderr or /dev/fd/N is written directly, never replaced. A directory or a "
+           "block device is an error. \\- is standard output.\n"
            ".SH COMMANDS\n",
            PFI_VERSION);
     for (size_t i = 0; i < cli_ncommands; i++) {

@@ -103,7 +103,7 @@ static pfi_status save_state(sim *s, pfi_error *err)
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!txt) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    pfi_status st = pfi_write_file_atomic(s->state, txt, strlen(txt), err);
+    pfi_status st = pfi_write_file_private(s->state, txt, strlen(txt), err);
     free(txt);
     struct stat sb;
     if (!st && stat(s->state, &sb) == 0) s->state_mtime = sb.st_mtim;

@@ -137,8 +137,12 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     }
     snprintf(path, sizeof path, "%s/jobs/%u.json", rundir, id);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    /* never through a symlink planted at the temporary name (this runs as root) */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
+        if (fd >= 0) close(fd);
         slurm_error("pfi: %s: %s", tmp, strerror(errno));
         return 0; /* never fail a job for this */
     }

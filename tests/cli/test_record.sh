@@ -1,7 +1,10 @@
 #!/bin/sh
 # test_record.sh — `pfi record` against a local HTTP test server: scrapes
 # are whole, timestamped and in order; SIGTERM leaves a complete file;
-# failed scrapes are skipped; the recording ingests as prometheus telemetry.
+# failed scrapes are skipped, but never fail open: a malformed URL is a usage
+# error, --max-failures failures in a row or no successful scrape exit 1, and
+# only an empty file record created itself is removed; the recording ingests
+# as prometheus telemetry.
 . "$(dirname "$0")/lib.sh"
 : "${TOOLS:?}"
 "$TOOLS/http_fixture" "$T/port" &
@@ -38,10 +41,39 @@ tail -c 1 "$T/b.prom" | od -c | grep -q '\\n' || fail "file does not end with a 
 expect_status 0 "$PFI" record --url "$URL" --interval 0.1 --duration 0.35 -o "$T/d.prom"
 n=$(grep -c '^# pfi-scrape-time ' "$T/d.prom"); [ "$n" -ge 3 ] && [ "$n" -le 5 ] || fail "duration gave $n scrapes"; ok
 
-# failed scrapes are reported and skipped
-expect_status 0 "$PFI" record --url "http://127.0.0.1:$port/status500" --interval 0.05 --duration 0.2 -o "$T/e.prom"
-contains "$T/err" "failed"
-[ ! -s "$T/e.prom" ] || fail "a failed scrape was written"; ok
+# failed scrapes are reported and skipped; --count counts successful scrapes;
+# failures in a row below --max-failures do not give up
+expect_status 0 timeout 30 "$PFI" record --url "http://127.0.0.1:$port/flaky" --interval 0.05 --count 3 --max-failures 2 -o "$T/f.prom"
+[ "$(grep -c '^# pfi-scrape-time ' "$T/f.prom")" -eq 3 ] || fail "--count 3 with a failure before each"; ok
+[ "$(grep -c 'warning: scrape .* failed' "$T/err")" -eq 3 ] || fail "3 failures reported"; ok
+contains "$T/err" "3 scrapes written"
+
+# every scrape failing until --duration ends: exit 1; the empty file this run created is removed
+expect_error 1 "no successful scrape in" timeout 30 "$PFI" record --url "http://127.0.0.1:$port/status500" --interval 0.05 --duration 0.2 -o "$T/e.prom"
+contains "$T/err" "which was removed"
+[ ! -e "$T/e.prom" ] || fail "the empty file record created was left"; ok
+# a user's existing file is never removed, empty or not, nor changed
+: >"$T/empty.prom"
+printf '# mine\n' >"$T/mine.prom"
+expect_error 1 "no successful scrape in" timeout 30 "$PFI" record --url "http://127.0.0.1:$port/status500" --interval 0.05 --duration 0.2 -o "$T/empty.prom"
+[ -f "$T/empty.prom" ] && [ ! -s "$T/empty.prom" ] || fail "the user's empty file was removed"; ok
+lacks "$T/err" "removed"
+expect_error 1 "no successful scrape in" timeout 30 "$PFI" record --url "http://127.0.0.1:$port/status500" --interval 0.05 --duration 0.2 -o "$T/mine.prom"
+[ "$(cat "$T/mine.prom")" = "# mine" ] || fail "the user's file was changed"; ok
+
+# --count 1 against a dead URL gives up after --max-failures failures in a row
+# (each run bounded by timeout: the old behaviour looped forever)
+expect_error 1 "gave up after 3 failed scrapes in a row (--max-failures 3)" \
+  timeout 30 "$PFI" record --url "http://127.0.0.1:1/metrics" --count 1 --interval 0.05 --max-failures 3 -o "$T/dead.prom"
+[ "$(grep -c 'warning: scrape .* failed' "$T/err")" -eq 2 ] || fail "2 warnings then the error"; ok
+[ ! -e "$T/dead.prom" ] || fail "the empty file record created was left"; ok
+expect_error 1 "gave up after 10 failed scrapes in a row (--max-failures 10)" \
+  timeout 30 "$PFI" record --url "http://127.0.0.1:1/metrics" --count 1 --interval 0.01 -o "$T/dead.prom"
+# the scrapes written before giving up stay
+cp "$T/mine.prom" "$T/g.prom"
+expect_status 0 timeout 30 "$PFI" record --url "$URL" --interval 0.05 --count 2 -o "$T/g.prom"
+expect_error 1 "gave up after 2 failed" timeout 30 "$PFI" record --url "http://127.0.0.1:1/metrics" --interval 0.05 --max-failures 2 -o "$T/g.prom"
+[ "$(grep -c '^# pfi-scrape-time ' "$T/g.prom")" -eq 2 ] && head -1 "$T/g.prom" | grep -q '^# mine$' || fail "earlier content lost"; ok
 
 # the recording is prometheus telemetry a run directory can use
 mkdir -p "$T/run"; cp "$T/b.prom" "$T/run/tel.prom"
@@ -57,4 +89,10 @@ awk -v p="$p" 'BEGIN { exit !(p > 1000 && p < 1200) }' || fail "recorded power $
 
 expect_error 2 "--url is required" "$PFI" record -o "$T/x.prom"
 expect_error 2 "-o FILE is required" "$PFI" record --url "$URL"
+# a malformed URL is a usage error, and nothing is created
+expect_error 2 "--url 'htp:/bad': must start with http:// or https://" timeout 30 "$PFI" record --url htp:/bad --count 1 -o "$T/u.prom"
+expect_error 2 "must start with http:// or https://" timeout 30 "$PFI" record --url "localhost:$port/metrics" -o "$T/u.prom"
+expect_error 2 "--url 'http://a b/'" timeout 30 "$PFI" record --url "http://a b/" -o "$T/u.prom"
+[ ! -e "$T/u.prom" ] || fail "a usage error created the output file"; ok
+expect_error 2 "--max-failures" "$PFI" record --url "$URL" --max-failures 0 -o "$T/u.prom"
 done_ok

@@ -4,7 +4,8 @@
  * serves until SIGTERM. Every scrape's values carry the scrape number so a
  * test can check that scrapes are whole and in order:
  *   DCGM_FI_DEV_POWER_USAGE = 500 + n, GPU_UTIL 97, FB 60000, limit 700,
- * for two GPUs on host "fixture". /status500 answers 500. With a second
+ * for two GPUs on host "fixture". /status500 answers 500; /flaky answers
+ * 500 and /metrics' text by turns, starting with 500. With a second
  * argument FILE, /file serves FILE's current contents (JSON; e.g. an
  * OpenADR VTN's events for the controller's poller). */
 #include <sys/socket.h>
@@ -18,7 +19,7 @@
 
 static volatile sig_atomic_t stop;
 static void on_term(int s) { (void)s; stop = 1; }
-static long scrapes;
+static long scrapes, flaky;
 static const char *g_file;
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -28,7 +29,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     char body[8192];
     int status = MHD_HTTP_OK;
     size_t n = 0;
-    if (strcmp(url, "/metrics") == 0) {
+    if (strcmp(url, "/metrics") == 0 || (strcmp(url, "/flaky") == 0 && ++flaky % 2 == 0)) {
         long k = ++scrapes;
         const char *m[] = {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED",
                            "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"};

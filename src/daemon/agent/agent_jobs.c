@@ -124,7 +124,7 @@ static void write_mapping(agent *a)
         }
         if (f && !strcmp(have, want)) continue;
         pfi_error e;
-        if (pfi_write_file_atomic(path, want, strlen(want), &e)) agent_log(a, "warning: job mapping: %s", e.msg);
+        if (pfi_write_file_private(path, want, strlen(want), &e)) agent_log(a, "warning: job mapping: %s", e.msg);
     }
 }
 

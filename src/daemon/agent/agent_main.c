@@ -252,7 +252,7 @@ int main(int argc, char **argv)
     if (c->port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->port);
-        if (pfi_write_file_atomic(c->port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+        if (pfi_write_file_private(c->port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
     if (c->control_port_file && c->control_listen) {
         char b[32];

@@ -74,7 +74,7 @@ pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error 
     char *txt = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
     json_decref(o);
     if (!txt) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    pfi_status st = pfi_write_file_atomic(path, txt, strlen(txt), err);
+    pfi_status st = pfi_write_file_private(path, txt, strlen(txt), err);
     free(txt);
     return st;
 }

@@ -259,7 +259,7 @@ int main(int argc, char **argv)
     if (port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", c->port);
-        if (pfi_write_file_atomic(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
+        if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     double next = pfi_clock_now(), next_poll = next;
     while (!g_stop) {
