@@ -110,13 +110,13 @@ start_daemon() {
   [ -z "$sd_port" ] || { wait_for "${START_S:-60}" "$sd_name to write its port file" '[ -s "$sd_port" ]'; DPORT=$(cat "$sd_port"); }
 }
 # stop_daemon PID [SIGNAL]: stop a daemon on purpose (no longer watched);
-# wait at most 30 s for it to exit (then SIGKILL); its exit status in $STOP_RC
+# wait at most $STOP_S (30) s for it to exit (then SIGKILL); its exit status in $STOP_RC
 stop_daemon() {
   unwatch "$1"
   kill "-${2:-TERM}" "$1" 2>/dev/null
-  st_end=$(( $(date +%s) + 31 ))
+  st_end=$(( $(date +%s) + ${STOP_S:-30} + 1 ))
   while alive "$1" && [ "$(date +%s)" -lt "$st_end" ]; do sleep 0.05; done
-  alive "$1" && { echo "pid $1 still running 30 s after SIG${2:-TERM}; killed" >&2; kill -9 "$1" 2>/dev/null; }
+  alive "$1" && { echo "pid $1 still running ${STOP_S:-30} s after SIG${2:-TERM}; killed" >&2; kill -9 "$1" 2>/dev/null; }
   wait "$1" 2>/dev/null; STOP_RC=$?
 }
 # num A OP B: numeric comparison (awk), false when A or B is empty
