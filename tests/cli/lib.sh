@@ -50,3 +50,84 @@ new_token() { for f in "$@"; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' 
 # daemons started by a test go in $PIDS; on exit they are killed and $T removed
 PIDS=
 kill_daemons_on_exit() { trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT; }
+kill_daemons_on_exit
+
+# ---- waits (docs/testing.md): bounded in wall-clock seconds, polling the
+# condition itself, failing at once (with the log) when a daemon has exited ----
+mkdir -p "$T/.watch"
+# watch NAME PID LOG: every wait_for fails at once if PID exits, showing LOG
+watch() { printf '%s\n%s\n' "$1" "$3" >"$T/.watch/$2"; }
+unwatch() { rm -f "$T/.watch/$1"; }
+# alive PID: running (not exited, not a zombie)
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  case $(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) in Z*|X*|'') return 1;; esac
+}
+# show_logs: the tail of every watched daemon's log
+show_logs() {
+  for f in "$T"/.watch/*; do
+    [ -e "$f" ] || continue
+    log=$(sed -n 2p "$f")
+    echo "---- $(head -n 1 "$f") (pid ${f##*/}): tail -n 40 $log" >&2
+    tail -n 40 "$log" >&2 2>/dev/null
+  done
+}
+# check_daemons WHAT: fail if a watched daemon has exited
+check_daemons() {
+  for f in "$T"/.watch/*; do
+    [ -e "$f" ] || continue
+    alive "${f##*/}" && continue
+    name=$(head -n 1 "$f"); log=$(sed -n 2p "$f")
+    echo "---- $name (pid ${f##*/}) exited; tail -n 40 $log" >&2
+    tail -n 40 "$log" >&2 2>/dev/null
+    rm -f "$f"
+    fail "$name exited while waiting for: $1"
+  done
+}
+# wait_for SECONDS WHAT COND: evaluate the shell command COND (quote it so
+# that it is expanded at each poll) every 50 ms until it succeeds; fail when
+# a watched daemon exits or when SECONDS of wall clock have passed.
+wait_for() {
+  wf_end=$(( $(date +%s) + $1 + 1 )); wf_what=$2; wf_cond=$3
+  until eval "$wf_cond"; do
+    check_daemons "$wf_what"
+    [ "$(date +%s)" -lt "$wf_end" ] || { show_logs; fail "not within $1 s: $wf_what"; }
+    sleep 0.05
+  done
+}
+# start_daemon NAME LOG PORTFILE CMD...: start CMD in the background (stdout
+# and stderr appended to LOG; sanitizer reports land there too), watched and
+# killed on exit; with a PORTFILE, wait until it is written (the daemon
+# listens on port 0; the kernel picks a free port) and set $DPORT. $DPID is
+# the daemon's pid.
+start_daemon() {
+  sd_name=$1 sd_log=$2 sd_port=$3; shift 3
+  [ -z "$sd_port" ] || rm -f "$sd_port"
+  "$@" >>"$sd_log" 2>&1 &
+  DPID=$!; PIDS="$PIDS $DPID"
+  watch "$sd_name" "$DPID" "$sd_log"
+  DPORT=
+  [ -z "$sd_port" ] || { wait_for "${START_S:-60}" "$sd_name to write its port file" '[ -s "$sd_port" ]'; DPORT=$(cat "$sd_port"); }
+}
+# stop_daemon PID [SIGNAL]: stop a daemon on purpose (no longer watched);
+# wait at most $STOP_S (30) s for it to exit (then SIGKILL); its exit status in $STOP_RC
+stop_daemon() {
+  unwatch "$1"
+  kill "-${2:-TERM}" "$1" 2>/dev/null
+  st_end=$(( $(date +%s) + ${STOP_S:-30} + 1 ))
+  while alive "$1" && [ "$(date +%s)" -lt "$st_end" ]; do sleep 0.05; done
+  alive "$1" && { echo "pid $1 still running ${STOP_S:-30} s after SIG${2:-TERM}; killed" >&2; kill -9 "$1" 2>/dev/null; }
+  wait "$1" 2>/dev/null; STOP_RC=$?
+}
+# num A OP B: numeric comparison (awk), false when A or B is empty
+num() { awk -v a="$1" -v b="$3" "BEGIN{exit !(a != \"\" && b != \"\" && (a + 0) $2 (b + 0))}"; }
+# metric URL NAME: a sample's value from Prometheus text at URL/metrics (first match of NAME at line start)
+metric() { curl -s -m 5 "$1/metrics" | awk -v n="$2" 'index($0, n) == 1 && (substr($0, length(n) + 1, 1) == " " || substr($0, length(n) + 1, 1) == "{") {print $NF; exit}'; }
+# wait_counter SECONDS URL NAME K: wait until the counter NAME has grown by K
+# (a positive signal that K control periods or sampling rounds have passed)
+wait_counter() {
+  wc0=$(metric "$2" "$3")
+  [ -n "$wc0" ] || { show_logs; fail "$2/metrics lacks $3"; }
+  wc_want=$((${wc0%.*} + $4)); wc_url=$2 wc_name=$3
+  wait_for "$1" "$3 to reach $wc_want" 'num "$(metric "$wc_url" "$wc_name")" ">=" "$wc_want"'
+}

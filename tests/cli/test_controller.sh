@@ -14,16 +14,13 @@ CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
-kill_daemons_on_exit
 mkdir -p "$T/jobs2"
 
 start_agent() { # N BACKEND [extra]
   n=$1; b=$2; shift 2
-  rm -f "$T/a$n.port"
-  "$PFI_AGENT" --backend "$b" --listen "127.0.0.1:${APORT:-0}" --port-file "$T/a$n.port" --token-file "$T/atok" \
-    --state-file "$T/a$n.state" --interval 1 --log "$T/a$n.log" "$@" &
-  eval "AP$n=$!"; PIDS="$PIDS $!"
-  i=0; while [ ! -s "$T/a$n.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent $n did not start"; sleep 0.05; done
+  start_daemon "agent $n" "$T/a$n.log" "$T/a$n.port" "$PFI_AGENT" --backend "$b" --listen "127.0.0.1:${APORT:-0}" \
+    --port-file "$T/a$n.port" --token-file "$T/atok" --state-file "$T/a$n.state" --interval 1 --log "$T/a$n.log" "$@"
+  eval "AP$n=$DPID"
 }
 B1="sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-3,job=j2:dense-pt-llama70b-x8-compile@4-7,load=0,steplogs=$T,state=$T/hw1.json"
 B2="sim:gpus=8,job=j3:moe-pt-gptoss20b-x8-ep1-nocompile@0-3,job=late:dense-ft-llama70b-x8-compile@4-7,load=0,idle,steplogs=$T,state=$T/hw2.json"
@@ -57,21 +54,25 @@ cat >"$T/sched.json" <<EOF
 [{"id": "planned-1", "start": "$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 100000}'))", "duration_s": 600, "level": 2}]
 EOF
 cfg "$T/ctl.json" ", \"schedule\": \"$T/sched.json\", \"non_gpu_offset_kw\": 5"
-start_ctl() {
-  rm -f "$T/c.port"
-  "$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
-  CP=$!; PIDS="$PIDS $CP"
-  i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || { cat "$T/ctl.log" >&2; fail "controller did not start"; }; sleep 0.05; done
-  URL=http://127.0.0.1:$(cat "$T/c.port")
+start_ctl() { # [extra options]
+  start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port" "$@"
+  CP=$DPID; URL=http://127.0.0.1:$DPORT
 }
 start_ctl
 req() { # METHOD PATH [BODY [TOKEN]]
   CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X "$1" -H "Authorization: Bearer ${4-$CTOK}" ${3:+--data-binary "$3"} "$URL$2")
 }
 expect_code() { [ "$CODE" = "$1" ] || { cat "$T/body" >&2; fail "HTTP $CODE, expected $1 ($2)"; }; ok; }
-status_num() { curl -s "$URL/v1/status" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
-acap() { curl -s "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' -v g="$2" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
-sleep 3 # baselines (30 clock s = 1.5 s)
+status_num() { curl -s -m 5 "$URL/v1/status" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
+acap() { curl -s -m 5 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' -v g="$2" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
+# positive signals that time has passed: the controller's control periods
+# (pfi_ctl_cycles_total) and the agents' sampling rounds (pfi_agent_samples_total)
+periods() { wait_counter 30 "$URL" pfi_ctl_cycles_total "$1"; }
+rounds() { wait_counter 30 "http://127.0.0.1:$1" pfi_agent_samples_total "$2"; }
+# measured power within target + 2% (sets $B and $M)
+at_target() { B=$(status_num budget_w); M=$(status_num measured_w); [ -n "$B" ] && num "$M" "<=" "$(awk -v b="$B" 'BEGIN{print b * 1.02}')"; }
+ev_is() { curl -s -m 5 "$URL/v1/events/$1" | grep -q "\"status\":\"$2\""; }
+periods 7 # baselines: 30 clock s = 6 periods of 5 s
 req GET /v1/events; expect_code 200 "events"
 contains "$T/body" '"id":"planned-1"'
 contains "$T/body" '"source":"schedule"'
@@ -90,59 +91,59 @@ req GET /v1/events/ev30; expect_code 200 "one event"
 contains "$T/body" '"status":"scheduled"'
 
 # ---- the event: at target, tiers honoured ----
-i=0; until curl -s "$URL/v1/events/ev30" | grep -q '"status":"active"'; do i=$((i+1)); [ $i -lt 200 ] || fail "event never started"; sleep 0.05; done
-sleep 1.2 # two periods (0.5 s) plus the agents' response
-B=$(status_num budget_w); M=$(status_num measured_w)
-awk -v b="$B" -v m="$M" 'BEGIN{exit !(m <= b * 1.02)}' || fail "measured $M W over target $B W + 2% two periods in"; ok
-echo "event at target: measured $M W, target $B W"
+wait_for 30 "event ev30 to start" 'ev_is ev30 active'
+k0=$(metric "$URL" pfi_ctl_cycles_total)
+wait_for 30 "measured power within target + 2% (ev30)" at_target
+k=$(( $(metric "$URL" pfi_ctl_cycles_total) - k0 ))
+# counted in control periods, not seconds: two periods plus the agents' sampling
+[ "$k" -le 6 ] || fail "target + 2% reached only $k periods after the start"; ok
+echo "event at target after $k periods: measured $M W, target $B W"
+wait_for 30 "job j1 capped" 'num "$(acap $P1 0)" "<" 700'
 [ "$(acap $P1 5)" = "700" ] || fail "Flex 0 job j2 was capped ($(acap $P1 5) W)"; ok
-c1=$(acap $P1 0); awk -v c="$c1" 'BEGIN{exit !(c < 700)}' || fail "job j1 not capped"; ok
 contains "$T/a1.log" "controller pfi-controller@"
 
 # ---- a job starts mid-event, and ends ----
 printf '{"job_id": "late", "gpus": [4, 5, 6, 7], "steplog": "%s/late.jsonl"}\n' "$T" >"$T/jobs2/late.json"
-i=0; until curl -s "$URL/v1/status" | grep -q '"job_id":"late"'; do i=$((i+1)); [ $i -lt 300 ] || fail "late job never seen"; sleep 0.05; done
+wait_for 30 "the controller to see the late job" 'curl -s -m 5 "$URL/v1/status" | grep -q "\"job_id\":\"late\""'
 contains "$T/a2.log" "simulated job late"
-sleep 1.5
-cl=$(acap $P2 5); awk -v c="$cl" 'BEGIN{exit !(c < 700)}' || fail "the late job was not capped ($cl)"; ok
-B=$(status_num budget_w); M=$(status_num measured_w)
-awk -v b="$B" -v m="$M" 'BEGIN{exit !(m <= b * 1.02)}' || fail "with the late job: $M W over $B W"; ok
+wait_for 30 "the late job capped" 'num "$(acap $P2 5)" "<" 700'
+wait_for 30 "measured power within target + 2% with the late job" at_target
 rm "$T/jobs2/late.json"
-i=0; while curl -s "$URL/v1/status" | grep -q '"job_id":"late"'; do i=$((i+1)); [ $i -lt 300 ] || fail "late job never ended"; sleep 0.05; done
+wait_for 30 "the late job to end" '! curl -s -m 5 "$URL/v1/status" | grep -q "\"job_id\":\"late\""'
 contains "$T/ctl.log" "job late is gone"
-sleep 0.8
-[ "$(acap $P2 5)" = "700" ] || fail "the ended job's GPUs keep a cap ($(acap $P2 5))"; ok
+wait_for 30 "the ended job's GPUs back at 700 W" '[ "$(acap $P2 5)" = "700" ]'
 
 # ---- an agent dies mid-event: the others are cut further; it comes back ----
 before=$(acap $P1 0)
-kill -9 $AP2; wait $AP2 2>/dev/null
-i=0; until grep -q "agent n2 .* unreachable" "$T/ctl.log"; do i=$((i+1)); [ $i -lt 200 ] || fail "no unreachable"; sleep 0.05; done
-sleep 2.5 # past the lease (30 clock s = 1.5 s): its jobs count as uncapped
-after=$(acap $P1 0)
-awk -v a="$after" -v b="$before" 'BEGIN{exit !(a < b)}' || fail "j1 not cut further with n2 gone ($before -> $after W)"; ok
-echo "agent n2 gone: j1 cap $before -> $after W"
+stop_daemon $AP2 KILL
+wait_for 30 "the controller to find n2 unreachable" 'grep -q "agent n2 .* unreachable" "$T/ctl.log"'
+# past n2's lease (30 clock s) on the controller's own clock: its jobs count as uncapped
+lease_end=$(awk -v n="$(status_num now)" 'BEGIN{printf "%.0f", n + 30 + 5}')
+wait_for 30 "the controller's clock past n2's lease" 'num "$(status_num now)" ">=" "$lease_end"'
+wait_for 30 "j1 cut further with n2 gone (from $before W)" 'num "$(acap $P1 0)" "<" "$before"'
+echo "agent n2 gone: j1 cap $before -> $(acap $P1 0) W"
 APORT=$P2 start_agent 2 "$B2" --jobs-dir "$T/jobs2"
-i=0; until grep -q "agent n2 .* is back" "$T/ctl.log"; do i=$((i+1)); [ $i -lt 200 ] || fail "n2 not back"; sleep 0.05; done
-sleep 1.5
-c3=$(acap $P2 0); awk -v c="$c3" 'BEGIN{exit !(c < 700)}' || fail "n2 not re-integrated (j3 cap $c3)"; ok
+wait_for 30 "n2 back" 'grep -q "agent n2 .* is back" "$T/ctl.log"'
+wait_for 30 "n2 re-integrated (j3 capped)" 'num "$(acap $P2 0)" "<" 700'
 
 # ---- the controller restarts mid-event: caps not lifted, the event resumes ----
 capped=$(acap $P1 0)
-kill -TERM $CP; wait $CP
+stop_daemon $CP TERM
 contains "$T/ctl.log" "caps stay under the agents' leases"
-sleep 0.3
+# negative check: two of n1's sampling rounds (a few clock seconds, well
+# inside the 30 s lease) with no controller; the caps must hold
+rounds $P1 2
 c_down=$(acap $P1 0)
-awk -v c="$c_down" 'BEGIN{exit !(c < 700)}' || fail "caps lifted while the controller was down (was $capped, now $c_down)"; ok
+num "$c_down" "<" 700 || fail "caps lifted while the controller was down (was $capped, now $c_down)"; ok
 start_ctl
 contains "$T/ctl.log" "resuming event ev30"
-sleep 1
+periods 2
 [ "$(acap $P1 0)" != "700" ] || fail "caps lifted after the restart"; ok
 
 # ---- the end: caps handed back ----
-i=0; until curl -s "$URL/v1/events/ev30" | grep -q '"status":"done"'; do i=$((i+1)); [ $i -lt 600 ] || fail "event never ended"; sleep 0.05; done
-sleep 0.6
-for g in 0 3 5; do [ "$(acap $P1 $g)" = "700" ] || fail "n1 GPU $g not restored"; ok; done
-[ "$(acap $P2 0)" = "700" ] || fail "n2 GPU 0 not restored"; ok
+wait_for 60 "event ev30 to end" 'ev_is ev30 done'
+for g in 0 3 5; do wait_for 30 "n1 GPU $g restored" '[ "$(acap $P1 $g)" = "700" ]'; done
+wait_for 30 "n2 GPU 0 restored" '[ "$(acap $P2 0)" = "700" ]'
 contains "$T/ctl.log" "caps handed back to the agents"
 
 # ---- the report ----
@@ -167,7 +168,7 @@ curl -s -o "$T/r.png" "$URL/v1/events/ev30/report.png"
 # ---- a clean event: met ----
 S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 5}'))
 req POST /v1/events "{\"id\":\"clean\",\"start\":\"$S\",\"duration_s\":200,\"reduction_pct\":20}"; expect_code 201 "clean event"
-i=0; until curl -s "$URL/v1/events/clean" | grep -q '"status":"done"'; do i=$((i+1)); [ $i -lt 600 ] || fail "clean event never ended"; sleep 0.05; done
+wait_for 60 "the clean event to end" 'ev_is clean done'
 req GET /v1/events/clean/report
 contains "$T/body" '"met": true'
 contains "$T/body" '"steady_within_target_pct": 100'
@@ -188,26 +189,21 @@ curl -s "$URL/metrics" >"$T/m"
 contains "$T/m" "pfi_ctl_agents_up 2"
 contains "$T/m" "# TYPE pfi_ctl_job_allocation_watts gauge"
 contains "$T/m" 'pfi_ctl_job_power_watts{job="j1"}'
-kill -TERM $CP; wait $CP
+stop_daemon $CP TERM
 
 # ---- dry run: computed and reported, no cap pushed ----
 rm -f "$T/ctl.db"*
 cfg "$T/ctl.json" ''
-rm -f "$T/c.port"
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" --dry-run 2>>"$T/ctl.log" &
-CP=$!; PIDS="$PIDS $CP"
-i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "dry-run controller did not start"; sleep 0.05; done
-URL=http://127.0.0.1:$(cat "$T/c.port")
-sleep 2
+start_ctl --dry-run
+periods 7 # baselines
 S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 5}'))
 req POST /v1/events "{\"id\":\"dry\",\"start\":\"$S\",\"duration_s\":100,\"reduction_pct\":30}"; expect_code 201 "dry event"
-i=0; until curl -s "$URL/v1/events/dry" | grep -q '"status":"active"'; do i=$((i+1)); [ $i -lt 200 ] || fail "dry event never started"; sleep 0.05; done
-sleep 1
+wait_for 30 "the dry event to start" 'ev_is dry active'
+wait_for 30 "a dry-run allocation" 'curl -s -m 5 "$URL/v1/status" | grep -q "\"alloc_cap_w\":[0-9]"'
+# negative check: two more periods and two of n1's sampling rounds after the
+# allocation was computed; no cap may have been pushed
+periods 2; rounds $P1 2
 [ "$(acap $P1 0)" = "700" ] || fail "dry run pushed caps"; ok
-grep -q '"alloc_cap_w":[0-9]' <<EOF || fail "dry run computed no allocation"
-$(curl -s "$URL/v1/status")
-EOF
-ok
 req GET /v1/events/dry/report; contains "$T/body" '"dry_run": true'
-kill -TERM $CP; wait $CP
+stop_daemon $CP TERM
 done_ok

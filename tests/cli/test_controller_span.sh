@@ -12,40 +12,36 @@ CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
-kill_daemons_on_exit
 CERT=$SRC/tests/data/tls/cert.pem
 KEY=$SRC/tests/data/tls/key.pem
 
 # two nodes: "big" on GPUs 0-3 of each, one single-node job on each
 for n in 1 2; do
   other=$([ $n = 1 ] && echo dense-pt-llama70b-x8-compile || echo moe-pt-gptoss20b-x8-ep1-nocompile)
-  "$PFI_AGENT" --backend "sim:gpus=8,job=big:moe-ft-qwen30ba3b-x8@0-3,job=n$n:$other@4-7,load=0,seed=$n,state=$T/hw$n.json" \
+  start_daemon "agent $n" "$T/a$n.log" "$T/a$n.port" "$PFI_AGENT" \
+    --backend "sim:gpus=8,job=big:moe-ft-qwen30ba3b-x8@0-3,job=n$n:$other@4-7,load=0,seed=$n,state=$T/hw$n.json" \
     --listen 127.0.0.1:0 --port-file "$T/a$n.port" --token-file "$T/atok" --state-file "$T/a$n.state" --interval 1 \
-    --log "$T/a$n.log" &
-  PIDS="$PIDS $!"
+    --log "$T/a$n.log"
 done
-for n in 1 2; do i=0; while [ ! -s "$T/a$n.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent $n did not start"; sleep 0.05; done; done
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
 # a VTN: one planned IMPORT_CAPACITY_LIMIT event of 25 kW (site), a day ahead
 OS=$(date -u -d "@$(( $(date +%s) + 86400 * 20 ))" +%Y-%m-%dT%H:%M:%SZ)
 printf '[{"id":"vtn-1","intervalPeriod":{"start":"%s","duration":"PT2H"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[25]}]}]},
   {"id":"vtn-2","intervalPeriod":{"start":"%s","duration":"PT1H"},"intervals":[{"id":0,"payloads":[{"type":"PRICE","values":[0.3]}]}]}]\n' "$OS" "$OS" >"$T/vtn.json"
-"$TOOLS/http_fixture" "$T/f.port" "$T/vtn.json" &
-PIDS="$PIDS $!"
-i=0; while [ ! -s "$T/f.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "fixture did not start"; sleep 0.05; done
-FP=$(cat "$T/f.port")
+start_daemon "VTN fixture" "$T/f.log" "$T/f.port" "$TOOLS/http_fixture" "$T/f.port" "$T/vtn.json"
+FP=$DPORT
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl.db", "control_period_s": 20, "baseline_window_s": 30,
  "lease_s": 60, "default_tier": 3, "tls_cert": "%s", "tls_key": "%s",
  "non_gpu_offset_kw": 4, "openadr": {"poll_url": "http://127.0.0.1:%s/file", "poll_s": 20},
  "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
             {"name": "n2", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"}]}\n' \
   "$T" "$T" "$CERT" "$KEY" "$FP" "$P1" "$T" "$P2" "$T" >"$T/ctl.json"
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
-PIDS="$PIDS $!"
-i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || { cat "$T/ctl.log" >&2; fail "controller did not start"; }; sleep 0.05; done
-CP=$(cat "$T/c.port")
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+CP=$DPORT
 URL=https://127.0.0.1:$CP
-tget() { curl -s --cacert "$CERT" "$@"; }
+tget() { curl -s -m 5 --cacert "$CERT" "$@"; }
+# control periods (20 clock s = 1 s) passed: a positive signal of time
+cycles() { tget "$URL/metrics" | awk '$1 == "pfi_ctl_cycles_total" {print $2}'; }
 
 # ---- TLS ----
 [ "$(tget -o "$T/body" -w '%{http_code}' "$URL/healthz")" = 200 ] || fail "HTTPS /healthz"; ok
@@ -56,7 +52,7 @@ if curl -s -m 3 -o /dev/null "$URL/healthz"; then fail "the test certificate was
 ok
 
 # ---- the OpenADR poller ----
-i=0; until tget "$URL/v1/events/vtn-1" | grep -q '"status":"scheduled"'; do i=$((i+1)); [ $i -lt 100 ] || fail "polled event never appeared"; sleep 0.05; done
+wait_for 30 "the polled event vtn-1" 'tget "$URL/v1/events/vtn-1" | grep -q "\"status\":\"scheduled\""'
 tget "$URL/v1/events/vtn-1" >"$T/ev"
 contains "$T/ev" '"source":"openadr"'
 contains "$T/ev" '"target_kw":21'
@@ -64,8 +60,9 @@ contains "$T/ev" '"duration_s":7200'
 [ "$(tget -o /dev/null -w '%{http_code}' "$URL/v1/events/vtn-2")" = 404 ] || fail "an event without a capacity payload was taken"; ok
 
 # ---- one job across two agents ----
-sleep 3 # baselines (30 clock s)
-tget "$URL/v1/status" >"$T/st"
+# baselines: 30 clock s = two periods of 20 s, with both agents and job big seen
+wait_for 30 "baselines (3 periods)" 'num "$(cycles)" ">=" 3'
+wait_for 30 "job big on both agents" 'tget "$URL/v1/status" >"$T/st"; grep -qF "\"job_id\":\"big\",\"tier\":3,\"gpus\":8" "$T/st" && grep -qF "\"agents_up\":2" "$T/st"'
 contains "$T/st" '"job_id":"big","tier":3,"gpus":8'
 contains "$T/st" '"agents_up":2'
 NOW() { awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.0f", e + (w - e) * 20}'; }
@@ -75,29 +72,39 @@ EV="{\"id\":\"span30\",\"start\":\"$S\",\"duration_s\":200,\"reduction_pct\":30}
 [ "$(tget -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" --data-binary "$EV" "$URL/v1/events")" = 201 ] \
   || { cat "$T/body" >&2; fail "POST /v1/events over TLS"; }
 ok
-acap() { curl -s "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' -v g="$2" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
+k0=$(cycles)
+acap() { curl -s -m 5 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' -v g="$2" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
 # caps move every period (1 s here): compare both agents between two pushes
 same() {
-  for g in 0 1 2 3; do [ -n "$(acap $P1 $g)" ] && [ "$(acap $P1 $g)" = "$(acap $P2 $g)" ] || return 1; done
+  for g in 0 1 2 3; do num "$(acap $P1 $g)" "<" 700 && [ "$(acap $P1 $g)" = "$(acap $P2 $g)" ] || return 1; done
 }
-sleep 1.5
-i=0; until same; do i=$((i+1)); [ $i -lt 20 ] || fail "job big: caps differ between its agents ($(acap $P1 0) vs $(acap $P2 0) W)"; sleep 0.1; done
+wait_for 30 "job big capped alike on both agents" same
 ok
-for g in 0 1 2 3; do a=$(acap $P1 $g); awk -v c="$a" 'BEGIN{exit !(c < 700)}' || fail "job big not capped ($a W)"; ok; done
 echo "job big across two agents: $(acap $P1 0) W per GPU on both"
-# one allocation for the job, for all 8 GPUs: allocation ~ per-GPU cap x 8 (within the learned power/cap ratio)
-tget "$URL/metrics" >"$T/m"
-n=$(grep -c "^pfi_ctl_job_allocation_watts{job=\"big\"," "$T/m")
+# one allocation for the job, for all 8 GPUs: allocation ~ per-GPU cap x 8
+# (within the learned power/cap ratio); read between two pushes
+one_alloc() {
+  tget "$URL/metrics" >"$T/m"
+  n=$(grep -c "^pfi_ctl_job_allocation_watts{job=\"big\"," "$T/m")
+  alloc=$(awk '/^pfi_ctl_job_allocation_watts\{job="big",/{print $2}' "$T/m")
+  c0=$(acap $P1 0)
+  [ "$n" -eq 1 ] && awk -v a="$alloc" -v c="$c0" 'BEGIN{r = a / (8 * c); exit !(r > 0.8 && r <= 1.01)}'
+}
+wait_for 30 "one allocation for big, about its cap x 8" one_alloc
 [ "$n" -eq 1 ] || fail "big allocated $n times"; ok
-alloc=$(awk '/^pfi_ctl_job_allocation_watts\{job="big",/{print $2}' "$T/m")
-c0=$(acap $P1 0)
-awk -v a="$alloc" -v c="$c0" 'BEGIN{r = a / (8 * c); exit !(r > 0.8 && r <= 1.01)}' || fail "allocation $alloc W vs cap $c0 W x 8"; ok
-# and the cluster is at its target (two periods after the start)
-tget "$URL/v1/status" >"$T/st"
-B=$(sed -n 's/.*"budget_w":\([-0-9.e+]*\).*/\1/p' "$T/st"); M=$(sed -n 's/.*"measured_w":\([-0-9.e+]*\).*/\1/p' "$T/st")
-awk -v b="$B" -v m="$M" 'BEGIN{exit !(m <= b * 1.02)}' || fail "measured $M W over target $B W + 2%"; ok
+echo "job big: allocation $alloc W, cap $c0 W x 8"
+# and the cluster is at its target, counted in control periods after the start
+at_target() {
+  tget "$URL/v1/status" >"$T/st"
+  B=$(sed -n 's/.*"budget_w":\([-0-9.e+]*\).*/\1/p' "$T/st"); M=$(sed -n 's/.*"measured_w":\([-0-9.e+]*\).*/\1/p' "$T/st")
+  [ -n "$B" ] && num "$M" "<=" "$(awk -v b="$B" 'BEGIN{print b * 1.02}')"
+}
+wait_for 30 "measured power within target + 2%" at_target
+k=$(( $(cycles) - k0 ))
+[ "$k" -le 6 ] || fail "target + 2% reached only $k periods after the start"; ok
+echo "at target ($M W, target $B W) $k periods after the start"
 # the end: every GPU back at its baseline on both nodes
-i=0; until tget "$URL/v1/events/span30" | grep -q '"status":"done"'; do i=$((i+1)); [ $i -lt 600 ] || fail "event did not end"; sleep 0.05; done
-i=0; until [ "$(acap $P1 0)" = 700 ] && [ "$(acap $P2 0)" = 700 ]; do i=$((i+1)); [ $i -lt 200 ] || fail "caps not restored"; sleep 0.05; done
+wait_for 60 "event span30 to end" 'tget "$URL/v1/events/span30" | grep -q "\"status\":\"done\""'
+wait_for 30 "caps restored on both nodes" '[ "$(acap $P1 0)" = 700 ] && [ "$(acap $P2 0)" = 700 ]'
 ok
 done_ok

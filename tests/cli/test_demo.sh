@@ -12,7 +12,8 @@ expect_error 2 "--cut" "$PFI" demo --cut 95
 expect_error 2 "--time-scale" "$PFI" demo --time-scale -3
 expect_error 2 "--bogus" "$PFI" demo --bogus
 
-expect_status 0 "$PFI" demo --time-scale 40 --dir "$T/d" --keep
+# bounded: timeout(1) signals the demo's whole process group (its daemons too)
+expect_status 0 timeout -k 10 "${DEMO_TIMEOUT_S:-300}" "$PFI" demo --time-scale 40 --dir "$T/d" --keep
 cp "$T/out" "$T/demo.out"
 contains "$T/demo.out" "4 agents x 8 simulated H200"
 contains "$T/demo.out" "tokens/s per job"

@@ -17,11 +17,15 @@ for b in slurmctld slurmd munged sbatch scontrol; do command -v $b >/dev/null ||
 [ -s "$PFI_SPANK" ] || fail "the SPANK plugin was not built ($PFI_SPANK)"
 
 H=$(hostname)
-DAEMONS=
+# every Slurm client call is bounded (a dead slurmctld makes them wait)
+S() { timeout 20 "$@"; }
 cleanup() {
-  for p in $DAEMONS; do kill -TERM "$p" 2>/dev/null; done
-  sleep 0.5
-  for p in $DAEMONS; do kill -9 "$p" 2>/dev/null; done
+  [ -n "${SLURM_CONF:-}" ] && timeout 5 scancel --quiet --user=root 2>/dev/null
+  for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
+  mp=$(cat "$T/munge/pid" 2>/dev/null); [ -n "$mp" ] && kill -TERM "$mp" 2>/dev/null
+  end=$(( $(date +%s) + 5 ))
+  for p in $PIDS; do while alive "$p" && [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done; kill -9 "$p" 2>/dev/null; done
+  [ -n "$mp" ] && kill -9 "$mp" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -32,20 +36,24 @@ chmod 711 "$T/munge"
 for i in 0 1 2 3; do mknod "$T/dev/nvidia$i" c 195 $i; done
 
 # ---- munge on a private socket ----
-runuser -u munge -- munged -F --socket="$T/munge/sock" --pid-file="$T/munge/pid" --log-file="$T/munge/log" \
-  --seed-file="$T/munge/seed" >"$T/munge/out" 2>&1 &
-DAEMONS="$DAEMONS $!"
-i=0; while [ ! -S "$T/munge/sock" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "munged did not start"; sleep 0.05; done
+start_daemon munged "$T/munge/out" "" runuser -u munge -- munged -F --socket="$T/munge/sock" --pid-file="$T/munge/pid" \
+  --log-file="$T/munge/log" --seed-file="$T/munge/seed"
+wait_for 30 "munged's socket" '[ -S "$T/munge/sock" ]'
 
 # ---- Slurm with private ports and directories ----
-base=$((20000 + $$ % 20000))
+# Ports: Slurm cannot listen on port 0, so they are chosen at random below
+# the kernel's ephemeral range (32768-60999, where any outgoing connection
+# may hold them), and the whole start is retried with new ports when a
+# daemon reports "Address already in use" or exits.
 MEM=$(awk '/MemTotal/{print int($2/1024/2)}' /proc/meminfo)
-cat >"$T/slurm.conf" <<EOF
+slurm_conf() { # BASE: slurmctld on BASE, slurmd on BASE+1, srun on BASE+10..BASE+60
+  cat >"$T/slurm.conf" <<EOF
 ClusterName=pfitest
 SlurmctldHost=$H(127.0.0.1)
-SlurmctldPort=$base
-SlurmdPort=$((base + 1))
-SrunPortRange=$((base + 10))-$((base + 60))
+SlurmctldPort=$1
+SlurmdPort=$(($1 + 1))
+SrunPortRange=$(($1 + 10))-$(($1 + 60))
+MessageTimeout=5
 AuthType=auth/munge
 AuthInfo=socket=$T/munge/sock
 CredType=cred/munge
@@ -73,84 +81,110 @@ SchedulerParameters=defer=0
 NodeName=$H NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$MEM Gres=gpu:4 State=UNKNOWN
 PartitionName=debug Nodes=$H Default=YES State=UP MaxTime=INFINITE
 EOF
+}
 printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[0-3]\n' "$H" "$T" >"$T/gres.conf"
 printf 'optional %s rundir=%s/run\n' "$PFI_SPANK" "$T" >"$T/plugstack.conf"
 export SLURM_CONF=$T/slurm.conf
-slurmctld -D -i -f "$SLURM_CONF" >"$T/log/ctld.out" 2>&1 &
-DAEMONS="$DAEMONS $!"
-slurmd -D -f "$SLURM_CONF" >"$T/log/d.out" 2>&1 &
-DAEMONS="$DAEMONS $!"
-i=0; until sinfo -h -o %T 2>/dev/null | grep -q idle; do
-  i=$((i+1)); [ $i -lt 400 ] || { tail -20 "$T/log/slurmctld.log" "$T/log/slurmd.log" >&2; fail "the Slurm node never became idle"; }; sleep 0.05
-done
+SLOGS="$T/log/slurmctld.log $T/log/slurmd.log"
+# slurm_try: start slurmctld and slurmd on new ports; 0 once the node is
+# idle, 1 when a port was taken (or a daemon exited; they are stopped), and
+# a failure with both logs after 60 s. SLURM_TEST_PORTS="B1 B2 ..." gives the
+# bases to try first (to check the retry against a port held on purpose).
+SLURM_TEST_PORTS=${SLURM_TEST_PORTS:-}
+slurm_try() {
+  base=$(( 10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 22000 ))
+  if [ -n "$SLURM_TEST_PORTS" ]; then
+    base=${SLURM_TEST_PORTS%% *}; SLURM_TEST_PORTS=${SLURM_TEST_PORTS#"$base"}; SLURM_TEST_PORTS=${SLURM_TEST_PORTS# }
+  fi
+  slurm_conf $base
+  rm -rf "$T/state"/* "$T/spool"/*
+  start_daemon slurmctld "$T/log/slurmctld.log" "" slurmctld -D -i -f "$SLURM_CONF"; CTLD=$DPID
+  start_daemon slurmd "$T/log/slurmd.log" "" slurmd -D -f "$SLURM_CONF"; SLURMD=$DPID
+  end=$(( $(date +%s) + 60 ))
+  while :; do
+    # shellcheck disable=SC2086
+    if grep -qs "Address already in use" $SLOGS || ! alive $CTLD || ! alive $SLURMD; then
+      echo "Slurm on ports $base.. did not start (port taken or a daemon exited):" >&2
+      # shellcheck disable=SC2086
+      tail -n 5 $SLOGS >&2
+      stop_daemon $CTLD TERM; stop_daemon $SLURMD TERM
+      for f in $SLOGS; do mv "$f" "$f.try$base"; done
+      return 1
+    fi
+    timeout 5 sinfo -h -o %T 2>/dev/null | grep -q idle && return 0
+    # shellcheck disable=SC2086
+    [ "$(date +%s)" -lt "$end" ] || { tail -n 40 $SLOGS >&2; fail "the Slurm node never became idle"; }
+    sleep 0.1
+  done
+}
+tries=0
+until slurm_try; do tries=$((tries + 1)); [ $tries -lt 3 ] || fail "Slurm did not start in 3 tries"; done
 ok
 # the plugin's option is registered
-sbatch --help 2>&1 | grep -q -- "--power-flex" || fail "sbatch --help lacks --power-flex"; ok
-if sbatch --power-flex=7 --wrap true >"$T/out" 2>"$T/err"; then fail "sbatch accepted --power-flex=7"; fi
+S sbatch --help 2>&1 | grep -q -- "--power-flex" || fail "sbatch --help lacks --power-flex"; ok
+if S sbatch --power-flex=7 --wrap true >"$T/out" 2>"$T/err"; then fail "sbatch accepted --power-flex=7"; fi
 ok
 contains "$T/err" "expected a tier 0..3"
 
 # ---- pfi: an agent on 4 simulated GPUs (two job slots), a controller ----
 new_token "$T/atok" "$T/ctok"
-"$PFI_AGENT" --backend "sim:gpus=4,job=s0:moe-ft-qwen30ba3b-x8@0-1,job=s1:moe-pt-gptoss20b-x8-ep1-nocompile@2-3,idle,load=0,state=$T/hw.json" \
+start_daemon agent "$T/agent.log" "$T/a.port" "$PFI_AGENT" \
+  --backend "sim:gpus=4,job=s0:moe-ft-qwen30ba3b-x8@0-1,job=s1:moe-pt-gptoss20b-x8-ep1-nocompile@2-3,idle,load=0,state=$T/hw.json" \
   --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 0.5 \
-  --jobs-dir "$T/run/jobs" --log "$T/agent.log" &
-DAEMONS="$DAEMONS $!"
-i=0; while [ ! -s "$T/a.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent did not start"; sleep 0.05; done
-AP=$(cat "$T/a.port")
+  --jobs-dir "$T/run/jobs" --log "$T/agent.log"
+AP=$DPORT
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1, "baseline_window_s": 3,
  "lease_s": 10, "agents": [{"name": "$H", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
 EOF
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
-DAEMONS="$DAEMONS $!"
-i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "controller did not start"; sleep 0.05; done
-URL=http://127.0.0.1:$(cat "$T/c.port")
-acap() { curl -s "http://127.0.0.1:$AP/metrics" | awk -F'[ {}]' -v g="$1" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+URL=http://127.0.0.1:$DPORT
+acap() { curl -s -m 5 "http://127.0.0.1:$AP/metrics" | awk -F'[ {}]' -v g="$1" '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"" g "\""){print $NF}'; }
+ctl_has() { curl -s -m 5 "$URL/v1/status" | grep -q "$1"; }
 
 # ---- two jobs, Flex 0 and Flex 3 ----
-A=$(sbatch --parsable --gres=gpu:2 --power-flex=0 -o "$T/a.out" --wrap "env > $T/envA; sleep 120")
-B=$(sbatch --parsable --gres=gpu:2 --power-flex=3 -o "$T/b.out" --wrap "env > $T/envB; sleep 120")
+A=$(S sbatch --parsable --gres=gpu:2 --power-flex=0 -o "$T/a.out" --wrap "env > $T/envA; sleep 120")
+B=$(S sbatch --parsable --gres=gpu:2 --power-flex=3 -o "$T/b.out" --wrap "env > $T/envB; sleep 120")
 [ -n "$A" ] && [ -n "$B" ] || fail "sbatch failed"; ok
-i=0; until [ -s "$T/run/jobs/$A.json" ] && [ -s "$T/run/jobs/$B.json" ]; do
-  i=$((i+1)); [ $i -lt 400 ] || { squeue >&2; tail -20 "$T/log/slurmd.log" >&2; fail "job files never appeared"; }; sleep 0.05
-done
+wait_for 60 "the SPANK plugin's job files for $A and $B" '[ -s "$T/run/jobs/$A.json" ] && [ -s "$T/run/jobs/$B.json" ]'
 contains "$T/run/jobs/$A.json" '"tier": 0'
 contains "$T/run/jobs/$B.json" '"tier": 3'
 contains "$T/run/jobs/$B.json" "\"steplog\": \"$T/run/steplogs/$B.jsonl\""
-i=0; until [ -s "$T/envB" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "job B never ran"; sleep 0.05; done
+wait_for 60 "jobs $A and $B to run" '[ -s "$T/envA" ] && [ -s "$T/envB" ]'
 contains "$T/envB" "PFI_FLEX=3"
 contains "$T/envB" "PFI_STEPLOG=$T/run/steplogs/$B.jsonl"
 contains "$T/envA" "PFI_FLEX=0"
 # the agent maps the GPUs Slurm gave each job, with its tier
-i=0; until curl -s "http://127.0.0.1:$AP/v1/node" | grep -q "\"job_id\":\"$B\""; do i=$((i+1)); [ $i -lt 200 ] || fail "agent never saw job $B"; sleep 0.05; done
-sleep 4 # jobs start, the controller measures baselines
-curl -s "http://127.0.0.1:$AP/v1/node" >"$T/node"
+wait_for 30 "the agent to map job $B" 'curl -s -m 5 "http://127.0.0.1:$AP/v1/node" | grep -q "\"job_id\":\"$B\""'
+curl -s -m 5 "http://127.0.0.1:$AP/v1/node" >"$T/node"
 contains "$T/node" '"tier":3'
 contains "$T/node" '"source":"jobfile"'
-GB=$(scontrol -d show job "$B" | grep -o 'IDX:[0-9]' | head -1 | cut -d: -f2)
+# the controller sees both jobs, then measures baselines (3 s = 3 periods)
+wait_for 30 "the controller to see jobs $A and $B" 'ctl_has "\"job_id\":\"$A\"" && ctl_has "\"job_id\":\"$B\""'
+wait_counter 30 "$URL" pfi_ctl_cycles_total 4
+GB=$(S scontrol -d show job "$B" | grep -o 'IDX:[0-9]' | head -1 | cut -d: -f2)
 [ -n "$GB" ] || fail "no GPU index for job $B"; ok
 
 # ---- a 30% event ----
-S=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
-CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
-  --data-binary "{\"id\":\"slurm30\",\"start\":\"$S\",\"duration_s\":12,\"reduction_pct\":30}" "$URL/v1/events")
+START=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+CODE=$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
+  --data-binary "{\"id\":\"slurm30\",\"start\":\"$START\",\"duration_s\":12,\"reduction_pct\":30}" "$URL/v1/events")
 [ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
-sleep 5
+wait_for 30 "event slurm30 to start" 'curl -s -m 5 "$URL/v1/events/slurm30" | grep -q "\"status\":\"active\""'
+wait_for 30 "the Flex 3 job's GPU $GB capped" 'num "$(acap "$GB")" "<" 700'
 cb=$(acap "$GB"); other=$(( GB == 0 ? 2 : 0 ))
 ca=$(acap "$other")
-awk -v c="$cb" 'BEGIN{exit !(c < 700)}' || fail "the Flex 3 job's GPU $GB is not capped ($cb W)"; ok
 [ "$ca" = "700" ] || fail "the Flex 0 job's GPU $other is capped ($ca W)"; ok
 echo "event: Flex 3 job $B at $cb W per GPU, Flex 0 job $A at $ca W"
-curl -s "$URL/v1/status" | grep -q "\"job_id\":\"$A\",\"tier\":0" || fail "controller lacks job A's tier from Slurm"; ok
+ctl_has "\"job_id\":\"$A\",\"tier\":0" || fail "controller lacks job A's tier from Slurm"; ok
 
 # ---- the jobs end: the epilog removes the job files, caps come back ----
-scancel "$A" "$B"
-i=0; while [ -e "$T/run/jobs/$A.json" ] || [ -e "$T/run/jobs/$B.json" ]; do i=$((i+1)); [ $i -lt 400 ] || fail "job files not removed"; sleep 0.05; done
-i=0; until [ "$(acap "$GB")" = "700" ]; do i=$((i+1)); [ $i -lt 300 ] || fail "GPU $GB not restored after the job ended"; sleep 0.05; done
+S scancel "$A" "$B"
+wait_for 60 "the epilog to remove the job files" '[ ! -e "$T/run/jobs/$A.json" ] && [ ! -e "$T/run/jobs/$B.json" ]'
+wait_for 30 "GPU $GB restored after the job ended" '[ "$(acap "$GB")" = "700" ]'
 ok
 contains "$T/agent.log" "ended: baseline restored"
-i=0; until curl -s "$URL/v1/events/slurm30" | grep -q '"status":"done"'; do i=$((i+1)); [ $i -lt 600 ] || fail "event did not end"; sleep 0.05; done
-for g in 0 1 2 3; do [ "$(acap $g)" = "700" ] || fail "GPU $g at $(acap $g) W after everything ended"; ok; done
+wait_for 60 "event slurm30 to end" 'curl -s -m 5 "$URL/v1/events/slurm30" | grep -q "\"status\":\"done\""'
+for g in 0 1 2 3; do wait_for 30 "GPU $g at 700 W after everything ended" '[ "$(acap $g)" = "700" ]'; ok; done
 # the fake devices and private directories go with $T; daemons are stopped by the trap
 done_ok

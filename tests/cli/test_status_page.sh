@@ -9,26 +9,25 @@
 CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/bootstrap.sh test)"
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
-kill_daemons_on_exit
 new_token "$T/atok" "$T/ctok"
-"$PFI_AGENT" --backend "sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-7,load=0" --listen 127.0.0.1:0 --port-file "$T/a.port" \
-  --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
-PIDS="$PIDS $!"
-i=0; while [ ! -s "$T/a.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent did not start"; sleep 0.05; done
+start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-7,load=0" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log"
 cat >"$T/ctl.json" <<EOF2
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5,
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
 EOF2
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
-PIDS="$PIDS $!"
-i=0; while [ ! -s "$T/c.port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "controller did not start"; sleep 0.05; done
-URL=http://127.0.0.1:$(cat "$T/c.port")
-sleep 1.5
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+URL=http://127.0.0.1:$DPORT
+# a few control periods (5 clock s each) of history before the event
+wait_counter 30 "$URL" pfi_ctl_cycles_total 6
 S=$(date -u -d "@$(awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.0f", e + (w - e) * 20 + 10}')" +%Y-%m-%dT%H:%M:%SZ)
 CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
   --data-binary "{\"id\":\"page\",\"start\":\"$S\",\"duration_s\":600,\"reduction_pct\":25}" "$URL/v1/events")
 [ "$CODE" = 201 ] || fail "event: HTTP $CODE"; ok
-sleep 2
+# the page draws what /v1/status says: wait until the event is active and a
+# few periods of it are in the history
+wait_for 30 "event page active" 'curl -s -m 5 "$URL/v1/events/page" | grep -q "\"status\":\"active\""'
+wait_counter 30 "$URL" pfi_ctl_cycles_total 3
 curl -s "$URL/" >"$T/page.html"
 contains "$T/page.html" "<svg id=\"chart\""
 lacks "$T/page.html" "http://"

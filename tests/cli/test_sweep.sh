@@ -35,20 +35,22 @@ t7=$(csv_field "$T/s1/sweep.csv" cap_w 700 tokens_per_s); t3=$(csv_field "$T/s1/
 awk -v a="$t7" -v b="$t3" 'BEGIN{exit !(b < 0.8 * a && b > 0.2 * a)}' || fail "tokens/s 700 W $t7, 300 W $t3"; ok
 
 # ---- SIGTERM during a sweep: caps restored, no state left ----
-"$PFI" sweep --backend "$SIM" --caps 700,400 --duration 600 --pause 1 --no-agent --state-file "$T/sweep-state" --out "$T/s2" 2>"$T/s2.err" &
-SP=$!
-i=0; until [ "$(hw_cap 2)" = "400" ]; do i=$((i+1)); [ $i -lt 400 ] || fail "second run never started"; sleep 0.05; done
-kill -TERM $SP; wait $SP; rc=$?
+start_daemon sweep "$T/s2.err" "" "$PFI" sweep --backend "$SIM" --caps 700,400 --duration 600 --pause 1 --no-agent \
+  --state-file "$T/sweep-state" --out "$T/s2"
+SP=$DPID
+wait_for 60 "the second run (400 W) to start" '[ "$(hw_cap 2)" = "400" ]'
+stop_daemon $SP TERM; rc=$STOP_RC
 [ $rc -eq 143 ] || fail "SIGTERM exit $rc"; ok
 contains "$T/s2.err" "caps restored"
 [ "$(hw_cap 2)" = "700" ] || fail "SIGTERM left cap $(hw_cap 2)"; ok
 [ ! -e "$T/sweep-state" ] || fail "state file left after SIGTERM"; ok
 
 # ---- kill -9: the next sweep restores first ----
-"$PFI" sweep --backend "$SIM" --caps 700,450 --duration 600 --pause 1 --no-agent --state-file "$T/sweep-state" --out "$T/s3" 2>/dev/null &
-SP=$!
-i=0; until [ "$(hw_cap 5)" = "450" ]; do i=$((i+1)); [ $i -lt 400 ] || fail "run never started"; sleep 0.05; done
-kill -9 $SP; wait $SP 2>/dev/null
+start_daemon sweep "$T/s3.err" "" "$PFI" sweep --backend "$SIM" --caps 700,450 --duration 600 --pause 1 --no-agent \
+  --state-file "$T/sweep-state" --out "$T/s3"
+SP=$DPID
+wait_for 60 "the second run (450 W) to start" '[ "$(hw_cap 5)" = "450" ]'
+stop_daemon $SP KILL
 [ -s "$T/sweep-state" ] || fail "no state file after kill -9"; ok
 [ "$(hw_cap 5)" = "450" ] || fail "cap changed by itself"; ok
 expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 90 --pause 0 --no-agent --state-file "$T/sweep-state" --out "$T/s4"
@@ -58,12 +60,9 @@ contains "$T/err" "GPU 5: cap restored to 700 W"
 
 # ---- through a pfi-agent ----
 new_token "$T/token"
-"$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --state-file "$T/agent-state" \
-  --interval 0.5 --log "$T/agent.log" &
-AP=$!
-trap 'kill -9 $AP 2>/dev/null; rm -rf "$T"' EXIT
-i=0; while [ ! -s "$T/port" ]; do i=$((i+1)); [ $i -lt 200 ] || fail "agent did not start"; sleep 0.05; done
-URL=http://127.0.0.1:$(cat "$T/port")
+start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
+  --token-file "$T/token" --state-file "$T/agent-state" --interval 0.5 --log "$T/agent.log"
+AP=$DPID; URL=http://127.0.0.1:$DPORT
 expect_error 1 "give its --token-file" "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 30 --agent "$URL" --out "$T/s5"
 expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 90 --pause 2 --agent "$URL" --token-file "$T/token" --out "$T/s5"
 contains "$T/err" "caps through the agent"
@@ -72,7 +71,7 @@ contains "$T/agent.log" "controller pfi-sweep@"
 contains "$T/agent.log" "back to baseline"
 lines "$T/s5/sweep.csv" 3
 [ "$(hw_cap 0)" = "700" ] || fail "agent did not restore after the sweep"; ok
-kill -TERM $AP; wait $AP
+stop_daemon $AP TERM
 
 # ---- a real command on the NVML test double ----
 cat >"$T/job.sh" <<'EOF'

@@ -54,10 +54,14 @@ static void sim_dynamics(void **s)
     assert_true(a.util_gpu_pct > 50);
     double t_full = pfi_gpu_sim_tokens_per_s(g, 0);
     assert_true(t_full > 0);
+    double t_set = pfi_clock_now();
     for (size_t i = 0; i < 4; i++) assert_int_equal(pfi_gpu_set_cap(g, i, 400, NULL), PFI_OK);
-    /* right after the change: still near the old power; after 5 tau: at the model's point */
+    /* right after the change: still near the old power; after 5 tau: at the model's point.
+       "Right after" is a tenth of tau (1 ms of wall time here): a loaded machine
+       that took longer to get the sample skips that check rather than fail it */
     assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
-    assert_true(b.power_w > 450);
+    if (pfi_clock_now() - t_set < 0.2) assert_true(b.power_w > 450);
+    else print_message("sample %.2f clock s after the cap change: lag check skipped\n", pfi_clock_now() - t_set);
     pfi_clock_sleep(24); /* 12 tau */
     assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
     assert_true(b.power_w <= 400 && b.power_w > 330);
@@ -245,7 +249,7 @@ static void clock_scale(void **s)
     double w0 = pfi_wall_monotonic(), c0 = pfi_clock_now();
     pfi_clock_sleep(5); /* 0.1 s of wall time */
     double dw = pfi_wall_monotonic() - w0, dc = pfi_clock_now() - c0;
-    assert_true(dw >= 0.09 && dw < 0.5);
+    assert_true(dw >= 0.09 && dw < 2.5); /* scaled: unscaled would be 5 s; generous for a loaded machine */
     assert_near(dc / dw, 50, 5);
     pfi_error e;
     assert_int_equal(pfi_clock_set(0, NAN, &e), PFI_ERANGE);
