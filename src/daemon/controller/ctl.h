@@ -67,6 +67,8 @@ typedef struct ctl_job {
     size_t hist_n, hist_head;
     double ratio;                    /* power-control state */
     double base_w, base_tokens;      /* pre-event baseline (event start) */
+    int late;                        /* started during the event: baseline follows its
+                                        measured power until the controller first caps it */
     double alloc_w, alloc_cap_w;
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
     double obs_p[64], obs_t[64];

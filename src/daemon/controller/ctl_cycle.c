@@ -228,6 +228,7 @@ void ctl_cycle(ctl *c)
                 j->base_w = isfinite(bw) ? bw : j->measured_w;
                 j->base_tokens = isfinite(bt) ? bt : j->tokens_per_s;
                 j->nobs = 0;
+                j->late = 0;
                 base += j->base_w;
             }
             e->baseline_w = base;
@@ -289,9 +290,17 @@ void ctl_cycle(ctl *c)
     }
     for (size_t k = 0; k < c->njobs; k++) {
         ctl_job *j = &c->job[k];
+        int uncapped = j->cap_w >= j->cap_max_w - 0.5;
         if (!isfinite(j->base_w)) { /* started during the event */
-            j->base_w = j->cap_w >= j->cap_max_w - 0.5 ? j->measured_w : j->gpus * j->cap_max_w * 0.97;
+            j->base_w = uncapped ? j->measured_w : j->gpus * j->cap_max_w * 0.97;
             j->base_tokens = j->tokens_per_s;
+            j->late = 1;
+        } else if (j->late && uncapped && j->reachable) {
+            /* its first samples can be from before it really ran (a job
+               ramping up draws a fraction of its power): until we cap it,
+               its baseline is the most it has drawn uncapped */
+            if (j->measured_w > j->base_w) j->base_w = j->measured_w;
+            if (isfinite(j->tokens_per_s) && !(j->tokens_per_s <= j->base_tokens)) j->base_tokens = j->tokens_per_s;
         }
         if (!j->reachable) {
             double lease_until = 0;
