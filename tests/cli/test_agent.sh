@@ -214,7 +214,7 @@ SLURM_JOB_ID=4242 PFI_STEPLOG=$T/nv.jsonl sleep 60 &
 SPID=$!
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_STATE=$T/nvml-state FAKE_NVML_PROCS="0:$SPID,1:$SPID"
 rm -f "$T/port"
-"$PFI_AGENT" --backend nvml --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --state-file "$T/nv-state.json" \
+"$PFI_AGENT" --backend nvml --job-env SLURM_JOB_ID --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --state-file "$T/nv-state.json" \
   --interval 0.2 --log "$T/nv.log" &
 PID=$!
 i=0; while [ ! -s "$T/port" ]; do i=$((i+1)); [ $i -lt 200 ] || { cat "$T/nv.log" >&2; fail "nvml agent did not start"; }; sleep 0.05; done
