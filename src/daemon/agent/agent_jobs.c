@@ -21,11 +21,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
