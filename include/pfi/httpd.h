@@ -11,7 +11,8 @@
  * PUT/POST/DELETE and at most max_body bytes (a larger Content-Length is
  * refused with 413 before reading), the bearer token checked in constant
  * time before a protected request's body is read (401), errors as
- * {"error": "..."}, counters by status class. */
+ * {"error": "..."}, counters by status class, and a Content-Security-Policy
+ * (nothing runs unless the answer allows it) and nosniff on every answer. */
 #ifndef PFI_HTTPD_H
 #define PFI_HTTPD_H
 
@@ -29,9 +30,13 @@ typedef struct pfi_http_req {
     size_t len;
 } pfi_http_req;
 
+/* the Content-Security-Policy of every answer that sets none: nothing runs or loads */
+#define PFI_HTTP_CSP_NONE "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
 typedef struct pfi_http_resp {
     int code;
     const char *ctype;          /* default application/json */
+    const char *csp;            /* Content-Security-Policy; default PFI_HTTP_CSP_NONE */
     char *body;                 /* malloc'd; the server frees it */
     size_t len;
 } pfi_http_resp;

@@ -51,6 +51,13 @@ pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_sta
  * is set). */
 int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **what);
 
+/* v as a label value to write between double quotes, in buf (n bytes):
+ * backslash, double quote and newline escaped (\\ \" \n) as the text
+ * format requires; other control characters and bytes that are not UTF-8
+ * become '?'; cut at a whole character to fit. NULL is "". Returns buf.
+ * Every label value the daemons write goes through it (prom_label.c). */
+const char *pfi_prom_label(char *buf, size_t n, const char *v);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 #include "pfi/clock.h"
 #include "pfi/gpu.h"
 #include "pfi/metrics.h"
+#include "pfi/prom.h"
 #include "pfi/recon_io.h"
 
 const char cmd_sweep_usage[] =
@@ -184,6 +185,8 @@ static void write_scrape(FILE *f, sweep *s, const pfi_gpu_sample *smp)
         {PFI_M_POWER_USAGE, PFI_GS_POWER}, {PFI_M_ENFORCED_LIMIT, PFI_GS_ENFORCED}, {PFI_M_MGMT_LIMIT, PFI_GS_CAP},
         {PFI_M_SM_CLOCK, PFI_GS_CLOCKS},   {PFI_M_MEM_CLOCK, PFI_GS_CLOCKS},        {PFI_M_GPU_UTIL, PFI_GS_UTIL},
         {PFI_M_MEM_COPY_UTIL, PFI_GS_UTIL}, {PFI_M_FB_USED, PFI_GS_MEM},            {PFI_M_GPU_TEMP, PFI_GS_TEMP}};
+    char host[2 * sizeof s->host + 1], uuid[2 * sizeof s->info[0].uuid + 1]; /* label values, escaped */
+    pfi_prom_label(host, sizeof host, s->host);
     for (size_t b = 0; b < sizeof base / sizeof *base; b++)
         for (size_t k = 0; k < s->nsel; k++) {
             const pfi_gpu_sample *x = &smp[k];
@@ -192,14 +195,14 @@ static void write_scrape(FILE *f, sweep *s, const pfi_gpu_sample *smp)
                      : base[b].m == PFI_M_MGMT_LIMIT ? x->cap_w : base[b].m == PFI_M_SM_CLOCK ? x->sm_clock_mhz
                      : base[b].m == PFI_M_MEM_CLOCK ? x->mem_clock_mhz : base[b].m == PFI_M_GPU_UTIL ? x->util_gpu_pct
                      : base[b].m == PFI_M_MEM_COPY_UTIL ? x->util_mem_pct : base[b].m == PFI_M_FB_USED ? x->fb_used_mib : x->temp_c;
-            fprintf(f, "%s{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %.6g\n", pfi_metric_get(base[b].m)->name, s->sel[k], s->info[k].uuid,
-                    s->host, v);
+            fprintf(f, "%s{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %.6g\n", pfi_metric_get(base[b].m)->name, s->sel[k],
+                    pfi_prom_label(uuid, sizeof uuid, s->info[k].uuid), host, v);
         }
     for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++)
         for (size_t k = 0; k < s->nsel; k++)
             if ((smp[k].have & PFI_GS_PROF) && isfinite(smp[k].prof[m]))
                 fprintf(f, "%s{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %.6g\n", pfi_metric_get((pfi_metric)m)->name, s->sel[k],
-                        s->info[k].uuid, s->host, smp[k].prof[m]);
+                        pfi_prom_label(uuid, sizeof uuid, s->info[k].uuid), host, smp[k].prof[m]);
 }
 
 static const char *gpu_model_of(const char *name)

@@ -210,7 +210,7 @@ contains "$T/err" "--tls-key"
 SLURM_JOB_ID=4242 PFI_STEPLOG=$T/nv.jsonl sleep 60 &
 SPID=$!; PIDS="$PIDS $SPID"
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_STATE=$T/nvml-state FAKE_NVML_PROCS="0:$SPID,1:$SPID"
-start_daemon "nvml agent" "$T/nv.log" "$T/port" "$PFI_AGENT" --backend nvml --listen 127.0.0.1:0 --port-file "$T/port" \
+start_daemon "nvml agent" "$T/nv.log" "$T/port" "$PFI_AGENT" --backend nvml --job-env SLURM_JOB_ID --listen 127.0.0.1:0 --port-file "$T/port" \
   --token-file "$T/token" --state-file "$T/nv-state.json" --interval 0.2 --log "$T/nv.log"
 PID=$DPID; URL=http://127.0.0.1:$DPORT
 wait_for 30 "the NVML agent to map job 4242" 'curl -s -m 5 "$URL/v1/node" | grep -q "\"job_id\":\"4242\""'

@@ -2,12 +2,16 @@
  *
  * Sources of the mapping, later ones overriding earlier ones per GPU:
  *  1. the GPUs' running compute processes: the job id from the process's
- *     environment ($SLURM_JOB_ID, or --job-env VAR) read from
- *     /proc/PID/environ, its step log from $PFI_STEPLOG (the sim backend
- *     knows both itself);
+ *     cgroup (/proc/PID/cgroup, Slurm's layout: job_id.h), or — only with
+ *     --job-env VAR, which trusts the job's user — from VAR in the
+ *     process's environment; its step log from $PFI_STEPLOG (the sim
+ *     backend knows both itself);
  *  2. a static file (--jobs-file) and job files written by the scheduler
  *     integration (--jobs-dir: the .json files in DIR), each {"job_id", "gpus": [index
- *     or UUID...], "steplog"}.
+ *     or UUID...], "steplog"}: written by an admin, they win.
+ * A job id that is not [A-Za-z0-9._-]{1,63} (or is . or ..) is ignored with
+ * a warning whatever its source: ids become labels, file names and page
+ * text (docs/security.md).
  * Per job: throughput from the tail of its step log, power summed over its
  * GPUs, training-phase means of its GPU-averaged telemetry (samples with
  * GPU utilization above 50%), and the predicted PFI from --model. With
@@ -21,12 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "pfi/agent_client.h"
 #include "pfi/atomic.h"
 #include "pfi/clock.h"
+#include "pfi/job_id.h"
 #include "pfi/prom.h"
 #include "pfi/steplog.h"
 
@@ -55,6 +61,24 @@ static int proc_env(unsigned pid, const char *var, char *out, size_t n)
     return -1;
 }
 
+/* the Slurm job id in /proc/PID/cgroup; 0 if found. On cgroup v1 the
+   path's uid_U must be the process's owner. */
+static int proc_cgroup_job(unsigned pid, char *out, size_t n)
+{
+    char path[64], buf[16384];
+    snprintf(path, sizeof path, "/proc/%u/cgroup", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t k = read(fd, buf, sizeof buf);
+    close(fd);
+    long uid;
+    if (k <= 0 || pfi_job_id_from_cgroup(buf, (size_t)k, out, n, &uid)) return -1;
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%u", pid);
+    if (uid >= 0 && (stat(path, &st) || (long)st.st_uid != uid)) return -1;
+    return 0;
+}
+
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
     int tier[AGENT_MAX_GPUS];
@@ -69,6 +93,10 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
     else if (json_is_integer(id)) snprintf(idbuf, sizeof idbuf, "%lld", (long long)json_integer_value(id));
     else {
         agent_log(a, "warning: %s: job_id missing; entry ignored", file);
+        return;
+    }
+    if (!pfi_job_id_valid(idbuf)) {
+        agent_log(a, "warning: %s: job_id is not [A-Za-z0-9._-]{1,63} (or is . or ..); entry ignored", file);
         return;
     }
     if (!json_is_array(gp)) {
@@ -133,7 +161,7 @@ void agent_jobs_refresh(agent *a)
     jmap *m = calloc(1, sizeof *m);
     if (!m) return;
     for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1;
-    const char *var = a->cfg.job_env ? a->cfg.job_env : "SLURM_JOB_ID";
+    static unsigned warned_pid[AGENT_MAX_GPUS]; /* one warning per process */
     for (size_t i = 0; i < a->n; i++) {
         pfi_gpu_proc p[16];
         size_t np = 0;
@@ -141,8 +169,16 @@ void agent_jobs_refresh(agent *a)
         if (pfi_gpu_processes(a->gpu, i, p, 16, &np, &e)) continue;
         for (size_t k = 0; k < np; k++) {
             char id[64] = "", sl[1024] = "";
-            if (p[k].job_id[0]) snprintf(id, sizeof id, "%s", p[k].job_id);
-            else if (proc_env(p[k].pid, var, id, sizeof id)) continue; /* not a job we know */
+            if (p[k].job_id[0]) snprintf(id, sizeof id, "%s", p[k].job_id); /* the backend's own (sim) */
+            else if (proc_cgroup_job(p[k].pid, id, sizeof id) && (!a->cfg.job_env || proc_env(p[k].pid, a->cfg.job_env, id, sizeof id)))
+                continue; /* in no Slurm job's cgroup, and its environment is not trusted (or names no job) */
+            if (!pfi_job_id_valid(id)) {
+                if (warned_pid[i] != p[k].pid)
+                    agent_log(a, "warning: GPU %zu: process %u: its job id is not [A-Za-z0-9._-]{1,63} (or is . or ..); ignored", i,
+                              p[k].pid);
+                warned_pid[i] = p[k].pid;
+                continue;
+            }
             if (p[k].steplog[0]) snprintf(sl, sizeof sl, "%s", p[k].steplog);
             else proc_env(p[k].pid, "PFI_STEPLOG", sl, sizeof sl);
             snprintf(m->id[i], sizeof m->id[0], "%s", id);

@@ -1,7 +1,9 @@
 /* agent_render.c — GET /metrics (Prometheus text: DCGM-style names for what
  * the agent reads, pfi_* for its own state) and GET /v1/node (JSON). Both
  * render from the last samples under the agent's lock; no device is read
- * while serving. */
+ * while serving. Every label value is escaped (pfi_prom_label): job ids are
+ * validated where they enter, but device and host names and a controller's
+ * name are text from elsewhere. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,7 +15,13 @@
 #include "pfi/clock.h"
 #include "pfi/daemon_util.h"
 #include "pfi/httpd.h"
+#include "pfi/prom.h"
 #include "pfi/version.h"
+
+/* an escaped label value in a buffer of this many bytes (twice the longest field, 128) */
+#define LABEL_MAX 260
+typedef char label[LABEL_MAX];
+#define L(buf, v) pfi_prom_label(buf, sizeof(label), v)
 
 
 static void head(pfi_textbuf *b, const char *name, const char *type, const char *help)
@@ -25,13 +33,15 @@ static void gpu_metric(pfi_textbuf *b, agent *a, const char *name, const char *t
                        double (*get)(const pfi_gpu_sample *))
 {
     int any = 0;
+    label u, mn, h, j;
+    L(h, a->hostname);
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
         double v = m >= 0 ? (!isnan(g->dcgm_prof[m]) ? g->dcgm_prof[m] : g->last.prof[m]) : get(&g->last);
         if (!g->sampled || (bit && !(g->last.have & bit)) || !isfinite(v)) continue;
         if (!any++) head(b, name, type, help);
-        pfi_textbuf_printf(b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n", name, i, g->info.uuid,
-            g->info.name, a->hostname, g->job_id, v);
+        pfi_textbuf_printf(b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n", name, i,
+                           L(u, g->info.uuid), L(mn, g->info.name), h, L(j, g->job_id), v);
     }
 }
 
@@ -66,37 +76,39 @@ char *agent_render_metrics(agent *a, size_t *len)
     for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++)
         gpu_metric(&b, a, pfi_metric_get((pfi_metric)m)->name, "gauge", "DCGM profiling metric.", 0, m, NULL);
     /* pfi's own */
+    label h, u, j, ctl, be;
+    L(h, a->hostname);
     head(&b, "pfi_gpu_power_cap_watts", "gauge", "Current per-GPU power cap (W).");
     for (size_t i = 0; i < a->n; i++)
         if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_CAP))
-            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n", i, a->g[i].info.uuid, a->hostname,
+            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), h,
                 a->g[i].last.cap_w);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, a->g[i].info.uuid, a->g[i].info.cap_min_w);
+        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
     head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, a->g[i].info.uuid, a->g[i].info.cap_max_w);
+        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
     head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge", "Cap found before pfi changed it (only GPUs pfi changed).");
     for (size_t k = 0; k < a->lease.n; k++)
         if (a->lease.gpu[k].changed)
-            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n", a->lease.gpu[k].uuid, a->lease.gpu[k].baseline_w);
+            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n", L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
     head(&b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
-    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", a->job[k].id, a->hostname, a->job[k].ngpus);
+    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h, a->job[k].ngpus);
     head(&b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
-    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n", a->job[k].id, a->hostname, a->job[k].power_w);
+    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].power_w);
     head(&b, "pfi_job_tokens_per_second", "gauge", "Job throughput from its step log (whole job, tokens/s).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].tokens_per_s))
-            pfi_textbuf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n", a->job[k].id, a->hostname, a->job[k].tokens_per_s);
+            pfi_textbuf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].tokens_per_s);
     head(&b, "pfi_job_pfi_predicted", "gauge", "Predicted PFI of the job from its telemetry (--model).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
-            pfi_textbuf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", a->job[k].id, a->hostname, a->job[k].pfi_pred);
+            pfi_textbuf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].pfi_pred);
     double now = pfi_clock_now();
     int live = pfi_lease_live(&a->lease, now);
     head(&b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
-    pfi_textbuf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", live ? a->lease.controller : "", live);
+    pfi_textbuf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", L(ctl, live ? a->lease.controller : ""), live);
     head(&b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
     pfi_textbuf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
     head(&b, "pfi_lease_expires_in_seconds", "gauge", "Seconds until the lease ends (0 without one).");
@@ -119,7 +131,7 @@ char *agent_render_metrics(agent *a, size_t *len)
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter", "CPU time spent sampling GPUs and following jobs.");
     pfi_textbuf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
     head(&b, "pfi_agent_info", "gauge", "pfi-agent build and backend.");
-    pfi_textbuf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n", PFI_VERSION, pfi_gpu_backend(a->gpu), a->hostname);
+    pfi_textbuf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n", PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
     *len = b.n;
     return b.p;
 }

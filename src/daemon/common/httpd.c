@@ -105,6 +105,9 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
     }
     MHD_add_response_header(r, "Content-Type", ct);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    /* no answer may run script or load anything unless it says what (the status page) */
+    MHD_add_response_header(r, "Content-Security-Policy", rs->csp ? rs->csp : PFI_HTTP_CSP_NONE);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rs->code == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)rs->code, r);
     MHD_destroy_response(r);
@@ -130,7 +133,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
     pfi_httpd *h = cls;
     (void)version;
-    pfi_http_resp rs = {0, NULL, NULL, 0};
+    pfi_http_resp rs = {0};
     if (!*ctx) { /* headers only */
         if (h->o.is_protected && h->o.is_protected(h->o.ud, method, url) &&
             !pfi_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), h->o.token)) {

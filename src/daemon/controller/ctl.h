@@ -53,6 +53,7 @@ typedef struct ctl_agent {
     double uncapped_w;               /* its managed jobs' GPUs at their maximum cap */
     json_t *node;                    /* last /v1/node */
     int pushed;                      /* caps of ours are on it */
+    int bad_id_logged;               /* it sent an invalid job id (logged once) */
     char err[256];
 } ctl_agent;
 
@@ -147,6 +148,6 @@ int ctl_report_png(ctl *c, const ctl_event *e, const char *path, char *err, size
 /* ctl_http.c */
 int ctl_http_start(ctl *c);
 void ctl_http_stop(ctl *c);
-extern const char ctl_status_page[];
+extern const char ctl_status_page[], ctl_page_css[], ctl_page_js[], ctl_page_csp[];
 
 #endif

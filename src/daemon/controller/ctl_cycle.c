@@ -1,8 +1,15 @@
 /* ctl_cycle.c — one control period of pfi-controller (docs/controller.md).
  *
  *  1. Jobs from the agents' node views: a job id seen on several agents is
- *     one job across them (GPUs and power summed). Its tier: the agent's
- *     job file (Slurm), else the configuration's "tiers", else default_tier.
+ *     one job across them (GPUs and power summed) only when they agree on
+ *     its tier. Its tier: the agent's job file (Slurm), else the
+ *     configuration's "tiers", else default_tier. The same id under two
+ *     tiers is two jobs, each with its own agents, allocation and caps
+ *     (logged once as a conflict): an id is no credential — where a user
+ *     can choose theirs (an agent with --job-env), claiming a Flex-0 job's
+ *     id must neither shelter the claimant's GPUs under tier 0 nor put the
+ *     real job under the claimant's tier. Ids that are not
+ *     [A-Za-z0-9._-]{1,63} are ignored (job_id.h), whatever an agent sends.
  *  2. Baselines: while no event is active, each job's power and throughput
  *     are kept for baseline_window_s; at an event's start its baseline is
  *     their mean over that window (its current reading if it has none).
@@ -22,6 +29,7 @@
 
 #include "ctl.h"
 #include "pfi/clock.h"
+#include "pfi/job_id.h"
 #include "pfi/power_control.h"
 #include "pfi/predictor.h"
 
@@ -87,14 +95,23 @@ int ctl_event_cancel(ctl *c, const char *id)
     return 200;
 }
 
-static ctl_job *job_get(ctl *c, const char *id)
+/* the job (id, tier), made if new; a job is its id under one tier */
+static ctl_job *job_get(ctl *c, const char *id, int tier, const char *agent)
 {
+    const ctl_job *other = NULL;
     for (size_t k = 0; k < c->njobs; k++)
-        if (!strcmp(c->job[k].id, id)) return &c->job[k];
+        if (!strcmp(c->job[k].id, id)) {
+            if (c->job[k].tier == tier) return &c->job[k];
+            other = &c->job[k];
+        }
     if (c->njobs == CTL_MAX_JOBS) return NULL;
+    if (other && other->seen) /* both reported this period (not a job whose tier changed) */
+        ctl_log(c, "warning: job %s: agent %s reports it under tier %d, another agent under tier %d: kept as two jobs", id, agent, tier,
+                other->tier);
     ctl_job *j = &c->job[c->njobs++];
     memset(j, 0, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", id);
+    j->tier = tier;
     j->base_w = j->base_tokens = NAN;
     return j;
 }
@@ -108,7 +125,16 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
     json_array_foreach(jobs, k, jj) {
         const char *id = json_string_value(json_object_get(jj, "job_id"));
         if (!id) continue;
-        ctl_job *j = job_get(c, id);
+        if (!pfi_job_id_valid(id)) {
+            if (!c->agent[ai].bad_id_logged)
+                ctl_log(c, "warning: agent %s reports a job id that is not [A-Za-z0-9._-]{1,63} (or is . or ..); ignored", c->agent[ai].name);
+            c->agent[ai].bad_id_logged = 1;
+            continue;
+        }
+        json_t *tier = json_object_get(jj, "tier");
+        json_t *ct = c->cfg.tiers ? json_object_get(c->cfg.tiers, id) : NULL;
+        int tn = json_is_integer(tier) ? (int)json_integer_value(tier) : ct ? (int)json_integer_value(ct) : c->cfg.default_tier;
+        ctl_job *j = job_get(c, id, tn, c->agent[ai].name);
         if (!j) continue;
         if (!j->seen) {
             j->seen = 1;
@@ -121,9 +147,6 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
             j->cap_w = INFINITY;
             j->cap_min_w = 0;
             j->cap_max_w = INFINITY;
-            json_t *tier = json_object_get(jj, "tier");
-            json_t *ct = c->cfg.tiers ? json_object_get(c->cfg.tiers, id) : NULL;
-            j->tier = json_is_integer(tier) ? (int)json_integer_value(tier) : ct ? (int)json_integer_value(ct) : c->cfg.default_tier;
         } else if (!reachable) {
             j->reachable = 0;
         }

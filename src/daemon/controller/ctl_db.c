@@ -18,7 +18,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS samples(event_id TEXT, t REAL, budget_w REAL, target_w REAL, measured_w REAL,"
     " PRIMARY KEY(event_id, t));"
     "CREATE TABLE IF NOT EXISTS job_samples(event_id TEXT, t REAL, job_id TEXT, tier INTEGER, power_w REAL,"
-    " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY KEY(event_id, t, job_id));"
+    " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY KEY(event_id, t, job_id, tier));"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);";
 
 int ctl_db_open(ctl *c)

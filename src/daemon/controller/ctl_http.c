@@ -1,7 +1,8 @@
 /* ctl_http.c — pfi-controller's HTTP API (docs/controller.md) on the shared
  * server (httpd.h). Reading is open; every POST and DELETE needs the bearer
  * token.
- *   GET  /                          status page (live power vs target)
+ *   GET  /                          status page (live power vs target;
+ *                                   /page.js, /page.css: its script and style)
  *   GET  /v1/status                 what the page draws (JSON)
  *   GET  /metrics                   Prometheus text
  *   GET  /v1/events                 all events;  POST: a canonical event
@@ -21,6 +22,7 @@
 #include "pfi/daemon_util.h"
 #include "pfi/clock.h"
 #include "pfi/httpd.h"
+#include "pfi/prom.h"
 
 static int is_protected(void *ud, const char *method, const char *url)
 {
@@ -101,17 +103,21 @@ static char *metrics(ctl *c, size_t *len)
     pfi_textbuf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
     pfi_textbuf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
+    /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped although validated */
+    char jl[2 * 64 + 1];
+#define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->job[k].id), c->job[k].tier
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].alloc_w)) pfi_textbuf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", c->job[k].id, c->job[k].tier, c->job[k].alloc_w);
+        if (isfinite(c->job[k].alloc_w)) pfi_textbuf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_w);
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (c->job[k].alloc_cap_w > 0) pfi_textbuf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].alloc_cap_w);
+        if (c->job[k].alloc_cap_w > 0) pfi_textbuf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_cap_w);
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
-    for (size_t k = 0; k < c->njobs; k++) pfi_textbuf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\"} %g\n", c->job[k].id, c->job[k].measured_w);
+    for (size_t k = 0; k < c->njobs; k++) pfi_textbuf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].measured_w);
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].tokens_per_s)) pfi_textbuf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\"} %g\n", c->job[k].id, c->job[k].tokens_per_s);
+        if (isfinite(c->job[k].tokens_per_s)) pfi_textbuf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].tokens_per_s);
+#undef JOB_LABELS
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
     pfi_textbuf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
@@ -157,13 +163,18 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     const char *u = rq->url;
     pthread_mutex_lock(&c->mu);
     char err[600];
-    if (!strcmp(u, "/") || !strcmp(u, "/index.html")) {
+    const char *page = NULL, *ptype = NULL;
+    if (!strcmp(u, "/") || !strcmp(u, "/index.html")) page = ctl_status_page, ptype = "text/html; charset=utf-8";
+    else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
+    else if (!strcmp(u, "/page.css")) page = ctl_page_css, ptype = "text/css; charset=utf-8";
+    if (page) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else {
-            rs->body = strdup(ctl_status_page);
-            rs->len = strlen(rs->body);
+            rs->body = strdup(page);
+            rs->len = rs->body ? strlen(rs->body) : 0;
             rs->code = 200;
-            rs->ctype = "text/html; charset=utf-8";
+            rs->ctype = ptype;
+            rs->csp = ctl_page_csp;
         }
     } else if (!strcmp(u, "/healthz")) {
         json_resp(rs, 200, json_pack("{s:b}", "ok", 1));

@@ -78,7 +78,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->db,
                            "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
-                           " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id ORDER BY job_id",
+                           " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id, tier ORDER BY job_id, tier",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, e->ev.id, -1, SQLITE_TRANSIENT);
         sqlite3_bind_double(st, 2, steady0);
