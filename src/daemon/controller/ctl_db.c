@@ -57,8 +57,13 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
                            -1, &s, NULL) != SQLITE_OK)
         return -1;
     char *j = pfi_grid_event_format(&e->ev);
+    if (!j) { /* out of bounds (ctl_event_add refuses those): never store what cannot be read back */
+        ctl_log(c, "error: event %s cannot be stored (out of bounds)", e->ev.id);
+        sqlite3_finalize(s);
+        return -1;
+    }
     sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, j ? j : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, j, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 3, e->ev.source, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 4, e->status, -1, SQLITE_TRANSIENT);
     bind_num(s, 5, e->baseline_w);

@@ -40,8 +40,9 @@ static void json_resp(pfi_http_resp *rs, int code, json_t *o)
 static json_t *event_json(const ctl_event *e)
 {
     char *t = pfi_grid_event_format(&e->ev);
-    json_t *o = t ? json_loads(t, 0, NULL) : json_object();
+    json_t *o = t ? json_loads(t, 0, NULL) : NULL;
     free(t);
+    if (!o) o = json_pack("{s:s}", "id", e->ev.id); /* never listed without its id */
     json_object_set_new(o, "status", json_string(e->status));
     json_object_set_new(o, "source", json_string(e->ev.source));
     json_object_set_new(o, "baseline_w", isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
