@@ -7,7 +7,9 @@
 # restart continues each agent's own count (nothing bad resurrected from
 # SQLite); an agent whose state is reset by an operator answers the
 # controller's too-high generation with 400: an alarm (log line and
-# pfi_ctl_generation_rejects_total), then that agent's count restarts.
+# pfi_ctl_generation_rejects_total), then that agent's count restarts; an
+# agent left at 2^53 (before the bound) raises the alarm until the documented
+# reset.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -127,4 +129,18 @@ contains "$T/ctl.log" "ALARM: agent n1 rejected our generation"
 wait_for 30 "n1 capped after its reset" capped "$P1"
 [ "$(ctl_gen n1)" -lt 1000 ] || fail "n1's generation not restarted: $(ctl_gen n1)"; ok
 capped "$P2" || fail "n2 lost its caps"; ok
+
+# ---- an agent raised to 2^53 before the bound existed: an alarm until an operator resets it ----
+stop "$AP1"
+printf '{"format_version": 1, "generation_max": 9007199254740992, "lease": null, "gpus": []}\n' >"$T/a1.state"
+r0=$(metric pfi_ctl_generation_rejects_total)
+APORT=$P1 start_agent 1 "$B1"
+rejects_more() { [ "$(metric pfi_ctl_generation_rejects_total)" -gt "$r0" ] 2>/dev/null; }
+wait_for 30 "an alarm for the unreachable generation" rejects_more
+contains "$T/ctl.log" "ALARM: agent n1 needs generation 9007199254740993"
+capped "$P2" || fail "n2 lost its caps while n1 was out of reach"; ok
+stop "$AP1"
+rm "$T/a1.state"
+APORT=$P1 start_agent 1 "$B1"
+wait_for 30 "n1 capped after the operator's reset" capped "$P1"
 done_ok

@@ -11,7 +11,8 @@
  * continued above it; a 409 moves that agent one above what it reported; a
  * 400 about the generation (ours is too far ahead: the agent's state was
  * reset) is an alarm, counted in /metrics, and that agent's count restarts
- * one above its generation_max. */
+ * one above its generation_max; so is an agent whose generation_max is out
+ * of every controller's reach (2^53, persisted before the agents' bound). */
 #include <curl/curl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -149,7 +150,13 @@ static long long agent_generation_max(const ctl_agent *a)
 
 static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
 {
-    if (g == a->generation || g < 0 || g > PFI_CAPS_GENERATION_MAX) return;
+    if (g > PFI_CAPS_GENERATION_MAX) { /* an agent raised before the 2^20 bound existed */
+        c->generation_rejects++;
+        ctl_log(c, "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset its generation "
+                "(\"Resetting an agent's generation\" in docs/agent.md)", a->name, g, PFI_CAPS_GENERATION_MAX);
+        return;
+    }
+    if (g == a->generation || g < 0) return;
     ctl_log(c, "agent %s: generation %lld -> %lld (%s)", a->name, a->generation, g, why);
     a->generation = g;
     ctl_db_generation_set(c, a->name, g);
