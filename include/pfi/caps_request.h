@@ -8,7 +8,9 @@
  * 1..86400 s, generation an integer 0..2^53, cap_w finite and positive, each
  * GPU entry exactly one of uuid / index, at most 64 entries per list) and
  * rejects unknown keys; it knows nothing about devices (the agent checks caps
- * against their constraints). Errors name the field: "gpus[2].cap_w: ...". */
+ * against their constraints). Errors name the field: "gpus[2].cap_w: ...".
+ * How far a generation may rise above the agent's last is the lease's rule
+ * (lease.h). */
 #ifndef PFI_CAPS_REQUEST_H
 #define PFI_CAPS_REQUEST_H
 
@@ -21,6 +23,7 @@ extern "C" {
 #endif
 
 #define PFI_CAPS_MAX_ENTRIES 64
+#define PFI_CAPS_GENERATION_MAX (1LL << 53) /* exact in JSON's doubles */
 
 typedef struct pfi_caps_entry {
     long index;         /* -1 when given by uuid (gpus) or for jobs */

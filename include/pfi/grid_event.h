@@ -10,6 +10,13 @@
  * +hh:mm offset, optional fraction); id is 1..63 characters of [A-Za-z0-9._-]
  * (generated when absent).
  *
+ * Bounds (both formats; what passes can be stored and formatted back):
+ * duration_s 1 s .. 7 days, unless "open_ended": true — the event runs until
+ * it is cancelled (no duration_s), or, as a cancelled one is stored, ended
+ * after duration_s (1 s .. 10 years); target_kw finite, in (0, 1e6) kW;
+ * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s. OpenADR's P9999Y
+ * ("until cancelled") is not read: durations are at most P7D.
+ *
  * OpenADR 3 (the webhook and the poller): a notification {"objectType":
  * "EVENT", "operation": "POST"|"PUT"|"DELETE", "object": EVENT} or a bare
  * EVENT {"id", "intervalPeriod": {"start", "duration": ISO 8601 e.g. "PT1H"},
@@ -27,12 +34,17 @@
 extern "C" {
 #endif
 
+#define PFI_EVENT_MAX_DURATION_S (7 * 86400.0)      /* a bounded event */
+#define PFI_EVENT_MAX_OPEN_ENDED_S (3650 * 86400.0) /* a cancelled open-ended one */
+#define PFI_EVENT_MAX_TARGET_KW 1e6
+
 typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEVEL } pfi_event_kind;
 
 typedef struct pfi_grid_event {
     char id[64];
     double start;          /* Unix seconds */
-    double duration_s;
+    double duration_s;     /* 0 while an open-ended event runs */
+    int open_ended;        /* ends when cancelled (then duration_s is set) */
     pfi_event_kind kind;
     double reduction_pct;  /* PFI_EV_REDUCTION */
     double target_kw;      /* PFI_EV_TARGET_KW */
@@ -52,8 +64,13 @@ pfi_status pfi_grid_event_parse(const char *json, size_t len, pfi_grid_event *ev
 /* OpenADR 3: *is_delete = 1 for a DELETE notification (only ev->id is set). */
 pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw, pfi_grid_event *ev,
                                    int *is_delete, pfi_error *err);
-/* The canonical JSON of an event (malloc'd). */
+/* The canonical JSON of an event (malloc'd; NULL if it cannot be written). */
 char *pfi_grid_event_format(const pfi_grid_event *ev);
+/* Every bound above; a one-line error naming the field. The parsers end
+ * with it; the controller checks events of any origin with it. */
+pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err);
+/* Unix seconds of the end: start + duration_s, or +inf while open-ended. */
+double pfi_grid_event_end(const pfi_grid_event *ev);
 
 #ifdef __cplusplus
 }

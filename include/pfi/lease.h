@@ -10,6 +10,9 @@
  *  - With no live lease, any generation not below the highest ever accepted
  *    (generation_max) is admitted: a controller that restarts must continue
  *    its generation count (GET /v1/node reports generation_max).
+ *  - No write may raise the generation more than PFI_LEASE_GENERATION_STEP
+ *    above generation_max (too far: HTTP 400): one request cannot push the
+ *    persisted count out of every controller's reach.
  *  - The first time the agent changes a GPU's cap it records the cap it
  *    found (baseline); when the lease ends or the agent stops, baselines are
  *    restored and forgotten. */
@@ -25,6 +28,8 @@ extern "C" {
 #endif
 
 #define PFI_LEASE_MAX_GPUS 64
+/* how far one write may raise the generation above generation_max (2^20) */
+#define PFI_LEASE_GENERATION_STEP (1LL << 20)
 
 typedef struct pfi_lease_gpu {
     char uuid[96];
@@ -42,7 +47,7 @@ typedef struct pfi_lease_state {
     pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
 } pfi_lease_state;
 
-typedef enum pfi_lease_verdict { PFI_LEASE_ADMIT = 0, PFI_LEASE_STALE, PFI_LEASE_BUSY } pfi_lease_verdict;
+typedef enum pfi_lease_verdict { PFI_LEASE_ADMIT = 0, PFI_LEASE_STALE, PFI_LEASE_BUSY, PFI_LEASE_TOO_FAR } pfi_lease_verdict;
 
 void pfi_lease_init(pfi_lease_state *s);
 /* May this write take or renew the lease? why gets a one-line reason. */

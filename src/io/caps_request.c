@@ -99,7 +99,7 @@ pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request
             st = str_field(v, "controller", r->controller, sizeof r->controller, err);
         } else if (!strcmp(k, "generation")) {
             have_gen = 1;
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1LL << 53))
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > PFI_CAPS_GENERATION_MAX)
                 st = pfi_errorf(err, PFI_EINVAL, "generation: expected an integer 0..2^53");
             else r->generation = (long long)json_integer_value(v);
         } else if (!strcmp(k, "gpus")) {

@@ -77,7 +77,7 @@ int pfi_iso8601_duration(const char *s, double *seconds)
     if (*s != 'P') return -1;
     s++;
     double total = 0;
-    int in_time = 0, any = 0;
+    int in_time = 0, any = 0, any_time = 0;
     while (*s) {
         if (*s == 'T') {
             if (in_time) return -1;
@@ -85,9 +85,17 @@ int pfi_iso8601_duration(const char *s, double *seconds)
             s++;
             continue;
         }
-        char *end;
-        double v = strtod(s, &end);
-        if (end == s || !(v >= 0) || !isfinite(v)) return -1;
+        /* digits, an optional fraction: no sign, exponent, hex, inf or nan
+         * (strtod took "1e303", which made an event run forever) */
+        const char *end = s;
+        double v = 0;
+        while (isdigit((unsigned char)*end) && end - s < 12) v = v * 10 + (*end++ - '0');
+        if (end == s || isdigit((unsigned char)*end)) return -1; /* none, or more than 12 digits */
+        if (*end == '.' || *end == ',') {
+            const char *f = ++end;
+            for (double scale = 0.1; isdigit((unsigned char)*end) && end - f < 9; scale /= 10) v += (*end++ - '0') * scale;
+            if (end == f || isdigit((unsigned char)*end)) return -1;
+        }
         char u = *end;
         double mult = 0;
         if (!in_time && u == 'W') mult = 7 * 86400;
@@ -98,9 +106,10 @@ int pfi_iso8601_duration(const char *s, double *seconds)
         else return -1; /* years and months have no fixed length */
         total += v * mult;
         any = 1;
+        any_time += in_time;
         s = end + 1;
     }
-    if (!any) return -1;
+    if (!any || (in_time && !any_time) || !isfinite(total)) return -1;
     *seconds = total;
     return 0;
 }
@@ -112,6 +121,15 @@ static int id_ok(const char *s)
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-') return 0;
     return 1;
+}
+
+/* errors quote field names from the input: keep them one line */
+static pfi_status one_line(pfi_status st, pfi_error *err)
+{
+    if (st && err)
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return st;
 }
 
 static void gen_id(pfi_grid_event *ev)
@@ -127,9 +145,9 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
     snprintf(ev->source, sizeof ev->source, "api");
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line, je.column, je.text);
+    if (!o) return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line, je.column, je.text), err);
     pfi_status st = PFI_OK;
-    int have_start = 0, have_dur = 0, kinds = 0;
+    int have_start = 0, have_dur = 0, kinds = 0, have_open = 0;
     if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
     const char *k;
     json_t *v;
@@ -144,9 +162,13 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
                 st = pfi_errorf(err, PFI_EINVAL, "start: expected an RFC 3339 time such as 2026-12-02T18:00:00Z");
         } else if (!strcmp(k, "duration_s")) {
             have_dur = 1;
-            if (!json_is_number(v) || !(json_number_value(v) >= 1 && json_number_value(v) <= 7 * 86400))
-                st = pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds");
+            if (!json_is_number(v) || !isfinite(json_number_value(v)) || !(json_number_value(v) >= 1) ||
+                json_number_value(v) > PFI_EVENT_MAX_OPEN_ENDED_S)
+                st = pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds (7 days)");
             else ev->duration_s = json_number_value(v);
+        } else if (!strcmp(k, "open_ended")) {
+            if (!json_is_boolean(v)) st = pfi_errorf(err, PFI_EINVAL, "open_ended: expected true or false");
+            else have_open = json_is_true(v);
         } else if (!strcmp(k, "reduction_pct")) {
             kinds++;
             ev->kind = PFI_EV_REDUCTION;
@@ -156,8 +178,9 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         } else if (!strcmp(k, "target_kw")) {
             kinds++;
             ev->kind = PFI_EV_TARGET_KW;
-            if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) < 1e6))
-                st = pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW");
+            if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+                !(json_number_value(v) > 0 && json_number_value(v) < PFI_EVENT_MAX_TARGET_KW))
+                st = pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW below 1e6");
             else ev->target_kw = json_number_value(v);
         } else if (!strcmp(k, "level")) {
             kinds++;
@@ -175,16 +198,18 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
             else ev->dry_run = json_is_true(v);
         } else {
             st = pfi_errorf(err, PFI_EINVAL,
-                            "%s: unknown field (expected id, start, duration_s, reduction_pct | target_kw | level, ramp_s, ramp_down_s, dry_run)", k);
+                            "%s: unknown field (expected id, start, duration_s | open_ended, reduction_pct | target_kw | level, ramp_s, ramp_down_s, dry_run)", k);
         }
         if (st) break;
     }
     if (!st && !have_start) st = pfi_errorf(err, PFI_EINVAL, "start: missing");
-    if (!st && !have_dur) st = pfi_errorf(err, PFI_EINVAL, "duration_s: missing");
+    ev->open_ended = have_open;
+    if (!st && !have_dur && !have_open) st = pfi_errorf(err, PFI_EINVAL, "duration_s: missing (or \"open_ended\": true: until cancelled)");
     if (!st && kinds != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
     if (!st && !ev->id[0]) gen_id(ev);
+    if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(o);
-    return st;
+    return one_line(st, err);
 }
 
 pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_kw, pfi_grid_event *ev, int *is_delete,
@@ -196,7 +221,7 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
     *is_delete = 0;
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) return pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line, je.column, je.text);
+    if (!root) return one_line(pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line, je.column, je.text), err);
     pfi_status st = PFI_OK;
     json_t *e = root;
     if (!json_is_object(root)) st = pfi_errorf(err, PFI_EINVAL, "OpenADR: expected a JSON object");
@@ -215,7 +240,7 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
     if (!st) snprintf(ev->id, sizeof ev->id, "%s", id);
     if (st || *is_delete) {
         json_decref(root);
-        return st;
+        return one_line(st, err);
     }
     json_t *ip = json_object_get(e, "intervalPeriod"), *iv = json_object_get(e, "intervals");
     const char *start = json_string_value(json_object_get(ip, "start")), *dur = json_string_value(json_object_get(ip, "duration"));
@@ -235,14 +260,20 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
             json_t *val = json_array_get(json_object_get(pl, "values"), 0);
             if (!type || !val) continue;
             if (!strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
-                if (!json_is_number(val) || !(json_number_value(val) > 0)) {
+                if (!json_is_number(val) || !isfinite(json_number_value(val)) || !(json_number_value(val) > 0)) {
                     st = pfi_errorf(err, PFI_EINVAL, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT must be a positive kW", i, k);
                     break;
                 }
                 ev->kind = PFI_EV_TARGET_KW;
                 ev->target_kw = json_number_value(val) - offset_kw;
                 if (!(ev->target_kw > 0)) {
-                    st = pfi_errorf(err, PFI_ERANGE, "IMPORT_CAPACITY_LIMIT %g kW is below the non-GPU offset %g kW", json_number_value(val), offset_kw);
+                    st = pfi_errorf(err, PFI_ERANGE, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW is below the non-GPU offset %g kW",
+                                    i, k, json_number_value(val), offset_kw);
+                    break;
+                }
+                if (!(ev->target_kw < PFI_EVENT_MAX_TARGET_KW)) {
+                    st = pfi_errorf(err, PFI_ERANGE, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW: a GPU target of 1e6 kW or more",
+                                    i, k, json_number_value(val));
                     break;
                 }
                 found = 1;
@@ -261,17 +292,24 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
     }
     if (!st && !found) st = pfi_errorf(err, PFI_EINVAL, "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
     if (!st && (!start || pfi_rfc3339_parse(start, &ev->start))) st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.start: expected RFC 3339");
-    if (!st && (!dur || pfi_iso8601_duration(dur, &ev->duration_s) || !(ev->duration_s >= 1)))
+    if (!st && (!dur || pfi_iso8601_duration(dur, &ev->duration_s)))
         st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.duration: expected an ISO 8601 duration such as PT1H");
+    if (!st && !(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S))
+        st = pfi_errorf(err, PFI_ERANGE, "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D)", dur);
+    if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(root);
-    return st;
+    return one_line(st, err);
 }
 
 char *pfi_grid_event_format(const pfi_grid_event *ev)
 {
+    if (pfi_grid_event_check(ev, NULL)) return NULL; /* never a partial event */
     char start[40];
     pfi_rfc3339_format(ev->start, start, sizeof start);
-    json_t *o = json_pack("{s:s,s:s,s:f}", "id", ev->id, "start", start, "duration_s", ev->duration_s);
+    json_t *o = json_pack("{s:s,s:s}", "id", ev->id, "start", start);
+    if (!o) return NULL;
+    if (ev->open_ended) json_object_set_new(o, "open_ended", json_true());
+    if (!ev->open_ended || ev->duration_s > 0) json_object_set_new(o, "duration_s", json_real(ev->duration_s));
     if (ev->kind == PFI_EV_REDUCTION) json_object_set_new(o, "reduction_pct", json_real(ev->reduction_pct));
     else if (ev->kind == PFI_EV_TARGET_KW) json_object_set_new(o, "target_kw", json_real(ev->target_kw));
     else json_object_set_new(o, "level", json_integer(ev->level));
@@ -281,4 +319,37 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
+}
+
+pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
+{
+    if (!id_ok(ev->id)) return pfi_errorf(err, PFI_EINVAL, "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
+    /* RFC 3339 as parsed: years 1970..9999 (and a day of offset either side) */
+    if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0)
+        return pfi_errorf(err, PFI_ERANGE, "start: not a time from 1970 to 9999");
+    if (ev->open_ended) {
+        if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_OPEN_ENDED_S)))
+            return pfi_errorf(err, PFI_ERANGE, "duration_s: an open-ended event has none, or ended after 1 s .. 10 years");
+    } else if (!(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S)) {
+        return pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds (7 days), or \"open_ended\": true");
+    }
+    if (ev->kind == PFI_EV_REDUCTION) {
+        if (!(ev->reduction_pct > 0 && ev->reduction_pct <= 90)) return pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
+    } else if (ev->kind == PFI_EV_TARGET_KW) {
+        if (!(ev->target_kw > 0 && ev->target_kw < PFI_EVENT_MAX_TARGET_KW))
+            return pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW below 1e6");
+    } else if (ev->kind == PFI_EV_LEVEL) {
+        if (ev->level < 0 || ev->level > 3) return pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
+    } else {
+        return pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+    }
+    if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400)) return pfi_errorf(err, PFI_ERANGE, "ramp_s: expected 0..86400 seconds");
+    if (!isnan(ev->ramp_down_s) && !(ev->ramp_down_s >= 0 && ev->ramp_down_s <= 86400))
+        return pfi_errorf(err, PFI_ERANGE, "ramp_down_s: expected 0..86400 seconds");
+    return PFI_OK;
+}
+
+double pfi_grid_event_end(const pfi_grid_event *ev)
+{
+    return ev->open_ended && ev->duration_s == 0 ? INFINITY : ev->start + ev->duration_s;
 }

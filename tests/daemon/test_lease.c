@@ -34,6 +34,33 @@ static void rules(void **s)
     assert_int_equal(pfi_lease_admit(&L, "a", 6, 200, why, sizeof why), PFI_LEASE_ADMIT);
 }
 
+/* issue 14 item 6: one write (2^53) raised generation_max out of every
+ * controller's reach. No write may raise it more than a step above the
+ * highest accepted, live lease or not; at most a step is admitted. */
+static void generation_step(void **s)
+{
+    (void)s;
+    pfi_lease_state L;
+    pfi_lease_init(&L);
+    char why[256];
+    const long long step = PFI_LEASE_GENERATION_STEP;
+    assert_int_equal(step, 1LL << 20);
+    assert_int_equal(pfi_lease_admit(&L, "x", 1LL << 53, 100, why, sizeof why), PFI_LEASE_TOO_FAR);
+    assert_non_null(strstr(why, "generation: 9007199254740992 is more than 1048576 above generation_max 0"));
+    assert_int_equal(pfi_lease_admit(&L, "x", step + 1, 100, why, sizeof why), PFI_LEASE_TOO_FAR);
+    assert_int_equal(pfi_lease_admit(&L, "x", step, 100, why, sizeof why), PFI_LEASE_ADMIT);
+    pfi_lease_grant(&L, "a", 7, 30, 100);
+    /* live lease: a take-over is bounded the same way */
+    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step + 1, 110, why, sizeof why), PFI_LEASE_TOO_FAR);
+    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step, 110, why, sizeof why), PFI_LEASE_ADMIT);
+    pfi_lease_grant(&L, "x", 7 + step, 30, 110);
+    assert_int_equal(L.generation_max, 7 + step);
+    /* after expiry: from the new generation_max, never from the old one */
+    assert_int_equal(pfi_lease_admit(&L, "a", 8, 200, why, sizeof why), PFI_LEASE_STALE);
+    assert_int_equal(pfi_lease_admit(&L, "a", 7 + step + 1, 200, why, sizeof why), PFI_LEASE_ADMIT);
+    assert_int_equal(pfi_lease_admit(&L, "a", 7 + 2 * step + 1, 200, why, sizeof why), PFI_LEASE_TOO_FAR);
+}
+
 static void state_file(void **s)
 {
     (void)s;
@@ -143,6 +170,6 @@ static void caps_body(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(rules), cmocka_unit_test(state_file), cmocka_unit_test(caps_body)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(rules), cmocka_unit_test(generation_step), cmocka_unit_test(state_file), cmocka_unit_test(caps_body)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,7 +63,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller, rq.generation, why);
         *resp = err_json(why);
         a->rejected++;
-        return 409;
+        return v == PFI_LEASE_TOO_FAR ? 400 : 409;
     }
     double want[AGENT_MAX_GPUS];
     for (size_t i = 0; i < a->n; i++) want[i] = NAN;

@@ -17,6 +17,11 @@ int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && n
 pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
                                   char *why, size_t n)
 {
+    if (generation - s->generation_max > PFI_LEASE_GENERATION_STEP) {
+        snprintf(why, n, "generation: %lld is more than %lld above generation_max %lld (the highest accepted)", generation,
+                 PFI_LEASE_GENERATION_STEP, s->generation_max);
+        return PFI_LEASE_TOO_FAR;
+    }
     if (pfi_lease_live(s, now)) {
         if (generation < s->generation) {
             snprintf(why, n, "generation %lld is older than the live lease's %lld (controller %s)", generation, s->generation,

@@ -54,6 +54,7 @@ typedef struct ctl_agent {
     json_t *node;                    /* last /v1/node */
     int pushed;                      /* caps of ours are on it */
     int bad_id_logged;               /* it sent an invalid job id (logged once) */
+    long long generation;            /* our lease generation on this agent (persisted) */
     char err[256];
 } ctl_agent;
 
@@ -101,7 +102,6 @@ typedef struct ctl {
     size_t njobs;
     ctl_event event[CTL_MAX_EVENTS];
     size_t nevents;
-    long long generation;
     double integral_w;
     int stable_periods;              /* periods with unchanged caps and budget */
     int wake;                        /* run a period now (an event that starts now arrived) */
@@ -111,7 +111,7 @@ typedef struct ctl {
     int active, feasible;
     double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
     size_t hist_n;
-    unsigned long long cycles, pushes, push_errors;
+    unsigned long long cycles, pushes, push_errors, generation_rejects;
     struct pfi_httpd *httpd;
     int port;
 } ctl;
@@ -120,6 +120,8 @@ void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 
 /* ctl_config.c */
 int ctl_config_load(const char *path, ctl_cfg *cfg, char *err, size_t n);
+/* the same from memory; name stands for the file in errors */
+int ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, char *err, size_t n);
 
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
@@ -129,6 +131,9 @@ int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, doubl
 int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j);
 int ctl_db_meta_set(ctl *c, const char *key, double v);
 double ctl_db_meta_get(ctl *c, const char *key, double dflt);
+/* an agent's lease generation (INTEGER): 1 if stored (*g set), 0 if not */
+int ctl_db_generation_get(ctl *c, const char *agent, long long *g);
+int ctl_db_generation_set(ctl *c, const char *agent, long long g);
 
 /* ctl_agents.c (without the lock: network I/O) */
 void ctl_agents_collect(ctl *c, double timeout_s);

@@ -3,7 +3,16 @@
  * caps change, with libcurl's multi interface (one kept-alive connection
  * per agent, all transfers in parallel: a period's cost does not grow with
  * the slowest agent times the number of agents). Called without the lock;
- * results are stored under it. */
+ * results are stored under it.
+ *
+ * Lease generations are kept per agent (ctl_agent.generation, persisted):
+ * what one agent answers never changes what is sent to another. An agent
+ * whose generation_max is above ours (a restart, another writer) is
+ * continued above it; a 409 moves that agent one above what it reported; a
+ * 400 about the generation (ours is too far ahead: the agent's state was
+ * reset) is an alarm, counted in /metrics, and that agent's count restarts
+ * one above its generation_max; so is an agent whose generation_max is out
+ * of every controller's reach (2^53, persisted before the agents' bound). */
 #include <curl/curl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -132,6 +141,27 @@ void ctl_agents_collect(ctl *c, double timeout_s)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* the agent's generation_max from its last /v1/node; -1 if unknown */
+static long long agent_generation_max(const ctl_agent *a)
+{
+    json_t *g = a->node ? json_object_get(a->node, "generation_max") : NULL;
+    return json_is_integer(g) && json_integer_value(g) >= 0 ? (long long)json_integer_value(g) : -1;
+}
+
+static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
+{
+    if (g > PFI_CAPS_GENERATION_MAX) { /* an agent raised before the 2^20 bound existed */
+        c->generation_rejects++;
+        ctl_log(c, "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset its generation "
+                "(\"Resetting an agent's generation\" in docs/agent.md)", a->name, g, PFI_CAPS_GENERATION_MAX);
+        return;
+    }
+    if (g == a->generation || g < 0) return;
+    ctl_log(c, "agent %s: generation %lld -> %lld (%s)", a->name, a->generation, g, why);
+    a->generation = g;
+    ctl_db_generation_set(c, a->name, g);
+}
+
 void ctl_agents_push(ctl *c, int release)
 {
     ensure(c->nagents);
@@ -147,7 +177,9 @@ void ctl_agents_push(ctl *c, int release)
         memset(&rq, 0, sizeof rq);
         rq.lease_s = release ? 1 : c->cfg.lease_s;
         snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
-        rq.generation = c->generation;
+        long long gm = agent_generation_max(a);
+        if (gm > a->generation) set_generation(c, a, gm + 1, "its generation_max is above ours");
+        rq.generation = a->generation;
         for (size_t k = 0; !release && k < c->njobs && rq.njobs < PFI_CAPS_MAX_ENTRIES; k++) {
             ctl_job *j = &c->job[k];
             if (!j->seen || !j->reachable || !(j->alloc_cap_w > 0)) continue;
@@ -205,13 +237,15 @@ void ctl_agents_push(ctl *c, int release)
             c->push_errors++;
             ctl_log(c, "agent %s: PUT /v1/caps failed: %s %.200s", a->name,
                     m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result), g_put[i].buf ? g_put[i].buf : "");
+            long long gm = agent_generation_max(a);
             if (code == 409) {
-                /* someone wrote a newer generation: continue above it */
-                long long gm = a->node ? (long long)json_integer_value(json_object_get(a->node, "generation_max")) : 0;
-                if (gm >= c->generation) {
-                    c->generation = gm + 1;
-                    ctl_db_meta_set(c, "generation", (double)c->generation);
-                }
+                /* someone wrote a newer generation: continue above it, on this agent only */
+                set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1, "409 from the agent");
+            } else if (code == 400 && g_put[i].buf && strstr(g_put[i].buf, "generation")) {
+                c->generation_rejects++;
+                ctl_log(c, "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): its lease state was reset or "
+                        "is out of reach; see \"Resetting generations\" in docs/controller.md", a->name, a->generation, gm);
+                if (gm >= 0 && gm + 1 < a->generation) set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
             }
         }
         curl_multi_remove_handle(g_multi, m->easy_handle);

@@ -1,6 +1,7 @@
 /* ctl_config.c — pfi-controller's configuration file (JSON; every key in
  * docs/controller.md). Unknown keys and wrong types are errors naming the
- * key; paths are used as given. */
+ * key (one line); paths are used as given. ctl_config_parse reads the same
+ * from memory (the fuzz target tests/fuzz/fuzz_ctl_config.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,15 @@ static int num(json_t *v, const char *key, double lo, double hi, double *dst, ch
     return 0;
 }
 
-int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
+/* errors quote keys and JSON from the input: keep them one line */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+/* the configuration in o (NULL: je says why it did not parse) */
+static int config_from_json(json_t *o, const json_error_t *je, const char *path, ctl_cfg *c, char *err, size_t en)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:9480");
@@ -41,10 +50,9 @@ int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
     c->openadr_poll_s = 60;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
-    json_error_t je;
-    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!o) {
-        snprintf(err, en, "%s:%d: %s", path, je.line, je.text);
+        snprintf(err, en, "%s:%d: %s", path, je->line, je->text);
+        one_line(err);
         return -1;
     }
     int rc = 0;
@@ -134,6 +142,25 @@ int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
     if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
     if (!rc && c->lease_s < 2 * c->period_s) snprintf(e2, sizeof e2, "lease_s: must be at least two control periods"), rc = -1;
     json_decref(o);
-    if (rc) snprintf(err, en, "%s: %s", path, e2);
+    if (rc) {
+        json_decref(c->tiers); /* not kept when the configuration is refused */
+        c->tiers = NULL;
+        snprintf(err, en, "%s: %s", path, e2);
+        one_line(err);
+    }
     return rc;
+}
+
+int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
+{
+    json_error_t je;
+    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    return config_from_json(o, &je, path, c, err, en);
+}
+
+int ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *c, char *err, size_t en)
+{
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    return config_from_json(o, &je, name, c, err, en);
 }

@@ -48,7 +48,12 @@ int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n)
         snprintf(err, n, "event %s is already %s", ev->id, old->status);
         return 409;
     }
-    if (ev->start + ev->duration_s <= now) {
+    pfi_error pe;
+    if (pfi_grid_event_check(ev, &pe)) { /* events of any origin: the API, OpenADR, a schedule, pfi demo */
+        snprintf(err, n, "event %s: %s", ev->id, pe.msg);
+        return 400;
+    }
+    if (pfi_grid_event_end(ev) <= now) {
         snprintf(err, n, "event %s ended before it arrived (start + duration_s is in the past)", ev->id);
         return 422;
     }
@@ -71,8 +76,10 @@ int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n)
     e->ramp_s = isnan(ev->ramp_s) ? c->cfg.ramp_s : ev->ramp_s;
     e->ramp_down_s = isnan(ev->ramp_down_s) ? c->cfg.ramp_down_s : ev->ramp_down_s;
     ctl_db_put_event(c, e);
-    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %.0f s", ev->id, ev->source, old ? "updated" : "received", ev->start - now,
-            ev->duration_s);
+    char dur[48];
+    if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
+    else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
+    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source, old ? "updated" : "received", ev->start - now, dur);
     if (ev->start <= now + c->cfg.period_s) c->wake = 1; /* starts now: do not wait for the next period */
     return old ? 200 : 201;
 }
@@ -85,7 +92,10 @@ int ctl_event_cancel(ctl *c, const char *id)
     if (!strcmp(e->status, "scheduled")) {
         snprintf(e->status, sizeof e->status, "cancelled");
     } else if (!strcmp(e->status, "active")) {
-        if (now < e->ev.start + e->ev.duration_s) e->ev.duration_s = fmax(1, now - e->ev.start); /* end now; ramp down */
+        if (now < pfi_grid_event_end(&e->ev)) { /* end now; ramp down */
+            double max_s = e->ev.open_ended ? PFI_EVENT_MAX_OPEN_ENDED_S : PFI_EVENT_MAX_DURATION_S;
+            e->ev.duration_s = fmin(fmax(1, now - e->ev.start), max_s);
+        }
         e->cancelled = 1;
     } else {
         return 409;
@@ -193,7 +203,7 @@ static double mean_window(const ctl_job *j, double now, double window, const dou
 
 static int event_running(const ctl_event *e, double now)
 {
-    return !strcmp(e->status, "active") && now < e->ev.start + e->ev.duration_s + e->ramp_down_s;
+    return !strcmp(e->status, "active") && now < pfi_grid_event_end(&e->ev) + e->ramp_down_s;
 }
 
 /* the model's features from the agent's training means */
@@ -297,9 +307,9 @@ void ctl_cycle(ctl *c)
     for (size_t i = 0; i < c->nevents; i++) {
         ctl_event *e = &c->event[i];
         if (!event_running(e, now)) continue;
-        double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start, e->ev.start + e->ev.duration_s, e->ramp_s, e->ramp_down_s);
+        double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start, pfi_grid_event_end(&e->ev), e->ramp_s, e->ramp_down_s);
         if (b < budget) budget = b, gov = e;
-        if (now < e->ev.start + e->ev.duration_s && e->target_w < target) target = e->target_w;
+        if (now < pfi_grid_event_end(&e->ev) && e->target_w < target) target = e->target_w;
     }
     /* faults: unreachable jobs are fixed load */
     double fixed = 0, meas = 0;
@@ -399,7 +409,7 @@ void ctl_cycle(ctl *c)
     c->fixed_w = fixed;
     if (gov) {
         double tol = 1 + c->cfg.tolerance_pct / 100;
-        if (isnan(gov->reached_t) && now >= gov->ev.start && now < gov->ev.start + gov->ev.duration_s && meas <= gov->target_w * tol) {
+        if (isnan(gov->reached_t) && now >= gov->ev.start && now < pfi_grid_event_end(&gov->ev) && meas <= gov->target_w * tol) {
             gov->reached_t = now;
             ctl_log(c, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id, now - gov->ev.start, meas, gov->target_w);
             ctl_db_put_event(c, gov);

@@ -1,8 +1,8 @@
 /* ctl_db.c — the controller's records in SQLite (WAL): events (so they
  * survive restarts), per-period samples of every event (cluster and per job,
- * for the report), and a few state values (the lease generation, the
- * feedback term) so a restarted controller resumes an event without lifting
- * caps. */
+ * for the report), each agent's lease generation (INTEGER, one row per
+ * agent name) and a few state values (the feedback term) so a restarted
+ * controller resumes an event without lifting caps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,10 @@ static const char schema[] =
     " PRIMARY KEY(event_id, t));"
     "CREATE TABLE IF NOT EXISTS job_samples(event_id TEXT, t REAL, job_id TEXT, tier INTEGER, power_w REAL,"
     " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY KEY(event_id, t, job_id, tier));"
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);";
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);"
+    "CREATE TABLE IF NOT EXISTS agent_generations(agent TEXT PRIMARY KEY, generation INTEGER NOT NULL);"
+    /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
+    "DELETE FROM meta WHERE key='generation';";
 
 int ctl_db_open(ctl *c)
 {
@@ -54,8 +57,13 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
                            -1, &s, NULL) != SQLITE_OK)
         return -1;
     char *j = pfi_grid_event_format(&e->ev);
+    if (!j) { /* out of bounds (ctl_event_add refuses those): never store what cannot be read back */
+        ctl_log(c, "error: event %s cannot be stored (out of bounds)", e->ev.id);
+        sqlite3_finalize(s);
+        return -1;
+    }
     sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, j ? j : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, j, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 3, e->ev.source, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 4, e->status, -1, SQLITE_TRANSIENT);
     bind_num(s, 5, e->baseline_w);
@@ -152,4 +160,30 @@ double ctl_db_meta_get(ctl *c, const char *key, double dflt)
     if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
     sqlite3_finalize(s);
     return v;
+}
+
+int ctl_db_generation_get(ctl *c, const char *agent, long long *g)
+{
+    sqlite3_stmt *s;
+    int found = 0;
+    if (sqlite3_prepare_v2(c->db, "SELECT generation FROM agent_generations WHERE agent=?", -1, &s, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
+        *g = (long long)sqlite3_column_int64(s, 0);
+        found = 1;
+    }
+    sqlite3_finalize(s);
+    return found;
+}
+
+int ctl_db_generation_set(ctl *c, const char *agent, long long g)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)g);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    if (rc) ctl_log(c, "error: saving agent %s's generation: %s", agent, sqlite3_errmsg(c->db));
+    sqlite3_finalize(s);
+    return rc;
 }

@@ -42,8 +42,9 @@ static void json_resp(pfi_http_resp *rs, int code, json_t *o)
 static json_t *event_json(const ctl_event *e)
 {
     char *t = pfi_grid_event_format(&e->ev);
-    json_t *o = t ? json_loads(t, 0, NULL) : json_object();
+    json_t *o = t ? json_loads(t, 0, NULL) : NULL;
     free(t);
+    if (!o) o = json_pack("{s:s}", "id", e->ev.id); /* never listed without its id */
     json_object_set_new(o, "status", json_string(e->status));
     json_object_set_new(o, "source", json_string(e->ev.source));
     json_object_set_new(o, "baseline_w", isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
@@ -57,8 +58,8 @@ static json_t *status_json(ctl *c)
     size_t shown = c->nagents < 64 ? c->nagents : 64, up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
     for (size_t i = 0; i < shown; i++)
-        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s}", "name", c->agent[i].name, "url", c->agent[i].url, "up", c->agent[i].up,
-                                            "error", c->agent[i].err));
+        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", c->agent[i].name, "url", c->agent[i].url, "up", c->agent[i].up,
+                                            "error", c->agent[i].err, "generation", (json_int_t)c->agent[i].generation));
     for (size_t k = 0; k < c->njobs && k < 256; k++) {
         const ctl_job *j = &c->job[k];
         json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus", j->gpus, "power_w", j->measured_w,
@@ -121,6 +122,8 @@ static char *metrics(ctl *c, size_t *len)
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
     pfi_textbuf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
     pfi_textbuf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
+    pfi_textbuf_printf(&b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
+    pfi_textbuf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
     pfi_textbuf_printf(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
         c->pushes, c->push_errors);
     *len = b.n;

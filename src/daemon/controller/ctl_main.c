@@ -1,9 +1,10 @@
 /* ctl_main.c — pfi-controller: options, start-up, the control loop
  * (ctl.h; docs/controller.md).
  *
- * Start-up: the configuration, the agents' tokens, SQLite (events, the
- * lease generation — one above the last run's, so agents accept us at
- * once — and, for an event that was running, each job's baseline), the
+ * Start-up: the configuration, the agents' tokens, SQLite (events, each
+ * agent's lease generation — one above the last run's, so that agent
+ * accepts us at once — and, for an event that was running, each job's
+ * baseline), the
  * schedule file, the HTTP API. Each control period: collect every agent's
  * node view, run the cycle, push caps (or, after an event, hand the GPUs
  * back), poll OpenADR when configured. SIGTERM / SIGINT stop the
@@ -25,6 +26,7 @@
 
 #include "ctl.h"
 #include "pfi/atomic.h"
+#include "pfi/caps_request.h"
 #include "pfi/clock.h"
 #include "pfi/daemon_util.h"
 #include "pfi/version.h"
@@ -239,16 +241,25 @@ int main(int argc, char **argv)
         c->have_curve_model = 1;
     }
     if (ctl_db_open(c) || ctl_db_load_events(c)) return 1;
-    c->generation = (long long)ctl_db_meta_get(c, "generation", 0) + 1;
-    ctl_db_meta_set(c, "generation", (double)c->generation);
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *a = &c->agent[i];
+        long long g = 0;
+        if (ctl_db_generation_get(c, a->name, &g) && !(g >= 0 && g < PFI_CAPS_GENERATION_MAX)) {
+            ctl_log(c, "warning: %s: agent %s's stored generation %lld is not one an agent accepts; starting again from 1", c->cfg.db,
+                    a->name, g);
+            g = 0;
+        }
+        a->generation = g + 1;
+        ctl_db_generation_set(c, a->name, a->generation);
+    }
     c->integral_w = ctl_db_meta_get(c, "integral_w", 0);
     c->feasible = 1;
     pthread_mutex_lock(&c->mu);
     load_schedule(c);
     resume_baselines(c);
     pthread_mutex_unlock(&c->mu);
-    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s, generation %lld%s", PFI_VERSION, c->nagents,
-            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->generation, c->cfg.dry_run ? ", DRY RUN" : "");
+    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION, c->nagents,
+            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->cfg.dry_run ? ", DRY RUN" : "");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

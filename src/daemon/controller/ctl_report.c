@@ -55,7 +55,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
 {
     series s;
     load_series(c, e->ev.id, &s);
-    double start = e->ev.start, end = e->ev.start + e->ev.duration_s, tol = 1 + c->cfg.tolerance_pct / 100;
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev), tol = 1 + c->cfg.tolerance_pct / 100;
     double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
     json_t *tl = json_array();
     double shed_j = 0, sum_red = 0, worst = -INFINITY;
@@ -105,9 +105,11 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     const char *kind = e->ev.kind == PFI_EV_REDUCTION ? "reduction_pct" : e->ev.kind == PFI_EV_TARGET_KW ? "target_kw" : "level";
     double val = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw : e->ev.level;
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status", e->status, "source",
-                          e->ev.source, "start", t0, "duration_s", e->ev.duration_s, "requested", "kind", kind, "value", val, "baseline_kw",
+                          e->ev.source, "start", t0, "duration_s", 0.0, "requested", "kind", kind, "value", val, "baseline_kw",
                           e->baseline_w / 1000, "target_kw", e->target_w / 1000, "requested_reduction_pct",
                           e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl, "jobs", jobs);
+    /* an open-ended event that still runs has no duration yet */
+    json_object_set_new(o, "duration_s", isfinite(end) ? json_real(e->ev.duration_s) : json_null());
     json_object_set_new(o, "time_to_target_s", isfinite(e->reached_t) ? json_real(e->reached_t - start) : json_null());
     json_object_set_new(o, "achieved_reduction_pct", nsteady ? json_real(100 * sum_red / nsteady) : json_null());
     json_object_set_new(o, "max_over_target_pct", nsteady ? json_real(100 * worst) : json_null());

@@ -1,0 +1,116 @@
+#!/bin/sh
+# test_event_bounds.sh — the controller refuses grid events it cannot run or
+# store (issue 14 item 9): through the API and the OpenADR 3 webhook, an
+# infinite ("P1e303W"), 32-day or 7-days-and-a-second duration and an
+# 8.9e12 kW target are each a 400 with a one-line error naming the field, and
+# nothing is listed; an explicitly open-ended event runs until cancelled, is
+# listed with its id, has a report (200) before and after its end, and
+# survives controller restarts, running and cancelled.
+. "$SRC/tests/cli/lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
+new_token "$T/atok" "$T/ctok"
+CTOK=$(cat "$T/ctok")
+kill_daemons_on_exit
+LIVE=
+
+logs() { for f in "$T"/*.log; do echo "== $f" >&2; tail -15 "$f" >&2; done; }
+# wait_for SECONDS WHAT CMD...: poll CMD within a wall-clock deadline; fail at
+# once (with the logs) if a daemon exits
+wait_for() {
+  secs=$1; what=$2; shift 2
+  end=$(($(date +%s) + secs))
+  until "$@"; do
+    for p in $LIVE; do kill -0 "$p" 2>/dev/null || { logs; fail "daemon $p exited while waiting for $what"; }; done
+    [ "$(date +%s)" -lt "$end" ] || { logs; fail "no $what within $secs s"; }
+    sleep 0.1
+  done
+  ok
+}
+port_written() { [ -s "$1" ]; }
+
+"$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" --listen 127.0.0.1:0 \
+  --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
+PIDS="$PIDS $!"; LIVE="$LIVE $!"
+wait_for 30 "the agent's port file" port_written "$T/a.port"
+cat >"$T/ctl.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5, "baseline_window_s": 20,
+ "lease_s": 30, "tiers": {"j1": 3}, "non_gpu_offset_kw": 10,
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
+EOF
+start_ctl() {
+  rm -f "$T/c.port"
+  "$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
+  CP=$!; PIDS="$PIDS $CP"; LIVE="$LIVE $CP"
+  wait_for 30 "the controller's port file" port_written "$T/c.port"
+  URL=http://127.0.0.1:$(cat "$T/c.port")
+}
+start_ctl
+req() { # METHOD PATH [BODY]
+  CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $CTOK" ${3:+--data-binary "$3"} "$URL$2")
+}
+# refused CODE FIELD: HTTP CODE, one line {"error": ...} naming FIELD
+refused() {
+  [ "$CODE" = "$1" ] || { cat "$T/body" >&2; fail "HTTP $CODE, expected $1 ($2)"; }
+  contains "$T/body" "$2"
+  [ "$(grep -c . "$T/body")" = 1 ] && grep -q '^{"error":' "$T/body" || { cat "$T/body" >&2; fail "not a one-line error"; }; ok
+}
+NOW=$(awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.0f", e + (w - e) * 20 + 40}')
+S=$(date -u -d "@$NOW" +%Y-%m-%dT%H:%M:%SZ)
+
+# ---- out of bounds: refused, nothing listed ----
+req POST /v1/events "{\"id\":\"long\",\"start\":\"$S\",\"duration_s\":604801,\"level\":1}"; refused 400 "duration_s"
+req POST /v1/events "{\"id\":\"d32\",\"start\":\"$S\",\"duration_s\":2764800,\"level\":1}"; refused 400 "duration_s"
+req POST /v1/events "{\"id\":\"huge\",\"start\":\"$S\",\"duration_s\":600,\"target_kw\":8.9e12}"; refused 400 "target_kw"
+adr() { # ID DURATION PAYLOAD
+  printf '{"objectType":"EVENT","operation":"POST","object":{"id":"%s","intervalPeriod":{"start":"%s","duration":"%s"},"intervals":[{"payloads":[%s]}]}}' \
+    "$1" "$S" "$2" "$3"
+}
+req POST /openadr3/events "$(adr forever P1e303W '{"type":"SIMPLE","values":[1]}')"; refused 400 "intervalPeriod.duration"
+req POST /openadr3/events "$(adr month P32D '{"type":"SIMPLE","values":[1]}')"; refused 400 "intervalPeriod.duration"
+req POST /openadr3/events "$(adr big PT1H '{"type":"IMPORT_CAPACITY_LIMIT","values":[8.9e12]}')"; refused 400 "values[0]"
+req GET /v1/events
+[ "$CODE" = 200 ] || fail "GET /v1/events: HTTP $CODE"; ok
+contains "$T/body" '{"events":[]}'
+# the largest allowed: accepted
+req POST /openadr3/events "$(adr week P7D '{"type":"SIMPLE","values":[1]}')"
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "P7D: HTTP $CODE"; }; ok
+req DELETE /v1/events/week
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "cancel P7D: HTTP $CODE"; }; ok
+
+# ---- an explicitly open-ended event: until cancelled ----
+req POST /v1/events "{\"id\":\"open\",\"start\":\"$S\",\"open_ended\":true,\"reduction_pct\":20}"
+[ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "open-ended: HTTP $CODE"; }; ok
+contains "$T/body" '"open_ended":true'
+lacks "$T/body" '"duration_s"'
+contains "$T/ctl.log" "open-ended (until cancelled)"
+status_is() { curl -s "$URL/v1/events/$1" | grep -q "\"status\":\"$2\""; }
+wait_for 30 "the open-ended event active" status_is open active
+req GET /v1/events
+contains "$T/body" '"id":"open"'
+req GET /v1/events/open/report
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "report of a running open-ended event: HTTP $CODE"; }; ok
+contains "$T/body" '"duration_s": null'
+# a restart: the event is stored as it was sent and resumes
+kill -TERM "$CP"; LIVE=$(echo " $LIVE " | sed "s/ $CP / /"); wait "$CP"
+start_ctl
+contains "$T/ctl.log" "resuming event open"
+lacks "$T/ctl.log" "does not parse"
+req GET /v1/events/open
+contains "$T/body" '"status":"active"'
+contains "$T/body" '"open_ended":true'
+req DELETE /v1/events/open
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "cancel: HTTP $CODE"; }; ok
+wait_for 30 "the open-ended event ended" status_is open cancelled
+req GET /v1/events/open/report
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "report after the end: HTTP $CODE"; }; ok
+grep -q '"duration_s": [0-9]' "$T/body" || { cat "$T/body" >&2; fail "no duration after the end"; }; ok
+# stored with its end: read back after another restart
+kill -TERM "$CP"; LIVE=$(echo " $LIVE " | sed "s/ $CP / /"); wait "$CP"
+start_ctl
+lacks "$T/ctl.log" "does not parse"
+req GET /v1/events/open
+contains "$T/body" '"status":"cancelled"'
+grep -q '"duration_s":[0-9]' "$T/body" || { cat "$T/body" >&2; fail "the cancelled event lost its duration"; }; ok
+done_ok

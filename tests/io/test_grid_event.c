@@ -1,0 +1,139 @@
+/* test_grid_event.c — the bounds of grid events in both formats (issue 14
+ * item 9): a duration of 1 s .. 7 days unless explicitly open-ended, a
+ * target finite, positive and below 1e6 kW, ISO 8601 durations of plain
+ * digits only ("P1e303W" ran an event forever), and nothing accepted that
+ * cannot be formatted back (it was stored as "{}" and lost). Each bound has
+ * a case just inside and just outside; errors name the field. */
+#include "../testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "pfi/grid_event.h"
+
+#define START "\"start\":\"2026-12-02T18:00:00Z\""
+
+static void expect_bad(const char *json, const char *field)
+{
+    pfi_grid_event ev;
+    pfi_error e;
+    if (pfi_grid_event_parse(json, strlen(json), &ev, &e) == PFI_OK) fail_msg("accepted: %s", json);
+    if (!strstr(e.msg, field) || strchr(e.msg, '\n')) fail_msg("'%s' -> '%s' (expected '%s')", json, e.msg, field);
+}
+
+static void expect_bad_adr(const char *dur, const char *payload, const char *field)
+{
+    char j[1024];
+    snprintf(j, sizeof j,
+             "{\"id\":\"x\",\"intervalPeriod\":{" START ",\"duration\":\"%s\"},\"intervals\":[{\"payloads\":[%s]}]}", dur, payload);
+    pfi_grid_event ev;
+    pfi_error e;
+    int del;
+    if (pfi_openadr_event_parse(j, strlen(j), 10, &ev, &del, &e) == PFI_OK) fail_msg("accepted: %s", j);
+    if (!strstr(e.msg, field) || strchr(e.msg, '\n')) fail_msg("'%s' -> '%s' (expected '%s')", j, e.msg, field);
+}
+
+/* parse, check every bound, format, parse again: the same event */
+static void round_trip(const pfi_grid_event *ev)
+{
+    assert_int_equal(pfi_grid_event_check(ev, NULL), PFI_OK);
+    char *f = pfi_grid_event_format(ev);
+    assert_non_null(f);
+    pfi_grid_event ev2;
+    pfi_error e;
+    if (pfi_grid_event_parse(f, strlen(f), &ev2, &e)) fail_msg("%s -> %s", f, e.msg);
+    free(f);
+    assert_string_equal(ev2.id, ev->id);
+    assert_int_equal(ev2.open_ended, ev->open_ended);
+    assert_near(ev2.duration_s, ev->duration_s, 1e-6);
+    assert_near(ev2.target_kw, ev->target_kw, 1e-6);
+}
+
+static void canonical(void **s)
+{
+    (void)s;
+    pfi_grid_event ev;
+    const char *week = "{\"id\":\"w\"," START ",\"duration_s\":604800,\"target_kw\":999999.5}";
+    assert_int_equal(pfi_grid_event_parse(week, strlen(week), &ev, NULL), PFI_OK);
+    round_trip(&ev);
+    expect_bad("{" START ",\"duration_s\":604801,\"level\":1}", "duration_s");
+    expect_bad("{" START ",\"duration_s\":2764800,\"level\":1}", "duration_s"); /* the fuzzer's 32 days */
+    expect_bad("{" START ",\"duration_s\":0.5,\"level\":1}", "duration_s");
+    expect_bad("{" START ",\"duration_s\":1e300,\"level\":1}", "duration_s");
+    expect_bad("{" START ",\"duration_s\":1e400,\"level\":1}", "event"); /* JSON overflow */
+    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":1e6}", "target_kw");
+    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":8.9e12}", "target_kw"); /* the fuzzer's */
+    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":0}", "target_kw");
+    expect_bad("{" START ",\"level\":1}", "duration_s: missing");
+    expect_bad("{" START ",\"open_ended\":false,\"level\":1}", "duration_s: missing");
+    expect_bad("{" START ",\"open_ended\":1,\"level\":1}", "open_ended");
+    /* explicitly open-ended: no end until cancelled, and it formats back */
+    const char *open = "{\"id\":\"o\"," START ",\"open_ended\":true,\"reduction_pct\":20}";
+    assert_int_equal(pfi_grid_event_parse(open, strlen(open), &ev, NULL), PFI_OK);
+    assert_true(ev.open_ended);
+    assert_true(isinf(pfi_grid_event_end(&ev)));
+    round_trip(&ev);
+    /* as a cancelled one is stored: ended after duration_s (may pass 7 days) */
+    ev.duration_s = 40 * 86400.0;
+    assert_near(pfi_grid_event_end(&ev), ev.start + 40 * 86400.0, 0);
+    round_trip(&ev);
+    ev.duration_s = 1e300;
+    assert_null(pfi_grid_event_format(&ev)); /* never a partial event */
+    pfi_error e;
+    assert_int_not_equal(pfi_grid_event_check(&ev, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "duration_s"));
+    ev.open_ended = 0;
+    ev.duration_s = INFINITY;
+    assert_null(pfi_grid_event_format(&ev));
+    ev.duration_s = 60;
+    ev.kind = PFI_EV_TARGET_KW;
+    ev.target_kw = NAN;
+    assert_int_not_equal(pfi_grid_event_check(&ev, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "target_kw"));
+    ev.target_kw = INFINITY;
+    assert_null(pfi_grid_event_format(&ev));
+}
+
+static void openadr(void **s)
+{
+    (void)s;
+    pfi_grid_event ev;
+    int del;
+    const char *week = "{\"id\":\"a\",\"intervalPeriod\":{" START ",\"duration\":\"P7D\"},"
+                       "\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000009]}]}]}";
+    assert_int_equal(pfi_openadr_event_parse(week, strlen(week), 10, &ev, &del, NULL), PFI_OK);
+    assert_near(ev.duration_s, 604800, 0);
+    assert_near(ev.target_kw, 999999, 1e-6);
+    round_trip(&ev);
+    const char *lvl = "{\"type\":\"SIMPLE\",\"values\":[1]}";
+    expect_bad_adr("P1e303W", lvl, "intervalPeriod.duration"); /* ran forever */
+    expect_bad_adr("PT1e3S", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P32D", lvl, "intervalPeriod.duration: P32D is outside 1 s .. 7 days");
+    expect_bad_adr("P1W1D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("PT0.5S", lvl, "intervalPeriod.duration");
+    expect_bad_adr("PT0S", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P9999Y", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P1DT", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P-1D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P+1D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P0x10D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("PinfD", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P1234567890123D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[8.9e12]}", "values[0]");
+    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000010]}", "values[0]");
+    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1e400]}", "OpenADR");
+    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[-5]}", "values[0]");
+    double t;
+    assert_int_equal(pfi_iso8601_duration("PT1.5H", &t), 0);
+    assert_near(t, 5400, 0);
+    assert_int_equal(pfi_iso8601_duration("PT0,5S", &t), 0);
+    assert_near(t, 0.5, 0);
+    assert_int_equal(pfi_iso8601_duration("P1W", &t), 0);
+    assert_near(t, 604800, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(canonical), cmocka_unit_test(openadr)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
