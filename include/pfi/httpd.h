@@ -49,12 +49,18 @@ typedef struct pfi_httpd_opts {
     unsigned max_per_ip;        /* connections from one client address; 0: 16 */
     double request_timeout_s;   /* a request must arrive within this; 0: 10 s */
     unsigned threads;           /* 0: 4 */
-    const char *token;          /* NULL: protected requests get 401 */
-    /* 1 if this request needs the token */
+    const char *tls_client_ca;  /* PEM CA file: every request must present a client
+                                   certificate it signed (mTLS); needs TLS */
+    const char *token;          /* control token; NULL: control requests get 401 */
+    const char *read_token;     /* NULL: read requests are open */
+    /* what this request needs: PFI_HTTP_OPEN, PFI_HTTP_READ (the read or the
+       control token, when a read token is configured) or PFI_HTTP_CONTROL */
     int (*is_protected)(void *ud, const char *method, const char *url);
     void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
     void *ud;
 } pfi_httpd_opts;
+
+enum { PFI_HTTP_OPEN = 0, PFI_HTTP_CONTROL = 1, PFI_HTTP_READ = 2 };
 
 typedef struct pfi_httpd pfi_httpd;
 

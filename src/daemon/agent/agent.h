@@ -27,6 +27,7 @@ typedef struct agent_cfg {
     const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir, *jobs_file, *job_env;
     const char *mapping_dir, *tls_cert, *tls_key, *log_path, *dcgm_url, *data_dir;
     const char *control_listen, *control_port_file; /* PUT /v1/caps on its own listener */
+    const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps;
@@ -65,8 +66,8 @@ typedef struct agent {
     pfi_lease_state lease;
     pfi_model model;
     int have_model;
-    char token[300];
-    int have_token;
+    char token[300], read_token[300];
+    int have_token, have_read_token;
     char hostname[128];
     /* counters */
     unsigned long long cap_changes, rejected, samples;

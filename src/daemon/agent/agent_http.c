@@ -11,10 +11,14 @@
 #include "agent.h"
 #include "pfi/httpd.h"
 
+/* PUT /v1/caps needs the control token; /healthz is open; every other
+ * read needs the read (or control) token when --read-token-file is given */
 static int is_protected(void *ud, const char *method, const char *url)
 {
     (void)ud;
-    return !strcmp(url, "/v1/caps") && !strcmp(method, "PUT");
+    if (!strcmp(url, "/v1/caps") && !strcmp(method, "PUT")) return PFI_HTTP_CONTROL;
+    if (!strcmp(url, "/healthz")) return PFI_HTTP_OPEN;
+    return PFI_HTTP_READ;
 }
 
 static void handle_caps(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
@@ -76,6 +80,7 @@ int agent_http_start(agent *a)
 {
     pfi_httpd_opts o = {.listen = a->cfg.listen ? a->cfg.listen : "127.0.0.1:9477", .tls_cert = a->cfg.tls_cert, .tls_key = a->cfg.tls_key,
                         .max_body = a->cfg.max_body, .token = a->have_token ? a->token : NULL, .is_protected = is_protected,
+                        .read_token = a->have_read_token ? a->read_token : NULL, .tls_client_ca = a->cfg.tls_client_ca,
                         .handle = handle, .ud = a};
     pfi_error e;
     pfi_httpd *h;

@@ -45,6 +45,9 @@ static const char usage[] =
     "                        connection budget, so scrapes cannot starve it)\n"
     "  --control-port-file FILE    the control listener's bound port\n"
     "  --token-file FILE     bearer token for PUT /v1/caps (mode 0600); without it caps are read-only\n"
+    "  --read-token-file FILE  bearer token GET /metrics and /v1/node then need (this or the\n"
+    "                        control token; mode 0600); without it reads are open\n"
+    "  --tls-client-ca FILE  with TLS: every request needs a client certificate this CA signed\n"
     "  --state-file FILE     lease and baselines (default /var/lib/pfi/agent-state.json)\n"
     "  --interval S          sampling interval, clock seconds (default 1)\n"
     "  --model FILE          predictor model file (pfi fit --model) for pfi_job_pfi_predicted\n"
@@ -118,7 +121,7 @@ static void sample_round(agent *a, int refresh)
 int main(int argc, char **argv)
 {
     enum { O_BACKEND = 1, O_LISTEN, O_PORTF, O_TOKEN, O_STATE, O_INTERVAL, O_MODEL, O_JOBSDIR, O_JOBSFILE, O_JOBENV, O_MAPDIR,
-           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF };
+           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF, O_RTOKEN, O_CLIENTCA };
     static const struct option lo[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"listen", required_argument, NULL, O_LISTEN},
         {"port-file", required_argument, NULL, O_PORTF},   {"token-file", required_argument, NULL, O_TOKEN},
@@ -132,6 +135,7 @@ int main(int argc, char **argv)
         {"time-scale", required_argument, NULL, O_SCALE},  {"epoch", required_argument, NULL, O_EPOCH},
         {"data", required_argument, NULL, O_DATA},         {"version", no_argument, NULL, O_VERSION},
         {"control-listen", required_argument, NULL, O_CLISTEN}, {"control-port-file", required_argument, NULL, O_CPORTF},
+        {"read-token-file", required_argument, NULL, O_RTOKEN}, {"tls-client-ca", required_argument, NULL, O_CLIENTCA},
         {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
     static agent A;
     agent *a = &A;
@@ -153,6 +157,8 @@ int main(int argc, char **argv)
         case O_LISTEN: c->listen = optarg; break;
         case O_PORTF: c->port_file = optarg; break;
         case O_CLISTEN: c->control_listen = optarg; break;
+        case O_RTOKEN: c->read_token_file = optarg; break;
+        case O_CLIENTCA: c->tls_client_ca = optarg; break;
         case O_CPORTF: c->control_port_file = optarg; break;
         case O_TOKEN: c->token_file = optarg; break;
         case O_STATE: c->state_file = optarg; break;
@@ -226,6 +232,17 @@ int main(int argc, char **argv)
         a->have_token = 1;
     } else {
         agent_log(a, "warning: no --token-file: PUT /v1/caps is refused; caps are read-only");
+    }
+    if (c->read_token_file) {
+        if (pfi_token_read(c->read_token_file, a->read_token, sizeof a->read_token, &e)) {
+            agent_log(a, "error: --read-token-file: %s", e.msg);
+            return 1;
+        }
+        a->have_read_token = 1;
+    }
+    if (c->tls_client_ca && !c->tls_cert) {
+        agent_log(a, "error: --tls-client-ca needs --tls-cert and --tls-key (mTLS is TLS)");
+        return 2;
     }
     if (c->model_path) {
         if (pfi_model_load(c->model_path, &a->model, &e)) {

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -29,7 +30,7 @@ typedef struct conn {
 struct pfi_httpd {
     pfi_httpd_opts o;
     struct MHD_Daemon *d;
-    char *cert, *key; /* MHD keeps pointers to them while it runs */
+    char *cert, *key, *ca; /* MHD keeps pointers to them while it runs */
     pthread_mutex_t mu;
     unsigned long long c2, c4, c5;
     pthread_mutex_t cmu; /* conns, slow_closed, stop */
@@ -126,6 +127,19 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
     return rc;
 }
 
+/* mTLS: the peer sent a certificate and it verifies against the trusted CA
+ * (MHD_OPTION_HTTPS_MEM_TRUST makes the server ask for one) */
+static int client_cert_ok(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!ci || !ci->tls_session) return 0;
+    gnutls_session_t s = (gnutls_session_t)ci->tls_session;
+    unsigned n = 0;
+    if (!gnutls_certificate_get_peers(s, &n) || n == 0) return 0;
+    unsigned status = 1;
+    return gnutls_certificate_verify_peers2(s, &status) == 0 && status == 0;
+}
+
 static int takes_body(const char *m) { return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE"); }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
@@ -135,10 +149,21 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     pfi_http_resp rs = {0};
     if (!*ctx) { /* headers only */
-        if (h->o.is_protected && h->o.is_protected(h->o.ud, method, url) &&
-            !pfi_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), h->o.token)) {
+        if (h->ca && !client_cert_ok(c)) {
+            *ctx = &ANSWERED;
+            pfi_http_error(&rs, 403, "a client certificate signed by the configured CA is required");
+            return send_resp(h, c, &rs);
+        }
+        int need = h->o.is_protected ? h->o.is_protected(h->o.ud, method, url) : PFI_HTTP_OPEN;
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (need == PFI_HTTP_CONTROL && !pfi_bearer_ok(auth, h->o.token)) {
             *ctx = &ANSWERED;
             pfi_http_error(&rs, 401, h->o.token ? "missing or wrong bearer token" : "no token is configured: this endpoint is disabled");
+            return send_resp(h, c, &rs);
+        }
+        if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) && !pfi_bearer_ok(auth, h->o.token)) {
+            *ctx = &ANSWERED;
+            pfi_http_error(&rs, 401, "missing or wrong bearer token (the read or the control token)");
             return send_resp(h, c, &rs);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -313,6 +338,12 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         }
         flags |= MHD_USE_TLS;
     }
+    if (o->tls_client_ca && (!h->cert || !(h->ca = slurp(o->tls_client_ca)))) {
+        free(h->cert);
+        free(h->key);
+        free(h);
+        return pfi_errorf(err, PFI_EINVAL, "a client CA (%s) needs TLS (--tls-cert, --tls-key) and a readable file", o->tls_client_ca);
+    }
     if (threads < 1 || threads > 64 || max_conn < threads) {
         free(h->cert);
         free(h->key);
@@ -322,7 +353,6 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     /* MHD_OPTION_ARRAY: the TLS options only when TLS is on */
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_SOCK_ADDR, 0, &sa},
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)done, h},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, h},
         {MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
@@ -331,13 +361,16 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
         {h->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert},
         {h->cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key},
+        {h->ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, h->ca},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_ARRAY, opts,
+                            MHD_OPTION_END);
     if (!h->d) {
         pfi_status st = pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
         free(h->cert);
         free(h->key);
+        free(h->ca);
         free(h);
         return st;
     }
@@ -361,6 +394,7 @@ void pfi_httpd_stop(pfi_httpd *h)
     MHD_stop_daemon(h->d);
     free(h->cert);
     free(h->key);
+    free(h->ca);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->cmu);
     pthread_cond_destroy(&h->cv);

@@ -41,12 +41,15 @@ typedef struct ctl_cfg {
     json_t *tiers;                /* {"job id": tier} */
     size_t nagents;
     struct {
-        char name[64], url[512], token_file[1024];
+        char name[64], url[512], token_file[1024], read_token_file[1024];
+        char ca_file[1024], client_cert[1024], client_key[1024]; /* https: CA, mTLS */
+        int allow_insecure_http; /* send the token over plain http to a non-loopback host */
     } agents[CTL_MAX_AGENTS];
 } ctl_cfg;
 
 typedef struct ctl_agent {
-    char name[64], url[512], token[PFI_TOKEN_MAX + 1];
+    char name[64], url[512], token[PFI_TOKEN_MAX + 1], read_token[PFI_TOKEN_MAX + 1];
+    const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults */
     int up, ever_up;
     double last_ok_t, lease_until;   /* pfi clock */
     double last_jobs_w;              /* its managed jobs' power at the last success */

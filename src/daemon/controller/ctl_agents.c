@@ -86,6 +86,15 @@ static void run_all(double timeout_s)
     }
 }
 
+/* TLS to an agent: its CA (else the system's) and our client certificate (mTLS) */
+static void tls_opts(CURL *h, const ctl_agent *a)
+{
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (a->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, a->ca_file);
+    if (a->client_cert) curl_easy_setopt(h, CURLOPT_SSLCERT, a->client_cert);
+    if (a->client_key) curl_easy_setopt(h, CURLOPT_SSLKEY, a->client_key);
+}
+
 void ctl_agents_collect(ctl *c, double timeout_s)
 {
     ensure(c->nagents);
@@ -96,6 +105,16 @@ void ctl_agents_collect(ctl *c, double timeout_s)
         x->len = 0;
         curl_easy_setopt(x->h, CURLOPT_URL, url);
         curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+        tls_opts(x->h, &c->agent[i]);
+        /* reads carry the read token when one is configured (never the control token) */
+        curl_slist_free_all(x->hdr);
+        x->hdr = NULL;
+        if (c->agent[i].read_token[0]) {
+            char auth[PFI_TOKEN_MAX + 32];
+            snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
+            x->hdr = curl_slist_append(NULL, auth);
+        }
+        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
         curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
         curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
@@ -202,6 +221,7 @@ void ctl_agents_push(ctl *c, int release)
         x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
         x->len = 0;
         curl_easy_setopt(x->h, CURLOPT_URL, url);
+        tls_opts(x->h, a);
         curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
         curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);

@@ -18,6 +18,67 @@ static int str(json_t *v, const char *key, char *dst, size_t n, char *err, size_
     return 0;
 }
 
+/* loopback host of an http(s) URL: 127.0.0.0/8, ::1, localhost */
+static int loopback_url(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    if (!strncmp(h, "127.", 4) || !strncmp(h, "[::1]", 5)) return 1;
+    return !strncmp(h, "localhost", 9) && (h[9] == ':' || h[9] == '/' || h[9] == '\0');
+}
+
+/* one entry of "agents": url, token_file, name; read_token_file; ca_file,
+ * client_cert, client_key (https); allow_insecure_http. The control token
+ * never goes over plain http to another host unless allowed. */
+static int agent_entry(json_t *a, size_t i, ctl_cfg *c, char *e2, size_t en)
+{
+    char key[64];
+    int rc = 0;
+    if (!json_is_object(a)) {
+        snprintf(e2, en, "agents[%zu]: expected an object", i);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(a, k, v) {
+        char *dst = NULL;
+        size_t n = 0;
+        snprintf(key, sizeof key, "agents[%zu].%.20s", i, k);
+        if (!strcmp(k, "url")) dst = c->agents[i].url, n = sizeof c->agents[i].url;
+        else if (!strcmp(k, "token_file")) dst = c->agents[i].token_file, n = sizeof c->agents[i].token_file;
+        else if (!strcmp(k, "name")) dst = c->agents[i].name, n = sizeof c->agents[i].name;
+        else if (!strcmp(k, "read_token_file")) dst = c->agents[i].read_token_file, n = sizeof c->agents[i].read_token_file;
+        else if (!strcmp(k, "ca_file")) dst = c->agents[i].ca_file, n = sizeof c->agents[i].ca_file;
+        else if (!strcmp(k, "client_cert")) dst = c->agents[i].client_cert, n = sizeof c->agents[i].client_cert;
+        else if (!strcmp(k, "client_key")) dst = c->agents[i].client_key, n = sizeof c->agents[i].client_key;
+        else if (!strcmp(k, "allow_insecure_http")) {
+            if (!json_is_boolean(v)) {
+                snprintf(e2, en, "%s: expected true or false", key);
+                return -1;
+            }
+            c->agents[i].allow_insecure_http = json_is_true(v);
+            continue;
+        } else {
+            snprintf(e2, en, "%s: unknown key (url, token_file, name, read_token_file, ca_file, client_cert, client_key, allow_insecure_http)", key);
+            return -1;
+        }
+        if ((rc = str(v, key, dst, n, e2, en))) return rc;
+    }
+    const char *url = c->agents[i].url;
+    if (!url[0]) snprintf(e2, en, "agents[%zu].url: missing", i), rc = -1;
+    else if (!c->agents[i].token_file[0]) snprintf(e2, en, "agents[%zu].token_file: missing", i), rc = -1;
+    else if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+        snprintf(e2, en, "agents[%zu].url: expected http:// or https://", i), rc = -1;
+    else if (!strncmp(url, "http://", 7) && (c->agents[i].ca_file[0] || c->agents[i].client_cert[0] || c->agents[i].client_key[0]))
+        snprintf(e2, en, "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i), rc = -1;
+    else if (!c->agents[i].client_cert[0] != !c->agents[i].client_key[0])
+        snprintf(e2, en, "agents[%zu]: client_cert and client_key go together", i), rc = -1;
+    else if (!strncmp(url, "http://", 7) && !loopback_url(url) && !c->agents[i].allow_insecure_http)
+        snprintf(e2, en, "agents[%zu].url: plain http to a non-loopback host would send the token in cleartext; use https:// (with ca_file) or set allow_insecure_http: true", i), rc = -1;
+    if (!rc && !c->agents[i].name[0]) snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
+    return rc;
+}
+
 static int num(json_t *v, const char *key, double lo, double hi, double *dst, char *err, size_t en)
 {
     if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi)) {
@@ -120,16 +181,7 @@ static int config_from_json(json_t *o, const json_error_t *je, const char *path,
             size_t i;
             json_t *a;
             if (!rc) json_array_foreach(v, i, a) {
-                char key[64];
-                snprintf(key, sizeof key, "agents[%zu].url", i);
-                json_t *u = json_object_get(a, "url"), *t = json_object_get(a, "token_file"), *nm = json_object_get(a, "name");
-                if ((rc = str(u, key, c->agents[i].url, sizeof c->agents[i].url, e2, sizeof e2))) break;
-                snprintf(key, sizeof key, "agents[%zu].token_file", i);
-                if ((rc = str(t, key, c->agents[i].token_file, sizeof c->agents[i].token_file, e2, sizeof e2))) break;
-                if (nm) {
-                    snprintf(key, sizeof key, "agents[%zu].name", i);
-                    if ((rc = str(nm, key, c->agents[i].name, sizeof c->agents[i].name, e2, sizeof e2))) break;
-                } else snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
+                if ((rc = agent_entry(a, i, c, e2, sizeof e2))) break;
                 c->nagents++;
             }
         } else {

@@ -24,10 +24,12 @@
 #include "pfi/httpd.h"
 #include "pfi/prom.h"
 
+/* changes need the token; reads are open (the status page is read by a
+ * browser, which sends no bearer token: keep the port on the operators' network) */
 static int is_protected(void *ud, const char *method, const char *url)
 {
     (void)ud, (void)url;
-    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT");
+    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT") ? PFI_HTTP_CONTROL : PFI_HTTP_OPEN;
 }
 
 static void json_resp(pfi_http_resp *rs, int code, json_t *o)

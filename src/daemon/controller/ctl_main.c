@@ -232,6 +232,14 @@ int main(int argc, char **argv)
             ctl_log(c, "error: agents[%zu]: %s", i, e.msg);
             return 1;
         }
+        if (c->cfg.agents[i].read_token_file[0] &&
+            pfi_token_read(c->cfg.agents[i].read_token_file, a->read_token, sizeof a->read_token, &e)) {
+            ctl_log(c, "error: agents[%zu].read_token_file: %s", i, e.msg);
+            return 1;
+        }
+        a->ca_file = c->cfg.agents[i].ca_file[0] ? c->cfg.agents[i].ca_file : NULL;
+        a->client_cert = c->cfg.agents[i].client_cert[0] ? c->cfg.agents[i].client_cert : NULL;
+        a->client_key = c->cfg.agents[i].client_key[0] ? c->cfg.agents[i].client_key : NULL;
     }
     if (c->cfg.curve_model[0]) {
         if (pfi_model_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODEL_CURVE) {

@@ -1,0 +1,117 @@
+#!/bin/sh
+# test_mtls.sh — tokens never in cleartext, and scoped (issue 14 item 7).
+# A private CA made here with openssl signs the agent's server certificate
+# (for 127.0.0.1) and the controller's client certificate; a second,
+# self-signed "rogue" client certificate is not trusted. Checked:
+#   - the agent with --tls-client-ca refuses a client without a certificate
+#     or with one the CA did not sign (403), and serves one it signed;
+#   - --read-token-file: reads need the read (or control) token, the read
+#     token cannot set caps, /healthz stays open;
+#   - the controller refuses a config that would send a token over plain
+#     http to a non-loopback host, or that mixes https options with http;
+#   - a controller given the agent's CA, its client certificate and both
+#     tokens collects and caps the agent over mTLS (an event's caps arrive);
+#     without the CA it cannot (the agent stays unreachable).
+. "$SRC/tests/cli/lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+command -v openssl >/dev/null || fail "openssl is needed (scripts/bootstrap.sh test)"
+command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
+kill_daemons_on_exit
+export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
+NOW() { awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.3f", e + (w - e) * 20}'; }
+ISO() { date -u -d "@$(printf '%.0f' "$1")" +%Y-%m-%dT%H:%M:%SZ; }
+
+# wait_until DESC SECONDS PID LOG CMD: poll CMD against a wall-clock deadline;
+# fail at once, with LOG, if PID exits
+wait_until() {
+  desc=$1 secs=$2 wpid=$3 wlog=$4; shift 4
+  end=$(( $(date +%s) + secs ))
+  until sh -c "$*" >/dev/null 2>&1; do
+    kill -0 "$wpid" 2>/dev/null || { tail -n 30 "$wlog" >&2; fail "process $wpid exited while waiting for $desc"; }
+    [ "$(date +%s)" -lt "$end" ] || { tail -n 30 "$wlog" >&2; fail "not within ${secs} s: $desc"; }
+    sleep 0.1
+  done
+  ok
+}
+
+# ---- a private CA, the agent's server certificate, the controller's client certificate
+P=$T/pki; mkdir -p "$P"
+ossl() { openssl "$@" >>"$P/openssl.log" 2>&1 || { cat "$P/openssl.log" >&2; fail "openssl $1 failed"; }; }
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.pem" -days 2 -subj "/CN=pfi test CA"
+ossl req -newkey rsa:2048 -nodes -keyout "$P/agent.key" -out "$P/agent.csr" -subj "/CN=127.0.0.1"
+printf 'subjectAltName=IP:127.0.0.1\n' >"$P/san.ext"
+ossl x509 -req -in "$P/agent.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/agent.pem" -days 2 -extfile "$P/san.ext"
+ossl req -newkey rsa:2048 -nodes -keyout "$P/ctl.key" -out "$P/ctl.csr" -subj "/CN=pfi-controller"
+ossl x509 -req -in "$P/ctl.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/ctl.pem" -days 2
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/rogue.key" -out "$P/rogue.pem" -days 2 -subj "/CN=rogue"
+
+new_token "$T/atok" "$T/rtok" "$T/ctok"
+TOK=$(cat "$T/atok"); RTOK=$(cat "$T/rtok")
+"$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --read-token-file "$T/rtok" \
+  --tls-cert "$P/agent.pem" --tls-key "$P/agent.key" --tls-client-ca "$P/ca.pem" \
+  --state-file "$T/state.json" --interval 0.2 --log "$T/agent.log" &
+AP=$!; PIDS="$PIDS $AP"
+wait_until "the agent's port file" 30 $AP "$T/agent.log" "[ -s '$T/a.port' ]"
+AURL=https://127.0.0.1:$(cat "$T/a.port")
+
+# code CURL-ARGS... -> HTTP code (000: TLS refused)
+code() { curl -s -o "$T/body" -w '%{http_code}' --max-time 20 --cacert "$P/ca.pem" "$@"; }
+c=$(code "$AURL/healthz"); [ "$c" = 403 ] || [ "$c" = 000 ] || fail "no client certificate: HTTP $c, expected 403 (or a refused handshake)"; ok
+c=$(code --cert "$P/rogue.pem" --key "$P/rogue.key" "$AURL/healthz")
+[ "$c" = 403 ] || [ "$c" = 000 ] || fail "an unsigned client certificate: HTTP $c, expected 403"; ok
+M="--cert $P/ctl.pem --key $P/ctl.key"
+c=$(code $M "$AURL/healthz"); [ "$c" = 200 ] || fail "the CA's client certificate: /healthz HTTP $c"; ok
+c=$(code $M "$AURL/metrics"); [ "$c" = 401 ] || fail "metrics without the read token: HTTP $c, expected 401"; ok
+c=$(code $M -H "Authorization: Bearer $RTOK" "$AURL/metrics"); [ "$c" = 200 ] || fail "metrics with the read token: HTTP $c"; ok
+c=$(code $M -H "Authorization: Bearer $TOK" "$AURL/v1/node"); [ "$c" = 200 ] || fail "node view with the control token: HTTP $c"; ok
+B='{"lease_s":30,"controller":"t","generation":1,"gpus":[{"index":0,"cap_w":400}]}'
+c=$(code $M -X PUT -H "Authorization: Bearer $RTOK" --data-binary "$B" "$AURL/v1/caps")
+[ "$c" = 401 ] || fail "the read token set caps: HTTP $c, expected 401"; ok
+
+# ---- controller configuration: no token in cleartext to another host
+cfg() { # FILE AGENT-JSON
+  cat >"$1" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 0.5, "baseline_window_s": 2,
+ "lease_s": 30, "agents": [$2]}
+EOF
+}
+cfg "$T/bad1.json" "{\"name\": \"n1\", \"url\": \"http://node1.invalid:9477\", \"token_file\": \"$T/atok\"}"
+expect_error 1 "cleartext" "$CTL" --config "$T/bad1.json"
+cfg "$T/bad2.json" "{\"name\": \"n1\", \"url\": \"http://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"ca_file\": \"$P/ca.pem\"}"
+expect_error 1 "need an https:// url" "$CTL" --config "$T/bad2.json"
+cfg "$T/bad3.json" "{\"name\": \"n1\", \"url\": \"https://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"client_cert\": \"$P/ctl.pem\"}"
+expect_error 1 "go together" "$CTL" --config "$T/bad3.json"
+cfg "$T/bad4.json" "{\"name\": \"n1\", \"url\": \"https://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"colour\": 1}"
+expect_error 1 "agents[0].colour: unknown key" "$CTL" --config "$T/bad4.json"
+
+# ---- without the agent's CA the controller cannot reach it
+cfg "$T/noca.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
+"$CTL" --config "$T/noca.json" --port-file "$T/c0.port" 2>>"$T/ctl0.log" &
+C0=$!; PIDS="$PIDS $C0"
+wait_until "the controller's port file" 30 $C0 "$T/ctl0.log" "[ -s '$T/c0.port' ]"
+wait_until "the controller to report a certificate error without the agent's CA" 30 $C0 "$T/ctl0.log" \
+  "curl -s -m 5 http://127.0.0.1:\$(cat '$T/c0.port')/v1/status | grep -q '\"up\":false,\"error\":\"[^\"]*[Cc]ertificate'"
+curl -s -m 5 "http://127.0.0.1:$(cat "$T/c0.port")/v1/status" | grep -q '"job_id":"j1"' && fail "the controller read the agent without trusting its certificate"; ok
+kill -TERM $C0; wait $C0 2>/dev/null
+rm -f "$T/ctl.db"
+
+# ---- with CA, client certificate and both tokens: collects and caps over mTLS
+cfg "$T/ctl.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"ca_file\": \"$P/ca.pem\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
+"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
+CP=$!; PIDS="$PIDS $CP"
+wait_until "the controller's port file" 30 $CP "$T/ctl.log" "[ -s '$T/c.port' ]"
+CURL=http://127.0.0.1:$(cat "$T/c.port")
+wait_until "the controller to see job j1 over mTLS" 30 $CP "$T/ctl.log" "curl -s -m 5 '$CURL/v1/status' | grep -q '\"job_id\":\"j1\"'"
+CT=$(cat "$T/ctok")
+# an event starting 10 clock seconds from now, after the baseline window
+S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 10}'))
+curl -s -m 20 -o "$T/ev" -X POST -H "Authorization: Bearer $CT" -H 'Content-Type: application/json' \
+  --data-binary "{\"id\":\"m30\",\"start\":\"$S\",\"duration_s\":600,\"reduction_pct\":30}" "$CURL/v1/events" >/dev/null
+grep -q '"id":"m30"' "$T/ev" || { cat "$T/ev" >&2; fail "event not accepted"; }; ok
+capw() { curl -s -m 5 --cacert "$P/ca.pem" $M -H "Authorization: Bearer $RTOK" "$AURL/metrics" |
+  awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
+wait_until "the event's cap on GPU 0 over mTLS" 40 $CP "$T/ctl.log" "[ \"\$(curl -s -m 5 --cacert '$P/ca.pem' --cert '$P/ctl.pem' --key '$P/ctl.key' -H 'Authorization: Bearer $RTOK' '$AURL/metrics' | awk -F'[ {}]' '\$1==\"pfi_gpu_power_cap_watts\" && index(\$0, \"gpu=\\\"0\\\"\"){print int(\$NF)}')\" -lt 690 ]"
+echo "cap on GPU 0 under the event, set over mTLS: $(capw) W"
+done_ok
