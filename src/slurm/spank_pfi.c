@@ -6,13 +6,24 @@
  *
  * In srun/sbatch/salloc the tier goes to the job's control environment
  * (spank_job_control_setenv: SPANK_PFI_FLEX in the prolog and epilog). In
- * the job's tasks it sets PFI_FLEX and PFI_STEPLOG (RUNDIR/steplogs/JOBID.jsonl,
- * the step log the node agent follows). In the job prolog (slurmd, root) it
- * writes RUNDIR/jobs/JOBID.json atomically — {"job_id", "gpus" (from
- * SLURM_JOB_GPUS), "tier", "steplog"} — which pfi-agent --jobs-dir reads: the
- * agent learns the job's GPUs and tier; in the epilog it removes the file,
- * and the agent puts those GPUs back at their baseline caps. The agent stays
- * the only writer of caps: the plugin never touches a GPU.
+ * the job prolog (slurmd, root) it creates the job's step log,
+ * RUNDIR/steplogs/JOBID-RANDOM.jsonl (an unguessable name, created
+ * O_EXCL|O_NOFOLLOW, owned by the job's user, mode 0600), and writes
+ * RUNDIR/jobs/JOBID.json atomically — {"job_id", "gpus" (from
+ * SLURM_JOB_GPUS), "tier", "steplog", "uid"} — which pfi-agent --jobs-dir
+ * reads: the agent learns the job's GPUs and tier, and reads the step log
+ * only if the job's user owns it. In the job's tasks it sets PFI_FLEX and
+ * PFI_STEPLOG (that step log; a job that sets its own keeps it). In the
+ * epilog it removes both files, and the agent puts those GPUs back at their
+ * baseline caps. The agent stays the only writer of caps: the plugin never
+ * touches a GPU.
+ *
+ * It runs as root in directories a user might reach, so (docs/security.md):
+ * RUNDIR, RUNDIR/jobs and RUNDIR/steplogs must be root-owned and writable by
+ * root alone, and every ancestor root-owned and either writable by root
+ * alone or sticky (/tmp above a root-owned 0755 RUNDIR is fine); otherwise
+ * the prolog writes nothing and says why. Files are created with openat()
+ * on those directories, O_CREAT|O_EXCL|O_NOFOLLOW: never through a link.
  *
  * plugstack.conf:  optional /usr/lib/pfi/spank_pfi.so rundir=/run/pfi
  * Built without libslurm (the SPANK symbols come from the Slurm process). */
@@ -22,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +102,23 @@ static uint32_t job_id(spank_t sp)
     return id;
 }
 
+/* the "steplog" value of RUNDIR/jobs/ID.json (written by our prolog) */
+static int job_steplog(uint32_t id, char *out, size_t n)
+{
+    char path[1200], buf[4096];
+    snprintf(path, sizeof path, "%s/jobs/%u.json", rundir, id);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0) return -1;
+    buf[k] = '\0';
+    const char *p = strstr(buf, "\"steplog\": \""), *q;
+    if (!p || !(q = strchr(p += 12, '"')) || (size_t)(q - p) >= n) return -1;
+    snprintf(out, n, "%.*s", (int)(q - p), p);
+    return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
     parse_args(ac, av);
@@ -98,21 +128,86 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         spank_setenv(sp, "PFI_FLEX", v, 1);
     }
     uint32_t id = job_id(sp);
-    if (id) {
-        snprintf(v, sizeof v, "%s/steplogs/%u.jsonl", rundir, id);
-        spank_setenv(sp, "PFI_STEPLOG", v, 0); /* a job that sets its own keeps it */
-    }
+    if (id && job_steplog(id, v, sizeof v) == 0) spank_setenv(sp, "PFI_STEPLOG", v, 0); /* a job that sets its own keeps it */
     return 0;
 }
 
-static void mkdirs(void)
+/* dir: a directory owned by root; leaf: writable by root alone; else
+ * (an ancestor) writable by root alone or sticky */
+static int dir_ok(const char *dir, int leaf, char *why, size_t wn)
+{
+    struct stat st;
+    if (lstat(dir, &st)) return snprintf(why, wn, "%s: %s", dir, strerror(errno)), -1;
+    if (!S_ISDIR(st.st_mode)) return snprintf(why, wn, "%s: not a directory", dir), -1;
+    if (st.st_uid != 0) return snprintf(why, wn, "%s: owned by uid %lu, not root", dir, (unsigned long)st.st_uid), -1;
+    if ((st.st_mode & 022) && (leaf || !(st.st_mode & S_ISVTX)))
+        return snprintf(why, wn, "%s: writable by group or others%s", dir, leaf ? "" : " and not sticky"), -1;
+    return 0;
+}
+
+/* the whole chain from / to dir (symbolic links resolved first: a link
+ * among root's own directories, such as /var/run, is fine) */
+int pfi_spank_dir_chain_ok(const char *dir, char *why, size_t wn)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) return snprintf(why, wn, "%s: %s", dir, strerror(errno)), -1;
+    if (dir_ok("/", !strcmp(real, "/"), why, wn)) return -1;
+    for (char *p = real + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            int rc = dir_ok(real, 0, why, wn);
+            *p = '/';
+            if (rc) return -1;
+        }
+    return dir_ok(real, 1, why, wn);
+}
+
+/* RUNDIR, RUNDIR/jobs, RUNDIR/steplogs: made 0755 if missing; a steplogs
+ * directory of an earlier version (1777) is tightened to 0755 */
+static int dirs_ok(char *why, size_t wn)
 {
     char d[1100];
     mkdir(rundir, 0755);
+    if (pfi_spank_dir_chain_ok(rundir, why, wn)) return -1;
     snprintf(d, sizeof d, "%s/jobs", rundir);
     mkdir(d, 0755);
+    if (dir_ok(d, 1, why, wn)) return -1;
     snprintf(d, sizeof d, "%s/steplogs", rundir);
-    if (mkdir(d, 01777) == 0) chmod(d, 01777); /* tasks run as the user */
+    mkdir(d, 0755);
+    struct stat st;
+    if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && (st.st_mode & 07777) == 01777) chmod(d, 0755);
+    return dir_ok(d, 1, why, wn);
+}
+
+static int open_dir(const char *sub)
+{
+    char d[1100];
+    snprintf(d, sizeof d, "%s/%s", rundir, sub);
+    return open(d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* the job's step log: an unguessable name, created (never opened) here,
+ * owned by the job's user. Returns 0 and its path. */
+static int make_steplog(uint32_t id, uid_t uid, gid_t gid, char *path, size_t n)
+{
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -1;
+    char name[64];
+    int k = snprintf(name, sizeof name, "%u-", id);
+    for (size_t i = 0; i < sizeof rnd; i++) k += snprintf(name + k, sizeof name - (size_t)k, "%02x", rnd[i]);
+    snprintf(name + k, sizeof name - (size_t)k, ".jsonl");
+    int dfd = open_dir("steplogs");
+    if (dfd < 0) return -1;
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = -1;
+    if (fd >= 0) {
+        if (fchown(fd, uid, gid) == 0) rc = 0;
+        else unlinkat(dfd, name, 0);
+        close(fd);
+    }
+    close(dfd);
+    if (rc == 0) snprintf(path, n, "%s/steplogs/%s", rundir, name);
+    return rc;
 }
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
@@ -120,10 +215,14 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     parse_args(ac, av);
     uint32_t id = job_id(sp);
     if (!id) return 0;
-    mkdirs();
+    char why[1200];
+    if (dirs_ok(why, sizeof why)) {
+        slurm_error("pfi: rundir %s is not safe for root to write in (%s): job %u gets no job file", rundir, why, id);
+        return 0; /* never fail a job for this */
+    }
     const char *gpus = getenv("SLURM_JOB_GPUS"), *fl = getenv("SPANK_PFI_FLEX");
     if (!gpus) gpus = getenv("CUDA_VISIBLE_DEVICES");
-    char path[1200], tmp[1300], list[512] = "";
+    char list[512] = "";
     size_t n = 0;
     /* "0,1,3" -> [0,1,3]; ranges like "0-3" too */
     for (const char *p = gpus ? gpus : ""; *p && n + 16 < sizeof list;) {
@@ -135,23 +234,50 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         p = *end == ',' ? end + 1 : end;
         if (*p && *p != ',' && (*p < '0' || *p > '9')) break;
     }
-    snprintf(path, sizeof path, "%s/jobs/%u.json", rundir, id);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    /* never through a symlink planted at the temporary name (this runs as root) */
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* the job's user, from Slurm (never from the job's environment) */
+    uid_t uid = 0;
+    gid_t gid = 0;
+    int have_uid = spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS;
+    if (!have_uid || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) gid = 0;
+    char steplog[1200] = "", uidf[32] = "";
+    if (have_uid) {
+        snprintf(uidf, sizeof uidf, ", \"uid\": %lu", (unsigned long)uid);
+        if (make_steplog(id, uid, gid, steplog, sizeof steplog))
+            slurm_error("pfi: job %u: cannot create its step log in %s/steplogs: %s", id, rundir, strerror(errno));
+    } else {
+        slurm_error("pfi: job %u: Slurm gave no S_JOB_UID: no step log", id);
+    }
+    char name[64], tmp[80];
+    snprintf(name, sizeof name, "%u.json", id);
+    snprintf(tmp, sizeof tmp, "%u.json.tmp", id);
+    int dfd = open_dir("jobs");
+    if (dfd < 0) {
+        slurm_error("pfi: %s/jobs: %s", rundir, strerror(errno));
+        return 0;
+    }
+    /* never through a link planted at the temporary name */
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && unlinkat(dfd, tmp, 0) == 0)
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         if (fd >= 0) close(fd);
-        slurm_error("pfi: %s: %s", tmp, strerror(errno));
+        slurm_error("pfi: %s/jobs/%s: %s", rundir, tmp, strerror(errno));
+        close(dfd);
         return 0; /* never fail a job for this */
     }
     int tier = fl ? atoi(fl) : -1;
-    fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d, \"steplog\": \"%s/steplogs/%u.jsonl\"}\n", id, list, tier, rundir, id);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        slurm_error("pfi: %s: %s", path, strerror(errno));
-        unlink(tmp);
+    fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d", id, list, tier);
+    if (steplog[0]) fprintf(f, ", \"steplog\": \"%s\"", steplog);
+    fprintf(f, "%s}\n", uidf);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {
+        slurm_error("pfi: %s/jobs/%s: %s", rundir, tmp, strerror(errno));
+        unlinkat(dfd, tmp, 0);
+    } else if (renameat(dfd, tmp, dfd, name) != 0) {
+        slurm_error("pfi: %s/jobs/%s: %s", rundir, name, strerror(errno));
+        unlinkat(dfd, tmp, 0);
     }
+    close(dfd);
     return 0;
 }
 
@@ -160,7 +286,17 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     parse_args(ac, av);
     uint32_t id = job_id(sp);
     if (!id) return 0;
-    char path[1200];
+    char path[1200], steplog[1200], prefix[1100];
+    /* the step log we made for it (only a file of ours in steplogs/) */
+    snprintf(prefix, sizeof prefix, "%s/steplogs/", rundir);
+    if (job_steplog(id, steplog, sizeof steplog) == 0 && !strncmp(steplog, prefix, strlen(prefix)) &&
+        !strchr(steplog + strlen(prefix), '/')) {
+        int dfd = open_dir("steplogs");
+        if (dfd >= 0) {
+            unlinkat(dfd, steplog + strlen(prefix), 0);
+            close(dfd);
+        }
+    }
     snprintf(path, sizeof path, "%s/jobs/%u.json", rundir, id);
     if (unlink(path) != 0 && errno != ENOENT) slurm_error("pfi: %s: %s", path, strerror(errno));
     return 0;

@@ -149,10 +149,17 @@ B=$(S sbatch --parsable --gres=gpu:2 --power-flex=3 -o "$T/b.out" --wrap "env > 
 wait_for 60 "the SPANK plugin's job files for $A and $B" '[ -s "$T/run/jobs/$A.json" ] && [ -s "$T/run/jobs/$B.json" ]'
 contains "$T/run/jobs/$A.json" '"tier": 0'
 contains "$T/run/jobs/$B.json" '"tier": 3'
-contains "$T/run/jobs/$B.json" "\"steplog\": \"$T/run/steplogs/$B.jsonl\""
+contains "$T/run/jobs/$B.json" '"uid": 0'
+# the step log: made by the prolog under an unguessable name, owned by the
+# job's user (root here), mode 0600, in a root-only steplogs directory
+SLB=$(sed -n 's/.*"steplog": "\([^"]*\)".*/\1/p' "$T/run/jobs/$B.json")
+case "$SLB" in "$T/run/steplogs/$B-"????????????????????????????????.jsonl) ok ;; *) fail "step log name '$SLB' is not JOBID-32hex.jsonl under steplogs" ;; esac
+[ -f "$SLB" ] && [ ! -L "$SLB" ] || fail "the prolog did not create the step log $SLB"; ok
+[ "$(stat -c %a:%u "$SLB")" = "600:0" ] || fail "step log mode/owner $(stat -c %a:%u "$SLB"), expected 600:0"; ok
+[ "$(stat -c %a:%u "$T/run/steplogs")" = "755:0" ] || fail "steplogs directory is $(stat -c %a:%u "$T/run/steplogs"), expected 755:0"; ok
 wait_for 60 "jobs $A and $B to run" '[ -s "$T/envA" ] && [ -s "$T/envB" ]'
 contains "$T/envB" "PFI_FLEX=3"
-contains "$T/envB" "PFI_STEPLOG=$T/run/steplogs/$B.jsonl"
+contains "$T/envB" "PFI_STEPLOG=$SLB"
 contains "$T/envA" "PFI_FLEX=0"
 # the agent maps the GPUs Slurm gave each job, with its tier
 wait_for 30 "the agent to map job $B" 'curl -s -m 5 "http://127.0.0.1:$AP/v1/node" | grep -q "\"job_id\":\"$B\""'
@@ -181,6 +188,7 @@ ctl_has "\"job_id\":\"$A\",\"tier\":0" || fail "controller lacks job A's tier fr
 # ---- the jobs end: the epilog removes the job files, caps come back ----
 S scancel "$A" "$B"
 wait_for 60 "the epilog to remove the job files" '[ ! -e "$T/run/jobs/$A.json" ] && [ ! -e "$T/run/jobs/$B.json" ]'
+[ ! -e "$SLB" ] || fail "the epilog left the step log $SLB"; ok
 wait_for 30 "GPU $GB restored after the job ended" '[ "$(acap "$GB")" = "700" ]'
 ok
 contains "$T/agent.log" "ended: baseline restored"
