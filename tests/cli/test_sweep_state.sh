@@ -13,7 +13,7 @@ hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(
 hw_set() { echo "{\"gpus\": 8, \"caps_w\": [$1]}" >"$HW"; }
 export PFI_TIME_SCALE=100
 U=GPU-5151a000-0000-4000-8000-00000000000
-sweep() { "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 30 --pause 0 --no-agent --state-file "$ST" --out "$1"; }
+sweep() { "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 90 --pause 0 --no-agent --state-file "$ST" --out "$1"; }
 
 # ---- a truncated state file: device defaults, a warning naming the file, the sweep runs ----
 hw_set "450, 700, 700, 700, 700, 700, 700, 380"
