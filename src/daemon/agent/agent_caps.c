@@ -171,13 +171,21 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         if (!change[i]) continue;
         if (pfi_gpu_set_cap(a->gpu, i, target[i], &e)) {
             agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i, target[i], e.msg);
+            int stuck = 0;
             for (size_t q = 0; q < nd; q++) {
                 pfi_error e2;
-                if (pfi_gpu_set_cap(a->gpu, done[q], cur[done[q]], &e2)) agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
+                if (pfi_gpu_set_cap(a->gpu, done[q], cur[done[q]], &e2)) {
+                    agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
+                    stuck = 1;
+                }
             }
-            a->lease = *prev;
+            /* a GPU the undo could not put back keeps its baseline in the
+             * saved state (restored when the lease ends) */
+            if (!stuck) {
+                a->lease = *prev;
+                agent_save_state(a);
+            }
             free(prev);
-            agent_save_state(a);
             snprintf(msg, sizeof msg, "GPU %zu: %s", i, e.msg);
             *resp = err_json(msg);
             return e.code == PFI_ERANGE ? 422 : 503;
