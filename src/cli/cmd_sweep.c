@@ -25,6 +25,8 @@
 #include "pfi/metrics.h"
 #include "pfi/prom.h"
 #include "pfi/recon_io.h"
+#include "pfi/state_file.h"
+#include "pfi/sweep_state.h"
 
 const char cmd_sweep_usage[] =
     "usage: pfi sweep --out DIR [options] [-- COMMAND [ARGS...]]\n"
@@ -114,51 +116,82 @@ static int set_caps(sweep *s, double cap_w, double lease_s)
     return 0;
 }
 
-/* direct mode: the caps before the sweep, kept until they are restored */
+/* direct mode: the caps before the sweep, kept until they are restored;
+ * written durably before the first cap is set (a failure changes nothing) */
 static int save_state(sweep *s)
 {
-    json_t *a = json_array();
-    for (size_t k = 0; k < s->nsel; k++)
-        json_array_append_new(a, json_pack("{s:I,s:s,s:f}", "index", (json_int_t)s->sel[k], "uuid", s->info[k].uuid, "cap_w", s->prev_cap[k]));
-    json_t *o = json_pack("{s:i,s:i,s:o}", "format_version", 1, "pid", (int)getpid(), "gpus", a);
-    char *t = json_dumps(o, JSON_INDENT(1));
-    json_decref(o);
+    pfi_sweep_state st;
+    memset(&st, 0, sizeof st);
+    st.pid = (long)getpid();
+    for (size_t k = 0; k < s->nsel; k++) {
+        snprintf(st.gpu[k].uuid, sizeof st.gpu[k].uuid, "%s", s->info[k].uuid);
+        st.gpu[k].index = (long)s->sel[k];
+        st.gpu[k].cap_w = s->prev_cap[k];
+    }
+    st.n = s->nsel;
+    char *t = pfi_sweep_state_format(&st);
     pfi_error e;
-    int rc = t && pfi_write_file_private(s->state, t, strlen(t), &e) == PFI_OK ? 0 : -1;
-    if (rc) cli_error(s->cmd, "%s", t ? e.msg : "out of memory");
+    int rc = t && pfi_state_file_write(s->state, t, &e) == PFI_OK ? 0 : -1;
+    if (rc) cli_error(s->cmd, "%s (no cap was changed)", t ? e.msg : "out of memory");
     free(t);
     return rc;
 }
 
-/* a previous sweep died: put its caps back */
+static double device_default(const pfi_gpu_info *in) { return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w; }
+
+/* a previous sweep died: put its caps back (every GPU to its device default
+ * when its state file is corrupt: the caps before it are unknown) */
 static int restore_stale(sweep *s)
 {
-    json_error_t je;
-    json_t *o = json_load_file(s->state, 0, &je);
-    if (!o) {
-        if (access(s->state, F_OK) != 0) return 0;
-        cli_error(s->cmd, "%s:%d: %s (a previous sweep's state; check the caps, then remove it)", s->state, je.line, je.text);
-        return -1;
+    pfi_sweep_state st;
+    pfi_error e;
+    int found, corrupt = 0;
+    if (pfi_sweep_state_load(s->state, &st, &found, &e)) {
+        fprintf(stderr, "pfi sweep: warning: %s: a previous sweep's state is unreadable or corrupt (%s); the caps before it are "
+                "unknown, so every GPU goes back to its device default limit (the file is kept as %s.corrupt)\n", s->state, e.msg, s->state);
+        corrupt = 1;
+        st.n = 0;
+        for (size_t i = 0; i < pfi_gpu_count(s->gpu) && st.n < PFI_SWEEP_STATE_MAX_GPUS; i++) {
+            pfi_gpu_info in;
+            if (pfi_gpu_info_get(s->gpu, i, &in, NULL)) continue;
+            snprintf(st.gpu[st.n].uuid, sizeof st.gpu[st.n].uuid, "%s", in.uuid);
+            st.gpu[st.n].index = (long)i;
+            st.gpu[st.n++].cap_w = device_default(&in);
+        }
+    } else if (!found) {
+        return 0;
+    } else {
+        fprintf(stderr, "pfi sweep: %s: a previous sweep did not finish; restoring its caps\n", s->state);
     }
-    json_t *a = json_object_get(o, "gpus");
-    size_t i;
-    json_t *g;
     int rc = 0;
-    fprintf(stderr, "pfi sweep: %s: a previous sweep did not finish; restoring its caps\n", s->state);
-    json_array_foreach(a, i, g) {
-        const char *uuid = json_string_value(json_object_get(g, "uuid"));
-        double cap = json_number_value(json_object_get(g, "cap_w"));
-        long k = uuid ? pfi_gpu_find_uuid(s->gpu, uuid) : -1;
-        pfi_error e;
-        if (k < 0 || !(cap > 0) || pfi_gpu_set_cap(s->gpu, (size_t)k, cap, &e)) {
-            cli_error(s->cmd, "%s: gpus[%zu]: cannot restore %g W on %s", s->state, i, cap, uuid ? uuid : "?");
+    for (size_t i = 0; i < st.n; i++) {
+        const pfi_sweep_state_gpu *g = &st.gpu[i];
+        long k = pfi_gpu_find_uuid(s->gpu, g->uuid);
+        pfi_gpu_info in;
+        double cap = g->cap_w;
+        if (k >= 0 && !pfi_gpu_info_get(s->gpu, (size_t)k, &in, NULL) && !(cap >= in.cap_min_w - 1e-9 && cap <= in.cap_max_w + 1e-9)) {
+            fprintf(stderr, "pfi sweep: warning: %s: gpus[%zu].cap_w: %g W is outside GPU %ld's %g..%g W; using its default limit %g W\n",
+                    s->state, i, cap, k, in.cap_min_w, in.cap_max_w, device_default(&in));
+            cap = device_default(&in);
+        }
+        if (k < 0 || pfi_gpu_set_cap(s->gpu, (size_t)k, cap, &e)) {
+            cli_error(s->cmd, "%s: gpus[%zu]: cannot restore %g W on %s%s%s", s->state, i, cap, g->uuid, k < 0 ? " (not on this node)" : ": ",
+                      k < 0 ? "" : e.msg);
             rc = -1;
         } else {
-            fprintf(stderr, "pfi sweep: GPU %ld: cap restored to %.0f W\n", k, cap);
+            fprintf(stderr, "pfi sweep: GPU %ld: cap restored to %.0f W%s\n", k, cap, corrupt ? " (device default)" : "");
         }
     }
-    json_decref(o);
-    if (!rc) unlink(s->state);
+    if (!rc && corrupt) {
+        char keep[4200];
+        snprintf(keep, sizeof keep, "%s.corrupt", s->state);
+        if (rename(s->state, keep) != 0) {
+            cli_error(s->cmd, "%s: cannot rename it to %s: %s", s->state, keep, strerror(errno));
+            rc = -1;
+        }
+    } else if (!rc) {
+        unlink(s->state);
+    }
     return rc;
 }
 

@@ -30,7 +30,7 @@ typedef struct agent_cfg {
     const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
-    int keep_caps;
+    int keep_caps, restore_and_exit;
 } agent_cfg;
 
 typedef struct agent_gpu {
@@ -72,6 +72,7 @@ typedef struct agent {
     /* counters */
     unsigned long long cap_changes, rejected, samples;
     double sampling_cpu_s, started_at;
+    double restore_retry_at_s, restore_delay_s; /* a failed restore: next try (monotonic s), back-off */
     int port, control_port;
     struct pfi_httpd *httpd, *control_httpd;
     int sim_started[16];              /* simulated jobs the agent started for a job file */
@@ -86,6 +87,9 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp);
 void agent_restore(agent *a, const char *why);
 void agent_check_lease(agent *a);
 int agent_startup_state(agent *a);
+/* --restore-and-exit: every changed GPU back to its baseline (device defaults
+ * if the state file is corrupt); the exit status */
+int agent_restore_and_exit(agent *a);
 int agent_save_state(agent *a);
 
 /* agent_jobs.c (callers hold a->mu, except agent_dcgm_scrape) */

@@ -5,10 +5,13 @@
  * baseline. Everything is validated before anything is changed; if the
  * device refuses a change half way, the GPUs already changed are put back
  * and the request fails (503), so a PUT applies entirely or not at all. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 #include "pfi/caps_request.h"
@@ -122,47 +125,89 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             return 422;
         }
     }
-    /* apply: listed GPUs to their cap, unlisted ones back to their baseline */
-    size_t done[AGENT_MAX_GPUS], nd = 0;
-    double prev[AGENT_MAX_GPUS];
+    /* Write ahead: the state after this request (baselines of the GPUs about
+     * to change, their new caps, the lease) is saved before any device is
+     * touched; if it cannot be saved nothing changes (503). A GPU going back
+     * to its baseline stays listed until it is there. */
+    pfi_lease_state *prev = malloc(sizeof *prev);
+    if (!prev) {
+        *resp = err_json("out of memory");
+        return 503;
+    }
+    *prev = a->lease;
+    double cur[AGENT_MAX_GPUS], target[AGENT_MAX_GPUS];
+    int change[AGENT_MAX_GPUS];
     for (size_t i = 0; i < a->n; i++) {
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        change[i] = 0;
         if (!lg) continue;
-        double cur = current_cap(a, i);
-        double target = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur;
-        if (fabs(target - cur) < 0.5) {
-            if (!isnan(want[i]) && lg->changed) lg->cap_w = target;
+        cur[i] = current_cap(a, i);
+        target[i] = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur[i];
+        if (fabs(target[i] - cur[i]) < 0.5) {
+            if (!isnan(want[i]) && lg->changed) lg->cap_w = target[i];
             continue;
         }
-        if (pfi_gpu_set_cap(a->gpu, i, target, &e)) {
-            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i, target, e.msg);
+        change[i] = 1;
+        if (!lg->changed) {
+            lg->changed = 1;
+            lg->baseline_w = cur[i];
+        }
+        lg->cap_w = target[i];
+    }
+    int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) && a->lease.generation == rq.generation;
+    int taken_over = a->lease.active && !renewed && pfi_lease_live(&a->lease, now);
+    pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
+    if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
+        agent_log(a, "error: cannot save the state file, so no cap is changed (controller %s, generation %lld): %s", rq.controller,
+                  rq.generation, e.msg);
+        a->lease = *prev;
+        free(prev);
+        snprintf(msg, sizeof msg, "cannot save the agent's state file, so no cap was changed: %s", e.msg);
+        *resp = err_json(msg);
+        return 503;
+    }
+    size_t done[AGENT_MAX_GPUS], nd = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (!change[i]) continue;
+        if (pfi_gpu_set_cap(a->gpu, i, target[i], &e)) {
+            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i, target[i], e.msg);
+            int stuck = 0;
             for (size_t q = 0; q < nd; q++) {
                 pfi_error e2;
-                if (pfi_gpu_set_cap(a->gpu, done[q], prev[q], &e2)) agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
+                if (pfi_gpu_set_cap(a->gpu, done[q], cur[done[q]], &e2)) {
+                    agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
+                    stuck = 1;
+                }
             }
+            /* a GPU the undo could not put back keeps its baseline in the
+             * saved state (restored when the lease ends) */
+            if (!stuck) {
+                a->lease = *prev;
+                agent_save_state(a);
+            }
+            free(prev);
             snprintf(msg, sizeof msg, "GPU %zu: %s", i, e.msg);
             *resp = err_json(msg);
             return e.code == PFI_ERANGE ? 422 : 503;
         }
-        done[nd] = i;
-        prev[nd++] = cur;
-        if (!lg->changed) {
-            lg->changed = 1;
-            lg->baseline_w = cur;
-        }
-        lg->cap_w = target;
+        done[nd++] = i;
         a->cap_changes++;
-        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i, a->g[i].info.uuid, cur, target,
+        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i, a->g[i].info.uuid, cur[i], target[i],
                   rq.controller, rq.generation, isnan(want[i]) ? ", back to baseline" : "");
-        if (fabs(target - lg->baseline_w) < 0.5) lg->changed = 0;
     }
-    int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) && a->lease.generation == rq.generation;
-    if (a->lease.active && !renewed && pfi_lease_live(&a->lease, now))
+    /* GPUs now at their baseline are forgotten (if this save fails the file
+     * only lists them at their baseline: harmless) */
+    int forgot = 0;
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        if (lg->changed && fabs(lg->cap_w - lg->baseline_w) < 0.5) lg->changed = 0, forgot = 1;
+    }
+    if (forgot) agent_save_state(a);
+    if (taken_over)
         agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld", rq.controller, rq.generation,
-                  a->lease.controller, a->lease.generation);
-    pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
+                  prev->controller, prev->generation);
     if (!renewed) agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller, rq.generation, rq.lease_s);
-    agent_save_state(a);
+    free(prev);
     json_t *g = json_array();
     for (size_t i = 0; i < a->n; i++) {
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
@@ -178,15 +223,32 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     return 200;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long gpu_index(agent *a, const char *uuid)
+{
+    for (size_t q = 0; q < a->n; q++)
+        if (!strcmp(a->g[q].info.uuid, uuid)) return (long)q;
+    return -1;
+}
+
+/* the cap a GPU returns to when its baseline is unknown or unusable */
+static double device_default(const pfi_gpu_info *in) { return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w; }
+
 void agent_restore(agent *a, const char *why)
 {
-    int any = 0;
+    int any = 0, failed = 0;
+    /* a failure is retried with a back-off (0.1 s doubling to 30 s), not every 50 ms */
+    double delay_s = a->restore_delay_s > 0 ? fmin(2 * a->restore_delay_s, 30) : 0.1;
     for (size_t k = 0; k < a->lease.n; k++) {
         pfi_lease_gpu *lg = &a->lease.gpu[k];
         if (!lg->changed) continue;
-        long i = -1;
-        for (size_t q = 0; q < a->n; q++)
-            if (!strcmp(a->g[q].info.uuid, lg->uuid)) i = (long)q;
+        long i = gpu_index(a, lg->uuid);
         if (i < 0) {
             agent_log(a, "warning: GPU %s of the state file is not on this node; forgetting its baseline", lg->uuid);
             lg->changed = 0;
@@ -194,7 +256,8 @@ void agent_restore(agent *a, const char *why)
         }
         pfi_error e;
         if (pfi_gpu_set_cap(a->gpu, (size_t)i, lg->baseline_w, &e)) {
-            agent_log(a, "error: GPU %ld: restoring %g W failed: %s (will retry)", i, lg->baseline_w, e.msg);
+            agent_log(a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i, lg->baseline_w, e.msg, delay_s);
+            failed = 1;
             continue;
         }
         agent_log(a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, lg->cap_w, lg->baseline_w, why);
@@ -203,6 +266,8 @@ void agent_restore(agent *a, const char *why)
         lg->cap_w = lg->baseline_w;
         any = 1;
     }
+    a->restore_delay_s = failed ? delay_s : 0;
+    if (failed) a->restore_retry_at_s = mono_s() + delay_s;
     int pending = 0;
     for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
     if (!pending) a->lease.active = 0;
@@ -218,29 +283,80 @@ void agent_check_lease(agent *a)
         agent_log(a, "lease of controller %s generation %lld expired", a->lease.controller, a->lease.generation);
         a->lease.active = 0;
         agent_restore(a, "lease expired");
-    } else if (!a->lease.active && pending) {
+    } else if (!a->lease.active && pending && mono_s() >= a->restore_retry_at_s) {
         agent_restore(a, "no lease");
     }
+}
+
+/* Baselines and caps from the file that this node's devices cannot take
+ * (a hand edit, another GPU model) are replaced by the device default. */
+static void check_against_devices(agent *a)
+{
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        long i = gpu_index(a, lg->uuid);
+        if (!lg->changed || i < 0) continue;
+        const pfi_gpu_info *in = &a->g[i].info;
+        int base_ok = lg->baseline_w >= in->cap_min_w - 1e-9 && lg->baseline_w <= in->cap_max_w + 1e-9;
+        int cap_ok = lg->cap_w >= in->cap_min_w - 1e-9 && lg->cap_w <= in->cap_max_w + 1e-9;
+        if (!base_ok) {
+            agent_log(a, "warning: %s: GPU %ld %s: baseline_w %g W is outside the device's %g..%g W; using its default limit %g W",
+                      a->cfg.state_file, i, lg->uuid, lg->baseline_w, in->cap_min_w, in->cap_max_w, device_default(in));
+            lg->baseline_w = device_default(in);
+        }
+        if (!cap_ok) {
+            agent_log(a, "warning: %s: GPU %ld %s: cap_w %g W is outside the device's %g..%g W; restoring its baseline",
+                      a->cfg.state_file, i, lg->uuid, lg->cap_w, in->cap_min_w, in->cap_max_w);
+            lg->cap_w = lg->baseline_w;
+        }
+    }
+}
+
+/* The state file, or (corrupt: baselines unknown) every GPU's device
+ * default as its baseline. Returns 1 when the file was corrupt. */
+static int load_state(agent *a, int *found)
+{
+    pfi_error e;
+    if (!pfi_lease_load(a->cfg.state_file, &a->lease, found, &e)) {
+        if (*found) check_against_devices(a);
+        return 0;
+    }
+    agent_log(a, "warning: state file %s is unreadable or corrupt (%s): the GPUs' baselines are unknown, so every GPU goes back to "
+              "its device default limit; the file is kept as %s.corrupt", a->cfg.state_file, e.msg, a->cfg.state_file);
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s.corrupt", a->cfg.state_file);
+    if (rename(a->cfg.state_file, keep) != 0) agent_log(a, "warning: %s: cannot rename it to %s: %s", a->cfg.state_file, keep, strerror(errno));
+    pfi_lease_init(&a->lease);
+    for (size_t i = 0; i < a->n; i++) {
+        double cur = current_cap(a, i), def = device_default(&a->g[i].info);
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        if (!lg || !isfinite(def) || fabs(cur - def) < 0.5) continue;
+        lg->changed = 1;
+        lg->baseline_w = def;
+        lg->cap_w = cur;
+    }
+    agent_save_state(a); /* the device defaults are the baselines from now on, also after a crash */
+    *found = 1;
+    return 1;
 }
 
 int agent_startup_state(agent *a)
 {
     int found;
-    pfi_error e;
-    if (pfi_lease_load(a->cfg.state_file, &a->lease, &found, &e)) {
-        agent_log(a, "error: %s (remove the file once the GPUs' caps are checked by hand)", e.msg);
-        return -1;
+    int corrupt = load_state(a, &found);
+    if (!found) {
+        /* no state file: the limits in force are the baselines (an admin's own limits are kept) */
+        if (agent_save_state(a)) agent_log(a, "warning: every PUT /v1/caps is refused (503) until the state file can be written");
+        return 0;
     }
-    if (!found) return agent_save_state(a);
     double now = pfi_clock_now();
-    if (pfi_lease_live(&a->lease, now)) {
+    if (!corrupt && pfi_lease_live(&a->lease, now)) {
         agent_log(a, "state file: lease of controller %s generation %lld still live for %.0f s; honouring it",
                   a->lease.controller, a->lease.generation, a->lease.expires_at - now);
         for (size_t k = 0; k < a->lease.n; k++) {
             pfi_lease_gpu *lg = &a->lease.gpu[k];
-            long i = -1;
-            for (size_t q = 0; q < a->n; q++)
-                if (!strcmp(a->g[q].info.uuid, lg->uuid)) i = (long)q;
+            long i = gpu_index(a, lg->uuid);
+            pfi_error e;
             if (!lg->changed || i < 0) continue;
             if (fabs(current_cap(a, (size_t)i) - lg->cap_w) >= 0.5 && pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
                 agent_log(a, "error: GPU %ld: re-applying %g W failed: %s", i, lg->cap_w, e.msg);
@@ -249,6 +365,28 @@ int agent_startup_state(agent *a)
     }
     if (a->lease.active) agent_log(a, "state file: the lease of controller %s generation %lld has expired", a->lease.controller, a->lease.generation);
     a->lease.active = 0;
-    agent_restore(a, "start-up without a live lease");
+    agent_restore(a, corrupt ? "corrupt state file: device default" : "start-up without a live lease");
+    return 0;
+}
+
+int agent_restore_and_exit(agent *a)
+{
+    int found;
+    int corrupt = load_state(a, &found);
+    if (!found) {
+        agent_log(a, "--restore-and-exit: no state file %s: no cap was changed by the agent; nothing to restore", a->cfg.state_file);
+        return 0;
+    }
+    if (a->lease.active) agent_log(a, "--restore-and-exit: ending the lease of controller %s generation %lld", a->lease.controller, a->lease.generation);
+    a->lease.active = 0;
+    agent_restore(a, corrupt ? "--restore-and-exit, corrupt state file: device default" : "--restore-and-exit");
+    int pending = 0;
+    for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
+    if (pending) {
+        agent_log(a, "error: --restore-and-exit: some GPUs could not be restored (above); %s still lists them", a->cfg.state_file);
+        return 1;
+    }
+    if (agent_save_state(a)) return 1;
+    agent_log(a, "--restore-and-exit: every GPU is at its baseline");
     return 0;
 }

@@ -61,6 +61,8 @@ static const char usage[] =
     "  --max-lease S         longest lease granted (default 3600)\n"
     "  --max-body BYTES      largest request body (default 65536)\n"
     "  --keep-caps-on-exit   on SIGTERM keep caps and the lease (for an upgrade)\n"
+    "  --restore-and-exit    put every GPU the state file lists back to its baseline (all to\n"
+    "                        their device default if the file is corrupt), then exit\n"
     "  --log FILE            log here instead of stderr\n"
     "  --time-scale X, --epoch T   the pfi clock (clock.h); also $PFI_TIME_SCALE, $PFI_EPOCH\n"
     "  --data DIR            bundled data (for --backend sim with jobs)\n"
@@ -121,7 +123,7 @@ static void sample_round(agent *a, int refresh)
 int main(int argc, char **argv)
 {
     enum { O_BACKEND = 1, O_LISTEN, O_PORTF, O_TOKEN, O_STATE, O_INTERVAL, O_MODEL, O_JOBSDIR, O_JOBSFILE, O_JOBENV, O_MAPDIR,
-           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF, O_RTOKEN, O_CLIENTCA };
+           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF, O_RTOKEN, O_CLIENTCA, O_RESTORE };
     static const struct option lo[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"listen", required_argument, NULL, O_LISTEN},
         {"port-file", required_argument, NULL, O_PORTF},   {"token-file", required_argument, NULL, O_TOKEN},
@@ -136,7 +138,8 @@ int main(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},         {"version", no_argument, NULL, O_VERSION},
         {"control-listen", required_argument, NULL, O_CLISTEN}, {"control-port-file", required_argument, NULL, O_CPORTF},
         {"read-token-file", required_argument, NULL, O_RTOKEN}, {"tls-client-ca", required_argument, NULL, O_CLIENTCA},
-        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
+        {"restore-and-exit", no_argument, NULL, O_RESTORE}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     static agent A;
     agent *a = &A;
     agent_cfg *c = &a->cfg;
@@ -174,6 +177,7 @@ int main(int argc, char **argv)
         case O_MAXLEASE: if (num_opt("--max-lease", optarg, 1, 86400, &c->max_lease_s)) return 2; break;
         case O_MAXBODY: if (num_opt("--max-body", optarg, 256, 16 << 20, &v)) return 2; c->max_body = (size_t)v; break;
         case O_KEEP: c->keep_caps = 1; break;
+        case O_RESTORE: c->restore_and_exit = 1; break;
         case O_LOG: c->log_path = optarg; break;
         case O_SCALE: if (num_opt("--time-scale", optarg, 1e-3, 1e6, &c->time_scale)) return 2; break;
         case O_EPOCH: if (num_opt("--epoch", optarg, 0, 1e11, &c->epoch)) return 2; break;
@@ -223,6 +227,13 @@ int main(int argc, char **argv)
             return 1;
         }
         for (int m = 0; m < PFI_M_COUNT; m++) a->g[i].dcgm_prof[m] = NAN;
+    }
+    if (c->restore_and_exit) {
+        int rc = agent_restore_and_exit(a);
+        pfi_gpu_close(a->gpu);
+        if (have_recon) pfi_recon_free(&recon);
+        if (a->log) fclose(a->log);
+        return rc;
     }
     if (c->token_file) {
         if (pfi_token_read(c->token_file, a->token, sizeof a->token, &e)) {

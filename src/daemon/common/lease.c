@@ -1,14 +1,12 @@
 /* lease.c — lease rules and the agent's state file (lease.h). */
 #include "pfi/lease.h"
 
-#include <errno.h>
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/atomic.h"
+#include "pfi/lease_file.h"
+#include "pfi/state_file.h"
 
 void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
 
@@ -65,21 +63,9 @@ pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid)
 
 pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error *err)
 {
-    json_t *g = json_array();
-    for (size_t i = 0; i < s->n; i++) {
-        const pfi_lease_gpu *x = &s->gpu[i];
-        if (!x->changed) continue;
-        json_array_append_new(g, json_pack("{s:s,s:f,s:f}", "uuid", x->uuid, "baseline_w", x->baseline_w, "cap_w", x->cap_w));
-    }
-    json_t *lease = s->active ? json_pack("{s:s,s:I,s:f}", "controller", s->controller, "generation", (json_int_t)s->generation,
-                                          "expires_at", s->expires_at)
-                              : json_null();
-    json_t *o = json_pack("{s:i,s:I,s:o,s:o}", "format_version", 1, "generation_max", (json_int_t)s->generation_max, "lease",
-                          lease, "gpus", g);
-    char *txt = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
-    json_decref(o);
+    char *txt = pfi_lease_format(s);
     if (!txt) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    pfi_status st = pfi_write_file_private(path, txt, strlen(txt), err);
+    pfi_status st = pfi_state_file_write(path, txt, err); /* durable: the caps depend on it */
     free(txt);
     return st;
 }
@@ -87,54 +73,11 @@ pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error 
 pfi_status pfi_lease_load(const char *path, pfi_lease_state *s, int *found, pfi_error *err)
 {
     pfi_lease_init(s);
-    *found = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return errno == ENOENT ? PFI_OK : pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
-    json_error_t je;
-    json_t *o = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-    fclose(f);
-    if (!o) return pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je.line, je.text);
-    pfi_status st = PFI_OK;
-    json_t *v = json_object_get(o, "format_version"), *gm = json_object_get(o, "generation_max"),
-           *l = json_object_get(o, "lease"), *g = json_object_get(o, "gpus");
-    if (!json_is_integer(v) || json_integer_value(v) != 1) st = pfi_errorf(err, PFI_EINVAL, "%s: field 'format_version': expected 1", path);
-    else if (!json_is_integer(gm) || json_integer_value(gm) < 0) st = pfi_errorf(err, PFI_EINVAL, "%s: field 'generation_max': expected an integer", path);
-    else if (!json_is_array(g)) st = pfi_errorf(err, PFI_EINVAL, "%s: field 'gpus': expected an array", path);
-    else if (l && !json_is_null(l)) {
-        json_t *c = json_object_get(l, "controller"), *ge = json_object_get(l, "generation"), *ex = json_object_get(l, "expires_at");
-        if (!json_is_string(c) || !json_is_integer(ge) || !json_is_number(ex) || !isfinite(json_number_value(ex)))
-            st = pfi_errorf(err, PFI_EINVAL, "%s: field 'lease': needs controller, generation and expires_at", path);
-        else {
-            s->active = 1;
-            snprintf(s->controller, sizeof s->controller, "%s", json_string_value(c));
-            s->generation = (long long)json_integer_value(ge);
-            s->expires_at = json_number_value(ex);
-        }
-    }
-    if (!st) {
-        s->generation_max = (long long)json_integer_value(gm);
-        size_t i;
-        json_t *e;
-        json_array_foreach(g, i, e) {
-            json_t *u = json_object_get(e, "uuid"), *b = json_object_get(e, "baseline_w"), *c = json_object_get(e, "cap_w");
-            double bw = json_number_value(b), cw = json_number_value(c);
-            if (!json_is_string(u) || !json_is_number(b) || !json_is_number(c) || !(bw > 0) || !(cw > 0) || !isfinite(bw) ||
-                !isfinite(cw)) {
-                st = pfi_errorf(err, PFI_EINVAL, "%s: gpus[%zu]: needs uuid, baseline_w and cap_w (positive W)", path, i);
-                break;
-            }
-            pfi_lease_gpu *x = pfi_lease_gpu_get(s, json_string_value(u));
-            if (!x) {
-                st = pfi_errorf(err, PFI_ERANGE, "%s: more than %d GPUs", path, PFI_LEASE_MAX_GPUS);
-                break;
-            }
-            x->changed = 1;
-            x->baseline_w = bw;
-            x->cap_w = cw;
-        }
-    }
-    json_decref(o);
-    if (st) pfi_lease_init(s);
-    else *found = 1;
+    char *txt;
+    size_t n;
+    pfi_status st = pfi_state_file_read(path, PFI_LEASE_FILE_MAX, &txt, &n, found, err);
+    if (!st && *found) st = pfi_lease_parse(txt, n, path, s, err);
+    free(txt);
+    if (st) *found = 0;
     return st;
 }
