@@ -5,10 +5,11 @@
  * 0600), load the model, then the state file: a live lease from before a
  * crash is honoured (its caps re-applied), an expired one restored. The
  * main loop samples every --interval clock seconds, refreshes the job
- * mapping every 5 s, and checks the lease every 50 ms of wall time, so an
- * expired lease is restored within a second. SIGTERM / SIGINT: baselines
- * are restored and the state file cleared before exit, unless
- * --keep-caps-on-exit (for an upgrade: the next agent honours the lease). */
+ * mapping every 5 s, and checks the lease every 50 ms (on the monotonic
+ * clock, as leases run: lease.h), so an expired lease is restored within a
+ * second. SIGTERM / SIGINT: baselines are restored and the state file
+ * cleared before exit, unless --keep-caps-on-exit (for an upgrade: the next
+ * agent honours the lease). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -248,11 +249,12 @@ int main(int argc, char **argv)
         int k = snprintf(b, sizeof b, "%d\n", a->port);
         if (pfi_write_file_atomic(c->port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
-    double next = pfi_clock_now() + c->interval_s, last_refresh = pfi_clock_now();
+    /* on the monotonic clock: a wall-clock step neither stalls nor bursts sampling */
+    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
     while (!g_stop) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        double now = pfi_clock_now();
+        double now = pfi_clock_mono();
         if (now >= next) {
             int refresh = now - last_refresh >= 5.0;
             if (refresh) last_refresh = now;

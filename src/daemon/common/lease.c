@@ -1,4 +1,5 @@
-/* lease.c — lease rules and the agent's state file (lease.h). */
+/* lease.c — lease rules and the agent's state file (lease.h): leases run
+ * on the monotonic pfi clock, the file keeps wall-clock times. */
 #include "pfi/lease.h"
 
 #include <errno.h>
@@ -9,10 +10,11 @@
 #include <string.h>
 
 #include "pfi/atomic.h"
+#include "pfi/clock.h"
 
 void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
 
-int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && now < s->expires_at; }
+int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && now < s->expires_mono; }
 
 pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
                                   char *why, size_t n)
@@ -44,8 +46,10 @@ void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long gener
     snprintf(s->controller, sizeof s->controller, "%s", controller);
     s->generation = generation;
     if (generation > s->generation_max) s->generation_max = generation;
-    s->expires_at = now + lease_s;
+    s->expires_mono = now + lease_s;
 }
+
+double pfi_lease_expires_wall(const pfi_lease_state *s) { return s->expires_mono - pfi_clock_mono() + pfi_clock_now(); }
 
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid)
 {
@@ -67,7 +71,7 @@ pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error 
         json_array_append_new(g, json_pack("{s:s,s:f,s:f}", "uuid", x->uuid, "baseline_w", x->baseline_w, "cap_w", x->cap_w));
     }
     json_t *lease = s->active ? json_pack("{s:s,s:I,s:f}", "controller", s->controller, "generation", (json_int_t)s->generation,
-                                          "expires_at", s->expires_at)
+                                          "expires_at", pfi_lease_expires_wall(s))
                               : json_null();
     json_t *o = json_pack("{s:i,s:I,s:o,s:o}", "format_version", 1, "generation_max", (json_int_t)s->generation_max, "lease",
                           lease, "gpus", g);
@@ -103,7 +107,7 @@ pfi_status pfi_lease_load(const char *path, pfi_lease_state *s, int *found, pfi_
             s->active = 1;
             snprintf(s->controller, sizeof s->controller, "%s", json_string_value(c));
             s->generation = (long long)json_integer_value(ge);
-            s->expires_at = json_number_value(ex);
+            s->expires_mono = json_number_value(ex) - pfi_clock_now() + pfi_clock_mono();
         }
     }
     if (!st) {
