@@ -7,9 +7,10 @@
  * main loop samples every --interval clock seconds, refreshes the job
  * mapping every 5 s, and checks the lease every 50 ms (on the monotonic
  * clock, as leases run: lease.h), so an expired lease is restored within a
- * second. SIGTERM / SIGINT: baselines are restored and the state file
- * cleared before exit, unless --keep-caps-on-exit (for an upgrade: the next
- * agent honours the lease). */
+ * second. SIGTERM / SIGINT / SIGQUIT: baselines are restored and the state
+ * file cleared before exit, unless --keep-caps-on-exit (for an upgrade: the
+ * next agent honours the lease). SIGHUP reopens the --log file (after
+ * logrotate renamed it); nothing else. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -60,8 +61,9 @@ static const char usage[] =
     "  --data DIR            bundled data (for --backend sim with jobs)\n"
     "  --version, --help\n";
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
+static void on_hup(int s) { g_hup = s; }
 
 void agent_log(agent *a, const char *fmt, ...)
 {
@@ -241,6 +243,9 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     sample_round(a, 1);
     if (agent_http_start(a)) return 1;
@@ -254,6 +259,14 @@ int main(int argc, char **argv)
     while (!g_stop) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
+        if (g_hup) {
+            g_hup = 0;
+            char why[300];
+            if (!c->log_path) agent_log(a, "SIGHUP: no --log file to reopen; ignored");
+            else if (pfi_daemon_log_reopen(a->log, c->log_path, why, sizeof why))
+                agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why);
+            else agent_log(a, "SIGHUP: log file %s reopened", c->log_path);
+        }
         double now = pfi_clock_mono();
         if (now >= next) {
             int refresh = now - last_refresh >= 5.0;
