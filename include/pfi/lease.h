@@ -12,13 +12,7 @@
  *    its generation count (GET /v1/node reports generation_max).
  *  - The first time the agent changes a GPU's cap it records the cap it
  *    found (baseline); when the lease ends or the agent stops, baselines are
- *    restored and forgotten.
- *
- * Time: every `now` below is pfi_clock_mono() (clock.h), so leases run on
- * the monotonic clock. The state file keeps the wall-clock time of the
- * lease's end (`expires_at`, pfi_clock_now()), since a monotonic clock does
- * not survive a reboot; save and load convert with the current readings of
- * both clocks. */
+ *    restored and forgotten. */
 #ifndef PFI_LEASE_H
 #define PFI_LEASE_H
 
@@ -43,8 +37,10 @@ typedef struct pfi_lease_state {
     int active;
     char controller[128];
     long long generation, generation_max;
-    double expires_mono; /* pfi_clock_mono(): a wall-clock step neither
-                            prolongs nor shortens a lease */
+    double expires_at;  /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
+    double expires_mono; /* pfi_clock_mono(): what expiry is checked against, so a
+                            wall-clock step neither prolongs nor shortens a lease.
+                            Every `now` below is on this clock. */
     size_t n;
     pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
 } pfi_lease_state;
@@ -59,9 +55,11 @@ void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long gener
 int pfi_lease_live(const pfi_lease_state *s, double now);
 /* GPU entry by UUID (added when absent; NULL if full). */
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid);
-
-/* The wall-clock (pfi_clock_now()) time at which the lease ends. */
-double pfi_lease_expires_wall(const pfi_lease_state *s);
+/* expires_at from expires_mono (before saving or showing the lease), and
+ * back (after loading it), with the two clocks' current readings; a
+ * monotonic time does not survive a reboot, so the file keeps wall time. */
+void pfi_lease_wall_from_mono(pfi_lease_state *s, double wall_now, double mono_now);
+void pfi_lease_mono_from_wall(pfi_lease_state *s, double wall_now, double mono_now);
 
 pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error *err);
 /* *found = 0 (and s initialized) when the file does not exist. */

@@ -25,6 +25,7 @@ static char *err_json(const char *msg)
 int agent_save_state(agent *a)
 {
     pfi_error e;
+    pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(), pfi_clock_mono()); /* the file keeps wall time */
     if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
         agent_log(a, "error: cannot save the state file: %s", e.msg);
         return -1;
@@ -172,7 +173,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         json_array_append_new(g, x);
     }
     json_t *o = json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation", (json_int_t)rq.generation,
-                          "lease_expires_at", pfi_lease_expires_wall(&a->lease), "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
+                          "lease_expires_at", a->lease.expires_at, "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
     *resp = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return 200;
@@ -233,6 +234,7 @@ int agent_startup_state(agent *a)
     }
     if (!found) return agent_save_state(a);
     double now = pfi_clock_mono();
+    pfi_lease_mono_from_wall(&a->lease, pfi_clock_now(), now);
     if (a->lease.active && a->lease.expires_mono - now > a->cfg.max_lease_s) {
         /* longer than any lease we grant: written before a wall-clock step
            (or by hand); honouring it could hold caps for hours */

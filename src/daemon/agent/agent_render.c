@@ -167,7 +167,7 @@ char *agent_render_node(agent *a)
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
     json_t *lease = live ? json_pack("{s:s,s:I,s:f,s:f}", "controller", a->lease.controller, "generation", (json_int_t)a->lease.generation,
-                                     "expires_at", pfi_lease_expires_wall(&a->lease), "expires_in_s", a->lease.expires_mono - mono)
+                                     "expires_at", a->lease.expires_mono - mono + now, "expires_in_s", a->lease.expires_mono - mono)
                          : json_null();
     json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:o,s:I,s:o,s:o}", "hostname", a->hostname, "backend", pfi_gpu_backend(a->gpu),
                           "version", PFI_VERSION, "time", now, "time_scale", pfi_clock_scale(), "lease", lease, "generation_max",

@@ -1,5 +1,4 @@
-/* lease.c — lease rules and the agent's state file (lease.h): leases run
- * on the monotonic pfi clock, the file keeps wall-clock times. */
+/* lease.c — lease rules and the agent's state file (lease.h). */
 #include "pfi/lease.h"
 
 #include <errno.h>
@@ -10,7 +9,6 @@
 #include <string.h>
 
 #include "pfi/atomic.h"
-#include "pfi/clock.h"
 
 void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
 
@@ -49,7 +47,15 @@ void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long gener
     s->expires_mono = now + lease_s;
 }
 
-double pfi_lease_expires_wall(const pfi_lease_state *s) { return s->expires_mono - pfi_clock_mono() + pfi_clock_now(); }
+void pfi_lease_wall_from_mono(pfi_lease_state *s, double wall_now, double mono_now)
+{
+    s->expires_at = s->expires_mono - mono_now + wall_now;
+}
+
+void pfi_lease_mono_from_wall(pfi_lease_state *s, double wall_now, double mono_now)
+{
+    s->expires_mono = s->expires_at - wall_now + mono_now;
+}
 
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid)
 {
@@ -71,7 +77,7 @@ pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error 
         json_array_append_new(g, json_pack("{s:s,s:f,s:f}", "uuid", x->uuid, "baseline_w", x->baseline_w, "cap_w", x->cap_w));
     }
     json_t *lease = s->active ? json_pack("{s:s,s:I,s:f}", "controller", s->controller, "generation", (json_int_t)s->generation,
-                                          "expires_at", pfi_lease_expires_wall(s))
+                                          "expires_at", s->expires_at)
                               : json_null();
     json_t *o = json_pack("{s:i,s:I,s:o,s:o}", "format_version", 1, "generation_max", (json_int_t)s->generation_max, "lease",
                           lease, "gpus", g);
@@ -107,7 +113,7 @@ pfi_status pfi_lease_load(const char *path, pfi_lease_state *s, int *found, pfi_
             s->active = 1;
             snprintf(s->controller, sizeof s->controller, "%s", json_string_value(c));
             s->generation = (long long)json_integer_value(ge);
-            s->expires_mono = json_number_value(ex) - pfi_clock_now() + pfi_clock_mono();
+            s->expires_at = json_number_value(ex);
         }
     }
     if (!st) {
