@@ -9,9 +9,8 @@
  * the job's tasks it sets PFI_FLEX and PFI_STEPLOG (RUNDIR/steplogs/JOBID.jsonl,
  * the step log the node agent follows). In the job prolog (slurmd, root) it
  * writes RUNDIR/jobs/JOBID.json atomically — {"job_id", "gpus" (from
- * SLURM_JOB_GPUS), "tier", "steplog", "uid" (S_JOB_UID)} — which pfi-agent
- * --jobs-dir reads: the agent learns the job's GPUs and tier, and reads the
- * step log only if the job's user owns it; in the epilog it removes the file,
+ * SLURM_JOB_GPUS), "tier", "steplog"} — which pfi-agent --jobs-dir reads: the
+ * agent learns the job's GPUs and tier; in the epilog it removes the file,
  * and the agent puts those GPUs back at their baseline caps. The agent stays
  * the only writer of caps: the plugin never touches a GPU.
  *
@@ -144,14 +143,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         return 0; /* never fail a job for this */
     }
     int tier = fl ? atoi(fl) : -1;
-    /* the job's user, from Slurm (never from the job's environment): the
-       agent reads the step log only if this user owns it */
-    uid_t uid = 0;
-    char uidf[32] = "";
-    if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) snprintf(uidf, sizeof uidf, ", \"uid\": %lu", (unsigned long)uid);
-    else slurm_error("pfi: job %u: no S_JOB_UID; the agent will read its step log only if root owns it", id);
-    fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d, \"steplog\": \"%s/steplogs/%u.jsonl\"%s}\n", id, list, tier, rundir,
-            id, uidf);
+    fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d, \"steplog\": \"%s/steplogs/%u.jsonl\"}\n", id, list, tier, rundir, id);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         slurm_error("pfi: %s: %s", path, strerror(errno));
         unlink(tmp);
