@@ -7,11 +7,8 @@
  *     knows both itself);
  *  2. a static file (--jobs-file) and job files written by the scheduler
  *     integration (--jobs-dir: the .json files in DIR), each {"job_id", "gpus": [index
- *     or UUID...], "steplog", "uid"}.
- * Per job: throughput from the tail of its step log (a file its user
- * controls: only a regular file owned by the job's user, never through a
- * symbolic link, at most AGENT_STEPLOG_MAX_BYTES a round, read outside the
- * agent's lock — agent_jobs_read_steplogs), power summed over its
+ *     or UUID...], "steplog"}.
+ * Per job: throughput from the tail of its step log, power summed over its
  * GPUs, training-phase means of its GPU-averaged telemetry (samples with
  * GPU utilization above 50%), and the predicted PFI from --model. With
  * --job-mapping-dir the agent writes dcgm-exporter's HPC job-mapping files
@@ -62,7 +59,7 @@ static int proc_env(unsigned pid, const char *var, char *out, size_t n)
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
     int tier[AGENT_MAX_GPUS];
-    long long uid[AGENT_MAX_GPUS];
+    long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
 } jmap;
 
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
@@ -143,7 +140,7 @@ void agent_jobs_refresh(agent *a)
 {
     jmap *m = calloc(1, sizeof *m);
     if (!m) return;
-    for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1, m->uid[i] = AGENT_UID_UNKNOWN;
+    for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1;
     const char *var = a->cfg.job_env ? a->cfg.job_env : "SLURM_JOB_ID";
     for (size_t i = 0; i < a->n; i++) {
         pfi_gpu_proc p[16];
