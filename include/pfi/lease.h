@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "pfi/clock.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
@@ -51,6 +52,7 @@ void pfi_lease_init(pfi_lease_state *s);
 /* May this write take or renew the lease? why gets a one-line reason. */
 pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
                                   char *why, size_t n);
+/* also sets expires_at from the wall clock, so the lease can be saved at once */
 void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation, double lease_s, double now);
 int pfi_lease_live(const pfi_lease_state *s, double now);
 /* GPU entry by UUID (added when absent; NULL if full). */

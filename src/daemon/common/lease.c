@@ -45,6 +45,7 @@ void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long gener
     s->generation = generation;
     if (generation > s->generation_max) s->generation_max = generation;
     s->expires_mono = now + lease_s;
+    s->expires_at = pfi_clock_now() + lease_s;
 }
 
 void pfi_lease_wall_from_mono(pfi_lease_state *s, double wall_now, double mono_now)
