@@ -28,6 +28,10 @@ double pfi_clock_scale(void);
 double pfi_clock_epoch(void);
 /* Current time on the pfi clock (Unix seconds). */
 double pfi_clock_now(void);
+/* The pfi clock on a monotonic base: differences are pfi-clock durations
+ * (wall durations x scale) that no step of the wall clock changes; the
+ * origin is arbitrary (not a Unix time). For deadlines such as leases. */
+double pfi_clock_mono(void);
 /* Wall-clock seconds since an arbitrary start (monotonic; for latencies). */
 double pfi_wall_monotonic(void);
 /* Sleep for clock seconds (wall seconds / scale); returns early on a signal. */

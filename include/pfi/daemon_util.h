@@ -1,6 +1,7 @@
 /* daemon_util.h — small pieces both daemons need the same way: a growable
  * text buffer for HTTP bodies (Prometheus text) and the log line format
- * ("2026-12-02T18:00:00.123Z pfi-agent: message", UTC, flushed). */
+ * ("2026-12-02T18:00:00.123Z pfi-agent: message", UTC, flushed) and
+ * reopening the log file on SIGHUP. */
 #ifndef PFI_DAEMON_UTIL_H
 #define PFI_DAEMON_UTIL_H
 
@@ -22,6 +23,11 @@ void pfi_textbuf_printf(pfi_textbuf *b, const char *fmt, ...) __attribute__((for
 
 /* One log line from `who` to f (stderr when NULL). */
 void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap);
+
+/* Reopen the log file f at path (SIGHUP, after logrotate renamed it): the
+ * FILE stays the same, so threads logging meanwhile need no lock. 0 on
+ * success; else -1 and a one-line reason in why (f unchanged). */
+int pfi_daemon_log_reopen(FILE *f, const char *path, char *why, size_t n);
 
 #ifdef __cplusplus
 }

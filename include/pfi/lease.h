@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "pfi/clock.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
@@ -42,7 +43,10 @@ typedef struct pfi_lease_state {
     int active;
     char controller[128];
     long long generation, generation_max;
-    double expires_at;  /* pfi clock */
+    double expires_at;  /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
+    double expires_mono; /* pfi_clock_mono(): what expiry is checked against, so a
+                            wall-clock step neither prolongs nor shortens a lease.
+                            Every `now` below is on this clock. */
     size_t n;
     pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
 } pfi_lease_state;
@@ -53,10 +57,16 @@ void pfi_lease_init(pfi_lease_state *s);
 /* May this write take or renew the lease? why gets a one-line reason. */
 pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
                                   char *why, size_t n);
+/* also sets expires_at from the wall clock, so the lease can be saved at once */
 void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation, double lease_s, double now);
 int pfi_lease_live(const pfi_lease_state *s, double now);
 /* GPU entry by UUID (added when absent; NULL if full). */
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid);
+/* expires_at from expires_mono (before saving or showing the lease), and
+ * back (after loading it), with the two clocks' current readings; a
+ * monotonic time does not survive a reboot, so the file keeps wall time. */
+void pfi_lease_wall_from_mono(pfi_lease_state *s, double wall_now, double mono_now);
+void pfi_lease_mono_from_wall(pfi_lease_state *s, double wall_now, double mono_now);
 
 pfi_status pfi_lease_save(const pfi_lease_state *s, const char *path, pfi_error *err);
 /* *found = 0 (and s initialized) when the file does not exist. */

@@ -53,6 +53,8 @@ double pfi_clock_now(void)
     return g_scale == 1.0 ? w : g_epoch + (w - g_epoch) * g_scale;
 }
 
+double pfi_clock_mono(void) { return pfi_wall_monotonic() * g_scale; }
+
 double pfi_wall_monotonic(void)
 {
     struct timespec ts;

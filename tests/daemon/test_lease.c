@@ -70,7 +70,9 @@ static void state_file(void **s)
     close(fd);
     pfi_lease_state L, M;
     pfi_lease_init(&L);
-    pfi_lease_grant(&L, "ctl", 9, 60, 1000);
+    pfi_lease_grant(&L, "ctl", 9, 60, 1000); /* monotonic 1000: ends at 1060 */
+    assert_near(L.expires_mono, 1060, 1e-9);
+    pfi_lease_wall_from_mono(&L, 5000, 1000); /* the wall clock reads 5000 */
     pfi_lease_gpu *g = pfi_lease_gpu_get(&L, "GPU-a");
     g->changed = 1;
     g->baseline_w = 700;
@@ -83,7 +85,9 @@ static void state_file(void **s)
     assert_true(M.active);
     assert_string_equal(M.controller, "ctl");
     assert_int_equal(M.generation, 9);
-    assert_near(M.expires_at, 1060, 1e-9);
+    assert_near(M.expires_at, 5060, 1e-9); /* the file keeps wall-clock time */
+    pfi_lease_mono_from_wall(&M, 8600, 300); /* after a reboot, the wall clock an hour on */
+    assert_near(M.expires_mono, 300 - 3540, 1e-9);
     assert_int_equal(M.n, 1);
     assert_string_equal(M.gpu[0].uuid, "GPU-a");
     assert_near(M.gpu[0].baseline_w, 700, 1e-9);

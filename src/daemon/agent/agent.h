@@ -22,6 +22,11 @@
 
 #define AGENT_MAX_GPUS 64
 #define AGENT_MAX_JOBS 64
+/* a job's owner (agent_job.uid) when not a uid */
+#define AGENT_UID_UNKNOWN (-1LL) /* its step log must be the agent's own user's */
+#define AGENT_UID_ANY (-2LL)     /* a simulated job: the simulator writes its log */
+/* most step-log bytes read per job per sampling round (the newest ones) */
+#define AGENT_STEPLOG_MAX_BYTES (256 * 1024)
 
 typedef struct agent_cfg {
     const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir, *jobs_file, *job_env;
@@ -45,7 +50,10 @@ typedef struct agent_job {
     char id[64], steplog[1024], source[16];
     int tier;                         /* SLA flex tier from the job file (Slurm --power-flex), -1 */
     size_t gpu[AGENT_MAX_GPUS], ngpus;
+    long long uid;                    /* the job's user: its step log must be theirs (AGENT_UID_*) */
     long steplog_off;
+    unsigned long long steplog_dev, steplog_ino; /* the file read last: another one is read from its start */
+    char steplog_why[200];            /* why the step log was last refused (logged once) */
     double tokens_per_s, tokens_t;    /* latest step-log throughput (NaN) and its time */
     double power_w;                   /* sum over the job's GPUs, latest sample */
     double feat[PFI_M_COUNT];         /* training-phase means of GPU-averaged metrics */
@@ -92,8 +100,11 @@ int agent_startup_state(agent *a);
 int agent_restore_and_exit(agent *a);
 int agent_save_state(agent *a);
 
-/* agent_jobs.c (callers hold a->mu, except agent_dcgm_scrape) */
+/* agent_jobs.c (callers hold a->mu, except agent_dcgm_scrape and
+ * agent_jobs_read_steplogs, which lock it themselves and read the step logs
+ * — the users' files — outside it) */
 void agent_jobs_refresh(agent *a);
+void agent_jobs_read_steplogs(agent *a);
 void agent_jobs_update(agent *a);
 void agent_dcgm_scrape(agent *a);
 int agent_job_gpus(agent *a, const char *job_id, size_t *idx, size_t max);

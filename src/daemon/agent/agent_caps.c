@@ -28,6 +28,7 @@ static char *err_json(const char *msg)
 int agent_save_state(agent *a)
 {
     pfi_error e;
+    pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(), pfi_clock_mono()); /* the file keeps wall time */
     if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
         agent_log(a, "error: cannot save the state file: %s", e.msg);
         return -1;
@@ -59,7 +60,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         a->rejected++;
         return 400;
     }
-    double now = pfi_clock_now();
+    double now = pfi_clock_mono(); /* leases run on the monotonic clock (lease.h) */
     char why[400];
     pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, why, sizeof why);
     if (v != PFI_LEASE_ADMIT) {
@@ -217,7 +218,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         json_array_append_new(g, x);
     }
     json_t *o = json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation", (json_int_t)rq.generation,
-                          "lease_expires_at", a->lease.expires_at, "lease_expires_in_s", a->lease.expires_at - now, "gpus", g);
+                          "lease_expires_at", a->lease.expires_at, "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
     *resp = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return 200;
@@ -276,10 +277,10 @@ void agent_restore(agent *a, const char *why)
 
 void agent_check_lease(agent *a)
 {
-    double now = pfi_clock_now();
+    double now = pfi_clock_mono();
     int pending = 0;
     for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
-    if (a->lease.active && now >= a->lease.expires_at) {
+    if (a->lease.active && now >= a->lease.expires_mono) {
         agent_log(a, "lease of controller %s generation %lld expired", a->lease.controller, a->lease.generation);
         a->lease.active = 0;
         agent_restore(a, "lease expired");
@@ -349,10 +350,18 @@ int agent_startup_state(agent *a)
         if (agent_save_state(a)) agent_log(a, "warning: every PUT /v1/caps is refused (503) until the state file can be written");
         return 0;
     }
-    double now = pfi_clock_now();
+    double now = pfi_clock_mono();
+    pfi_lease_mono_from_wall(&a->lease, pfi_clock_now(), now);
+    if (a->lease.active && a->lease.expires_mono - now > a->cfg.max_lease_s) {
+        /* longer than any lease we grant: written before a wall-clock step
+           (or by hand); honouring it could hold caps for hours */
+        agent_log(a, "state file: the lease of controller %s generation %lld ends in %.0f s, more than --max-lease %g s; dropped",
+                  a->lease.controller, a->lease.generation, a->lease.expires_mono - now, a->cfg.max_lease_s);
+        a->lease.active = 0;
+    }
     if (!corrupt && pfi_lease_live(&a->lease, now)) {
         agent_log(a, "state file: lease of controller %s generation %lld still live for %.0f s; honouring it",
-                  a->lease.controller, a->lease.generation, a->lease.expires_at - now);
+                  a->lease.controller, a->lease.generation, a->lease.expires_mono - now);
         for (size_t k = 0; k < a->lease.n; k++) {
             pfi_lease_gpu *lg = &a->lease.gpu[k];
             long i = gpu_index(a, lg->uuid);

@@ -82,12 +82,13 @@ static int proc_cgroup_job(unsigned pid, char *out, size_t n)
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
     int tier[AGENT_MAX_GPUS];
+    long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
 } jmap;
 
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
     json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"), *sl = json_object_get(j, "steplog"),
-           *tier = json_object_get(j, "tier");
+           *tier = json_object_get(j, "tier"), *uid = json_object_get(j, "uid");
     char idbuf[64];
     if (json_is_string(id)) snprintf(idbuf, sizeof idbuf, "%s", json_string_value(id));
     else if (json_is_integer(id)) snprintf(idbuf, sizeof idbuf, "%lld", (long long)json_integer_value(id));
@@ -103,6 +104,11 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         agent_log(a, "warning: %s: job %s: gpus must be an array; ignored", file, idbuf);
         return;
     }
+    /* the job's user (the Slurm plugin writes S_JOB_UID): its step log must be theirs */
+    if (uid && !(json_is_integer(uid) && json_integer_value(uid) >= 0 && json_integer_value(uid) <= 0xfffffffeLL)) {
+        agent_log(a, "warning: %s: job %s: field 'uid': expected a user id (0..4294967294); ignored", file, idbuf);
+        return;
+    }
     size_t k;
     json_t *g;
     json_array_foreach(gp, k, g) {
@@ -115,6 +121,7 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
         snprintf(m->steplog[i], sizeof m->steplog[0], "%s", json_is_string(sl) ? json_string_value(sl) : "");
         snprintf(m->source[i], sizeof m->source[0], "jobfile");
+        m->uid[i] = uid ? (long long)json_integer_value(uid) : AGENT_UID_UNKNOWN;
         m->tier[i] = json_is_integer(tier) && json_integer_value(tier) >= 0 && json_integer_value(tier) <= 3 ? (int)json_integer_value(tier) : -1;
     }
 }
@@ -184,6 +191,11 @@ void agent_jobs_refresh(agent *a)
             snprintf(m->id[i], sizeof m->id[0], "%s", id);
             snprintf(m->steplog[i], sizeof m->steplog[0], "%s", sl);
             snprintf(m->source[i], sizeof m->source[0], "process");
+            /* the process's user owns its step log; the simulator's own jobs have no owner */
+            char pp[32];
+            struct stat pst;
+            snprintf(pp, sizeof pp, "/proc/%u", p[k].pid);
+            m->uid[i] = p[k].job_id[0] ? AGENT_UID_ANY : stat(pp, &pst) == 0 ? (long long)pst.st_uid : AGENT_UID_UNKNOWN;
         }
     }
     if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
@@ -279,6 +291,7 @@ void agent_jobs_refresh(agent *a)
         }
         snprintf(j->source, sizeof j->source, "%s", m->source[i]);
         if (m->tier[i] >= 0) j->tier = m->tier[i];
+        j->uid = m->uid[i];
         j->gpu[j->ngpus++] = i;
     }
     for (size_t k = 0; k < a->njobs;) {
@@ -304,34 +317,137 @@ int agent_job_gpus(agent *a, const char *job_id, size_t *idx, size_t max)
     return 0;
 }
 
-/* read the step-log lines appended since the last call */
-static void tail_steplog(agent *a, agent_job *j)
+/* One job's step log, read outside the agent's lock. The path is the job
+ * user's (its environment, or a file in a directory the job can write), so:
+ * an absolute path; its last component is looked at without following a
+ * symbolic link and must be a regular file owned by the job's user (else
+ * it is not even opened: no FIFO to block on, no device to open); it is
+ * opened O_NONBLOCK|O_NOFOLLOW relative to the directory already opened,
+ * and must still be the same file; at most AGENT_STEPLOG_MAX_BYTES — the
+ * newest — are read. */
+typedef struct steplog_read {
+    char id[64], path[1024];
+    long long uid;
+    long off;
+    unsigned long long dev, ino;
+    char why[200];      /* refused or unreadable: why ("" if read or absent) */
+    double sum, last_t; /* over the complete records read */
+    int n;
+} steplog_read;
+
+static int steplog_check(const steplog_read *r, const struct stat *st, char *why, size_t n)
 {
-    if (!j->steplog[0]) return;
-    FILE *f = fopen(j->steplog, "r");
-    if (!f) return;
-    if (fseek(f, 0, SEEK_END) == 0 && ftell(f) < j->steplog_off) j->steplog_off = 0; /* truncated or replaced */
-    fseek(f, j->steplog_off, SEEK_SET);
-    char line[4096];
-    double sum = 0, last_t = NAN;
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        size_t l = strlen(line);
-        if (l == 0 || line[l - 1] != '\n') break; /* a line still being written */
-        j->steplog_off += (long)l;
+    if (S_ISLNK(st->st_mode)) return snprintf(why, n, "a symbolic link (refused)"), -1;
+    if (!S_ISREG(st->st_mode)) return snprintf(why, n, "not a regular file (refused)"), -1;
+    long long want = r->uid == AGENT_UID_UNKNOWN ? (long long)geteuid() : r->uid;
+    if (r->uid != AGENT_UID_ANY && (long long)st->st_uid != want)
+        return snprintf(why, n, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
+                        r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : ""), -1;
+    return 0;
+}
+
+static void steplog_read_one(steplog_read *r, char *buf)
+{
+    r->why[0] = '\0';
+    const char *slash = strrchr(r->path, '/');
+    if (r->path[0] != '/' || !slash[1]) {
+        snprintf(r->why, sizeof r->why, "not an absolute path to a file (refused)");
+        return;
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", slash == r->path ? 1 : (int)(slash - r->path), r->path);
+    const char *base = slash + 1;
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return; /* not there (yet) */
+    struct stat lst, st;
+    if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW) != 0 || steplog_check(r, &lst, r->why, sizeof r->why)) {
+        close(dfd);
+        return;
+    }
+    int fd = openat(dfd, base, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+    close(dfd);
+    if (fd < 0) {
+        snprintf(r->why, sizeof r->why, "%s", errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
+        return;
+    }
+    if (fstat(fd, &st) != 0 || st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
+        snprintf(r->why, sizeof r->why, "replaced while being opened (skipped this round)");
+        close(fd);
+        return;
+    }
+    if ((unsigned long long)st.st_dev != r->dev || (unsigned long long)st.st_ino != r->ino || st.st_size < r->off)
+        r->off = 0; /* another file, or truncated: from its start */
+    r->dev = (unsigned long long)st.st_dev;
+    r->ino = (unsigned long long)st.st_ino;
+    long size = (long)st.st_size, skip = 0;
+    if (size - r->off > AGENT_STEPLOG_MAX_BYTES) { /* far behind: only the newest records count */
+        r->off = size - AGENT_STEPLOG_MAX_BYTES;
+        skip = 1;
+    }
+    size_t want = (size_t)(size - r->off), got = 0;
+    while (got < want) {
+        ssize_t k = pread(fd, buf + got, want - got, r->off + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    size_t p = 0, done = 0;
+    for (size_t e = 0; e < got; e++) {
+        if (buf[e] != '\n') continue;
         double t, tps, mfu, tf;
         const char *bad;
-        if (pfi_steplog_parse_line(line, l - 1, &t, &tps, &mfu, &tf, &bad) == 1) {
-            sum += tps;
-            n++;
-            last_t = t;
+        if (!skip && pfi_steplog_parse_line(buf + p, e - p, &t, &tps, &mfu, &tf, &bad) == 1) {
+            r->sum += tps;
+            r->n++;
+            r->last_t = t;
         }
+        skip = 0;
+        p = done = e + 1;
     }
-    fclose(f);
-    if (n) {
-        j->tokens_per_s = sum / n; /* mean over the steps since the last sample */
-        j->tokens_t = last_t;
+    if (skip && got == want) done = got; /* the whole window is one unfinished line */
+    r->off += (long)done;                 /* a last line still being written is read next round */
+}
+
+void agent_jobs_read_steplogs(agent *a)
+{
+    pthread_mutex_lock(&a->mu);
+    size_t n = 0;
+    steplog_read *r = a->njobs ? calloc(a->njobs, sizeof *r) : NULL;
+    for (size_t k = 0; r && k < a->njobs; k++) {
+        const agent_job *j = &a->job[k];
+        if (!j->steplog[0]) continue;
+        steplog_read *x = &r[n++];
+        snprintf(x->id, sizeof x->id, "%s", j->id);
+        snprintf(x->path, sizeof x->path, "%s", j->steplog);
+        x->uid = j->uid;
+        x->off = j->steplog_off;
+        x->dev = j->steplog_dev;
+        x->ino = j->steplog_ino;
     }
+    pthread_mutex_unlock(&a->mu);
+    char *buf = n ? malloc(AGENT_STEPLOG_MAX_BYTES) : NULL;
+    if (!buf) n = 0;
+    for (size_t q = 0; q < n; q++) steplog_read_one(&r[q], buf);
+    free(buf);
+    pthread_mutex_lock(&a->mu);
+    for (size_t q = 0; q < n; q++)
+        for (size_t k = 0; k < a->njobs; k++) {
+            agent_job *j = &a->job[k];
+            if (strcmp(j->id, r[q].id) || strcmp(j->steplog, r[q].path)) continue; /* changed meanwhile */
+            if (r[q].why[0] && strcmp(r[q].why, j->steplog_why))
+                agent_log(a, "warning: job %s: step log %s: %s", j->id, j->steplog, r[q].why);
+            snprintf(j->steplog_why, sizeof j->steplog_why, "%s", r[q].why);
+            j->steplog_off = r[q].off;
+            j->steplog_dev = r[q].dev;
+            j->steplog_ino = r[q].ino;
+            if (r[q].n) {
+                j->tokens_per_s = r[q].sum / r[q].n; /* mean over the steps since the last sample */
+                j->tokens_t = r[q].last_t;
+            }
+        }
+    pthread_mutex_unlock(&a->mu);
+    free(r);
 }
 
 static double gpu_prof(const agent_gpu *g, int m)
@@ -369,7 +485,6 @@ void agent_jobs_update(agent *a)
 {
     for (size_t k = 0; k < a->njobs; k++) {
         agent_job *j = &a->job[k];
-        tail_steplog(a, j);
         double p = 0, util = 0, avg[PFI_M_COUNT];
         int np = 0;
         for (int m = 0; m < PFI_M_COUNT; m++) avg[m] = 0;

@@ -3,12 +3,17 @@
  *
  * Start-up: open the GPU backend, read the token file (refused unless mode
  * 0600), load the model, then the state file: a live lease from before a
- * crash is honoured (its caps re-applied), an expired one restored. The
- * main loop samples every --interval clock seconds, refreshes the job
- * mapping every 5 s, and checks the lease every 50 ms of wall time, so an
- * expired lease is restored within a second. SIGTERM / SIGINT: baselines
+ * crash is honoured (its caps re-applied), an expired one restored. Two
+ * threads besides HTTP's: the main loop samples every --interval clock
+ * seconds and refreshes the job mapping every 5 s (step logs, which the
+ * job's user controls, are read outside the agent's lock); the lease
+ * thread checks the lease every 50 ms of monotonic time, so an expired
+ * lease is restored within a second however long a sampling round takes.
+ * The lease thread touches no path a user controls (it writes only the
+ * agent's own state file and log). SIGTERM / SIGINT / SIGQUIT: baselines
  * are restored and the state file cleared before exit, unless
- * --keep-caps-on-exit (for an upgrade: the next agent honours the lease). */
+ * --keep-caps-on-exit (for an upgrade: the next agent honours the lease).
+ * SIGHUP reopens the --log file (after logrotate renamed it); nothing else. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -68,8 +73,9 @@ static const char usage[] =
     "  --data DIR            bundled data (for --backend sim with jobs)\n"
     "  --version, --help\n";
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
+static void on_hup(int s) { g_hup = s; }
 
 void agent_log(agent *a, const char *fmt, ...)
 {
@@ -114,10 +120,35 @@ static void sample_round(agent *a, int refresh)
     for (size_t i = 0; i < a->n; i++)
         if (ok[i]) a->g[i].last = s[i], a->g[i].sampled = 1;
     if (refresh) agent_jobs_refresh(a);
+    pthread_mutex_unlock(&a->mu);
+    agent_jobs_read_steplogs(a); /* the user's files: not under the lock */
+    pthread_mutex_lock(&a->mu);
     agent_jobs_update(a);
     a->samples++;
     a->sampling_cpu_s += thread_cpu() - c0;
     pthread_mutex_unlock(&a->mu);
+}
+
+/* the lease thread: expiry every 50 ms of monotonic time, and SIGHUP */
+static void *lease_thread(void *arg)
+{
+    agent *a = arg;
+    while (!g_stop) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (g_hup) {
+            g_hup = 0;
+            char why[300];
+            if (!a->cfg.log_path) agent_log(a, "SIGHUP: no --log file to reopen; ignored");
+            else if (pfi_daemon_log_reopen(a->log, a->cfg.log_path, why, sizeof why))
+                agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why);
+            else agent_log(a, "SIGHUP: log file %s reopened", a->cfg.log_path);
+        }
+        pthread_mutex_lock(&a->mu);
+        agent_check_lease(a);
+        pthread_mutex_unlock(&a->mu);
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -275,9 +306,21 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    pthread_t lease_tid;
+    if (pthread_create(&lease_tid, NULL, lease_thread, a)) {
+        agent_log(a, "error: cannot start the lease thread");
+        return 1;
+    }
     sample_round(a, 1);
-    if (agent_http_start(a)) return 1;
+    if (agent_http_start(a)) {
+        g_stop = SIGTERM;
+        pthread_join(lease_tid, NULL);
+        return 1;
+    }
     if (c->port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->port);
@@ -288,23 +331,22 @@ int main(int argc, char **argv)
         int k = snprintf(b, sizeof b, "%d\n", a->control_port);
         if (pfi_write_file_atomic(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
-    double next = pfi_clock_now() + c->interval_s, last_refresh = pfi_clock_now();
+    /* on the monotonic clock: a wall-clock step neither stalls nor bursts sampling */
+    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
     while (!g_stop) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        double now = pfi_clock_now();
-        if (now >= next) {
+        double now = pfi_clock_mono();
+        if (now >= next && !g_stop) {
             int refresh = now - last_refresh >= 5.0;
             if (refresh) last_refresh = now;
             sample_round(a, refresh);
             next += c->interval_s;
             if (next < now) next = now + c->interval_s; /* fell behind: do not burst */
         }
-        pthread_mutex_lock(&a->mu);
-        agent_check_lease(a);
-        pthread_mutex_unlock(&a->mu);
     }
     agent_log(a, "signal %d: stopping", (int)g_stop);
+    pthread_join(lease_tid, NULL);
     agent_http_stop(a);
     pthread_mutex_lock(&a->mu);
     if (c->keep_caps) {

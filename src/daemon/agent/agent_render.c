@@ -105,14 +105,14 @@ char *agent_render_metrics(agent *a, size_t *len)
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
             pfi_textbuf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].pfi_pred);
-    double now = pfi_clock_now();
-    int live = pfi_lease_live(&a->lease, now);
+    double mono = pfi_clock_mono();
+    int live = pfi_lease_live(&a->lease, mono);
     head(&b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
     pfi_textbuf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", L(ctl, live ? a->lease.controller : ""), live);
     head(&b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
     pfi_textbuf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
     head(&b, "pfi_lease_expires_in_seconds", "gauge", "Seconds until the lease ends (0 without one).");
-    pfi_textbuf_printf(&b, "pfi_lease_expires_in_seconds %g\n", live ? a->lease.expires_at - now : 0.0);
+    pfi_textbuf_printf(&b, "pfi_lease_expires_in_seconds %g\n", live ? a->lease.expires_mono - mono : 0.0);
     head(&b, "pfi_agent_cap_changes_total", "counter", "Caps the agent has set (including restores).");
     pfi_textbuf_printf(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
     head(&b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
@@ -180,9 +180,10 @@ char *agent_render_node(agent *a)
         json_object_set_new(o, "training_means", f);
         json_array_append_new(js, o);
     }
-    int live = pfi_lease_live(&a->lease, now);
+    double mono = pfi_clock_mono();
+    int live = pfi_lease_live(&a->lease, mono);
     json_t *lease = live ? json_pack("{s:s,s:I,s:f,s:f}", "controller", a->lease.controller, "generation", (json_int_t)a->lease.generation,
-                                     "expires_at", a->lease.expires_at, "expires_in_s", a->lease.expires_at - now)
+                                     "expires_at", a->lease.expires_mono - mono + now, "expires_in_s", a->lease.expires_mono - mono)
                          : json_null();
     json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:o,s:I,s:o,s:o}", "hostname", a->hostname, "backend", pfi_gpu_backend(a->gpu),
                           "version", PFI_VERSION, "time", now, "time_scale", pfi_clock_scale(), "lease", lease, "generation_max",

@@ -1,8 +1,13 @@
-/* daemon_util.c — the daemons' text buffer and log line (daemon_util.h). */
+/* daemon_util.c — the daemons' text buffer, log line and log reopening
+ * (daemon_util.h). */
 #include "pfi/daemon_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void pfi_textbuf_printf(pfi_textbuf *b, const char *fmt, ...)
 {
@@ -38,4 +43,27 @@ void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
     vfprintf(f, fmt, ap);
     fputc('\n', f);
     fflush(f);
+}
+
+int pfi_daemon_log_reopen(FILE *f, const char *path, char *why, size_t n)
+{
+    if (!f) {
+        snprintf(why, n, "%s: no log file open", path);
+        return -1;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666); /* as fopen "a" */
+    if (fd < 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fflush(f);
+    /* the same FILE now writes to the new file: dup2 swaps atomically */
+    int r = dup2(fd, fileno(f));
+    int e = errno;
+    close(fd);
+    if (r < 0) {
+        snprintf(why, n, "%s: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
 }

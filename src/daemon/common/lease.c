@@ -10,7 +10,7 @@
 
 void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
 
-int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && now < s->expires_at; }
+int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && now < s->expires_mono; }
 
 pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
                                   char *why, size_t n)
@@ -47,7 +47,18 @@ void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long gener
     snprintf(s->controller, sizeof s->controller, "%s", controller);
     s->generation = generation;
     if (generation > s->generation_max) s->generation_max = generation;
-    s->expires_at = now + lease_s;
+    s->expires_mono = now + lease_s;
+    s->expires_at = pfi_clock_now() + lease_s;
+}
+
+void pfi_lease_wall_from_mono(pfi_lease_state *s, double wall_now, double mono_now)
+{
+    s->expires_at = s->expires_mono - mono_now + wall_now;
+}
+
+void pfi_lease_mono_from_wall(pfi_lease_state *s, double wall_now, double mono_now)
+{
+    s->expires_mono = s->expires_at - wall_now + mono_now;
 }
 
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid)

@@ -7,10 +7,11 @@
  * baseline), the
  * schedule file, the HTTP API. Each control period: collect every agent's
  * node view, run the cycle, push caps (or, after an event, hand the GPUs
- * back), poll OpenADR when configured. SIGTERM / SIGINT stop the
+ * back), poll OpenADR when configured. SIGTERM / SIGINT / SIGQUIT stop the
  * controller without lifting caps: the agents' leases hold them for
  * lease_s, and a controller started again in that time resumes the event
- * from SQLite; if none comes back, the agents restore the baselines. */
+ * from SQLite; if none comes back, the agents restore the baselines.
+ * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -48,8 +49,9 @@ static const char usage[] =
     "  --time-scale X, --epoch T   the pfi clock (shared with the agents)\n"
     "  --version, --help\n";
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
+static void on_hup(int s) { g_hup = s; }
 
 void ctl_log(ctl *c, const char *fmt, ...)
 {
@@ -273,6 +275,9 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (ctl_http_start(c)) return 1;
     if (port_file) {
@@ -282,6 +287,16 @@ int main(int argc, char **argv)
     }
     double next = pfi_clock_now(), next_poll = next;
     while (!g_stop) {
+        if (g_hup) {
+            g_hup = 0;
+            char why[1200];
+            pthread_mutex_lock(&c->mu);
+            if (!c->cfg.log[0]) ctl_log(c, "SIGHUP: no log file to reopen; ignored");
+            else if (pfi_daemon_log_reopen(c->log, c->cfg.log, why, sizeof why))
+                ctl_log(c, "warning: SIGHUP: %s; still logging to the old file", why);
+            else ctl_log(c, "SIGHUP: log file %s reopened", c->cfg.log);
+            pthread_mutex_unlock(&c->mu);
+        }
         double now = pfi_clock_now();
         pthread_mutex_lock(&c->mu);
         int wake = c->wake;
