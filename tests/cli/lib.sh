@@ -136,3 +136,13 @@ wait_counter() {
   wc_want=$((${wc0%.*} + $4)); wc_url=$2 wc_name=$3
   wait_for "$1" "$3 to reach $wc_want" 'num "$(metric "$wc_url" "$wc_name")" ">=" "$wc_want"'
 }
+# chromium_dom URL: headless Chromium loads URL (the page's script runs under
+# its Content-Security-Policy, 4 s of virtual time), bounded (120 s); the DOM
+# in $T/dom, the chart points the script drew (<body data-points>) in $DOM_POINTS
+CHROMIUM_FLAGS="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
+chromium_dom() {
+  # shellcheck disable=SC2086
+  timeout 120 chromium $CHROMIUM_FLAGS --user-data-dir="$T/chromium-dom" --virtual-time-budget=4000 --dump-dom "$1" >"$T/dom" 2>"$T/chrome.err" \
+    || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
+  DOM_POINTS=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+}

@@ -28,11 +28,8 @@ URL=http://127.0.0.1:$DPORT
 wait_for 30 "job j1 in the controller's status" 'fetch_has "$URL/v1/status" "\"job_id\":\"j1\""'
 curl -sI "$URL/" >"$T/h"
 contains "$T/h" "Content-Security-Policy: default-src 'none'; script-src 'self'"
-flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
-# shellcheck disable=SC2086
-timeout 120 chromium $flags --user-data-dir="$T/c1" --virtual-time-budget=4000 --dump-dom "$URL/" >"$T/dom" 2>"$T/chrome.err" \
-  || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
-n=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+chromium_dom "$URL/"
+n=$DOM_POINTS
 [ -n "$n" ] && [ "$n" -ge 1 ] || { head -c 2000 "$T/dom" >&2; fail "the page's script did not draw (points: $n)"; }; ok
 contains "$T/dom" "<title>pfi-controller</title>" # no handler ran (it would have set the title)...
 contains "$T/dom" "<td>&lt;img src=x onerror=document.title='XSS'&gt;</td>" # ...because the name is text
