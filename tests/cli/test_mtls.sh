@@ -85,7 +85,7 @@ rm -f "$T/ctl.db"
 # ---- with CA, client certificate and both tokens: collects and caps over mTLS
 cfg "$T/ctl.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"ca_file\": \"$P/ca.pem\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-CP=$DPID; CURL=http://127.0.0.1:$DPORT
+CURL=http://127.0.0.1:$DPORT
 wait_for 30 "the controller to see job j1 over mTLS" 'curl -s -m 5 "$CURL/v1/status" | grep -q "\"job_id\":\"j1\""'
 CT=$(cat "$T/ctok")
 # an event starting 10 clock seconds from now, after the baseline window
