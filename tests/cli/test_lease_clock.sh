@@ -42,30 +42,25 @@ t=$(curl -s -m 5 "$URL/v1/node" | sed -n 's/.*"time":\([0-9.e+]*\).*/\1/p')
 awk -v t="$t" -v w="$(date +%s)" 'BEGIN{d = w - t; exit !(d > 3590 && d < 3610)}' || fail "the shim did not step the agent's wall clock (time $t)"; ok
 echo 0 >"$T/shift"
 
-# ---- a 1 h backward step during a 6 s lease: it still ends after 6 s ----
-put 1 6 400
-t0=$(uptime_s)
-cap_is 400 || fail "cap not set"; ok
-echo -3600 >"$T/shift"
-e=$(expires_in)
-awk -v e="$e" 'BEGIN{exit !(e > 0 && e <= 6)}' || fail "after a 1 h backward step the lease expires in '$e' s (want <= 6)"; ok
-wait_for 30 "the baseline after the lease (backward step)" 'cap_is 700'
-d=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{print b - a}')
-awk -v d="$d" 'BEGIN{exit !(d >= 5.5 && d < 20)}' || fail "restored $d s after a 6 s lease was granted"; ok
-echo "backward step: 6 s lease restored after $d s"
-
+# step_during_lease GENERATION SHIFT NAME: a 6 s lease, then the agent's wall
+# clock stepped by SHIFT s: the lease still ends 6 s after it was granted
+step_during_lease() {
+  put "$1" 6 400
+  t0=$(uptime_s)
+  cap_is 400 || fail "cap not set"; ok
+  echo "$2" >"$T/shift"
+  e=$(expires_in)
+  awk -v e="$e" 'BEGIN{exit !(e > 0 && e <= 6)}' || fail "after a 1 h $3 step the lease expires in '$e' s (want <= 6)"; ok
+  wait_for 30 "the baseline after the lease ($3 step)" 'cap_is 700'
+  d=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{print b - a}')
+  awk -v d="$d" 'BEGIN{exit !(d >= 5.5 && d < 20)}' || fail "restored $d s after a 6 s lease was granted ($3 step; ended early?)"; ok
+  echo "$3 step: 6 s lease restored after $d s"
+  echo 0 >"$T/shift"
+}
+# ---- a 1 h backward step during a 6 s lease: it still ends after 6 s (not kept for an hour) ----
+step_during_lease 1 -3600 backward
 # ---- a 1 h forward step: the lease is not cut short ----
-echo 0 >"$T/shift"
-put 2 6 400
-t0=$(uptime_s)
-echo 3600 >"$T/shift"
-e=$(expires_in)
-awk -v e="$e" 'BEGIN{exit !(e > 0 && e <= 6)}' || fail "after a 1 h forward step the lease expires in '$e' s"; ok
-wait_for 30 "the baseline after the lease (forward step)" 'cap_is 700'
-d=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{print b - a}')
-awk -v d="$d" 'BEGIN{exit !(d >= 5.5 && d < 20)}' || fail "restored $d s after a 6 s lease was granted (ended early?)"; ok
-echo "forward step: 6 s lease restored after $d s"
-echo 0 >"$T/shift"
+step_during_lease 2 3600 forward
 
 # ---- the state file keeps wall-clock time; a lease beyond --max-lease is dropped at load ----
 put 3 60 400
