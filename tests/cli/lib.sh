@@ -47,9 +47,11 @@ done_ok() { echo "ok: $NCHECK checks"; exit 0; }
 
 # new_token FILE...: a random bearer token in each FILE, mode 0600
 new_token() { for f in "$@"; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f"; chmod 600 "$f"; done; }
-# daemons started by a test go in $PIDS; on exit they are killed and $T removed
+# daemons started by a test go in $PIDS; on exit they are killed and $T
+# removed. kill_daemons_on_exit CMD: also run the shell command CMD (e.g. an
+# umount) after the daemons are killed, before $T is removed
 PIDS=
-kill_daemons_on_exit() { trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$T"' EXIT; }
+kill_daemons_on_exit() { KD_THEN=${1-}; trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; eval "$KD_THEN"; rm -rf "$T"' EXIT; }
 kill_daemons_on_exit
 
 # ---- waits (docs/testing.md): bounded in wall-clock seconds, polling the
@@ -119,6 +121,9 @@ stop_daemon() {
   alive "$1" && { echo "pid $1 still running ${STOP_S:-30} s after SIG${2:-TERM}; killed" >&2; kill -9 "$1" 2>/dev/null; }
   wait "$1" 2>/dev/null; STOP_RC=$?
 }
+# hw_cap N: simulated GPU N's cap in W ("700", not "700.0") from $HW, the
+# file the sim backend keeps its caps in (state=FILE)
+hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(($1 + 1)) | sed 's/\.0$//'; }
 # num A OP B: numeric comparison (awk), false when A or B is empty
 num() { awk -v a="$1" -v b="$3" "BEGIN{exit !(a != \"\" && b != \"\" && (a + 0) $2 (b + 0))}"; }
 # metric URL NAME: a sample's value from Prometheus text at URL/metrics (first match of NAME at line start)
@@ -130,4 +135,14 @@ wait_counter() {
   [ -n "$wc0" ] || { show_logs; fail "$2/metrics lacks $3"; }
   wc_want=$((${wc0%.*} + $4)); wc_url=$2 wc_name=$3
   wait_for "$1" "$3 to reach $wc_want" 'num "$(metric "$wc_url" "$wc_name")" ">=" "$wc_want"'
+}
+# chromium_dom URL: headless Chromium loads URL (the page's script runs under
+# its Content-Security-Policy, 4 s of virtual time), bounded (120 s); the DOM
+# in $T/dom, the chart points the script drew (<body data-points>) in $DOM_POINTS
+CHROMIUM_FLAGS="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
+chromium_dom() {
+  # shellcheck disable=SC2086
+  timeout 120 chromium $CHROMIUM_FLAGS --user-data-dir="$T/chromium-dom" --virtual-time-budget=4000 --dump-dom "$1" >"$T/dom" 2>"$T/chrome.err" \
+    || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
+  DOM_POINTS=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
 }

@@ -16,38 +16,24 @@ SIM="sim:gpus=4,state=$HW"
 U0=GPU-5151a000-0000-4000-8000-000000000000
 U2=GPU-5151a000-0000-4000-8000-000000000002
 PID=
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; rm -rf "$T"' EXIT
 
-hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(($1 + 1)) | sed 's/\.0$//'; }
 hw_set() { echo "{\"gpus\": 4, \"caps_w\": [$1]}" >"$HW"; }
-# wait_for WHAT CMD...: poll CMD until it succeeds (30 s wall-clock deadline);
-# fails at once, with the agent's log, if the agent has exited
-wait_for() {
-  what=$1; shift
-  end=$(($(date +%s) + 30))
-  until "$@"; do
-    [ -z "$PID" ] || kill -0 "$PID" 2>/dev/null || { cat "$T/agent.log" >&2; fail "the agent exited while waiting for: $what"; }
-    [ "$(date +%s)" -lt "$end" ] || { cat "$T/agent.log" >&2; fail "timed out waiting for: $what"; }
-    sleep 0.05
-  done
-}
-started() { [ -s "$T/port" ]; }
 start_agent() { # extra options...
-  rm -f "$T/port" "$T/agent.log"
-  "$PFI_AGENT" --listen 127.0.0.1:0 --port-file "$T/port" --state-file "$STATE" --interval 0.2 --log "$T/agent.log" "$@" &
-  PID=$!
-  wait_for "the agent to listen" started
+  rm -f "$T/agent.log" # each agent's log on its own (lines are counted)
+  start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --listen 127.0.0.1:0 --port-file "$T/port" --state-file "$STATE" \
+    --interval 0.2 --log "$T/agent.log" "$@"
+  PID=$DPID
 }
-stop_agent() { kill -TERM "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
+stop_agent() { stop_daemon "$PID" TERM; PID=; }
 is_cap() { [ "$(hw_cap "$1")" = "$2" ]; }
 
 # ---- a truncated state file: the agent starts, device defaults, a warning naming the file ----
 hw_set "450, 700, 380, 500"
 printf '{"format_version": 1, "generation_max": 7, "lease": null, "gpus": [{"uuid": "%s", "baseline_w": 6' "$U0" >"$STATE"
 start_agent --backend "$SIM"
-wait_for "GPU 0 back at its default" is_cap 0 700
-wait_for "GPU 2 back at its default" is_cap 2 700
-wait_for "GPU 3 back at its default" is_cap 3 700
+wait_for 30 "GPU 0 back at its default" 'is_cap 0 700'
+wait_for 30 "GPU 2 back at its default" 'is_cap 2 700'
+wait_for 30 "GPU 3 back at its default" 'is_cap 3 700'
 contains "$T/agent.log" "warning: state file $STATE is unreadable or corrupt"
 contains "$T/agent.log" "device default"
 [ -s "$STATE.corrupt" ] || fail "the corrupt file was not kept"; ok
@@ -58,7 +44,7 @@ stop_agent
 hw_set "450, 700, 700, 700"
 head -c 300 /dev/zero >"$STATE"
 start_agent --backend "$SIM"
-wait_for "GPU 0 back at its default" is_cap 0 700
+wait_for 30 "GPU 0 back at its default" 'is_cap 0 700'
 contains "$T/agent.log" "$STATE is unreadable or corrupt"
 stop_agent
 
@@ -66,7 +52,7 @@ stop_agent
 hw_set "450, 700, 700, 700"
 printf '{"format_version": 1, "generation_max": 3, "lease": null, "gpus": [{"uuid": "%s", "baseline_w": 9999, "cap_w": 450}]}\n' "$U0" >"$STATE"
 start_agent --backend "$SIM"
-wait_for "GPU 0 restored to its default" is_cap 0 700
+wait_for 30 "GPU 0 restored to its default" 'is_cap 0 700'
 contains "$T/agent.log" "$STATE: GPU 0 $U0: baseline_w 9999 W is outside the device's 200..700 W; using its default limit 700 W"
 sleep 1.5 # a bounded period in which a retry storm would log about 30 lines
 n=$(grep -c 'failed' "$T/agent.log")
@@ -80,7 +66,7 @@ printf '450000\n700000\n' >"$T/nvml"
 printf '{"format_version": 1, "generation_max": 1, "lease": null, "gpus": [{"uuid": "GPU-fa4e0000-0000-4000-8000-000000000000", "baseline_w": 700, "cap_w": 450}]}\n' >"$STATE"
 start_agent --backend nvml
 has_failed() { grep -q 'restoring 700 W failed' "$T/agent.log"; }
-wait_for "a failed restore" has_failed
+wait_for 30 "a failed restore" has_failed
 sleep 3 # count the retries over a bounded period: every 50 ms would be 60
 n=$(grep -c 'restoring 700 W failed' "$T/agent.log")
 echo "failed restores logged in 3 s: $n"

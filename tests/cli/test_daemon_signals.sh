@@ -12,34 +12,13 @@ command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 new_token "$T/token" "$T/ctok"
 TOKEN=$(cat "$T/token")
 HW=$T/hw.json
-PID= CPID=
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; [ -n "$CPID" ] && kill -9 $CPID 2>/dev/null; rm -rf "$T"' EXIT
 
-uptime_s() { cut -d' ' -f1 /proc/uptime; }
-wait_for() { # SECONDS WHAT PID LOG CMD...: poll; fail fast (with LOG) when PID exits
-  limit=$1 what=$2 wpid=$3 wlog=$4; shift 4
-  end=$(awk -v u="$(uptime_s)" -v l="$limit" 'BEGIN{print u + l}')
-  until "$@"; do
-    kill -0 "$wpid" 2>/dev/null || { cat "$wlog" >&2; fail "the daemon exited while waiting for $what"; }
-    awk -v u="$(uptime_s)" -v e="$end" 'BEGIN{exit !(u < e)}' || { cat "$wlog" >&2; fail "no $what within $limit s"; }
-    sleep 0.1
-  done
+start_agent() { # LOGOPTS...: its stderr in agent.stderr (the log is renamed under it)
+  start_daemon agent "$T/agent.stderr" "$T/port" "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" --listen 127.0.0.1:0 \
+    --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 "$@"
+  PID=$DPID; URL=http://127.0.0.1:$DPORT
 }
-# wait_exit PID LOG: its exit status, within 30 s
-wait_exit() {
-  i=0; while kill -0 "$1" 2>/dev/null; do i=$((i + 1)); [ $i -lt 300 ] || { cat "$2" >&2; fail "the daemon did not exit"; }; sleep 0.1; done
-  wait "$1"
-}
-start_agent() { # LOGOPTS...
-  rm -f "$T/port"
-  "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" \
-    --state-file "$T/state.json" --interval 0.2 "$@" 2>>"$T/agent.stderr" &
-  PID=$!
-  wait_for 30 "the agent's port file" $PID "$T/agent.stderr" test -s "$T/port"
-  URL=http://127.0.0.1:$(cat "$T/port")
-}
-hw_cap0() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/[],].*//'; }
-cap0_is() { awk -v c="$(hw_cap0)" -v w="$1" 'BEGIN{exit !(c + 0 == w + 0 && c != "")}'; }
+cap0_is() { num "$(hw_cap 0)" "==" "$1"; } # GPU 0's cap is W
 logged() { [ -f "$1" ] && grep -qF -- "$2" "$1"; }
 
 # ---- agent: SIGHUP reopens --log after a rename; caps and lease unchanged ----
@@ -48,8 +27,9 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $
   --data-binary '{"lease_s":120,"controller":"c","generation":1,"gpus":[{"index":0,"cap_w":400}]}' "$URL/v1/caps")
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "PUT: HTTP $CODE"; }; ok
 mv "$T/agent.log" "$T/agent.log.1"
+watch agent $PID "$T/agent.log.1" # its log, should it exit
 kill -HUP $PID
-wait_for 30 "the agent's new log" $PID "$T/agent.log.1" logged "$T/agent.log" "SIGHUP: log file $T/agent.log reopened"
+wait_for 30 "the agent's new log" 'logged "$T/agent.log" "SIGHUP: log file $T/agent.log reopened"'
 kill -0 $PID || fail "the agent died of SIGHUP"; ok
 cap0_is 400 || fail "SIGHUP changed the cap"; ok
 curl -s -m 5 "$URL/metrics" >"$T/m"
@@ -64,16 +44,15 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $
 contains "$T/agent.log" "cap 400 -> 450 W"
 [ "$(wc -l <"$T/agent.log.1")" -eq "$n1" ] || fail "the renamed log still grows"; ok
 # ---- agent: SIGQUIT restores like SIGTERM, exit 0 ----
-kill -QUIT $PID
-wait_exit $PID "$T/agent.log"; rc=$?; PID=
+stop_daemon $PID QUIT; rc=$STOP_RC; PID=
 [ $rc -eq 0 ] || { cat "$T/agent.log" >&2; fail "agent exit $rc on SIGQUIT (expected 0)"; }; ok
-cap0_is 700 || fail "SIGQUIT left the cap at $(hw_cap0) W"; ok
+cap0_is 700 || fail "SIGQUIT left the cap at $(hw_cap 0) W"; ok
 contains "$T/agent.log" "signal 3: stopping"
 contains "$T/agent.log" "baseline restored: agent stopping"
 # ---- agent without --log: SIGHUP is harmless ----
 start_agent
 kill -HUP $PID
-wait_for 30 "the SIGHUP line" $PID "$T/agent.stderr" logged "$T/agent.stderr" "SIGHUP: no --log file to reopen; ignored"
+wait_for 30 "the SIGHUP line" 'logged "$T/agent.stderr" "SIGHUP: no --log file to reopen; ignored"'
 kill -0 $PID || fail "the agent died of SIGHUP"; ok
 APORT=$(cat "$T/port")
 
@@ -82,18 +61,16 @@ cat >"$T/ctl.json" <<EOF2
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1, "lease_s": 30,
  "log": "$T/ctl.log", "agents": [{"name": "n1", "url": "http://127.0.0.1:$APORT", "token_file": "$T/token"}]}
 EOF2
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.stderr" &
-CPID=$!
-wait_for 30 "the controller's port file" $CPID "$T/ctl.stderr" test -s "$T/c.port"
-CURL=http://127.0.0.1:$(cat "$T/c.port")
+start_daemon controller "$T/ctl.stderr" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+CPID=$DPID; CURL=http://127.0.0.1:$DPORT
 mv "$T/ctl.log" "$T/ctl.log.1"
+watch controller $CPID "$T/ctl.log.1"
 kill -HUP $CPID
-wait_for 30 "the controller's new log" $CPID "$T/ctl.log.1" logged "$T/ctl.log" "SIGHUP: log file $T/ctl.log reopened"
+wait_for 30 "the controller's new log" 'logged "$T/ctl.log" "SIGHUP: log file $T/ctl.log reopened"'
 kill -0 $CPID || fail "the controller died of SIGHUP"; ok
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$CURL/v1/status"); [ "$code" = 200 ] || fail "controller status: HTTP $code"; ok
-kill -QUIT $CPID
-wait_exit $CPID "$T/ctl.log"; rc=$?; CPID=
+stop_daemon $CPID QUIT; rc=$STOP_RC; CPID=
 [ $rc -eq 0 ] || { cat "$T/ctl.log" >&2; fail "controller exit $rc on SIGQUIT (expected 0)"; }; ok
 contains "$T/ctl.log" "signal 3: stopping"
-kill -TERM $PID; wait_exit $PID "$T/agent.stderr"; PID=
+stop_daemon $PID TERM; PID=
 done_ok

@@ -13,38 +13,17 @@ export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
 kill_daemons_on_exit
-LIVE=
 
-logs() { for f in "$T"/*.log; do echo "== $f" >&2; tail -15 "$f" >&2; done; }
-# wait_for SECONDS WHAT CMD...: poll CMD within a wall-clock deadline; fail at
-# once (with the logs) if a daemon exits
-wait_for() {
-  secs=$1; what=$2; shift 2
-  end=$(($(date +%s) + secs))
-  until "$@"; do
-    for p in $LIVE; do kill -0 "$p" 2>/dev/null || { logs; fail "daemon $p exited while waiting for $what"; }; done
-    [ "$(date +%s)" -lt "$end" ] || { logs; fail "no $what within $secs s"; }
-    sleep 0.1
-  done
-  ok
-}
-port_written() { [ -s "$1" ]; }
-
-"$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" --listen 127.0.0.1:0 \
-  --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
-PIDS="$PIDS $!"; LIVE="$LIVE $!"
-wait_for 30 "the agent's port file" port_written "$T/a.port"
+start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log"
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5, "baseline_window_s": 20,
  "lease_s": 30, "tiers": {"j1": 3}, "non_gpu_offset_kw": 10,
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
 EOF
 start_ctl() {
-  rm -f "$T/c.port"
-  "$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
-  CP=$!; PIDS="$PIDS $CP"; LIVE="$LIVE $CP"
-  wait_for 30 "the controller's port file" port_written "$T/c.port"
-  URL=http://127.0.0.1:$(cat "$T/c.port")
+  start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+  CP=$DPID; URL=http://127.0.0.1:$DPORT
 }
 start_ctl
 req() { # METHOD PATH [BODY]
@@ -86,14 +65,14 @@ contains "$T/body" '"open_ended":true'
 lacks "$T/body" '"duration_s"'
 contains "$T/ctl.log" "open-ended (until cancelled)"
 status_is() { curl -s "$URL/v1/events/$1" | grep -q "\"status\":\"$2\""; }
-wait_for 30 "the open-ended event active" status_is open active
+wait_for 30 "the open-ended event active" 'status_is open active'
 req GET /v1/events
 contains "$T/body" '"id":"open"'
 req GET /v1/events/open/report
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "report of a running open-ended event: HTTP $CODE"; }; ok
 contains "$T/body" '"duration_s": null'
 # a restart: the event is stored as it was sent and resumes
-kill -TERM "$CP"; LIVE=$(echo " $LIVE " | sed "s/ $CP / /"); wait "$CP"
+stop_daemon "$CP" TERM
 start_ctl
 contains "$T/ctl.log" "resuming event open"
 lacks "$T/ctl.log" "does not parse"
@@ -102,12 +81,12 @@ contains "$T/body" '"status":"active"'
 contains "$T/body" '"open_ended":true'
 req DELETE /v1/events/open
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "cancel: HTTP $CODE"; }; ok
-wait_for 30 "the open-ended event ended" status_is open cancelled
+wait_for 30 "the open-ended event ended" 'status_is open cancelled'
 req GET /v1/events/open/report
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "report after the end: HTTP $CODE"; }; ok
 grep -q '"duration_s": [0-9]' "$T/body" || { cat "$T/body" >&2; fail "no duration after the end"; }; ok
 # stored with its end: read back after another restart
-kill -TERM "$CP"; LIVE=$(echo " $LIVE " | sed "s/ $CP / /"); wait "$CP"
+stop_daemon "$CP" TERM
 start_ctl
 lacks "$T/ctl.log" "does not parse"
 req GET /v1/events/open

@@ -18,28 +18,13 @@ export PFI_TIME_SCALE=10 PFI_EPOCH=$(date +%s)
 kill_daemons_on_exit
 new_token "$T/tok" "$T/ctok"
 
-# wait_for SECONDS PID LOG CMD...: until CMD succeeds; fail (with LOG) when PID exits or time is up
-wait_for() {
-  secs=$1 wpid=$2 wlog=$3; shift 3
-  end=$(($(date +%s) + secs))
-  until "$@"; do
-    kill -0 "$wpid" 2>/dev/null || { tail -30 "$wlog" >&2; fail "daemon $wpid exited while waiting for: $*"; }
-    [ "$(date +%s)" -lt "$end" ] || { tail -30 "$wlog" >&2; fail "no success in ${secs} s: $*"; }
-    sleep 0.1
-  done
-  ok
-}
 # start_agent NAME OPTIONS...: APID, AURL
 start_agent() {
   name=$1; shift
-  rm -f "$T/$name.port"
-  "$PFI_AGENT" --listen 127.0.0.1:0 --port-file "$T/$name.port" --token-file "$T/tok" --state-file "$T/$name.state" \
-    --interval 1 --log "$T/$name.log" "$@" &
-  APID=$!; PIDS="$PIDS $APID"
-  wait_for 30 $APID "$T/$name.log" test -s "$T/$name.port"
-  AURL=http://127.0.0.1:$(cat "$T/$name.port")
+  start_daemon "agent $name" "$T/$name.log" "$T/$name.port" "$PFI_AGENT" --listen 127.0.0.1:0 --port-file "$T/$name.port" \
+    --token-file "$T/tok" --state-file "$T/$name.state" --interval 1 --log "$T/$name.log" "$@"
+  APID=$DPID; AURL=http://127.0.0.1:$DPORT
 }
-stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 fetch_has() { curl -s "$1" >"$T/fetched" && grep -qF -- "$2" "$T/fetched"; }
 # check_exposition FILE: every line is a HELP/TYPE comment (the daemons write no
 # other) or one sample of the text format; no series twice
@@ -64,15 +49,15 @@ mkdir -p "$T/jobs"
 echo '{"job_id": "sync", "gpus": [1]}' >"$T/jobs/sync.json" # seen in the same refresh as the processes
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_STATE=$T/nvml-state FAKE_NVML_PROCS="0:$SPID"
 start_agent a1 --backend nvml --jobs-dir "$T/jobs"
-wait_for 30 $APID "$T/a1.log" fetch_has "$AURL/v1/node" '"job_id":"sync"'
+wait_for 30 "job sync in agent a1's node view" 'fetch_has "$AURL/v1/node" "\"job_id\":\"sync\""'
 curl -s "$AURL/v1/node" >"$T/node"
 lacks "$T/node" '4242'
 contains "$T/node" '"index":0,'
-stop_pid $APID
+stop_daemon $APID
 start_agent a2 --backend nvml --jobs-dir "$T/jobs" --job-env SLURM_JOB_ID
-wait_for 30 $APID "$T/a2.log" fetch_has "$AURL/v1/node" '"job_id":"4242","gpus":[0],"source":"process"'
-stop_pid $APID
-stop_pid $SPID
+wait_for 30 "job 4242 (from --job-env) in agent a2's node view" 'fetch_has "$AURL/v1/node" "\"job_id\":\"4242\",\"gpus\":[0],\"source\":\"process\""'
+stop_daemon $APID
+stop_daemon $SPID
 
 # ---- agent: forged ids from the environment (even with --job-env) and from a job file ----
 env SLURM_JOB_ID="$FORGED" sleep 300 &
@@ -83,7 +68,7 @@ echo '{"job_id": "..", "gpus": [2]}' >"$T/jobs/bad.json"
 echo '{"job_id": "sync", "gpus": [3]}' >"$T/jobs/sync.json"
 export FAKE_NVML_GPUS=4 FAKE_NVML_STATE=$T/nvml-state4 FAKE_NVML_PROCS="0:$F1,1:$F2"
 start_agent a3 --backend nvml --jobs-dir "$T/jobs" --job-env SLURM_JOB_ID
-wait_for 30 $APID "$T/a3.log" fetch_has "$AURL/v1/node" '"job_id":"sync"'
+wait_for 30 "job sync in agent a3's node view" 'fetch_has "$AURL/v1/node" "\"job_id\":\"sync\""'
 curl -s "$AURL/v1/node" >"$T/node"
 [ "$(grep -o '"job_id":"[^"]*"' "$T/node" | sort -u)" = '"job_id":"sync"' ] || fail "a forged job id was taken: $(cat "$T/node")"; ok
 contains "$T/a3.log" "GPU 0: process $F1: its job id is not"
@@ -103,7 +88,7 @@ lacks "$T/am" '<img'
 curl -sI "$AURL/metrics" >"$T/ah"
 contains "$T/ah" "Content-Security-Policy: default-src 'none'"
 contains "$T/ah" "X-Content-Type-Options: nosniff"
-stop_pid $APID
+stop_daemon $APID
 unset PFI_NVML_LIBRARY FAKE_NVML_GPUS FAKE_NVML_STATE FAKE_NVML_PROCS
 
 # ---- controller: ids from a (fake) agent, one id under two tiers on two agents ----
@@ -123,21 +108,17 @@ cat >"$T/evil.json" <<'EOF'
           {"job_id": "..", "gpus": [0], "source": "process", "power_w": 300},
           {"job_id": "fine-1", "gpus": [0], "source": "process", "power_w": 300}]}
 EOF
-"$TOOLS/http_fixture" "$T/fx.port" "$T/evil.json" &
-FX=$!; PIDS="$PIDS $FX"
-wait_for 30 $FX /dev/null test -s "$T/fx.port"
+start_daemon "fake agent" "$T/fx.log" "$T/fx.port" "$TOOLS/http_fixture" "$T/fx.port" "$T/evil.json"
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5,
  "agents": [{"name": "t0", "url": "$U0", "token_file": "$T/tok"}, {"name": "t3", "url": "$U3", "token_file": "$T/tok"},
             {"name": "evil", "url": "http://127.0.0.1:$(cat "$T/fx.port")/file?p=", "token_file": "$T/tok"}]}
 EOF
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
-CPID=$!; PIDS="$PIDS $CPID"
-wait_for 30 $CPID "$T/ctl.log" test -s "$T/c.port"
-URL=http://127.0.0.1:$(cat "$T/c.port")
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+URL=http://127.0.0.1:$DPORT
 two_77() { curl -s "$URL/v1/status" >"$T/st" && grep -qF '"job_id":"77","tier":0,"gpus":2' "$T/st" &&
   grep -qF '"job_id":"77","tier":3,"gpus":2' "$T/st" && grep -qF '"job_id":"fine-1"' "$T/st"; }
-wait_for 30 $CPID "$T/ctl.log" two_77
+wait_for 30 "both jobs 77 and fine-1 in the controller's status" two_77
 [ "$(grep -o '"job_id":"[^"]*"' "$T/st" | sort | tr '\n' ' ')" = '"job_id":"77" "job_id":"77" "job_id":"fine-1" ' ] ||
   fail "jobs: $(grep -o '"job_id":"[^"]*"' "$T/st" | tr '\n' ' ')"; ok
 contains "$T/ctl.log" "job 77: agent t3 reports it under tier 3, another agent under tier 0: kept as two jobs"

@@ -14,40 +14,22 @@ export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 kill_daemons_on_exit
 new_token "$T/atok" "$T/ctok"
 
-# wait_for SECONDS PID LOG CMD...: until CMD succeeds; fail (with LOG) when PID exits or time is up
-wait_for() {
-  secs=$1 wpid=$2 wlog=$3; shift 3
-  end=$(($(date +%s) + secs))
-  until "$@"; do
-    kill -0 "$wpid" 2>/dev/null || { tail -30 "$wlog" >&2; fail "daemon $wpid exited while waiting for: $*"; }
-    [ "$(date +%s)" -lt "$end" ] || { tail -30 "$wlog" >&2; fail "no success in ${secs} s: $*"; }
-    sleep 0.1
-  done
-  ok
-}
 fetch_has() { curl -s "$1" >"$T/fetched" && grep -qF -- "$2" "$T/fetched"; }
 
-"$PFI_AGENT" --backend "sim:gpus=2,job=j1:moe-ft-qwen30ba3b-x8@0-1,load=0" --listen 127.0.0.1:0 --port-file "$T/a.port" \
-  --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log" &
-APID=$!; PIDS="$PIDS $APID"
-wait_for 30 $APID "$T/a.log" test -s "$T/a.port"
+start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=2,job=j1:moe-ft-qwen30ba3b-x8@0-1,load=0" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log"
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5,
  "agents": [{"name": "<img src=x onerror=document.title='XSS'>", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"},
             {"name": "down", "url": "http://127.0.0.1:1/<img src=y onerror=document.title='XSS2'>", "token_file": "$T/atok"}]}
 EOF
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>"$T/ctl.log" &
-CPID=$!; PIDS="$PIDS $CPID"
-wait_for 30 $CPID "$T/ctl.log" test -s "$T/c.port"
-URL=http://127.0.0.1:$(cat "$T/c.port")
-wait_for 30 $CPID "$T/ctl.log" fetch_has "$URL/v1/status" '"job_id":"j1"'
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+URL=http://127.0.0.1:$DPORT
+wait_for 30 "job j1 in the controller's status" 'fetch_has "$URL/v1/status" "\"job_id\":\"j1\""'
 curl -sI "$URL/" >"$T/h"
 contains "$T/h" "Content-Security-Policy: default-src 'none'; script-src 'self'"
-flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
-# shellcheck disable=SC2086
-timeout 120 chromium $flags --user-data-dir="$T/c1" --virtual-time-budget=4000 --dump-dom "$URL/" >"$T/dom" 2>"$T/chrome.err" \
-  || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
-n=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+chromium_dom "$URL/"
+n=$DOM_POINTS
 [ -n "$n" ] && [ "$n" -ge 1 ] || { head -c 2000 "$T/dom" >&2; fail "the page's script did not draw (points: $n)"; }; ok
 contains "$T/dom" "<title>pfi-controller</title>" # no handler ran (it would have set the title)...
 contains "$T/dom" "<td>&lt;img src=x onerror=document.title='XSS'&gt;</td>" # ...because the name is text

@@ -56,4 +56,10 @@ STOP_S=2 stop_daemon $DPID TERM
 d=$(elapsed "$t0")
 alive $DPID && fail "stop_daemon left a stubborn daemon running"; ok
 num "$d" "<" 10 || fail "stop_daemon took $d s"; ok
+# kill_daemons_on_exit CMD: at exit the daemons are killed, then CMD runs (e.g. an umount)
+OUTER=$T sh -c '. "$SRC/tests/cli/lib.sh"
+  start_daemon sleeper "$T/s.log" "" sleep 60; echo $DPID >"$OUTER/kd.pid"
+  kill_daemons_on_exit "touch \"\$OUTER/kd.ran\""' || fail "a script with kill_daemons_on_exit CMD failed"
+[ -e "$T/kd.ran" ] || fail "kill_daemons_on_exit did not run its command"; ok
+wait_for 10 "the daemon killed at exit" '! alive "$(cat "$T/kd.pid")"'
 done_ok

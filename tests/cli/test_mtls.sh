@@ -22,19 +22,6 @@ export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 NOW() { awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.3f", e + (w - e) * 20}'; }
 ISO() { date -u -d "@$(printf '%.0f' "$1")" +%Y-%m-%dT%H:%M:%SZ; }
 
-# wait_until DESC SECONDS PID LOG CMD: poll CMD against a wall-clock deadline;
-# fail at once, with LOG, if PID exits
-wait_until() {
-  desc=$1 secs=$2 wpid=$3 wlog=$4; shift 4
-  end=$(( $(date +%s) + secs ))
-  until sh -c "$*" >/dev/null 2>&1; do
-    kill -0 "$wpid" 2>/dev/null || { tail -n 30 "$wlog" >&2; fail "process $wpid exited while waiting for $desc"; }
-    [ "$(date +%s)" -lt "$end" ] || { tail -n 30 "$wlog" >&2; fail "not within ${secs} s: $desc"; }
-    sleep 0.1
-  done
-  ok
-}
-
 # ---- a private CA, the agent's server certificate, the controller's client certificate
 P=$T/pki; mkdir -p "$P"
 ossl() { openssl "$@" >>"$P/openssl.log" 2>&1 || { cat "$P/openssl.log" >&2; fail "openssl $1 failed"; }; }
@@ -48,13 +35,12 @@ ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/rogue.key" -out "$P/rogue.pem
 
 new_token "$T/atok" "$T/rtok" "$T/ctok"
 TOK=$(cat "$T/atok"); RTOK=$(cat "$T/rtok")
-"$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" \
+start_daemon agent "$T/agent.log" "$T/a.port" "$PFI_AGENT" \
+  --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" \
   --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --read-token-file "$T/rtok" \
   --tls-cert "$P/agent.pem" --tls-key "$P/agent.key" --tls-client-ca "$P/ca.pem" \
-  --state-file "$T/state.json" --interval 0.2 --log "$T/agent.log" &
-AP=$!; PIDS="$PIDS $AP"
-wait_until "the agent's port file" 30 $AP "$T/agent.log" "[ -s '$T/a.port' ]"
-AURL=https://127.0.0.1:$(cat "$T/a.port")
+  --state-file "$T/state.json" --interval 0.2 --log "$T/agent.log"
+AURL=https://127.0.0.1:$DPORT
 
 # code CURL-ARGS... -> HTTP code (000: TLS refused)
 code() { curl -s -o "$T/body" -w '%{http_code}' --max-time 20 --cacert "$P/ca.pem" "$@"; }
@@ -88,22 +74,19 @@ expect_error 1 "agents[0].colour: unknown key" "$CTL" --config "$T/bad4.json"
 
 # ---- without the agent's CA the controller cannot reach it
 cfg "$T/noca.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
-"$CTL" --config "$T/noca.json" --port-file "$T/c0.port" 2>>"$T/ctl0.log" &
-C0=$!; PIDS="$PIDS $C0"
-wait_until "the controller's port file" 30 $C0 "$T/ctl0.log" "[ -s '$T/c0.port' ]"
-wait_until "the controller to report a certificate error without the agent's CA" 30 $C0 "$T/ctl0.log" \
-  "curl -s -m 5 http://127.0.0.1:\$(cat '$T/c0.port')/v1/status | grep -q '\"up\":false,\"error\":\"[^\"]*[Cc]ertificate'"
-curl -s -m 5 "http://127.0.0.1:$(cat "$T/c0.port")/v1/status" | grep -q '"job_id":"j1"' && fail "the controller read the agent without trusting its certificate"; ok
-kill -TERM $C0; wait $C0 2>/dev/null
+start_daemon "controller without the CA" "$T/ctl0.log" "$T/c0.port" "$CTL" --config "$T/noca.json" --port-file "$T/c0.port"
+C0=$DPID; C0URL=http://127.0.0.1:$DPORT
+wait_for 30 "the controller to report a certificate error without the agent's CA" \
+  'curl -s -m 5 "$C0URL/v1/status" | grep -q "\"up\":false,\"error\":\"[^\"]*[Cc]ertificate"'
+curl -s -m 5 "$C0URL/v1/status" | grep -q '"job_id":"j1"' && fail "the controller read the agent without trusting its certificate"; ok
+stop_daemon $C0 TERM
 rm -f "$T/ctl.db"
 
 # ---- with CA, client certificate and both tokens: collects and caps over mTLS
 cfg "$T/ctl.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"ca_file\": \"$P/ca.pem\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
-CP=$!; PIDS="$PIDS $CP"
-wait_until "the controller's port file" 30 $CP "$T/ctl.log" "[ -s '$T/c.port' ]"
-CURL=http://127.0.0.1:$(cat "$T/c.port")
-wait_until "the controller to see job j1 over mTLS" 30 $CP "$T/ctl.log" "curl -s -m 5 '$CURL/v1/status' | grep -q '\"job_id\":\"j1\"'"
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+CURL=http://127.0.0.1:$DPORT
+wait_for 30 "the controller to see job j1 over mTLS" 'curl -s -m 5 "$CURL/v1/status" | grep -q "\"job_id\":\"j1\""'
 CT=$(cat "$T/ctok")
 # an event starting 10 clock seconds from now, after the baseline window
 S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 10}'))
@@ -112,6 +95,6 @@ curl -s -m 20 -o "$T/ev" -X POST -H "Authorization: Bearer $CT" -H 'Content-Type
 grep -q '"id":"m30"' "$T/ev" || { cat "$T/ev" >&2; fail "event not accepted"; }; ok
 capw() { curl -s -m 5 --cacert "$P/ca.pem" $M -H "Authorization: Bearer $RTOK" "$AURL/metrics" |
   awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
-wait_until "the event's cap on GPU 0 over mTLS" 40 $CP "$T/ctl.log" "[ \"\$(curl -s -m 5 --cacert '$P/ca.pem' --cert '$P/ctl.pem' --key '$P/ctl.key' -H 'Authorization: Bearer $RTOK' '$AURL/metrics' | awk -F'[ {}]' '\$1==\"pfi_gpu_power_cap_watts\" && index(\$0, \"gpu=\\\"0\\\"\"){print int(\$NF)}')\" -lt 690 ]"
+wait_for 40 "the event's cap on GPU 0 over mTLS" 'num "$(capw)" "<" 690'
 echo "cap on GPU 0 under the event, set over mTLS: $(capw) W"
 done_ok

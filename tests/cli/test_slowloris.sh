@@ -16,26 +16,15 @@ SL=$TOOLS/slowloris
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 kill_daemons_on_exit
 
-# wait_file FILE PID LOG: poll (20 s wall clock) until FILE is non-empty;
-# fail at once, with LOG, if PID exits
-wait_file() {
-  end=$(( $(date +%s) + 20 ))
-  until [ -s "$1" ]; do
-    kill -0 "$2" 2>/dev/null || { tail -n 30 "$3" >&2; fail "process $2 exited (waiting for $1)"; }
-    [ "$(date +%s)" -lt "$end" ] || { tail -n 30 "$3" >&2; fail "timed out waiting for $1"; }
-    sleep 0.05
-  done
-}
 ms() { date +%s%3N; }
 
 new_token "$T/atok" "$T/ctok"
 TOKEN=$(cat "$T/atok")
-"$PFI_AGENT" --backend "sim:gpus=8,load=0,state=$T/hw.json" --listen 127.0.0.1:0 --port-file "$T/a.port" \
-  --control-listen 127.0.0.1:0 --control-port-file "$T/a.cport" --token-file "$T/atok" \
-  --state-file "$T/state.json" --interval 0.2 --log "$T/agent.log" &
-AP=$!; PIDS="$PIDS $AP"
-wait_file "$T/a.port" $AP "$T/agent.log"
-wait_file "$T/a.cport" $AP "$T/agent.log"
+start_daemon agent "$T/agent.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=8,load=0,state=$T/hw.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --control-listen 127.0.0.1:0 --control-port-file "$T/a.cport" \
+  --token-file "$T/atok" --state-file "$T/state.json" --interval 0.2 --log "$T/agent.log"
+AP=$DPID
+wait_for 30 "the agent's control port file" '[ -s "$T/a.cport" ]'
 AURL=http://127.0.0.1:$(cat "$T/a.port")
 CURL=http://127.0.0.1:$(cat "$T/a.cport")
 
@@ -90,9 +79,8 @@ cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1, "baseline_window_s": 5,
  "lease_s": 30, "agents": [{"name": "n1", "url": "http://127.0.0.1:$ACTL", "token_file": "$T/atok"}]}
 EOF
-"$CTL" --config "$T/ctl.json" --port-file "$T/c.port" 2>>"$T/ctl.log" &
-CPID=$!; PIDS="$PIDS $CPID"
-wait_file "$T/c.port" $CPID "$T/ctl.log"
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+CPID=$DPID
 CURLC=http://127.0.0.1:$(cat "$T/c.port")
 "$SL" 127.0.0.1 "$(cat "$T/c.port")" 127.0.0.2 600 20 2 >"$T/sl3.out" 2>&1 &
 S3=$!; PIDS="$PIDS $S3"

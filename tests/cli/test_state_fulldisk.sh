@@ -19,35 +19,19 @@ SMALL=$T/small
 mkdir "$SMALL"
 mount -t tmpfs -o size=64k,mode=0755 pfi-test "$SMALL" || fail "cannot mount a tmpfs on $SMALL"
 PID=
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; umount "$SMALL" 2>/dev/null; rm -rf "$T"' EXIT
+kill_daemons_on_exit 'umount "$SMALL" 2>/dev/null'
 new_token "$T/token"
 TOKEN=$(cat "$T/token")
 HW=$T/hw.json
 STATE=$SMALL/agent-state.json
 SIM="sim:gpus=4,state=$HW"
 
-hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(($1 + 1)) | sed 's/\.0$//'; }
-# wait_for WHAT CMD...: poll CMD until it succeeds (30 s wall-clock deadline);
-# fails at once, with the agent's log, if the agent has exited
-wait_for() {
-  what=$1; shift
-  end=$(($(date +%s) + 30))
-  until "$@"; do
-    [ -z "$PID" ] || kill -0 "$PID" 2>/dev/null || { cat "$T/agent.log" >&2; fail "the agent exited while waiting for: $what"; }
-    [ "$(date +%s)" -lt "$end" ] || { cat "$T/agent.log" >&2; fail "timed out waiting for: $what"; }
-    sleep 0.05
-  done
-}
-started() { [ -s "$T/port" ]; }
 start_agent() {
-  rm -f "$T/port"
-  "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" --state-file "$STATE" \
-    --interval 0.2 --log "$T/agent.log" &
-  PID=$!
-  wait_for "the agent to listen" started
-  URL=http://127.0.0.1:$(cat "$T/port")
+  start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
+    --token-file "$T/token" --state-file "$STATE" --interval 0.2 --log "$T/agent.log"
+  PID=$DPID; URL=http://127.0.0.1:$DPORT
 }
-kill9_agent() { kill -9 "$PID"; wait "$PID" 2>/dev/null; PID=; }
+kill9_agent() { stop_daemon "$PID" KILL; PID=; }
 put() { CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOKEN" --data-binary "$1" "$URL/v1/caps"); }
 expect_code() { [ "$CODE" = "$1" ] || { cat "$T/body" "$T/agent.log" >&2; fail "HTTP $CODE, expected $1 ($2)"; }; ok; }
 fill() { dd if=/dev/zero of="$SMALL/fill" bs=4k count=64 2>/dev/null; ! (echo x >"$SMALL/probe") 2>/dev/null || fail "$SMALL is not full"; ok; }
@@ -80,14 +64,14 @@ expect_code 503 "full again"
 # kill -9, restart on the full disk: the lease ends, the real baselines come back
 kill9_agent
 start_agent
-wait_for "GPU 0 back at its baseline" is_cap 0 700
-wait_for "GPU 1 back at its baseline" is_cap 1 700
+wait_for 30 "GPU 0 back at its baseline" 'is_cap 0 700'
+wait_for 30 "GPU 1 back at its baseline" 'is_cap 1 700'
 # with room again, the next lease records the real baseline (not 400 W)
 unfill
 put '{"lease_s":30,"controller":"ctl","generation":4,"gpus":[{"index":0,"cap_w":500}]}'
 expect_code 200 "room again"
 contains "$T/body" '"baseline_w":700'
-kill -TERM "$PID"; wait "$PID"; PID=
+stop_daemon "$PID" TERM; PID=
 [ "$(hw_cap 0)" = "700" ] || fail "SIGTERM left GPU 0 at $(hw_cap 0)"; ok
 
 # ---- pfi sweep's state file on a full disk: no cap is set ----

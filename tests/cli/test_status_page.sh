@@ -32,18 +32,15 @@ curl -s "$URL/" >"$T/page.html"
 contains "$T/page.html" "<svg id=\"chart\""
 lacks "$T/page.html" "http://"
 lacks "$T/page.html" "https://"
-flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --disable-quic"
-# shellcheck disable=SC2086
-timeout 120 chromium $flags --user-data-dir="$T/c1" --virtual-time-budget=4000 --dump-dom "$URL/" >"$T/dom" 2>"$T/chrome.err" \
-  || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
-n=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+chromium_dom "$URL/"
+n=$DOM_POINTS
 [ -n "$n" ] && [ "$n" -ge 3 ] || { head -c 2000 "$T/dom" >&2; fail "the page drew $n points"; }; ok
 grep -q 'data-measured-w="[0-9][0-9]*"' "$T/dom" || fail "no measured power on the page"; ok
 grep -q '<polyline id="measured" fill="none" stroke="#1f77b4" stroke-width="2" points="[0-9]' "$T/dom" || fail "empty chart"; ok
 contains "$T/dom" "event active"
 contains "$T/dom" "<td>j1</td>"
 # shellcheck disable=SC2086
-timeout 120 chromium $flags --user-data-dir="$T/c2" --virtual-time-budget=4000 --window-size=1100,900 --screenshot="$T/shot.png" "$URL/" >/dev/null 2>&1 \
+timeout 120 chromium $CHROMIUM_FLAGS --user-data-dir="$T/c2" --virtual-time-budget=4000 --window-size=1100,900 --screenshot="$T/shot.png" "$URL/" >/dev/null 2>&1 \
   || fail "chromium --screenshot failed"
 [ "$(wc -c <"$T/shot.png")" -gt 20000 ] || fail "screenshot only $(wc -c <"$T/shot.png") bytes"; ok
 cp "$T/shot.png" "${PFI_SHOT:-/dev/null}" 2>/dev/null || true

@@ -16,21 +16,10 @@ command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 new_token "$T/token"
 TOKEN=$(cat "$T/token")
 HW=$T/hw.json
-PID=
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; rm -rf "$T"' EXIT
 mkdir -p "$T/jobs" "$T/sl"
 chmod 1777 "$T/sl"
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
-wait_for() { # SECONDS WHAT CMD...: poll; fail fast (with the log) when the agent exits
-  limit=$1 what=$2; shift 2
-  end=$(awk -v u="$(uptime_s)" -v l="$limit" 'BEGIN{print u + l}')
-  until "$@"; do
-    kill -0 "$PID" 2>/dev/null || { cat "$T/agent.log" >&2; fail "the agent exited while waiting for $what"; }
-    awk -v u="$(uptime_s)" -v e="$end" 'BEGIN{exit !(u < e)}' || { cat "$T/agent.log" >&2; fail "no $what within $limit s"; }
-    sleep 0.1
-  done
-}
 rec() { # FILE N: append N step records
   i=0; while [ $i -lt "$2" ]; do printf '{"t_s": %s, "tokens_per_s": 1000}\n' "$(date +%s)" >>"$1"; i=$((i + 1)); done
 }
@@ -52,30 +41,28 @@ job u4 4 "sl/u4.jsonl" 0
 awk 'BEGIN{for(i=0;i<20000;i++) printf "{\"t_s\": 1, \"tokens_per_s\": 1}\n"; for(i=0;i<10;i++) printf "{\"t_s\": 2, \"tokens_per_s\": 5000}\n"}' >"$T/sl/u5.jsonl"
 job u5 5 "$T/sl/u5.jsonl"
 
-"$PFI_AGENT" --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 --port-file "$T/port" --token-file "$T/token" \
-  --state-file "$T/state.json" --interval 0.2 --jobs-dir "$T/jobs" --log "$T/agent.log" &
-PID=$!
-wait_for 30 "port file" test -s "$T/port"
-URL=http://127.0.0.1:$(cat "$T/port")
+start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 \
+  --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 --jobs-dir "$T/jobs" --log "$T/agent.log"
+PID=$DPID; URL=http://127.0.0.1:$DPORT
 tps() { curl -s -m 5 "$URL/metrics" | awk -v j="$1" '$1 ~ "^pfi_job_tokens_per_second[{]job=\"" j "\"" {print $2}'; }
 has_tps() { [ -n "$(tps "$1")" ]; }
 logged() { grep -qF -- "$1" "$T/agent.log"; }
 
 # ---- a regular file of the job's user is read; the others are refused ----
-wait_for 30 "u0's throughput" has_tps u0
-wait_for 30 "u5's throughput" has_tps u5
+wait_for 30 "u0's throughput" 'has_tps u0'
+wait_for 30 "u5's throughput" 'has_tps u5'
 # the reference: the mean of the whole records in the file's last 256 KiB (the whole file's is 3.5)
 want=$(tail -c 262144 "$T/sl/u5.jsonl" | tail -n +2 | awk -F'"tokens_per_s": ' '{s += $2 + 0; n++} END{print s / n}')
 near "$(tps u5)" "$want" 0.001
-wait_for 30 "u1 refused" logged "job u1: step log $T/sl/u1.jsonl: a symbolic link (refused)"
-wait_for 30 "u2 refused" logged "job u2: step log $T/sl/u2.jsonl: owned by uid 65534, not the job's user (uid 0; refused)"
-wait_for 30 "u3 refused" logged "job u3: step log $T/sl/u3.jsonl: owned by uid 0, not the job's user (uid 65534; refused)"
-wait_for 30 "u4 refused" logged "job u4: step log sl/u4.jsonl: not an absolute path"
+wait_for 30 "u1 refused" 'logged "job u1: step log $T/sl/u1.jsonl: a symbolic link (refused)"'
+wait_for 30 "u2 refused" 'logged "job u2: step log $T/sl/u2.jsonl: owned by uid 65534, not the job'\''s user (uid 0; refused)"'
+wait_for 30 "u3 refused" 'logged "job u3: step log $T/sl/u3.jsonl: owned by uid 0, not the job'\''s user (uid 65534; refused)"'
+wait_for 30 "u4 refused" 'logged "job u4: step log sl/u4.jsonl: not an absolute path"'
 for j in u1 u2 u3 u4; do [ -z "$(tps $j)" ] || fail "job $j: a refused step log gave a throughput"; ok; done
 n=$(grep -c "job u1: step log" "$T/agent.log"); [ "$n" -eq 1 ] || fail "the refusal of u1 logged $n times (once expected)"; ok
 # a bad uid in a job file: the entry is ignored, with a line naming the file and field
 printf '{"job_id": "u9", "gpus": [5], "uid": "root"}\n' >"$T/jobs/u9.json"
-wait_for 30 "the bad uid named" logged "$T/jobs/u9.json: job u9: field 'uid': expected a user id"
+wait_for 30 "the bad uid named" 'logged "$T/jobs/u9.json: job u9: field '\''uid'\'': expected a user id"'
 rm -f "$T/jobs/u9.json"
 
 # ---- a FIFO step log during a lease: expiry and /metrics go on ----
@@ -84,12 +71,11 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "PUT: HTTP $CODE"; }; ok
 t0=$(uptime_s)
 rm -f "$T/sl/u0.jsonl"; mkfifo "$T/sl/u0.jsonl"
-hw_cap0() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/[],].*//'; }
-cap0_is() { awk -v c="$(hw_cap0)" -v w="$1" 'BEGIN{exit !(c + 0 == w + 0 && c != "")}'; }
+cap0_is() { num "$(hw_cap 0)" "==" "$1"; } # GPU 0's cap is W
 metrics_answer() { curl -s -m 5 -o "$T/m" -w '%{http_code}' "$URL/metrics" | grep -q 200; }
-wait_for 30 "the FIFO refused" logged "job u0: step log $T/sl/u0.jsonl: not a regular file (refused)"
+wait_for 30 "the FIFO refused" 'logged "job u0: step log $T/sl/u0.jsonl: not a regular file (refused)"'
 metrics_answer || fail "/metrics did not answer within 5 s with a FIFO step log"; ok
-wait_for 30 "the baseline after the 6 s lease" cap0_is 700
+wait_for 30 "the baseline after the 6 s lease" 'cap0_is 700'
 d=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{print b - a}')
 metrics_answer || fail "/metrics did not answer within 5 s after the lease"; ok
 contains "$T/agent.log" "lease of controller c generation 1 expired"
@@ -100,6 +86,6 @@ awk -v l="$late" 'BEGIN{exit !(l >= -0.01 && l < 5)}' || fail "restored $late s 
 echo "FIFO step log: the 6 s lease restored $late s after its end ($d s after the PUT); /metrics answering"
 # the FIFO gone again: a regular file is followed from its start
 rm -f "$T/sl/u0.jsonl"; rec "$T/sl/u0.jsonl" 2
-kill -TERM $PID; wait $PID; rc=$?; PID=
+stop_daemon $PID TERM; rc=$STOP_RC; PID=
 [ $rc -eq 0 ] || fail "agent exit $rc"; ok
 done_ok

@@ -9,7 +9,6 @@
 HW=$T/hw.json
 SIM="sim:gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,noise=0.003,state=$HW"
 ST=$T/sweep-state
-hw_cap() { tr -d ' \n' <"$HW" | sed 's/.*"caps_w":\[//; s/\].*//' | cut -d, -f$(($1 + 1)) | sed 's/\.0$//'; }
 hw_set() { echo "{\"gpus\": 8, \"caps_w\": [$1]}" >"$HW"; }
 export PFI_TIME_SCALE=100
 U=GPU-5151a000-0000-4000-8000-00000000000
