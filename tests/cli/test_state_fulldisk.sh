@@ -9,6 +9,11 @@
 # namespace (unshare -m), so a killed test leaks no mount.
 if [ -z "${PFI_IN_MOUNT_NS-}" ]; then
   [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root to mount a small tmpfs"; exit 77; }
+  # A chroot whose / is not a mount point (a fresh root built by mmdebstrap)
+  # cannot make its mounts private; without that, the tmpfs could propagate
+  # to the host's mount table, so the test does not run there.
+  unshare -m --propagation private true 2>/dev/null ||
+    { echo "skipped: cannot make a private mount namespace here (unshare -m --propagation private fails, e.g. in a chroot)"; exit 77; }
   PFI_IN_MOUNT_NS=1 exec unshare -m --propagation private sh "$0" "$@"
 fi
 . "$SRC/tests/cli/lib.sh"
