@@ -187,7 +187,9 @@ static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_
     void *buf = NULL;
     nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {
-        void *nb = realloc(buf, (size_t)cap * esz);
+        /* room for 32-byte records whatever esz says, so a driver that
+           writes wider records than its header cannot overflow the buffer */
+        void *nb = realloc(buf, (size_t)cap * (esz > 32 ? esz : 32));
         if (!nb) {
             free(buf);
             return pfi_errorf(err, PFI_ENOMEM, "GPU %zu: out of memory for %u processes", i, cap);
@@ -284,8 +286,11 @@ pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **o
     s->mem = (nvmlDeviceGetMemoryInfo_fn)sym(s->dl, "nvmlDeviceGetMemoryInfo", NULL, NULL);
     s->temp = (nvmlDeviceGetTemperature_fn)sym(s->dl, "nvmlDeviceGetTemperature", NULL, NULL);
     s->fields = (nvmlDeviceGetFieldValues_fn)sym(s->dl, "nvmlDeviceGetFieldValues", NULL, NULL);
-    s->procs = (nvmlDeviceGetComputeRunningProcesses_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses_v3",
-                                                           "nvmlDeviceGetComputeRunningProcesses_v2", NULL);
+    /* _v2 first: some R535 drivers' _v3 writes 32-byte records (with a
+       confidential-computing field) where its header says 24, which misreads
+       PIDs; _v2 writes the 24-byte nvmlProcessInfo_t everywhere */
+    s->procs = (nvmlDeviceGetComputeRunningProcesses_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses_v2",
+                                                           "nvmlDeviceGetComputeRunningProcesses_v3", NULL);
     s->procs_v1 = (nvmlDeviceGetComputeRunningProcesses_v1_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
     if (!init || !count || !handle || !s->uuid) {
         dlclose(s->dl);

@@ -168,6 +168,33 @@ static pfi_status start(pfi_outfile *o, const char *path, pfi_error *err)
     return o->path ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 }
 
+/* The kernel's fs.protected_symlinks rule, kept although we resolve links
+ * ourselves: a link in a sticky, world-writable directory (/tmp) is followed
+ * only if its owner owns the directory or is us. Otherwise root writing
+ * "/tmp/out" could be sent by another user's link to any file. Checked for
+ * each link of a chain ending at path (at most 40, as the kernel). */
+static int link_forbidden(const char *path)
+{
+    char cur[4096], tgt[4096], dir[4096];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hop = 0; hop < 40; hop++) {
+        struct stat ls, ds;
+        if (lstat(cur, &ls) != 0 || !S_ISLNK(ls.st_mode)) return 0;
+        const char *slash = strrchr(cur, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else if (slash == cur) snprintf(dir, sizeof dir, "/");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(slash - cur), cur);
+        if (stat(dir, &ds) != 0) return 0;
+        if ((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) && ls.st_uid != ds.st_uid && ls.st_uid != geteuid()) return 1;
+        ssize_t n = readlink(cur, tgt, sizeof tgt - 1);
+        if (n < 0) return 0;
+        tgt[n] = '\0';
+        if (tgt[0] == '/') snprintf(cur, sizeof cur, "%s", tgt);
+        else if ((size_t)snprintf(cur, sizeof cur, "%s/%s", dir, tgt) >= sizeof cur) return 0;
+    }
+    return 0;
+}
+
 pfi_status pfi_out_open(pfi_outfile *o, const char *path, pfi_error *err)
 {
     if (!path || strcmp(path, "-") == 0) {
@@ -179,6 +206,8 @@ pfi_status pfi_out_open(pfi_outfile *o, const char *path, pfi_error *err)
     if (st) return st;
     int nfd = named_fd(path);
     if (nfd >= 0) return open_direct(o, nfd, err);
+    if (link_forbidden(path))
+        return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: a symbolic link owned by another user in a sticky world-writable directory; not followed (fs.protected_symlinks)", path));
     struct stat sb;
     if (stat(path, &sb) == 0) {
         if (S_ISDIR(sb.st_mode)) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: is a directory", path));

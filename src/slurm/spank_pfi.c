@@ -145,11 +145,28 @@ static int dir_ok(const char *dir, int leaf, char *why, size_t wn)
     return 0;
 }
 
-/* the whole chain from / to dir (symbolic links resolved first: a link
- * among root's own directories, such as /var/run, is fine) */
+/* the whole chain from / to dir. First the path as written: every
+ * component root's (a symbolic link too: a user's link, even in sticky
+ * /tmp, could be pointed elsewhere between our check and our use), every
+ * directory above writable by root alone or sticky. Then the resolved path
+ * (a link among root's own directories, such as /var/run, is fine). */
 int pfi_spank_dir_chain_ok(const char *dir, char *why, size_t wn)
 {
-    char real[PATH_MAX];
+    char real[PATH_MAX], given[PATH_MAX];
+    if (dir[0] != '/') return snprintf(why, wn, "%s: not an absolute path", dir), -1;
+    if (snprintf(given, sizeof given, "%s", dir) >= (int)sizeof given) return snprintf(why, wn, "path too long"), -1;
+    for (char *p = given + 1;; p++)
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            struct stat st;
+            if (lstat(given, &st)) return snprintf(why, wn, "%s: %s", given, strerror(errno)), -1;
+            if (st.st_uid != 0) return snprintf(why, wn, "%s: owned by uid %lu, not root", given, (unsigned long)st.st_uid), -1;
+            if (S_ISDIR(st.st_mode) && c && (st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+                return snprintf(why, wn, "%s: writable by group or others and not sticky", given), -1;
+            *p = c;
+            if (!c) break;
+        }
     if (!realpath(dir, real)) return snprintf(why, wn, "%s: %s", dir, strerror(errno)), -1;
     if (dir_ok("/", !strcmp(real, "/"), why, wn)) return -1;
     for (char *p = real + 1; *p; p++)
@@ -286,7 +303,12 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     parse_args(ac, av);
     uint32_t id = job_id(sp);
     if (!id) return 0;
-    char path[1200], steplog[1200], prefix[1100];
+    char why[1200];
+    if (dirs_ok(why, sizeof why)) {
+        slurm_error("pfi: rundir %s is not safe for root to remove files in (%s): job %u's files are left", rundir, why, id);
+        return 0;
+    }
+    char steplog[1200], prefix[1100], name[64];
     /* the step log we made for it (only a file of ours in steplogs/) */
     snprintf(prefix, sizeof prefix, "%s/steplogs/", rundir);
     if (job_steplog(id, steplog, sizeof steplog) == 0 && !strncmp(steplog, prefix, strlen(prefix)) &&
@@ -297,7 +319,9 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
             close(dfd);
         }
     }
-    snprintf(path, sizeof path, "%s/jobs/%u.json", rundir, id);
-    if (unlink(path) != 0 && errno != ENOENT) slurm_error("pfi: %s: %s", path, strerror(errno));
+    snprintf(name, sizeof name, "%u.json", id);
+    int dfd = open_dir("jobs");
+    if (dfd < 0 || (unlinkat(dfd, name, 0) != 0 && errno != ENOENT)) slurm_error("pfi: %s/jobs/%s: %s", rundir, name, strerror(errno));
+    if (dfd >= 0) close(dfd);
     return 0;
 }

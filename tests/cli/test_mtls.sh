@@ -32,6 +32,10 @@ ossl x509 -req -in "$P/agent.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreatese
 ossl req -newkey rsa:2048 -nodes -keyout "$P/ctl.key" -out "$P/ctl.csr" -subj "/CN=pfi-controller"
 ossl x509 -req -in "$P/ctl.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/ctl.pem" -days 2
 ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/rogue.key" -out "$P/rogue.pem" -days 2 -subj "/CN=rogue"
+# a certificate the CA issued for a server (extended key usage serverAuth only)
+printf 'extendedKeyUsage=serverAuth\n' >"$P/srv.ext"
+ossl req -newkey rsa:2048 -nodes -keyout "$P/srv.key" -out "$P/srv.csr" -subj "/CN=some server"
+ossl x509 -req -in "$P/srv.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/srv.pem" -days 2 -extfile "$P/srv.ext"
 
 new_token "$T/atok" "$T/rtok" "$T/ctok"
 TOK=$(cat "$T/atok"); RTOK=$(cat "$T/rtok")
@@ -45,6 +49,8 @@ AURL=https://127.0.0.1:$DPORT
 # code CURL-ARGS... -> HTTP code (000: TLS refused)
 code() { curl -s -o "$T/body" -w '%{http_code}' --max-time 20 --cacert "$P/ca.pem" "$@"; }
 c=$(code "$AURL/healthz"); [ "$c" = 403 ] || [ "$c" = 000 ] || fail "no client certificate: HTTP $c, expected 403 (or a refused handshake)"; ok
+c=$(code --cert "$P/srv.pem" --key "$P/srv.key" "$AURL/healthz")
+[ "$c" = 403 ] || [ "$c" = 000 ] || fail "a server certificate of the same CA used as a client's: HTTP $c, expected 403"; ok
 c=$(code --cert "$P/rogue.pem" --key "$P/rogue.key" "$AURL/healthz")
 [ "$c" = 403 ] || [ "$c" = 000 ] || fail "an unsigned client certificate: HTTP $c, expected 403"; ok
 M="--cert $P/ctl.pem --key $P/ctl.key"
@@ -65,6 +71,10 @@ EOF
 }
 cfg "$T/bad1.json" "{\"name\": \"n1\", \"url\": \"http://node1.invalid:9477\", \"token_file\": \"$T/atok\"}"
 expect_error 1 "cleartext" "$CTL" --config "$T/bad1.json"
+for u in "http://127.0.0.1@node1.invalid:9477" "http://127.example.invalid:9477" "http://localhost.invalid:9477" "http://[::2]:9477"; do
+  cfg "$T/bad1.json" "{\"name\": \"n1\", \"url\": \"$u\", \"token_file\": \"$T/atok\"}"
+  expect_error 1 "cleartext" "$CTL" --config "$T/bad1.json"
+done
 cfg "$T/bad2.json" "{\"name\": \"n1\", \"url\": \"http://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"ca_file\": \"$P/ca.pem\"}"
 expect_error 1 "need an https:// url" "$CTL" --config "$T/bad2.json"
 cfg "$T/bad3.json" "{\"name\": \"n1\", \"url\": \"https://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"client_cert\": \"$P/ctl.pem\"}"

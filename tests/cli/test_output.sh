@@ -39,6 +39,22 @@ expect_status 0 timeout 30 "$PFI" index --no-ci --ratios "$T/dangling.csv" -o "$
 [ -L "$T/dangling.csv" ] && [ -f "$T/made.csv" ] || fail "dangling link"; ok
 contains "$T/made.csv" "gpu_model,group,cap_w"
 
+# --- fs.protected_symlinks kept: another user's link in a sticky
+# world-writable directory (/tmp-like) is not followed (as root here)
+if [ "$(id -u)" -eq 0 ]; then
+  mkdir "$T/sticky"; chmod 1777 "$T/sticky"
+  echo "root's own" >"$T/victim"
+  ln -s "$T/victim" "$T/sticky/out.csv"; chown -h 65534:65534 "$T/sticky/out.csv"
+  expect_error 1 "not followed (fs.protected_symlinks)" timeout 30 "$PFI" index --no-ci -o "$T/sticky/out.csv" "$T/s.csv"
+  contains "$T/victim" "root's own"
+  # root's own link there is followed as before
+  ln -s "$T/b/real.csv" "$T/sticky/mine.csv"
+  expect_status 0 timeout 30 "$PFI" index --no-ci -o "$T/sticky/mine.csv" "$T/s.csv"
+  contains "$T/b/real.csv" "$HDR"
+else
+  echo "skip: protected symlinks (needs root to own a link as another user)"
+fi
+
 # --- mode (and owner, as root) of an existing file are kept; a new file follows the umask
 echo old >"$T/m.csv"; chmod 600 "$T/m.csv"
 [ "$(id -u)" -eq 0 ] && chown 4321:4321 "$T/m.csv"

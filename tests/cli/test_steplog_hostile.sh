@@ -64,6 +64,20 @@ n=$(grep -c "job u1: step log" "$T/agent.log"); [ "$n" -eq 1 ] || fail "the refu
 printf '{"job_id": "u9", "gpus": [5], "uid": "root"}\n' >"$T/jobs/u9.json"
 wait_for 30 "the bad uid named" 'logged "$T/jobs/u9.json: job u9: field '\''uid'\'': expected a user id"'
 rm -f "$T/jobs/u9.json"
+# job files themselves must be the admin's: a FIFO, a link, a file others
+# can write, or another user's are ignored (logged), never read or waited on
+mkfifo "$T/jobs/f1.json"
+printf '{"job_id": "f2", "gpus": [5]}\n' >"$T/f2.json"; ln -s "$T/f2.json" "$T/jobs/f2.json"
+printf '{"job_id": "f3", "gpus": [5]}\n' >"$T/jobs/f3.json"; chmod 666 "$T/jobs/f3.json"
+printf '{"job_id": "f4", "gpus": [5]}\n' >"$T/jobs/f4.json"; chown 65534 "$T/jobs/f4.json"
+wait_for 30 "the FIFO job file refused" 'logged "$T/jobs/f1.json: not a regular file; job file ignored"'
+wait_for 30 "the linked job file refused" 'logged "$T/jobs/f2.json: a symbolic link; job file ignored"'
+wait_for 30 "the world-writable job file refused" 'logged "$T/jobs/f3.json: not root'\''s, or writable by others; job file ignored"'
+wait_for 30 "another user's job file refused" 'logged "$T/jobs/f4.json: not root'\''s, or writable by others; job file ignored"'
+metrics_ok() { curl -s -m 5 -o /dev/null -w '%{http_code}' "$URL/metrics" | grep -q 200; }
+wait_for 30 "/metrics answering with a FIFO in the jobs directory" 'metrics_ok'
+for j in f1 f2 f3 f4; do ! curl -s -m 5 "$URL/v1/node" | grep -q "\"job_id\":\"$j\"" || fail "job $j mapped from a refused job file"; ok; done
+rm -f "$T/jobs/f1.json" "$T/jobs/f2.json" "$T/jobs/f3.json" "$T/jobs/f4.json"
 
 # ---- a FIFO step log during a lease: expiry and /metrics go on ----
 CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $TOKEN" \

@@ -217,6 +217,20 @@ static void unsafe_dirs_refused(void **st)
     assert_non_null(strstr(g_err, "not a directory"));
     snprintf(job, sizeof job, "%s/5003.json", victim);
     assert_int_equal(access(job, F_OK), -1);
+    /* a user's symbolic link in a sticky directory, pointing at a safe
+       root-owned directory: refused (the user could point it elsewhere) */
+    snprintf(d, sizeof d, "%s/stickyd", base);
+    assert_int_equal(mkdir(d, 0755), 0);
+    chmod(d, 01777);
+    snprintf(victim, sizeof victim, "%s/rootdir", base);
+    assert_int_equal(mkdir(victim, 0755), 0);
+    snprintf(run, sizeof run, "%s/stickyd/run", base);
+    assert_int_equal(symlink(victim, run), 0);
+    assert_int_equal(lchown(run, 65534, 65534), 0);
+    run_prolog(run, 5006);
+    assert_non_null(strstr(g_err, "not root"));
+    snprintf(job, sizeof job, "%s/jobs/5006.json", victim);
+    assert_int_equal(access(job, F_OK), -1);
     /* below a world-writable, non-sticky directory: refused */
     snprintf(d, sizeof d, "%s/wide", base);
     assert_int_equal(mkdir(d, 0777), 0);

@@ -80,6 +80,8 @@ typedef struct agent {
     /* counters */
     unsigned long long cap_changes, rejected, samples;
     double sampling_cpu_s, started_at;
+    int save_pending;                 /* the last state save failed: retried by the lease thread */
+    double save_retry_at_s;           /* monotonic s */
     double restore_retry_at_s, restore_delay_s; /* a failed restore: next try (monotonic s), back-off */
     int port, control_port;
     struct pfi_httpd *httpd, *control_httpd;
@@ -93,6 +95,8 @@ void agent_log(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* status: HTTP code; *resp: JSON text (malloc'd) */
 int agent_put_caps(agent *a, const char *body, size_t len, char **resp);
 void agent_restore(agent *a, const char *why);
+/* 1 while some GPU is not back at its baseline (a device refused) */
+int agent_restore_pending(const agent *a);
 void agent_check_lease(agent *a);
 int agent_startup_state(agent *a);
 /* --restore-and-exit: every changed GPU back to its baseline (device defaults

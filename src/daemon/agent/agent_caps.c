@@ -30,9 +30,15 @@ int agent_save_state(agent *a)
     pfi_error e;
     pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(), pfi_clock_mono()); /* the file keeps wall time */
     if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
-        agent_log(a, "error: cannot save the state file: %s", e.msg);
+        /* the file may now say more than the devices do (e.g. a write-ahead
+           of caps that were then undone): keep trying (agent_check_lease),
+           so a restart cannot apply what was reported as not done */
+        if (!a->save_pending) agent_log(a, "error: cannot save the state file (retrying): %s", e.msg);
+        a->save_pending = 1;
         return -1;
     }
+    if (a->save_pending) agent_log(a, "state file saved again");
+    a->save_pending = 0;
     return 0;
 }
 
@@ -278,6 +284,10 @@ void agent_restore(agent *a, const char *why)
 void agent_check_lease(agent *a)
 {
     double now = pfi_clock_mono();
+    if (a->save_pending && mono_s() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
+        a->save_retry_at_s = mono_s() + 1;
+        agent_save_state(a);
+    }
     int pending = 0;
     for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
     if (a->lease.active && now >= a->lease.expires_mono) {
@@ -378,6 +388,13 @@ int agent_startup_state(agent *a)
     return 0;
 }
 
+int agent_restore_pending(const agent *a)
+{
+    for (size_t k = 0; k < a->lease.n; k++)
+        if (a->lease.gpu[k].changed) return 1;
+    return 0;
+}
+
 int agent_restore_and_exit(agent *a)
 {
     int found;
@@ -389,9 +406,7 @@ int agent_restore_and_exit(agent *a)
     if (a->lease.active) agent_log(a, "--restore-and-exit: ending the lease of controller %s generation %lld", a->lease.controller, a->lease.generation);
     a->lease.active = 0;
     agent_restore(a, corrupt ? "--restore-and-exit, corrupt state file: device default" : "--restore-and-exit");
-    int pending = 0;
-    for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
-    if (pending) {
+    if (agent_restore_pending(a)) {
         agent_log(a, "error: --restore-and-exit: some GPUs could not be restored (above); %s still lists them", a->cfg.state_file);
         return 1;
     }

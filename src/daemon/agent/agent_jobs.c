@@ -126,10 +126,44 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
     }
 }
 
+/* Job files are the admin's (the scheduler integration's): only a regular
+ * file, not a link, owned by root or by us and writable by its owner alone
+ * is read (non-blocking, at most 1 MiB); anything else could be a user's
+ * forgery (another job's GPUs, tier 0) or a FIFO that would stall the
+ * mapping. Each refusal is logged once per path. */
+static int admin_owned(const struct stat *st) { return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & 022); }
+
+static void refuse_once(agent *a, const char *path, const char *why)
+{
+    static char seen[32][512]; /* the last 32 refused paths (called under a->mu) */
+    static unsigned next;
+    for (unsigned i = 0; i < 32; i++)
+        if (!strncmp(seen[i], path, sizeof seen[i] - 1)) return;
+    snprintf(seen[next++ % 32], sizeof seen[0], "%s", path);
+    agent_log(a, "warning: %s: %s; job file ignored (docs/security.md)", path, why);
+}
+
 static void map_file(agent *a, const char *path, jmap *m)
 {
     json_error_t je;
-    json_t *o = json_load_file(path, 0, &je);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st = {0};
+    if (fd < 0) {
+        refuse_once(a, path, errno == ELOOP ? "a symbolic link" : strerror(errno));
+        return;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !admin_owned(&st) || st.st_size > (1 << 20)) {
+        refuse_once(a, path, !S_ISREG(st.st_mode) ? "not a regular file" : st.st_size > (1 << 20) ? "larger than 1 MiB"
+                                                                                                   : "not root's, or writable by others");
+        close(fd);
+        return;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    ssize_t got = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+    close(fd);
+    json_t *o = got >= 0 ? json_loadb(buf, (size_t)got, 0, &je) : NULL;
+    if (got < 0) snprintf(je.text, sizeof je.text, "cannot read"), je.line = 0;
+    free(buf);
     if (!o) {
         agent_log(a, "warning: %s:%d: %s; job file ignored", path, je.line, je.text);
         return;
@@ -186,8 +220,13 @@ void agent_jobs_refresh(agent *a)
                 warned_pid[i] = p[k].pid;
                 continue;
             }
+            /* the step log: the backend's (sim), else a job file's (merged
+               later); $PFI_STEPLOG from the process's environment only with
+               --job-env: reading another user's environ can be made to
+               stall (its pages are the user's to map), and it runs under the
+               agent's lock */
             if (p[k].steplog[0]) snprintf(sl, sizeof sl, "%s", p[k].steplog);
-            else proc_env(p[k].pid, "PFI_STEPLOG", sl, sizeof sl);
+            else if (a->cfg.job_env) proc_env(p[k].pid, "PFI_STEPLOG", sl, sizeof sl);
             snprintf(m->id[i], sizeof m->id[0], "%s", id);
             snprintf(m->steplog[i], sizeof m->steplog[0], "%s", sl);
             snprintf(m->source[i], sizeof m->source[0], "process");
@@ -199,7 +238,10 @@ void agent_jobs_refresh(agent *a)
         }
     }
     if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
-    if (a->cfg.jobs_dir) {
+    struct stat dst;
+    if (a->cfg.jobs_dir && (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)))
+        refuse_once(a, a->cfg.jobs_dir, "--jobs-dir is not a directory of root's (or ours) that only its owner can write");
+    else if (a->cfg.jobs_dir) {
         DIR *d = opendir(a->cfg.jobs_dir);
         if (d) {
             struct dirent *de;

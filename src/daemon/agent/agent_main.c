@@ -223,6 +223,17 @@ int main(int argc, char **argv)
         return 2;
     }
     pfi_error e;
+    /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
+       kill the agent between setting up and its restore path */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
         fprintf(stderr, "pfi-agent: %s\n", e.msg);
         return 2;
@@ -301,15 +312,6 @@ int main(int argc, char **argv)
     int st = agent_startup_state(a);
     pthread_mutex_unlock(&a->mu);
     if (st) return 1;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGQUIT, &sa, NULL);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
     pthread_t lease_tid;
     if (pthread_create(&lease_tid, NULL, lease_thread, a)) {
         agent_log(a, "error: cannot start the lease thread");
@@ -329,7 +331,7 @@ int main(int argc, char **argv)
     if (c->control_port_file && c->control_listen) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->control_port);
-        if (pfi_write_file_atomic(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+        if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
     /* on the monotonic clock: a wall-clock step neither stalls nor bursts sampling */
     double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
@@ -346,6 +348,7 @@ int main(int argc, char **argv)
         }
     }
     agent_log(a, "signal %d: stopping", (int)g_stop);
+    int exit_rc = 0;
     pthread_join(lease_tid, NULL);
     agent_http_stop(a);
     pthread_mutex_lock(&a->mu);
@@ -355,11 +358,25 @@ int main(int argc, char **argv)
     } else {
         a->lease.active = 0;
         agent_restore(a, "agent stopping");
+        /* a device that refused: retry with back-off for a bounded time (10
+           s), then exit non-zero with the state file still listing it, so
+           that --restore-and-exit (ExecStopPost) or the next start restores */
+        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
+            pthread_mutex_unlock(&a->mu);
+            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&a->mu);
+            agent_restore(a, "agent stopping (retry)");
+        }
+        if (agent_restore_pending(a)) {
+            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
+            exit_rc = 1;
+        }
     }
     pthread_mutex_unlock(&a->mu);
     if (a->have_model) pfi_model_free(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_free(&recon);
     if (a->log) fclose(a->log);
-    return 0;
+    return exit_rc;
 }

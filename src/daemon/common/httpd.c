@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -136,8 +137,11 @@ static int client_cert_ok(struct MHD_Connection *c)
     gnutls_session_t s = (gnutls_session_t)ci->tls_session;
     unsigned n = 0;
     if (!gnutls_certificate_get_peers(s, &n) || n == 0) return 0;
+    /* a chain to the configured CA, for client use: a certificate that CA
+       issued for a server (extended key usage without clientAuth) is refused */
+    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
     unsigned status = 1;
-    return gnutls_certificate_verify_peers2(s, &status) == 0 && status == 0;
+    return gnutls_certificate_verify_peers(s, &purpose, 1, &status) == 0 && status == 0;
 }
 
 static int takes_body(const char *m) { return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE"); }

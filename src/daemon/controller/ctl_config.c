@@ -2,7 +2,9 @@
  * docs/controller.md). Unknown keys and wrong types are errors naming the
  * key (one line); paths are used as given. ctl_config_parse reads the same
  * from memory (the fuzz target tests/fuzz/fuzz_ctl_config.c). */
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,13 +20,32 @@ static int str(json_t *v, const char *key, char *dst, size_t n, char *err, size_
     return 0;
 }
 
-/* loopback host of an http(s) URL: 127.0.0.0/8, ::1, localhost */
+/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1] or localhost. The
+ * authority runs from "://" to the first '/', '?' or '#'; a URL with
+ * user information ('@') is never loopback (http://127.0.0.1@host/). */
 static int loopback_url(const char *url)
 {
     const char *h = strstr(url, "://");
-    h = h ? h + 3 : url;
-    if (!strncmp(h, "127.", 4) || !strncmp(h, "[::1]", 5)) return 1;
-    return !strncmp(h, "localhost", 9) && (h[9] == ':' || h[9] == '/' || h[9] == '\0');
+    if (!h) return 0;
+    h += 3;
+    size_t n = strcspn(h, "/?#");
+    if (memchr(h, '@', n)) return 0;
+    char host[256];
+    if (n >= sizeof host) return 0;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':')) return 0;
+        *close = '\0';
+        struct in6_addr a6;
+        return inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+    }
+    char *colon = strchr(host, ':');
+    if (colon) *colon = '\0';
+    if (!strcmp(host, "localhost")) return 1;
+    struct in_addr a4;
+    return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
 /* one entry of "agents": url, token_file, name; read_token_file; ca_file,
