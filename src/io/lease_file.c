@@ -3,6 +3,7 @@
  * lengths that fit the state's fields, no GPU listed twice, at most
  * PFI_LEASE_MAX_GPUS GPUs. Device ranges are checked by the agent, which
  * knows them. */
+#include "pfi/state_file.h"
 #include "pfi/lease_file.h"
 
 #include <jansson.h>
@@ -59,13 +60,11 @@ static pfi_status parse_lease(json_t *l, const char *path, pfi_lease_state *s, p
 pfi_status pfi_lease_parse(const char *text, size_t len, const char *path, pfi_lease_state *s, pfi_error *err)
 {
     memset(s, 0, sizeof *s);
-    json_error_t je;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je.line, je.text);
-    pfi_status st = PFI_OK;
-    json_t *v = json_object_get(o, "format_version"), *gm = json_object_get(o, "generation_max"), *g = json_object_get(o, "gpus");
-    if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "%s: expected a JSON object", path);
-    else if (!json_is_integer(v) || json_integer_value(v) != 1) st = pfi_errorf(err, PFI_EINVAL, "%s: format_version: expected 1", path);
+    json_t *o;
+    pfi_status st = pfi_state_json_open(text, len, path, &o, err);
+    if (!o) return st;
+    json_t *gm = json_object_get(o, "generation_max"), *g = json_object_get(o, "gpus");
+    if (st) ;
     else if (!json_is_integer(gm) || json_integer_value(gm) < 0)
         st = pfi_errorf(err, PFI_EINVAL, "%s: generation_max: expected a non-negative integer", path);
     else if (!json_is_array(g)) st = pfi_errorf(err, PFI_EINVAL, "%s: gpus: expected an array", path);

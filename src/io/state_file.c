@@ -2,6 +2,8 @@
  * (state_file.h). */
 #include "pfi/state_file.h"
 
+#include <jansson.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,6 +54,18 @@ pfi_status pfi_fsync_parent_dir(const char *path, pfi_error *err)
         st = pfi_errorf(err, PFI_EIO, "%s: fsync of its directory %s failed: %s", path, dir, strerror(errno));
     close(fd);
     return st;
+}
+
+pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, json_t **out, pfi_error *err)
+{
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    *out = o;
+    if (!o) return pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je.line, je.text);
+    json_t *v = json_object_get(o, "format_version");
+    if (!json_is_object(o)) return pfi_errorf(err, PFI_EINVAL, "%s: expected a JSON object", path);
+    if (!json_is_integer(v) || json_integer_value(v) != 1) return pfi_errorf(err, PFI_EINVAL, "%s: format_version: expected 1", path);
+    return PFI_OK;
 }
 
 pfi_status pfi_state_file_write(const char *path, const char *text, pfi_error *err)

@@ -13,13 +13,11 @@
 pfi_status pfi_sweep_state_parse(const char *text, size_t len, const char *path, pfi_sweep_state *s, pfi_error *err)
 {
     memset(s, 0, sizeof *s);
-    json_error_t je;
-    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je.line, je.text);
-    pfi_status st = PFI_OK;
-    json_t *v = json_object_get(o, "format_version"), *p = json_object_get(o, "pid"), *g = json_object_get(o, "gpus");
-    if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "%s: expected a JSON object", path);
-    else if (!json_is_integer(v) || json_integer_value(v) != 1) st = pfi_errorf(err, PFI_EINVAL, "%s: format_version: expected 1", path);
+    json_t *o;
+    pfi_status st = pfi_state_json_open(text, len, path, &o, err);
+    if (!o) return st;
+    json_t *p = json_object_get(o, "pid"), *g = json_object_get(o, "gpus");
+    if (st) ;
     else if (!json_is_integer(p) || json_integer_value(p) < 0 || json_integer_value(p) > 1L << 30)
         st = pfi_errorf(err, PFI_EINVAL, "%s: pid: expected a process id", path);
     else if (!json_is_array(g)) st = pfi_errorf(err, PFI_EINVAL, "%s: gpus: expected an array", path);

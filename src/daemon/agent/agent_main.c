@@ -225,15 +225,7 @@ int main(int argc, char **argv)
     pfi_error e;
     /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
        kill the agent between setting up and its restore path */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGQUIT, &sa, NULL);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    pfi_daemon_signals(on_signal, on_hup);
     if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
         fprintf(stderr, "pfi-agent: %s\n", e.msg);
         return 2;

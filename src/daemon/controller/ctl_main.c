@@ -270,15 +270,7 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&c->mu);
     ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION, c->nagents,
             pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->cfg.dry_run ? ", DRY RUN" : "");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGQUIT, &sa, NULL);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    pfi_daemon_signals(on_signal, on_hup);
     if (ctl_http_start(c)) return 1;
     if (port_file) {
         char b[32];
