@@ -22,34 +22,12 @@
 #include <stddef.h>
 
 #include "pfi/clock.h"
+#include "pfi/lease_file.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define PFI_LEASE_MAX_GPUS 64
-/* how far one write may raise the generation above generation_max (2^20) */
-#define PFI_LEASE_GENERATION_STEP (1LL << 20)
-
-typedef struct pfi_lease_gpu {
-    char uuid[96];
-    int changed;        /* 1: the agent changed this GPU's cap; baseline_w is valid */
-    double baseline_w;
-    double cap_w;       /* the cap the agent set */
-} pfi_lease_gpu;
-
-typedef struct pfi_lease_state {
-    int active;
-    char controller[128];
-    long long generation, generation_max;
-    double expires_at;  /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
-    double expires_mono; /* pfi_clock_mono(): what expiry is checked against, so a
-                            wall-clock step neither prolongs nor shortens a lease.
-                            Every `now` below is on this clock. */
-    size_t n;
-    pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
-} pfi_lease_state;
 
 typedef enum pfi_lease_verdict { PFI_LEASE_ADMIT = 0, PFI_LEASE_STALE, PFI_LEASE_BUSY, PFI_LEASE_TOO_FAR } pfi_lease_verdict;
 

@@ -1,5 +1,5 @@
-/* lease_file.h — the agent's state file as text (lease.h has the rules and
- * the types): JSON with format_version 1, generation_max, the lease (or
+/* lease_file.h — the agent's state as data and its state file as text
+ * (lease.h has the rules): JSON with format_version 1, generation_max, the lease (or
  * null) and, per GPU whose cap the agent changed, its uuid, baseline_w and
  * cap_w. The parser is given whatever is on disk — truncated, corrupt,
  * hand-edited — and either fills the state or fails with a one-line
@@ -9,12 +9,34 @@
 
 #include <stddef.h>
 
-#include "pfi/lease.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define PFI_LEASE_MAX_GPUS 64
+/* how far one write may raise the generation above generation_max (2^20) */
+#define PFI_LEASE_GENERATION_STEP (1LL << 20)
+
+typedef struct pfi_lease_gpu {
+    char uuid[96];
+    int changed;        /* 1: the agent changed this GPU's cap; baseline_w is valid */
+    double baseline_w;
+    double cap_w;       /* the cap the agent set */
+} pfi_lease_gpu;
+
+typedef struct pfi_lease_state {
+    int active;
+    char controller[128];
+    long long generation, generation_max;
+    double expires_at;  /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
+    double expires_mono; /* pfi_clock_mono(): what expiry is checked against, so a
+                            wall-clock step neither prolongs nor shortens a lease.
+                            Every `now` in lease.h is on this clock. */
+    size_t n;
+    pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
+} pfi_lease_state;
 
 /* Largest state file read (64 GPUs need about 12 KB). */
 #define PFI_LEASE_FILE_MAX ((size_t)1 << 20)

@@ -6,9 +6,8 @@
 #ifndef PFI_RUN_H
 #define PFI_RUN_H
 
-#include "pfi/manifest.h"
 #include "pfi/protocol.h"
-#include "pfi/steplog.h"
+#include "pfi/run_input.h"
 #include "pfi/table.h"
 
 #ifdef __cplusplus

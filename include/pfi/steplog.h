@@ -12,19 +12,14 @@
 #define PFI_STEPLOG_H
 
 #include "pfi/reader.h"
+#include "pfi/run_input.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct pfi_steplog {
-    size_t n, cap;
-    double *t_s, *tokens_per_s, *mfu, *tflops; /* mfu/tflops NaN when absent */
-} pfi_steplog;
-
 pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err);
-void pfi_steplog_free(pfi_steplog *s);
 
 /* Parse one line: 1 a record, 0 blank, -1 a record with a bad key, -2 not
  * a JSON object (a caller may skip a truncated last line); *bad says what

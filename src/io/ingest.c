@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "pfi/prom.h"
+#include "pfi/manifest.h"
 #include "pfi/steplog.h"
 #include "pfi/tar.h"
 #include "pfi/telemetry.h"

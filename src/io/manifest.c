@@ -7,40 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pfi_manifest_free(pfi_manifest *m)
-{
-    free(m->group);
-    free(m->gpu_model);
-    free(m->arch);
-    free(m->task);
-    free(m->model);
-    free(m->split);
-    for (size_t i = 0; i < m->nhosts; i++) free(m->hosts[i]);
-    free(m->hosts);
-    for (size_t i = 0; i < m->nmeta; i++) {
-        free(m->meta[i].key);
-        free(m->meta[i].value);
-    }
-    free(m->meta);
-    for (size_t i = 0; i < m->ntel; i++) {
-        free(m->tel[i].path);
-        free(m->tel[i].host);
-    }
-    free(m->tel);
-    free(m->steplog);
-    memset(m, 0, sizeof *m);
-}
-
-const char *pfi_tel_format_name(pfi_tel_format f)
-{
-    switch (f) {
-    case PFI_TEL_PROMETHEUS: return "prometheus";
-    case PFI_TEL_QUERY_RANGE: return "query_range";
-    case PFI_TEL_NVSMI: return "nvidia-smi";
-    }
-    return "?";
-}
-
 int pfi_manifest_path_ok(const char *p)
 {
     if (!p[0] || p[0] == '/') return 0;

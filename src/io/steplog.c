@@ -7,15 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pfi_steplog_free(pfi_steplog *s)
-{
-    free(s->t_s);
-    free(s->tokens_per_s);
-    free(s->mfu);
-    free(s->tflops);
-    memset(s, 0, sizeof *s);
-}
-
 static int push(pfi_steplog *s, double t, double tps, double mfu, double tflops)
 {
     if (s->n == s->cap) {
