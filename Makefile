@@ -9,7 +9,8 @@
 #   make install PREFIX=/usr/local   binary, library, headers, pkg-config, man pages
 #
 # Builds live in build/ (plain), build-asan/ (sanitizers), build-fuzz/
-# (clang + libFuzzer), build-release/ and build-minsizerel/ (compile only).
+# (clang + libFuzzer), build-release/ and build-minsizerel/ (compile only),
+# build-core/ (the library alone, GSL + jansson).
 # JOBS defaults to the number of CPUs.
 #
 # Tests and benchmarks are configured only when asked for: `make run` needs
@@ -23,14 +24,15 @@ CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 15
 
 .PHONY: run test bench install clean build build-tests build-asan build-fuzz build-release \
-        build-minsizerel bootstrap-run bootstrap-test test-plain test-asan test-fuzz test-repeat
+        build-minsizerel build-core bootstrap-run bootstrap-test test-plain test-asan test-fuzz test-repeat
 
 # the main job: the whole study on the bundled data, report in report/
 run: bootstrap-run build
 	./build/pfi reproduce --out report
 
-test: bootstrap-test build-tests build-asan build-fuzz build-release build-minsizerel
+test: bootstrap-test build-tests build-asan build-fuzz build-release build-minsizerel build-core
 	@scripts/run-tests.sh build "plain build" ''
+	@scripts/run-tests.sh build-core "core+io only (GSL, jansson)" ''
 	@scripts/run-tests.sh build-asan "ASan+UBSan build" 'plain'
 	@scripts/run-tests.sh build-fuzz "libFuzzer targets" ''
 
@@ -69,6 +71,12 @@ build-release:
 build-minsizerel:
 	@cmake -S . -B build-minsizerel -DCMAKE_BUILD_TYPE=MinSizeRel -DPFI_TESTS=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-minsizerel -j $(JOBS) -- --no-print-directory
+
+# the installed library alone (-DPFI_DAEMONS=OFF -DPFI_REPORT=OFF): builds
+# and passes its unit tests with GSL and jansson only (docs/architecture.md)
+build-core:
+	@cmake -S . -B build-core -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPFI_TESTS=ON -DPFI_DAEMONS=OFF -DPFI_REPORT=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-core -j $(JOBS) -- --no-print-directory
 
 build-fuzz:
 	@command -v clang >/dev/null || { echo "make: the fuzz build needs clang: install the Debian packages clang and libclang-rt-14-dev (scripts/bootstrap.sh test)" >&2; exit 1; }

@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "pfi/agent_client.h"
-#include "pfi/caps_request.h"
-#include "pfi/httpd.h"
+#include "agent_client.h"
+#include "caps_request.h"
+#include "httpd.h"
 
 #define NFARM 1000
 #define GPUS 8

@@ -11,7 +11,7 @@
 #include "bench_common.h"
 #include "pfi/groups.h"
 #include "pfi/index.h"
-#include "pfi/rows.h"
+#include "rows.h"
 #include "pfi/sweep.h"
 
 static void gen_table(const char *path, size_t rows)

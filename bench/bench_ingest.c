@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "pfi/tar.h"
+#include "tar.h"
 
 static const char *const metrics[] = {
     "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",

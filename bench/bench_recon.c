@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "pfi/calibrate.h"
-#include "pfi/recon_io.h"
+#include "calibrate.h"
+#include "recon_io.h"
 
 static void stream(const char *bin)
 {

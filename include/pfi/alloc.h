@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfi/api.h"
 #include "pfi/curve.h"
 #include "pfi/status.h"
 
@@ -60,11 +61,11 @@ typedef enum pfi_strategy {
     PFI_STRAT_COUNT
 } pfi_strategy;
 
-const char *pfi_strategy_name(pfi_strategy s);
-int pfi_strategy_parse(const char *s, pfi_strategy *out);
+PFI_API const char *pfi_strategy_name(pfi_strategy s);
+PFI_API int pfi_strategy_parse(const char *s, pfi_strategy *out);
 
 /* allowed throughput loss of an SLA tier (0..3); -1 = no SLA */
-double pfi_sla_loss(int tier);
+PFI_API double pfi_sla_loss(int tier);
 
 typedef struct pfi_alloc_job {
     int gpus;
@@ -88,7 +89,7 @@ typedef struct pfi_alloc_opts {
     double sla_curve_margin;    /* curve-aware SLA floors keep this much extra T/T_max (0.06) */
 } pfi_alloc_opts;
 
-void pfi_alloc_opts_default(pfi_alloc_opts *o);
+PFI_API void pfi_alloc_opts_default(pfi_alloc_opts *o);
 
 typedef struct pfi_job_alloc {
     double target_w;            /* aggregate power target */
@@ -115,21 +116,21 @@ typedef struct pfi_alloc_result {
  * the others shed for it is a silent wrong answer. PFI_EINVAL names the
  * first jobs (name, else #index) with the value and how many in all.
  * pfi_allocate, the sweeps, the closed loop and pfi_simulate check it. */
-pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err);
+PFI_API pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err);
 
 /* budget_w: total aggregate GPU power allowed (sum P_max x (1 - cut)). */
-pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
+PFI_API pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
                         pfi_job_alloc *out, pfi_alloc_result *res, pfi_error *err);
 
 /* Exact optimum over the true (possibly non-concave) curves by branch and
  * bound (small instances; max_nodes bounds the search: PFI_ERANGE if hit). */
-pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w, int normalized,
+PFI_API pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w, int normalized,
                            double *power_w, double *total, size_t max_nodes, pfi_error *err);
 
 /* Closed loop: rounds of observe (true curve x (1 + noise)), update, re-optimize,
  * starting from pfi-aware. totals[k] = true total after round k (k = 0: the
  * pfi-aware start). */
-pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
+PFI_API pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                  const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
                                  pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err);
 
@@ -137,7 +138,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
  * tokens/s) points (at most 64), on its prior (pred_curve, else the line
  * of pfi_pred), through (power_max_w, tokens_max): what the online
  * controller's closed-loop strategy allocates on. */
-pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
+PFI_API pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
                                     pfi_curve *out, pfi_error *err);
 
 /* ---- fast paths for the simulator: every cut of one workload at once ---- */
@@ -145,11 +146,11 @@ pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_
 /* Oracle over concave envelopes for budgets[k], k < nb (any order): totals
  * (on the true curves) and the certificate gaps; O(segments log segments + nb
  * x (log segments + jobs)). */
-pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+PFI_API pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
                             int normalized, double *totals, double *gaps, pfi_error *err);
 /* A proportional strategy for every budget: true totals, infeasible flags,
  * SLA violation counts (any of the out arrays may be NULL). */
-pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+PFI_API pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
                           const pfi_alloc_opts *o, double *totals, int *infeasible, size_t *violations,
                           pfi_error *err);
 

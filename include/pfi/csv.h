@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "pfi/api.h"
 #include "pfi/reader.h"
 
 #ifdef __cplusplus
@@ -24,14 +25,14 @@ typedef struct pfi_csv {
     uint64_t line;  /* line on which the current record starts */
 } pfi_csv;
 
-void pfi_csv_init(pfi_csv *c, pfi_reader *r);
-void pfi_csv_free(pfi_csv *c);
+PFI_API void pfi_csv_init(pfi_csv *c, pfi_reader *r);
+PFI_API void pfi_csv_free(pfi_csv *c);
 /* 1: a record in c->fields[0..nfields); 0: end of input; -1: error. */
-int pfi_csv_next(pfi_csv *c, pfi_error *err);
+PFI_API int pfi_csv_next(pfi_csv *c, pfi_error *err);
 
 /* Write one text field as RFC 4180 CSV: as is, or quoted (with "" for ")
  * when it holds a comma, quote, CR or LF. */
-void pfi_csv_write_text(FILE *f, const char *s);
+PFI_API void pfi_csv_write_text(FILE *f, const char *s);
 
 #ifdef __cplusplus
 }

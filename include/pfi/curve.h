@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "pfi/api.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
@@ -36,34 +37,34 @@ typedef struct pfi_curve {
 } pfi_curve;
 
 /* Copy n points, sort by cap. Caps must be distinct, finite, > 0. */
-pfi_status pfi_curve_init(pfi_curve *c, const pfi_point *pts, size_t n, pfi_error *err);
-void pfi_curve_free(pfi_curve *c);
-pfi_status pfi_curve_copy(pfi_curve *dst, const pfi_curve *src, pfi_error *err);
+PFI_API pfi_status pfi_curve_init(pfi_curve *c, const pfi_point *pts, size_t n, pfi_error *err);
+PFI_API void pfi_curve_free(pfi_curve *c);
+PFI_API pfi_status pfi_curve_copy(pfi_curve *dst, const pfi_curve *src, pfi_error *err);
 
 /* The uncapped reference point (largest cap). c->n must be >= 1. */
-const pfi_point *pfi_curve_uncapped(const pfi_curve *c);
+PFI_API const pfi_point *pfi_curve_uncapped(const pfi_curve *c);
 
 /* Normalized forms: p_frac[i] = P_i/P_max, t_frac[i] = T_i/T_max (either may be NULL). */
-void pfi_curve_normalized(const pfi_curve *c, double *p_frac, double *t_frac);
+PFI_API void pfi_curve_normalized(const pfi_curve *c, double *p_frac, double *t_frac);
 
 /* Pool-adjacent-violators: replace y by its weighted least-squares
  * non-decreasing fit. w may be NULL (equal weights). Returns 1 if y changed. */
-int pfi_isotonic_increasing(double *y, const double *w, size_t n);
+PFI_API int pfi_isotonic_increasing(double *y, const double *w, size_t n);
 
 /* Make tokens_per_s and power_w non-decreasing in cap (weights = repeats).
  * Returns bit 1 if throughput changed, bit 2 if power changed. */
-int pfi_curve_isotonic(pfi_curve *c);
+PFI_API int pfi_curve_isotonic(pfi_curve *c);
 
 /* 1 if power_w and tokens_per_s are both non-decreasing in cap. */
-int pfi_curve_is_monotone(const pfi_curve *c);
+PFI_API int pfi_curve_is_monotone(const pfi_curve *c);
 
 /* Interpolated aggregate power at a cap, within [cap_min, cap_max]. */
-pfi_status pfi_curve_power_at_cap(const pfi_curve *c, double cap_w, double *power_w, pfi_error *err);
+PFI_API pfi_status pfi_curve_power_at_cap(const pfi_curve *c, double cap_w, double *power_w, pfi_error *err);
 
 /* Interpolated throughput at an aggregate power within the measured power
  * range (points taken in power order; the curve must be monotone, e.g. after
  * pfi_curve_isotonic). Outside the range: PFI_ERANGE (no extrapolation). */
-pfi_status pfi_curve_tokens_at_power(const pfi_curve *c, double power_w, double *tokens_per_s,
+PFI_API pfi_status pfi_curve_tokens_at_power(const pfi_curve *c, double power_w, double *tokens_per_s,
                                      pfi_error *err);
 
 /* Inverse map: the largest integer cap in [ceil(cap_min), floor(cap_max)]
@@ -80,17 +81,17 @@ typedef struct pfi_inverse {
     double slack_w;  /* target_w - power_w (>= 0 unless BELOW_RANGE) */
     int flags;
 } pfi_inverse;
-pfi_status pfi_curve_cap_for_power(const pfi_curve *c, double target_w, pfi_inverse *out,
+PFI_API pfi_status pfi_curve_cap_for_power(const pfi_curve *c, double target_w, pfi_inverse *out,
                                    pfi_error *err);
 
 /* Upper concave envelope of points (x[i], y[i]) with x strictly increasing:
  * writes the indices of the hull vertices (first and last always included)
  * to idx and returns their count. */
-size_t pfi_concave_envelope(const double *x, const double *y, size_t n, size_t *idx);
+PFI_API size_t pfi_concave_envelope(const double *x, const double *y, size_t n, size_t *idx);
 
 /* Keep only the listed caps (each must be present, within 1e-9 W).
  * PFI_ENOTFOUND names the first missing cap. */
-pfi_status pfi_curve_subgrid(const pfi_curve *c, const double *caps_w, size_t ncaps,
+PFI_API pfi_status pfi_curve_subgrid(const pfi_curve *c, const double *caps_w, size_t ncaps,
                              pfi_curve *out, pfi_error *err);
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 #ifndef PFI_FEATURES_H
 #define PFI_FEATURES_H
 
+#include "pfi/api.h"
 #include "pfi/groups.h"
 #include "pfi/table.h"
 
@@ -20,23 +21,23 @@
 extern "C" {
 #endif
 
-extern const char *const pfi_all_dcgm_features[13];
+PFI_API extern const char *const pfi_all_dcgm_features[13];
 
 /* Expand a comma list with named sets into feature names (caller frees
  * each and the array). */
-pfi_status pfi_features_expand(const char *list, char ***names, size_t *n, pfi_error *err);
-void pfi_features_free(char **names, size_t n);
+PFI_API pfi_status pfi_features_expand(const char *list, char ***names, size_t *n, pfi_error *err);
+PFI_API void pfi_features_free(char **names, size_t n);
 /* A short description of how a feature is computed (for model files). */
-const char *pfi_feature_source(const char *name);
+PFI_API const char *pfi_feature_source(const char *name);
 /* The unit of a feature ("%", "fraction (0..1)", "MiB", "W", ...). */
-const char *pfi_feature_unit(const char *name);
+PFI_API const char *pfi_feature_unit(const char *name);
 
 /* X[g * p + k] = feature k of group g; NaN if the group lacks it. Errors:
  * a name that is neither a column nor a known feature. */
-pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *const *names,
+PFI_API pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *const *names,
                                 size_t p, double *X, pfi_error *err);
 /* One feature of one group (NaN if unavailable). */
-double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name, int *known);
+PFI_API double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name, int *known);
 
 #ifdef __cplusplus
 }

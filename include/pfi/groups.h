@@ -7,6 +7,7 @@
 #ifndef PFI_GROUPS_H
 #define PFI_GROUPS_H
 
+#include "pfi/api.h"
 #include "pfi/curve.h"
 #include "pfi/status.h"
 #include "pfi/table.h"
@@ -33,15 +34,15 @@ typedef struct pfi_groups {
 
 /* Groups in order of first appearance. Errors: missing required columns,
  * gpus differing within a group (naming both lines). */
-pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err);
-void pfi_groups_free(pfi_groups *gs);
+PFI_API pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err);
+PFI_API void pfi_groups_free(pfi_groups *gs);
 
 /* Mean of a numeric column over the group's uncapped rows (NaN if none has it). */
-double pfi_group_uncapped_mean(const pfi_table *t, const pfi_group *g, size_t col);
+PFI_API double pfi_group_uncapped_mean(const pfi_table *t, const pfi_group *g, size_t col);
 /* Text of a column on the group's first row ("" if absent). */
-const char *pfi_group_text(const pfi_table *t, const pfi_group *g, const char *col);
+PFI_API const char *pfi_group_text(const pfi_table *t, const pfi_group *g, const char *col);
 /* Stable key for seeding per-group random streams. */
-uint64_t pfi_group_key(const pfi_group *g);
+PFI_API uint64_t pfi_group_key(const pfi_group *g);
 
 #ifdef __cplusplus
 }

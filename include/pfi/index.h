@@ -4,6 +4,7 @@
 #ifndef PFI_INDEX_H
 #define PFI_INDEX_H
 
+#include "pfi/api.h"
 #include "pfi/groups.h"
 #include "pfi/pfi.h"
 
@@ -19,7 +20,7 @@ typedef struct pfi_index_opts {
     size_t ncaps;
 } pfi_index_opts;
 
-void pfi_index_opts_default(pfi_index_opts *o);
+PFI_API void pfi_index_opts_default(pfi_index_opts *o);
 
 typedef struct pfi_index_row {
     const pfi_group *g;
@@ -34,9 +35,9 @@ typedef struct pfi_index_row {
 } pfi_index_row;
 
 /* rows must hold gs->n entries; free them with pfi_index_rows_free. */
-pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_index_row *rows,
+PFI_API pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_index_row *rows,
                          pfi_log *log, pfi_error *err);
-void pfi_index_rows_free(pfi_index_row *rows, size_t n);
+PFI_API void pfi_index_rows_free(pfi_index_row *rows, size_t n);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #ifndef PFI_INGEST_H
 #define PFI_INGEST_H
 
+#include "pfi/api.h"
 #include "pfi/run.h"
 #include "pfi/reader.h"
 #include "pfi/table.h"
@@ -28,21 +29,21 @@ typedef struct pfi_ingest_opts {
     size_t max_buffered_bytes;    /* tar members held before their run.json: 1 GiB */
 } pfi_ingest_opts;
 
-void pfi_ingest_opts_default(pfi_ingest_opts *o);
+PFI_API void pfi_ingest_opts_default(pfi_ingest_opts *o);
 
 typedef struct pfi_ingest pfi_ingest;
 
-pfi_ingest *pfi_ingest_new(const pfi_ingest_opts *o, pfi_log *log);
-void pfi_ingest_free(pfi_ingest *ing);
-pfi_status pfi_ingest_dir(pfi_ingest *ing, const char *dir, pfi_error *err);
+PFI_API pfi_ingest *pfi_ingest_new(const pfi_ingest_opts *o, pfi_log *log);
+PFI_API void pfi_ingest_free(pfi_ingest *ing);
+PFI_API pfi_status pfi_ingest_dir(pfi_ingest *ing, const char *dir, pfi_error *err);
 /* every directory below root that holds a run.json, in sorted order */
-pfi_status pfi_ingest_root(pfi_ingest *ing, const char *root, pfi_error *err);
-pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *r, pfi_error *err);
+PFI_API pfi_status pfi_ingest_root(pfi_ingest *ing, const char *root, pfi_error *err);
+PFI_API pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *r, pfi_error *err);
 
-size_t pfi_ingest_nruns(const pfi_ingest *ing);
-const pfi_run_summary *pfi_ingest_run(const pfi_ingest *ing, size_t i);
+PFI_API size_t pfi_ingest_nruns(const pfi_ingest *ing);
+PFI_API const pfi_run_summary *pfi_ingest_run(const pfi_ingest *ing, size_t i);
 /* The sweep table of all runs ingested (docs/formats.md, "ingest output"). */
-pfi_status pfi_ingest_table(const pfi_ingest *ing, pfi_table **out, pfi_error *err);
+PFI_API pfi_status pfi_ingest_table(const pfi_ingest *ing, pfi_table **out, pfi_error *err);
 #ifdef __cplusplus
 }
 #endif

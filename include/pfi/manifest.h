@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "pfi/api.h"
 #include "pfi/run_input.h"
 #include "pfi/status.h"
 
@@ -26,10 +27,10 @@
 extern "C" {
 #endif
 
-pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name, pfi_manifest *m,
+PFI_API pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name, pfi_manifest *m,
                               pfi_log *log, pfi_error *err);
 /* 1 if the relative path is acceptable (no "..", not absolute, not empty). */
-int pfi_manifest_path_ok(const char *p);
+PFI_API int pfi_manifest_path_ok(const char *p);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "pfi/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,14 +46,14 @@ typedef struct pfi_metric_info {
     int feature; /* one of the paper's 13 telemetry features (or part of nvlink_bytes) */
 } pfi_metric_info;
 
-const pfi_metric_info *pfi_metric_get(pfi_metric m);
+PFI_API const pfi_metric_info *pfi_metric_get(pfi_metric m);
 /* Id of a DCGM name (exact, len bytes), or -1 if unknown. */
-int pfi_metric_lookup(const char *name, size_t len);
+PFI_API int pfi_metric_lookup(const char *name, size_t len);
 
 /* dcgm-exporter prints DCGM's blank sentinels (no data) as huge numbers:
  * INT32 0x7ffffff0.., INT64 0x7ffffffffffffff0.. (about 2^63) and FP64 2^47..
  * (each +0..15). Such values are missing, not measurements. */
-int pfi_dcgm_is_blank(double v);
+PFI_API int pfi_dcgm_is_blank(double v);
 
 /* Derived features (computed per scrape from the job's GPU-averaged values,
  * then aggregated like any metric). */
@@ -62,7 +64,7 @@ typedef enum pfi_derived {
     PFI_D_NVLINK_BYTES,          /* NVLINK TX + RX, summed over the job's GPUs */
     PFI_D_COUNT
 } pfi_derived;
-const char *pfi_derived_name(pfi_derived d);
+PFI_API const char *pfi_derived_name(pfi_derived d);
 
 #ifdef __cplusplus
 }

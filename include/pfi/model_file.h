@@ -13,6 +13,7 @@
 #ifndef PFI_MODEL_FILE_H
 #define PFI_MODEL_FILE_H
 
+#include "pfi/api.h"
 #include "pfi/predictor.h"
 
 #ifdef __cplusplus
@@ -33,13 +34,13 @@ typedef struct pfi_model {
 
 /* meta (a json_t* object, may be NULL) is stored beside the model's own keys;
  * the model takes a reference. */
-pfi_status pfi_model_save(const pfi_model *m, const char *path, pfi_error *err);
-pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err);
-void pfi_model_free(pfi_model *m);
+PFI_API pfi_status pfi_model_save(const pfi_model *m, const char *path, pfi_error *err);
+PFI_API pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err);
+PFI_API void pfi_model_free(pfi_model *m);
 
 /* The model's PFI for features x (OLS: clamped prediction; curve: Eq. 1
  * over the predicted normalized curve). */
-double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out_of_range);
+PFI_API double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out_of_range);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfi/api.h"
 #include "pfi/curve.h"
 #include "pfi/status.h"
 
@@ -31,15 +32,15 @@ typedef struct pfi_eq1_result {
 
 /* Per-cap ratio (1 - P_i/P_max)/(1 - T_i/T_max); returns 0 and sets *ratio
  * when the run counts, 1 when it is excluded (T_i >= T_max). */
-int pfi_point_ratio(const pfi_point *p, const pfi_point *uncapped, double *ratio);
+PFI_API int pfi_point_ratio(const pfi_point *p, const pfi_point *uncapped, double *ratio);
 
-void pfi_eq1(const pfi_curve *c, pfi_eq1_result *r);
+PFI_API void pfi_eq1(const pfi_curve *c, pfi_eq1_result *r);
 
 /* ---- Appendix A alternatives --------------------------------------------- */
 
 /* Area between the normalized curve and the diagonal: points sorted by power,
  * (0,0) prepended, trapezoid rule, minus 1/2. */
-double pfi_area(const pfi_curve *c);
+PFI_API double pfi_area(const pfi_curve *c);
 
 /* Constant elasticity: least squares log T = a log P + b over all points. */
 typedef struct pfi_elasticity_result {
@@ -47,7 +48,7 @@ typedef struct pfi_elasticity_result {
     double one_minus_a; /* the paper's Appendix A PFI */
     double inv_a;       /* on Eq. 1's scale: dlogP/dlogT */
 } pfi_elasticity_result;
-pfi_status pfi_elasticity(const pfi_curve *c, pfi_elasticity_result *r, pfi_error *err);
+PFI_API pfi_status pfi_elasticity(const pfi_curve *c, pfi_elasticity_result *r, pfi_error *err);
 
 /* ---- noise model ------------------------------------------------------------ */
 
@@ -68,10 +69,10 @@ typedef struct pfi_noise_opts {
 #define PFI_ROBUST_DEFAULT_REL_SEM_TOKENS 0.036
 #define PFI_ROBUST_DEFAULT_K 2.0
 
-void pfi_noise_default_ci(pfi_noise_opts *o);
-void pfi_noise_default_robust(pfi_noise_opts *o);
-double pfi_point_sem_power(const pfi_point *p, const pfi_noise_opts *o);
-double pfi_point_sem_tokens(const pfi_point *p, const pfi_noise_opts *o);
+PFI_API void pfi_noise_default_ci(pfi_noise_opts *o);
+PFI_API void pfi_noise_default_robust(pfi_noise_opts *o);
+PFI_API double pfi_point_sem_power(const pfi_point *p, const pfi_noise_opts *o);
+PFI_API double pfi_point_sem_tokens(const pfi_point *p, const pfi_noise_opts *o);
 
 /* ---- Monte Carlo confidence interval of Eq. 1 ------------------------------ */
 
@@ -84,9 +85,9 @@ typedef struct pfi_ci_opts {
     pfi_noise_opts noise;
 } pfi_ci_opts;
 
-void pfi_ci_opts_default(pfi_ci_opts *o);
-pfi_ci_ctx *pfi_ci_ctx_new(size_t max_resamples);
-void pfi_ci_ctx_free(pfi_ci_ctx *ctx);
+PFI_API void pfi_ci_opts_default(pfi_ci_opts *o);
+PFI_API pfi_ci_ctx *pfi_ci_ctx_new(size_t max_resamples);
+PFI_API void pfi_ci_ctx_free(pfi_ci_ctx *ctx);
 
 /* Whether the interval may be read (docs/robust.md, "The CI of Eq. 1"). */
 typedef enum pfi_ci_verdict {
@@ -96,7 +97,7 @@ typedef enum pfi_ci_verdict {
 } pfi_ci_verdict;
 
 /* "" (none), "ok", "unstable" */
-const char *pfi_ci_verdict_name(pfi_ci_verdict v);
+PFI_API const char *pfi_ci_verdict_name(pfi_ci_verdict v);
 
 typedef struct pfi_ci_result {
     double lo, hi;
@@ -112,7 +113,7 @@ typedef struct pfi_ci_result {
  * estimate: otherwise lo = hi = NaN with verdict PFI_CI_UNSTABLE.
  * key: a per-group value (e.g. a hash of its name) so a group's interval
  * does not depend on which other groups were processed before it. */
-pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o, uint64_t key,
+PFI_API pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o, uint64_t key,
                       pfi_ci_result *r, pfi_error *err);
 
 /* ---- robust PFI (beyond the paper) ------------------------------------------- */
@@ -125,14 +126,14 @@ typedef enum pfi_verdict {
     PFI_VERDICT_NON_POSITIVE_SLOPE /* throughput does not fall as power falls */
 } pfi_verdict;
 
-const char *pfi_verdict_name(pfi_verdict v);
+PFI_API const char *pfi_verdict_name(pfi_verdict v);
 
 typedef struct pfi_robust_opts {
     double k;             /* standard errors a change must exceed; default 2 */
     pfi_noise_opts noise; /* default: pfi_noise_default_robust */
 } pfi_robust_opts;
 
-void pfi_robust_opts_default(pfi_robust_opts *o);
+PFI_API void pfi_robust_opts_default(pfi_robust_opts *o);
 
 typedef struct pfi_robust_result {
     /* (a) noise-aware Eq. 1: mean ratio over points whose throughput loss and
@@ -149,7 +150,7 @@ typedef struct pfi_robust_result {
     pfi_verdict verdict;
 } pfi_robust_result;
 
-void pfi_robust(const pfi_curve *c, const pfi_robust_opts *o, pfi_robust_result *r);
+PFI_API void pfi_robust(const pfi_curve *c, const pfi_robust_opts *o, pfi_robust_result *r);
 
 /* ---- between-run noise estimate ------------------------------------------------ */
 
@@ -161,7 +162,7 @@ typedef struct pfi_noise_estimate {
     double rel_sd_power, rel_sd_tokens;
     size_t n_points, n_groups;
 } pfi_noise_estimate;
-void pfi_estimate_noise(const pfi_curve *const *curves, const int *gpus, size_t ncurves,
+PFI_API void pfi_estimate_noise(const pfi_curve *const *curves, const int *gpus, size_t ncurves,
                         double bind_ratio, pfi_noise_estimate *out);
 
 #ifdef __cplusplus

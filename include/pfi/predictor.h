@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "pfi/api.h"
 #include "pfi/curve.h"
 #include "pfi/status.h"
 
@@ -37,11 +38,11 @@ typedef struct pfi_linear {
     size_t rank;
 } pfi_linear;
 
-void pfi_linear_free(pfi_linear *m);
+PFI_API void pfi_linear_free(pfi_linear *m);
 /* Fit on rows with finite y and finite features; returns the count used. */
-pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, pfi_linear *m,
+PFI_API pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, pfi_linear *m,
                           size_t *n_used, pfi_error *err);
-double pfi_linear_eval(const pfi_linear *m, const double *x);
+PFI_API double pfi_linear_eval(const pfi_linear *m, const double *x);
 
 typedef struct pfi_eval {
     double r2, rmse, rho;
@@ -50,12 +51,12 @@ typedef struct pfi_eval {
 
 /* Metrics of predictions yhat for y (NaN pairs skipped); SST about sst_mean
  * (NaN: about the mean of these y). */
-void pfi_eval_metrics(const double *y, const double *yhat, size_t n, double sst_mean, pfi_eval *e);
+PFI_API void pfi_eval_metrics(const double *y, const double *yhat, size_t n, double sst_mean, pfi_eval *e);
 
 /* Cross-validated predictions: cluster == NULL -> leave-one-out; else
  * leave-one-cluster-out (cluster ids 0..k-1; a negative id is never held
  * out). yhat[i] NaN where not predictable. */
-pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t p,
+PFI_API pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t p,
                               const int *cluster, double *yhat, pfi_error *err);
 
 /* ---- the scalar PFI model ---- */
@@ -66,12 +67,12 @@ typedef struct pfi_pfi_model {
     size_t n_train;
 } pfi_pfi_model;
 
-pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p, pfi_pfi_model *m,
+PFI_API pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p, pfi_pfi_model *m,
                              pfi_error *err);
-void pfi_pfi_model_free(pfi_pfi_model *m);
+PFI_API void pfi_pfi_model_free(pfi_pfi_model *m);
 /* Clamped prediction; *clamped set when the clamp acted; *out_of_range
  * counts features outside the training range. */
-double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range);
+PFI_API double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range);
 
 /* ---- the curve model ---- */
 #define PFI_CURVE_GRID_MAX 32
@@ -87,18 +88,18 @@ typedef struct pfi_curve_model {
 
 /* Normalized training targets of one curve at cap fraction f, by
  * interpolation inside its measured caps only (0 if outside: no point). */
-int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac, double *p_frac);
+PFI_API int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac, double *p_frac);
 
 /* curves[g] for each of n groups with features X[g*p..]. Grid: 0.25, 0.30,
  * ..., 1.00 kept where at least p + 3 groups have a point. */
-pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
+PFI_API pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
                                pfi_curve_model *m, pfi_error *err);
-void pfi_curve_model_free(pfi_curve_model *m);
+PFI_API void pfi_curve_model_free(pfi_curve_model *m);
 /* Predicted normalized curve at the grid: t_frac[k], p_frac[k]. */
-void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac);
+PFI_API void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac);
 /* The predicted curve in absolute units for a job with uncapped (T_max,
  * P_max) on a GPU whose largest cap is cap_max_w: points at the grid caps. */
-pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
+PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
                                  double tokens_max, double power_max_w, pfi_curve *out, pfi_error *err);
 
 #ifdef __cplusplus

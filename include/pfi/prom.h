@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "pfi/api.h"
 #include "pfi/metrics.h"
 #include "pfi/reader.h"
 #include "pfi/status.h"
@@ -42,21 +43,21 @@ typedef struct pfi_prom_stats {
     uint64_t lines, samples, skipped_unknown, skipped_missing;
 } pfi_prom_stats;
 
-pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_stats *stats,
+PFI_API pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_stats *stats,
                          pfi_log *log, pfi_error *err);
 
 /* Parse one sample line (no newline). Returns 1 for a sample of a known
  * metric (s filled, t_ms = INT64_MIN when the line has no timestamp), 0 for a
  * line to skip (unknown metric, comment, blank), -1 on a syntax error (what
  * is set). */
-int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **what);
+PFI_API int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **what);
 
 /* v as a label value to write between double quotes, in buf (n bytes):
  * backslash, double quote and newline escaped (\\ \" \n) as the text
  * format requires; other control characters and bytes that are not UTF-8
  * become '?'; cut at a whole character to fit. NULL is "". Returns buf.
  * Every label value the daemons write goes through it (prom_label.c). */
-const char *pfi_prom_label(char *buf, size_t n, const char *v);
+PFI_API const char *pfi_prom_label(char *buf, size_t n, const char *v);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pfi/api.h"
 #include "pfi/metrics.h"
 #include "pfi/status.h"
 
@@ -47,22 +48,22 @@ typedef struct pfi_protocol_opts {
     size_t max_gpus;         /* GPUs per run: 4096 */
 } pfi_protocol_opts;
 
-void pfi_protocol_opts_default(pfi_protocol_opts *o);
+PFI_API void pfi_protocol_opts_default(pfi_protocol_opts *o);
 
 /* ---- alignment ---------------------------------------------------------------- */
 
 typedef struct pfi_bins pfi_bins;
 
-pfi_bins *pfi_bins_new(const pfi_protocol_opts *o);
-void pfi_bins_free(pfi_bins *b);
+PFI_API pfi_bins *pfi_bins_new(const pfi_protocol_opts *o);
+PFI_API void pfi_bins_free(pfi_bins *b);
 /* GPU index for a key (UUID, or host:index); new keys are added. -1 if the
  * run would exceed max_gpus. */
-int pfi_bins_gpu(pfi_bins *b, const char *key, size_t len);
-size_t pfi_bins_ngpus(const pfi_bins *b);
+PFI_API int pfi_bins_gpu(pfi_bins *b, const char *key, size_t len);
+PFI_API size_t pfi_bins_ngpus(const pfi_bins *b);
 /* Add one sample. Errors: the run's span exceeds max_bins, out of memory. */
-pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double v,
+PFI_API pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double v,
                         pfi_error *err);
-size_t pfi_bins_nsamples(const pfi_bins *b);
+PFI_API size_t pfi_bins_nsamples(const pfi_bins *b);
 
 /* The job-level series: one entry per kept bin, in time order. */
 typedef struct pfi_series {
@@ -76,8 +77,8 @@ typedef struct pfi_series {
     size_t n_gpus;
 } pfi_series;
 
-pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err);
-void pfi_series_free(pfi_series *s);
+PFI_API pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err);
+PFI_API void pfi_series_free(pfi_series *s);
 
 /* ---- phases --------------------------------------------------------------------- */
 
@@ -91,25 +92,25 @@ typedef struct pfi_phases {
 
 /* fb_per_gpu_mib and util_min may be NULL/NaN (that rule is then skipped;
  * without utilization there is no training phase). */
-void pfi_phases_segment(const double *fb_per_gpu_mib, const double *util_avg,
+PFI_API void pfi_phases_segment(const double *fb_per_gpu_mib, const double *util_avg,
                         const double *util_min, size_t n, const pfi_protocol_opts *o,
                         pfi_phases *out);
-pfi_phase pfi_phase_of(const pfi_phases *p, size_t i);
-const char *pfi_phase_name(pfi_phase p);
+PFI_API pfi_phase pfi_phase_of(const pfi_phases *p, size_t i);
+PFI_API const char *pfi_phase_name(pfi_phase p);
 
 /* ---- aggregation -------------------------------------------------------------------- */
 
 /* Aggregate x[0..n) (NaN skipped): top fraction (mean of the ceil(frac*n)
  * largest), mean or median. *sem = SD of the samples used / sqrt(count), NaN
  * for fewer than 2. Returns the number of samples used (0: *value NaN). */
-size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac, double *value,
+PFI_API size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac, double *value,
                      double *sem);
-int pfi_agg_mode_parse(const char *s, pfi_agg_mode *m);
+PFI_API int pfi_agg_mode_parse(const char *s, pfi_agg_mode *m);
 
 /* ---- cap check ------------------------------------------------------------------------ */
 
 /* 0 if |enforced_w - cap_w| <= tol_w (or enforced is NaN: nothing to check). */
-int pfi_cap_check(double enforced_w, double cap_w, double tol_w);
+PFI_API int pfi_cap_check(double enforced_w, double cap_w, double tol_w);
 
 #ifdef __cplusplus
 }

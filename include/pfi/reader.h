@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pfi/api.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
@@ -40,29 +41,29 @@ typedef struct pfi_reader {
 } pfi_reader;
 
 /* path "-" means standard input. */
-pfi_status pfi_reader_open(pfi_reader *r, const char *path, size_t max, pfi_error *err);
-void pfi_reader_init_fd(pfi_reader *r, int fd, const char *name, size_t max);
-void pfi_reader_init_mem(pfi_reader *r, const void *data, size_t len, const char *name, size_t max);
-void pfi_reader_init_fn(pfi_reader *r, pfi_read_fn fn, void *ud, const char *name, size_t max);
-void pfi_reader_close(pfi_reader *r);
+PFI_API pfi_status pfi_reader_open(pfi_reader *r, const char *path, size_t max, pfi_error *err);
+PFI_API void pfi_reader_init_fd(pfi_reader *r, int fd, const char *name, size_t max);
+PFI_API void pfi_reader_init_mem(pfi_reader *r, const void *data, size_t len, const char *name, size_t max);
+PFI_API void pfi_reader_init_fn(pfi_reader *r, pfi_read_fn fn, void *ud, const char *name, size_t max);
+PFI_API void pfi_reader_close(pfi_reader *r);
 
 /* Ensure at least want bytes are buffered after start (or EOF). Returns the
  * number of buffered bytes, or -1 with err set (I/O error, or want > max). */
-ssize_t pfi_reader_fill(pfi_reader *r, size_t want, pfi_error *err);
+PFI_API ssize_t pfi_reader_fill(pfi_reader *r, size_t want, pfi_error *err);
 
 /* Next line without its terminator ("\n" or "\r\n"). *line points into the
  * buffer and is valid until the next call. Returns 1 for a line, 0 at EOF,
  * -1 on error (line longer than max, I/O error, NUL byte). The line number of
  * the returned line is r->line - 1 afterwards; use pfi_reader_lineno. */
-int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err);
-uint64_t pfi_reader_lineno(const pfi_reader *r);
+PFI_API int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err);
+PFI_API uint64_t pfi_reader_lineno(const pfi_reader *r);
 /* 1 if the line last returned was the input's final line and had no newline
  * (a truncated write). */
-int pfi_reader_truncated_last(const pfi_reader *r);
+PFI_API int pfi_reader_truncated_last(const pfi_reader *r);
 
 /* Raw read of exactly n bytes (for binary formats such as tar); returns n,
  * fewer at EOF, or -1 on error. */
-ssize_t pfi_reader_read(pfi_reader *r, void *dst, size_t n, pfi_error *err);
+PFI_API ssize_t pfi_reader_read(pfi_reader *r, void *dst, size_t n, pfi_error *err);
 
 #ifdef __cplusplus
 }

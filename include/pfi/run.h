@@ -6,6 +6,7 @@
 #ifndef PFI_RUN_H
 #define PFI_RUN_H
 
+#include "pfi/api.h"
 #include "pfi/protocol.h"
 #include "pfi/run_input.h"
 #include "pfi/table.h"
@@ -32,14 +33,14 @@ typedef struct pfi_run_summary {
  * data). Errors name the run: GPU count mismatch, no utilization metric, no
  * training phase, a step log without samples in it, an enforced limit that
  * differs from cap_w (unless o->cap_check is 0). */
-pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
+PFI_API pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
                              const pfi_protocol_opts *o, pfi_run_summary *s, pfi_log *log,
                              pfi_error *err);
-void pfi_run_summary_free(pfi_run_summary *s);
+PFI_API void pfi_run_summary_free(pfi_run_summary *s);
 
 /* The sweep table of run summaries (docs/formats.md, "ingest output"):
  * fixed columns, then the metrics present in any run, then metadata. */
-pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi_table **out,
+PFI_API pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi_table **out,
                                pfi_error *err);
 
 #ifdef __cplusplus

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "pfi/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,8 +41,8 @@ typedef struct pfi_manifest {
 } pfi_manifest;
 
 /* Free what m holds and zero it (m itself is the caller's). */
-void pfi_manifest_free(pfi_manifest *m);
-const char *pfi_tel_format_name(pfi_tel_format f);
+PFI_API void pfi_manifest_free(pfi_manifest *m);
+PFI_API const char *pfi_tel_format_name(pfi_tel_format f);
 
 typedef struct pfi_steplog {
     size_t n, cap;
@@ -48,7 +50,7 @@ typedef struct pfi_steplog {
 } pfi_steplog;
 
 /* Free what s holds and zero it (s itself is the caller's). */
-void pfi_steplog_free(pfi_steplog *s);
+PFI_API void pfi_steplog_free(pfi_steplog *s);
 
 #ifdef __cplusplus
 }

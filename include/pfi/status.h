@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "pfi/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,14 +37,14 @@ typedef struct pfi_error {
 } pfi_error;
 
 /* Set *err (if non-NULL) and return code. printf-style message. */
-pfi_status pfi_errorf(pfi_error *err, pfi_status code, const char *fmt, ...)
+PFI_API pfi_status pfi_errorf(pfi_error *err, pfi_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-pfi_status pfi_verrorf(pfi_error *err, pfi_status code, const char *fmt, va_list ap);
+PFI_API pfi_status pfi_verrorf(pfi_error *err, pfi_status code, const char *fmt, va_list ap);
 /* Prefix an existing message: "prefix: old message". */
-void pfi_error_prefix(pfi_error *err, const char *fmt, ...)
+PFI_API void pfi_error_prefix(pfi_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void pfi_error_clear(pfi_error *err);
-const char *pfi_status_name(pfi_status code);
+PFI_API void pfi_error_clear(pfi_error *err);
+PFI_API const char *pfi_status_name(pfi_status code);
 
 /* Warning sink. A NULL pfi_log or NULL fn drops warnings. */
 typedef struct pfi_log {
@@ -51,7 +53,7 @@ typedef struct pfi_log {
     size_t n_warnings; /* counted even when dropped */
 } pfi_log;
 
-void pfi_warnf(pfi_log *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+PFI_API void pfi_warnf(pfi_log *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

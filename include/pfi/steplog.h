@@ -11,6 +11,7 @@
 #ifndef PFI_STEPLOG_H
 #define PFI_STEPLOG_H
 
+#include "pfi/api.h"
 #include "pfi/reader.h"
 #include "pfi/run_input.h"
 #include "pfi/status.h"
@@ -19,16 +20,16 @@
 extern "C" {
 #endif
 
-pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err);
+PFI_API pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err);
 
 /* Parse one line: 1 a record, 0 blank, -1 a record with a bad key, -2 not
  * a JSON object (a caller may skip a truncated last line); *bad says what
  * is wrong. t_s ordering is the caller's. */
-int pfi_steplog_parse_line(const char *line, size_t n, double *t_s, double *tokens_per_s, double *mfu, double *tflops,
+PFI_API int pfi_steplog_parse_line(const char *line, size_t n, double *t_s, double *tokens_per_s, double *mfu, double *tflops,
                            const char **bad);
 
 /* Format one step record as a JSON line (what a training loop writes). */
-int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, double mfu,
+PFI_API int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, double mfu,
                        double tflops, long step);
 
 #ifdef __cplusplus

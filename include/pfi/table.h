@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pfi/api.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus
@@ -22,45 +23,45 @@ typedef enum pfi_coltype { PFI_COL_TEXT = 0, PFI_COL_NUM = 1 } pfi_coltype;
 
 typedef struct pfi_table pfi_table;
 
-pfi_table *pfi_table_new(void);
-void pfi_table_free(pfi_table *t);
+PFI_API pfi_table *pfi_table_new(void);
+PFI_API void pfi_table_free(pfi_table *t);
 
-size_t pfi_table_nrows(const pfi_table *t);
-size_t pfi_table_ncols(const pfi_table *t);
-const char *pfi_table_colname(const pfi_table *t, size_t col);
-pfi_coltype pfi_table_coltype(const pfi_table *t, size_t col);
+PFI_API size_t pfi_table_nrows(const pfi_table *t);
+PFI_API size_t pfi_table_ncols(const pfi_table *t);
+PFI_API const char *pfi_table_colname(const pfi_table *t, size_t col);
+PFI_API pfi_coltype pfi_table_coltype(const pfi_table *t, size_t col);
 /* Index of the named column, or -1. */
-long pfi_table_col(const pfi_table *t, const char *name);
+PFI_API long pfi_table_col(const pfi_table *t, const char *name);
 /* Add a column (existing rows get missing values); returns its index or -1
  * on allocation failure. If it exists with the same type, returns it; with
  * another type, -1 and an error. */
-long pfi_table_add_col(pfi_table *t, const char *name, pfi_coltype type, pfi_error *err);
+PFI_API long pfi_table_add_col(pfi_table *t, const char *name, pfi_coltype type, pfi_error *err);
 
 /* Register a source file name; returns its id. */
-uint32_t pfi_table_add_file(pfi_table *t, const char *path);
-const char *pfi_table_file(const pfi_table *t, uint32_t id);
+PFI_API uint32_t pfi_table_add_file(pfi_table *t, const char *path);
+PFI_API const char *pfi_table_file(const pfi_table *t, uint32_t id);
 
 /* Append a row with all cells missing; returns PFI_OK and sets *row. */
-pfi_status pfi_table_add_row(pfi_table *t, uint32_t file, uint64_t line, size_t *row,
+PFI_API pfi_status pfi_table_add_row(pfi_table *t, uint32_t file, uint64_t line, size_t *row,
                              pfi_error *err);
-void pfi_table_row_origin(const pfi_table *t, size_t row, const char **file, uint64_t *line);
+PFI_API void pfi_table_row_origin(const pfi_table *t, size_t row, const char **file, uint64_t *line);
 
-void pfi_table_set_num(pfi_table *t, size_t col, size_t row, double v);
-double pfi_table_num(const pfi_table *t, size_t col, size_t row);
-const double *pfi_table_num_col(const pfi_table *t, size_t col);
+PFI_API void pfi_table_set_num(pfi_table *t, size_t col, size_t row, double v);
+PFI_API double pfi_table_num(const pfi_table *t, size_t col, size_t row);
+PFI_API const double *pfi_table_num_col(const pfi_table *t, size_t col);
 
 /* Text cells: intern returns the id of s (len bytes); 0 for the empty string,
  * UINT32_MAX on allocation failure. */
-uint32_t pfi_table_intern(pfi_table *t, const char *s, size_t len);
-const char *pfi_table_str(const pfi_table *t, uint32_t id);
-void pfi_table_set_text_id(pfi_table *t, size_t col, size_t row, uint32_t id);
-pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *s,
+PFI_API uint32_t pfi_table_intern(pfi_table *t, const char *s, size_t len);
+PFI_API const char *pfi_table_str(const pfi_table *t, uint32_t id);
+PFI_API void pfi_table_set_text_id(pfi_table *t, size_t col, size_t row, uint32_t id);
+PFI_API pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *s,
                               pfi_error *err);
-uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row);
-const char *pfi_table_text(const pfi_table *t, size_t col, size_t row);
+PFI_API uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row);
+PFI_API const char *pfi_table_text(const pfi_table *t, size_t col, size_t row);
 
 /* Write as CSV (header + rows). Numbers with %.10g, missing as empty. */
-pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err);
+PFI_API pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "pfi/rows.h"
+#include "rows.h"
 #include "pfi/status.h"
 #include "pfi/table.h"
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "pfi/calibrate.h"
-#include "pfi/recon_io.h"
+#include "calibrate.h"
+#include "recon_io.h"
 
 const char cmd_calibrate_usage[] =
     "usage: pfi calibrate [--data DIR] [--seed N] -o PARAMS.csv\n"

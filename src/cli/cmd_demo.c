@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pfi/agent_client.h"
-#include "pfi/atomic.h"
-#include "pfi/clock.h"
-#include "pfi/grid_event.h"
+#include "agent_client.h"
+#include "atomic.h"
+#include "clock.h"
+#include "grid_event.h"
 
 const char cmd_demo_usage[] =
     "usage: pfi demo [--time-scale X] [--cut PCT] [--dir DIR] [--keep]\n"

@@ -12,7 +12,7 @@
 #include "pfi/csv.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
-#include "pfi/num.h"
+#include "num.h"
 
 const char cmd_fit_usage[] =
     "usage: pfi fit [options] TABLE...\n"

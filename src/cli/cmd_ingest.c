@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "pfi/ingest.h"
-#include "pfi/telemetry.h"
+#include "telemetry.h"
 
 const char cmd_ingest_usage[] =
     "usage: pfi ingest [options] RUNDIR...\n"

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../report/report.h"
+#include "report.h"
 #include "cli.h"
 
 const char cmd_reproduce_usage[] =

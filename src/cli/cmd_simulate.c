@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "groupset.h"
-#include "pfi/simulate.h"
+#include "simulate.h"
 #include "pool.h"
 
 const char cmd_simulate_usage[] =

@@ -14,7 +14,7 @@
 #include "pfi/metrics.h"
 #include "pfi/stats.h"
 #include "pfi/sweep.h"
-#include "pfi/util.h"
+#include "util.h"
 
 const char cmd_stats_usage[] =
     "usage: pfi stats [options] TABLE...\n"

@@ -18,15 +18,15 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pfi/agent_client.h"
-#include "pfi/atomic.h"
-#include "pfi/clock.h"
-#include "pfi/gpu.h"
+#include "agent_client.h"
+#include "atomic.h"
+#include "clock.h"
+#include "gpu.h"
 #include "pfi/metrics.h"
 #include "pfi/prom.h"
-#include "pfi/recon_io.h"
-#include "pfi/state_file.h"
-#include "pfi/sweep_state.h"
+#include "recon_io.h"
+#include "state_file.h"
+#include "sweep_state.h"
 
 const char cmd_sweep_usage[] =
     "usage: pfi sweep --out DIR [options] [-- COMMAND [ARGS...]]\n"

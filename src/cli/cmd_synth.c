@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pfi/recon_io.h"
-#include "pfi/atomic.h"
-#include "pfi/synth_write.h"
-#include "pfi/tar.h"
+#include "recon_io.h"
+#include "atomic.h"
+#include "synth_write.h"
+#include "tar.h"
 
 const char cmd_synth_usage[] =
     "usage: pfi synth [options] OUTDIR          run directories under OUTDIR\n"

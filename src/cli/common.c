@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pfi/datapath.h"
-#include "pfi/atomic.h"
-#include "pfi/num.h"
+#include "datapath.h"
+#include "atomic.h"
+#include "num.h"
 #include "pfi/sweep.h"
 
 const cli_cmd *cli_find(const char *name)

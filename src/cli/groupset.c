@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "pfi/num.h"
+#include "num.h"
 
 int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s)
 {

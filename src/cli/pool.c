@@ -9,7 +9,7 @@
 #include "cli.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
-#include "pfi/physmodel.h"
+#include "physmodel.h"
 
 void cli_pool_free(cli_pool *P)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "pfi/protocol.h"
-#include "pfi/util.h"
+#include "util.h"
 
 static int cmp_desc(const void *a, const void *b)
 {

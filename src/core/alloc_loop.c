@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
-#include "pfi/util.h"
+#include "util.h"
 
 #define MAX_OBS 64
 

@@ -4,7 +4,7 @@
  * for table-9 groups an outer search over sm_w (which moves the uncapped
  * operating point relative to the voltage knee, and so the 500/600 W
  * ratios against the 300/400 W ones) matches the 4-cap PFI. */
-#include "pfi/calibrate.h"
+#include "calibrate.h"
 
 #include <math.h>
 #include <stdio.h>

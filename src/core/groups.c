@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/util.h"
+#include "util.h"
 
 typedef struct sort_ctx_row {
     double cap;

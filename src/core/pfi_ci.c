@@ -26,7 +26,7 @@
 #include <stdlib.h>
 
 #include "pfi/pfi.h"
-#include "pfi/util.h"
+#include "util.h"
 
 struct pfi_ci_ctx {
     gsl_rng *rng;

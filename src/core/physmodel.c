@@ -1,6 +1,6 @@
 /* physmodel.c — the physical power/performance model (see physmodel.h and
  * docs/model.md for the equations and every number's source). */
-#include "pfi/physmodel.h"
+#include "physmodel.h"
 
 #include <math.h>
 #include <string.h>

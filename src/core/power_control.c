@@ -1,5 +1,5 @@
 /* power_control.c — the controller's control law (power_control.h). */
-#include "pfi/power_control.h"
+#include "power_control.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* recon.c — family priors of the reconstruction (see recon.h and
  * docs/model.md, "priors"). Every number here is a modelling choice stated
  * in the docs; none is fitted per group except phi and sm_w. */
-#include "pfi/recon.h"
+#include "recon.h"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/util.h"
+#include "util.h"
 
 void pfi_recon_free(pfi_recon *r)
 {

@@ -1,5 +1,5 @@
 /* simulate.c — the allocation experiment (see simulate.h). */
-#include "pfi/simulate.h"
+#include "simulate.h"
 
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pfi/util.h"
+#include "util.h"
 
 void pfi_sim_opts_default(pfi_sim_opts *o)
 {

@@ -1,5 +1,5 @@
 /* synth.c — generating the reconstruction's raw runs (see synth.h). */
-#include "pfi/synth.h"
+#include "synth.h"
 
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/util.h"
+#include "util.h"
 
 const pfi_metric pfi_synth_metrics[] = {
     PFI_M_GPU_UTIL,          PFI_M_MEM_COPY_UTIL,  PFI_M_FB_USED,          PFI_M_POWER_USAGE,

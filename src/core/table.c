@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
-#include "pfi/util.h"
+#include "util.h"
 
 typedef struct column {
     char *name;

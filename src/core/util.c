@@ -1,5 +1,5 @@
 /* util.c — hashing and selection helpers (see util.h). */
-#include "pfi/util.h"
+#include "util.h"
 
 uint64_t pfi_mix64(uint64_t x)
 {

@@ -9,7 +9,7 @@
  * Renaming replaces hard links to the old file with the new file at this
  * name only. The owner is kept where permitted (root, or a group the user
  * is in); the mode always. */
-#include "pfi/atomic.h"
+#include "atomic.h"
 
 #include <errno.h>
 #include <fcntl.h>

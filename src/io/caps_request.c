@@ -1,5 +1,5 @@
 /* caps_request.c — parse and format the PUT /v1/caps body (caps_request.h). */
-#include "pfi/caps_request.h"
+#include "caps_request.h"
 
 #include <jansson.h>
 #include <math.h>

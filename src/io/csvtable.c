@@ -1,13 +1,13 @@
 /* csvtable.c — generic CSV files as tables (see csvtable.h). Two passes
  * over the parsed cells: decide each column's type, then fill. */
-#include "pfi/csvtable.h"
+#include "csvtable.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pfi/csv.h"
-#include "pfi/num.h"
+#include "num.h"
 
 typedef struct cellbuf {
     char **cells; /* nrows x ncols, owned */

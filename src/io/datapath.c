@@ -1,5 +1,5 @@
 /* datapath.c — finding the bundled data (datapath.h). */
-#include "pfi/datapath.h"
+#include "datapath.h"
 
 #include <stdio.h>
 #include <stdlib.h>

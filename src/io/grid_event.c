@@ -1,5 +1,5 @@
 /* grid_event.c — canonical and OpenADR 3 grid events (grid_event.h). */
-#include "pfi/grid_event.h"
+#include "grid_event.h"
 
 #include <ctype.h>
 #include <jansson.h>

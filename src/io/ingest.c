@@ -15,8 +15,8 @@
 #include "pfi/prom.h"
 #include "pfi/manifest.h"
 #include "pfi/steplog.h"
-#include "pfi/tar.h"
-#include "pfi/telemetry.h"
+#include "tar.h"
+#include "telemetry.h"
 
 struct pfi_ingest {
     pfi_ingest_opts o;

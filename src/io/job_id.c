@@ -1,6 +1,6 @@
 /* job_id.c — job id validation and a process's Slurm job id from its cgroup
  * (see job_id.h). */
-#include "pfi/job_id.h"
+#include "job_id.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * lengths that fit the state's fields, no GPU listed twice, at most
  * PFI_LEASE_MAX_GPUS GPUs. Device ranges are checked by the agent, which
  * knows them. */
-#include "pfi/state_file.h"
-#include "pfi/lease_file.h"
+#include "state_file.h"
+#include "lease_file.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/atomic.h"
+#include "atomic.h"
 #include "pfi/features.h"
 #include "pfi/pfi.h"
 

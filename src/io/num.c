@@ -1,5 +1,5 @@
 /* num.c — strict decimal parsing (see num.h). */
-#include "pfi/num.h"
+#include "num.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -5,8 +5,8 @@
 #include <time.h>
 
 #include "pfi/csv.h"
-#include "pfi/num.h"
-#include "pfi/telemetry.h"
+#include "num.h"
+#include "telemetry.h"
 
 enum { C_TS = 0, C_INDEX, C_UUID, C_POWER, C_LIMIT, C_MGMT, C_SM, C_MEM, C_UTIL, C_MUTIL, C_FB,
        C_TEMP, C_N };

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "pfi/num.h"
+#include "num.h"
 
 static int is_space(char c) { return c == ' ' || c == '\t'; }
 

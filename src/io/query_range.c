@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/num.h"
-#include "pfi/telemetry.h"
+#include "num.h"
+#include "telemetry.h"
 
 pfi_status pfi_reader_slurp(pfi_reader *r, size_t max, char **data, size_t *len, pfi_error *err)
 {

@@ -1,16 +1,16 @@
 /* recon_io.c — spec.csv and params.csv of the reconstruction (see
  * recon_io.h). Both are plain CSV read with the project's CSV reader;
  * errors name file, line and column. */
-#include "pfi/recon_io.h"
+#include "recon_io.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/atomic.h"
+#include "atomic.h"
 #include "pfi/csv.h"
-#include "pfi/num.h"
+#include "num.h"
 
 typedef struct hdrmap {
     const char *name;

@@ -1,5 +1,5 @@
 /* rows.c — CSV / JSON / terminal-table rendering of command output. */
-#include "pfi/rows.h"
+#include "rows.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
-#include "pfi/atomic.h"
+#include "atomic.h"
 
 /* One 8-byte cell: a double (NaN = missing), an integer (INT64_MIN =
  * missing) or an offset into the text arena (0 = empty string). */

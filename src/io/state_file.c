@@ -1,6 +1,6 @@
 /* state_file.c — bounded reads and durable writes of state files
  * (state_file.h). */
-#include "pfi/state_file.h"
+#include "state_file.h"
 
 #include <jansson.h>
 
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pfi/atomic.h"
+#include "atomic.h"
 
 pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t *len, int *found, pfi_error *err)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "pfi/csv.h"
-#include "pfi/num.h"
+#include "num.h"
 
 const char *const pfi_derived_features[] = {"dram_copy_product", "arithmetic_intensity",
                                             "tensor_sm_ratio", "nvlink_bytes"};

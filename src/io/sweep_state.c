@@ -1,6 +1,6 @@
 /* sweep_state.c — `pfi sweep`'s state file, parsed and formatted
  * (sweep_state.h). Device ranges are checked by the sweep, which knows them. */
-#include "pfi/sweep_state.h"
+#include "sweep_state.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/state_file.h"
+#include "state_file.h"
 
 pfi_status pfi_sweep_state_parse(const char *text, size_t len, const char *path, pfi_sweep_state *s, pfi_error *err)
 {

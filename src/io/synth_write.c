@@ -2,7 +2,7 @@
  * synth_write.h). Lines are assembled from a precomputed label prefix per
  * (GPU, metric) and a fixed-decimal number formatter, so the ~3 GB of the
  * full set is produced at memory speed rather than printf speed. */
-#include "pfi/synth_write.h"
+#include "synth_write.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pfi/atomic.h"
+#include "atomic.h"
 #include "pfi/steplog.h"
-#include "pfi/tar.h"
+#include "tar.h"
 
 typedef struct buf {
     char *p;

@@ -1,5 +1,5 @@
 /* tar.c — sequential tar reading and writing (see tar.h). */
-#include "pfi/tar.h"
+#include "tar.h"
 
 #include <stdlib.h>
 #include <string.h>

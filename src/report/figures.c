@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csvtable.h"
+#include "csvtable.h"
 #include "plot.h"
 #include "report.h"
 

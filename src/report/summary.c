@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "pfi/csv.h"
-#include "pfi/csvtable.h"
+#include "csvtable.h"
 #include "pfi/stats.h"
-#include "pfi/util.h"
+#include "util.h"
 #include "report.h"
 
 typedef struct cache {

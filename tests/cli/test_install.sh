@@ -1,8 +1,10 @@
 #!/bin/sh
 # test_install.sh — `make install PREFIX=...` equivalent: the binaries, the
-# Slurm plugin, the shared and static library, headers, pkg-config file and
-# man pages land under the prefix, and a program compiled against the installed library
-# through pkg-config computes Eq. 1.
+# Slurm plugin, the shared library (no static archive), the public headers
+# only, pkg-config file and man pages land under the prefix; every installed
+# header compiles on its own; a program that includes every installed header
+# and takes the address of every function they declare links against the
+# installed library through pkg-config only; one computes Eq. 1.
 . "$(dirname "$0")/lib.sh"
 : "${BUILD:?}"
 P="$T/prefix"
@@ -16,7 +18,14 @@ ls "$P"/lib*/libpfi.so* >/dev/null 2>&1 || fail "no shared library"; ok
 # the Slurm plugin, when Slurm's headers were there at build time
 if [ -n "${PFI_SPANK:-}" ]; then ls "$P"/lib*/pfi/spank_pfi.so >/dev/null 2>&1 || fail "no SPANK plugin installed"; ok; fi
 "$P/sbin/pfi-controller" --version | grep -q '^pfi-controller ' || fail "installed pfi-controller"; ok
-ls "$P"/lib*/libpfi.a >/dev/null 2>&1 || fail "no static library"; ok
+! ls "$P"/lib*/libpfi.a >/dev/null 2>&1 || fail "static archive installed (it cannot hide internal symbols)"; ok
+# only the public API: include/pfi/ of the source tree, nothing internal
+inst=$(cd "$P/include/pfi" && ls *.h | grep -v '^version.h$' | sort | tr '\n' ' ')
+srch=$(cd "$SRC/include/pfi" && ls *.h | sort | tr '\n' ' ')
+[ "$inst" = "$srch" ] || fail "installed headers differ from include/pfi: $inst"; ok
+for h in gpu.h httpd.h lease.h util.h num.h datapath.h; do
+  [ ! -e "$P/include/pfi/$h" ] || fail "internal header $h installed"; ok
+done
 pc=$(ls "$P"/lib*/pkgconfig/pfi.pc) || fail "no pfi.pc"; ok
 "$P/bin/pfi" --version | grep -q '^pfi ' || fail "installed binary"; ok
 cat >"$T/eq1.c" <<'C'
@@ -40,5 +49,31 @@ if [ "${PFI_SANITIZED:-0}" != "1" ]; then
     -Wl,-rpath,"$(dirname "$(dirname "$pc")")" || fail "compile against installed libpfi"
   ok
   [ "$("$T/eq1")" = "2.500" ] || fail "installed libpfi computes Eq. 1 wrong"; ok
+  PCP=$(dirname "$pc")
+  cflags=$(PKG_CONFIG_PATH=$PCP pkg-config --cflags pfi)
+  libs=$(PKG_CONFIG_PATH=$PCP pkg-config --libs pfi)
+  # each installed header compiles on its own (C and C++)
+  for h in "$P"/include/pfi/*.h; do
+    printf '#include <pfi/%s>\n' "$(basename "$h")" >"$T/one.c"
+    cc -std=c17 -Wall -Wextra -Werror -fsyntax-only $cflags "$T/one.c" 2>"$T/one.err" ||
+      { cat "$T/one.err"; fail "$(basename "$h") does not compile on its own"; }
+  done
+  ok
+  # every function an installed header declares is in the installed library
+  : >"$T/all.c"
+  for h in "$P"/include/pfi/*.h; do printf '#include <pfi/%s>\n' "$(basename "$h")" >>"$T/all.c"; done
+  syms=$(cat "$P"/include/pfi/*.h | tr '\n' ' ' | sed 's/;/;\n/g' | grep 'PFI_API' |
+    sed -n 's/.*[^A-Za-z0-9_]\(pfi_[A-Za-z0-9_]*\)[[:space:]]*[[(;].*/\1/p' | sort -u)
+  n=$(printf '%s\n' $syms | wc -l)
+  [ "$n" -gt 100 ] || fail "only $n API symbols found in the installed headers"; ok
+  { printf '#include <stdio.h>\nstatic const void *api[] = {\n'
+    for f in $syms; do printf '    (const void *)&%s,\n' "$f"; done
+    printf '};\nint main(void) { printf("%%zu\\n", sizeof api / sizeof api[0]); return 0; }\n'; } >>"$T/all.c"
+  cc -std=c17 -o "$T/all" "$T/all.c" $cflags $libs -Wl,-rpath,"$(dirname "$PCP")" -Wl,--no-undefined 2>"$T/all.err" ||
+    { cat "$T/all.err"; fail "a program using every installed header does not link through pkg-config"; }
+  [ "$("$T/all")" = "$n" ] || fail "API program"; ok
+  # the library exports only pfi_ symbols
+  other=$(nm -D --defined-only "$(ls "$P"/lib*/libpfi.so)" | awk '{print $3}' | grep -v '^pfi_' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' || true)
+  [ -z "$other" ] || fail "libpfi.so exports non-pfi_ symbols: $other"; ok
 fi
 done_ok

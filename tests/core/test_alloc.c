@@ -11,8 +11,8 @@
 #include <glpk.h>
 
 #include "pfi/alloc.h"
-#include "pfi/simulate.h"
-#include "pfi/util.h"
+#include "simulate.h"
+#include "util.h"
 
 static pfi_curve mk(const double *caps, const double *p, const double *t, size_t n)
 {

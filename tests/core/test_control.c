@@ -8,8 +8,8 @@
  * durations, every error naming its field. */
 #include "../testutil.h"
 
-#include "pfi/grid_event.h"
-#include "pfi/power_control.h"
+#include "grid_event.h"
+#include "power_control.h"
 
 static void budget_ramps(void **s)
 {

@@ -3,7 +3,7 @@
  * and the selection helpers used for quantiles. */
 #include "../testutil.h"
 
-#include "pfi/util.h"
+#include "util.h"
 
 static void normalized(void **s)
 {

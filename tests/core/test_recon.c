@@ -8,12 +8,12 @@
 
 #include <stdio.h>
 
-#include "pfi/calibrate.h"
+#include "calibrate.h"
 #include "pfi/csv.h"
 #include "pfi/pfi.h"
-#include "pfi/recon_io.h"
+#include "recon_io.h"
 #include "pfi/stats.h"
-#include "pfi/util.h"
+#include "util.h"
 
 static pfi_recon R;
 static pfi_synth_opts O;

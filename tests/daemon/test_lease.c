@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "pfi/caps_request.h"
-#include "pfi/lease.h"
+#include "caps_request.h"
+#include "lease.h"
 
 static void rules(void **s)
 {

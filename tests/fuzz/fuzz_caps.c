@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/caps_request.h"
+#include "caps_request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

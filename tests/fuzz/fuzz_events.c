@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/grid_event.h"
+#include "grid_event.h"
 
 static void within_bounds(const pfi_grid_event *ev)
 {

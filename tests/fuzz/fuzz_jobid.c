@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/job_id.h"
+#include "job_id.h"
 #include "pfi/prom.h"
 
 /* 1 if s is valid UTF-8 (no control bytes below 0x20 or 0x7f) */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/lease_file.h"
+#include "lease_file.h"
 
 static pfi_lease_state a, b; /* large: not on the stack */
 

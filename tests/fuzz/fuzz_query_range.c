@@ -1,7 +1,7 @@
 /* fuzz_query_range.c — libFuzzer target: Prometheus query_range JSON. */
 #include <stdint.h>
 
-#include "pfi/telemetry.h"
+#include "telemetry.h"
 
 static pfi_status sink(void *ud, const pfi_sample *s, pfi_error *err)
 {

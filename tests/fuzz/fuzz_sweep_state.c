@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/sweep_state.h"
+#include "sweep_state.h"
 
 static pfi_sweep_state a, b;
 

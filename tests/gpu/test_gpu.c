@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "pfi/clock.h"
-#include "pfi/datapath.h"
-#include "pfi/gpu.h"
-#include "pfi/recon_io.h"
+#include "clock.h"
+#include "datapath.h"
+#include "gpu.h"
+#include "recon_io.h"
 
 static pfi_recon R;
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pfi/atomic.h"
+#include "atomic.h"
 
 static char dir[64];
 

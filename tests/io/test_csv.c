@@ -4,7 +4,7 @@
 
 #include "pfi/csv.h"
 #include "pfi/groups.h"
-#include "pfi/num.h"
+#include "num.h"
 #include "pfi/pfi.h"
 #include "pfi/sweep.h"
 

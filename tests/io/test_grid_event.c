@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "pfi/grid_event.h"
+#include "grid_event.h"
 
 #define START "\"start\":\"2026-12-02T18:00:00Z\""
 

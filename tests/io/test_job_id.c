@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "pfi/job_id.h"
+#include "job_id.h"
 
 static void valid_ids(void **s)
 {

@@ -4,7 +4,7 @@
  * metric, aliases are accepted, and the preferred power column wins. */
 #include "../testutil.h"
 
-#include "pfi/telemetry.h"
+#include "telemetry.h"
 
 typedef struct seen {
     size_t n[PFI_M_COUNT];

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pfi/atomic.h"
-#include "pfi/rows.h"
+#include "atomic.h"
+#include "rows.h"
 
 static void fmt_matches_printf(void **s)
 {

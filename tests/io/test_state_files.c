@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "pfi/lease_file.h"
-#include "pfi/state_file.h"
-#include "pfi/sweep_state.h"
+#include "lease_file.h"
+#include "state_file.h"
+#include "sweep_state.h"
 
 static pfi_lease_state L, M;
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csvtable.h"
+#include "csvtable.h"
 
 static pfi_table *load(const char *dir, const char *name)
 {

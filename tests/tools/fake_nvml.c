@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/gpu/nvml_api.h"
+#include "nvml_api.h"
 
 #define API __attribute__((visibility("default")))
 #define MAXG 64

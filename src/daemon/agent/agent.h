@@ -16,8 +16,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "pfi/gpu.h"
-#include "pfi/lease.h"
+#include "gpu.h"
+#include "lease.h"
 #include "pfi/model_file.h"
 
 #define AGENT_MAX_GPUS 64

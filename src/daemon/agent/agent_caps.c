@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "agent.h"
-#include "pfi/caps_request.h"
-#include "pfi/clock.h"
+#include "caps_request.h"
+#include "clock.h"
 
 static char *err_json(const char *msg)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "agent.h"
-#include "pfi/httpd.h"
+#include "httpd.h"
 
 /* PUT /v1/caps needs the control token; /healthz is open; every other
  * read needs the read (or control) token when --read-token-file is given */

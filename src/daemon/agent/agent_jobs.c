@@ -29,10 +29,10 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "pfi/agent_client.h"
-#include "pfi/atomic.h"
-#include "pfi/clock.h"
-#include "pfi/job_id.h"
+#include "agent_client.h"
+#include "atomic.h"
+#include "clock.h"
+#include "job_id.h"
 #include "pfi/prom.h"
 #include "pfi/steplog.h"
 

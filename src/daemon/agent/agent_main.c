@@ -26,12 +26,12 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "pfi/agent_client.h"
-#include "pfi/atomic.h"
-#include "pfi/clock.h"
-#include "pfi/daemon_util.h"
-#include "pfi/datapath.h"
-#include "pfi/recon_io.h"
+#include "agent_client.h"
+#include "atomic.h"
+#include "clock.h"
+#include "daemon_util.h"
+#include "datapath.h"
+#include "recon_io.h"
 #include "pfi/version.h"
 
 static const char usage[] =

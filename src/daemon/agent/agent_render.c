@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "agent.h"
-#include "pfi/clock.h"
-#include "pfi/daemon_util.h"
-#include "pfi/httpd.h"
+#include "clock.h"
+#include "daemon_util.h"
+#include "httpd.h"
 #include "pfi/prom.h"
 #include "pfi/version.h"
 

@@ -19,9 +19,9 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#include "pfi/agent_client.h"
+#include "agent_client.h"
 #include "pfi/alloc.h"
-#include "pfi/grid_event.h"
+#include "grid_event.h"
 #include "pfi/model_file.h"
 
 #define CTL_MAX_AGENTS 1024

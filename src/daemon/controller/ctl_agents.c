@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "pfi/caps_request.h"
-#include "pfi/clock.h"
+#include "caps_request.h"
+#include "clock.h"
 
 typedef struct xfer {
     CURL *h;

@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include "ctl.h"
-#include "pfi/clock.h"
-#include "pfi/job_id.h"
-#include "pfi/power_control.h"
+#include "clock.h"
+#include "job_id.h"
+#include "power_control.h"
 #include "pfi/predictor.h"
 
 ctl_event *ctl_event_find(ctl *c, const char *id)

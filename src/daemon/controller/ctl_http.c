@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "pfi/daemon_util.h"
-#include "pfi/clock.h"
-#include "pfi/httpd.h"
+#include "daemon_util.h"
+#include "clock.h"
+#include "httpd.h"
 #include "pfi/prom.h"
 
 /* changes need the token; reads are open (the status page is read by a

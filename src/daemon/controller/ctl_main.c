@@ -26,10 +26,10 @@
 #include <curl/curl.h>
 
 #include "ctl.h"
-#include "pfi/atomic.h"
-#include "pfi/caps_request.h"
-#include "pfi/clock.h"
-#include "pfi/daemon_util.h"
+#include "atomic.h"
+#include "caps_request.h"
+#include "clock.h"
+#include "daemon_util.h"
 #include "pfi/version.h"
 
 static const char usage[] =

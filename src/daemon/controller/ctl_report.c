@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../report/plot.h"
+#include "plot.h"
 #include "ctl.h"
 
 typedef struct series {

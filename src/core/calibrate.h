@@ -6,8 +6,8 @@
 #ifndef PFI_CALIBRATE_H
 #define PFI_CALIBRATE_H
 
-#include "pfi/recon.h"
-#include "pfi/synth.h"
+#include "recon.h"
+#include "synth.h"
 
 #ifdef __cplusplus
 extern "C" {

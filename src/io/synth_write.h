@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "pfi/synth.h"
+#include "synth.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,6 @@
 /* httpd.c — the daemons' HTTP server (httpd.h): libmicrohttpd with a thread
  * pool, a per-address connection limit, and a request-deadline watchdog. */
-#include "pfi/httpd.h"
+#include "httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

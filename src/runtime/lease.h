@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "pfi/clock.h"
-#include "pfi/lease_file.h"
+#include "clock.h"
+#include "lease_file.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "pfi/physmodel.h"
+#include "physmodel.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus

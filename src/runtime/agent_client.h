@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "pfi/caps_request.h"
+#include "caps_request.h"
 #include "pfi/status.h"
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@
 
 #include "gpu_internal.h"
 #include "nvml_api.h"
-#include "pfi/clock.h"
+#include "clock.h"
 
 #define NV_MAX_GPUS 64
 

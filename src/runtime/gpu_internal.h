@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-#include "pfi/gpu.h"
+#include "gpu.h"
 
 typedef struct pfi_gpu_ops {
     const char *name;

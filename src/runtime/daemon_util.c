@@ -1,6 +1,6 @@
 /* daemon_util.c — the daemons' text buffer, log line and log reopening
  * (daemon_util.h). */
-#include "pfi/daemon_util.h"
+#include "daemon_util.h"
 
 #include <errno.h>
 #include <fcntl.h>

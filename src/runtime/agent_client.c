@@ -1,5 +1,5 @@
 /* agent_client.c — HTTP client of pfi-agent and the token file (agent_client.h). */
-#include "pfi/agent_client.h"
+#include "agent_client.h"
 
 #include <curl/curl.h>
 #include <errno.h>

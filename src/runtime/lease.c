@@ -1,12 +1,12 @@
 /* lease.c — lease rules and the agent's state file (lease.h). */
-#include "pfi/lease.h"
+#include "lease.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/lease_file.h"
-#include "pfi/state_file.h"
+#include "lease_file.h"
+#include "state_file.h"
 
 void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
 

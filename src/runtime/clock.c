@@ -1,5 +1,5 @@
 /* clock.c — the runtime's (optionally sped-up) clock; see clock.h. */
-#include "pfi/clock.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <math.h>

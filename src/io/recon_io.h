@@ -4,7 +4,7 @@
 #ifndef PFI_RECON_IO_H
 #define PFI_RECON_IO_H
 
-#include "pfi/recon.h"
+#include "recon.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "pfi/recon.h"
+#include "recon.h"
 #include "pfi/run.h"
 
 #ifdef __cplusplus

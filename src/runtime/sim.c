@@ -21,11 +21,11 @@
 #include <sys/stat.h>
 
 #include "gpu_internal.h"
-#include "pfi/atomic.h"
-#include "pfi/clock.h"
-#include "pfi/recon.h"
+#include "atomic.h"
+#include "clock.h"
+#include "recon.h"
 #include "pfi/steplog.h"
-#include "pfi/util.h"
+#include "util.h"
 
 #define SIM_MAX_GPUS 64
 #define SIM_MAX_JOBS 16
