@@ -1,4 +1,4 @@
-/* alloc.h — splitting a cluster power cut across jobs (METHOD.md section 6).
+/* alloc.h — splitting a cluster power cut across jobs (docs/method.md, "Splitting a cut: Eq. 2").
  *
  * Input: jobs with their uncapped (T_max, P_max), their lowest reachable
  * power P_min, and what each strategy may know (the true curve; a predicted

@@ -1,5 +1,5 @@
 /* predictor.h — predicting PFI, and the whole normalized curve, from
- * telemetry of the uncapped run (METHOD.md section 5, and beyond).
+ * telemetry of the uncapped run (docs/method.md, "Prediction from telemetry", and beyond).
  *
  * OLS model: PFI = b0 + sum_k b_k F_k, solved as minimum-norm least squares
  * (SVD) on standardized features, so nearly or fully underdetermined fits

@@ -1,4 +1,4 @@
-/* protocol.h — the paper's measurement protocol (METHOD.md section 3), each
+/* protocol.h — the paper's measurement protocol (docs/method.md, "Measurement protocol"), each
  * rule a named function with the paper's defaults as options:
  *
  *   alignment    pfi_bins_*: samples binned by scrape interval (absolute

@@ -1,4 +1,4 @@
-/* stats.h — the statistics of the paper's analysis (METHOD.md section 5):
+/* stats.h — the statistics of the paper's analysis (docs/method.md, "Prediction from telemetry"):
  * ranks with ties, Spearman's rho with the t-approximation p-value (n-2
  * degrees of freedom), Pearson, simple OLS with R^2 and hat values,
  * Kruskal–Wallis with tie correction, Dunn's post-hoc z with the

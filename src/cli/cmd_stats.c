@@ -19,7 +19,7 @@
 const char cmd_stats_usage[] =
     "usage: pfi stats [options] TABLE...\n"
     "\n"
-    "The paper's statistics (METHOD.md section 5) on the groups of sweep tables\n"
+    "The paper's statistics (docs/method.md, 'Prediction from telemetry') on the groups of sweep tables\n"
     "with telemetry. Features are measured on each group's uncapped run.\n"
     "  correlation  every telemetry metric and derived feature: Spearman rho with\n"
     "               PFI, its p (t approximation, n-2 df), BH q across all features\n"
