@@ -4,6 +4,7 @@
 #   scripts/bootstrap.sh run    what building pfi and running its main job needs
 #   scripts/bootstrap.sh test   the above, plus what the test suite needs
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
+#                               clang-format-14 for the format check,
 #                               Slurm + munge, Chromium, mmdebstrap)
 #
 # Idempotent: it asks dpkg which packages are missing and installs only those,
@@ -14,7 +15,7 @@ set -eu
 RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev
   libplplot-dev plplot-driver-cairo"
-TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev
+TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap"
 
 case "${1:-run}" in
