@@ -2,7 +2,9 @@
  * survive restarts), per-period samples of every event (cluster and per job,
  * for the report), each agent's lease generation (INTEGER, one row per
  * agent name) and a few state values (the feedback term) so a restarted
- * controller resumes an event without lifting caps. */
+ * controller resumes an event without lifting caps. The database's format
+ * version is SQLite's user_version (PRAGMA): 0 (a database from before
+ * versions were kept) is read as 1 and marked 1; a newer one is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,19 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);"
     "CREATE TABLE IF NOT EXISTS agent_generations(agent TEXT PRIMARY KEY, generation INTEGER NOT NULL);"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
-    "DELETE FROM meta WHERE key='generation';";
+    "DELETE FROM meta WHERE key='generation';"
+    "PRAGMA user_version=1;";
+
+#define CTL_DB_FORMAT_VERSION 1
+
+static int db_version(ctl *c)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) return -1;
+    int v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    return v;
+}
 
 int ctl_db_open(ctl *c)
 {
@@ -31,6 +45,13 @@ int ctl_db_open(ctl *c)
         return -1;
     }
     sqlite3_busy_timeout(c->db, 2000);
+    int v = db_version(c);
+    if (v < 0 || v > CTL_DB_FORMAT_VERSION) {
+        if (v < 0) ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->db));
+        else ctl_log(c, "error: %s: format_version %d is newer than this controller's (%d)", c->cfg.db, v,
+                     CTL_DB_FORMAT_VERSION);
+        return -1;
+    }
     char *msg = NULL;
     if (sqlite3_exec(c->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
         ctl_log(c, "error: %s: %s", c->cfg.db, msg ? msg : "schema");
