@@ -59,8 +59,7 @@ pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *
 uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row);
 const char *pfi_table_text(const pfi_table *t, size_t col, size_t row);
 
-/* Write as CSV (header + rows). Numbers with %.10g, missing as empty. */
-pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err);
+/* Writing a table as CSV is io: pfi/table_csv.h. */
 
 #ifdef __cplusplus
 }
