@@ -11,6 +11,7 @@
 
 #include "pfi/csv.h"
 #include "pfi/csvtable.h"
+#include "pfi/rows.h"
 #include "pfi/stats.h"
 #include "pfi/util.h"
 #include "report.h"
@@ -415,9 +416,9 @@ pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *e
         fputc(',', f);
         pfi_csv_write_text(f, r->item);
         char a[64] = "", b[64] = "", d[64] = "";
-        if (isfinite(r->paper)) snprintf(a, sizeof a, "%.10g", r->paper);
-        if (isfinite(r->pfi)) snprintf(b, sizeof b, "%.10g", r->pfi);
-        if (isfinite(r->paper) && isfinite(r->pfi)) snprintf(d, sizeof d, "%.10g", r->pfi - r->paper);
+        if (isfinite(r->paper)) pfi_fmt_num(a, sizeof a, r->paper);
+        if (isfinite(r->pfi)) pfi_fmt_num(b, sizeof b, r->pfi);
+        if (isfinite(r->paper) && isfinite(r->pfi)) pfi_fmt_num(d, sizeof d, r->pfi - r->paper);
         fprintf(f, ",%s,%s,%s,", a, b, d);
         pfi_csv_write_text(f, r->kind);
         fputc(',', f);
