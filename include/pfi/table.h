@@ -60,8 +60,7 @@ PFI_API pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, cons
 PFI_API uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row);
 PFI_API const char *pfi_table_text(const pfi_table *t, size_t col, size_t row);
 
-/* Write as CSV (header + rows). Numbers with %.10g, missing as empty. */
-PFI_API pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err);
+/* Writing a table as CSV is io: pfi/table_csv.h. */
 
 #ifdef __cplusplus
 }

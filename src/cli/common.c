@@ -10,6 +10,7 @@
 #include "atomic.h"
 #include "num.h"
 #include "pfi/sweep.h"
+#include "pfi/table_csv.h"
 
 const cli_cmd *cli_find(const char *name)
 {

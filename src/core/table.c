@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csv.h"
 #include "util.h"
 
 typedef struct column {
@@ -258,27 +257,4 @@ uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row) { return 
 const char *pfi_table_text(const pfi_table *t, size_t col, size_t row)
 {
     return t->strs[t->cols[col].sid[row]];
-}
-
-pfi_status pfi_table_write_csv(const pfi_table *t, FILE *f, pfi_error *err)
-{
-    for (size_t c = 0; c < t->ncols; c++) {
-        if (c) fputc(',', f);
-        pfi_csv_write_text(f, t->cols[c].name);
-    }
-    fputc('\n', f);
-    for (size_t r = 0; r < t->nrows; r++) {
-        for (size_t c = 0; c < t->ncols; c++) {
-            if (c) fputc(',', f);
-            if (t->cols[c].type == PFI_COL_NUM) {
-                double v = t->cols[c].num[r];
-                if (!isnan(v)) fprintf(f, "%.10g", v);
-            } else {
-                pfi_csv_write_text(f, t->strs[t->cols[c].sid[r]]);
-            }
-        }
-        fputc('\n', f);
-    }
-    if (ferror(f)) return pfi_errorf(err, PFI_EIO, "write failed");
-    return PFI_OK;
 }

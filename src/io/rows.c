@@ -163,10 +163,14 @@ const char *pfi_rows_get_text(const pfi_rows *r, size_t row, size_t col)
     return r->arena + r->cells[row * r->ncols + col].text;
 }
 
-/* %.10g without printf's arbitrary-precision path for the common range:
- * 10 significant digits by scaling with an exact power of ten and rounding;
- * identical to printf except, rarely, in the last digit of a value that lies
- * within an ulp of a rounding boundary. Other magnitudes use printf. */
+/* Exactly printf's %.10g (NaN as the empty string), fast for the common
+ * range 1e-4 <= |v| < 1e9: x = |v| * 10^(9-e) with an exact power of ten is
+ * the 10-digit significand, off from the exact product by at most half an ulp
+ * of x (< 1e-6). Rounding x to an integer is then exact unless its fraction
+ * is within that error of one half (a tie, or a value within an ulp of one);
+ * those values, and every other magnitude (0, subnormals, large values,
+ * infinities), go to snprintf. tests/io/test_rows.c checks it against
+ * snprintf on random and boundary values. */
 void pfi_fmt_num(char *buf, size_t n, double v)
 {
     static const double p10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6, 1e7,
@@ -175,35 +179,35 @@ void pfi_fmt_num(char *buf, size_t n, double v)
         buf[0] = '\0';
         return;
     }
-    if (isinf(v)) {
-        snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
-        return;
-    }
     double a = fabs(v);
-    if (n < 32 || a == 0 || a < 1e-4 || a >= 1e9) {
+    if (n < 32 || !(a >= 1e-4 && a < 1e9)) {
         snprintf(buf, n, "%.10g", v);
         return;
     }
-    int e = (int)floor(log10(a));
+    int e = (int)floor(log10(a)); /* may be off by one next to a power of ten */
     if (e < -4) e = -4;
-    long long m = llround(a * p10[9 - e]);
-    if (m >= 10000000000LL) { /* rounded up to the next decade */
-        e++;
-        if (e > 9) {
-            snprintf(buf, n, "%.10g", v);
-            return;
-        }
-        m = llround(a * p10[9 - e]);
+    if (e > 8) e = 8;
+    double x = a * p10[9 - e];
+    if (x < 1e9 && e > -4) x = a * p10[9 - --e];
+    else if (x >= 1e10 && e < 8) x = a * p10[9 - ++e];
+    double ip = floor(x), frac = x - ip;
+    if (x < 1e9 || x >= 1e10 || fabs(frac - 0.5) < 4e-6) {
+        snprintf(buf, n, "%.10g", v);
+        return;
     }
-    char dig[16];
+    long long m = (long long)ip + (frac > 0.5);
+    if (m == 10000000000LL) { /* rounded up to the next decade */
+        m = 1000000000LL;
+        e++;
+    }
+    char dig[10];
     for (int i = 9; i >= 0; i--) {
         dig[i] = (char)('0' + m % 10);
         m /= 10;
     }
     char *o = buf;
     if (v < 0) *o++ = '-';
-    int last = 9; /* strip trailing zeros after the point */
-    int int_digits = e + 1;
+    int int_digits = e + 1, last = 9; /* strip trailing zeros after the point */
     while (last >= int_digits && last > 0 && dig[last] == '0') last--;
     if (int_digits <= 0) {
         *o++ = '0';

@@ -39,8 +39,8 @@ pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error 
 /* Write to path atomically (NULL or "-" = stdout). */
 pfi_status pfi_rows_save(const pfi_rows *r, pfi_format fmt, const char *path, pfi_error *err);
 
-/* Number formatting shared by CSV writers: %.10g, integers exactly, NaN
- * empty, infinities as inf/-inf. */
+/* The one CSV number writer (rows, tables, the report's summary): exactly
+ * printf's %.10g, with NaN (missing) as the empty string. */
 void pfi_fmt_num(char *buf, size_t n, double v);
 
 #ifdef __cplusplus

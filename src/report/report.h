@@ -1,9 +1,10 @@
 /* report.h — the `pfi reproduce` report: the "paper vs pfi" summary built
- * from the run's CSV outputs and data/paper (summary.c), the figures
- * (figures.c) and the HTML / Markdown pages (html.c). Every number comes
- * from a file the run wrote; each summary row names its source
- * (file|key=value[&key=value]|column, or an aggregate such as
- * file|key=value|mean(column) for derived values) so tests can check it. */
+ * from the run's CSV outputs and data/paper by the row table
+ * data/report/summary_rows.csv (summary.c), the figures (figures.c) and the
+ * HTML / Markdown pages (html.c). Every number comes from a file: the
+ * paper's from data/paper, pfi's from a file the run wrote; each summary row
+ * names its source (file|key=value[&key=value]|column, or an aggregate such
+ * as file|key=value|mean(column) for derived values) so tests can check it. */
 #ifndef PFI_REPORT_H
 #define PFI_REPORT_H
 
@@ -26,8 +27,13 @@ typedef struct pfi_summary {
     size_t n, cap;
 } pfi_summary;
 
-/* the CSVs under outdir/data and datadir/paper -> summary rows */
+/* the rows of datadir/report/summary_rows.csv, with the paper's values
+ * from datadir/paper and pfi's from the CSVs under outdir/data. Errors
+ * name the row table's file, line and field. */
 pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summary *s, pfi_error *err);
+/* the same rows with the paper's values only (pfi NaN): checks the row table
+ * and data/paper without a run */
+pfi_status pfi_report_summary_paper(const char *datadir, pfi_summary *s, pfi_error *err);
 void pfi_summary_free(pfi_summary *s);
 pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *err);
 void pfi_summary_print(const pfi_summary *s, FILE *f);
