@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steplog_push.h"
 #include "util.h"
 
 const pfi_metric pfi_synth_metrics[] = {
@@ -277,24 +278,7 @@ static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double
 {
     (void)step;
     summ_ctx *c = ud;
-    pfi_steplog *s = &c->steps;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 1024;
-        double *a = realloc(s->t_s, nc * sizeof *a), *b = realloc(s->tokens_per_s, nc * sizeof *b);
-        if (a) s->t_s = a;
-        if (b) s->tokens_per_s = b;
-        double *m2 = realloc(s->mfu, nc * sizeof *m2), *f = realloc(s->tflops, nc * sizeof *f);
-        if (m2) s->mfu = m2;
-        if (f) s->tflops = f;
-        if (!a || !b || !m2 || !f) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        s->cap = nc;
-    }
-    s->t_s[s->n] = t_s;
-    s->tokens_per_s[s->n] = tps;
-    s->mfu[s->n] = mfu;
-    s->tflops[s->n] = tflops;
-    s->n++;
-    return PFI_OK;
+    return pfi_steplog_push(&c->steps, t_s, tps, mfu, tflops, err);
 }
 
 static char *dupstr(const char *s) { return s && s[0] ? strdup(s) : NULL; }
