@@ -282,6 +282,8 @@ static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double
 }
 
 static char *dupstr(const char *s) { return s && s[0] ? strdup(s) : NULL; }
+/* a copy dupstr should have made, lost to out of memory */
+static int lost(const char *s, const char *copy) { return s && s[0] && !copy; }
 
 pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth_opts *o,
                               pfi_manifest *m, pfi_error *err)
@@ -331,6 +333,14 @@ pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth
         m->meta[m->nmeta].value = strdup(val);
         m->nmeta++;
     }
+    int bad = !m->steplog || lost(g->arch, m->arch) || lost(g->task, m->task) || lost(g->model, m->model) ||
+              lost(g->split, m->split);
+    for (size_t i = 0; i < m->nhosts; i++) bad |= !m->hosts[i] || !m->tel[i].path || !m->tel[i].host;
+    for (size_t i = 0; i < m->nmeta; i++) bad |= !m->meta[i].key || !m->meta[i].value;
+    if (bad) {
+        pfi_manifest_free(m);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
     return PFI_OK;
 }
 
@@ -364,7 +374,7 @@ pfi_status pfi_synth_summary(const pfi_recon_group *g, int run, const pfi_synth_
     char name[160];
     snprintf(name, sizeof name, "%s/%s/%gW", g->gpu_model, g->group, g->caps_w[run]);
     out->name = strdup(name);
-    st = pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err);
+    st = out->name ? pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 out:
     if (st) pfi_run_summary_free(out);
     pfi_bins_free(c.bins);
