@@ -1,4 +1,4 @@
-/* daemon_util.c — the daemons' text buffer, log line and log reopening
+/* daemon_util.c — the daemons' log line, log reopening and signals
  * (daemon_util.h). */
 #include "daemon_util.h"
 
@@ -9,27 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-void pfi_textbuf_printf(pfi_textbuf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->p && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t nc = b->cap ? 2 * b->cap : 16384;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *q = realloc(b->p, nc);
-        if (!q) return;
-        b->p = q;
-        b->cap = nc;
-    }
-}
 
 void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
 {

@@ -1,7 +1,7 @@
-/* daemon_util.h — small pieces both daemons need the same way: a growable
- * text buffer for HTTP bodies (Prometheus text) and the log line format
- * ("2026-12-02T18:00:00.123Z pfi-agent: message", UTC, flushed) and
- * reopening the log file on SIGHUP. */
+/* daemon_util.h — small pieces both daemons need the same way: the log
+ * line format ("2026-12-02T18:00:00.123Z pfi-agent: message", UTC,
+ * flushed), reopening the log file on SIGHUP, and their signals. (HTTP
+ * bodies are built in a pfi_buf, buf.h.) */
 #ifndef PFI_DAEMON_UTIL_H
 #define PFI_DAEMON_UTIL_H
 
@@ -12,14 +12,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct pfi_textbuf {
-    char *p;        /* malloc'd, NUL-terminated; NULL until the first write */
-    size_t n, cap;
-} pfi_textbuf;
-
-/* Append printf-formatted text; on out-of-memory the text is dropped. */
-void pfi_textbuf_printf(pfi_textbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* One log line from `who` to f (stderr when NULL). */
 void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap);
