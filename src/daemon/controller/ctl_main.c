@@ -77,7 +77,8 @@ static void load_schedule(ctl *c)
         pfi_grid_event ev;
         pfi_error e;
         char err[256];
-        if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
+        if (!t) ctl_log(c, "warning: schedule %s: events[%zu]: out of memory", c->cfg.schedule, i);
+        else if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
         else if (!ctl_event_find(c, ev.id)) {
             snprintf(ev.source, sizeof ev.source, "schedule");
             if (ctl_event_add(c, &ev, err, sizeof err) >= 400) ctl_log(c, "warning: schedule: %s", err);
@@ -225,7 +226,10 @@ int main(int argc, char **argv)
     c->nagents = c->cfg.nagents;
     c->agent = calloc(c->nagents, sizeof *c->agent);
     c->job = calloc(CTL_MAX_JOBS, sizeof *c->job);
-    if (!c->agent || !c->job) return 1;
+    if (!c->agent || !c->job) {
+        ctl_log(c, "error: out of memory");
+        return 1;
+    }
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         snprintf(a->name, sizeof a->name, "%s", c->cfg.agents[i].name);
