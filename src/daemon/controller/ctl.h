@@ -122,9 +122,9 @@ typedef struct ctl {
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ctl_config.c */
-int ctl_config_load(const char *path, ctl_cfg *cfg, char *err, size_t n);
+pfi_status ctl_config_load(const char *path, ctl_cfg *cfg, pfi_error *err);
 /* the same from memory; name stands for the file in errors */
-int ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, char *err, size_t n);
+pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, pfi_error *err);
 
 /* ctl_db.c */
 int ctl_db_open(ctl *c);

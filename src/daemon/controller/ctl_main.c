@@ -194,9 +194,8 @@ int main(int argc, char **argv)
     }
     static ctl C;
     ctl *c = &C;
-    char err[1024];
-    if (ctl_config_load(config, &c->cfg, err, sizeof err)) {
-        fprintf(stderr, "pfi-controller: %s\n", err);
+    if (ctl_config_load(config, &c->cfg, &e)) {
+        fprintf(stderr, "pfi-controller: %s\n", e.msg);
         return 1;
     }
     if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
