@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "pfi/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,13 +19,14 @@ extern "C" {
 void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap);
 
 /* Reopen the log file f at path (SIGHUP, after logrotate renamed it): the
- * FILE stays the same, so threads logging meanwhile need no lock. 0 on
- * success; else -1 and a one-line reason in why (f unchanged). */
+ * FILE stays the same, so threads logging meanwhile need no lock. On
+ * failure f is unchanged and err says why (one line). */
+pfi_status pfi_daemon_log_reopen(FILE *f, const char *path, pfi_error *err);
+
 /* The daemons' signals: SIGTERM, SIGINT and SIGQUIT call stop (stop and
  * restore), SIGHUP calls hup (reopen the log), SIGPIPE is ignored. The
  * handlers must only set a flag. */
 void pfi_daemon_signals(void (*stop)(int), void (*hup)(int));
-int pfi_daemon_log_reopen(FILE *f, const char *path, char *why, size_t n);
 
 #ifdef __cplusplus
 }

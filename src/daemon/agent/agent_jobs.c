@@ -377,15 +377,16 @@ typedef struct steplog_read {
     int n;
 } steplog_read;
 
-static int steplog_check(const steplog_read *r, const struct stat *st, char *why, size_t n)
+/* may the agent open this step log? PFI_EPERM with the reason in why if not */
+static pfi_status steplog_check(const steplog_read *r, const struct stat *st, pfi_error *why)
 {
-    if (S_ISLNK(st->st_mode)) return snprintf(why, n, "a symbolic link (refused)"), -1;
-    if (!S_ISREG(st->st_mode)) return snprintf(why, n, "not a regular file (refused)"), -1;
+    if (S_ISLNK(st->st_mode)) return pfi_errorf(why, PFI_EPERM, "a symbolic link (refused)");
+    if (!S_ISREG(st->st_mode)) return pfi_errorf(why, PFI_EPERM, "not a regular file (refused)");
     long long want = r->uid == AGENT_UID_UNKNOWN ? (long long)geteuid() : r->uid;
     if (r->uid != AGENT_UID_ANY && (long long)st->st_uid != want)
-        return snprintf(why, n, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
-                        r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : ""), -1;
-    return 0;
+        return pfi_errorf(why, PFI_EPERM, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
+                          r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : "");
+    return PFI_OK;
 }
 
 static void steplog_read_one(steplog_read *r, char *buf)
@@ -402,7 +403,9 @@ static void steplog_read_one(steplog_read *r, char *buf)
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return; /* not there (yet) */
     struct stat lst, st;
-    if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW) != 0 || steplog_check(r, &lst, r->why, sizeof r->why)) {
+    pfi_error why = {.code = PFI_OK};
+    if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW) != 0 || steplog_check(r, &lst, &why)) {
+        if (why.code) snprintf(r->why, sizeof r->why, "%.*s", (int)sizeof r->why - 1, why.msg);
         close(dfd);
         return;
     }

@@ -134,13 +134,14 @@ static char *metrics(ctl *c, size_t *len)
 
 static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
 {
-    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80], err[512];
+    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80];
     if (!mkdtemp(dir)) return pfi_http_error(rs, 500, "cannot make a temporary directory");
     snprintf(base, sizeof base, "%s/r", dir);
     snprintf(path, sizeof path, "%s.png", base);
-    if (ctl_report_png(c, e, base, err, sizeof err)) {
+    pfi_error err;
+    if (ctl_report_png(c, e, base, &err)) {
         rmdir(dir);
-        return pfi_http_error(rs, 409, "%s", err);
+        return pfi_http_error(rs, 409, "%s", err.msg);
     }
     FILE *f = fopen(path, "rb");
     if (f) {
@@ -167,7 +168,6 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         del = !strcmp(rq->method, "DELETE");
     const char *u = rq->url;
     pthread_mutex_lock(&c->mu);
-    char err[600];
     const char *page = NULL, *ptype = NULL;
     if (!strcmp(u, "/") || !strcmp(u, "/index.html")) page = ctl_status_page, ptype = "text/html; charset=utf-8";
     else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
@@ -198,12 +198,10 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         } else if (post) {
             pfi_grid_event ev;
             pfi_error e;
+            int code;
             if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
-            else {
-                int code = ctl_event_add(c, &ev, err, sizeof err);
-                if (code >= 400) pfi_http_error(rs, code, "%s", err);
-                else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
-            }
+            else if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
+            else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
     } else if (!strncmp(u, "/v1/events/", 11)) {
         char id[80];
@@ -240,8 +238,8 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
                 if (code != 200) pfi_http_error(rs, code, "event %s: cannot cancel", ev.id);
                 else json_resp(rs, 200, json_pack("{s:s,s:s}", "id", ev.id, "status", "cancelled"));
             } else {
-                int code = ctl_event_add(c, &ev, err, sizeof err);
-                if (code >= 400) pfi_http_error(rs, code, "%s", err);
+                int code;
+                if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
                 else json_resp(rs, 200, event_json(ctl_event_find(c, ev.id)));
             }
         }

@@ -132,24 +132,19 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     return txt;
 }
 
-int ctl_report_png(ctl *c, const ctl_event *e, const char *base, char *err, size_t n)
+pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err)
 {
     series s;
-    if (load_series(c, e->ev.id, &s)) {
-        snprintf(err, n, "event %s: out of memory for its samples", e->ev.id);
-        return -1;
-    }
+    if (load_series(c, e->ev.id, &s)) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
     if (s.n < 2) {
         free_series(&s);
-        snprintf(err, n, "event %s has fewer than two samples", e->ev.id);
-        return -1;
+        return pfi_errorf(err, PFI_ESTATE, "event %s has fewer than two samples", e->ev.id);
     }
     double *x = malloc(s.n * sizeof *x), *bl = malloc(s.n * sizeof *bl);
     if (!x || !bl) {
         free(x), free(bl);
         free_series(&s);
-        snprintf(err, n, "event %s: out of memory for its chart", e->ev.id);
-        return -1;
+        return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its chart", e->ev.id);
     }
     for (size_t i = 0; i < s.n; i++) {
         x[i] = (s.t[i] - e->ev.start) / 60;
@@ -163,10 +158,8 @@ int ctl_report_png(ctl *c, const ctl_event *e, const char *base, char *err, size
     char title[160];
     snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id, pfi_strategy_name(c->cfg.strategy));
     pfi_panel p = {title, "time since event start (min)", "GPU power (kW)", NAN, NAN, 0, NAN, 3, NULL, 0, 0, se, 4, NULL};
-    pfi_error pe;
-    int rc = pfi_plot(base, 1000, 560, 1, 1, &p, 1, &pe) == PFI_OK ? 0 : -1;
-    if (rc) snprintf(err, n, "%s", pe.msg);
+    pfi_status st = pfi_plot(base, 1000, 560, 1, 1, &p, 1, err);
     free(x), free(bl);
     free_series(&s);
-    return rc;
+    return st;
 }
