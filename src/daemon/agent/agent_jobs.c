@@ -249,7 +249,12 @@ void agent_jobs_refresh(agent *a)
             int nn = 0;
             while ((de = readdir(d)) && nn < 256) {
                 size_t l = strlen(de->d_name);
-                if (l > 5 && !strcmp(de->d_name + l - 5, ".json")) names[nn++] = strdup(de->d_name);
+                if (l <= 5 || strcmp(de->d_name + l - 5, ".json")) continue;
+                if (!(names[nn] = strdup(de->d_name))) {
+                    agent_log(a, "error: %s: out of memory listing the job files", a->cfg.jobs_dir);
+                    break;
+                }
+                nn++;
             }
             closedir(d);
             for (int i = 1; i < nn; i++) /* sorted: deterministic when files overlap */
@@ -261,7 +266,7 @@ void agent_jobs_refresh(agent *a)
             for (int i = 0; i < nn; i++) {
                 char path[4096];
                 snprintf(path, sizeof path, "%s/%s", a->cfg.jobs_dir, names[i]);
-                if (names[i]) map_file(a, path, m);
+                map_file(a, path, m);
                 free(names[i]);
             }
         }

@@ -323,6 +323,7 @@ void ctl_cycle(ctl *c)
     size_t *idx = calloc(c->njobs + 1, sizeof *idx), np = 0;
     if (!pj || !po || !curves || !idx) {
         free(pj), free(po), free(curves), free(idx);
+        ctl_log(c, "error: out of memory: this period's allocation was skipped");
         return;
     }
     for (size_t k = 0; k < c->njobs; k++) {
