@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pfi/protocol.h"
+#include "vec.h"
 
 typedef struct gpu_store {
     char *key;
@@ -89,13 +90,7 @@ int pfi_bins_gpu(pfi_bins *b, const char *key, size_t len)
         if (strncmp(b->g[i].key, key, len) == 0 && b->g[i].key[len] == '\0')
             return b->last_gpu = (int)i;
     if (b->ng >= b->o.max_gpus) return -1;
-    if (b->ng == b->gcap) {
-        size_t nc = b->gcap ? 2 * b->gcap : 16;
-        gpu_store *p = realloc(b->g, nc * sizeof *p);
-        if (!p) return -1;
-        b->g = p;
-        b->gcap = nc;
-    }
+    if (PFI_VEC_RESERVE(b->g, b->gcap, b->ng + 1, NULL)) return -1;
     gpu_store *g = &b->g[b->ng];
     memset(g, 0, sizeof *g);
     g->key = strndup(key, len);

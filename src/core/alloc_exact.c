@@ -25,6 +25,7 @@ typedef struct bb {
     double best;
     double *best_p;
     size_t nodes, max_nodes;
+    int oom; /* an allocation failed: the search stopped, the result is an error */
 } bb;
 
 typedef struct rseg {
@@ -46,6 +47,10 @@ static int relax(bb *B, const int *fixed, double *P, double *ub)
     size_t n = B->n, cap = 0;
     for (size_t i = 0; i < n; i++) cap += fixed[i] < 0 ? B->nenv[i] : 1;
     rseg *s = malloc((cap ? cap : 1) * sizeof *s);
+    if (!s) {
+        B->oom = 1;
+        return -1;
+    }
     double top = 0, sum_hi = 0, sum_lo = 0;
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
@@ -101,7 +106,7 @@ static double env_at(const bb *B, size_t i, double p)
 
 static void search(bb *B, int *fixed, double *P)
 {
-    if (++B->nodes > B->max_nodes) return;
+    if (B->oom || ++B->nodes > B->max_nodes) return;
     double ub;
     if (relax(B, fixed, P, &ub) < 0) return;
     if (ub <= B->best + 1e-12 * fabs(B->best)) return;
@@ -125,6 +130,10 @@ static void search(bb *B, int *fixed, double *P)
     }
     if (worst == B->n) return; /* consistent: this node is solved */
     double *Pc = malloc(B->n * sizeof *Pc);
+    if (!Pc) {
+        B->oom = 1;
+        return;
+    }
     for (size_t k = 0; k < B->nseg[worst]; k++) {
         fixed[worst] = (int)k;
         search(B, fixed, Pc);
@@ -164,8 +173,14 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
         const jcurve *j = &pj.jc[i];
         double lo = pj.floor[i], hi = pj.hi[i];
         double *vp = malloc((j->n + 2) * sizeof *vp), *vt = malloc((j->n + 2) * sizeof *vt);
-        size_t m = jc_envelope(j, lo, hi, vp, vt, j->n + 2);
+        size_t m = vp && vt ? jc_envelope(j, lo, hi, vp, vt, j->n + 2) : 0;
         B.env[i] = malloc((m ? m : 1) * sizeof(piece));
+        B.seg[i] = malloc((j->n + 2) * sizeof(piece));
+        if (!vp || !vt || !B.env[i] || !B.seg[i]) {
+            free(vp), free(vt);
+            st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            goto out;
+        }
         for (size_t k = 0; k + 1 < m; k++) B.env[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
         B.nenv[i] = m ? m - 1 : 0;
         /* the true pieces: consecutive breakpoints inside [lo, hi] */
@@ -181,7 +196,6 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
             vp[q] = hi;
             vt[q++] = jc_at(j, hi);
         }
-        B.seg[i] = malloc((q ? q : 1) * sizeof(piece));
         for (size_t k = 0; k + 1 < q; k++) B.seg[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
         B.nseg[i] = q ? q - 1 : 0;
         if (B.nseg[i] == 0) { /* a single point: one degenerate piece */
@@ -193,7 +207,8 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
     }
     B.best = -INFINITY;
     search(&B, fixed, P);
-    if (B.best == -INFINITY) st = pfi_errorf(err, PFI_EINVAL, "infeasible: the jobs' floors exceed the budget");
+    if (B.oom) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    else if (B.best == -INFINITY) st = pfi_errorf(err, PFI_EINVAL, "infeasible: the jobs' floors exceed the budget");
     else if (B.nodes > B.max_nodes) st = pfi_errorf(err, PFI_ERANGE, "branch and bound gave up after %zu nodes", B.max_nodes);
     if (!st) {
         if (power_w) memcpy(power_w, B.best_p, n * sizeof *power_w);

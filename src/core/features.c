@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 const char *const pfi_all_dcgm_features[13] = {
     "DCGM_FI_DEV_GPU_UTIL",          "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_USED",
     "DCGM_FI_DEV_POWER_USAGE",       "DCGM_FI_DEV_SM_CLOCK",      "DCGM_FI_DEV_MEM_CLOCK",
@@ -16,13 +18,7 @@ static int push(char ***v, size_t *n, size_t *cap, const char *s, size_t len)
 {
     for (size_t i = 0; i < *n; i++)
         if (strlen((*v)[i]) == len && strncmp((*v)[i], s, len) == 0) return 0; /* no duplicates */
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        char **p = realloc(*v, nc * sizeof *p);
-        if (!p) return -1;
-        *v = p;
-        *cap = nc;
-    }
+    if (PFI_VEC_RESERVE(*v, *cap, *n + 1, NULL)) return -1;
     (*v)[*n] = strndup(s, len);
     if (!(*v)[*n]) return -1;
     (*n)++;

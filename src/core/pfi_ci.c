@@ -27,6 +27,7 @@
 
 #include "pfi/pfi.h"
 #include "util.h"
+#include "vec.h"
 
 struct pfi_ci_ctx {
     gsl_rng *rng;
@@ -83,15 +84,10 @@ const char *pfi_ci_verdict_name(pfi_ci_verdict v)
 static pfi_status grow(pfi_ci_ctx *ctx, size_t n, pfi_error *err)
 {
     if (n <= ctx->pts_cap) return PFI_OK;
-    double *a = realloc(ctx->p_sd, n * sizeof *a);
-    if (!a) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    ctx->p_sd = a;
-    double *b = realloc(ctx->t_sd, n * sizeof *b);
-    if (!b) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    ctx->t_sd = b;
-    size_t *f = realloc(ctx->flips, n * sizeof *f);
-    if (!f) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    ctx->flips = f;
+    pfi_status st = PFI_VEC_RESIZE(ctx->p_sd, n, err);
+    if (!st) st = PFI_VEC_RESIZE(ctx->t_sd, n, err);
+    if (!st) st = PFI_VEC_RESIZE(ctx->flips, n, err);
+    if (st) return st;
     ctx->pts_cap = n;
     return PFI_OK;
 }

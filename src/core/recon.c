@@ -102,6 +102,11 @@ pfi_status pfi_recon_draw_fleet(const pfi_recon *base, size_t n, uint64_t seed, 
         return pfi_errorf(err, PFI_EINVAL, "no calibrated headline groups to draw a fleet from");
     }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    if (!rng) {
+        free(out->g);
+        out->g = NULL;
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
     gsl_rng_set(rng, (unsigned long)pfi_mix64(seed ^ 0xf1ee7ULL));
     static const int gpu_choices[] = {8, 8, 8, 16, 16, 32};
     for (size_t k = 0; k < n; k++) {

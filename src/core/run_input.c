@@ -1,8 +1,12 @@
-/* run_input.c — releasing a run's manifest and step log (run_input.h). */
+/* run_input.c — releasing a run's manifest and step log (run_input.h),
+ * appending to a step log (steplog_push.h). */
 #include "pfi/run_input.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "steplog_push.h"
+#include "vec.h"
 
 void pfi_manifest_free(pfi_manifest *m)
 {
@@ -45,4 +49,21 @@ void pfi_steplog_free(pfi_steplog *s)
     free(s->mfu);
     free(s->tflops);
     memset(s, 0, sizeof *s);
+}
+
+pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu, double tflops, pfi_error *err)
+{
+    if (s->n == s->cap) { /* four parallel arrays: one capacity */
+        size_t nc = 0;
+        if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) || PFI_VEC_RESIZE(s->t_s, nc, NULL) ||
+            PFI_VEC_RESIZE(s->tokens_per_s, nc, NULL) || PFI_VEC_RESIZE(s->mfu, nc, NULL) || PFI_VEC_RESIZE(s->tflops, nc, NULL))
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        s->cap = nc;
+    }
+    s->t_s[s->n] = t_s;
+    s->tokens_per_s[s->n] = tokens_per_s;
+    s->mfu[s->n] = mfu;
+    s->tflops[s->n] = tflops;
+    s->n++;
+    return PFI_OK;
 }

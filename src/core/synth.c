@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "steplog_push.h"
 #include "util.h"
 
 const pfi_metric pfi_synth_metrics[] = {
@@ -277,27 +278,12 @@ static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double
 {
     (void)step;
     summ_ctx *c = ud;
-    pfi_steplog *s = &c->steps;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 1024;
-        double *a = realloc(s->t_s, nc * sizeof *a), *b = realloc(s->tokens_per_s, nc * sizeof *b);
-        if (a) s->t_s = a;
-        if (b) s->tokens_per_s = b;
-        double *m2 = realloc(s->mfu, nc * sizeof *m2), *f = realloc(s->tflops, nc * sizeof *f);
-        if (m2) s->mfu = m2;
-        if (f) s->tflops = f;
-        if (!a || !b || !m2 || !f) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        s->cap = nc;
-    }
-    s->t_s[s->n] = t_s;
-    s->tokens_per_s[s->n] = tps;
-    s->mfu[s->n] = mfu;
-    s->tflops[s->n] = tflops;
-    s->n++;
-    return PFI_OK;
+    return pfi_steplog_push(&c->steps, t_s, tps, mfu, tflops, err);
 }
 
 static char *dupstr(const char *s) { return s && s[0] ? strdup(s) : NULL; }
+/* a copy dupstr should have made, lost to out of memory */
+static int lost(const char *s, const char *copy) { return s && s[0] && !copy; }
 
 pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth_opts *o,
                               pfi_manifest *m, pfi_error *err)
@@ -347,6 +333,14 @@ pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth
         m->meta[m->nmeta].value = strdup(val);
         m->nmeta++;
     }
+    int bad = !m->steplog || lost(g->arch, m->arch) || lost(g->task, m->task) || lost(g->model, m->model) ||
+              lost(g->split, m->split);
+    for (size_t i = 0; i < m->nhosts; i++) bad |= !m->hosts[i] || !m->tel[i].path || !m->tel[i].host;
+    for (size_t i = 0; i < m->nmeta; i++) bad |= !m->meta[i].key || !m->meta[i].value;
+    if (bad) {
+        pfi_manifest_free(m);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
     return PFI_OK;
 }
 
@@ -380,7 +374,7 @@ pfi_status pfi_synth_summary(const pfi_recon_group *g, int run, const pfi_synth_
     char name[160];
     snprintf(name, sizeof name, "%s/%s/%gW", g->gpu_model, g->group, g->caps_w[run]);
     out->name = strdup(name);
-    st = pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err);
+    st = out->name ? pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 out:
     if (st) pfi_run_summary_free(out);
     pfi_bins_free(c.bins);

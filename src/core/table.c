@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "vec.h"
 
 typedef struct column {
     char *name;
@@ -28,7 +29,7 @@ struct pfi_table {
     uint32_t *slots; /* 0 = empty, else id */
     size_t nslots;
     char **files;
-    size_t nfiles;
+    size_t nfiles, files_cap;
 };
 
 static char *dupn(const char *s, size_t n)
@@ -97,15 +98,11 @@ long pfi_table_col(const pfi_table *t, const char *name)
 static int col_alloc(column *c, size_t cap, size_t nrows)
 {
     if (c->type == PFI_COL_NUM) {
-        double *p = realloc(c->num, (cap ? cap : 1) * sizeof *p);
-        if (!p) return -1;
-        for (size_t i = nrows; i < cap; i++) p[i] = NAN;
-        c->num = p;
+        if (PFI_VEC_RESIZE(c->num, cap, NULL)) return -1;
+        for (size_t i = nrows; i < cap; i++) c->num[i] = NAN;
     } else {
-        uint32_t *p = realloc(c->sid, (cap ? cap : 1) * sizeof *p);
-        if (!p) return -1;
-        for (size_t i = nrows; i < cap; i++) p[i] = 0;
-        c->sid = p;
+        if (PFI_VEC_RESIZE(c->sid, cap, NULL)) return -1;
+        for (size_t i = nrows; i < cap; i++) c->sid[i] = 0;
     }
     return 0;
 }
@@ -120,13 +117,7 @@ long pfi_table_add_col(pfi_table *t, const char *name, pfi_coltype type, pfi_err
         }
         return have;
     }
-    if (t->ncols == t->cols_cap) {
-        size_t nc = t->cols_cap ? 2 * t->cols_cap : 16;
-        column *p = realloc(t->cols, nc * sizeof *p);
-        if (!p) goto oom;
-        t->cols = p;
-        t->cols_cap = nc;
-    }
+    if (PFI_VEC_RESERVE(t->cols, t->cols_cap, t->ncols + 1, NULL)) goto oom;
     column *c = &t->cols[t->ncols];
     memset(c, 0, sizeof *c);
     c->type = type;
@@ -147,9 +138,7 @@ uint32_t pfi_table_add_file(pfi_table *t, const char *path)
 {
     for (size_t i = 0; i < t->nfiles; i++)
         if (strcmp(t->files[i], path) == 0) return (uint32_t)i;
-    char **p = realloc(t->files, (t->nfiles + 1) * sizeof *p);
-    if (!p) return 0;
-    t->files = p;
+    if (PFI_VEC_RESERVE(t->files, t->files_cap, t->nfiles + 1, NULL)) return 0;
     t->files[t->nfiles] = dupn(path, strlen(path));
     if (!t->files[t->nfiles]) return 0;
     return (uint32_t)t->nfiles++;
@@ -163,17 +152,12 @@ const char *pfi_table_file(const pfi_table *t, uint32_t id)
 pfi_status pfi_table_add_row(pfi_table *t, uint32_t file, uint64_t line, size_t *row,
                              pfi_error *err)
 {
-    if (t->nrows == t->rows_cap) {
-        size_t nc = t->rows_cap ? 2 * t->rows_cap : 256;
-        uint32_t *rf = realloc(t->row_file, nc * sizeof *rf);
-        if (!rf) return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu rows)", t->nrows);
-        t->row_file = rf;
-        uint64_t *rl = realloc(t->row_line, nc * sizeof *rl);
-        if (!rl) return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu rows)", t->nrows);
-        t->row_line = rl;
-        for (size_t c = 0; c < t->ncols; c++)
-            if (col_alloc(&t->cols[c], nc, t->nrows) != 0)
-                return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu rows)", t->nrows);
+    if (t->nrows == t->rows_cap) { /* parallel arrays: one capacity */
+        size_t nc = 0;
+        int bad = pfi_vec_next_cap(t->rows_cap, t->nrows + 1, sizeof(uint64_t), &nc, NULL) ||
+                  PFI_VEC_RESIZE(t->row_file, nc, NULL) || PFI_VEC_RESIZE(t->row_line, nc, NULL);
+        for (size_t c = 0; !bad && c < t->ncols; c++) bad = col_alloc(&t->cols[c], nc, t->nrows) != 0;
+        if (bad) return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu rows)", t->nrows);
         t->rows_cap = nc;
     }
     size_t r = t->nrows++;
@@ -227,12 +211,7 @@ uint32_t pfi_table_intern(pfi_table *t, const char *s, size_t len)
         j = (j + 1) & (t->nslots - 1);
     }
     if (t->nstrs >= UINT32_MAX - 1) return UINT32_MAX;
-    if (t->nstrs == t->strs_cap) {
-        char **p = realloc(t->strs, 2 * t->strs_cap * sizeof *p);
-        if (!p) return UINT32_MAX;
-        t->strs = p;
-        t->strs_cap *= 2;
-    }
+    if (PFI_VEC_RESERVE(t->strs, t->strs_cap, t->nstrs + 1, NULL)) return UINT32_MAX;
     char *d = dupn(s, len);
     if (!d) return UINT32_MAX;
     uint32_t id = (uint32_t)t->nstrs++;

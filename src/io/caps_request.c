@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_obj.h"
+
 static int printable(const char *s)
 {
     for (; *s; s++)
@@ -14,30 +16,58 @@ static int printable(const char *s)
     return 1;
 }
 
-static pfi_status str_field(json_t *v, const char *where, char *dst, size_t n, pfi_error *err)
+/* a name (controller, uuid, job_id): a printable, non-empty string shorter than k->size */
+static pfi_status text_field(const pfi_jkey *k, json_t *v, const char *where, void *ud, pfi_error *err)
 {
+    (void)ud;
     if (!json_is_string(v)) return pfi_errorf(err, PFI_EINVAL, "%s: expected a string", where);
     const char *s = json_string_value(v);
     if (!*s) return pfi_errorf(err, PFI_EINVAL, "%s: empty", where);
-    if (strlen(s) >= n) return pfi_errorf(err, PFI_EINVAL, "%s: longer than %zu characters", where, n - 1);
+    if (strlen(s) >= k->size) return pfi_errorf(err, PFI_EINVAL, "%s: longer than %zu characters", where, k->size - 1);
     if (!printable(s)) return pfi_errorf(err, PFI_EINVAL, "%s: contains control characters", where);
-    snprintf(dst, n, "%s", s);
+    snprintf(k->dst, k->size, "%s", s);
     return PFI_OK;
 }
 
-static pfi_status cap_field(json_t *v, const char *where, double *cap, pfi_error *err)
+static pfi_status cap_field(const pfi_jkey *k, json_t *v, const char *where, void *ud, pfi_error *err)
 {
+    (void)ud;
     if (!json_is_number(v)) return pfi_errorf(err, PFI_EINVAL, "%s: expected a number (W per GPU)", where);
     double c = json_number_value(v);
     if (!isfinite(c) || !(c > 0) || c > 100000) return pfi_errorf(err, PFI_ERANGE, "%s: %g is not a power cap in W", where, c);
-    *cap = c;
+    *(double *)k->dst = c;
+    return PFI_OK;
+}
+
+/* one entry of "gpus" (gpus: uuid or index, cap_w) or of "jobs" (job_id, cap_w) */
+static pfi_status entry(json_t *e, const char *where, int gpus, pfi_caps_entry *x, pfi_error *err)
+{
+    memset(x, 0, sizeof *x);
+    x->index = -1;
+    x->cap_w = NAN;
+    long long index = -1;
+    int have_uuid = 0, have_index = 0;
+    const pfi_jkey gpu_keys[] = {
+        {"cap_w", PFI_J_ANY, PFI_J_REQUIRED, &x->cap_w, .fn = cap_field},
+        {"uuid", PFI_J_ANY, 0, x->uuid, sizeof x->uuid, .fn = text_field, .seen = &have_uuid},
+        {"index", PFI_J_INTEGER, 0, &index, .lo = 0, .hi = 4096, .expect = "expected a GPU index 0..4096", .seen = &have_index},
+    };
+    const pfi_jkey job_keys[] = {
+        {"cap_w", PFI_J_ANY, PFI_J_REQUIRED, &x->cap_w, .fn = cap_field},
+        {"job_id", PFI_J_ANY, PFI_J_REQUIRED, x->job_id, sizeof x->job_id, .fn = text_field},
+    };
+    pfi_jopts o = {.prefix = where, .name_max = 159,
+                   .unknown_text = gpus ? "unknown field (expected uuid or index, cap_w)" : "unknown field (expected job_id, cap_w)"};
+    pfi_status st = gpus ? PFI_JSON_OBJ_READ(e, gpu_keys, &o, err) : PFI_JSON_OBJ_READ(e, job_keys, &o, err);
+    if (st) return st;
+    if (gpus && have_uuid + have_index != 1) return pfi_errorf(err, PFI_EINVAL, "%s: give exactly one of uuid and index", where);
+    if (have_index) x->index = (long)index;
     return PFI_OK;
 }
 
 static pfi_status entries(json_t *a, const char *list, int gpus, pfi_caps_entry *out, size_t *n, pfi_error *err)
 {
     *n = 0;
-    if (!a) return PFI_OK;
     if (!json_is_array(a)) return pfi_errorf(err, PFI_EINVAL, "%s: expected an array", list);
     if (json_array_size(a) > PFI_CAPS_MAX_ENTRIES)
         return pfi_errorf(err, PFI_ERANGE, "%s: %zu entries, at most %d", list, json_array_size(a), PFI_CAPS_MAX_ENTRIES);
@@ -46,35 +76,25 @@ static pfi_status entries(json_t *a, const char *list, int gpus, pfi_caps_entry 
     json_array_foreach(a, i, e) {
         char where[96];
         snprintf(where, sizeof where, "%s[%zu]", list, i);
-        if (!json_is_object(e)) return pfi_errorf(err, PFI_EINVAL, "%s: expected an object", where);
-        pfi_caps_entry *x = &out[i];
-        memset(x, 0, sizeof *x);
-        x->index = -1;
-        x->cap_w = NAN;
-        const char *k;
-        json_t *v;
-        int have_uuid = 0, have_index = 0, have_cap = 0, have_job = 0;
-        json_object_foreach(e, k, v) {
-            char w2[160];
-            snprintf(w2, sizeof w2, "%s.%s", where, k);
-            pfi_status st = PFI_OK;
-            if (!strcmp(k, "cap_w")) st = cap_field(v, w2, &x->cap_w, err), have_cap = 1;
-            else if (gpus && !strcmp(k, "uuid")) st = str_field(v, w2, x->uuid, sizeof x->uuid, err), have_uuid = 1;
-            else if (gpus && !strcmp(k, "index")) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 4096)
-                    st = pfi_errorf(err, PFI_EINVAL, "%s: expected a GPU index 0..4096", w2);
-                else x->index = (long)json_integer_value(v);
-                have_index = 1;
-            } else if (!gpus && !strcmp(k, "job_id")) st = str_field(v, w2, x->job_id, sizeof x->job_id, err), have_job = 1;
-            else st = pfi_errorf(err, PFI_EINVAL, "%s: unknown field (expected %s)", w2, gpus ? "uuid or index, cap_w" : "job_id, cap_w");
-            if (st) return st;
-        }
-        if (!have_cap) return pfi_errorf(err, PFI_EINVAL, "%s.cap_w: missing", where);
-        if (gpus && have_uuid + have_index != 1) return pfi_errorf(err, PFI_EINVAL, "%s: give exactly one of uuid and index", where);
-        if (!gpus && !have_job) return pfi_errorf(err, PFI_EINVAL, "%s.job_id: missing", where);
+        pfi_status st = entry(e, where, gpus, &out[i], err);
+        if (st) return st;
         (*n)++;
     }
     return PFI_OK;
+}
+
+static pfi_status gpus_field(const pfi_jkey *k, json_t *v, const char *where, void *ud, pfi_error *err)
+{
+    (void)ud, (void)where;
+    pfi_caps_request *r = k->dst;
+    return entries(v, "gpus", 1, r->gpus, &r->ngpus, err);
+}
+
+static pfi_status jobs_field(const pfi_jkey *k, json_t *v, const char *where, void *ud, pfi_error *err)
+{
+    (void)ud, (void)where;
+    pfi_caps_request *r = k->dst;
+    return entries(v, "jobs", 0, r->jobs, &r->njobs, err);
 }
 
 pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request *r, pfi_error *err)
@@ -83,37 +103,18 @@ pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request
     json_error_t je;
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!o) return pfi_errorf(err, PFI_EPARSE, "request body: line %d column %d: %s", je.line, je.column, je.text);
-    pfi_status st = PFI_OK;
-    int have_lease = 0, have_ctl = 0, have_gen = 0;
-    if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "request body: expected a JSON object");
-    const char *k;
-    json_t *v;
-    if (!st) json_object_foreach(o, k, v) {
-        if (!strcmp(k, "lease_s")) {
-            have_lease = 1;
-            if (!json_is_number(v) || !(json_number_value(v) >= 1 && json_number_value(v) <= 86400))
-                st = pfi_errorf(err, PFI_ERANGE, "lease_s: expected a number of seconds in 1..86400");
-            else r->lease_s = json_number_value(v);
-        } else if (!strcmp(k, "controller")) {
-            have_ctl = 1;
-            st = str_field(v, "controller", r->controller, sizeof r->controller, err);
-        } else if (!strcmp(k, "generation")) {
-            have_gen = 1;
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > PFI_CAPS_GENERATION_MAX)
-                st = pfi_errorf(err, PFI_EINVAL, "generation: expected an integer 0..2^53");
-            else r->generation = (long long)json_integer_value(v);
-        } else if (!strcmp(k, "gpus")) {
-            st = entries(v, "gpus", 1, r->gpus, &r->ngpus, err);
-        } else if (!strcmp(k, "jobs")) {
-            st = entries(v, "jobs", 0, r->jobs, &r->njobs, err);
-        } else {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: unknown field (expected lease_s, controller, generation, gpus, jobs)", k);
-        }
-        if (st) break;
-    }
-    if (!st && !have_lease) st = pfi_errorf(err, PFI_EINVAL, "lease_s: missing");
-    if (!st && !have_ctl) st = pfi_errorf(err, PFI_EINVAL, "controller: missing");
-    if (!st && !have_gen) st = pfi_errorf(err, PFI_EINVAL, "generation: missing");
+    const pfi_jkey keys[] = {
+        {"lease_s", PFI_J_NUMBER, PFI_J_REQUIRED, &r->lease_s, .lo = 1, .hi = 86400,
+         .expect = "expected a number of seconds in 1..86400", .code = PFI_ERANGE},
+        {"controller", PFI_J_ANY, PFI_J_REQUIRED, r->controller, sizeof r->controller, .fn = text_field},
+        {"generation", PFI_J_INTEGER, PFI_J_REQUIRED, &r->generation, .lo = 0, .hi = (double)PFI_CAPS_GENERATION_MAX,
+         .expect = "expected an integer 0..2^53"},
+        {"gpus", PFI_J_ANY, 0, r, .fn = gpus_field},
+        {"jobs", PFI_J_ANY, 0, r, .fn = jobs_field},
+    };
+    pfi_jopts opts = {.unknown_text = "unknown field (expected lease_s, controller, generation, gpus, jobs)"};
+    pfi_status st = json_is_object(o) ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
+                                      : pfi_errorf(err, PFI_EINVAL, "request body: expected a JSON object");
     json_decref(o);
     return st;
 }

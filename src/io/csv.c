@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vec.h"
+
 void pfi_csv_init(pfi_csv *c, pfi_reader *r)
 {
     memset(c, 0, sizeof *c);
@@ -22,14 +24,11 @@ void pfi_csv_free(pfi_csv *c)
 
 static int push_field(pfi_csv *c, char *s, size_t n, pfi_error *err)
 {
-    if (c->nfields == c->fcap) {
-        size_t nc = c->fcap ? 2 * c->fcap : 32;
-        char **f = realloc(c->fields, nc * sizeof *f);
-        if (!f) return pfi_errorf(err, PFI_ENOMEM, "out of memory"), -1;
-        c->fields = f;
-        size_t *l = realloc(c->lens, nc * sizeof *l);
-        if (!l) return pfi_errorf(err, PFI_ENOMEM, "out of memory"), -1;
-        c->lens = l;
+    if (c->nfields == c->fcap) { /* parallel arrays: one capacity */
+        size_t nc = 0;
+        if (pfi_vec_next_cap(c->fcap, c->nfields + 1, sizeof(size_t), &nc, NULL) || PFI_VEC_RESIZE(c->fields, nc, NULL) ||
+            PFI_VEC_RESIZE(c->lens, nc, NULL))
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory"), -1;
         c->fcap = nc;
     }
     c->fields[c->nfields] = s;

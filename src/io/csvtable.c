@@ -8,11 +8,30 @@
 
 #include "pfi/csv.h"
 #include "num.h"
+#include "vec.h"
 
 typedef struct cellbuf {
     char **cells; /* nrows x ncols, owned */
     size_t n, cap;
 } cellbuf;
+
+/* the record's fields, copied, appended to b */
+static pfi_status push_record(cellbuf *b, const pfi_csv *c, pfi_error *err)
+{
+    if (PFI_VEC_RESERVE(b->cells, b->cap, b->n + c->nfields, NULL)) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->nfields; i++) {
+        char *d = strdup(c->fields[i]);
+        if (!d) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        b->cells[b->n++] = d;
+    }
+    return PFI_OK;
+}
+
+static void cellbuf_free(cellbuf *b)
+{
+    for (size_t i = 0; i < b->n; i++) free(b->cells[i]);
+    free(b->cells);
+}
 
 pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
 {
@@ -23,33 +42,21 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
     pfi_csv c;
     pfi_csv_init(&c, &r);
     int rc = pfi_csv_next(&c, err);
-    cellbuf b = {0};
-    char **hdr = NULL;
+    cellbuf b = {0}, hb = {0};
     size_t nh = 0;
     if (rc <= 0) {
         st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path) : (err ? err->code : PFI_EPARSE);
         goto out;
     }
     nh = c.nfields;
-    hdr = calloc(nh, sizeof *hdr);
-    for (size_t i = 0; i < nh; i++) hdr[i] = strdup(c.fields[i]);
+    if ((st = push_record(&hb, &c, err))) goto out;
+    char **hdr = hb.cells;
     while ((rc = pfi_csv_next(&c, err)) == 1) {
         if (c.nfields != nh) {
             st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: expected %zu fields, found %zu", path, (unsigned long long)c.line, nh, c.nfields);
             goto out;
         }
-        if (b.n + nh > b.cap) {
-            size_t nc = b.cap ? 2 * b.cap : 1024;
-            while (nc < b.n + nh) nc *= 2;
-            char **p = realloc(b.cells, nc * sizeof *p);
-            if (!p) {
-                st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-                goto out;
-            }
-            b.cells = p;
-            b.cap = nc;
-        }
-        for (size_t i = 0; i < nh; i++) b.cells[b.n++] = strdup(c.fields[i]);
+        if ((st = push_record(&b, &c, err))) goto out;
     }
     if (rc < 0) {
         st = err ? err->code : PFI_EPARSE;
@@ -57,8 +64,14 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
     }
     size_t nrows = nh ? b.n / nh : 0;
     pfi_table *t = pfi_table_new();
+    int *num = calloc(nh ? nh : 1, sizeof *num);
+    if (!t || !num) {
+        pfi_table_free(t);
+        free(num);
+        st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        goto out;
+    }
     uint32_t file = pfi_table_add_file(t, path);
-    int *num = calloc(nh, sizeof *num);
     for (size_t i = 0; i < nh; i++) {
         num[i] = 1;
         for (size_t r2 = 0; r2 < nrows && num[i]; r2++) {
@@ -94,10 +107,8 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
     if (st) pfi_table_free(t);
     else *out = t;
 out:
-    for (size_t i = 0; i < b.n; i++) free(b.cells[i]);
-    free(b.cells);
-    for (size_t i = 0; hdr && i < nh; i++) free(hdr[i]);
-    free(hdr);
+    cellbuf_free(&b);
+    cellbuf_free(&hb);
     pfi_csv_free(&c);
     pfi_reader_close(&r);
     return st;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "json_obj.h"
+
 static int digits(const char *s, int n, int *v)
 {
     int x = 0;
@@ -138,6 +140,23 @@ static void gen_id(pfi_grid_event *ev)
     snprintf(ev->id, sizeof ev->id, "evt-%.0f-%lu", ev->start, ++counter);
 }
 
+static pfi_status id_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+{
+    (void)ud;
+    if (!json_is_string(v) || !id_ok(json_string_value(v)))
+        return pfi_errorf(err, PFI_EINVAL, "%s: expected 1..63 characters of letters, digits, '.', '_', '-'", name);
+    snprintf(k->dst, k->size, "%s", json_string_value(v));
+    return PFI_OK;
+}
+
+static pfi_status start_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+{
+    (void)ud;
+    if (!json_is_string(v) || pfi_rfc3339_parse(json_string_value(v), k->dst))
+        return pfi_errorf(err, PFI_EINVAL, "%s: expected an RFC 3339 time such as 2026-12-02T18:00:00Z", name);
+    return PFI_OK;
+}
+
 pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev, pfi_error *err)
 {
     memset(ev, 0, sizeof *ev);
@@ -146,66 +165,32 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!o) return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line, je.column, je.text), err);
-    pfi_status st = PFI_OK;
-    int have_start = 0, have_dur = 0, kinds = 0, have_open = 0;
-    if (!json_is_object(o)) st = pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
-    const char *k;
-    json_t *v;
-    if (!st) json_object_foreach(o, k, v) {
-        if (!strcmp(k, "id")) {
-            if (!json_is_string(v) || !id_ok(json_string_value(v)))
-                st = pfi_errorf(err, PFI_EINVAL, "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
-            else snprintf(ev->id, sizeof ev->id, "%s", json_string_value(v));
-        } else if (!strcmp(k, "start")) {
-            have_start = 1;
-            if (!json_is_string(v) || pfi_rfc3339_parse(json_string_value(v), &ev->start))
-                st = pfi_errorf(err, PFI_EINVAL, "start: expected an RFC 3339 time such as 2026-12-02T18:00:00Z");
-        } else if (!strcmp(k, "duration_s")) {
-            have_dur = 1;
-            if (!json_is_number(v) || !isfinite(json_number_value(v)) || !(json_number_value(v) >= 1) ||
-                json_number_value(v) > PFI_EVENT_MAX_OPEN_ENDED_S)
-                st = pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds (7 days)");
-            else ev->duration_s = json_number_value(v);
-        } else if (!strcmp(k, "open_ended")) {
-            if (!json_is_boolean(v)) st = pfi_errorf(err, PFI_EINVAL, "open_ended: expected true or false");
-            else have_open = json_is_true(v);
-        } else if (!strcmp(k, "reduction_pct")) {
-            kinds++;
-            ev->kind = PFI_EV_REDUCTION;
-            if (!json_is_number(v) || !(json_number_value(v) > 0 && json_number_value(v) <= 90))
-                st = pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
-            else ev->reduction_pct = json_number_value(v);
-        } else if (!strcmp(k, "target_kw")) {
-            kinds++;
-            ev->kind = PFI_EV_TARGET_KW;
-            if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
-                !(json_number_value(v) > 0 && json_number_value(v) < PFI_EVENT_MAX_TARGET_KW))
-                st = pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW below 1e6");
-            else ev->target_kw = json_number_value(v);
-        } else if (!strcmp(k, "level")) {
-            kinds++;
-            ev->kind = PFI_EV_LEVEL;
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 3)
-                st = pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
-            else ev->level = (int)json_integer_value(v);
-        } else if (!strcmp(k, "ramp_s") || !strcmp(k, "ramp_down_s")) {
-            if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= 86400))
-                st = pfi_errorf(err, PFI_ERANGE, "%s: expected 0..86400 seconds", k);
-            else if (!strcmp(k, "ramp_s")) ev->ramp_s = json_number_value(v);
-            else ev->ramp_down_s = json_number_value(v);
-        } else if (!strcmp(k, "dry_run")) {
-            if (!json_is_boolean(v)) st = pfi_errorf(err, PFI_EINVAL, "dry_run: expected true or false");
-            else ev->dry_run = json_is_true(v);
-        } else {
-            st = pfi_errorf(err, PFI_EINVAL,
-                            "%s: unknown field (expected id, start, duration_s | open_ended, reduction_pct | target_kw | level, ramp_s, ramp_down_s, dry_run)", k);
-        }
-        if (st) break;
-    }
-    if (!st && !have_start) st = pfi_errorf(err, PFI_EINVAL, "start: missing");
+    int have_dur = 0, have_open = 0, kind[3] = {0, 0, 0}; /* reduction_pct, target_kw, level */
+    const pfi_jkey keys[] = {
+        {"id", PFI_J_ANY, 0, ev->id, sizeof ev->id, .fn = id_field},
+        {"start", PFI_J_ANY, PFI_J_REQUIRED, &ev->start, .fn = start_field},
+        {"duration_s", PFI_J_NUMBER, 0, &ev->duration_s, .lo = 1, .hi = PFI_EVENT_MAX_OPEN_ENDED_S,
+         .expect = "expected 1..604800 seconds (7 days)", .code = PFI_ERANGE, .seen = &have_dur},
+        {"open_ended", PFI_J_BOOL, .dst = &have_open},
+        {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev->reduction_pct, .lo = 0, .hi = 90,
+         .expect = "expected a number in (0, 90]", .code = PFI_ERANGE, .seen = &kind[0]},
+        {"target_kw", PFI_J_NUMBER, PFI_J_LO_OPEN | PFI_J_HI_OPEN, &ev->target_kw, .lo = 0, .hi = PFI_EVENT_MAX_TARGET_KW,
+         .expect = "expected a positive number of kW below 1e6", .code = PFI_ERANGE, .seen = &kind[1]},
+        {"level", PFI_J_INTEGER, 0, &ev->level, sizeof ev->level, .lo = 0, .hi = 3, .expect = "expected an integer 0..3",
+         .code = PFI_ERANGE, .seen = &kind[2]},
+        {"ramp_s", PFI_J_NUMBER, 0, &ev->ramp_s, .lo = 0, .hi = 86400, .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
+        {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400, .expect = "expected 0..86400 seconds",
+         .code = PFI_ERANGE},
+        {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
+    };
+    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | open_ended, reduction_pct | target_kw | "
+                                      "level, ramp_s, ramp_down_s, dry_run)"};
+    pfi_status st = json_is_object(o) ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
+                                      : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
     ev->open_ended = have_open;
+    ev->kind = kind[2] ? PFI_EV_LEVEL : kind[1] ? PFI_EV_TARGET_KW : PFI_EV_REDUCTION;
     if (!st && !have_dur && !have_open) st = pfi_errorf(err, PFI_EINVAL, "duration_s: missing (or \"open_ended\": true: until cancelled)");
-    if (!st && kinds != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+    if (!st && kind[0] + kind[1] + kind[2] != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
     if (!st && !ev->id[0]) gen_id(ev);
     if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(o);

@@ -17,6 +17,7 @@
 #include "pfi/steplog.h"
 #include "tar.h"
 #include "telemetry.h"
+#include "vec.h"
 
 struct pfi_ingest {
     pfi_ingest_opts o;
@@ -141,13 +142,11 @@ static pfi_status on_sample(void *ud, const pfi_sample *s, pfi_error *err)
                           (unsigned long long)s->line, r->proto.max_gpus);
     /* a series (GPU, metric) never goes backwards in time within a file,
      * beyond half an interval of jitter */
-    if ((size_t)g >= r->nlast) {
-        size_t nn = (size_t)g + 16;
-        int64_t *p = realloc(r->last_t, nn * PFI_M_COUNT * sizeof *p);
-        if (!p) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        for (size_t i = r->nlast * PFI_M_COUNT; i < nn * PFI_M_COUNT; i++) p[i] = INT64_MIN;
-        r->last_t = p;
-        r->nlast = nn;
+    if ((size_t)g >= r->nlast) { /* one element per GPU: PFI_M_COUNT timestamps */
+        size_t old = r->nlast;
+        if (pfi_vec_reserve(&r->last_t, &r->nlast, (size_t)g + 1, PFI_M_COUNT * sizeof *r->last_t, NULL))
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        for (size_t i = old * PFI_M_COUNT; i < r->nlast * PFI_M_COUNT; i++) r->last_t[i] = INT64_MIN;
     }
     int64_t *last = &r->last_t[(size_t)g * PFI_M_COUNT + s->metric];
     if (*last != INT64_MIN && s->t_ms < *last - r->half_iv_ms)
@@ -217,15 +216,7 @@ static pfi_status run_end(run_state *r, pfi_error *err)
     r->name = NULL;
     pfi_status st = pfi_summarize_run(r->bins, &r->steps, &r->proto, s, ing->log, err);
     run_free(r);
-    if (!st && ing->nruns == ing->cap) {
-        size_t nc = ing->cap ? 2 * ing->cap : 64;
-        pfi_run_summary **p = realloc(ing->runs, nc * sizeof *p);
-        if (!p) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        else {
-            ing->runs = p;
-            ing->cap = nc;
-        }
-    }
+    if (!st && PFI_VEC_RESERVE(ing->runs, ing->cap, ing->nruns + 1, NULL)) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (st) {
         pfi_run_summary_free(s);
         free(s);
@@ -303,13 +294,7 @@ typedef struct strlist {
 
 static int sl_push(strlist *l, char *s)
 {
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? 2 * l->cap : 64;
-        char **p = realloc(l->v, nc * sizeof *p);
-        if (!p) return -1;
-        l->v = p;
-        l->cap = nc;
-    }
+    if (PFI_VEC_RESERVE(l->v, l->cap, l->n + 1, NULL)) return -1;
     l->v[l->n++] = s;
     return 0;
 }
@@ -459,21 +444,20 @@ pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *in, pfi_error *err)
                             t.path, ing->o.max_buffered_bytes);
             break;
         }
-        if (nbuf == bcap) {
-            size_t nc = bcap ? 2 * bcap : 16;
-            buffered *p = realloc(buf, nc * sizeof *p);
-            if (!p) {
-                st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-                break;
-            }
-            buf = p;
-            bcap = nc;
+        if (PFI_VEC_RESERVE(buf, bcap, nbuf + 1, NULL)) {
+            st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            break;
         }
         char *data;
         size_t len;
         pfi_reader *mr = pfi_tar_member(&t, 0);
         if ((st = pfi_reader_slurp(mr, (size_t)t.size, &data, &len, err))) break;
         buf[nbuf].path = strdup(t.path);
+        if (!buf[nbuf].path) {
+            free(data);
+            st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            break;
+        }
         buf[nbuf].data = data;
         buf[nbuf].len = len;
         nbuf++;

@@ -159,7 +159,7 @@ pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
         if (!json_is_string(nm)) st = pfi_errorf(err, PFI_EINVAL, "%s: %s.'name': expected a string", path, ctx);
         else {
             m->features[k] = strdup(json_string_value(nm));
-            st = get_num(f, "min", path, ctx, &fmin[k], err);
+            st = m->features[k] ? get_num(f, "min", path, ctx, &fmin[k], err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
             if (!st) st = get_num(f, "max", path, ctx, &fmax[k], err);
         }
     }

@@ -3,47 +3,40 @@
  * matched against the known DCGM metrics, others are skipped. */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "num.h"
 #include "telemetry.h"
 
 pfi_status pfi_reader_slurp(pfi_reader *r, size_t max, char **data, size_t *len, pfi_error *err)
 {
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_buf b = {0};
+    size_t lim = max < SIZE_MAX ? max + 1 : max; /* one byte more tells a larger input */
     for (;;) {
-        if (n == cap) {
-            if (cap >= max + 1) {
-                free(buf);
-                return pfi_errorf(err, PFI_ENOMEM, "%s: larger than %zu bytes", r->name, max);
-            }
-            size_t nc = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            char *b = realloc(buf, nc);
-            if (!b) {
-                free(buf);
-                return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-            }
-            buf = b;
-            cap = nc;
+        size_t want = b.n < 65536 ? 65536 : b.n; /* doubling */
+        if (want > lim - b.n) want = lim - b.n;
+        if (pfi_buf_reserve(&b, want)) {
+            pfi_buf_free(&b);
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
         }
-        ssize_t k = pfi_reader_read(r, buf + n, cap - n, err);
+        ssize_t k = pfi_reader_read(r, b.p + b.n, want, err);
         if (k < 0) {
-            free(buf);
+            pfi_buf_free(&b);
             return err ? err->code : PFI_EIO;
         }
         if (k == 0) break;
-        n += (size_t)k;
-        if (n > max) {
-            free(buf);
+        b.n += (size_t)k;
+        b.p[b.n] = '\0';
+        if (b.n > max) {
+            pfi_buf_free(&b);
             return pfi_errorf(err, PFI_ENOMEM, "%s: larger than %zu bytes", r->name, max);
         }
     }
-    *data = buf;
-    *len = n;
-    return PFI_OK;
+    *data = pfi_buf_take(&b, len);
+    return *data ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 }
 
 static pfi_str label(json_t *metric, const char *name)

@@ -11,6 +11,7 @@
 #include "atomic.h"
 #include "pfi/csv.h"
 #include "num.h"
+#include "vec.h"
 
 typedef struct hdrmap {
     const char *name;
@@ -67,15 +68,9 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
                             (unsigned long long)c.line, nh, c.nfields);
             goto out;
         }
-        if (out->n == cap) {
-            size_t nc = cap ? 2 * cap : 64;
-            pfi_recon_group *p = realloc(out->g, nc * sizeof *p);
-            if (!p) {
-                st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-                goto out;
-            }
-            out->g = p;
-            cap = nc;
+        if (PFI_VEC_RESERVE(out->g, cap, out->n + 1, NULL)) {
+            st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            goto out;
         }
         pfi_recon_group *g = &out->g[out->n];
         memset(g, 0, sizeof *g);

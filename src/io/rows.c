@@ -9,6 +9,7 @@
 
 #include "pfi/csv.h"
 #include "atomic.h"
+#include "vec.h"
 
 /* One 8-byte cell: a double (NaN = missing), an integer (INT64_MIN =
  * missing) or an offset into the text arena (0 = empty string). */
@@ -18,8 +19,12 @@ typedef union cell {
     size_t text;
 } cell;
 
+/* Out of memory while filling (the callers do not check each call) makes
+ * the write an error: a row that could not be added is the spare row
+ * (cells always has room for nrows + 1 rows), which is never written. */
 struct pfi_rows {
-    size_t ncols, nrows, cap;
+    size_t ncols, nrows, cap; /* cap: rows */
+    int oom;
     char **names;
     pfi_celltype *types;
     char **tfmt;
@@ -53,7 +58,8 @@ pfi_rows *pfi_rows_new(size_t ncols, const char *const *names, const pfi_celltyp
         r->arena[0] = '\0';
         r->alen = 1;
     }
-    if (!r->names || !r->types || !r->tfmt || !r->arena) {
+    if (!r->names || !r->types || !r->tfmt || !r->arena ||
+        pfi_vec_reserve(&r->cells, &r->cap, 2, ncols * sizeof *r->cells, NULL)) {
         pfi_rows_free(r);
         return NULL;
     }
@@ -85,20 +91,24 @@ void pfi_rows_free(pfi_rows *r)
 
 void pfi_rows_table_fmt(pfi_rows *r, size_t col, const char *f)
 {
+    char *d = strdup(f);
+    if (!d) {
+        r->oom = 1;
+        return;
+    }
     free(r->tfmt[col]);
-    r->tfmt[col] = strdup(f);
+    r->tfmt[col] = d;
 }
 
 size_t pfi_rows_add(pfi_rows *r)
 {
-    if (r->nrows == r->cap) {
-        size_t nc = r->cap ? 2 * r->cap : 64;
-        cell *c = realloc(r->cells, nc * r->ncols * sizeof *c);
-        if (!c) return (size_t)-1;
-        r->cells = c;
-        r->cap = nc;
-    }
+    /* a row of ncols cells is one element; one spare row stays */
+    int full = r->nrows == SIZE_MAX - 1 || pfi_vec_reserve(&r->cells, &r->cap, r->nrows + 2, r->ncols * sizeof *r->cells, NULL);
     cell *row = &r->cells[r->nrows * r->ncols];
+    if (full) { /* the spare row takes what the caller writes */
+        r->oom = 1;
+        return r->nrows;
+    }
     for (size_t c = 0; c < r->ncols; c++) {
         if (r->types[c] == PFI_CELL_NUM) row[c].num = NAN;
         else if (r->types[c] == PFI_CELL_INT) row[c].i = INT_MISSING;
@@ -125,13 +135,10 @@ int pfi_rows_text(pfi_rows *r, size_t row, size_t col, const char *s)
         c->text = 0;
         return 0;
     }
-    if (r->alen + n + 1 > r->acap) {
-        size_t nc = r->acap * 2;
-        while (nc < r->alen + n + 1) nc *= 2;
-        char *a = realloc(r->arena, nc);
-        if (!a) return -1;
-        r->arena = a;
-        r->acap = nc;
+    if (n > SIZE_MAX - 1 - r->alen || PFI_VEC_RESERVE(r->arena, r->acap, r->alen + n + 1, NULL)) {
+        r->oom = 1;
+        c->text = 0;
+        return -1;
     }
     memcpy(r->arena + r->alen, s, n + 1);
     c->text = r->alen;
@@ -270,6 +277,7 @@ static pfi_status write_json(const pfi_rows *r, FILE *f, pfi_error *err)
 pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error *err)
 {
     char buf[512];
+    if (r->oom) return pfi_errorf(err, PFI_ENOMEM, "out of memory (command output of %zu rows)", r->nrows);
     if (fmt == PFI_FMT_JSON) return write_json(r, f, err);
     if (fmt == PFI_FMT_CSV) {
         for (size_t c = 0; c < r->ncols; c++) {

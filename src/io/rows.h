@@ -24,7 +24,10 @@ pfi_rows *pfi_rows_new(size_t ncols, const char *const *names, const pfi_celltyp
 void pfi_rows_free(pfi_rows *r);
 /* Terminal-table number format for a column (default "%.4g"). */
 void pfi_rows_table_fmt(pfi_rows *r, size_t col, const char *printf_fmt);
-/* Append an empty row; returns its index or (size_t)-1 on allocation failure. */
+/* Append an empty row; returns its index. Out of memory here, in
+ * pfi_rows_text or pfi_rows_table_fmt makes pfi_rows_write and
+ * pfi_rows_save fail with PFI_ENOMEM (the index returned then is a spare
+ * row that is never written), so callers need not check each call. */
 size_t pfi_rows_add(pfi_rows *r);
 void pfi_rows_num(pfi_rows *r, size_t row, size_t col, double v);
 void pfi_rows_int(pfi_rows *r, size_t row, size_t col, long long v);

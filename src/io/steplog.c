@@ -7,31 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int push(pfi_steplog *s, double t, double tps, double mfu, double tflops)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 1024;
-        double *a = realloc(s->t_s, nc * sizeof *a);
-        if (!a) return -1;
-        s->t_s = a;
-        a = realloc(s->tokens_per_s, nc * sizeof *a);
-        if (!a) return -1;
-        s->tokens_per_s = a;
-        a = realloc(s->mfu, nc * sizeof *a);
-        if (!a) return -1;
-        s->mfu = a;
-        a = realloc(s->tflops, nc * sizeof *a);
-        if (!a) return -1;
-        s->tflops = a;
-        s->cap = nc;
-    }
-    s->t_s[s->n] = t;
-    s->tokens_per_s[s->n] = tps;
-    s->mfu[s->n] = mfu;
-    s->tflops[s->n] = tflops;
-    s->n++;
-    return 0;
-}
+#include "steplog_push.h"
 
 /* number under key; 0 absent, 1 ok, -1 not a number */
 static int num(json_t *o, const char *key, double *v)
@@ -118,9 +94,10 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
             return pfi_errorf(err, PFI_EINVAL, "%s:%llu: key 't_s': goes backwards", r->name, ln);
         }
         last_t = t;
-        if (push(out, t, tps, mfu, tflops) != 0) {
+        pfi_status st = pfi_steplog_push(out, t, tps, mfu, tflops, err);
+        if (st) {
             pfi_steplog_free(out);
-            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            return st;
         }
     }
     if (rc < 0) {

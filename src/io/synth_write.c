@@ -12,36 +12,13 @@
 #include <sys/stat.h>
 
 #include "atomic.h"
+#include "buf.h"
 #include "pfi/steplog.h"
 #include "tar.h"
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} buf;
+typedef pfi_buf buf;
 
-static int grow(buf *b, size_t need)
-{
-    if (b->n + need <= b->cap) return 0;
-    size_t nc = b->cap ? b->cap : 1 << 20;
-    while (nc < b->n + need) nc *= 2;
-    char *p = realloc(b->p, nc);
-    if (!p) {
-        b->oom = 1;
-        return -1;
-    }
-    b->p = p;
-    b->cap = nc;
-    return 0;
-}
-
-static void put(buf *b, const char *s, size_t n)
-{
-    if (grow(b, n)) return;
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
+static void put(buf *b, const char *s, size_t n) { pfi_buf_add(b, s, n); }
 
 /* non-negative v with d decimals, exactly as printf("%.*f", d, v) */
 static void put_fixed(buf *b, double v, int d)
@@ -109,7 +86,7 @@ static pfi_status w_scrape(void *ud, int host, int64_t t_ms, const double *v, in
             put(&h->text, "\n", 1);
         }
     }
-    return h->text.oom ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
+    return h->text.st ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 
 static pfi_status w_step(void *ud, double t_s, double tps, double mfu, double tflops, long step, pfi_error *err)
@@ -118,7 +95,7 @@ static pfi_status w_step(void *ud, double t_s, double tps, double mfu, double tf
     char line[256];
     int n = pfi_steplog_format(line, sizeof line, t_s, tps, mfu, tflops, step);
     put(&c->steps, line, (size_t)n);
-    return c->steps.oom ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
+    return c->steps.st ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 
 void pfi_synth_run_dir(const pfi_recon_group *g, int run, char *b, size_t n)
@@ -213,7 +190,7 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
         }
         char host[64];
         pfi_synth_host_name(g, h, host, sizeof host);
-        for (int gl = 0; gl < c.gph; gl++) {
+        for (int gl = 0; gl < c.gph && !st; gl++) {
             char uuid[64];
             pfi_synth_gpu_uuid(g, h, gl, uuid, sizeof uuid);
             for (int mi = 0; mi < pfi_synth_nmetrics; mi++) {
@@ -227,6 +204,7 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
                 size_t k = (size_t)gl * PFI_M_COUNT + mm;
                 ht->prefix[k] = strdup(line);
                 ht->plen[k] = (size_t)n;
+                if (!ht->prefix[k]) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
             }
         }
     }

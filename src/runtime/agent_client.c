@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
+
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -47,31 +49,27 @@ void pfi_http_reply_free(pfi_http_reply *r)
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
-    pfi_http_reply *r = ud;
+    pfi_buf *b = ud;
     size_t k = sz * nm;
-    if (r->len + k > (16u << 20)) return 0; /* an agent's answer is small: refuse floods */
-    char *b = realloc(r->body, r->len + k + 1);
-    if (!b) return 0;
-    memcpy(b + r->len, p, k);
-    r->body = b;
-    r->len += k;
-    b[r->len] = '\0';
-    return k;
+    return pfi_buf_add(b, p, k) ? 0 : k; /* over the limit or out of memory: the transfer fails */
 }
 
 static pfi_status perform(CURL *c, const char *url, pfi_http_reply *r, pfi_error *err)
 {
+    pfi_buf body = {.max = 16u << 20}; /* an agent's answer is small: refuse floods */
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
+        pfi_buf_free(&body);
         pfi_http_reply_free(r);
         return pfi_errorf(err, PFI_EIO, "%s: %s", url, curl_easy_strerror(cc));
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
-    if (!r->body) r->body = calloc(1, 1);
+    r->body = pfi_buf_take(&body, &r->len);
+    if (!r->body) return pfi_errorf(err, PFI_ENOMEM, "%s: out of memory", url);
     return PFI_OK;
 }
 

@@ -1,4 +1,4 @@
-/* daemon_util.c — the daemons' text buffer, log line and log reopening
+/* daemon_util.c — the daemons' log line, log reopening and signals
  * (daemon_util.h). */
 #include "daemon_util.h"
 
@@ -9,27 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-void pfi_textbuf_printf(pfi_textbuf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) return;
-        if (b->p && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t nc = b->cap ? 2 * b->cap : 16384;
-        while (nc < b->n + (size_t)k + 1) nc *= 2;
-        char *q = realloc(b->p, nc);
-        if (!q) return;
-        b->p = q;
-        b->cap = nc;
-    }
-}
 
 void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
 {
@@ -46,27 +25,18 @@ void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
     fflush(f);
 }
 
-int pfi_daemon_log_reopen(FILE *f, const char *path, char *why, size_t n)
+pfi_status pfi_daemon_log_reopen(FILE *f, const char *path, pfi_error *err)
 {
-    if (!f) {
-        snprintf(why, n, "%s: no log file open", path);
-        return -1;
-    }
+    if (!f) return pfi_errorf(err, PFI_ESTATE, "%s: no log file open", path);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666); /* as fopen "a" */
-    if (fd < 0) {
-        snprintf(why, n, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
     fflush(f);
     /* the same FILE now writes to the new file: dup2 swaps atomically */
     int r = dup2(fd, fileno(f));
     int e = errno;
     close(fd);
-    if (r < 0) {
-        snprintf(why, n, "%s: %s", path, strerror(e));
-        return -1;
-    }
-    return 0;
+    if (r < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(e));
+    return PFI_OK;
 }
 
 void pfi_daemon_signals(void (*stop)(int), void (*hup)(int))

@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "buf.h"
+
 /* One open connection, as the watchdog sees it. Linked in on
  * MHD_CONNECTION_NOTIFY_STARTED, unlinked on ..._CLOSED, which libmicrohttpd
  * calls before it closes the socket: while the watchdog holds cmu, every fd
@@ -53,12 +55,11 @@ static double mono_s(void)
 }
 
 typedef struct upload {
-    char *p;
-    size_t n;
+    pfi_buf body;
     int too_big, answered;
 } upload;
 
-static upload ANSWERED = {NULL, 0, 0, 1};
+static upload ANSWERED = {.answered = 1};
 
 int pfi_bearer_ok(const char *hdr, const char *token)
 {
@@ -187,15 +188,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     if (*size) {
-        if (!takes_body(method) || u->n + *size > h->o.max_body) u->too_big = takes_body(method);
-        else {
-            char *p = realloc(u->p, u->n + *size + 1);
-            if (!p) return MHD_NO;
-            memcpy(p + u->n, data, *size);
-            u->p = p;
-            u->n += *size;
-            p[u->n] = '\0';
-        }
+        if (!takes_body(method) || u->body.n + *size > h->o.max_body) u->too_big = takes_body(method);
+        else if (pfi_buf_add(&u->body, data, *size)) return MHD_NO;
         *size = 0;
         return MHD_YES;
     }
@@ -203,7 +197,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
         return send_resp(h, c, &rs);
     }
-    pfi_http_req rq = {method, url, u->p ? u->p : "", u->n};
+    pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n};
     h->o.handle(h->o.ud, &rq, &rs);
     return send_resp(h, c, &rs);
 }
@@ -213,7 +207,7 @@ static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_Reque
     (void)cls, (void)c, (void)toe;
     upload *u = *ctx;
     if (u && u != &ANSWERED) {
-        free(u->p);
+        pfi_buf_free(&u->body);
         free(u);
     }
     *ctx = NULL;

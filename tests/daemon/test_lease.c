@@ -15,23 +15,23 @@ static void rules(void **s)
     (void)s;
     pfi_lease_state L;
     pfi_lease_init(&L);
-    char why[256];
-    assert_int_equal(pfi_lease_admit(&L, "a", 0, 100, why, sizeof why), PFI_LEASE_ADMIT);
+    pfi_error why;
+    assert_int_equal(pfi_lease_admit(&L, "a", 0, 100, &why), PFI_LEASE_ADMIT);
     pfi_lease_grant(&L, "a", 5, 30, 100);
     assert_true(pfi_lease_live(&L, 129.9));
     assert_false(pfi_lease_live(&L, 130));
-    assert_int_equal(pfi_lease_admit(&L, "a", 5, 110, why, sizeof why), PFI_LEASE_ADMIT);  /* renewal */
-    assert_int_equal(pfi_lease_admit(&L, "b", 4, 110, why, sizeof why), PFI_LEASE_STALE);  /* older */
-    assert_non_null(strstr(why, "older"));
-    assert_int_equal(pfi_lease_admit(&L, "b", 5, 110, why, sizeof why), PFI_LEASE_BUSY);   /* same generation, other controller */
-    assert_non_null(strstr(why, "holds the lease"));
-    assert_int_equal(pfi_lease_admit(&L, "b", 6, 110, why, sizeof why), PFI_LEASE_ADMIT);  /* take-over */
+    assert_int_equal(pfi_lease_admit(&L, "a", 5, 110, &why), PFI_LEASE_ADMIT);  /* renewal */
+    assert_int_equal(pfi_lease_admit(&L, "b", 4, 110, &why), PFI_LEASE_STALE);  /* older */
+    assert_non_null(strstr(why.msg, "older"));
+    assert_int_equal(pfi_lease_admit(&L, "b", 5, 110, &why), PFI_LEASE_BUSY);   /* same generation, other controller */
+    assert_non_null(strstr(why.msg, "holds the lease"));
+    assert_int_equal(pfi_lease_admit(&L, "b", 6, 110, &why), PFI_LEASE_ADMIT);  /* take-over */
     pfi_lease_grant(&L, "b", 6, 30, 110);
     assert_int_equal(L.generation_max, 6);
     /* after expiry: anything not older than the highest accepted */
-    assert_int_equal(pfi_lease_admit(&L, "a", 5, 200, why, sizeof why), PFI_LEASE_STALE);
-    assert_non_null(strstr(why, "generation_max"));
-    assert_int_equal(pfi_lease_admit(&L, "a", 6, 200, why, sizeof why), PFI_LEASE_ADMIT);
+    assert_int_equal(pfi_lease_admit(&L, "a", 5, 200, &why), PFI_LEASE_STALE);
+    assert_non_null(strstr(why.msg, "generation_max"));
+    assert_int_equal(pfi_lease_admit(&L, "a", 6, 200, &why), PFI_LEASE_ADMIT);
 }
 
 /* issue 14 item 6: one write (2^53) raised generation_max out of every
@@ -42,23 +42,23 @@ static void generation_step(void **s)
     (void)s;
     pfi_lease_state L;
     pfi_lease_init(&L);
-    char why[256];
+    pfi_error why;
     const long long step = PFI_LEASE_GENERATION_STEP;
     assert_int_equal(step, 1LL << 20);
-    assert_int_equal(pfi_lease_admit(&L, "x", 1LL << 53, 100, why, sizeof why), PFI_LEASE_TOO_FAR);
-    assert_non_null(strstr(why, "generation: 9007199254740992 is more than 1048576 above generation_max 0"));
-    assert_int_equal(pfi_lease_admit(&L, "x", step + 1, 100, why, sizeof why), PFI_LEASE_TOO_FAR);
-    assert_int_equal(pfi_lease_admit(&L, "x", step, 100, why, sizeof why), PFI_LEASE_ADMIT);
+    assert_int_equal(pfi_lease_admit(&L, "x", 1LL << 53, 100, &why), PFI_LEASE_TOO_FAR);
+    assert_non_null(strstr(why.msg, "generation: 9007199254740992 is more than 1048576 above generation_max 0"));
+    assert_int_equal(pfi_lease_admit(&L, "x", step + 1, 100, &why), PFI_LEASE_TOO_FAR);
+    assert_int_equal(pfi_lease_admit(&L, "x", step, 100, &why), PFI_LEASE_ADMIT);
     pfi_lease_grant(&L, "a", 7, 30, 100);
     /* live lease: a take-over is bounded the same way */
-    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step + 1, 110, why, sizeof why), PFI_LEASE_TOO_FAR);
-    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step, 110, why, sizeof why), PFI_LEASE_ADMIT);
+    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step + 1, 110, &why), PFI_LEASE_TOO_FAR);
+    assert_int_equal(pfi_lease_admit(&L, "x", 7 + step, 110, &why), PFI_LEASE_ADMIT);
     pfi_lease_grant(&L, "x", 7 + step, 30, 110);
     assert_int_equal(L.generation_max, 7 + step);
     /* after expiry: from the new generation_max, never from the old one */
-    assert_int_equal(pfi_lease_admit(&L, "a", 8, 200, why, sizeof why), PFI_LEASE_STALE);
-    assert_int_equal(pfi_lease_admit(&L, "a", 7 + step + 1, 200, why, sizeof why), PFI_LEASE_ADMIT);
-    assert_int_equal(pfi_lease_admit(&L, "a", 7 + 2 * step + 1, 200, why, sizeof why), PFI_LEASE_TOO_FAR);
+    assert_int_equal(pfi_lease_admit(&L, "a", 8, 200, &why), PFI_LEASE_STALE);
+    assert_int_equal(pfi_lease_admit(&L, "a", 7 + step + 1, 200, &why), PFI_LEASE_ADMIT);
+    assert_int_equal(pfi_lease_admit(&L, "a", 7 + 2 * step + 1, 200, &why), PFI_LEASE_TOO_FAR);
 }
 
 static void state_file(void **s)

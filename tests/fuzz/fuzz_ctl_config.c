@@ -20,10 +20,10 @@ static void finite_in(double v, double lo, double hi)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char err[1024];
-    err[0] = '\0';
-    if (ctl_config_parse((const char *)data, size, "c.json", &cfg, err, sizeof err)) {
-        if (strncmp(err, "c.json", 6) || strchr(err, '\n') || cfg.tiers) abort();
+    pfi_error e;
+    e.msg[0] = '\0';
+    if (ctl_config_parse((const char *)data, size, "c.json", &cfg, &e)) {
+        if (strncmp(e.msg, "c.json", 6) || strchr(e.msg, '\n') || cfg.tiers) abort();
         return 0;
     }
     if (cfg.nagents < 1 || cfg.nagents > CTL_MAX_AGENTS) abort();

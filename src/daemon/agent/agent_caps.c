@@ -67,11 +67,11 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         return 400;
     }
     double now = pfi_clock_mono(); /* leases run on the monotonic clock (lease.h) */
-    char why[400];
-    pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, why, sizeof why);
+    pfi_error why;
+    pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, &why);
     if (v != PFI_LEASE_ADMIT) {
-        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller, rq.generation, why);
-        *resp = err_json(why);
+        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller, rq.generation, why.msg);
+        *resp = err_json(why.msg);
         a->rejected++;
         return v == PFI_LEASE_TOO_FAR ? 400 : 409;
     }

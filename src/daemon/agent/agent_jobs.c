@@ -249,7 +249,12 @@ void agent_jobs_refresh(agent *a)
             int nn = 0;
             while ((de = readdir(d)) && nn < 256) {
                 size_t l = strlen(de->d_name);
-                if (l > 5 && !strcmp(de->d_name + l - 5, ".json")) names[nn++] = strdup(de->d_name);
+                if (l <= 5 || strcmp(de->d_name + l - 5, ".json")) continue;
+                if (!(names[nn] = strdup(de->d_name))) {
+                    agent_log(a, "error: %s: out of memory listing the job files", a->cfg.jobs_dir);
+                    break;
+                }
+                nn++;
             }
             closedir(d);
             for (int i = 1; i < nn; i++) /* sorted: deterministic when files overlap */
@@ -261,7 +266,7 @@ void agent_jobs_refresh(agent *a)
             for (int i = 0; i < nn; i++) {
                 char path[4096];
                 snprintf(path, sizeof path, "%s/%s", a->cfg.jobs_dir, names[i]);
-                if (names[i]) map_file(a, path, m);
+                map_file(a, path, m);
                 free(names[i]);
             }
         }
@@ -377,15 +382,16 @@ typedef struct steplog_read {
     int n;
 } steplog_read;
 
-static int steplog_check(const steplog_read *r, const struct stat *st, char *why, size_t n)
+/* may the agent open this step log? PFI_EPERM with the reason in why if not */
+static pfi_status steplog_check(const steplog_read *r, const struct stat *st, pfi_error *why)
 {
-    if (S_ISLNK(st->st_mode)) return snprintf(why, n, "a symbolic link (refused)"), -1;
-    if (!S_ISREG(st->st_mode)) return snprintf(why, n, "not a regular file (refused)"), -1;
+    if (S_ISLNK(st->st_mode)) return pfi_errorf(why, PFI_EPERM, "a symbolic link (refused)");
+    if (!S_ISREG(st->st_mode)) return pfi_errorf(why, PFI_EPERM, "not a regular file (refused)");
     long long want = r->uid == AGENT_UID_UNKNOWN ? (long long)geteuid() : r->uid;
     if (r->uid != AGENT_UID_ANY && (long long)st->st_uid != want)
-        return snprintf(why, n, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
-                        r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : ""), -1;
-    return 0;
+        return pfi_errorf(why, PFI_EPERM, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
+                          r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : "");
+    return PFI_OK;
 }
 
 static void steplog_read_one(steplog_read *r, char *buf)
@@ -402,7 +408,9 @@ static void steplog_read_one(steplog_read *r, char *buf)
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return; /* not there (yet) */
     struct stat lst, st;
-    if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW) != 0 || steplog_check(r, &lst, r->why, sizeof r->why)) {
+    pfi_error why = {.code = PFI_OK};
+    if (fstatat(dfd, base, &lst, AT_SYMLINK_NOFOLLOW) != 0 || steplog_check(r, &lst, &why)) {
+        if (why.code) snprintf(r->why, sizeof r->why, "%.*s", (int)sizeof r->why - 1, why.msg);
         close(dfd);
         return;
     }

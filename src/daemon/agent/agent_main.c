@@ -138,10 +138,10 @@ static void *lease_thread(void *arg)
         nanosleep(&ts, NULL);
         if (g_hup) {
             g_hup = 0;
-            char why[300];
+            pfi_error why;
             if (!a->cfg.log_path) agent_log(a, "SIGHUP: no --log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(a->log, a->cfg.log_path, why, sizeof why))
-                agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why);
+            else if (pfi_daemon_log_reopen(a->log, a->cfg.log_path, &why))
+                agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why.msg);
             else agent_log(a, "SIGHUP: log file %s reopened", a->cfg.log_path);
         }
         pthread_mutex_lock(&a->mu);

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "buf.h"
 #include "daemon_util.h"
 #include "httpd.h"
 #include "pfi/prom.h"
@@ -24,12 +25,12 @@ typedef char label[LABEL_MAX];
 #define L(buf, v) pfi_prom_label(buf, sizeof(label), v)
 
 
-static void head(pfi_textbuf *b, const char *name, const char *type, const char *help)
+static void head(pfi_buf *b, const char *name, const char *type, const char *help)
 {
-    pfi_textbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    pfi_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void gpu_metric(pfi_textbuf *b, agent *a, const char *name, const char *type, const char *help, unsigned bit, int m,
+static void gpu_metric(pfi_buf *b, agent *a, const char *name, const char *type, const char *help, unsigned bit, int m,
                        double (*get)(const pfi_gpu_sample *))
 {
     int any = 0;
@@ -40,7 +41,7 @@ static void gpu_metric(pfi_textbuf *b, agent *a, const char *name, const char *t
         double v = m >= 0 ? (!isnan(g->dcgm_prof[m]) ? g->dcgm_prof[m] : g->last.prof[m]) : get(&g->last);
         if (!g->sampled || (bit && !(g->last.have & bit)) || !isfinite(v)) continue;
         if (!any++) head(b, name, type, help);
-        pfi_textbuf_printf(b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n", name, i,
+        pfi_buf_printf(b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n", name, i,
                            L(u, g->info.uuid), L(mn, g->info.name), h, L(j, g->job_id), v);
     }
 }
@@ -59,7 +60,7 @@ static double g_thr(const pfi_gpu_sample *s) { return (double)s->throttle_reason
 
 char *agent_render_metrics(agent *a, size_t *len)
 {
-    pfi_textbuf b = {0};
+    pfi_buf b = {0};
     gpu_metric(&b, a, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", PFI_GS_POWER, -1, g_power);
     gpu_metric(&b, a, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
                PFI_GS_ENERGY, -1, g_energy);
@@ -81,59 +82,58 @@ char *agent_render_metrics(agent *a, size_t *len)
     head(&b, "pfi_gpu_power_cap_watts", "gauge", "Current per-GPU power cap (W).");
     for (size_t i = 0; i < a->n; i++)
         if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_CAP))
-            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), h,
+            pfi_buf_printf(&b, "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), h,
                 a->g[i].last.cap_w);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
+        pfi_buf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
     head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_textbuf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
+        pfi_buf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
     head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge", "Cap found before pfi changed it (only GPUs pfi changed).");
     for (size_t k = 0; k < a->lease.n; k++)
         if (a->lease.gpu[k].changed)
-            pfi_textbuf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n", L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
+            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n", L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
     head(&b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
-    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h, a->job[k].ngpus);
+    for (size_t k = 0; k < a->njobs; k++) pfi_buf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h, a->job[k].ngpus);
     head(&b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
-    for (size_t k = 0; k < a->njobs; k++) pfi_textbuf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].power_w);
+    for (size_t k = 0; k < a->njobs; k++) pfi_buf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].power_w);
     head(&b, "pfi_job_tokens_per_second", "gauge", "Job throughput from its step log (whole job, tokens/s).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].tokens_per_s))
-            pfi_textbuf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].tokens_per_s);
+            pfi_buf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].tokens_per_s);
     head(&b, "pfi_job_pfi_predicted", "gauge", "Predicted PFI of the job from its telemetry (--model).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
-            pfi_textbuf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].pfi_pred);
+            pfi_buf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].pfi_pred);
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
     head(&b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
-    pfi_textbuf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", L(ctl, live ? a->lease.controller : ""), live);
+    pfi_buf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", L(ctl, live ? a->lease.controller : ""), live);
     head(&b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
-    pfi_textbuf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
+    pfi_buf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
     head(&b, "pfi_lease_expires_in_seconds", "gauge", "Seconds until the lease ends (0 without one).");
-    pfi_textbuf_printf(&b, "pfi_lease_expires_in_seconds %g\n", live ? a->lease.expires_mono - mono : 0.0);
+    pfi_buf_printf(&b, "pfi_lease_expires_in_seconds %g\n", live ? a->lease.expires_mono - mono : 0.0);
     head(&b, "pfi_agent_cap_changes_total", "counter", "Caps the agent has set (including restores).");
-    pfi_textbuf_printf(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
+    pfi_buf_printf(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
     head(&b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
     unsigned long long c2 = 0, c4 = 0, c5 = 0;
     if (a->httpd) pfi_httpd_counts(a->httpd, &c2, &c4, &c5);
-    pfi_textbuf_printf(&b, "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} %llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
+    pfi_buf_printf(&b, "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} %llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
         c2, c4, c5);
     head(&b, "pfi_agent_slow_connections_closed_total", "counter",
          "Connections shut down because their request did not arrive within the request timeout (slow clients).");
-    pfi_textbuf_printf(&b, "pfi_agent_slow_connections_closed_total %llu\n",
+    pfi_buf_printf(&b, "pfi_agent_slow_connections_closed_total %llu\n",
                        (a->httpd ? pfi_httpd_slow_closed(a->httpd) : 0) + (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
     head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
-    pfi_textbuf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
+    pfi_buf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
-    pfi_textbuf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
+    pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter", "CPU time spent sampling GPUs and following jobs.");
-    pfi_textbuf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
+    pfi_buf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
     head(&b, "pfi_agent_info", "gauge", "pfi-agent build and backend.");
-    pfi_textbuf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n", PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
-    *len = b.n;
-    return b.p;
+    pfi_buf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n", PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
+    return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
 char *agent_render_node(agent *a)

@@ -122,9 +122,9 @@ typedef struct ctl {
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ctl_config.c */
-int ctl_config_load(const char *path, ctl_cfg *cfg, char *err, size_t n);
+pfi_status ctl_config_load(const char *path, ctl_cfg *cfg, pfi_error *err);
 /* the same from memory; name stands for the file in errors */
-int ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, char *err, size_t n);
+pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, pfi_error *err);
 
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
@@ -145,13 +145,19 @@ void ctl_agents_push(ctl *c, int release);
 
 /* ctl_cycle.c (lock held) */
 void ctl_cycle(ctl *c);
-int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n);
+/* Schedule ev, or update the scheduled event with its id. *code (when not
+ * NULL) is the HTTP status that answers it: 201 new, 200 updated; refused:
+ * 409 (PFI_ESTATE: it already started or ended), 400 (PFI_EINVAL: out of
+ * bounds), 422 (PFI_ERANGE: it already ended), 503 (PFI_ENOMEM: too many
+ * pending events), with the reason in err. */
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error *err);
 int ctl_event_cancel(ctl *c, const char *id);
 ctl_event *ctl_event_find(ctl *c, const char *id);
 
 /* ctl_report.c (lock held) */
 char *ctl_report_json(ctl *c, const ctl_event *e);
-int ctl_report_png(ctl *c, const ctl_event *e, const char *path, char *err, size_t n);
+/* the chart of event e as PNG (and SVG) files base.png, base.svg */
+pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);

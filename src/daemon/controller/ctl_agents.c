@@ -19,14 +19,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "ctl.h"
 #include "caps_request.h"
 #include "clock.h"
+#include "vec.h"
+
+/* an agent's answer: at most 64 MiB */
+#define XFER_MAX_BYTES ((64u << 20) - 1)
 
 typedef struct xfer {
     CURL *h;
-    char *buf;
-    size_t len, cap;
+    pfi_buf buf; /* the answer */
     struct curl_slist *hdr;
     char *body;
 } xfer;
@@ -39,38 +43,37 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
     xfer *x = ud;
     size_t k = sz * nm;
-    if (x->len + k + 1 > x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 16384;
-        while (nc < x->len + k + 1) nc *= 2;
-        if (nc > (64u << 20)) return 0;
-        char *b = realloc(x->buf, nc);
-        if (!b) return 0;
-        x->buf = b;
-        x->cap = nc;
-    }
-    memcpy(x->buf + x->len, p, k);
-    x->len += k;
-    x->buf[x->len] = '\0';
-    return k;
+    return pfi_buf_add(&x->buf, p, k) ? 0 : k; /* too large or out of memory: the transfer fails */
 }
 
-static void ensure(size_t n)
+static void xfer_init(xfer *x)
 {
-    if (g_n >= n) return;
-    g_get = realloc(g_get, n * sizeof *g_get);
-    g_put = realloc(g_put, n * sizeof *g_put);
-    for (size_t i = g_n; i < n; i++) {
-        memset(&g_get[i], 0, sizeof g_get[i]);
-        memset(&g_put[i], 0, sizeof g_put[i]);
-        g_get[i].h = curl_easy_init();
-        g_put[i].h = curl_easy_init();
-    }
-    g_n = n;
-    if (!g_multi) {
-        g_multi = curl_multi_init();
+    memset(x, 0, sizeof *x);
+    x->buf.max = XFER_MAX_BYTES;
+    x->h = curl_easy_init();
+}
+
+/* transfers for n agents; -1 (logged) when out of memory */
+static int ensure(ctl *c, size_t n)
+{
+    if (g_n >= n) return 0;
+    if (!g_multi && (g_multi = curl_multi_init())) {
         curl_multi_setopt(g_multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
         curl_multi_setopt(g_multi, CURLMOPT_MAXCONNECTS, (long)(n + 16));
     }
+    int bad = !g_multi || PFI_VEC_RESIZE(g_get, n, NULL) || PFI_VEC_RESIZE(g_put, n, NULL);
+    for (; !bad && g_n < n; g_n++) {
+        xfer_init(&g_get[g_n]);
+        xfer_init(&g_put[g_n]);
+        if (!g_get[g_n].h || !g_put[g_n].h) {
+            curl_easy_cleanup(g_get[g_n].h);
+            curl_easy_cleanup(g_put[g_n].h);
+            bad = 1;
+            break;
+        }
+    }
+    if (bad) ctl_log(c, "error: out of memory for the transfers to %zu agents; skipping this period's requests", n);
+    return bad ? -1 : 0;
 }
 
 /* run the transfers added to the multi handle until all are done */
@@ -97,12 +100,12 @@ static void tls_opts(CURL *h, const ctl_agent *a)
 
 void ctl_agents_collect(ctl *c, double timeout_s)
 {
-    ensure(c->nagents);
+    if (ensure(c, c->nagents)) return;
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_get[i];
         char url[600];
         snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
-        x->len = 0;
+        pfi_buf_clear(&x->buf);
         curl_easy_setopt(x->h, CURLOPT_URL, url);
         curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
         tls_opts(x->h, &c->agent[i]);
@@ -142,7 +145,7 @@ void ctl_agents_collect(ctl *c, double timeout_s)
         ctl_agent *a = &c->agent[i];
         long code = 0;
         curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-        json_t *node = res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf, x->len, 0, NULL) : NULL;
+        json_t *node = res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
         if (node && json_is_array(json_object_get(node, "gpus"))) {
             if (!a->up) ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
             json_decref(a->node);
@@ -183,7 +186,7 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
 
 void ctl_agents_push(ctl *c, int release)
 {
-    ensure(c->nagents);
+    if (ensure(c, c->nagents)) return;
     pthread_mutex_lock(&c->mu);
     size_t added = 0;
     char host[64] = "controller";
@@ -219,7 +222,7 @@ void ctl_agents_push(ctl *c, int release)
         curl_slist_free_all(x->hdr);
         x->hdr = curl_slist_append(NULL, auth);
         x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
-        x->len = 0;
+        pfi_buf_clear(&x->buf);
         curl_easy_setopt(x->h, CURLOPT_URL, url);
         tls_opts(x->h, a);
         curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
@@ -256,12 +259,12 @@ void ctl_agents_push(ctl *c, int release)
         } else {
             c->push_errors++;
             ctl_log(c, "agent %s: PUT /v1/caps failed: %s %.200s", a->name,
-                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result), g_put[i].buf ? g_put[i].buf : "");
+                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result), g_put[i].buf.p ? g_put[i].buf.p : "");
             long long gm = agent_generation_max(a);
             if (code == 409) {
                 /* someone wrote a newer generation: continue above it, on this agent only */
                 set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1, "409 from the agent");
-            } else if (code == 400 && g_put[i].buf && strstr(g_put[i].buf, "generation")) {
+            } else if (code == 400 && g_put[i].buf.p && strstr(g_put[i].buf.p, "generation")) {
                 c->generation_rejects++;
                 ctl_log(c, "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): its lease state was reset or "
                         "is out of reach; see \"Resetting generations\" in docs/controller.md", a->name, a->generation, gm);

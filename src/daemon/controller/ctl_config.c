@@ -1,7 +1,8 @@
 /* ctl_config.c — pfi-controller's configuration file (JSON; every key in
- * docs/controller.md). Unknown keys and wrong types are errors naming the
- * key (one line); paths are used as given. ctl_config_parse reads the same
- * from memory (the fuzz target tests/fuzz/fuzz_ctl_config.c). */
+ * docs/controller.md), read through one key table (json_obj.h). Unknown
+ * keys and wrong types are errors naming the key (one line); paths are used
+ * as given. ctl_config_parse reads the same from memory (the fuzz target
+ * tests/fuzz/fuzz_ctl_config.c). */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -9,16 +10,7 @@
 #include <string.h>
 
 #include "ctl.h"
-
-static int str(json_t *v, const char *key, char *dst, size_t n, char *err, size_t en)
-{
-    if (!json_is_string(v) || strlen(json_string_value(v)) >= n) {
-        snprintf(err, en, "%s: expected a string (at most %zu characters)", key, n - 1);
-        return -1;
-    }
-    snprintf(dst, n, "%s", json_string_value(v));
-    return 0;
-}
+#include "json_obj.h"
 
 /* 1 if the URL's host is loopback: 127.0.0.0/8, [::1] or localhost. The
  * authority runs from "://" to the first '/', '?' or '#'; a URL with
@@ -48,77 +40,118 @@ static int loopback_url(const char *url)
     return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
+/* the checks between an agent's keys; its default name */
+static pfi_status agent_check(ctl_cfg *c, size_t i, pfi_error *err)
+{
+    const char *url = c->agents[i].url;
+    pfi_status st = PFI_OK;
+    if (!url[0]) st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].url: missing", i);
+    else if (!c->agents[i].token_file[0]) st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].token_file: missing", i);
+    else if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+        st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].url: expected http:// or https://", i);
+    else if (!strncmp(url, "http://", 7) && (c->agents[i].ca_file[0] || c->agents[i].client_cert[0] || c->agents[i].client_key[0]))
+        st = pfi_errorf(err, PFI_EINVAL, "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i);
+    else if (!c->agents[i].client_cert[0] != !c->agents[i].client_key[0])
+        st = pfi_errorf(err, PFI_EINVAL, "agents[%zu]: client_cert and client_key go together", i);
+    else if (!strncmp(url, "http://", 7) && !loopback_url(url) && !c->agents[i].allow_insecure_http)
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "agents[%zu].url: plain http to a non-loopback host would send the token in cleartext; use https:// (with "
+                        "ca_file) or set allow_insecure_http: true", i);
+    if (!st && !c->agents[i].name[0]) snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
+    return st;
+}
+
+#define CFG_STR(key, dst) {key, PFI_J_STRING, 0, dst, .size = sizeof(dst)}
+
 /* one entry of "agents": url, token_file, name; read_token_file; ca_file,
  * client_cert, client_key (https); allow_insecure_http. The control token
  * never goes over plain http to another host unless allowed. */
-static int agent_entry(json_t *a, size_t i, ctl_cfg *c, char *e2, size_t en)
+static pfi_status agent_entry(json_t *a, size_t i, ctl_cfg *c, pfi_error *err)
 {
-    char key[64];
-    int rc = 0;
-    if (!json_is_object(a)) {
-        snprintf(e2, en, "agents[%zu]: expected an object", i);
-        return -1;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(a, k, v) {
-        char *dst = NULL;
-        size_t n = 0;
-        snprintf(key, sizeof key, "agents[%zu].%.20s", i, k);
-        if (!strcmp(k, "url")) dst = c->agents[i].url, n = sizeof c->agents[i].url;
-        else if (!strcmp(k, "token_file")) dst = c->agents[i].token_file, n = sizeof c->agents[i].token_file;
-        else if (!strcmp(k, "name")) dst = c->agents[i].name, n = sizeof c->agents[i].name;
-        else if (!strcmp(k, "read_token_file")) dst = c->agents[i].read_token_file, n = sizeof c->agents[i].read_token_file;
-        else if (!strcmp(k, "ca_file")) dst = c->agents[i].ca_file, n = sizeof c->agents[i].ca_file;
-        else if (!strcmp(k, "client_cert")) dst = c->agents[i].client_cert, n = sizeof c->agents[i].client_cert;
-        else if (!strcmp(k, "client_key")) dst = c->agents[i].client_key, n = sizeof c->agents[i].client_key;
-        else if (!strcmp(k, "allow_insecure_http")) {
-            if (!json_is_boolean(v)) {
-                snprintf(e2, en, "%s: expected true or false", key);
-                return -1;
-            }
-            c->agents[i].allow_insecure_http = json_is_true(v);
-            continue;
-        } else {
-            snprintf(e2, en, "%s: unknown key (url, token_file, name, read_token_file, ca_file, client_cert, client_key, allow_insecure_http)", key);
-            return -1;
-        }
-        if ((rc = str(v, key, dst, n, e2, en))) return rc;
-    }
-    const char *url = c->agents[i].url;
-    if (!url[0]) snprintf(e2, en, "agents[%zu].url: missing", i), rc = -1;
-    else if (!c->agents[i].token_file[0]) snprintf(e2, en, "agents[%zu].token_file: missing", i), rc = -1;
-    else if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-        snprintf(e2, en, "agents[%zu].url: expected http:// or https://", i), rc = -1;
-    else if (!strncmp(url, "http://", 7) && (c->agents[i].ca_file[0] || c->agents[i].client_cert[0] || c->agents[i].client_key[0]))
-        snprintf(e2, en, "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i), rc = -1;
-    else if (!c->agents[i].client_cert[0] != !c->agents[i].client_key[0])
-        snprintf(e2, en, "agents[%zu]: client_cert and client_key go together", i), rc = -1;
-    else if (!strncmp(url, "http://", 7) && !loopback_url(url) && !c->agents[i].allow_insecure_http)
-        snprintf(e2, en, "agents[%zu].url: plain http to a non-loopback host would send the token in cleartext; use https:// (with ca_file) or set allow_insecure_http: true", i), rc = -1;
-    if (!rc && !c->agents[i].name[0]) snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
-    return rc;
+    char where[32];
+    snprintf(where, sizeof where, "agents[%zu]", i);
+    const pfi_jkey keys[] = {
+        CFG_STR("url", c->agents[i].url),
+        CFG_STR("token_file", c->agents[i].token_file),
+        CFG_STR("name", c->agents[i].name),
+        CFG_STR("read_token_file", c->agents[i].read_token_file),
+        CFG_STR("ca_file", c->agents[i].ca_file),
+        CFG_STR("client_cert", c->agents[i].client_cert),
+        CFG_STR("client_key", c->agents[i].client_key),
+        {"allow_insecure_http", PFI_J_BOOL, .dst = &c->agents[i].allow_insecure_http},
+    };
+    pfi_jopts o = {.prefix = where, .key_max = 20,
+                   .unknown_text = "unknown key (url, token_file, name, read_token_file, ca_file, client_cert, client_key, "
+                                   "allow_insecure_http)"};
+    pfi_status st = PFI_JSON_OBJ_READ(a, keys, &o, err);
+    return st ? st : agent_check(c, i, err);
 }
 
-static int num(json_t *v, const char *key, double lo, double hi, double *dst, char *err, size_t en)
+static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
 {
-    if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi)) {
-        snprintf(err, en, "%s: expected a number in %g..%g", key, lo, hi);
-        return -1;
+    (void)name, (void)ud;
+    ctl_cfg *c = k->dst;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CTL_MAX_AGENTS)
+        return pfi_errorf(err, PFI_EINVAL, "agents: expected 1..%d agents", CTL_MAX_AGENTS);
+    size_t i;
+    json_t *a;
+    json_array_foreach(v, i, a) {
+        pfi_status st = agent_entry(a, i, c, err);
+        if (st) return st;
+        c->nagents++;
     }
-    *dst = json_number_value(v);
-    return 0;
+    return PFI_OK;
 }
 
-/* errors quote keys and JSON from the input: keep them one line */
-static void one_line(char *s)
+static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
 {
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+    (void)name, (void)ud;
+    pfi_strategy s;
+    if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
+        (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP))
+        return pfi_errorf(err, PFI_EINVAL, "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
+    *(pfi_strategy *)k->dst = s;
+    return PFI_OK;
 }
 
-/* the configuration in o (NULL: je says why it did not parse) */
-static int config_from_json(json_t *o, const json_error_t *je, const char *path, ctl_cfg *c, char *err, size_t en)
+static pfi_status levels_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+{
+    (void)name;
+    double *cut = k->dst;
+    if (!json_is_array(v) || json_array_size(v) != 4) return pfi_errorf(err, PFI_EINVAL, "levels_pct: expected 4 cuts in %% for levels 0..3");
+    for (size_t i = 0; i < 4; i++) {
+        pfi_jkey one = {NULL, PFI_J_NUMBER, 0, &cut[i], .lo = 0, .hi = 90};
+        pfi_status st = pfi_json_value_read(json_array_get(v, i), &one, "levels_pct[]", ud, err);
+        if (st) return st;
+    }
+    return PFI_OK;
+}
+
+static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+{
+    (void)name, (void)ud;
+    const char *jk;
+    json_t *jv;
+    json_object_foreach(v, jk, jv) if (!json_is_integer(jv) || json_integer_value(jv) < 0 || json_integer_value(jv) > 3)
+        return pfi_errorf(err, PFI_EINVAL, "tiers.%s: expected a tier 0..3", jk);
+    *(json_t **)k->dst = json_incref(v);
+    return PFI_OK;
+}
+
+/* "openadr": {"poll_url", "poll_s"} (other keys are ignored) */
+static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+{
+    (void)name;
+    ctl_cfg *c = k->dst;
+    const pfi_jkey keys[] = {
+        CFG_STR("poll_url", c->openadr_poll_url),
+        {"poll_s", PFI_J_NUMBER, 0, &c->openadr_poll_s, .lo = 1, .hi = 86400},
+    };
+    pfi_jopts o = {.prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
+    return PFI_JSON_OBJ_READ(v, keys, &o, err);
+}
+
+static void defaults(ctl_cfg *c)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:9480");
@@ -132,108 +165,86 @@ static int config_from_json(json_t *o, const json_error_t *je, const char *path,
     c->openadr_poll_s = 60;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
-    if (!o) {
-        snprintf(err, en, "%s:%d: %s", path, je->line, je->text);
-        one_line(err);
-        return -1;
-    }
-    int rc = 0;
-    char e2[512] = "";
-    if (!json_is_object(o)) {
-        snprintf(e2, sizeof e2, "expected a JSON object");
-        rc = -1;
-    }
-    const char *k;
-    json_t *v;
-    if (!rc) json_object_foreach(o, k, v) {
-        double d;
-        if (!strcmp(k, "listen")) rc = str(v, k, c->listen, sizeof c->listen, e2, sizeof e2);
-        else if (!strcmp(k, "token_file")) rc = str(v, k, c->token_file, sizeof c->token_file, e2, sizeof e2);
-        else if (!strcmp(k, "tls_cert")) rc = str(v, k, c->tls_cert, sizeof c->tls_cert, e2, sizeof e2);
-        else if (!strcmp(k, "tls_key")) rc = str(v, k, c->tls_key, sizeof c->tls_key, e2, sizeof e2);
-        else if (!strcmp(k, "db")) rc = str(v, k, c->db, sizeof c->db, e2, sizeof e2);
-        else if (!strcmp(k, "model")) rc = str(v, k, c->model, sizeof c->model, e2, sizeof e2);
-        else if (!strcmp(k, "curve_model")) rc = str(v, k, c->curve_model, sizeof c->curve_model, e2, sizeof e2);
-        else if (!strcmp(k, "schedule")) rc = str(v, k, c->schedule, sizeof c->schedule, e2, sizeof e2);
-        else if (!strcmp(k, "log")) rc = str(v, k, c->log, sizeof c->log, e2, sizeof e2);
-        else if (!strcmp(k, "strategy")) {
-            pfi_strategy s;
-            if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
-                (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP)) {
-                snprintf(e2, sizeof e2, "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
-                rc = -1;
-            } else c->strategy = s;
-        } else if (!strcmp(k, "control_period_s")) rc = num(v, k, 0.05, 3600, &c->period_s, e2, sizeof e2);
-        else if (!strcmp(k, "tolerance_pct")) rc = num(v, k, 0, 50, &c->tolerance_pct, e2, sizeof e2);
-        else if (!strcmp(k, "non_gpu_offset_kw")) rc = num(v, k, 0, 1e7, &c->non_gpu_offset_kw, e2, sizeof e2);
-        else if (!strcmp(k, "ramp_s")) rc = num(v, k, 0, 86400, &c->ramp_s, e2, sizeof e2);
-        else if (!strcmp(k, "ramp_down_s")) rc = num(v, k, 0, 86400, &c->ramp_down_s, e2, sizeof e2);
-        else if (!strcmp(k, "baseline_window_s")) rc = num(v, k, 0.1, 86400, &c->baseline_window_s, e2, sizeof e2);
-        else if (!strcmp(k, "lease_s")) rc = num(v, k, 1, 86400, &c->lease_s, e2, sizeof e2);
-        else if (!strcmp(k, "default_tier")) {
-            rc = num(v, k, -1, 3, &d, e2, sizeof e2);
-            if (rc == 0) c->default_tier = (int)d;
-        } else if (!strcmp(k, "dry_run")) {
-            if (!json_is_boolean(v)) snprintf(e2, sizeof e2, "dry_run: expected true or false"), rc = -1;
-            else c->dry_run = json_is_true(v);
-        } else if (!strcmp(k, "levels_pct")) {
-            if (!json_is_array(v) || json_array_size(v) != 4) snprintf(e2, sizeof e2, "levels_pct: expected 4 cuts in %% for levels 0..3"), rc = -1;
-            for (size_t i = 0; !rc && i < 4; i++) rc = num(json_array_get(v, i), "levels_pct[]", 0, 90, &c->level_cut_pct[i], e2, sizeof e2);
-        } else if (!strcmp(k, "tiers")) {
-            const char *jk;
-            json_t *jv;
-            if (!json_is_object(v)) snprintf(e2, sizeof e2, "tiers: expected {\"job id\": tier 0..3}"), rc = -1;
-            else json_object_foreach(v, jk, jv) if (!json_is_integer(jv) || json_integer_value(jv) < 0 || json_integer_value(jv) > 3) {
-                snprintf(e2, sizeof e2, "tiers.%s: expected a tier 0..3", jk);
-                rc = -1;
-                break;
-            }
-            if (!rc) c->tiers = json_incref(v);
-        } else if (!strcmp(k, "openadr")) {
-            json_t *pu = json_object_get(v, "poll_url"), *ps = json_object_get(v, "poll_s");
-            if (!json_is_object(v)) snprintf(e2, sizeof e2, "openadr: expected {\"poll_url\", \"poll_s\"}"), rc = -1;
-            if (!rc && pu) rc = str(pu, "openadr.poll_url", c->openadr_poll_url, sizeof c->openadr_poll_url, e2, sizeof e2);
-            if (!rc && ps) rc = num(ps, "openadr.poll_s", 1, 86400, &c->openadr_poll_s, e2, sizeof e2);
-        } else if (!strcmp(k, "agents")) {
-            if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CTL_MAX_AGENTS) {
-                snprintf(e2, sizeof e2, "agents: expected 1..%d agents", CTL_MAX_AGENTS);
-                rc = -1;
-            }
-            size_t i;
-            json_t *a;
-            if (!rc) json_array_foreach(v, i, a) {
-                if ((rc = agent_entry(a, i, c, e2, sizeof e2))) break;
-                c->nagents++;
-            }
-        } else {
-            snprintf(e2, sizeof e2, "%s: unknown key", k);
-            rc = -1;
-        }
-        if (rc) break;
-    }
-    if (!rc && c->nagents == 0) snprintf(e2, sizeof e2, "agents: missing"), rc = -1;
-    if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
-    if (!rc && c->lease_s < 2 * c->period_s) snprintf(e2, sizeof e2, "lease_s: must be at least two control periods"), rc = -1;
-    json_decref(o);
-    if (rc) {
-        json_decref(c->tiers); /* not kept when the configuration is refused */
-        c->tiers = NULL;
-        snprintf(err, en, "%s: %s", path, e2);
-        one_line(err);
-    }
-    return rc;
 }
 
-int ctl_config_load(const char *path, ctl_cfg *c, char *err, size_t en)
+/* every key of the file, into c */
+static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
+{
+    double tier = c->default_tier;
+#define CFG_NUM(key, dst, lo_, hi_) {key, PFI_J_NUMBER, 0, dst, .lo = lo_, .hi = hi_}
+    const pfi_jkey keys[] = {
+        CFG_STR("listen", c->listen),
+        CFG_STR("token_file", c->token_file),
+        CFG_STR("tls_cert", c->tls_cert),
+        CFG_STR("tls_key", c->tls_key),
+        CFG_STR("db", c->db),
+        CFG_STR("model", c->model),
+        CFG_STR("curve_model", c->curve_model),
+        CFG_STR("schedule", c->schedule),
+        CFG_STR("log", c->log),
+        {"strategy", PFI_J_ANY, 0, &c->strategy, .fn = strategy_field},
+        CFG_NUM("control_period_s", &c->period_s, 0.05, 3600),
+        CFG_NUM("tolerance_pct", &c->tolerance_pct, 0, 50),
+        CFG_NUM("non_gpu_offset_kw", &c->non_gpu_offset_kw, 0, 1e7),
+        CFG_NUM("ramp_s", &c->ramp_s, 0, 86400),
+        CFG_NUM("ramp_down_s", &c->ramp_down_s, 0, 86400),
+        CFG_NUM("baseline_window_s", &c->baseline_window_s, 0.1, 86400),
+        CFG_NUM("lease_s", &c->lease_s, 1, 86400),
+        CFG_NUM("default_tier", &tier, -1, 3),
+        {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
+        {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},
+        {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field, .expect = "expected {\"job id\": tier 0..3}"},
+        {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field, .expect = "expected {\"poll_url\", \"poll_s\"}"},
+        {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},
+    };
+#undef CFG_NUM
+    pfi_status st = PFI_JSON_OBJ_READ(o, keys, NULL, err);
+    c->default_tier = (int)tier;
+    return st;
+}
+
+/* errors quote keys and JSON from the input: keep them one line */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+/* the configuration in o (NULL: je says why it did not parse) */
+static pfi_status config_from_json(json_t *o, const json_error_t *je, const char *path, ctl_cfg *c, pfi_error *err)
+{
+    defaults(c);
+    pfi_error e;
+    pfi_status st;
+    if (!o) {
+        st = pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je->line, je->text);
+        if (err) one_line(err->msg);
+        return st;
+    }
+    if (!json_is_object(o)) st = pfi_errorf(&e, PFI_EINVAL, "expected a JSON object");
+    else st = read_keys(o, c, &e);
+    if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
+    if (!st && c->lease_s < 2 * c->period_s) st = pfi_errorf(&e, PFI_EINVAL, "lease_s: must be at least two control periods");
+    json_decref(o);
+    if (st) {
+        json_decref(c->tiers); /* not kept when the configuration is refused */
+        c->tiers = NULL;
+        pfi_errorf(err, st, "%s: %s", path, e.msg);
+        if (err) one_line(err->msg);
+    }
+    return st;
+}
+
+pfi_status ctl_config_load(const char *path, ctl_cfg *c, pfi_error *err)
 {
     json_error_t je;
     json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    return config_from_json(o, &je, path, c, err, en);
+    return config_from_json(o, &je, path, c, err);
 }
 
-int ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *c, char *err, size_t en)
+pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *c, pfi_error *err)
 {
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    return config_from_json(o, &je, name, c, err, en);
+    return config_from_json(o, &je, name, c, err);
 }

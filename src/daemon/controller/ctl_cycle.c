@@ -24,6 +24,7 @@
  *     learned power/cap ratios, allocation by the configured strategy, caps.
  * The lock is held; the network I/O happens around this in ctl_main.c. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,32 +41,34 @@ ctl_event *ctl_event_find(ctl *c, const char *id)
     return NULL;
 }
 
-int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n)
+/* the answer to an event that is refused: the HTTP status, and the reason */
+static pfi_status refuse(int *code, int http, pfi_status st, pfi_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static pfi_status refuse(int *code, int http, pfi_status st, pfi_error *err, const char *fmt, ...)
+{
+    if (code) *code = http;
+    va_list ap;
+    va_start(ap, fmt);
+    pfi_verrorf(err, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error *err)
 {
     ctl_event *old = ctl_event_find(c, ev->id);
     double now = pfi_clock_now();
-    if (old && strcmp(old->status, "scheduled")) {
-        snprintf(err, n, "event %s is already %s", ev->id, old->status);
-        return 409;
-    }
+    if (old && strcmp(old->status, "scheduled")) return refuse(code, 409, PFI_ESTATE, err, "event %s is already %s", ev->id, old->status);
     pfi_error pe;
-    if (pfi_grid_event_check(ev, &pe)) { /* events of any origin: the API, OpenADR, a schedule, pfi demo */
-        snprintf(err, n, "event %s: %s", ev->id, pe.msg);
-        return 400;
-    }
-    if (pfi_grid_event_end(ev) <= now) {
-        snprintf(err, n, "event %s ended before it arrived (start + duration_s is in the past)", ev->id);
-        return 422;
-    }
+    if (pfi_grid_event_check(ev, &pe)) /* events of any origin: the API, OpenADR, a schedule, pfi demo */
+        return refuse(code, 400, PFI_EINVAL, err, "event %s: %s", ev->id, pe.msg);
+    if (pfi_grid_event_end(ev) <= now)
+        return refuse(code, 422, PFI_ERANGE, err, "event %s ended before it arrived (start + duration_s is in the past)", ev->id);
     if (!old && c->nevents == CTL_MAX_EVENTS) {
         /* forget the oldest finished event */
         size_t k;
         for (k = 0; k < c->nevents; k++)
             if (!strcmp(c->event[k].status, "done") || !strcmp(c->event[k].status, "cancelled")) break;
-        if (k == c->nevents) {
-            snprintf(err, n, "too many pending events (%d)", CTL_MAX_EVENTS);
-            return 503;
-        }
+        if (k == c->nevents) return refuse(code, 503, PFI_ENOMEM, err, "too many pending events (%d)", CTL_MAX_EVENTS);
         c->event[k] = c->event[--c->nevents];
     }
     ctl_event *e = old ? old : &c->event[c->nevents++];
@@ -81,7 +84,8 @@ int ctl_event_add(ctl *c, const pfi_grid_event *ev, char *err, size_t n)
     else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
     ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source, old ? "updated" : "received", ev->start - now, dur);
     if (ev->start <= now + c->cfg.period_s) c->wake = 1; /* starts now: do not wait for the next period */
-    return old ? 200 : 201;
+    if (code) *code = old ? 200 : 201;
+    return PFI_OK;
 }
 
 int ctl_event_cancel(ctl *c, const char *id)
@@ -319,6 +323,7 @@ void ctl_cycle(ctl *c)
     size_t *idx = calloc(c->njobs + 1, sizeof *idx), np = 0;
     if (!pj || !po || !curves || !idx) {
         free(pj), free(po), free(curves), free(idx);
+        ctl_log(c, "error: out of memory: this period's allocation was skipped");
         return;
     }
     for (size_t k = 0; k < c->njobs; k++) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "buf.h"
 #include "daemon_util.h"
 #include "clock.h"
 #include "httpd.h"
@@ -89,58 +90,58 @@ static json_t *status_json(ctl *c)
 
 static char *metrics(ctl *c, size_t *len)
 {
-    pfi_textbuf b = {0};
+    pfi_buf b = {0};
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
-    if (isfinite(c->budget_w)) pfi_textbuf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
+    pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
+    if (isfinite(c->budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
     double m = 0;
     for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
-    pfi_textbuf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
+    pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
+    pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
+    pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
+    pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
     /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped although validated */
     char jl[2 * 64 + 1];
 #define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->job[k].id), c->job[k].tier
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].alloc_w)) pfi_textbuf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_w);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
+        if (isfinite(c->job[k].alloc_w)) pfi_buf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (c->job[k].alloc_cap_w > 0) pfi_textbuf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_cap_w);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
-    for (size_t k = 0; k < c->njobs; k++) pfi_textbuf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].measured_w);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
+        if (c->job[k].alloc_cap_w > 0) pfi_buf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_cap_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
+    for (size_t k = 0; k < c->njobs; k++) pfi_buf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].measured_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].tokens_per_s)) pfi_textbuf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].tokens_per_s);
+        if (isfinite(c->job[k].tokens_per_s)) pfi_buf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].tokens_per_s);
 #undef JOB_LABELS
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
-    pfi_textbuf_printf(&b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
-    pfi_textbuf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
-    pfi_textbuf_printf(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
+    pfi_buf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
+    pfi_buf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
+    pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
+    pfi_buf_printf(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
         c->pushes, c->push_errors);
-    *len = b.n;
-    return b.p;
+    return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
 static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
 {
-    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80], err[512];
+    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80];
     if (!mkdtemp(dir)) return pfi_http_error(rs, 500, "cannot make a temporary directory");
     snprintf(base, sizeof base, "%s/r", dir);
     snprintf(path, sizeof path, "%s.png", base);
-    if (ctl_report_png(c, e, base, err, sizeof err)) {
+    pfi_error err;
+    if (ctl_report_png(c, e, base, &err)) {
         rmdir(dir);
-        return pfi_http_error(rs, 409, "%s", err);
+        return pfi_http_error(rs, 409, "%s", err.msg);
     }
     FILE *f = fopen(path, "rb");
     if (f) {
@@ -167,7 +168,6 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         del = !strcmp(rq->method, "DELETE");
     const char *u = rq->url;
     pthread_mutex_lock(&c->mu);
-    char err[600];
     const char *page = NULL, *ptype = NULL;
     if (!strcmp(u, "/") || !strcmp(u, "/index.html")) page = ctl_status_page, ptype = "text/html; charset=utf-8";
     else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
@@ -198,12 +198,10 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         } else if (post) {
             pfi_grid_event ev;
             pfi_error e;
+            int code;
             if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
-            else {
-                int code = ctl_event_add(c, &ev, err, sizeof err);
-                if (code >= 400) pfi_http_error(rs, code, "%s", err);
-                else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
-            }
+            else if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
+            else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
     } else if (!strncmp(u, "/v1/events/", 11)) {
         char id[80];
@@ -240,8 +238,8 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
                 if (code != 200) pfi_http_error(rs, code, "event %s: cannot cancel", ev.id);
                 else json_resp(rs, 200, json_pack("{s:s,s:s}", "id", ev.id, "status", "cancelled"));
             } else {
-                int code = ctl_event_add(c, &ev, err, sizeof err);
-                if (code >= 400) pfi_http_error(rs, code, "%s", err);
+                int code;
+                if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
                 else json_resp(rs, 200, event_json(ctl_event_find(c, ev.id)));
             }
         }

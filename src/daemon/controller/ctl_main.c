@@ -76,11 +76,11 @@ static void load_schedule(ctl *c)
         char *t = json_dumps(x, JSON_COMPACT);
         pfi_grid_event ev;
         pfi_error e;
-        char err[256];
-        if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
+        if (!t) ctl_log(c, "warning: schedule %s: events[%zu]: out of memory", c->cfg.schedule, i);
+        else if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
         else if (!ctl_event_find(c, ev.id)) {
             snprintf(ev.source, sizeof ev.source, "schedule");
-            if (ctl_event_add(c, &ev, err, sizeof err) >= 400) ctl_log(c, "warning: schedule: %s", err);
+            if (ctl_event_add(c, &ev, NULL, &e)) ctl_log(c, "warning: schedule: %s", e.msg);
         }
         free(t);
     }
@@ -106,9 +106,8 @@ static void poll_openadr(ctl *c)
         char *t = json_dumps(x, JSON_COMPACT);
         pfi_grid_event ev;
         int del;
-        char err[256];
         if (t && pfi_openadr_event_parse(t, strlen(t), c->cfg.non_gpu_offset_kw, &ev, &del, &e) == PFI_OK && !del && !ctl_event_find(c, ev.id))
-            ctl_event_add(c, &ev, err, sizeof err);
+            ctl_event_add(c, &ev, NULL, NULL);
         free(t);
     }
     pthread_mutex_unlock(&c->mu);
@@ -193,9 +192,8 @@ int main(int argc, char **argv)
     }
     static ctl C;
     ctl *c = &C;
-    char err[1024];
-    if (ctl_config_load(config, &c->cfg, err, sizeof err)) {
-        fprintf(stderr, "pfi-controller: %s\n", err);
+    if (ctl_config_load(config, &c->cfg, &e)) {
+        fprintf(stderr, "pfi-controller: %s\n", e.msg);
         return 1;
     }
     if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
@@ -225,7 +223,10 @@ int main(int argc, char **argv)
     c->nagents = c->cfg.nagents;
     c->agent = calloc(c->nagents, sizeof *c->agent);
     c->job = calloc(CTL_MAX_JOBS, sizeof *c->job);
-    if (!c->agent || !c->job) return 1;
+    if (!c->agent || !c->job) {
+        ctl_log(c, "error: out of memory");
+        return 1;
+    }
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         snprintf(a->name, sizeof a->name, "%s", c->cfg.agents[i].name);
@@ -281,11 +282,11 @@ int main(int argc, char **argv)
     while (!g_stop) {
         if (g_hup) {
             g_hup = 0;
-            char why[1200];
+            pfi_error why;
             pthread_mutex_lock(&c->mu);
             if (!c->cfg.log[0]) ctl_log(c, "SIGHUP: no log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(c->log, c->cfg.log, why, sizeof why))
-                ctl_log(c, "warning: SIGHUP: %s; still logging to the old file", why);
+            else if (pfi_daemon_log_reopen(c->log, c->cfg.log, &why))
+                ctl_log(c, "warning: SIGHUP: %s; still logging to the old file", why.msg);
             else ctl_log(c, "SIGHUP: log file %s reopened", c->cfg.log);
             pthread_mutex_unlock(&c->mu);
         }

@@ -16,28 +16,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plot.h"
 #include "ctl.h"
+#include "plot.h"
+#include "vec.h"
 
 typedef struct series {
     double *t, *b, *tg, *m;
     size_t n, cap;
 } series;
 
+static void free_series(series *s) { free(s->t), free(s->b), free(s->tg), free(s->m); }
+
+/* the event's samples (none when they cannot be read); -1 when out of memory */
 static int load_series(ctl *c, const char *id, series *s)
 {
     memset(s, 0, sizeof *s);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t", -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return 0;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 256;
-            s->t = realloc(s->t, s->cap * sizeof *s->t);
-            s->b = realloc(s->b, s->cap * sizeof *s->b);
-            s->tg = realloc(s->tg, s->cap * sizeof *s->tg);
-            s->m = realloc(s->m, s->cap * sizeof *s->m);
+        if (s->n == s->cap) { /* four parallel arrays: one capacity */
+            size_t nc = 0;
+            if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) || PFI_VEC_RESIZE(s->t, nc, NULL) ||
+                PFI_VEC_RESIZE(s->b, nc, NULL) || PFI_VEC_RESIZE(s->tg, nc, NULL) || PFI_VEC_RESIZE(s->m, nc, NULL)) {
+                sqlite3_finalize(st);
+                free_series(s);
+                memset(s, 0, sizeof *s);
+                return -1;
+            }
+            s->cap = nc;
         }
         s->t[s->n] = sqlite3_column_double(st, 0);
         s->b[s->n] = sqlite3_column_double(st, 1);
@@ -49,12 +57,10 @@ static int load_series(ctl *c, const char *id, series *s)
     return 0;
 }
 
-static void free_series(series *s) { free(s->t), free(s->b), free(s->tg), free(s->m); }
-
 char *ctl_report_json(ctl *c, const ctl_event *e)
 {
     series s;
-    load_series(c, e->ev.id, &s);
+    if (load_series(c, e->ev.id, &s)) return NULL; /* out of memory: 500 */
     double start = e->ev.start, end = pfi_grid_event_end(&e->ev), tol = 1 + c->cfg.tolerance_pct / 100;
     double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
     json_t *tl = json_array();
@@ -126,16 +132,20 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     return txt;
 }
 
-int ctl_report_png(ctl *c, const ctl_event *e, const char *base, char *err, size_t n)
+pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err)
 {
     series s;
-    load_series(c, e->ev.id, &s);
+    if (load_series(c, e->ev.id, &s)) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
     if (s.n < 2) {
         free_series(&s);
-        snprintf(err, n, "event %s has fewer than two samples", e->ev.id);
-        return -1;
+        return pfi_errorf(err, PFI_ESTATE, "event %s has fewer than two samples", e->ev.id);
     }
     double *x = malloc(s.n * sizeof *x), *bl = malloc(s.n * sizeof *bl);
+    if (!x || !bl) {
+        free(x), free(bl);
+        free_series(&s);
+        return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its chart", e->ev.id);
+    }
     for (size_t i = 0; i < s.n; i++) {
         x[i] = (s.t[i] - e->ev.start) / 60;
         s.m[i] /= 1000, s.tg[i] /= 1000, s.b[i] /= 1000;
@@ -148,10 +158,8 @@ int ctl_report_png(ctl *c, const ctl_event *e, const char *base, char *err, size
     char title[160];
     snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id, pfi_strategy_name(c->cfg.strategy));
     pfi_panel p = {title, "time since event start (min)", "GPU power (kW)", NAN, NAN, 0, NAN, 3, NULL, 0, 0, se, 4, NULL};
-    pfi_error pe;
-    int rc = pfi_plot(base, 1000, 560, 1, 1, &p, 1, &pe) == PFI_OK ? 0 : -1;
-    if (rc) snprintf(err, n, "%s", pe.msg);
+    pfi_status st = pfi_plot(base, 1000, 560, 1, 1, &p, 1, err);
     free(x), free(bl);
     free_series(&s);
-    return rc;
+    return st;
 }
