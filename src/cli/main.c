@@ -1,6 +1,8 @@
 /* main.c — the `pfi` command: dispatch to subcommands, `pfi help [cmd]`,
- * `pfi --version`. The command table below is the single list of
- * subcommands (help, man page and README list the same). */
+ * `pfi help --man`, `pfi --version`. The command table below is the single
+ * list of subcommands; each subcommand's option table (options.h) gives its
+ * help and its part of the man page, so neither can disagree with what it
+ * parses. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,16 +10,37 @@
 #include "cli.h"
 #include "pfi/version.h"
 
-#define CMD(name, summary) int cmd_##name(int, char **); extern const char cmd_##name##_usage[];
+#define CMD(name, summary) int cmd_##name(int, char **); extern const pfi_opts cmd_##name##_opts;
 #include "commands.def"
 #undef CMD
 
 const cli_cmd cli_commands[] = {
-#define CMD(name, summary) {#name, cmd_##name, summary, cmd_##name##_usage},
+#define CMD(name, summary) {#name, cmd_##name, summary, &cmd_##name##_opts},
 #include "commands.def"
 #undef CMD
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
+
+typedef struct help_args {
+    int man;
+} help_args;
+
+#define OPT_T help_args
+static const pfi_opt help_options[] = {
+    OPT_BOOLEAN(0, "man", man, "print the man page pfi(1) (roff), generated from the option tables"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+static const pfi_opts help_opts = {
+    .prog = "pfi help",
+    .see = "see 'pfi help help'",
+    .usage = "pfi help [COMMAND]\npfi help --man",
+    .description = "Print the help of COMMAND (the same as pfi COMMAND --help), or of pfi; or\n"
+                   "the man page.\n",
+    .options = help_options,
+    .operands = PFI_OPERANDS_SUBCOMMAND,
+};
 
 static void usage(FILE *f)
 {
@@ -35,8 +58,8 @@ static void usage(FILE *f)
             "                devices, FIFOs and /dev/stdout are written directly, never replaced)\n");
 }
 
-/* `pfi help --man`: the man page, generated from the same command table and
- * usage texts as `pfi help`, so the two never disagree. */
+/* `pfi help --man`: the man page, generated from the same command and
+ * option tables as `pfi help`, so the two never disagree. */
 static void man_page(void)
 {
     printf(".TH PFI 1 \"\" \"pfi %s\" \"User Commands\"\n"
@@ -47,27 +70,52 @@ static void man_page(void)
            "from telemetry, and splits a cluster power cut across jobs.\n"
            ".SH COMMON OPTIONS\n.TP\n.B \\-\\-format csv|json|table\nOutput rendering "
            "(\\-\\-json is an alias for json). Default: table on a terminal, csv otherwise.\n"
-           ".TP\n.B \\-o FILE\nWrite to FILE (also \\-\\-ratios and other output files). A regular file, "
+           ".TP\n.B \\-o FILE, \\-\\-output FILE\nWrite to FILE (also \\-\\-ratios and other output files). A regular file, "
            "reached through any symlinks, or a new path is written atomically: a temporary file in the "
            "final target's directory, with the existing file's mode and owner, fsynced and renamed over "
            "the target, then the directory fsynced; a symlink stays a symlink. A character device, FIFO, "
            "/dev/stdout, /dev/stderr or /dev/fd/N is written directly, never replaced. A directory or a "
            "block device is an error. \\- is standard output.\n"
+           ".TP\n.B \\-h, \\-\\-help\nPrint the command's help and exit.\n"
            ".SH COMMANDS\n",
            PFI_VERSION);
     for (size_t i = 0; i < cli_ncommands; i++) {
-        printf(".SS %s\n%s.\n.PP\n.nf\n", cli_commands[i].name, cli_commands[i].summary);
-        for (const char *p = cli_commands[i].usage; *p; p++) {
-            if (*p == '\\') fputs("\\\\", stdout);
-            else if (*p == '-' ) fputs("\\-", stdout);
-            else if (*p == '.' && (p == cli_commands[i].usage || p[-1] == '\n')) fputs("\\&.", stdout);
-            else putchar(*p);
-        }
-        printf(".fi\n");
+        printf(".SS %s\n%s.\n", cli_commands[i].name, cli_commands[i].summary);
+        pfi_opts_man(cli_commands[i].opts, stdout);
     }
+    printf(".SS help\nThis help and the man page.\n");
+    pfi_opts_man(&help_opts, stdout);
     printf(".SH EXIT STATUS\n0 success, 1 bad input or failure (a one-line error naming file, "
-           "line and column), 2 usage error.\n"
+           "line and column), 2 usage error (an unknown option names the closest one).\n"
            ".SH SEE ALSO\nThe README and docs/ of the pfi source tree.\n");
+}
+
+static int unknown_command(const char *c)
+{
+    fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);
+    return CLI_USAGE;
+}
+
+/* pfi help [--man | COMMAND] */
+static int help(int argc, char **argv)
+{
+    help_args a = {0};
+    int first, rc = cli_parse(&help_opts, &a, argc, argv, &first);
+    if (rc >= 0) return rc;
+    if (a.man) {
+        man_page();
+        return CLI_OK;
+    }
+    if (first >= argc) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[first], "help") == 0) {
+        pfi_opts_help(&help_opts, stdout);
+        return CLI_OK;
+    }
+    if (!cli_find(argv[first])) return unknown_command(argv[first]);
+    return cli_help(argv[first]);
 }
 
 int main(int argc, char **argv)
@@ -85,26 +133,9 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_OK;
     }
-    if (strcmp(c, "help") == 0) {
-        if (argc < 3) {
-            usage(stdout);
-            return CLI_OK;
-        }
-        if (strcmp(argv[2], "--man") == 0) {
-            man_page();
-            return CLI_OK;
-        }
-        if (!cli_find(argv[2])) {
-            fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", argv[2]);
-            return CLI_USAGE;
-        }
-        return cli_help(argv[2]);
-    }
+    if (strcmp(c, "help") == 0) return help(argc - 1, argv + 1);
     opterr = 0; /* commands report bad options themselves, on one line */
     const cli_cmd *cmd = cli_find(c);
-    if (!cmd) {
-        fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);
-        return CLI_USAGE;
-    }
+    if (!cmd) return unknown_command(c);
     return cmd->run(argc - 1, argv + 1);
 }

@@ -48,6 +48,12 @@ int cli_pfi_source_parse(const char *s, cli_pfi_source *out)
     return -1;
 }
 
+int cli_opt_pfi_source(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
+{
+    if (cli_pfi_source_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
+    return 0;
+}
+
 const char *cli_pfi_source_name(cli_pfi_source s)
 {
     return s == CLI_PFI_MEASURED ? "measured" : s == CLI_PFI_MEASURED_ROBUST ? "measured-robust" : "predicted";
