@@ -1,8 +1,8 @@
 /* main.c — the `pfi` command: dispatch to subcommands, `pfi help [cmd]`,
- * `pfi help --man`, `pfi --version`. The command table below is the single
- * list of subcommands; each subcommand's option table (options.h) gives its
- * help and its part of the man page, so neither can disagree with what it
- * parses. */
+ * `pfi help --man`, `pfi help --completion bash|zsh`, `pfi --version`. The
+ * command table below is the single list of subcommands; each subcommand's
+ * option table (options.h) gives its help, its part of the man page and of
+ * the completions, so none of them can disagree with what it parses. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,11 +23,13 @@ const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
 
 typedef struct help_args {
     int man;
+    const char *completion;
 } help_args;
 
 #define OPT_T help_args
 static const pfi_opt help_options[] = {
     OPT_BOOLEAN(0, "man", man, "print the man page pfi(1) (roff), generated from the option tables"),
+    OPT_CHOICE(0, "completion", completion, "bash|zsh", "print the completion script for this shell"),
     OPT_HELP(),
     OPT_END()};
 #undef OPT_T
@@ -35,9 +37,9 @@ static const pfi_opt help_options[] = {
 static const pfi_opts help_opts = {
     .prog = "pfi help",
     .see = "see 'pfi help help'",
-    .usage = "pfi help [COMMAND]\npfi help --man",
-    .description = "Print the help of COMMAND (the same as pfi COMMAND --help), or of pfi; or\n"
-                   "the man page.\n",
+    .usage = "pfi help [COMMAND]\npfi help --man\npfi help --completion bash|zsh",
+    .description = "Print the help of COMMAND (the same as pfi COMMAND --help), or of pfi; the\n"
+                   "man page; or a shell completion script.\n",
     .options = help_options,
     .operands = PFI_OPERANDS_SUBCOMMAND,
 };
@@ -83,10 +85,12 @@ static void man_page(void)
         printf(".SS %s\n%s.\n", cli_commands[i].name, cli_commands[i].summary);
         pfi_opts_man(cli_commands[i].opts, stdout);
     }
-    printf(".SS help\nThis help and the man page.\n");
+    printf(".SS help\nThis help, the man page and the shell completions.\n");
     pfi_opts_man(&help_opts, stdout);
     printf(".SH EXIT STATUS\n0 success, 1 bad input or failure (a one-line error naming file, "
            "line and column), 2 usage error (an unknown option names the closest one).\n"
+           ".SH FILES\n.TP\n.I share/bash-completion/completions/pfi, share/zsh/vendor-completions/_pfi\n"
+           "Completion scripts (pfi help \\-\\-completion bash|zsh).\n"
            ".SH SEE ALSO\nThe README and docs/ of the pfi source tree.\n");
 }
 
@@ -96,16 +100,27 @@ static int unknown_command(const char *c)
     return CLI_USAGE;
 }
 
-/* pfi help [--man | COMMAND] */
+static int completion(const char *shell)
+{
+    pfi_opts_sub subs[64];
+    size_t n = 0;
+    for (size_t i = 0; i < cli_ncommands && n < 63; i++)
+        subs[n++] = (pfi_opts_sub){cli_commands[i].name, cli_commands[i].summary, cli_commands[i].opts};
+    subs[n++] = (pfi_opts_sub){"help", "a command's help, the man page, shell completions", &help_opts};
+    return pfi_opts_completion(shell, "pfi", subs, n, "--help --version", stdout) ? CLI_USAGE : CLI_OK;
+}
+
+/* pfi help [--man | --completion SHELL | COMMAND] */
 static int help(int argc, char **argv)
 {
-    help_args a = {0};
+    help_args a = {0, NULL};
     int first, rc = cli_parse(&help_opts, &a, argc, argv, &first);
     if (rc >= 0) return rc;
     if (a.man) {
         man_page();
         return CLI_OK;
     }
+    if (a.completion) return completion(a.completion);
     if (first >= argc) {
         usage(stdout);
         return CLI_OK;
