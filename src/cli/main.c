@@ -88,15 +88,23 @@ static void man_page(void)
     printf(".SS help\nThis help, the man page and the shell completions.\n");
     pfi_opts_man(&help_opts, stdout);
     printf(".SH EXIT STATUS\n0 success, 1 bad input or failure (a one-line error naming file, "
-           "line and column), 2 usage error (an unknown option names the closest one).\n"
+           "line and column), 2 usage error (an unknown command or option names the closest one).\n"
            ".SH FILES\n.TP\n.I share/bash-completion/completions/pfi, share/zsh/vendor-completions/_pfi\n"
            "Completion scripts (pfi help \\-\\-completion bash|zsh).\n"
            ".SH SEE ALSO\nThe README and docs/ of the pfi source tree.\n");
 }
 
+/* "pfi: unknown command 'indx'; did you mean 'index'?" */
 static int unknown_command(const char *c)
 {
-    fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);
+    const char *names[64];
+    size_t n = 0;
+    for (size_t i = 0; i < cli_ncommands && n < 62; i++) names[n++] = cli_commands[i].name;
+    names[n++] = "help";
+    names[n++] = "version";
+    const char *s = pfi_opts_suggest(c, names, n);
+    if (s) fprintf(stderr, "pfi: unknown command '%s'; did you mean '%s'?\n", c, s);
+    else fprintf(stderr, "pfi: unknown command '%s' (see 'pfi help')\n", c);
     return CLI_USAGE;
 }
 
