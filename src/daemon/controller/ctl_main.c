@@ -13,7 +13,6 @@
  * from SQLite; if none comes back, the agents restore the baselines.
  * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,28 +25,43 @@
 #include <curl/curl.h>
 
 #include "ctl.h"
+#include "options.h"
 #include "pfi/atomic.h"
 #include "pfi/caps_request.h"
 #include "pfi/clock.h"
 #include "pfi/daemon_util.h"
 #include "pfi/version.h"
 
-static const char usage[] =
-    "usage: pfi-controller --config FILE [options]\n"
-    "\n"
-    "The pfi cluster controller: receives grid events (POST /v1/events, OpenADR 3,\n"
-    "a schedule file), splits each cut across the managed jobs with the allocator,\n"
-    "enforces it through the node agents (leased caps), verifies it and reports it\n"
-    "(GET /v1/events/ID/report, a status page at /). See pfi-controller(8).\n"
-    "\n"
-    "options:\n"
-    "  --config FILE       the configuration (JSON; docs/controller.md)\n"
-    "  --db FILE           override the configuration's SQLite file\n"
-    "  --listen ADDR:PORT  override the configuration's address (port 0 picks one)\n"
-    "  --port-file FILE    write the bound port here once listening\n"
-    "  --dry-run           compute and report, push no caps\n"
-    "  --time-scale X, --epoch T   the pfi clock (shared with the agents)\n"
-    "  --version, --help\n";
+typedef struct ctl_args {
+    const char *config, *db, *listen, *port_file;
+    double scale, epoch;
+    int dry;
+} ctl_args;
+
+#define OPT_T ctl_args
+static const pfi_opt ctl_options[] = {
+    OPT_FILENAME(0, "config", config, "FILE", "the configuration (JSON; docs/controller.md; required)"),
+    OPT_FILENAME(0, "db", db, "FILE", "override the configuration's SQLite file"),
+    OPT_STRING(0, "listen", listen, "ADDR:PORT", "override the configuration's address (port 0 picks one)"),
+    OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
+    OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
+    OPT_DOUBLE(0, "time-scale", scale, "X", -INFINITY, INFINITY, "the pfi clock's speed-up (shared with the agents)"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", -INFINITY, INFINITY, "the pfi clock's epoch (shared with the agents)"),
+    OPT_STOP(0, "version", "print the version and exit"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+static const pfi_opts ctl_opts = {
+    .prog = "pfi-controller",
+    .see = "see pfi-controller --help",
+    .usage = "pfi-controller --config FILE [options]",
+    .description = "The pfi cluster controller: receives grid events (POST /v1/events, OpenADR 3,\n"
+                   "a schedule file), splits each cut across the managed jobs with the allocator,\n"
+                   "enforces it through the node agents (leased caps), verifies it and reports it\n"
+                   "(GET /v1/events/ID/report, a status page at /). See pfi-controller(8).\n",
+    .options = ctl_options,
+};
 
 static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
@@ -148,40 +162,18 @@ static void resume_baselines(ctl *c)
 
 int main(int argc, char **argv)
 {
-    enum { O_CONFIG = 1, O_DB, O_LISTEN, O_PORTF, O_DRY, O_SCALE, O_EPOCH, O_VERSION };
-    static const struct option lo[] = {{"config", required_argument, NULL, O_CONFIG}, {"db", required_argument, NULL, O_DB},
-                                       {"listen", required_argument, NULL, O_LISTEN}, {"port-file", required_argument, NULL, O_PORTF},
-                                       {"dry-run", no_argument, NULL, O_DRY},         {"time-scale", required_argument, NULL, O_SCALE},
-                                       {"epoch", required_argument, NULL, O_EPOCH},   {"version", no_argument, NULL, O_VERSION},
-                                       {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
-    const char *config = NULL, *db = NULL, *listen = NULL, *port_file = NULL;
-    double scale = NAN, epoch = NAN;
-    int dry = 0, o;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end;
-        switch (o) {
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: printf("pfi-controller %s\n", PFI_VERSION); return 0;
-        case O_CONFIG: config = optarg; break;
-        case O_DB: db = optarg; break;
-        case O_LISTEN: listen = optarg; break;
-        case O_PORTF: port_file = optarg; break;
-        case O_DRY: dry = 1; break;
-        case O_SCALE:
-        case O_EPOCH: {
-            double v = strtod(optarg, &end);
-            if (*end || !isfinite(v)) {
-                fprintf(stderr, "pfi-controller: %s %s: not a number\n", argv[optind - 2], optarg);
-                return 2;
-            }
-            if (o == O_SCALE) scale = v;
-            else epoch = v;
-            break;
-        }
-        default: fprintf(stderr, "pfi-controller: invalid option or missing argument: %s (see pfi-controller --help)\n", argv[optind - 1]); return 2;
-        }
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0};
+    int optind0;
+    switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
+    case PFI_OPTS_OK: break;
+    case PFI_OPTS_HELP: pfi_opts_help(&ctl_opts, stdout); return 0;
+    case PFI_OPTS_STOP: printf("pfi-controller %s\n", PFI_VERSION); return 0;
+    case PFI_OPTS_NOMEM: return 1;
+    default: return 2;
     }
+    const char *config = A.config, *db = A.db, *listen = A.listen, *port_file = A.port_file;
+    double scale = A.scale, epoch = A.epoch;
+    int dry = A.dry;
     if (!config) {
         fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
         return 2;
