@@ -150,11 +150,10 @@ static void *lease_thread(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+/* the options into c: -1 to go on, else the exit status (after --help,
+ * --version or a usage error) */
+static int options(agent_cfg *c, int argc, char **argv)
 {
-    static agent A;
-    agent *a = &A;
-    agent_cfg *c = &a->cfg;
     c->backend = "nvml";
     c->state_file = "/var/lib/pfi/agent-state.json";
     c->interval_s = 1;
@@ -173,6 +172,103 @@ int main(int argc, char **argv)
         fprintf(stderr, "pfi-agent: unexpected argument '%s'\n", argv[optind0]);
         return 2;
     }
+    return -1;
+}
+
+/* the tokens, the TLS settings' consistency and the model: 0, or the exit status */
+static int load_credentials(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    pfi_error e;
+    if (c->token_file) {
+        if (pfi_token_read(c->token_file, a->token, sizeof a->token, &e)) {
+            agent_log(a, "error: %s", e.msg);
+            return 1;
+        }
+        a->have_token = 1;
+    } else {
+        agent_log(a, "warning: no --token-file: PUT /v1/caps is refused; caps are read-only");
+    }
+    if (c->read_token_file) {
+        if (pfi_token_read(c->read_token_file, a->read_token, sizeof a->read_token, &e)) {
+            agent_log(a, "error: --read-token-file: %s", e.msg);
+            return 1;
+        }
+        a->have_read_token = 1;
+    }
+    if (c->tls_client_ca && !c->tls_cert) {
+        agent_log(a, "error: --tls-client-ca needs --tls-cert and --tls-key (mTLS is TLS)");
+        return 2;
+    }
+    if (c->model_path) {
+        if (pfi_model_load(c->model_path, &a->model, &e)) {
+            agent_log(a, "error: --model: %s", e.msg);
+            return 1;
+        }
+        a->have_model = 1;
+    }
+    return 0;
+}
+
+/* every --interval on the monotonic clock (a wall-clock step neither
+ * stalls nor bursts sampling), the job mapping every 5 s, until a signal */
+static void sampling_loop(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
+    while (!g_stop) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        double now = pfi_clock_mono();
+        if (now >= next && !g_stop) {
+            int refresh = now - last_refresh >= 5.0;
+            if (refresh) last_refresh = now;
+            sample_round(a, refresh);
+            next += c->interval_s;
+            if (next < now) next = now + c->interval_s; /* fell behind: do not burst */
+        }
+    }
+}
+
+/* at exit: caps kept under the lease (--keep-caps-on-exit) or every GPU
+ * restored; 1 if some GPU could not be */
+static int release_caps(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    int exit_rc = 0;
+    pthread_mutex_lock(&a->mu);
+    if (c->keep_caps) {
+        agent_log(a, "--keep-caps-on-exit: caps and lease kept in %s", c->state_file);
+        agent_save_state(a);
+    } else {
+        a->lease.active = 0;
+        agent_restore(a, "agent stopping");
+        /* a device that refused: retry with back-off for a bounded time (10
+           s), then exit non-zero with the state file still listing it, so
+           that --restore-and-exit (ExecStopPost) or the next start restores */
+        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
+            pthread_mutex_unlock(&a->mu);
+            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&a->mu);
+            agent_restore(a, "agent stopping (retry)");
+        }
+        if (agent_restore_pending(a)) {
+            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
+            exit_rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    return exit_rc;
+}
+
+int main(int argc, char **argv)
+{
+    static agent A;
+    agent *a = &A;
+    agent_cfg *c = &a->cfg;
+    int orc = options(c, argc, argv);
+    if (orc >= 0) return orc;
     pfi_error e;
     /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
        kill the agent between setting up and its restore path */
@@ -220,33 +316,8 @@ int main(int argc, char **argv)
         if (a->log) fclose(a->log);
         return rc;
     }
-    if (c->token_file) {
-        if (pfi_token_read(c->token_file, a->token, sizeof a->token, &e)) {
-            agent_log(a, "error: %s", e.msg);
-            return 1;
-        }
-        a->have_token = 1;
-    } else {
-        agent_log(a, "warning: no --token-file: PUT /v1/caps is refused; caps are read-only");
-    }
-    if (c->read_token_file) {
-        if (pfi_token_read(c->read_token_file, a->read_token, sizeof a->read_token, &e)) {
-            agent_log(a, "error: --read-token-file: %s", e.msg);
-            return 1;
-        }
-        a->have_read_token = 1;
-    }
-    if (c->tls_client_ca && !c->tls_cert) {
-        agent_log(a, "error: --tls-client-ca needs --tls-cert and --tls-key (mTLS is TLS)");
-        return 2;
-    }
-    if (c->model_path) {
-        if (pfi_model_load(c->model_path, &a->model, &e)) {
-            agent_log(a, "error: --model: %s", e.msg);
-            return 1;
-        }
-        a->have_model = 1;
-    }
+    int lrc = load_credentials(a);
+    if (lrc) return lrc;
     agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION, pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
     for (size_t i = 0; i < a->n; i++)
         agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid, a->g[i].info.name, a->g[i].info.cap_min_w,
@@ -276,47 +347,11 @@ int main(int argc, char **argv)
         int k = snprintf(b, sizeof b, "%d\n", a->control_port);
         if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
-    /* on the monotonic clock: a wall-clock step neither stalls nor bursts sampling */
-    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
-    while (!g_stop) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        double now = pfi_clock_mono();
-        if (now >= next && !g_stop) {
-            int refresh = now - last_refresh >= 5.0;
-            if (refresh) last_refresh = now;
-            sample_round(a, refresh);
-            next += c->interval_s;
-            if (next < now) next = now + c->interval_s; /* fell behind: do not burst */
-        }
-    }
+    sampling_loop(a);
     agent_log(a, "signal %d: stopping", (int)g_stop);
-    int exit_rc = 0;
     pthread_join(lease_tid, NULL);
     agent_http_stop(a);
-    pthread_mutex_lock(&a->mu);
-    if (c->keep_caps) {
-        agent_log(a, "--keep-caps-on-exit: caps and lease kept in %s", c->state_file);
-        agent_save_state(a);
-    } else {
-        a->lease.active = 0;
-        agent_restore(a, "agent stopping");
-        /* a device that refused: retry with back-off for a bounded time (10
-           s), then exit non-zero with the state file still listing it, so
-           that --restore-and-exit (ExecStopPost) or the next start restores */
-        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
-            pthread_mutex_unlock(&a->mu);
-            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&a->mu);
-            agent_restore(a, "agent stopping (retry)");
-        }
-        if (agent_restore_pending(a)) {
-            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
-            exit_rc = 1;
-        }
-    }
-    pthread_mutex_unlock(&a->mu);
+    int exit_rc = release_caps(a);
     if (a->have_model) pfi_model_free(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_free(&recon);
