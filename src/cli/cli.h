@@ -1,14 +1,15 @@
 /* cli.h — what every `pfi` subcommand shares: the command table, common
  * output flags (--format csv|json|table, --json, -o FILE written
  * atomically), reading sweep tables, and uniform error/warning printing.
- * Each subcommand lives in its own cmd_*.c and stays thin: parse flags,
- * call the library, print. */
+ * Each subcommand lives in its own cmd_*.c and stays thin: one option table
+ * (options.h) for its flags, then call the library, print. */
 #ifndef PFI_CLI_H
 #define PFI_CLI_H
 
 #include <getopt.h>
 #include <stdio.h>
 
+#include "options.h"
 #include "rows.h"
 #include "pfi/status.h"
 #include "pfi/table.h"
@@ -17,7 +18,7 @@ typedef struct cli_cmd {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
-    const char *usage; /* full help text */
+    const pfi_opts *opts; /* its option table: parsing, --help, man page, completion */
 } cli_cmd;
 
 extern const cli_cmd cli_commands[];
@@ -27,41 +28,42 @@ const cli_cmd *cli_find(const char *name);
 /* Exit codes: 0 ok, 1 failure (bad data, I/O), 2 usage error. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
-/* Common output options. Add CLI_COMMON_LONGOPTS to a getopt_long table and
- * pass unknown option characters to cli_common_opt. */
+/* A subcommand's pfi_opts (options.h): messages start "pfi NAME: ", usage
+ * errors end "(see 'pfi help NAME')". */
+#define CLI_OPTS(name, ...) {.prog = "pfi " #name, .see = "see 'pfi help " #name "'", __VA_ARGS__}
+
+/* Parse a subcommand's options into args. Returns -1 to go on, operands
+ * from argv[*first]; else the exit code (CLI_OK after --help, printed). */
+int cli_parse(const pfi_opts *spec, void *args, int argc, char **argv, int *first);
+
+/* Common output options: OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC)
+ * puts --format csv|json|table, --json and -o/--output FILE into a cli_out. */
 typedef struct cli_out {
     pfi_format fmt;
     int fmt_set;
     const char *path;
 } cli_out;
-
-#define CLI_OPT_FORMAT 0x1001
-#define CLI_OPT_JSON 0x1002
-#define CLI_OPT_HELP 'h'
-#define CLI_COMMON_LONGOPTS                                                                  \
-    {"format", required_argument, NULL, CLI_OPT_FORMAT}, {"json", no_argument, NULL, CLI_OPT_JSON}, \
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}
-#define CLI_COMMON_SHORTOPTS "o:h"
+extern const pfi_opt cli_out_options[];
+#define CLI_OUT_DOC "the common output options (see COMMON OPTIONS)"
 
 void cli_out_init(cli_out *o);
-/* 1 if handled, 0 if not a common option, -1 on error (message printed). */
-int cli_common_opt(const char *cmd, int c, const char *arg, cli_out *o);
 /* Default format when --format is absent: table on a terminal, else csv. */
 pfi_format cli_out_format(const cli_out *o);
+
+/* Option callbacks two commands share: --objective tokens|normalized (an
+ * int set to 1 for normalized) */
+int cli_opt_objective(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value);
 
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_warn_cb(void *ud, const char *msg);
 /* A pfi_log that prints "pfi CMD: warning: ..." to stderr. */
 pfi_log cli_log(const char *cmd);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* `pfi help CMD` / `pfi CMD --help`: the help generated from its table. */
 int cli_help(const char *cmd);
-/* getopt_long loop tail: unknown option / missing argument. */
-int cli_bad_option(const char *cmd, char **argv);
 
 /* Parse "a,b,c" into doubles (positive, finite). Returns count or -1. */
 int cli_parse_list(const char *s, double *out, int max);
-/* Strict number from an option argument. */
-int cli_parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi, double *v);
 
 /* Read sweep tables (files or "-") into one table. --gpu-model for Zeus. */
 pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu_model);

@@ -10,41 +10,60 @@
 #include "pfi/csv.h"
 #include "pool.h"
 
-const char cmd_allocate_usage[] =
-    "usage: pfi allocate [options] TABLE...\n"
-    "\n"
-    "Split a cut of the jobs' total uncapped GPU power across the sweep groups\n"
-    "(each group one job) with a strategy; print each job's target aggregate\n"
-    "power, per-GPU cap (integer W from its curve's inverse map, within the\n"
-    "device limits; slack = target - power at that cap), the throughput the\n"
-    "strategy expects and the throughput on the job's measured curve, then\n"
-    "totals (group TOTAL). Throughput is printed with at least 4 significant\n"
-    "digits in the table format.\n"
-    "\n"
-    "options:\n"
-    "  --cut R              cut fraction of the total uncapped power (e.g. 0.3)\n"
-    "  --target-w W         or an absolute budget of aggregate GPU power (W)\n"
-    "  --strategy S         oracle, equal, moe-ft-weighted, pfi-aware (default),\n"
-    "                       dcgm, curve-aware, closed-loop\n"
-    "  --pfi predicted|measured|measured-robust\n"
-    "                       the PFI pfi-aware (and closed-loop's start) weights by:\n"
-    "                       predicted (default), or each group's own measured Eq. 1\n"
-    "                       PFI or robust PFI (the heuristic with perfect PFI\n"
-    "                       knowledge); a group whose PFI is not finite and positive\n"
-    "                       is an error naming it\n"
-    "  --model FILE         the PFI model (pfi fit --model) for --pfi predicted;\n"
-    "                       default: an in-sample fit of dram_copy_product on these\n"
-    "                       groups (as the paper)\n"
-    "  --curve-model FILE   the curve model for curve-aware / closed-loop\n"
-    "  --features LIST      features of the in-sample fits (default\n"
-    "                       dram_copy_product); only strategies that predict need\n"
-    "                       them (pfi-aware with --pfi predicted, curve-aware,\n"
-    "                       closed-loop); dcgm needs the column dram_copy_product\n"
-    "  --target pfi|robust  target of the in-sample fit (default pfi)\n"
-    "  --sla FILE           CSV with columns group, tier (0..3) [, gpu_model]\n"
-    "  --objective tokens|normalized   maximize total tokens/s (default) or sum T/T_max\n"
-    "  --only COL=V[,V]     use only matching groups\n"
-    "  --gpu-model NAME, --format csv|json|table, --json, -o FILE\n";
+typedef struct allocate_args {
+    cli_out out;
+    double cut, target_w;
+    pfi_alloc_opts ao;
+    cli_pool_opts po;
+    const char *sla, *gpu_model;
+    pfi_opt_list only;
+} allocate_args;
+
+static int opt_strategy(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
+{
+    if (pfi_strategy_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
+    return 0;
+}
+
+#define OPT_T allocate_args
+static const pfi_opt allocate_options[] = {
+    OPT_DOUBLE(0, "cut", cut, "R", 0, 1, "cut fraction of the total uncapped power (e.g. 0.3)"),
+    OPT_DOUBLE(0, "target-w", target_w, "W", 0, 1e12, "or an absolute budget of aggregate GPU power (W)"),
+    OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy, "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop",
+                         "the allocation strategy (default pfi-aware)", opt_strategy),
+    OPT_CALLBACK_CHOICES(0, "pfi", po.pfi, "predicted|measured|measured-robust",
+                         "the PFI pfi-aware (and closed-loop's start) weights by: predicted (default), or each group's "
+                         "own measured Eq. 1 PFI or robust PFI (the heuristic with perfect PFI knowledge); a group whose "
+                         "PFI is not finite and positive is an error naming it",
+                         cli_opt_pfi_source),
+    OPT_FILENAME(0, "model", po.model, "FILE",
+                 "the PFI model (pfi fit --model) for --pfi predicted; default: an in-sample fit of dram_copy_product "
+                 "on these groups (as the paper)"),
+    OPT_FILENAME(0, "curve-model", po.curve_model, "FILE", "the curve model for curve-aware / closed-loop"),
+    OPT_STRING(0, "features", po.features, "LIST",
+               "features of the in-sample fits (default dram_copy_product); only strategies that predict need them "
+               "(pfi-aware with --pfi predicted, curve-aware, closed-loop); dcgm needs the column dram_copy_product"),
+    OPT_CHOICE(0, "target", po.target, "pfi|robust", "target of the in-sample fit (default pfi)"),
+    OPT_FILENAME(0, "sla", sla, "FILE", "CSV with columns group, tier (0..3) [, gpu_model]"),
+    OPT_CALLBACK_CHOICES(0, "objective", ao.normalized, "tokens|normalized",
+                         "maximize total tokens/s (default) or sum T/T_max", cli_opt_objective),
+    OPT_LIST(0, "only", only, "COL=V[,V]", "use only matching groups (repeatable)"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_allocate_opts = CLI_OPTS(
+    allocate, .usage = "pfi allocate [options] TABLE...",
+    .description = "Split a cut of the jobs' total uncapped GPU power across the sweep groups\n"
+                   "(each group one job) with a strategy; print each job's target aggregate\n"
+                   "power, per-GPU cap (integer W from its curve's inverse map, within the\n"
+                   "device limits; slack = target - power at that cap), the throughput the\n"
+                   "strategy expects and the throughput on the job's measured curve, then\n"
+                   "totals (group TOTAL). Throughput is printed with at least 4 significant\n"
+                   "digits in the table format. Give exactly one of --cut and --target-w.\n",
+    .options = allocate_options, .operands = PFI_OPERANDS_FILES);
 
 static int read_sla(const char *cmd, const char *path, cli_gset *S, cli_pool *P)
 {
@@ -107,162 +126,124 @@ out:
     return ret;
 }
 
-int cmd_allocate(int argc, char **argv)
+/* one row per job, then the totals (group TOTAL) */
+static pfi_rows *alloc_rows(const cli_gset *S, const cli_pool *P, size_t n, const pfi_job_alloc *A,
+                            const pfi_alloc_result *R, double sum)
 {
-    const char *cmd = "allocate";
-    enum { O_CUT = 1, O_TW, O_STRAT, O_MODEL, O_CMODEL, O_FEAT, O_TARGET, O_SLA, O_OBJ, O_ONLY, O_GPU, O_PFI };
-    static const struct option lo[] = {{"cut", required_argument, NULL, O_CUT},
-                                       {"target-w", required_argument, NULL, O_TW},
-                                       {"strategy", required_argument, NULL, O_STRAT},
-                                       {"model", required_argument, NULL, O_MODEL},
-                                       {"curve-model", required_argument, NULL, O_CMODEL},
-                                       {"features", required_argument, NULL, O_FEAT},
-                                       {"target", required_argument, NULL, O_TARGET},
-                                       {"sla", required_argument, NULL, O_SLA},
-                                       {"objective", required_argument, NULL, O_OBJ},
-                                       {"only", required_argument, NULL, O_ONLY},
-                                       {"gpu-model", required_argument, NULL, O_GPU},
-                                       {"pfi", required_argument, NULL, O_PFI},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
-    cli_out out;
-    cli_out_init(&out);
-    double cut = NAN, target_w = NAN;
-    pfi_alloc_opts ao;
-    pfi_alloc_opts_default(&ao);
-    cli_pool_opts po = {.target = "pfi", .pfi = CLI_PFI_PREDICTED};
-    const char *sla = NULL, *gpu_model = NULL;
-    char **only = calloc((size_t)argc + 1, sizeof *only);
-    int nonly = 0, c, rc = CLI_OK;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
-        int h = cli_common_opt(cmd, c, optarg, &out);
-        if (h < 0) { rc = CLI_USAGE; goto done; }
-        if (h) continue;
-        switch (c) {
-        case 'h': rc = cli_help(cmd); goto done;
-        case O_CUT:
-            if (cli_parse_num(cmd, "--cut", optarg, 0, 1, &cut)) { rc = CLI_USAGE; goto done; }
-            break;
-        case O_TW:
-            if (cli_parse_num(cmd, "--target-w", optarg, 0, 1e12, &target_w)) { rc = CLI_USAGE; goto done; }
-            break;
-        case O_STRAT:
-            if (pfi_strategy_parse(optarg, &ao.strategy)) {
-                rc = cli_usage_error(cmd, "--strategy: '%s' is not oracle, equal, moe-ft-weighted, pfi-aware, dcgm, curve-aware or closed-loop", optarg);
-                goto done;
-            }
-            break;
-        case O_MODEL: po.model = optarg; break;
-        case O_CMODEL: po.curve_model = optarg; break;
-        case O_FEAT: po.features = optarg; break;
-        case O_TARGET:
-            if (strcmp(optarg, "pfi") && strcmp(optarg, "robust")) { rc = cli_usage_error(cmd, "--target: '%s' is not pfi or robust", optarg); goto done; }
-            po.target = optarg;
-            break;
-        case O_SLA: sla = optarg; break;
-        case O_OBJ:
-            if (!strcmp(optarg, "normalized")) ao.normalized = 1;
-            else if (strcmp(optarg, "tokens")) { rc = cli_usage_error(cmd, "--objective: '%s' is not tokens or normalized", optarg); goto done; }
-            break;
-        case O_ONLY: only[nonly++] = optarg; break;
-        case O_GPU: gpu_model = optarg; break;
-        case O_PFI:
-            if (cli_pfi_source_parse(optarg, &po.pfi)) {
-                rc = cli_usage_error(cmd, "--pfi: '%s' is not predicted, measured or measured-robust", optarg);
-                goto done;
-            }
-            break;
-        default: rc = cli_bad_option(cmd, argv); goto done;
-        }
+    const char *names[] = {"gpu_model", "group", "gpus", "sla_tier", "power_max_w", "target_w", "cap_w", "slack_w",
+                           "tokens_per_s_max", "tokens_per_s_expected", "tokens_per_s", "sla_violated"};
+    pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
+                        PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT};
+    pfi_rows *Rw = pfi_rows_new(12, names, t);
+    /* watts to 0.1 W; throughput to at least 4 significant digits of the
+       smallest T_max (normalized units such as Zeus's 1/s are ~0.1) */
+    for (int k = 4; k < 8; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
+    double tmin = INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (P->jobs[i].tokens_max > 0 && P->jobs[i].tokens_max < tmin) tmin = P->jobs[i].tokens_max;
+    int dec = isfinite(tmin) ? 3 - (int)floor(log10(tmin)) : 1;
+    char tf[16];
+    snprintf(tf, sizeof tf, "%%.%df", dec < 1 ? 1 : dec > 15 ? 15 : dec);
+    for (int k = 8; k < 11; k++) pfi_rows_table_fmt(Rw, (size_t)k, tf);
+    double tmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pfi_group *g = &S->gs.g[P->group[i]];
+        size_t r = pfi_rows_add(Rw);
+        pfi_rows_text(Rw, r, 0, g->gpu_model);
+        pfi_rows_text(Rw, r, 1, g->name);
+        pfi_rows_int(Rw, r, 2, g->gpus);
+        if (P->jobs[i].sla_tier >= 0) pfi_rows_int(Rw, r, 3, P->jobs[i].sla_tier);
+        pfi_rows_num(Rw, r, 4, P->jobs[i].power_max_w);
+        pfi_rows_num(Rw, r, 5, A[i].target_w);
+        pfi_rows_num(Rw, r, 6, A[i].cap_w);
+        pfi_rows_num(Rw, r, 7, A[i].slack_w);
+        pfi_rows_num(Rw, r, 8, P->jobs[i].tokens_max);
+        pfi_rows_num(Rw, r, 9, A[i].tokens_expected);
+        pfi_rows_num(Rw, r, 10, A[i].tokens_true);
+        pfi_rows_int(Rw, r, 11, A[i].sla_violated);
+        tmax += P->jobs[i].tokens_max;
     }
-    if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
-    if (po.model && po.pfi != CLI_PFI_PREDICTED) {
-        rc = cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(po.pfi));
-        goto done;
-    }
-    if (isnan(cut) == isnan(target_w)) { rc = cli_usage_error(cmd, "give exactly one of --cut and --target-w"); goto done; }
-    po.strategies = 1u << ao.strategy;
-    cli_gset S;
-    if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }
-    size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
-    for (size_t i = 0; i < S.gs.n; i++) {
-        int m = cli_group_match_all(cmd, &S, &S.gs.g[i], only, nonly);
-        if (m < 0) { rc = CLI_USAGE; goto free_all; }
-        if (m && S.gs.g[i].curve.n >= 2) use[n++] = i;
-    }
-    if (n == 0) { cli_error(cmd, "no job with at least two caps"); rc = CLI_FAIL; goto free_all; }
+    size_t r = pfi_rows_add(Rw);
+    pfi_rows_text(Rw, r, 0, "");
+    pfi_rows_text(Rw, r, 1, "TOTAL");
+    pfi_rows_num(Rw, r, 4, sum);
+    pfi_rows_num(Rw, r, 5, R->total_power_w);
+    pfi_rows_num(Rw, r, 8, tmax);
+    pfi_rows_num(Rw, r, 9, R->total_tokens_expected);
+    pfi_rows_num(Rw, r, 10, R->total_tokens_true);
+    pfi_rows_int(Rw, r, 11, (long long)R->sla_violations);
+    return Rw;
+}
+
+/* allocate over the jobs of groups use[0..n) and print */
+static int allocate_jobs(const char *cmd, const allocate_args *a, cli_gset *S, const size_t *use, size_t n)
+{
     cli_pool P;
-    if (cli_pool_build(cmd, &S, use, n, &po, &P)) { cli_pool_free(&P); rc = CLI_FAIL; goto free_all; }
-    if (sla && read_sla(cmd, sla, &S, &P)) { cli_pool_free(&P); rc = CLI_FAIL; goto free_all; }
+    if (cli_pool_build(cmd, S, use, n, &a->po, &P)) { cli_pool_free(&P); return CLI_FAIL; }
+    if (a->sla && read_sla(cmd, a->sla, S, &P)) { cli_pool_free(&P); return CLI_FAIL; }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += P.jobs[i].power_max_w;
-    double budget = isnan(target_w) ? sum * (1 - cut) : target_w;
+    double budget = isnan(a->target_w) ? sum * (1 - a->cut) : a->target_w;
     pfi_job_alloc *A = calloc(n, sizeof *A);
     pfi_alloc_result R;
     pfi_error err;
-    if (pfi_allocate(P.jobs, n, budget, &ao, A, &R, &err)) {
+    int rc;
+    if (pfi_allocate(P.jobs, n, budget, &a->ao, A, &R, &err)) {
         cli_error(cmd, "%s", err.msg);
         rc = CLI_FAIL;
     } else {
-        const char *names[] = {"gpu_model", "group", "gpus", "sla_tier", "power_max_w", "target_w", "cap_w", "slack_w",
-                               "tokens_per_s_max", "tokens_per_s_expected", "tokens_per_s", "sla_violated"};
-        pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
-                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT};
-        pfi_rows *Rw = pfi_rows_new(12, names, t);
-        /* watts to 0.1 W; throughput to at least 4 significant digits of the
-           smallest T_max (normalized units such as Zeus's 1/s are ~0.1) */
-        for (int k = 4; k < 8; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
-        double tmin = INFINITY;
-        for (size_t i = 0; i < n; i++)
-            if (P.jobs[i].tokens_max > 0 && P.jobs[i].tokens_max < tmin) tmin = P.jobs[i].tokens_max;
-        int dec = isfinite(tmin) ? 3 - (int)floor(log10(tmin)) : 1;
-        char tf[16];
-        snprintf(tf, sizeof tf, "%%.%df", dec < 1 ? 1 : dec > 15 ? 15 : dec);
-        for (int k = 8; k < 11; k++) pfi_rows_table_fmt(Rw, (size_t)k, tf);
-        double tmax = 0;
-        for (size_t i = 0; i < n; i++) {
-            const pfi_group *g = &S.gs.g[P.group[i]];
-            size_t r = pfi_rows_add(Rw);
-            pfi_rows_text(Rw, r, 0, g->gpu_model);
-            pfi_rows_text(Rw, r, 1, g->name);
-            pfi_rows_int(Rw, r, 2, g->gpus);
-            if (P.jobs[i].sla_tier >= 0) pfi_rows_int(Rw, r, 3, P.jobs[i].sla_tier);
-            pfi_rows_num(Rw, r, 4, P.jobs[i].power_max_w);
-            pfi_rows_num(Rw, r, 5, A[i].target_w);
-            pfi_rows_num(Rw, r, 6, A[i].cap_w);
-            pfi_rows_num(Rw, r, 7, A[i].slack_w);
-            pfi_rows_num(Rw, r, 8, P.jobs[i].tokens_max);
-            pfi_rows_num(Rw, r, 9, A[i].tokens_expected);
-            pfi_rows_num(Rw, r, 10, A[i].tokens_true);
-            pfi_rows_int(Rw, r, 11, A[i].sla_violated);
-            tmax += P.jobs[i].tokens_max;
-        }
-        size_t r = pfi_rows_add(Rw);
-        pfi_rows_text(Rw, r, 0, "");
-        pfi_rows_text(Rw, r, 1, "TOTAL");
-        pfi_rows_num(Rw, r, 4, sum);
-        pfi_rows_num(Rw, r, 5, R.total_power_w);
-        pfi_rows_num(Rw, r, 8, tmax);
-        pfi_rows_num(Rw, r, 9, R.total_tokens_expected);
-        pfi_rows_num(Rw, r, 10, R.total_tokens_true);
-        pfi_rows_int(Rw, r, 11, (long long)R.sla_violations);
+        pfi_rows *Rw = alloc_rows(S, &P, n, A, &R, sum);
         if (!R.feasible) {
             pfi_log lg = cli_log(cmd);
             pfi_warnf(&lg, "infeasible: the jobs cannot shed %.0f W within their floors; every job is at its floor (%.0f W total)",
                       sum - budget, R.total_power_w);
         }
-        if (ao.strategy == PFI_STRAT_ORACLE && R.certificate_gap > 1e-9 * R.total_tokens_true)
+        if (a->ao.strategy == PFI_STRAT_ORACLE && R.certificate_gap > 1e-9 * R.total_tokens_true)
             fprintf(stderr, "pfi allocate: oracle certificate: within %.4g of the optimum (non-concave curves)\n", R.certificate_gap);
-        rc = cli_save_rows(cmd, Rw, &out);
+        rc = cli_save_rows(cmd, Rw, &a->out);
         pfi_rows_free(Rw);
     }
     free(A);
     cli_pool_free(&P);
-free_all:
+    return rc;
+}
+
+static int allocate_run(const char *cmd, allocate_args *a, char **paths, int npaths)
+{
+    if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
+    if (a->po.model && a->po.pfi != CLI_PFI_PREDICTED)
+        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(a->po.pfi));
+    if (isnan(a->cut) == isnan(a->target_w)) return cli_usage_error(cmd, "give exactly one of --cut and --target-w");
+    a->po.strategies = 1u << a->ao.strategy;
+    cli_gset S;
+    if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
+    size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
+    int rc = CLI_OK;
+    for (size_t i = 0; i < S.gs.n && rc == CLI_OK; i++) {
+        int m = cli_group_match_all(cmd, &S, &S.gs.g[i], a->only.v, a->only.n);
+        if (m < 0) rc = CLI_USAGE;
+        else if (m && S.gs.g[i].curve.n >= 2) use[n++] = i;
+    }
+    if (rc == CLI_OK && n == 0) {
+        cli_error(cmd, "no job with at least two caps");
+        rc = CLI_FAIL;
+    }
+    if (rc == CLI_OK) rc = allocate_jobs(cmd, a, &S, use, n);
     free(use);
     cli_gset_free(&S);
-done:
-    free(only);
+    return rc;
+}
+
+int cmd_allocate(int argc, char **argv)
+{
+    allocate_args a;
+    memset(&a, 0, sizeof a);
+    cli_out_init(&a.out);
+    a.cut = a.target_w = NAN;
+    pfi_alloc_opts_default(&a.ao);
+    a.po = (cli_pool_opts){.target = "pfi", .pfi = CLI_PFI_PREDICTED};
+    int first, rc = cli_parse(&cmd_allocate_opts, &a, argc, argv, &first);
+    if (rc < 0) rc = allocate_run("allocate", &a, argv + first, argc - first);
+    pfi_opts_free(&cmd_allocate_opts, &a);
     return rc;
 }

@@ -22,20 +22,30 @@
 #include "clock.h"
 #include "grid_event.h"
 
-const char cmd_demo_usage[] =
-    "usage: pfi demo [--time-scale X] [--cut PCT] [--dir DIR] [--keep]\n"
-    "\n"
-    "Start pfi-controller and 4 pfi-agents (8 simulated GPUs each, running jobs of\n"
-    "the reconstruction) on loopback with one shared sped-up clock, send a grid\n"
-    "event, print a timeline (cluster GPU power vs target, per-job tokens/s), write\n"
-    "pfi-demo-report.json and pfi-demo-report.png here, stop everything and check\n"
-    "that every cap is back at its baseline. Takes about a minute.\n"
-    "\n"
-    "options:\n"
-    "  --time-scale X   clock speed-up (default 20: 10 minutes in 30 s)\n"
-    "  --cut PCT        the event's reduction (default 30)\n"
-    "  --dir DIR        working directory for the daemons (default: a temporary one)\n"
-    "  --keep           keep that directory (logs, SQLite, state files)\n";
+typedef struct demo_args {
+    double scale, cut;
+    const char *dir;
+    int keep;
+} demo_args;
+
+#define OPT_T demo_args
+static const pfi_opt demo_options[] = {
+    OPT_DOUBLE(0, "time-scale", scale, "X", 1, 1000, "clock speed-up (default 20: 10 minutes in 30 s)"),
+    OPT_DOUBLE(0, "cut", cut, "PCT", 1, 60, "the event's reduction (default 30)"),
+    OPT_DIRNAME(0, "dir", dir, "DIR", "working directory for the daemons (default: a temporary one)"),
+    OPT_BOOLEAN(0, "keep", keep, "keep that directory (logs, SQLite, state files)"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_demo_opts = CLI_OPTS(
+    demo, .usage = "pfi demo [--time-scale X] [--cut PCT] [--dir DIR] [--keep]",
+    .description = "Start pfi-controller and 4 pfi-agents (8 simulated GPUs each, running jobs of\n"
+                   "the reconstruction) on loopback with one shared sped-up clock, send a grid\n"
+                   "event, print a timeline (cluster GPU power vs target, per-job tokens/s), write\n"
+                   "pfi-demo-report.json and pfi-demo-report.png here, stop everything and check\n"
+                   "that every cap is back at its baseline. Takes about a minute.\n",
+    .options = demo_options);
 
 #define NAG 4
 static const char *const groups[NAG] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile", "moe-pt-gptoss20b-x8-ep1-nocompile",
@@ -114,24 +124,13 @@ static int write_token(const char *path)
 int cmd_demo(int argc, char **argv)
 {
     const char *cmd = "demo";
-    enum { O_SCALE = 1, O_CUT, O_DIR, O_KEEP };
-    static const struct option lo[] = {{"time-scale", required_argument, NULL, O_SCALE}, {"cut", required_argument, NULL, O_CUT},
-                                       {"dir", required_argument, NULL, O_DIR},          {"keep", no_argument, NULL, O_KEEP},
-                                       {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
-    double scale = 20, cut = 30;
-    const char *dir_opt = NULL;
-    int keep = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'h': return cli_help(cmd);
-        case O_SCALE: if (cli_parse_num(cmd, "--time-scale", optarg, 1, 1000, &scale)) return CLI_USAGE; break;
-        case O_CUT: if (cli_parse_num(cmd, "--cut", optarg, 1, 60, &cut)) return CLI_USAGE; break;
-        case O_DIR: dir_opt = optarg; break;
-        case O_KEEP: keep = 1; break;
-        default: return cli_bad_option(cmd, argv);
-        }
-    }
+    demo_args A = {20, 30, NULL, 0};
+    int operand0, parsed = cli_parse(&cmd_demo_opts, &A, argc, argv, &operand0);
+    if (parsed >= 0) return parsed;
+    double scale = A.scale, cut = A.cut;
+    const char *dir_opt = A.dir;
+    int keep = A.keep;
+    optind = operand0;
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     char dir[4096];
     if (dir_opt) {

@@ -14,29 +14,41 @@
 #include "pfi/model_file.h"
 #include "num.h"
 
-const char cmd_fit_usage[] =
-    "usage: pfi fit [options] TABLE...\n"
-    "\n"
-    "Fit PFI = b0 + sum_k b_k F_k over the sweep groups (features from each\n"
-    "group's uncapped run; minimum-norm least squares on standardized features,\n"
-    "so underdetermined fits are well defined) and evaluate it in-sample,\n"
-    "leave-one-out and leave-one-cluster-out (R^2 = 1 - SSE/SST, SST about the\n"
-    "full-sample mean; RMSE; Spearman rho). With --curve, fit pfi's curve\n"
-    "predictor instead: normalized throughput and power at cap fractions.\n"
-    "\n"
-    "options:\n"
-    "  --features LIST      comma list (default dram_copy_product); named sets\n"
-    "                       job_metadata (arch,task,log_gpus), all_dcgm_metrics (13);\n"
-    "                       also power_frac (Zeus) and any numeric column\n"
-    "  --target pfi|robust  Eq. 1 (default) or pfi's robust PFI\n"
-    "  --train-where C=V[,V]  fit on matching groups only (repeatable, AND)\n"
-    "  --eval-where C=V[,V]   also evaluate on these groups (repeatable: one set each)\n"
-    "  --cluster-by COL     LOCO clusters (default: arch x task)\n"
-    "  --ablation           the paper's seven predictor sets beside table 3\n"
-    "  --curve              the curve predictor (kind \"curve\")\n"
-    "  --model FILE         write the model file (JSON, docs/formats.md)\n"
-    "  --data DIR           where paper/table3_predictor_ablation.csv is (ablation)\n"
-    "  --gpu-model NAME, --format csv|json|table, --json, -o FILE\n";
+typedef struct fit_args {
+    cli_out out;
+    const char *features, *target, *cluster_by, *model_path, *data, *gpu_model;
+    pfi_opt_list train_w, eval_w;
+    int ablation, curve;
+} fit_args;
+
+#define OPT_T fit_args
+static const pfi_opt fit_options[] = {
+    OPT_STRING(0, "features", features, "LIST",
+               "comma list (default dram_copy_product); named sets job_metadata (arch,task,log_gpus), "
+               "all_dcgm_metrics (13); also power_frac (Zeus) and any numeric column"),
+    OPT_STRING_OF(0, "target", target, "pfi|robust", "Eq. 1 (default) or pfi's robust PFI"),
+    OPT_LIST(0, "train-where", train_w, "C=V[,V]", "fit on matching groups only (repeatable, AND)"),
+    OPT_LIST(0, "eval-where", eval_w, "C=V[,V]", "also evaluate on these groups (repeatable: one set each)"),
+    OPT_STRING(0, "cluster-by", cluster_by, "COL", "LOCO clusters (default: arch x task)"),
+    OPT_BOOLEAN(0, "ablation", ablation, "the paper's seven predictor sets beside table 3"),
+    OPT_BOOLEAN(0, "curve", curve, "the curve predictor (kind \"curve\")"),
+    OPT_FILENAME(0, "model", model_path, "FILE", "write the model file (JSON, docs/formats.md)"),
+    OPT_DIRNAME(0, "data", data, "DIR", "where paper/table3_predictor_ablation.csv is (ablation)"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_fit_opts = CLI_OPTS(
+    fit, .usage = "pfi fit [options] TABLE...",
+    .description = "Fit PFI = b0 + sum_k b_k F_k over the sweep groups (features from each\n"
+                   "group's uncapped run; minimum-norm least squares on standardized features,\n"
+                   "so underdetermined fits are well defined) and evaluate it in-sample,\n"
+                   "leave-one-out and leave-one-cluster-out (R^2 = 1 - SSE/SST, SST about the\n"
+                   "full-sample mean; RMSE; Spearman rho). With --curve, fit pfi's curve\n"
+                   "predictor instead: normalized throughput and power at cap fractions.\n",
+    .options = fit_options, .operands = PFI_OPERANDS_FILES);
 
 typedef struct fitctx {
     const char *cmd;
@@ -135,45 +147,20 @@ static int paper_row(const char *path, const char *pred, double v[7])
 int cmd_fit(int argc, char **argv)
 {
     const char *cmd = "fit";
-    enum { O_FEAT = 1, O_TARGET, O_TRAIN, O_EVAL, O_CLUSTER, O_ABL, O_CURVE, O_MODEL, O_DATA, O_GPU };
-    static const struct option lo[] = {{"features", required_argument, NULL, O_FEAT},
-                                       {"target", required_argument, NULL, O_TARGET},
-                                       {"train-where", required_argument, NULL, O_TRAIN},
-                                       {"eval-where", required_argument, NULL, O_EVAL},
-                                       {"cluster-by", required_argument, NULL, O_CLUSTER},
-                                       {"ablation", no_argument, NULL, O_ABL},
-                                       {"curve", no_argument, NULL, O_CURVE},
-                                       {"model", required_argument, NULL, O_MODEL},
-                                       {"data", required_argument, NULL, O_DATA},
-                                       {"gpu-model", required_argument, NULL, O_GPU},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
-    cli_out out;
-    cli_out_init(&out);
-    const char *features = "dram_copy_product", *target = "pfi", *cluster_by = NULL, *model_path = NULL;
-    const char *data = NULL, *gpu_model = NULL;
-    char **train_w = calloc((size_t)argc + 1, sizeof *train_w), **eval_w = calloc((size_t)argc + 1, sizeof *eval_w);
-    int ntw = 0, nev = 0, ablation = 0, curve = 0, c, rc = CLI_OK;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
-        int h = cli_common_opt(cmd, c, optarg, &out);
-        if (h < 0) { rc = CLI_USAGE; goto done; }
-        if (h) continue;
-        switch (c) {
-        case 'h': rc = cli_help(cmd); goto done;
-        case O_FEAT: features = optarg; break;
-        case O_TARGET: target = optarg; break;
-        case O_TRAIN: train_w[ntw++] = optarg; break;
-        case O_EVAL: eval_w[nev++] = optarg; break;
-        case O_CLUSTER: cluster_by = optarg; break;
-        case O_ABL: ablation = 1; break;
-        case O_CURVE: curve = 1; break;
-        case O_MODEL: model_path = optarg; break;
-        case O_DATA: data = optarg; break;
-        case O_GPU: gpu_model = optarg; break;
-        default: rc = cli_bad_option(cmd, argv); goto done;
-        }
+    fit_args A = {.features = "dram_copy_product", .target = "pfi"};
+    cli_out_init(&A.out);
+    int operand0, rc = cli_parse(&cmd_fit_opts, &A, argc, argv, &operand0);
+    if (rc >= 0) {
+        pfi_opts_free(&cmd_fit_opts, &A);
+        return rc;
     }
+    rc = CLI_OK;
+    cli_out out = A.out;
+    const char *features = A.features, *target = A.target, *cluster_by = A.cluster_by, *model_path = A.model_path;
+    const char *data = A.data, *gpu_model = A.gpu_model;
+    char **train_w = A.train_w.v, **eval_w = A.eval_w.v; /* freed at done: */
+    int ntw = A.train_w.n, nev = A.eval_w.n, ablation = A.ablation, curve = A.curve;
+    optind = operand0;
     if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
     if (strcmp(target, "pfi") && strcmp(target, "robust")) {
         rc = cli_usage_error(cmd, "--target: '%s' is not pfi or robust", target);

@@ -2,47 +2,13 @@
  * sweep tables (or Zeus traces). Output columns are fixed and documented in
  * docs/formats.md; per-cap ratios go to a separate long-format file. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "pfi/groups.h"
 #include "pfi/index.h"
-
-const char cmd_index_usage[] =
-    "usage: pfi index [options] TABLE...\n"
-    "\n"
-    "For every sweep group (gpu_model, group) of the sweep tables (or Zeus power\n"
-    "traces, recognised by their header), compute:\n"
-    "  pfi            the paper's Eq. 1 (capped runs with T_i >= T_max excluded and counted)\n"
-    "  pfi_ci_lo/hi   95% Monte Carlo CI of Eq. 1 from each run's SEM, with the caps\n"
-    "                 of the estimate; empty with pfi_ci_verdict 'unstable' and a\n"
-    "                 pfi_ci_reason when unbounded or not containing the estimate\n"
-    "  area           Appendix A (a): area between normalized curve and diagonal\n"
-    "  elasticity_*   Appendix A (b): fit log T = a log P + b; a, 1-a, 1/a\n"
-    "  pfi_noise_aware, pfi_robust, verdict   pfi's robust estimate (not the paper's)\n"
-    "\n"
-    "options:\n"
-    "  --caps C1,C2,...     recompute on this sub-grid of caps (W); groups lacking one\n"
-    "                       are skipped with a warning; the largest listed cap is uncapped\n"
-    "  --ratios FILE        write per-cap ratios (long format) to FILE\n"
-    "  --no-ci              skip the confidence interval\n"
-    "  --resamples N        Monte Carlo resamples (default 10000)\n"
-    "  --seed N             seed (default 1); intervals are reproducible per group\n"
-    "  --sem-default P,T    relative SEM of power, throughput when a run has no SEM\n"
-    "                       columns (default 0.0004,0.0005: the paper's medians)\n"
-    "  --noise-floor R      relative SEM floor for the CI (default 0)\n"
-    "  --robust-k K         standard errors a change must exceed (default 2)\n"
-    "  --robust-sem P,T     relative SEM for the robust rule when absent\n"
-    "                       (default 0.023,0.036: Zeus A40+V100 between-run noise)\n"
-    "  --estimate-noise     print the between-run noise estimated from runs whose\n"
-    "                       cap does not bind, instead of the index\n"
-    "  --gpu-model NAME     GPU model for a Zeus trace whose file name does not say it\n"
-    "  --where COL=VALUE    keep only rows matching (repeatable)\n"
-    "  --format csv|json|table, --json, -o FILE\n"
-    "\n"
-    "Default format: table on a terminal, csv otherwise. Exit status 0 on success,\n"
-    "1 on bad input (one-line error naming file, line and column), 2 on usage errors.\n";
 
 static const char *const cols_all[] = {
     "gpu_model", "group", "arch", "task", "model", "split", "gpus", "n_runs", "n_caps",
@@ -122,131 +88,83 @@ static int write_ratios(const char *cmd, const pfi_index_row *rows, size_t n, co
     return CLI_OK;
 }
 
-static int parse_pair(const char *cmd, const char *opt, const char *s, double *a, double *b)
+typedef struct index_args {
+    cli_out out;
+    pfi_index_opts io;
+    double caps[64];
+    int ncaps, est;
+    const char *ratios, *gpu_model;
+    pfi_opt_list where;
+} index_args;
+
+/* --sem-default, --robust-sem: P,T into a pfi_noise_opts's two defaults */
+static int opt_pair(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
+    pfi_noise_opts *m = value;
     double v[2];
-    int n = cli_parse_list(s, v, 2);
+    int n = cli_parse_list(arg, v, 2);
     if (n != 2 || v[0] >= 1 || v[1] >= 1)
-        return cli_usage_error(cmd, "%s: expected two relative SEMs in (0,1) as P,T", opt), -1;
-    *a = v[0];
-    *b = v[1];
+        return pfi_opts_error(ctx, "%s: expected two relative SEMs in (0,1) as P,T", pfi_opts_name(ctx)), -1;
+    m->rel_default_power = v[0];
+    m->rel_default_tokens = v[1];
     return 0;
 }
 
-int cmd_index(int argc, char **argv)
+static int opt_caps(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
-    const char *cmd = "index";
-    enum { O_CAPS = 1, O_RATIOS, O_NOCI, O_RES, O_SEED, O_SEMDEF, O_FLOOR, O_K, O_RSEM, O_EST,
-           O_GPU, O_WHERE };
-    static const struct option lo[] = {{"caps", required_argument, NULL, O_CAPS},
-                                       {"ratios", required_argument, NULL, O_RATIOS},
-                                       {"no-ci", no_argument, NULL, O_NOCI},
-                                       {"resamples", required_argument, NULL, O_RES},
-                                       {"seed", required_argument, NULL, O_SEED},
-                                       {"sem-default", required_argument, NULL, O_SEMDEF},
-                                       {"noise-floor", required_argument, NULL, O_FLOOR},
-                                       {"robust-k", required_argument, NULL, O_K},
-                                       {"robust-sem", required_argument, NULL, O_RSEM},
-                                       {"estimate-noise", no_argument, NULL, O_EST},
-                                       {"gpu-model", required_argument, NULL, O_GPU},
-                                       {"where", required_argument, NULL, O_WHERE},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
-    cli_out out;
-    cli_out_init(&out);
-    pfi_index_opts io;
-    pfi_index_opts_default(&io);
-    double caps[64];
-    int ncaps = 0, est = 0, nwhere = 0;
-    const char *ratios = NULL, *gpu_model = NULL;
-    char **where = calloc((size_t)argc + 1, sizeof *where);
-    if (!where) return CLI_FAIL;
-    int c, rc = CLI_OK;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
-        double v;
-        int h = cli_common_opt(cmd, c, optarg, &out);
-        if (h < 0) { rc = CLI_USAGE; goto done; }
-        if (h) continue;
-        switch (c) {
-        case 'h': rc = cli_help(cmd); goto done;
-        case O_CAPS:
-            ncaps = cli_parse_list(optarg, caps, 64);
-            if (ncaps < 2) {
-                rc = cli_usage_error(cmd, "--caps: expected at least two positive caps, e.g. 200,500,600,700");
-                goto done;
-            }
-            break;
-        case O_RATIOS: ratios = optarg; break;
-        case O_NOCI: io.want_ci = 0; break;
-        case O_RES:
-            if (cli_parse_num(cmd, "--resamples", optarg, 1, 1e8, &v)) { rc = CLI_USAGE; goto done; }
-            io.ci.resamples = (size_t)v;
-            break;
-        case O_SEED:
-            if (cli_parse_num(cmd, "--seed", optarg, 0, 1.8e19, &v)) { rc = CLI_USAGE; goto done; }
-            io.ci.seed = (uint64_t)v;
-            break;
-        case O_SEMDEF:
-            if (parse_pair(cmd, "--sem-default", optarg, &io.ci.noise.rel_default_power,
-                           &io.ci.noise.rel_default_tokens)) { rc = CLI_USAGE; goto done; }
-            break;
-        case O_FLOOR:
-            if (cli_parse_num(cmd, "--noise-floor", optarg, 0, 1, &v)) { rc = CLI_USAGE; goto done; }
-            io.ci.noise.rel_floor = v;
-            break;
-        case O_K:
-            if (cli_parse_num(cmd, "--robust-k", optarg, 0, 100, &v)) { rc = CLI_USAGE; goto done; }
-            io.robust.k = v;
-            break;
-        case O_RSEM:
-            if (parse_pair(cmd, "--robust-sem", optarg, &io.robust.noise.rel_default_power,
-                           &io.robust.noise.rel_default_tokens)) { rc = CLI_USAGE; goto done; }
-            break;
-        case O_EST: est = 1; break;
-        case O_GPU: gpu_model = optarg; break;
-        case O_WHERE: where[nwhere++] = optarg; break;
-        default: rc = cli_bad_option(cmd, argv); goto done;
-        }
-    }
-    if (optind >= argc) {
-        rc = cli_usage_error(cmd, "no sweep table given");
-        goto done;
-    }
-    if (ncaps) {
-        io.caps_w = caps;
-        io.ncaps = (size_t)ncaps;
-    }
-    pfi_table *t = cli_read_sweeps(cmd, argv + optind, argc - optind, gpu_model);
-    if (!t) { rc = CLI_FAIL; goto done; }
-    if (nwhere) {
-        pfi_table *f = cli_filter_table(cmd, t, where, nwhere);
-        pfi_table_free(t);
-        if (!f) { rc = CLI_FAIL; goto done; }
-        t = f;
-    }
-    pfi_groups gs;
-    pfi_error err;
-    if (pfi_groups_build(t, &gs, &err) != PFI_OK) {
-        cli_error(cmd, "%s", err.msg);
-        pfi_table_free(t);
-        rc = CLI_FAIL;
-        goto done;
-    }
-    if (est) {
-        rc = noise_report(cmd, &gs, &out);
-        pfi_groups_free(&gs);
-        pfi_table_free(t);
-        goto done;
-    }
-    pfi_index_row *rows = calloc(gs.n ? gs.n : 1, sizeof *rows);
-    pfi_log log = cli_log(cmd);
-    if (!rows || pfi_index_run(&gs, &io, rows, &log, &err) != PFI_OK) {
-        cli_error(cmd, "%s", rows ? err.msg : "out of memory");
-        rc = CLI_FAIL;
-        goto free_all;
-    }
-    pfi_format fmt = cli_out_format(&out);
+    index_args *a = (index_args *)((char *)value - offsetof(index_args, caps));
+    a->ncaps = cli_parse_list(arg, a->caps, 64);
+    if (a->ncaps < 2) return pfi_opts_error(ctx, "--caps: expected at least two positive caps, e.g. 200,500,600,700"), -1;
+    return 0;
+}
+
+#define OPT_T index_args
+static const pfi_opt index_options[] = {
+    OPT_CALLBACK(0, "caps", caps, "C1,C2,...",
+                 "recompute on this sub-grid of caps (W); groups lacking one are skipped with a warning; the largest "
+                 "listed cap is uncapped",
+                 opt_caps),
+    OPT_FILENAME(0, "ratios", ratios, "FILE", "write per-cap ratios (long format) to FILE"),
+    OPT_SET_INT(0, "no-ci", io.want_ci, 0, "skip the confidence interval"),
+    OPT_SIZE(0, "resamples", io.ci.resamples, "N", 1, 1e8, "Monte Carlo resamples (default 10000)"),
+    OPT_U64(0, "seed", io.ci.seed, "N", 0, 1.8e19, "seed (default 1); intervals are reproducible per group"),
+    OPT_CALLBACK(0, "sem-default", io.ci.noise, "P,T",
+                 "relative SEM of power, throughput when a run has no SEM columns (default 0.0004,0.0005: the "
+                 "paper's medians)",
+                 opt_pair),
+    OPT_DOUBLE(0, "noise-floor", io.ci.noise.rel_floor, "R", 0, 1, "relative SEM floor for the CI (default 0)"),
+    OPT_DOUBLE(0, "robust-k", io.robust.k, "K", 0, 100, "standard errors a change must exceed (default 2)"),
+    OPT_CALLBACK(0, "robust-sem", io.robust.noise, "P,T",
+                 "relative SEM for the robust rule when absent (default 0.023,0.036: Zeus A40+V100 between-run noise)",
+                 opt_pair),
+    OPT_BOOLEAN(0, "estimate-noise", est,
+                "print the between-run noise estimated from runs whose cap does not bind, instead of the index"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_LIST(0, "where", where, "COL=VALUE", "keep only rows matching (repeatable)"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_index_opts = CLI_OPTS(
+    index, .usage = "pfi index [options] TABLE...",
+    .description =
+        "For every sweep group (gpu_model, group) of the sweep tables (or Zeus power\n"
+        "traces, recognised by their header), compute:\n"
+        "  pfi            the paper's Eq. 1 (capped runs with T_i >= T_max excluded and counted)\n"
+        "  pfi_ci_lo/hi   95% Monte Carlo CI of Eq. 1 from each run's SEM, with the caps\n"
+        "                 of the estimate; empty with pfi_ci_verdict 'unstable' and a\n"
+        "                 pfi_ci_reason when unbounded or not containing the estimate\n"
+        "  area           Appendix A (a): area between normalized curve and diagonal\n"
+        "  elasticity_*   Appendix A (b): fit log T = a log P + b; a, 1-a, 1/a\n"
+        "  pfi_noise_aware, pfi_robust, verdict   pfi's robust estimate (not the paper's)\n",
+    .footer = "Default format: table on a terminal, csv otherwise. Exit status 0 on success,\n"
+              "1 on bad input (one-line error naming file, line and column), 2 on usage errors.\n",
+    .options = index_options, .operands = PFI_OPERANDS_FILES);
+
+/* the index rows: every column, or the headline ones for a terminal table */
+static pfi_rows *index_rows(const pfi_groups *gs, const pfi_index_row *rows, pfi_format fmt)
+{
     pfi_celltype types[NCOLS];
     for (int k = 0; k < NCOLS; k++) types[k] = PFI_CELL_NUM;
     for (int k = 0; k < 6; k++) types[k] = PFI_CELL_TEXT;
@@ -273,10 +191,10 @@ int cmd_index(int argc, char **argv)
         nc = NCOLS;
     }
     pfi_rows *r = pfi_rows_new((size_t)nc, names, tt);
-    if (!r) { rc = CLI_FAIL; goto free_all; }
+    if (!r) return NULL;
     for (int k = 0; k < nc; k++)
         if (map[k] >= 12 && tt[k] == PFI_CELL_NUM) pfi_rows_table_fmt(r, (size_t)k, "%.3f");
-    for (size_t i = 0; i < gs.n; i++) {
+    for (size_t i = 0; i < gs->n; i++) {
         const pfi_index_row *x = &rows[i];
         if (x->skipped) continue;
         const pfi_group *g = x->g;
@@ -319,15 +237,65 @@ int cmd_index(int argc, char **argv)
             else pfi_rows_num(r, row, (size_t)k, vals[m]);
         }
     }
-    rc = cli_save_rows(cmd, r, &out);
-    if (rc == CLI_OK && ratios) rc = write_ratios(cmd, rows, gs.n, ratios, fmt);
-    pfi_rows_free(r);
-free_all:
+    return r;
+}
+
+static int index_run(const char *cmd, index_args *a, char **paths, int npaths)
+{
+    if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
+    if (a->ncaps) {
+        a->io.caps_w = a->caps;
+        a->io.ncaps = (size_t)a->ncaps;
+    }
+    pfi_table *t = cli_read_sweeps(cmd, paths, npaths, a->gpu_model);
+    if (!t) return CLI_FAIL;
+    if (a->where.n) {
+        pfi_table *f = cli_filter_table(cmd, t, a->where.v, a->where.n);
+        pfi_table_free(t);
+        if (!f) return CLI_FAIL;
+        t = f;
+    }
+    pfi_groups gs;
+    pfi_error err;
+    if (pfi_groups_build(t, &gs, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        pfi_table_free(t);
+        return CLI_FAIL;
+    }
+    int rc;
+    if (a->est) {
+        rc = noise_report(cmd, &gs, &a->out);
+        pfi_groups_free(&gs);
+        pfi_table_free(t);
+        return rc;
+    }
+    pfi_index_row *rows = calloc(gs.n ? gs.n : 1, sizeof *rows);
+    pfi_log log = cli_log(cmd);
+    if (!rows || pfi_index_run(&gs, &a->io, rows, &log, &err) != PFI_OK) {
+        cli_error(cmd, "%s", rows ? err.msg : "out of memory");
+        rc = CLI_FAIL;
+    } else {
+        pfi_format fmt = cli_out_format(&a->out);
+        pfi_rows *r = index_rows(&gs, rows, fmt);
+        rc = r ? cli_save_rows(cmd, r, &a->out) : CLI_FAIL;
+        if (rc == CLI_OK && a->ratios) rc = write_ratios(cmd, rows, gs.n, a->ratios, fmt);
+        pfi_rows_free(r);
+    }
     if (rows) pfi_index_rows_free(rows, gs.n);
     free(rows);
     pfi_groups_free(&gs);
     pfi_table_free(t);
-done:
-    free(where);
+    return rc;
+}
+
+int cmd_index(int argc, char **argv)
+{
+    index_args a;
+    memset(&a, 0, sizeof a);
+    cli_out_init(&a.out);
+    pfi_index_opts_default(&a.io);
+    int first, rc = cli_parse(&cmd_index_opts, &a, argc, argv, &first);
+    if (rc < 0) rc = index_run("index", &a, argv + first, argc - first);
+    pfi_opts_free(&cmd_index_opts, &a);
     return rc;
 }

@@ -11,58 +11,36 @@
 #include "pfi/features.h"
 #include "pfi/model_file.h"
 
-const char cmd_predict_usage[] =
-    "usage: pfi predict [options] MODEL TABLE...\n"
-    "\n"
-    "Predict each sweep group's PFI (a \"pfi-ols\" model: columns pfi_predicted,\n"
-    "clamped, out_of_range, beside the measured pfi and pfi_robust) or its\n"
-    "normalized curve (a \"curve\" model: one row per grid cap fraction with the\n"
-    "predicted and, within the measured caps, the measured tokens and power\n"
-    "fractions, and the curve's PFI) from the features of its uncapped run.\n"
-    "Inputs outside the training range are predicted but warned about.\n"
-    "\n"
-    "options: --only COL=V[,V] (repeatable), --gpu-model NAME,\n"
-    "         --format csv|json|table, --json, -o FILE\n";
-
-int cmd_predict(int argc, char **argv)
-{
-    const char *cmd = "predict";
-    enum { O_ONLY = 1, O_GPU };
-    static const struct option lo[] = {{"only", required_argument, NULL, O_ONLY},
-                                       {"gpu-model", required_argument, NULL, O_GPU},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
+typedef struct predict_args {
     cli_out out;
-    cli_out_init(&out);
-    const char *gpu_model = NULL;
-    char **only = calloc((size_t)argc + 1, sizeof *only);
-    int nonly = 0, c, rc = CLI_OK;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
-        int h = cli_common_opt(cmd, c, optarg, &out);
-        if (h < 0) { rc = CLI_USAGE; goto done; }
-        if (h) continue;
-        switch (c) {
-        case 'h': rc = cli_help(cmd); goto done;
-        case O_ONLY: only[nonly++] = optarg; break;
-        case O_GPU: gpu_model = optarg; break;
-        default: rc = cli_bad_option(cmd, argv); goto done;
-        }
-    }
-    if (argc - optind < 2) { rc = cli_usage_error(cmd, "need a model file and at least one table"); goto done; }
-    pfi_model M;
-    pfi_error err;
-    if (pfi_model_load(argv[optind], &M, &err)) { cli_error(cmd, "%s", err.msg); rc = CLI_FAIL; goto done; }
-    cli_gset S;
-    if (cli_gset_load(cmd, argv + optind + 1, argc - optind - 1, gpu_model, &S)) {
-        pfi_model_free(&M);
-        rc = CLI_FAIL;
-        goto done;
-    }
-    pfi_log lg = cli_log(cmd);
-    double *x = malloc(M.p * sizeof *x);
+    const char *gpu_model;
+    pfi_opt_list only;
+} predict_args;
+
+#define OPT_T predict_args
+static const pfi_opt predict_options[] = {
+    OPT_LIST(0, "only", only, "COL=V[,V]", "predict only matching groups (repeatable)"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_predict_opts = CLI_OPTS(
+    predict, .usage = "pfi predict [options] MODEL TABLE...",
+    .description = "Predict each sweep group's PFI (a \"pfi-ols\" model: columns pfi_predicted,\n"
+                   "clamped, out_of_range, beside the measured pfi and pfi_robust) or its\n"
+                   "normalized curve (a \"curve\" model: one row per grid cap fraction with the\n"
+                   "predicted and, within the measured caps, the measured tokens and power\n"
+                   "fractions, and the curve's PFI) from the features of its uncapped run.\n"
+                   "Inputs outside the training range are predicted but warned about.\n",
+    .options = predict_options, .operands = PFI_OPERANDS_FILES);
+
+/* the empty rows of a model's kind */
+static pfi_rows *predict_rows(const pfi_model *M)
+{
     pfi_rows *R;
-    if (M.kind == PFI_MODEL_OLS) {
+    if (M->kind == PFI_MODEL_OLS) {
         const char *names[] = {"gpu_model", "group", "split", "pfi", "pfi_robust", "pfi_predicted", "clamped", "out_of_range"};
         pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_INT};
         R = pfi_rows_new(8, names, t);
@@ -75,9 +53,65 @@ int cmd_predict(int argc, char **argv)
         R = pfi_rows_new(9, names, t);
         for (int k = 3; k < 9; k++) pfi_rows_table_fmt(R, (size_t)k, "%.3f");
     }
+    return R;
+}
+
+/* group i's prediction from its features x (a pfi-ols model: one row; a curve model: one per grid point) */
+static void predict_group(pfi_rows *R, const pfi_model *M, const cli_gset *S, size_t i, const double *x, pfi_log *lg)
+{
+    const pfi_group *g = &S->gs.g[i];
+    int clamped = 0, oor = 0;
+    double pp = pfi_model_pfi(M, x, &clamped, &oor);
+    if (oor) pfi_warnf(lg, "group '%s' (%s): %d feature(s) outside the training range", g->name, g->gpu_model, oor);
+    if (M->kind == PFI_MODEL_OLS) {
+        size_t r = pfi_rows_add(R);
+        pfi_rows_text(R, r, 0, g->gpu_model);
+        pfi_rows_text(R, r, 1, g->name);
+        pfi_rows_text(R, r, 2, g->split);
+        pfi_rows_num(R, r, 3, S->pfi[i]);
+        pfi_rows_num(R, r, 4, S->robust[i]);
+        pfi_rows_num(R, r, 5, pp);
+        pfi_rows_int(R, r, 6, clamped);
+        pfi_rows_int(R, r, 7, oor);
+        return;
+    }
+    double tp[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
+    pfi_curve_model_predict(&M->curve, x, tp, pw);
+    double capmax = pfi_curve_uncapped(&g->curve)->cap_w;
+    for (size_t k = 0; k < M->curve.ngrid; k++) {
+        size_t r = pfi_rows_add(R);
+        double tm = NAN, pm = NAN;
+        pfi_curve_point_at_frac(&g->curve, M->curve.frac[k], &tm, &pm);
+        pfi_rows_text(R, r, 0, g->gpu_model);
+        pfi_rows_text(R, r, 1, g->name);
+        pfi_rows_text(R, r, 2, g->split);
+        pfi_rows_num(R, r, 3, M->curve.frac[k]);
+        pfi_rows_num(R, r, 4, M->curve.frac[k] * capmax);
+        pfi_rows_num(R, r, 5, tp[k]);
+        pfi_rows_num(R, r, 6, pw[k]);
+        pfi_rows_num(R, r, 7, tm);
+        pfi_rows_num(R, r, 8, pm);
+    }
+}
+
+static int predict_run(const char *cmd, const predict_args *a, char **paths, int npaths)
+{
+    if (npaths < 2) return cli_usage_error(cmd, "need a model file and at least one table");
+    pfi_model M;
+    pfi_error err;
+    if (pfi_model_load(paths[0], &M, &err)) { cli_error(cmd, "%s", err.msg); return CLI_FAIL; }
+    cli_gset S;
+    if (cli_gset_load(cmd, paths + 1, npaths - 1, a->gpu_model, &S)) {
+        pfi_model_free(&M);
+        return CLI_FAIL;
+    }
+    pfi_log lg = cli_log(cmd);
+    double *x = malloc(M.p * sizeof *x);
+    pfi_rows *R = predict_rows(&M);
+    int rc = CLI_OK;
     for (size_t i = 0; i < S.gs.n && rc == CLI_OK; i++) {
         const pfi_group *g = &S.gs.g[i];
-        int m = cli_group_match_all(cmd, &S, g, only, nonly);
+        int m = cli_group_match_all(cmd, &S, g, a->only.v, a->only.n);
         if (m < 0) { rc = CLI_USAGE; break; }
         if (!m) continue;
         int missing = 0;
@@ -96,45 +130,23 @@ int cmd_predict(int argc, char **argv)
             pfi_warnf(&lg, "group '%s' (%s): a feature is missing; no prediction", g->name, g->gpu_model);
             continue;
         }
-        int clamped = 0, oor = 0;
-        double pp = pfi_model_pfi(&M, x, &clamped, &oor);
-        if (oor) pfi_warnf(&lg, "group '%s' (%s): %d feature(s) outside the training range", g->name, g->gpu_model, oor);
-        if (M.kind == PFI_MODEL_OLS) {
-            size_t r = pfi_rows_add(R);
-            pfi_rows_text(R, r, 0, g->gpu_model);
-            pfi_rows_text(R, r, 1, g->name);
-            pfi_rows_text(R, r, 2, g->split);
-            pfi_rows_num(R, r, 3, S.pfi[i]);
-            pfi_rows_num(R, r, 4, S.robust[i]);
-            pfi_rows_num(R, r, 5, pp);
-            pfi_rows_int(R, r, 6, clamped);
-            pfi_rows_int(R, r, 7, oor);
-        } else {
-            double tp[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
-            pfi_curve_model_predict(&M.curve, x, tp, pw);
-            double capmax = pfi_curve_uncapped(&g->curve)->cap_w;
-            for (size_t k = 0; k < M.curve.ngrid; k++) {
-                size_t r = pfi_rows_add(R);
-                double tm = NAN, pm = NAN;
-                pfi_curve_point_at_frac(&g->curve, M.curve.frac[k], &tm, &pm);
-                pfi_rows_text(R, r, 0, g->gpu_model);
-                pfi_rows_text(R, r, 1, g->name);
-                pfi_rows_text(R, r, 2, g->split);
-                pfi_rows_num(R, r, 3, M.curve.frac[k]);
-                pfi_rows_num(R, r, 4, M.curve.frac[k] * capmax);
-                pfi_rows_num(R, r, 5, tp[k]);
-                pfi_rows_num(R, r, 6, pw[k]);
-                pfi_rows_num(R, r, 7, tm);
-                pfi_rows_num(R, r, 8, pm);
-            }
-        }
+        predict_group(R, &M, &S, i, x, &lg);
     }
-    if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &out);
+    if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &a->out);
     pfi_rows_free(R);
     free(x);
     cli_gset_free(&S);
     pfi_model_free(&M);
-done:
-    free(only);
+    return rc;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    predict_args a;
+    memset(&a, 0, sizeof a);
+    cli_out_init(&a.out);
+    int first, rc = cli_parse(&cmd_predict_opts, &a, argc, argv, &first);
+    if (rc < 0) rc = predict_run("predict", &a, argv + first, argc - first);
+    pfi_opts_free(&cmd_predict_opts, &a);
     return rc;
 }

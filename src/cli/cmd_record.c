@@ -23,25 +23,40 @@
 
 #include "cli.h"
 
-const char cmd_record_usage[] =
-    "usage: pfi record --url URL -o FILE [--interval S] [--duration S | --count N]\n"
-    "                  [--max-failures N]\n"
-    "\n"
-    "Scrape URL (Prometheus text, e.g. http://localhost:9400/metrics from\n"
-    "dcgm-exporter) every S seconds (default 5) and append each scrape to FILE,\n"
-    "preceded by a line '# pfi-scrape-time <unix_ms>' (the time the scrape\n"
-    "started). Runs until --duration seconds have passed, --count successful\n"
-    "scrapes were written, or SIGINT/SIGTERM; then flushes and fsyncs FILE. The\n"
-    "result is the 'prometheus' telemetry format of a run directory. URL must be\n"
-    "http://HOST... or https://HOST... (else exit 2). A failed scrape is reported\n"
-    "and skipped; --max-failures failures in a row give up with exit 1, and so\n"
-    "does an end without a single successful scrape. FILE is appended to; on\n"
-    "failure it is removed only if this run created it and wrote nothing.\n"
-    "\n"
-    "options:\n"
-    "  --timeout S       per-scrape timeout (default: the interval)\n"
-    "  --max-mb N        largest scrape accepted (default 64 MiB)\n"
-    "  --max-failures N  consecutive failed scrapes before giving up (default 10)\n";
+typedef struct record_args {
+    const char *url, *path;
+    double interval, duration, timeout, max_mb;
+    long count, max_failures;
+} record_args;
+
+#define OPT_T record_args
+static const pfi_opt record_options[] = {
+    OPT_STRING(0, "url", url, "URL", "the endpoint: http://HOST... or https://HOST... (required)"),
+    OPT_FILENAME('o', "output", path, "FILE", "the file scrapes are appended to (required)"),
+    OPT_DOUBLE(0, "interval", interval, "S", 0.01, 86400, "seconds between scrapes (default 5)"),
+    OPT_DOUBLE(0, "duration", duration, "S", 0, 1e9, "stop after S seconds (default: at a signal)"),
+    OPT_LONG(0, "count", count, "N", 1, 1e12, "stop after N successful scrapes"),
+    OPT_DOUBLE(0, "timeout", timeout, "S", 0.01, 3600, "per-scrape timeout (default: the interval)"),
+    OPT_DOUBLE(0, "max-mb", max_mb, "N", 1, 65536, "largest scrape accepted, MiB (default 64)"),
+    OPT_LONG(0, "max-failures", max_failures, "N", 1, 1e9, "consecutive failed scrapes before giving up (default 10)"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_record_opts = CLI_OPTS(
+    record, .usage = "pfi record --url URL -o FILE [--interval S] [--duration S | --count N]\n"
+                     "           [--max-failures N]",
+    .description = "Scrape URL (Prometheus text, e.g. http://localhost:9400/metrics from\n"
+                   "dcgm-exporter) every S seconds (default 5) and append each scrape to FILE,\n"
+                   "preceded by a line '# pfi-scrape-time <unix_ms>' (the time the scrape\n"
+                   "started). Runs until --duration seconds have passed, --count successful\n"
+                   "scrapes were written, or SIGINT/SIGTERM; then flushes and fsyncs FILE. The\n"
+                   "result is the 'prometheus' telemetry format of a run directory. URL must be\n"
+                   "http://HOST... or https://HOST... (else exit 2). A failed scrape is reported\n"
+                   "and skipped; --max-failures failures in a row give up with exit 1, and so\n"
+                   "does an end without a single successful scrape. FILE is appended to; on\n"
+                   "failure it is removed only if this run created it and wrote nothing.\n",
+    .options = record_options);
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { (void)sig; stop_flag = 1; }
@@ -130,68 +145,49 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int cmd_record(int argc, char **argv)
+typedef struct scrapes {
+    long written, failed, in_a_row;
+    char last_error[CURL_ERROR_SIZE + 32];
+} scrapes;
+
+/* scrape until the end, a signal, or too many failures; CLI_FAIL if FILE cannot be written */
+static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, FILE *f, scrapes *n)
 {
-    const char *cmd = "record";
-    enum { O_URL = 1, O_IV, O_DUR, O_COUNT, O_TO, O_MAX, O_MAXFAIL };
-    static const struct option lo[] = {{"url", required_argument, NULL, O_URL},
-                                       {"interval", required_argument, NULL, O_IV},
-                                       {"duration", required_argument, NULL, O_DUR},
-                                       {"count", required_argument, NULL, O_COUNT},
-                                       {"timeout", required_argument, NULL, O_TO},
-                                       {"max-mb", required_argument, NULL, O_MAX},
-                                       {"max-failures", required_argument, NULL, O_MAXFAIL},
-                                       {"output", required_argument, NULL, 'o'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-    const char *url = NULL, *path = NULL;
-    double interval = 5, duration = INFINITY, timeout = NAN, v;
-    long count = -1, max_failures = 10;
-    size_t max = 64u << 20;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'h': return cli_help(cmd);
-        case 'o': path = optarg; break;
-        case O_URL: url = optarg; break;
-        case O_IV:
-            if (cli_parse_num(cmd, "--interval", optarg, 0.01, 86400, &interval)) return CLI_USAGE;
-            break;
-        case O_DUR:
-            if (cli_parse_num(cmd, "--duration", optarg, 0, 1e9, &duration)) return CLI_USAGE;
-            break;
-        case O_COUNT:
-            if (cli_parse_num(cmd, "--count", optarg, 1, 1e12, &v)) return CLI_USAGE;
-            count = (long)v;
-            break;
-        case O_TO:
-            if (cli_parse_num(cmd, "--timeout", optarg, 0.01, 3600, &timeout)) return CLI_USAGE;
-            break;
-        case O_MAX:
-            if (cli_parse_num(cmd, "--max-mb", optarg, 1, 65536, &v)) return CLI_USAGE;
-            max = (size_t)v << 20;
-            break;
-        case O_MAXFAIL:
-            if (cli_parse_num(cmd, "--max-failures", optarg, 1, 1e9, &v)) return CLI_USAGE;
-            max_failures = (long)v;
-            break;
-        default: return cli_bad_option(cmd, argv);
+    double start = now_mono();
+    for (long k = 0; !stop_flag; k++) {
+        double due = start + (double)k * a->interval;
+        double wait = due - now_mono();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+            if (nanosleep(&ts, NULL) != 0 && stop_flag) break;
         }
+        if (now_mono() - start > a->duration || stop_flag) break;
+        b->n = 0;
+        b->too_big = 0;
+        long long t = now_ms();
+        CURLcode cc = curl_easy_perform(h);
+        if (cc != CURLE_OK) {
+            n->failed++;
+            snprintf(n->last_error, sizeof n->last_error, "%s", b->too_big ? "larger than --max-mb" : curl_easy_strerror(cc));
+            if (++n->in_a_row >= a->max_failures) break;
+            fprintf(stderr, "pfi record: warning: scrape %ld failed: %s\n", k, n->last_error);
+            continue;
+        }
+        n->in_a_row = 0;
+        if (fprintf(f, "# pfi-scrape-time %lld\n", t) < 0 || (b->n && fwrite(b->p, 1, b->n, f) != b->n) ||
+            (b->n && b->p[b->n - 1] != '\n' && fputc('\n', f) == EOF) || fflush(f) != 0) {
+            cli_error(cmd, "%s: write failed: %s", a->path, strerror(errno));
+            return CLI_FAIL;
+        }
+        n->written++;
+        if (a->count > 0 && n->written >= a->count) break;
     }
-    if (!url) return cli_usage_error(cmd, "--url is required");
-    const char *why = bad_url(url);
-    if (why) return cli_usage_error(cmd, "--url '%s': %s", url, why);
-    if (!path || strcmp(path, "-") == 0) return cli_usage_error(cmd, "-o FILE is required");
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (isnan(timeout)) timeout = interval;
-    int created;
-    struct stat fsb;
-    FILE *f = open_append(path, &created, &fsb);
-    if (!f) {
-        cli_error(cmd, "%s: cannot open for appending: %s", path, strerror(errno));
-        return CLI_FAIL;
-    }
+    return CLI_OK;
+}
+
+/* record into an open FILE (fsb: as opened; created: by this run) */
+static int record_to(const char *cmd, const record_args *a, FILE *f, int created, const struct stat *fsb)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -199,50 +195,19 @@ int cmd_record(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURL *h = curl_easy_init();
-    body b = {NULL, 0, 0, max, 0};
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    body b = {NULL, 0, 0, (size_t)a->max_mb << 20, 0};
+    curl_easy_setopt(h, CURLOPT_URL, a->url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000));
-    double start = now_mono();
-    long written = 0, failed = 0, in_a_row = 0;
-    int rc = CLI_OK;
-    char last_error[CURL_ERROR_SIZE + 32] = "";
-    for (long k = 0; !stop_flag; k++) {
-        double due = start + (double)k * interval;
-        double wait = due - now_mono();
-        if (wait > 0) {
-            struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-            if (nanosleep(&ts, NULL) != 0 && stop_flag) break;
-        }
-        if (now_mono() - start > duration || stop_flag) break;
-        b.n = 0;
-        b.too_big = 0;
-        long long t = now_ms();
-        CURLcode cc = curl_easy_perform(h);
-        if (cc != CURLE_OK) {
-            failed++;
-            snprintf(last_error, sizeof last_error, "%s", b.too_big ? "larger than --max-mb" : curl_easy_strerror(cc));
-            if (++in_a_row >= max_failures) break;
-            fprintf(stderr, "pfi record: warning: scrape %ld failed: %s\n", k, last_error);
-            continue;
-        }
-        in_a_row = 0;
-        if (fprintf(f, "# pfi-scrape-time %lld\n", t) < 0 || (b.n && fwrite(b.p, 1, b.n, f) != b.n) ||
-            (b.n && b.p[b.n - 1] != '\n' && fputc('\n', f) == EOF) || fflush(f) != 0) {
-            cli_error(cmd, "%s: write failed: %s", path, strerror(errno));
-            rc = CLI_FAIL;
-            break;
-        }
-        written++;
-        if (count > 0 && written >= count) break;
-    }
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(a->timeout * 1000));
+    scrapes n = {0, 0, 0, ""};
+    int rc = scrape_loop(cmd, a, h, &b, f, &n);
     /* a pipe or character device answers fsync with EINVAL: only files are synced */
-    if (fflush(f) != 0 || (S_ISREG(fsb.st_mode) && fsync(fileno(f)) != 0)) {
-        if (rc == CLI_OK) cli_error(cmd, "%s: flush failed: %s", path, strerror(errno));
+    if (fflush(f) != 0 || (S_ISREG(fsb->st_mode) && fsync(fileno(f)) != 0)) {
+        if (rc == CLI_OK) cli_error(cmd, "%s: flush failed: %s", a->path, strerror(errno));
         rc = CLI_FAIL;
     }
     fclose(f);
@@ -250,18 +215,40 @@ int cmd_record(int argc, char **argv)
     curl_global_cleanup();
     free(b.p);
     /* on any failure, only an empty file this run created goes; a user's file stays */
-    int gave_up = in_a_row >= max_failures, none = written == 0;
-    int removed = (rc != CLI_OK || gave_up || none) && created && remove_if_ours_and_empty(path, &fsb);
+    int gave_up = n.in_a_row >= a->max_failures, none = n.written == 0;
+    int removed = (rc != CLI_OK || gave_up || none) && created && remove_if_ours_and_empty(a->path, fsb);
     if (rc == CLI_OK && (gave_up || none)) {
         char what[96];
-        if (gave_up) snprintf(what, sizeof what, "gave up after %ld failed scrapes in a row (--max-failures %ld)", in_a_row, max_failures);
-        else snprintf(what, sizeof what, "no successful scrape in %ld tries", failed);
-        cli_error(cmd, "%s: %s%s%s%s; %ld scrapes written to %s%s", url, what, failed ? ", the last: " : "", last_error,
-                  stop_flag ? ", stopped by signal" : "", written, path, removed ? ", which was removed" : "");
+        if (gave_up) snprintf(what, sizeof what, "gave up after %ld failed scrapes in a row (--max-failures %ld)", n.in_a_row, a->max_failures);
+        else snprintf(what, sizeof what, "no successful scrape in %ld tries", n.failed);
+        cli_error(cmd, "%s: %s%s%s%s; %ld scrapes written to %s%s", a->url, what, n.failed ? ", the last: " : "", n.last_error,
+                  stop_flag ? ", stopped by signal" : "", n.written, a->path, removed ? ", which was removed" : "");
         rc = CLI_FAIL;
     } else if (rc == CLI_OK) {
-        fprintf(stderr, "pfi record: %ld scrapes written to %s (%ld failed)%s\n", written, path, failed,
+        fprintf(stderr, "pfi record: %ld scrapes written to %s (%ld failed)%s\n", n.written, a->path, n.failed,
                 stop_flag ? ", stopped by signal" : "");
     }
     return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    const char *cmd = "record";
+    record_args a = {NULL, NULL, 5, INFINITY, NAN, 64, -1, 10};
+    int first, rc = cli_parse(&cmd_record_opts, &a, argc, argv, &first);
+    if (rc >= 0) return rc;
+    if (!a.url) return cli_usage_error(cmd, "--url is required");
+    const char *why = bad_url(a.url);
+    if (why) return cli_usage_error(cmd, "--url '%s': %s", a.url, why);
+    if (!a.path || strcmp(a.path, "-") == 0) return cli_usage_error(cmd, "-o FILE is required");
+    if (first < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first]);
+    if (isnan(a.timeout)) a.timeout = a.interval;
+    int created;
+    struct stat fsb;
+    FILE *f = open_append(a.path, &created, &fsb);
+    if (!f) {
+        cli_error(cmd, "%s: cannot open for appending: %s", a.path, strerror(errno));
+        return CLI_FAIL;
+    }
+    return record_to(cmd, &a, f, created, &fsb);
 }

@@ -28,36 +28,51 @@
 #include "state_file.h"
 #include "sweep_state.h"
 
-const char cmd_sweep_usage[] =
-    "usage: pfi sweep --out DIR [options] [-- COMMAND [ARGS...]]\n"
-    "\n"
-    "Run COMMAND once per power cap on the selected GPUs, for --duration each (or\n"
-    "until it exits), the cap set before it starts; sample telemetry every\n"
-    "--interval; pass the step-log path in $PFI_STEPLOG (also $PFI_CAP_W,\n"
-    "$PFI_RUN_DIR, and CUDA_VISIBLE_DEVICES = the GPUs' UUIDs); pause between runs\n"
-    "until GPU memory is released. Writes DIR/<cap>W/ run directories, DIR/sweep.csv\n"
-    "(pfi ingest) and DIR/index.csv (pfi index), and prints the PFI. Caps go\n"
-    "through the node's pfi-agent when one answers; otherwise they are set directly\n"
-    "and restored at exit, on SIGINT/SIGTERM, or at the next start after a crash.\n"
-    "With --backend sim, a simulated job runs on simulated GPUs (COMMAND optional).\n"
-    "\n"
-    "options:\n"
-    "  --out DIR             output directory (required)\n"
-    "  --backend SPEC        nvml (default) or sim[:OPTIONS] (see pfi-agent(8))\n"
-    "  --gpus LIST           GPU indices (default: all; sim: the simulated job's)\n"
-    "  --caps LIST           per-GPU caps in W (default: the default limit down to the\n"
-    "                        minimum in 100 W steps)\n"
-    "  --duration S          per run, clock seconds (default 600)\n"
-    "  --interval S          telemetry sampling (default 5)\n"
-    "  --pause S             between runs (default 60)\n"
-    "  --group NAME          sweep group name (default: the sim job's group, else 'sweep')\n"
-    "  --arch A, --task T, --model M   metadata for the sweep table\n"
-    "  --agent URL           the node agent (default http://127.0.0.1:9477 if it answers)\n"
-    "  --no-agent            set caps directly even if an agent answers\n"
-    "  --token-file FILE     the agent's bearer token (mode 0600)\n"
-    "  --state-file FILE     direct mode: previous caps (default /var/lib/pfi/sweep-state.json)\n"
-    "  --sim-job K           --backend sim: which simulated job (default 0)\n"
-    "  --time-scale X, --epoch T, --data DIR\n";
+typedef struct sweep_args {
+    const char *out, *backend, *gpus_s, *caps_s, *group, *arch, *task, *model, *agent_url, *token_file, *state, *data;
+    double duration, interval, pause, scale, epoch;
+    int no_agent;
+    size_t sim_job;
+} sweep_args;
+
+#define OPT_T sweep_args
+static const pfi_opt sweep_options[] = {
+    OPT_DIRNAME(0, "out", out, "DIR", "output directory (required)"),
+    OPT_STRING(0, "backend", backend, "SPEC", "nvml (default) or sim[:OPTIONS] (see pfi-agent(8))"),
+    OPT_STRING(0, "gpus", gpus_s, "LIST", "GPU indices (default: all; sim: the simulated job's)"),
+    OPT_STRING(0, "caps", caps_s, "LIST",
+               "per-GPU caps in W (default: the default limit down to the minimum in 100 W steps)"),
+    OPT_DOUBLE(0, "duration", duration, "S", 1, 1e6, "per run, clock seconds (default 600)"),
+    OPT_DOUBLE(0, "interval", interval, "S", 0.05, 3600, "telemetry sampling (default 5)"),
+    OPT_DOUBLE(0, "pause", pause, "S", 0, 1e5, "between runs (default 60)"),
+    OPT_STRING(0, "group", group, "NAME", "sweep group name (default: the sim job's group, else 'sweep')"),
+    OPT_STRING(0, "arch", arch, "A", "metadata for the sweep table: architecture"),
+    OPT_STRING(0, "task", task, "T", "metadata for the sweep table: task"),
+    OPT_STRING(0, "model", model, "M", "metadata for the sweep table: model"),
+    OPT_STRING(0, "agent", agent_url, "URL", "the node agent (default http://127.0.0.1:9477 if it answers)"),
+    OPT_BOOLEAN(0, "no-agent", no_agent, "set caps directly even if an agent answers"),
+    OPT_FILENAME(0, "token-file", token_file, "FILE", "the agent's bearer token (mode 0600)"),
+    OPT_FILENAME(0, "state-file", state, "FILE", "direct mode: previous caps (default /var/lib/pfi/sweep-state.json)"),
+    OPT_SIZE(0, "sim-job", sim_job, "K", 0, 15, "--backend sim: which simulated job (default 0)"),
+    OPT_DOUBLE(0, "time-scale", scale, "X", 1e-3, 1e6, "the pfi clock's speed-up (clock.h)"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (clock.h)"),
+    OPT_DIRNAME(0, "data", data, "DIR", "bundled data (for --backend sim with jobs)"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_sweep_opts = CLI_OPTS(
+    sweep, .usage = "pfi sweep --out DIR [options] [-- COMMAND [ARGS...]]",
+    .description = "Run COMMAND once per power cap on the selected GPUs, for --duration each (or\n"
+                   "until it exits), the cap set before it starts; sample telemetry every\n"
+                   "--interval; pass the step-log path in $PFI_STEPLOG (also $PFI_CAP_W,\n"
+                   "$PFI_RUN_DIR, and CUDA_VISIBLE_DEVICES = the GPUs' UUIDs); pause between runs\n"
+                   "until GPU memory is released. Writes DIR/<cap>W/ run directories, DIR/sweep.csv\n"
+                   "(pfi ingest) and DIR/index.csv (pfi index), and prints the PFI. Caps go\n"
+                   "through the node's pfi-agent when one answers; otherwise they are set directly\n"
+                   "and restored at exit, on SIGINT/SIGTERM, or at the next start after a crash.\n"
+                   "With --backend sim, a simulated job runs on simulated GPUs (COMMAND optional).\n",
+    .options = sweep_options, .operands = PFI_OPERANDS_COMMAND, .flags = PFI_OPTS_IN_ORDER);
 
 static volatile sig_atomic_t g_stop;
 static void on_sig(int s) { g_stop = s; }
@@ -285,56 +300,20 @@ static void stop_command(pid_t p)
 int cmd_sweep(int argc, char **argv)
 {
     const char *cmd = "sweep";
-    enum { O_OUT = 1, O_BACKEND, O_GPUS, O_CAPS, O_DUR, O_INT, O_PAUSE, O_GROUP, O_ARCH, O_TASK, O_MODEL, O_AGENT, O_NOAGENT,
-           O_TOKEN, O_STATE, O_SIMJOB, O_SCALE, O_EPOCH, O_DATA };
-    static const struct option lo[] = {
-        {"out", required_argument, NULL, O_OUT},       {"backend", required_argument, NULL, O_BACKEND},
-        {"gpus", required_argument, NULL, O_GPUS},     {"caps", required_argument, NULL, O_CAPS},
-        {"duration", required_argument, NULL, O_DUR},  {"interval", required_argument, NULL, O_INT},
-        {"pause", required_argument, NULL, O_PAUSE},   {"group", required_argument, NULL, O_GROUP},
-        {"arch", required_argument, NULL, O_ARCH},     {"task", required_argument, NULL, O_TASK},
-        {"model", required_argument, NULL, O_MODEL},   {"agent", required_argument, NULL, O_AGENT},
-        {"no-agent", no_argument, NULL, O_NOAGENT},    {"token-file", required_argument, NULL, O_TOKEN},
-        {"state-file", required_argument, NULL, O_STATE}, {"sim-job", required_argument, NULL, O_SIMJOB},
-        {"time-scale", required_argument, NULL, O_SCALE}, {"epoch", required_argument, NULL, O_EPOCH},
-        {"data", required_argument, NULL, O_DATA},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *out = NULL, *backend = "nvml", *gpus_s = NULL, *caps_s = NULL, *group = NULL, *arch = NULL, *task = NULL,
-               *model = NULL, *agent_url = NULL, *token_file = NULL, *data = NULL;
-    double duration = 600, interval = 5, pause = 60, scale = NAN, epoch = NAN, v;
-    int no_agent = 0;
-    size_t sim_job = 0;
+    sweep_args A = {.backend = "nvml", .state = "/var/lib/pfi/sweep-state.json", .duration = 600, .interval = 5, .pause = 60,
+                    .scale = NAN, .epoch = NAN};
+    int operand0, parsed = cli_parse(&cmd_sweep_opts, &A, argc, argv, &operand0);
+    if (parsed >= 0) return parsed;
+    const char *out = A.out, *backend = A.backend, *gpus_s = A.gpus_s, *caps_s = A.caps_s, *group = A.group, *arch = A.arch,
+               *task = A.task, *model = A.model, *agent_url = A.agent_url, *token_file = A.token_file, *data = A.data;
+    double duration = A.duration, interval = A.interval, pause = A.pause, scale = A.scale, epoch = A.epoch;
+    int no_agent = A.no_agent;
+    size_t sim_job = A.sim_job;
     sweep S;
     memset(&S, 0, sizeof S);
     S.cmd = cmd;
-    S.state = "/var/lib/pfi/sweep-state.json";
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'h': return cli_help(cmd);
-        case O_OUT: out = optarg; break;
-        case O_BACKEND: backend = optarg; break;
-        case O_GPUS: gpus_s = optarg; break;
-        case O_CAPS: caps_s = optarg; break;
-        case O_DUR: if (cli_parse_num(cmd, "--duration", optarg, 1, 1e6, &duration)) return CLI_USAGE; break;
-        case O_INT: if (cli_parse_num(cmd, "--interval", optarg, 0.05, 3600, &interval)) return CLI_USAGE; break;
-        case O_PAUSE: if (cli_parse_num(cmd, "--pause", optarg, 0, 1e5, &pause)) return CLI_USAGE; break;
-        case O_GROUP: group = optarg; break;
-        case O_ARCH: arch = optarg; break;
-        case O_TASK: task = optarg; break;
-        case O_MODEL: model = optarg; break;
-        case O_AGENT: agent_url = optarg; break;
-        case O_NOAGENT: no_agent = 1; break;
-        case O_TOKEN: token_file = optarg; break;
-        case O_STATE: S.state = optarg; break;
-        case O_SIMJOB: if (cli_parse_num(cmd, "--sim-job", optarg, 0, 15, &v)) return CLI_USAGE; sim_job = (size_t)v; break;
-        case O_SCALE: if (cli_parse_num(cmd, "--time-scale", optarg, 1e-3, 1e6, &scale)) return CLI_USAGE; break;
-        case O_EPOCH: if (cli_parse_num(cmd, "--epoch", optarg, 0, 1e11, &epoch)) return CLI_USAGE; break;
-        case O_DATA: data = optarg; break;
-        default: return cli_bad_option(cmd, argv);
-        }
-    }
+    S.state = A.state;
+    optind = operand0;
     char **command = optind < argc ? argv + optind : NULL;
     if (!out) return cli_usage_error(cmd, "--out DIR is required");
     if (duration < 3 * interval) return cli_usage_error(cmd, "--duration %g s is shorter than three --interval samples", duration);

@@ -12,29 +12,48 @@
 #include "synth_write.h"
 #include "tar.h"
 
-const char cmd_synth_usage[] =
-    "usage: pfi synth [options] OUTDIR          run directories under OUTDIR\n"
-    "       pfi synth [options] --tar FILE|-    a tar stream of run directories\n"
-    "       pfi synth [options] --summary       the sweep table, straight from the model\n"
-    "\n"
-    "The RECONSTRUCTION of the paper's 189 H200/H100 runs (25 headline, 4\n"
-    "validation and 6 H100 groups): a physical model calibrated to the published\n"
-    "tables, not the paper's raw data (which is not public). Each run: run.json,\n"
-    "dcgm-exporter text at 5 s scrapes for every GPU, and a step log, over warmup,\n"
-    "startup, 30 minutes of training (evaluation at ~10 min, checkpoint at ~20 min)\n"
-    "and a tail. Deterministic for a seed. `--summary` gives the same numbers as\n"
-    "synth -> ingest. Every row carries split = headline | validation | h100 (or\n"
-    "fleet) and the metadata provenance = reconstruction calibrated to published tables.\n"
-    "\n"
-    "options:\n"
-    "  --seed N         noise seed (default 1: the seed the calibration used)\n"
-    "  --minutes M      training minutes per run (default 30; fewer for quick tests)\n"
-    "  --split S        only groups of split S (headline, validation, h100)\n"
-    "  --group NAME     only this group (repeatable)\n"
-    "  --fleet N        instead, N new jobs drawn from the calibrated families\n"
-    "  --fleet-seed N   seed of the fleet draw (default 7)\n"
-    "  --data DIR       where reconstruction/spec.csv and params.csv are\n"
-    "  --format csv|json|table, --json, -o FILE (for --summary)\n";
+typedef struct synth_args {
+    cli_out out;
+    pfi_synth_opts so;
+    const char *split, *data, *tar;
+    pfi_opt_list groups;
+    int summary;
+    long fleet;
+    uint64_t fseed;
+} synth_args;
+
+#define OPT_T synth_args
+static const pfi_opt synth_options[] = {
+    OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19, "noise seed (default 1: the seed the calibration used)"),
+    OPT_DOUBLE_SCALED(0, "minutes", so.train_s, "M", 1, 1440, 60,
+                      "training minutes per run (default 30; fewer for quick tests)"),
+    OPT_STRING_OF(0, "split", split, "headline|validation|h100", "only groups of this split"),
+    OPT_LIST(0, "group", groups, "NAME", "only this group (repeatable)"),
+    OPT_LONG(0, "fleet", fleet, "N", 1, 1e6, "instead, N new jobs drawn from the calibrated families"),
+    OPT_U64(0, "fleet-seed", fseed, "N", 0, 1.8e19, "seed of the fleet draw (default 7)"),
+    OPT_DIRNAME(0, "data", data, "DIR", "where reconstruction/spec.csv and params.csv are"),
+    OPT_FILENAME(0, "tar", tar, "FILE|-", "write a tar stream of run directories to FILE (- : standard output)"),
+    OPT_BOOLEAN(0, "summary", summary, "write the sweep table, straight from the model"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+const pfi_opts cmd_synth_opts = CLI_OPTS(
+    synth,
+    .usage = "pfi synth [options] OUTDIR          run directories under OUTDIR\n"
+             "pfi synth [options] --tar FILE|-    a tar stream of run directories\n"
+             "pfi synth [options] --summary       the sweep table, straight from the model",
+    .description = "The RECONSTRUCTION of the paper's 189 H200/H100 runs (25 headline, 4\n"
+                   "validation and 6 H100 groups): a physical model calibrated to the published\n"
+                   "tables, not the paper's raw data (which is not public). Each run: run.json,\n"
+                   "dcgm-exporter text at 5 s scrapes for every GPU, and a step log, over warmup,\n"
+                   "startup, 30 minutes of training (evaluation at ~10 min, checkpoint at ~20 min)\n"
+                   "and a tail. Deterministic for a seed. `--summary` gives the same numbers as\n"
+                   "synth -> ingest. Every row carries split = headline | validation | h100 (or\n"
+                   "fleet) and the metadata provenance = reconstruction calibrated to published tables.\n",
+    .footer = "The output options apply to --summary.\n",
+    .options = synth_options, .operands = PFI_OPERANDS_FILES);
 
 static int selected(const pfi_recon_group *g, const char *split, char **groups, int ngroups)
 {
@@ -45,139 +64,63 @@ static int selected(const pfi_recon_group *g, const char *split, char **groups, 
     return 0;
 }
 
-int cmd_synth(int argc, char **argv)
+/* the selected groups of use: run directories (or a tar stream), or summaries */
+static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const char *outdir, FILE *tarf,
+                               pfi_run_summary ***sums, size_t *nsum, pfi_error *err)
 {
-    const char *cmd = "synth";
-    enum { O_SEED = 1, O_MIN, O_SPLIT, O_GROUP, O_FLEET, O_FSEED, O_DATA, O_TAR, O_SUMMARY };
-    static const struct option lo[] = {{"seed", required_argument, NULL, O_SEED},
-                                       {"minutes", required_argument, NULL, O_MIN},
-                                       {"split", required_argument, NULL, O_SPLIT},
-                                       {"group", required_argument, NULL, O_GROUP},
-                                       {"fleet", required_argument, NULL, O_FLEET},
-                                       {"fleet-seed", required_argument, NULL, O_FSEED},
-                                       {"data", required_argument, NULL, O_DATA},
-                                       {"tar", required_argument, NULL, O_TAR},
-                                       {"summary", no_argument, NULL, O_SUMMARY},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
-    cli_out out;
-    cli_out_init(&out);
-    pfi_synth_opts so;
-    pfi_synth_opts_default(&so);
-    const char *split = NULL, *data = NULL, *tar = NULL;
-    char **groups = calloc((size_t)argc + 1, sizeof *groups);
-    int ngroups = 0, summary = 0, c, rc = CLI_OK;
-    long fleet = 0;
-    uint64_t fseed = 7;
-    double v;
-    if (!groups) return CLI_FAIL;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, lo, NULL)) != -1) {
-        int h = cli_common_opt(cmd, c, optarg, &out);
-        if (h < 0) { rc = CLI_USAGE; goto done; }
-        if (h) continue;
-        switch (c) {
-        case 'h': rc = cli_help(cmd); goto done;
-        case O_SEED:
-            if (cli_parse_num(cmd, "--seed", optarg, 0, 1.8e19, &v)) { rc = CLI_USAGE; goto done; }
-            so.seed = (uint64_t)v;
-            break;
-        case O_MIN:
-            if (cli_parse_num(cmd, "--minutes", optarg, 1, 1440, &v)) { rc = CLI_USAGE; goto done; }
-            so.train_s = v * 60;
-            break;
-        case O_SPLIT: split = optarg; break;
-        case O_GROUP: groups[ngroups++] = optarg; break;
-        case O_FLEET:
-            if (cli_parse_num(cmd, "--fleet", optarg, 1, 1e6, &v)) { rc = CLI_USAGE; goto done; }
-            fleet = (long)v;
-            break;
-        case O_FSEED:
-            if (cli_parse_num(cmd, "--fleet-seed", optarg, 0, 1.8e19, &v)) { rc = CLI_USAGE; goto done; }
-            fseed = (uint64_t)v;
-            break;
-        case O_DATA: data = optarg; break;
-        case O_TAR: tar = optarg; break;
-        case O_SUMMARY: summary = 1; break;
-        default: rc = cli_bad_option(cmd, argv); goto done;
-        }
-    }
-    const char *outdir = optind < argc ? argv[optind] : NULL;
-    if ((outdir != NULL) + (tar != NULL) + summary != 1) {
-        rc = cli_usage_error(cmd, "give exactly one of OUTDIR, --tar FILE or --summary");
-        goto done;
-    }
-    if (!summary && tar && strcmp(tar, "-") == 0 && isatty(STDOUT_FILENO)) {
-        rc = cli_usage_error(cmd, "refusing to write a tar stream to a terminal");
-        goto done;
-    }
-    char spec[4096], params[4096];
-    if (cli_data_path(cmd, data, "reconstruction/spec.csv", spec, sizeof spec) ||
-        cli_data_path(cmd, data, "reconstruction/params.csv", params, sizeof params)) {
-        rc = CLI_FAIL;
-        goto done;
-    }
-    pfi_recon r, fl = {0};
-    pfi_error err;
-    if (pfi_recon_load(spec, params, &r, &err) != PFI_OK) {
-        cli_error(cmd, "%s", err.msg);
-        rc = CLI_FAIL;
-        goto done;
-    }
-    pfi_recon *use = &r;
-    if (fleet) {
-        if (pfi_recon_draw_fleet(&r, (size_t)fleet, fseed, &fl, &err) != PFI_OK) {
-            cli_error(cmd, "%s", err.msg);
-            pfi_recon_free(&r);
-            rc = CLI_FAIL;
-            goto done;
-        }
-        use = &fl;
-    }
-    pfi_outfile tf = {0};
-    if (tar && pfi_out_open(&tf, tar, &err) != PFI_OK) {
-        cli_error(cmd, "%s", err.msg);
-        rc = CLI_FAIL;
-        goto free_all;
-    }
-    pfi_run_summary **sums = NULL;
-    size_t nsum = 0, cap = 0, nsel = 0;
+    size_t cap = 0, nsel = 0;
     pfi_status st = PFI_OK;
     for (size_t i = 0; i < use->n && !st; i++) {
         const pfi_recon_group *g = &use->g[i];
-        if (!selected(g, split, groups, ngroups)) continue;
+        if (!selected(g, a->split, a->groups.v, a->groups.n)) continue;
         if (!g->calibrated) {
-            st = pfi_errorf(&err, PFI_EINVAL, "group %s (%s) has no calibrated parameters", g->group, g->gpu_model);
+            st = pfi_errorf(err, PFI_EINVAL, "group %s (%s) has no calibrated parameters", g->group, g->gpu_model);
             break;
         }
         nsel++;
         for (int k = 0; k < g->ncaps && !st; k++) {
-            if (summary) {
-                if (nsum == cap) {
+            if (a->summary) {
+                if (*nsum == cap) {
                     cap = cap ? 2 * cap : 256;
-                    pfi_run_summary **p = realloc(sums, cap * sizeof *p);
-                    if (!p) { st = pfi_errorf(&err, PFI_ENOMEM, "out of memory"); break; }
-                    sums = p;
+                    pfi_run_summary **p = realloc(*sums, cap * sizeof *p);
+                    if (!p) { st = pfi_errorf(err, PFI_ENOMEM, "out of memory"); break; }
+                    *sums = p;
                 }
-                sums[nsum] = calloc(1, sizeof **sums);
-                if (!sums[nsum]) { st = pfi_errorf(&err, PFI_ENOMEM, "out of memory"); break; }
-                st = pfi_synth_summary(g, k, &so, sums[nsum], &err);
-                nsum++;
+                (*sums)[*nsum] = calloc(1, sizeof ***sums);
+                if (!(*sums)[*nsum]) { st = pfi_errorf(err, PFI_ENOMEM, "out of memory"); break; }
+                st = pfi_synth_summary(g, k, &a->so, (*sums)[*nsum], err);
+                (*nsum)++;
             } else {
-                st = pfi_synth_write_run(g, k, &so, outdir, tar ? tf.f : NULL, NULL, &err);
+                st = pfi_synth_write_run(g, k, &a->so, outdir, tarf, NULL, err);
             }
         }
     }
-    if (!st && nsel == 0) st = pfi_errorf(&err, PFI_ENOTFOUND, "no group matches the selection");
-    if (!st && tar) st = pfi_tar_write_end(tf.f, &err);
-    if (tar) {
+    if (!st && nsel == 0) st = pfi_errorf(err, PFI_ENOTFOUND, "no group matches the selection");
+    return st;
+}
+
+/* write what was asked for from the reconstruction (or fleet) use */
+static int synth_write(const char *cmd, const synth_args *a, const pfi_recon *use, const char *outdir)
+{
+    pfi_error err;
+    pfi_outfile tf = {0};
+    if (a->tar && pfi_out_open(&tf, a->tar, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
+    pfi_run_summary **sums = NULL;
+    size_t nsum = 0;
+    int rc = CLI_OK;
+    pfi_status st = synth_groups(a, use, outdir, a->tar ? tf.f : NULL, &sums, &nsum, &err);
+    if (!st && a->tar) st = pfi_tar_write_end(tf.f, &err);
+    if (a->tar) {
         if (st) pfi_out_abort(&tf);
         else st = pfi_out_commit(&tf, &err);
     }
-    if (!st && summary) {
+    if (!st && a->summary) {
         pfi_table *t = NULL;
         st = pfi_summaries_table((const pfi_run_summary *const *)sums, nsum, &t, &err);
-        if (!st) rc = cli_save_table(cmd, t, &out);
+        if (!st) rc = cli_save_table(cmd, t, &a->out);
         pfi_table_free(t);
     }
     if (st) {
@@ -189,10 +132,45 @@ int cmd_synth(int argc, char **argv)
         free(sums[i]);
     }
     free(sums);
-free_all:
+    return rc;
+}
+
+static int synth_run(const char *cmd, const synth_args *a, const char *outdir)
+{
+    if ((outdir != NULL) + (a->tar != NULL) + a->summary != 1)
+        return cli_usage_error(cmd, "give exactly one of OUTDIR, --tar FILE or --summary");
+    if (!a->summary && a->tar && strcmp(a->tar, "-") == 0 && isatty(STDOUT_FILENO))
+        return cli_usage_error(cmd, "refusing to write a tar stream to a terminal");
+    char spec[4096], params[4096];
+    if (cli_data_path(cmd, a->data, "reconstruction/spec.csv", spec, sizeof spec) ||
+        cli_data_path(cmd, a->data, "reconstruction/params.csv", params, sizeof params))
+        return CLI_FAIL;
+    pfi_recon r, fl = {0};
+    pfi_error err;
+    if (pfi_recon_load(spec, params, &r, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
+    if (a->fleet && pfi_recon_draw_fleet(&r, (size_t)a->fleet, a->fseed, &fl, &err) != PFI_OK) {
+        cli_error(cmd, "%s", err.msg);
+        pfi_recon_free(&r);
+        return CLI_FAIL;
+    }
+    int rc = synth_write(cmd, a, a->fleet ? &fl : &r, outdir);
     pfi_recon_free(&fl);
     pfi_recon_free(&r);
-done:
-    free(groups);
+    return rc;
+}
+
+int cmd_synth(int argc, char **argv)
+{
+    synth_args a;
+    memset(&a, 0, sizeof a);
+    cli_out_init(&a.out);
+    pfi_synth_opts_default(&a.so);
+    a.fseed = 7;
+    int first, rc = cli_parse(&cmd_synth_opts, &a, argc, argv, &first);
+    if (rc < 0) rc = synth_run("synth", &a, first < argc ? argv[first] : NULL);
+    pfi_opts_free(&cmd_synth_opts, &a);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* common.c — shared CLI plumbing (see cli.h). */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,24 +27,48 @@ void cli_out_init(cli_out *o)
     o->path = NULL;
 }
 
-int cli_common_opt(const char *cmd, int c, const char *arg, cli_out *o)
+static int opt_format(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
-    switch (c) {
-    case CLI_OPT_FORMAT:
-        if (pfi_format_parse(arg, &o->fmt) != 0) {
-            cli_usage_error(cmd, "--format: '%s' is not csv, json or table", arg);
-            return -1;
-        }
-        o->fmt_set = 1;
-        return 1;
-    case CLI_OPT_JSON:
-        o->fmt = PFI_FMT_JSON;
-        o->fmt_set = 1;
-        return 1;
-    case 'o':
-        o->path = arg;
-        return 1;
-    default: return 0;
+    cli_out *out = (cli_out *)((char *)value - offsetof(cli_out, fmt));
+    if (pfi_format_parse(arg, &out->fmt) != 0) {
+        pfi_opts_bad_choice(ctx, o, arg);
+        return -1;
+    }
+    out->fmt_set = 1;
+    return 0;
+}
+
+static int opt_json(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
+{
+    cli_out *out = (cli_out *)((char *)value - offsetof(cli_out, fmt));
+    out->fmt = PFI_FMT_JSON;
+    out->fmt_set = 1;
+    return 0;
+}
+
+#define OPT_T cli_out
+const pfi_opt cli_out_options[] = {
+    OPT_CALLBACK_CHOICES(0, "format", fmt, "csv|json|table",
+                         "output rendering (default: table on a terminal, else csv; a sweep table: csv)", opt_format),
+    OPT_CALLBACK(0, "json", fmt, NULL, "the same as --format json", opt_json),
+    OPT_FILENAME('o', "output", path, "FILE", "write to FILE, atomically (- is standard output)"),
+    OPT_END()};
+#undef OPT_T
+
+int cli_opt_objective(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
+{
+    if (!strcmp(arg, "normalized")) *(int *)value = 1;
+    else if (strcmp(arg, "tokens")) return pfi_opts_bad_choice(ctx, o, arg), -1;
+    return 0;
+}
+
+int cli_parse(const pfi_opts *spec, void *args, int argc, char **argv, int *first)
+{
+    switch (pfi_opts_parse(spec, args, argc, argv, stderr, first)) {
+    case PFI_OPTS_OK: return -1;
+    case PFI_OPTS_HELP: pfi_opts_help(spec, stdout); return CLI_OK;
+    case PFI_OPTS_NOMEM: return CLI_FAIL;
+    default: return CLI_USAGE;
     }
 }
 
@@ -90,20 +115,8 @@ int cli_help(const char *cmd)
 {
     const cli_cmd *c = cli_find(cmd);
     if (!c) return CLI_USAGE;
-    fputs(c->usage, stdout);
+    pfi_opts_help(c->opts, stdout);
     return CLI_OK;
-}
-
-int cli_bad_option(const char *cmd, char **argv)
-{
-    const char *arg = optind > 0 ? argv[optind - 1] : "?";
-    if (optopt && optopt != '?')
-        fprintf(stderr, "pfi %s: invalid option or missing argument: -%c (see 'pfi help %s')\n",
-                cmd, optopt, cmd);
-    else
-        fprintf(stderr, "pfi %s: invalid option or missing argument: %s (see 'pfi help %s')\n",
-                cmd, arg, cmd);
-    return CLI_USAGE;
 }
 
 int cli_parse_list(const char *s, double *out, int max)
@@ -121,16 +134,6 @@ int cli_parse_list(const char *s, double *out, int max)
         if (!*p) return -1;
     }
     return n;
-}
-
-int cli_parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi, double *v)
-{
-    int e = pfi_parse_double(s, strlen(s), v);
-    if (e || *v < lo || *v > hi) {
-        cli_usage_error(cmd, "%s: '%s' is not a number in [%g, %g]", opt, s, lo, hi);
-        return -1;
-    }
-    return 0;
 }
 
 pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu_model)

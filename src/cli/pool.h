@@ -8,6 +8,7 @@
 #define PFI_CLI_POOL_H
 
 #include "groupset.h"
+#include "options.h"
 #include "pfi/alloc.h"
 
 typedef struct cli_pool {
@@ -29,6 +30,8 @@ typedef enum cli_pfi_source {
 
 int cli_pfi_source_parse(const char *s, cli_pfi_source *out);
 const char *cli_pfi_source_name(cli_pfi_source s);
+/* option callback: --pfi predicted|measured|measured-robust into a cli_pfi_source */
+int cli_opt_pfi_source(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value);
 
 typedef struct cli_pool_opts {
     const char *model, *curve_model; /* files, or NULL: fit in-sample */

@@ -48,7 +48,7 @@ chmod 644 "$T/token"
 expect_status 1 "$PFI_AGENT" --backend "$SIM" --token-file "$T/token" --state-file "$STATE" --listen 127.0.0.1:0
 contains "$T/err" "chmod 600"
 chmod 600 "$T/token"
-expect_error 2 "invalid option" "$PFI_AGENT" --bogus
+expect_error 2 "unknown option" "$PFI_AGENT" --bogus
 expect_status 1 "$PFI_AGENT" --backend 'sim:gpus=99' --state-file "$STATE"
 contains "$T/err" "gpus"
 

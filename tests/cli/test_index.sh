@@ -172,7 +172,7 @@ head -c 4096 /dev/urandom >"$T/garbage.csv"
 expect_error 1 "nosuch.csv: cannot open" "$PFI" index "$T/nosuch.csv"
 
 # --- usage errors: exit 2
-expect_error 2 "invalid option" "$PFI" index --frobnicate "$T/s.csv"
+expect_error 2 "unknown option" "$PFI" index --frobnicate "$T/s.csv"
 expect_error 2 "--format: 'xml'" "$PFI" index --format xml "$T/s.csv"
 expect_error 2 "--caps" "$PFI" index --caps 200,abc "$T/s.csv"
 expect_error 2 "no sweep table" "$PFI" index

@@ -76,7 +76,7 @@ if cmp -s "$R/data/recon_index.csv" "$T/seed2/data/recon_index.csv"; then fail "
 ok
 
 # bad input
-expect_error 2 "invalid option" "$PFI" reproduce --bogus
+expect_error 2 "unknown option" "$PFI" reproduce --bogus
 expect_error 2 "--seed" "$PFI" reproduce --seed -3
 expect_error 1 "cannot create" "$PFI" reproduce --quick --out /proc/pfi-no-such-dir
 

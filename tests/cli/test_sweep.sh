@@ -100,6 +100,6 @@ expect_error 2 "--out DIR is required" "$PFI" sweep --backend "$SIM"
 expect_error 2 "no COMMAND" "$PFI" sweep --out "$T/x"
 expect_error 2 "outside GPU" "$PFI" sweep --backend "$SIM" --caps 900,700 --no-agent --state-file "$T/ss" --out "$T/x"
 expect_error 2 "three --interval" "$PFI" sweep --backend "$SIM" --duration 5 --interval 5 --out "$T/x"
-expect_error 2 "invalid option" "$PFI" sweep --frobnicate
+expect_error 2 "unknown option" "$PFI" sweep --frobnicate
 expect_error 1 "unknown sim option" "$PFI" sweep --backend 'sim:warp=9' --out "$T/x"
 done_ok

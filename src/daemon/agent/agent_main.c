@@ -15,7 +15,6 @@
  * --keep-caps-on-exit (for an upgrade: the next agent honours the lease).
  * SIGHUP reopens the --log file (after logrotate renamed it); nothing else. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,47 +30,60 @@
 #include "clock.h"
 #include "daemon_util.h"
 #include "datapath.h"
+#include "options.h"
 #include "recon_io.h"
 #include "pfi/version.h"
 
-static const char usage[] =
-    "usage: pfi-agent [options]\n"
-    "\n"
-    "The pfi node agent: samples the node's GPUs, maps them to jobs, serves\n"
-    "GET /metrics (Prometheus), GET /v1/node (JSON) and PUT /v1/caps (bearer\n"
-    "token; caps under a lease, restored to their baseline when it ends). The only\n"
-    "writer of GPU caps on its node; run one per node, as root. See pfi-agent(8).\n"
-    "\n"
-    "options:\n"
-    "  --backend SPEC        nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)\n"
-    "  --listen ADDR:PORT    (default 127.0.0.1:9477; port 0 picks a free one)\n"
-    "  --port-file FILE      write the bound port here once listening\n"
-    "  --control-listen ADDR:PORT  serve PUT /v1/caps only here (its own threads and\n"
-    "                        connection budget, so scrapes cannot starve it)\n"
-    "  --control-port-file FILE    the control listener's bound port\n"
-    "  --token-file FILE     bearer token for PUT /v1/caps (mode 0600); without it caps are read-only\n"
-    "  --read-token-file FILE  bearer token GET /metrics and /v1/node then need (this or the\n"
-    "                        control token; mode 0600); without it reads are open\n"
-    "  --tls-client-ca FILE  with TLS: every request needs a client certificate this CA signed\n"
-    "  --state-file FILE     lease and baselines (default /var/lib/pfi/agent-state.json)\n"
-    "  --interval S          sampling interval, clock seconds (default 1)\n"
-    "  --model FILE          predictor model file (pfi fit --model) for pfi_job_pfi_predicted\n"
-    "  --jobs-dir DIR        job files from the scheduler integration (DIR/*.json)\n"
-    "  --jobs-file FILE      a static job mapping\n"
-    "  --job-env VAR         also take a process's job id from VAR in its environment (e.g.\n"
-    "                        SLURM_JOB_ID) when its cgroup names none: trusts the job's user; off by default\n"
-    "  --job-mapping-dir DIR write dcgm-exporter HPC job-mapping files (one per GPU index)\n"
-    "  --dcgm-url URL        a local dcgm-exporter's /metrics, for profiling metrics NVML lacks\n"
-    "  --tls-cert FILE, --tls-key FILE   serve HTTPS\n"
-    "  --max-lease S         longest lease granted (default 3600)\n"
-    "  --max-body BYTES      largest request body (default 65536)\n"
-    "  --keep-caps-on-exit   on SIGTERM keep caps and the lease (for an upgrade)\n"
-    "  --restore-and-exit    put every GPU the state file lists back to its baseline (all to\n"
-    "                        their device default if the file is corrupt), then exit\n"
-    "  --log FILE            log here instead of stderr\n"
-    "  --time-scale X, --epoch T   the pfi clock (clock.h); also $PFI_TIME_SCALE, $PFI_EPOCH\n"
-    "  --data DIR            bundled data (for --backend sim with jobs)\n"
-    "  --version, --help\n";
+#define OPT_T agent_cfg
+static const pfi_opt agent_options[] = {
+    OPT_STRING(0, "backend", backend, "SPEC", "nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)"),
+    OPT_STRING(0, "listen", listen, "ADDR:PORT", "(default 127.0.0.1:9477; port 0 picks a free one)"),
+    OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
+    OPT_STRING(0, "control-listen", control_listen, "ADDR:PORT",
+               "serve PUT /v1/caps only here (its own threads and connection budget, so scrapes cannot starve it)"),
+    OPT_FILENAME(0, "control-port-file", control_port_file, "FILE", "the control listener's bound port"),
+    OPT_FILENAME(0, "token-file", token_file, "FILE", "bearer token for PUT /v1/caps (mode 0600); without it caps are read-only"),
+    OPT_FILENAME(0, "read-token-file", read_token_file, "FILE",
+                 "bearer token GET /metrics and /v1/node then need (this or the control token; mode 0600); without it "
+                 "reads are open"),
+    OPT_FILENAME(0, "tls-client-ca", tls_client_ca, "FILE", "with TLS: every request needs a client certificate this CA signed"),
+    OPT_FILENAME(0, "state-file", state_file, "FILE", "lease and baselines (default /var/lib/pfi/agent-state.json)"),
+    OPT_DOUBLE(0, "interval", interval_s, "S", 0.01, 3600, "sampling interval, clock seconds (default 1)"),
+    OPT_FILENAME(0, "model", model_path, "FILE", "predictor model file (pfi fit --model) for pfi_job_pfi_predicted"),
+    OPT_DIRNAME(0, "jobs-dir", jobs_dir, "DIR", "job files from the scheduler integration (DIR/*.json)"),
+    OPT_FILENAME(0, "jobs-file", jobs_file, "FILE", "a static job mapping"),
+    OPT_STRING(0, "job-env", job_env, "VAR",
+               "also take a process's job id from VAR in its environment (e.g. SLURM_JOB_ID) when its cgroup names "
+               "none: trusts the job's user; off by default"),
+    OPT_DIRNAME(0, "job-mapping-dir", mapping_dir, "DIR", "write dcgm-exporter HPC job-mapping files (one per GPU index)"),
+    OPT_STRING(0, "dcgm-url", dcgm_url, "URL", "a local dcgm-exporter's /metrics, for profiling metrics NVML lacks"),
+    OPT_FILENAME(0, "tls-cert", tls_cert, "FILE", "serve HTTPS with this certificate ..."),
+    OPT_FILENAME(0, "tls-key", tls_key, "FILE", "... and this key"),
+    OPT_DOUBLE(0, "max-lease", max_lease_s, "S", 1, 86400, "longest lease granted (default 3600)"),
+    OPT_SIZE(0, "max-body", max_body, "BYTES", 256, 16 << 20, "largest request body (default 65536)"),
+    OPT_BOOLEAN(0, "keep-caps-on-exit", keep_caps, "on SIGTERM keep caps and the lease (for an upgrade)"),
+    OPT_BOOLEAN(0, "restore-and-exit", restore_and_exit,
+                "put every GPU the state file lists back to its baseline (all to their device default if the file is "
+                "corrupt), then exit"),
+    OPT_FILENAME(0, "log", log_path, "FILE", "log here instead of stderr"),
+    OPT_DOUBLE(0, "time-scale", time_scale, "X", 1e-3, 1e6, "the pfi clock's speed-up (clock.h); also $PFI_TIME_SCALE"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (clock.h); also $PFI_EPOCH"),
+    OPT_DIRNAME(0, "data", data_dir, "DIR", "bundled data (for --backend sim with jobs)"),
+    OPT_STOP(0, "version", "print the version and exit"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+static const pfi_opts agent_opts = {
+    .prog = "pfi-agent",
+    .see = "see pfi-agent --help",
+    .usage = "pfi-agent [options]",
+    .description = "The pfi node agent: samples the node's GPUs, maps them to jobs, serves\n"
+                   "GET /metrics (Prometheus), GET /v1/node (JSON) and PUT /v1/caps (bearer\n"
+                   "token; caps under a lease, restored to their baseline when it ends). The only\n"
+                   "writer of GPU caps on its node; run one per node, as root. See pfi-agent(8).\n",
+    .options = agent_options,
+};
 
 static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
@@ -83,19 +95,6 @@ void agent_log(agent *a, const char *fmt, ...)
     va_start(ap, fmt);
     pfi_daemon_vlog(a->log, "pfi-agent", fmt, ap);
     va_end(ap);
-}
-
-static int num_opt(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "pfi-agent: %s %s: expected a number in %g..%g\n", opt, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
 }
 
 static double thread_cpu(void)
@@ -151,77 +150,125 @@ static void *lease_thread(void *arg)
     return NULL;
 }
 
-int main(int argc, char **argv)
+/* the options into c: -1 to go on, else the exit status (after --help,
+ * --version or a usage error) */
+static int options(agent_cfg *c, int argc, char **argv)
 {
-    enum { O_BACKEND = 1, O_LISTEN, O_PORTF, O_TOKEN, O_STATE, O_INTERVAL, O_MODEL, O_JOBSDIR, O_JOBSFILE, O_JOBENV, O_MAPDIR,
-           O_DCGM, O_CERT, O_KEY, O_MAXLEASE, O_MAXBODY, O_KEEP, O_LOG, O_SCALE, O_EPOCH, O_DATA, O_VERSION, O_CLISTEN, O_CPORTF, O_RTOKEN, O_CLIENTCA, O_RESTORE };
-    static const struct option lo[] = {
-        {"backend", required_argument, NULL, O_BACKEND},   {"listen", required_argument, NULL, O_LISTEN},
-        {"port-file", required_argument, NULL, O_PORTF},   {"token-file", required_argument, NULL, O_TOKEN},
-        {"state-file", required_argument, NULL, O_STATE},  {"interval", required_argument, NULL, O_INTERVAL},
-        {"model", required_argument, NULL, O_MODEL},       {"jobs-dir", required_argument, NULL, O_JOBSDIR},
-        {"jobs-file", required_argument, NULL, O_JOBSFILE}, {"job-env", required_argument, NULL, O_JOBENV},
-        {"job-mapping-dir", required_argument, NULL, O_MAPDIR}, {"dcgm-url", required_argument, NULL, O_DCGM},
-        {"tls-cert", required_argument, NULL, O_CERT},     {"tls-key", required_argument, NULL, O_KEY},
-        {"max-lease", required_argument, NULL, O_MAXLEASE}, {"max-body", required_argument, NULL, O_MAXBODY},
-        {"keep-caps-on-exit", no_argument, NULL, O_KEEP},  {"log", required_argument, NULL, O_LOG},
-        {"time-scale", required_argument, NULL, O_SCALE},  {"epoch", required_argument, NULL, O_EPOCH},
-        {"data", required_argument, NULL, O_DATA},         {"version", no_argument, NULL, O_VERSION},
-        {"control-listen", required_argument, NULL, O_CLISTEN}, {"control-port-file", required_argument, NULL, O_CPORTF},
-        {"read-token-file", required_argument, NULL, O_RTOKEN}, {"tls-client-ca", required_argument, NULL, O_CLIENTCA},
-        {"restore-and-exit", no_argument, NULL, O_RESTORE}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    static agent A;
-    agent *a = &A;
-    agent_cfg *c = &a->cfg;
     c->backend = "nvml";
     c->state_file = "/var/lib/pfi/agent-state.json";
     c->interval_s = 1;
     c->max_lease_s = 3600;
     c->max_body = 65536;
     c->time_scale = c->epoch = NAN;
-    int opt;
-    double v;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (opt) {
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: printf("pfi-agent %s\n", PFI_VERSION); return 0;
-        case O_BACKEND: c->backend = optarg; break;
-        case O_LISTEN: c->listen = optarg; break;
-        case O_PORTF: c->port_file = optarg; break;
-        case O_CLISTEN: c->control_listen = optarg; break;
-        case O_RTOKEN: c->read_token_file = optarg; break;
-        case O_CLIENTCA: c->tls_client_ca = optarg; break;
-        case O_CPORTF: c->control_port_file = optarg; break;
-        case O_TOKEN: c->token_file = optarg; break;
-        case O_STATE: c->state_file = optarg; break;
-        case O_INTERVAL: if (num_opt("--interval", optarg, 0.01, 3600, &c->interval_s)) return 2; break;
-        case O_MODEL: c->model_path = optarg; break;
-        case O_JOBSDIR: c->jobs_dir = optarg; break;
-        case O_JOBSFILE: c->jobs_file = optarg; break;
-        case O_JOBENV: c->job_env = optarg; break;
-        case O_MAPDIR: c->mapping_dir = optarg; break;
-        case O_DCGM: c->dcgm_url = optarg; break;
-        case O_CERT: c->tls_cert = optarg; break;
-        case O_KEY: c->tls_key = optarg; break;
-        case O_MAXLEASE: if (num_opt("--max-lease", optarg, 1, 86400, &c->max_lease_s)) return 2; break;
-        case O_MAXBODY: if (num_opt("--max-body", optarg, 256, 16 << 20, &v)) return 2; c->max_body = (size_t)v; break;
-        case O_KEEP: c->keep_caps = 1; break;
-        case O_RESTORE: c->restore_and_exit = 1; break;
-        case O_LOG: c->log_path = optarg; break;
-        case O_SCALE: if (num_opt("--time-scale", optarg, 1e-3, 1e6, &c->time_scale)) return 2; break;
-        case O_EPOCH: if (num_opt("--epoch", optarg, 0, 1e11, &c->epoch)) return 2; break;
-        case O_DATA: c->data_dir = optarg; break;
-        default:
-            fprintf(stderr, "pfi-agent: invalid option or missing argument: %s (see pfi-agent --help)\n", argv[optind - 1]);
-            return 2;
-        }
+    int optind0;
+    switch (pfi_opts_parse(&agent_opts, c, argc, argv, stderr, &optind0)) {
+    case PFI_OPTS_OK: break;
+    case PFI_OPTS_HELP: pfi_opts_help(&agent_opts, stdout); return 0;
+    case PFI_OPTS_STOP: printf("pfi-agent %s\n", PFI_VERSION); return 0;
+    case PFI_OPTS_NOMEM: return 1;
+    default: return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "pfi-agent: unexpected argument '%s'\n", argv[optind]);
+    if (optind0 < argc) {
+        fprintf(stderr, "pfi-agent: unexpected argument '%s'\n", argv[optind0]);
         return 2;
     }
+    return -1;
+}
+
+/* the tokens, the TLS settings' consistency and the model: 0, or the exit status */
+static int load_credentials(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    pfi_error e;
+    if (c->token_file) {
+        if (pfi_token_read(c->token_file, a->token, sizeof a->token, &e)) {
+            agent_log(a, "error: %s", e.msg);
+            return 1;
+        }
+        a->have_token = 1;
+    } else {
+        agent_log(a, "warning: no --token-file: PUT /v1/caps is refused; caps are read-only");
+    }
+    if (c->read_token_file) {
+        if (pfi_token_read(c->read_token_file, a->read_token, sizeof a->read_token, &e)) {
+            agent_log(a, "error: --read-token-file: %s", e.msg);
+            return 1;
+        }
+        a->have_read_token = 1;
+    }
+    if (c->tls_client_ca && !c->tls_cert) {
+        agent_log(a, "error: --tls-client-ca needs --tls-cert and --tls-key (mTLS is TLS)");
+        return 2;
+    }
+    if (c->model_path) {
+        if (pfi_model_load(c->model_path, &a->model, &e)) {
+            agent_log(a, "error: --model: %s", e.msg);
+            return 1;
+        }
+        a->have_model = 1;
+    }
+    return 0;
+}
+
+/* every --interval on the monotonic clock (a wall-clock step neither
+ * stalls nor bursts sampling), the job mapping every 5 s, until a signal */
+static void sampling_loop(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
+    while (!g_stop) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        double now = pfi_clock_mono();
+        if (now >= next && !g_stop) {
+            int refresh = now - last_refresh >= 5.0;
+            if (refresh) last_refresh = now;
+            sample_round(a, refresh);
+            next += c->interval_s;
+            if (next < now) next = now + c->interval_s; /* fell behind: do not burst */
+        }
+    }
+}
+
+/* at exit: caps kept under the lease (--keep-caps-on-exit) or every GPU
+ * restored; 1 if some GPU could not be */
+static int release_caps(agent *a)
+{
+    agent_cfg *c = &a->cfg;
+    int exit_rc = 0;
+    pthread_mutex_lock(&a->mu);
+    if (c->keep_caps) {
+        agent_log(a, "--keep-caps-on-exit: caps and lease kept in %s", c->state_file);
+        agent_save_state(a);
+    } else {
+        a->lease.active = 0;
+        agent_restore(a, "agent stopping");
+        /* a device that refused: retry with back-off for a bounded time (10
+           s), then exit non-zero with the state file still listing it, so
+           that --restore-and-exit (ExecStopPost) or the next start restores */
+        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
+            pthread_mutex_unlock(&a->mu);
+            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&a->mu);
+            agent_restore(a, "agent stopping (retry)");
+        }
+        if (agent_restore_pending(a)) {
+            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
+            exit_rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    return exit_rc;
+}
+
+int main(int argc, char **argv)
+{
+    static agent A;
+    agent *a = &A;
+    agent_cfg *c = &a->cfg;
+    int orc = options(c, argc, argv);
+    if (orc >= 0) return orc;
     pfi_error e;
     /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
        kill the agent between setting up and its restore path */
@@ -269,33 +316,8 @@ int main(int argc, char **argv)
         if (a->log) fclose(a->log);
         return rc;
     }
-    if (c->token_file) {
-        if (pfi_token_read(c->token_file, a->token, sizeof a->token, &e)) {
-            agent_log(a, "error: %s", e.msg);
-            return 1;
-        }
-        a->have_token = 1;
-    } else {
-        agent_log(a, "warning: no --token-file: PUT /v1/caps is refused; caps are read-only");
-    }
-    if (c->read_token_file) {
-        if (pfi_token_read(c->read_token_file, a->read_token, sizeof a->read_token, &e)) {
-            agent_log(a, "error: --read-token-file: %s", e.msg);
-            return 1;
-        }
-        a->have_read_token = 1;
-    }
-    if (c->tls_client_ca && !c->tls_cert) {
-        agent_log(a, "error: --tls-client-ca needs --tls-cert and --tls-key (mTLS is TLS)");
-        return 2;
-    }
-    if (c->model_path) {
-        if (pfi_model_load(c->model_path, &a->model, &e)) {
-            agent_log(a, "error: --model: %s", e.msg);
-            return 1;
-        }
-        a->have_model = 1;
-    }
+    int lrc = load_credentials(a);
+    if (lrc) return lrc;
     agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION, pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
     for (size_t i = 0; i < a->n; i++)
         agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid, a->g[i].info.name, a->g[i].info.cap_min_w,
@@ -325,47 +347,11 @@ int main(int argc, char **argv)
         int k = snprintf(b, sizeof b, "%d\n", a->control_port);
         if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
     }
-    /* on the monotonic clock: a wall-clock step neither stalls nor bursts sampling */
-    double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
-    while (!g_stop) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        double now = pfi_clock_mono();
-        if (now >= next && !g_stop) {
-            int refresh = now - last_refresh >= 5.0;
-            if (refresh) last_refresh = now;
-            sample_round(a, refresh);
-            next += c->interval_s;
-            if (next < now) next = now + c->interval_s; /* fell behind: do not burst */
-        }
-    }
+    sampling_loop(a);
     agent_log(a, "signal %d: stopping", (int)g_stop);
-    int exit_rc = 0;
     pthread_join(lease_tid, NULL);
     agent_http_stop(a);
-    pthread_mutex_lock(&a->mu);
-    if (c->keep_caps) {
-        agent_log(a, "--keep-caps-on-exit: caps and lease kept in %s", c->state_file);
-        agent_save_state(a);
-    } else {
-        a->lease.active = 0;
-        agent_restore(a, "agent stopping");
-        /* a device that refused: retry with back-off for a bounded time (10
-           s), then exit non-zero with the state file still listing it, so
-           that --restore-and-exit (ExecStopPost) or the next start restores */
-        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
-            pthread_mutex_unlock(&a->mu);
-            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&a->mu);
-            agent_restore(a, "agent stopping (retry)");
-        }
-        if (agent_restore_pending(a)) {
-            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
-            exit_rc = 1;
-        }
-    }
-    pthread_mutex_unlock(&a->mu);
+    int exit_rc = release_caps(a);
     if (a->have_model) pfi_model_free(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_free(&recon);

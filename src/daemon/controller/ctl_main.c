@@ -13,7 +13,6 @@
  * from SQLite; if none comes back, the agents restore the baselines.
  * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,24 +29,39 @@
 #include "caps_request.h"
 #include "clock.h"
 #include "daemon_util.h"
+#include "options.h"
 #include "pfi/version.h"
 
-static const char usage[] =
-    "usage: pfi-controller --config FILE [options]\n"
-    "\n"
-    "The pfi cluster controller: receives grid events (POST /v1/events, OpenADR 3,\n"
-    "a schedule file), splits each cut across the managed jobs with the allocator,\n"
-    "enforces it through the node agents (leased caps), verifies it and reports it\n"
-    "(GET /v1/events/ID/report, a status page at /). See pfi-controller(8).\n"
-    "\n"
-    "options:\n"
-    "  --config FILE       the configuration (JSON; docs/controller.md)\n"
-    "  --db FILE           override the configuration's SQLite file\n"
-    "  --listen ADDR:PORT  override the configuration's address (port 0 picks one)\n"
-    "  --port-file FILE    write the bound port here once listening\n"
-    "  --dry-run           compute and report, push no caps\n"
-    "  --time-scale X, --epoch T   the pfi clock (shared with the agents)\n"
-    "  --version, --help\n";
+typedef struct ctl_args {
+    const char *config, *db, *listen, *port_file;
+    double scale, epoch;
+    int dry;
+} ctl_args;
+
+#define OPT_T ctl_args
+static const pfi_opt ctl_options[] = {
+    OPT_FILENAME(0, "config", config, "FILE", "the configuration (JSON; docs/controller.md; required)"),
+    OPT_FILENAME(0, "db", db, "FILE", "override the configuration's SQLite file"),
+    OPT_STRING(0, "listen", listen, "ADDR:PORT", "override the configuration's address (port 0 picks one)"),
+    OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
+    OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
+    OPT_DOUBLE(0, "time-scale", scale, "X", -INFINITY, INFINITY, "the pfi clock's speed-up (shared with the agents)"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", -INFINITY, INFINITY, "the pfi clock's epoch (shared with the agents)"),
+    OPT_STOP(0, "version", "print the version and exit"),
+    OPT_HELP(),
+    OPT_END()};
+#undef OPT_T
+
+static const pfi_opts ctl_opts = {
+    .prog = "pfi-controller",
+    .see = "see pfi-controller --help",
+    .usage = "pfi-controller --config FILE [options]",
+    .description = "The pfi cluster controller: receives grid events (POST /v1/events, OpenADR 3,\n"
+                   "a schedule file), splits each cut across the managed jobs with the allocator,\n"
+                   "enforces it through the node agents (leased caps), verifies it and reports it\n"
+                   "(GET /v1/events/ID/report, a status page at /). See pfi-controller(8).\n",
+    .options = ctl_options,
+};
 
 static volatile sig_atomic_t g_stop, g_hup;
 static void on_signal(int s) { g_stop = s; }
@@ -145,87 +159,17 @@ static void resume_baselines(ctl *c)
     }
 }
 
-int main(int argc, char **argv)
+/* the agents of the configuration with their tokens, and the curve model:
+ * 0, or -1 (logged) */
+static int load_agents(ctl *c)
 {
-    enum { O_CONFIG = 1, O_DB, O_LISTEN, O_PORTF, O_DRY, O_SCALE, O_EPOCH, O_VERSION };
-    static const struct option lo[] = {{"config", required_argument, NULL, O_CONFIG}, {"db", required_argument, NULL, O_DB},
-                                       {"listen", required_argument, NULL, O_LISTEN}, {"port-file", required_argument, NULL, O_PORTF},
-                                       {"dry-run", no_argument, NULL, O_DRY},         {"time-scale", required_argument, NULL, O_SCALE},
-                                       {"epoch", required_argument, NULL, O_EPOCH},   {"version", no_argument, NULL, O_VERSION},
-                                       {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
-    const char *config = NULL, *db = NULL, *listen = NULL, *port_file = NULL;
-    double scale = NAN, epoch = NAN;
-    int dry = 0, o;
-    opterr = 0;
-    while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end;
-        switch (o) {
-        case 'h': fputs(usage, stdout); return 0;
-        case O_VERSION: printf("pfi-controller %s\n", PFI_VERSION); return 0;
-        case O_CONFIG: config = optarg; break;
-        case O_DB: db = optarg; break;
-        case O_LISTEN: listen = optarg; break;
-        case O_PORTF: port_file = optarg; break;
-        case O_DRY: dry = 1; break;
-        case O_SCALE:
-        case O_EPOCH: {
-            double v = strtod(optarg, &end);
-            if (*end || !isfinite(v)) {
-                fprintf(stderr, "pfi-controller: %s %s: not a number\n", argv[optind - 2], optarg);
-                return 2;
-            }
-            if (o == O_SCALE) scale = v;
-            else epoch = v;
-            break;
-        }
-        default: fprintf(stderr, "pfi-controller: invalid option or missing argument: %s (see pfi-controller --help)\n", argv[optind - 1]); return 2;
-        }
-    }
-    if (!config) {
-        fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
-        return 2;
-    }
     pfi_error e;
-    if (pfi_clock_set(scale, epoch, &e)) {
-        fprintf(stderr, "pfi-controller: %s\n", e.msg);
-        return 2;
-    }
-    static ctl C;
-    ctl *c = &C;
-    if (ctl_config_load(config, &c->cfg, &e)) {
-        fprintf(stderr, "pfi-controller: %s\n", e.msg);
-        return 1;
-    }
-    if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
-    if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
-    if (dry) c->cfg.dry_run = 1;
-    if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
-        fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
-        return 1;
-    }
-    pthread_mutex_init(&c->mu, NULL);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* one connection per agent: raise the open-file limit as far as allowed */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (c->cfg.token_file[0]) {
-        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
-            ctl_log(c, "error: token_file: %s", e.msg);
-            return 1;
-        }
-        c->have_token = 1;
-    } else {
-        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
-    }
     c->nagents = c->cfg.nagents;
     c->agent = calloc(c->nagents, sizeof *c->agent);
     c->job = calloc(CTL_MAX_JOBS, sizeof *c->job);
     if (!c->agent || !c->job) {
         ctl_log(c, "error: out of memory");
-        return 1;
+        return -1;
     }
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
@@ -233,12 +177,12 @@ int main(int argc, char **argv)
         snprintf(a->url, sizeof a->url, "%s", c->cfg.agents[i].url);
         if (pfi_token_read(c->cfg.agents[i].token_file, a->token, sizeof a->token, &e)) {
             ctl_log(c, "error: agents[%zu]: %s", i, e.msg);
-            return 1;
+            return -1;
         }
         if (c->cfg.agents[i].read_token_file[0] &&
             pfi_token_read(c->cfg.agents[i].read_token_file, a->read_token, sizeof a->read_token, &e)) {
             ctl_log(c, "error: agents[%zu].read_token_file: %s", i, e.msg);
-            return 1;
+            return -1;
         }
         a->ca_file = c->cfg.agents[i].ca_file[0] ? c->cfg.agents[i].ca_file : NULL;
         a->client_cert = c->cfg.agents[i].client_cert[0] ? c->cfg.agents[i].client_cert : NULL;
@@ -247,37 +191,17 @@ int main(int argc, char **argv)
     if (c->cfg.curve_model[0]) {
         if (pfi_model_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODEL_CURVE) {
             ctl_log(c, "error: curve_model: %s", c->curve_model.kind != PFI_MODEL_CURVE ? "not a curve model (pfi fit --curve)" : e.msg);
-            return 1;
+            return -1;
         }
         c->have_curve_model = 1;
     }
-    if (ctl_db_open(c) || ctl_db_load_events(c)) return 1;
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *a = &c->agent[i];
-        long long g = 0;
-        if (ctl_db_generation_get(c, a->name, &g) && !(g >= 0 && g < PFI_CAPS_GENERATION_MAX)) {
-            ctl_log(c, "warning: %s: agent %s's stored generation %lld is not one an agent accepts; starting again from 1", c->cfg.db,
-                    a->name, g);
-            g = 0;
-        }
-        a->generation = g + 1;
-        ctl_db_generation_set(c, a->name, a->generation);
-    }
-    c->integral_w = ctl_db_meta_get(c, "integral_w", 0);
-    c->feasible = 1;
-    pthread_mutex_lock(&c->mu);
-    load_schedule(c);
-    resume_baselines(c);
-    pthread_mutex_unlock(&c->mu);
-    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION, c->nagents,
-            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->cfg.dry_run ? ", DRY RUN" : "");
-    pfi_daemon_signals(on_signal, on_hup);
-    if (ctl_http_start(c)) return 1;
-    if (port_file) {
-        char b[32];
-        int k = snprintf(b, sizeof b, "%d\n", c->port);
-        if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
-    }
+    return 0;
+}
+
+/* each control period (at once when an event starts): collect, run the
+ * cycle, push caps or hand them back, poll OpenADR; SIGHUP reopens the log */
+static void control_loop(ctl *c)
+{
     double next = pfi_clock_now(), next_poll = next;
     while (!g_stop) {
         if (g_hup) {
@@ -342,6 +266,90 @@ int main(int argc, char **argv)
             poll_openadr(c);
         }
     }
+}
+
+int main(int argc, char **argv)
+{
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0};
+    int optind0;
+    switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
+    case PFI_OPTS_OK: break;
+    case PFI_OPTS_HELP: pfi_opts_help(&ctl_opts, stdout); return 0;
+    case PFI_OPTS_STOP: printf("pfi-controller %s\n", PFI_VERSION); return 0;
+    case PFI_OPTS_NOMEM: return 1;
+    default: return 2;
+    }
+    const char *config = A.config, *db = A.db, *listen = A.listen, *port_file = A.port_file;
+    double scale = A.scale, epoch = A.epoch;
+    int dry = A.dry;
+    if (!config) {
+        fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
+        return 2;
+    }
+    pfi_error e;
+    if (pfi_clock_set(scale, epoch, &e)) {
+        fprintf(stderr, "pfi-controller: %s\n", e.msg);
+        return 2;
+    }
+    static ctl C;
+    ctl *c = &C;
+    if (ctl_config_load(config, &c->cfg, &e)) {
+        fprintf(stderr, "pfi-controller: %s\n", e.msg);
+        return 1;
+    }
+    if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
+    if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
+    if (dry) c->cfg.dry_run = 1;
+    if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
+        fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
+        return 1;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* one connection per agent: raise the open-file limit as far as allowed */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (c->cfg.token_file[0]) {
+        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
+            ctl_log(c, "error: token_file: %s", e.msg);
+            return 1;
+        }
+        c->have_token = 1;
+    } else {
+        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
+    }
+    if (load_agents(c)) return 1;
+    if (ctl_db_open(c) || ctl_db_load_events(c)) return 1;
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *a = &c->agent[i];
+        long long g = 0;
+        if (ctl_db_generation_get(c, a->name, &g) && !(g >= 0 && g < PFI_CAPS_GENERATION_MAX)) {
+            ctl_log(c, "warning: %s: agent %s's stored generation %lld is not one an agent accepts; starting again from 1", c->cfg.db,
+                    a->name, g);
+            g = 0;
+        }
+        a->generation = g + 1;
+        ctl_db_generation_set(c, a->name, a->generation);
+    }
+    c->integral_w = ctl_db_meta_get(c, "integral_w", 0);
+    c->feasible = 1;
+    pthread_mutex_lock(&c->mu);
+    load_schedule(c);
+    resume_baselines(c);
+    pthread_mutex_unlock(&c->mu);
+    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION, c->nagents,
+            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->cfg.dry_run ? ", DRY RUN" : "");
+    pfi_daemon_signals(on_signal, on_hup);
+    if (ctl_http_start(c)) return 1;
+    if (port_file) {
+        char b[32];
+        int k = snprintf(b, sizeof b, "%d\n", c->port);
+        if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
+    }
+    control_loop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop, c->cfg.lease_s);
     ctl_http_stop(c);
     sqlite3_close(c->db);
