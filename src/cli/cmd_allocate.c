@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "pfi/csv.h"
 #include "pool.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "simulate.h"
 #include "pool.h"
 

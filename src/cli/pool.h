@@ -7,7 +7,7 @@
 #ifndef PFI_CLI_POOL_H
 #define PFI_CLI_POOL_H
 
-#include "groupset.h"
+#include "sweeps.h"
 #include "pfi/alloc.h"
 
 typedef struct cli_pool {

@@ -1,5 +1,5 @@
-/* groupset.c — see groupset.h. */
-#include "groupset.h"
+/* sweeps.c — see sweeps.h. */
+#include "sweeps.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
-/* groupset.h — what stats, fit and predict share: sweep tables read into
+/* sweeps.h — what stats, fit and predict share: sweep tables read into
  * sweep groups with their targets (Eq. 1 and the robust PFI), and group
  * filters COLUMN=V1[,V2...] (OR within one filter, AND across filters) on
  * gpu_model, group, arch, task, model, split or any column of the group's
  * first row. */
-#ifndef PFI_CLI_GROUPSET_H
-#define PFI_CLI_GROUPSET_H
+#ifndef PFI_CLI_SWEEPS_H
+#define PFI_CLI_SWEEPS_H
 
 #include "pfi/groups.h"
 #include "pfi/pfi.h"
