@@ -1,4 +1,5 @@
-/* sweeps.c — see sweeps.h. */
+/* sweeps.c — the CLI side of sweep groups (sweeps.h): reading tables,
+ * filters, errors printed. */
 #include "sweeps.h"
 
 #include <math.h>
@@ -12,57 +13,14 @@
 int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s)
 {
     memset(s, 0, sizeof *s);
-    s->t = cli_read_sweeps(cmd, paths, n, gpu_model);
-    if (!s->t) return -1;
+    pfi_table *t = cli_read_sweeps(cmd, paths, n, gpu_model);
+    if (!t) return -1;
     pfi_error err;
-    if (pfi_groups_build(s->t, &s->gs, &err) != PFI_OK) {
+    if (pfi_groupset_build(t, s, &err) != PFI_OK) {
         cli_error(cmd, "%s", err.msg);
-        pfi_table_free(s->t);
-        s->t = NULL;
         return -1;
-    }
-    size_t ng = s->gs.n;
-    s->pfi = malloc(ng * sizeof *s->pfi);
-    s->robust = malloc(ng * sizeof *s->robust);
-    s->verdict = malloc(ng * sizeof *s->verdict);
-    if (!s->pfi || !s->robust || !s->verdict) {
-        cli_error(cmd, "out of memory");
-        cli_gset_free(s);
-        return -1;
-    }
-    pfi_robust_opts ro;
-    pfi_robust_opts_default(&ro);
-    for (size_t i = 0; i < ng; i++) {
-        pfi_eq1_result r;
-        pfi_eq1(&s->gs.g[i].curve, &r);
-        s->pfi[i] = r.pfi;
-        pfi_robust_result rr;
-        pfi_robust(&s->gs.g[i].curve, &ro, &rr);
-        s->verdict[i] = rr.verdict;
-        s->robust[i] = (rr.verdict == PFI_VERDICT_OK || rr.verdict == PFI_VERDICT_NOISY) ? rr.pfi_robust : NAN;
     }
     return 0;
-}
-
-void cli_gset_free(cli_gset *s)
-{
-    pfi_groups_free(&s->gs);
-    pfi_table_free(s->t);
-    free(s->pfi);
-    free(s->robust);
-    free(s->verdict);
-    memset(s, 0, sizeof *s);
-}
-
-const char *cli_group_attr(const cli_gset *s, const pfi_group *g, const char *col)
-{
-    if (!strcmp(col, "gpu_model")) return g->gpu_model;
-    if (!strcmp(col, "group")) return g->name;
-    if (!strcmp(col, "arch")) return g->arch;
-    if (!strcmp(col, "task")) return g->task;
-    if (!strcmp(col, "model")) return g->model;
-    if (!strcmp(col, "split")) return g->split;
-    return pfi_group_text(s->t, g, col);
 }
 
 int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, const char *filter)
@@ -103,11 +61,4 @@ int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, 
         if (m <= 0) return m;
     }
     return 1;
-}
-
-const double *cli_gset_target(const cli_gset *s, const char *name)
-{
-    if (!strcmp(name, "pfi")) return s->pfi;
-    if (!strcmp(name, "robust")) return s->robust;
-    return NULL;
 }

@@ -1,31 +1,24 @@
-/* sweeps.h — what stats, fit and predict share: sweep tables read into
- * sweep groups with their targets (Eq. 1 and the robust PFI), and group
+/* sweeps.h — what stats, fit, predict, allocate and simulate share: sweep
+ * tables read into sweep groups with their targets (Eq. 1 and the robust
+ * PFI; the set is core: src/core/groupset.h), and group
  * filters COLUMN=V1[,V2...] (OR within one filter, AND across filters) on
  * gpu_model, group, arch, task, model, split or any column of the group's
  * first row. */
 #ifndef PFI_CLI_SWEEPS_H
 #define PFI_CLI_SWEEPS_H
 
-#include "pfi/groups.h"
-#include "pfi/pfi.h"
-#include "pfi/table.h"
+#include "groupset.h" /* the set itself is core: pfi_groupset */
 
-typedef struct cli_gset {
-    pfi_table *t;
-    pfi_groups gs;
-    double *pfi;        /* Eq. 1 */
-    double *robust;     /* robust PFI (NaN unless verdict ok/noisy) */
-    pfi_verdict *verdict;
-} cli_gset;
+typedef pfi_groupset cli_gset;
 
 int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s);
-void cli_gset_free(cli_gset *s);
+static inline void cli_gset_free(cli_gset *s) { pfi_groupset_free(s); }
 /* 1 match, 0 no match, -1 malformed filter (message printed) */
 int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, const char *filter);
 int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, char **filters, int n);
 /* The group's value of a text attribute ("" if none). */
-const char *cli_group_attr(const cli_gset *s, const pfi_group *g, const char *col);
+static inline const char *cli_group_attr(const cli_gset *s, const pfi_group *g, const char *col) { return pfi_groupset_attr(s, g, col); }
 /* The target chosen by --target: "pfi" or "robust". NULL on a bad name. */
-const double *cli_gset_target(const cli_gset *s, const char *name);
+static inline const double *cli_gset_target(const cli_gset *s, const char *name) { return pfi_groupset_target(s, name); }
 
 #endif
