@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "sweeps.h"
 #include "pfi/csv.h"
-#include "pool.h"
 
 const char cmd_allocate_usage[] =
     "usage: pfi allocate [options] TABLE...\n"

@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "sweeps.h"
 #include "simulate.h"
-#include "pool.h"
 
 const char cmd_simulate_usage[] =
     "usage: pfi simulate [options] TABLE...\n"

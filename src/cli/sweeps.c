@@ -1,5 +1,5 @@
-/* sweeps.c — the CLI side of sweep groups (sweeps.h): reading tables,
- * filters, errors printed. */
+/* sweeps.c — the CLI side of sweep groups and pools (sweeps.h): reading
+ * tables and model files, filters, errors printed. */
 #include "sweeps.h"
 
 #include <math.h>
@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "num.h"
+#include "pfi/model_file.h"
 
 int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s)
 {
@@ -61,4 +62,22 @@ int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, 
         if (m <= 0) return m;
     }
     return 1;
+}
+
+int cli_pool_build(const char *cmd, cli_gset *S, const size_t *use, size_t n, const cli_pool_opts *o, cli_pool *P)
+{
+    pfi_error err;
+    pfi_log lg = cli_log(cmd);
+    pfi_model M, CM;
+    int have_m = 0, have_cm = 0;
+    pfi_status st = pfi_pool_init(S, use, n, P, &err);
+    if (!st) st = pfi_pool_check(S, o, &err);
+    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model) have_m = !(st = pfi_model_load(o->model, &M, &err));
+    if (!st) st = pfi_pool_set_pfi(P, S, o, have_m ? &M : NULL, &lg, &err);
+    if (!st && pfi_pool_needs_curves(o) && o->curve_model) have_cm = !(st = pfi_model_load(o->curve_model, &CM, &err));
+    if (!st) st = pfi_pool_set_curves(P, S, o, have_cm ? &CM : NULL, &err);
+    if (have_m) pfi_model_free(&M);
+    if (have_cm) pfi_model_free(&CM);
+    if (st) cli_error(cmd, "%s", err.msg);
+    return st ? -1 : 0;
 }
