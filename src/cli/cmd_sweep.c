@@ -25,8 +25,6 @@
 #include "pfi/metrics.h"
 #include "pfi/prom.h"
 #include "recon_io.h"
-#include "state_file.h"
-#include "sweep_state.h"
 
 const char cmd_sweep_usage[] =
     "usage: pfi sweep --out DIR [options] [-- COMMAND [ARGS...]]\n"
@@ -72,10 +70,12 @@ typedef struct sweep {
     char token[PFI_TOKEN_MAX + 1], controller[128], host[100];
     long long generation;
     double lease_s;
-    /* direct mode */
+    /* direct mode: the caps before the sweep, saved and restored by the GPU layer */
     const char *state;
-    double prev_cap[64];
-    int direct_changed;
+    pfi_saved_cap saved[PFI_SAVED_CAPS_MAX];
+    size_t nsaved;
+    pfi_gpu_state_file sf;
+    int direct_changed, stale_lost;
 
 } sweep;
 
@@ -106,93 +106,76 @@ static int set_caps(sweep *s, double cap_w, double lease_s)
         return ok ? 0 : -1;
     }
     for (size_t k = 0; k < s->nsel; k++) {
-        double c = cap_w > 0 ? cap_w : s->prev_cap[k];
-        if (pfi_gpu_set_cap(s->gpu, s->sel[k], c, &e)) {
+        if (pfi_gpu_set_cap(s->gpu, s->sel[k], cap_w, &e)) {
             cli_error(s->cmd, "%s", e.msg);
             return -1;
         }
     }
-    s->direct_changed = cap_w > 0;
+    s->direct_changed = 1;
     return 0;
 }
 
-/* direct mode: the caps before the sweep, kept until they are restored;
- * written durably before the first cap is set (a failure changes nothing) */
+/* direct mode: the caps before the sweep, saved by the GPU layer and
+ * written ahead (durably) before the first cap is set: a failure changes
+ * nothing */
 static int save_state(sweep *s)
 {
-    pfi_sweep_state st;
-    memset(&st, 0, sizeof st);
-    st.pid = (long)getpid();
-    for (size_t k = 0; k < s->nsel; k++) {
-        snprintf(st.gpu[k].uuid, sizeof st.gpu[k].uuid, "%s", s->info[k].uuid);
-        st.gpu[k].index = (long)s->sel[k];
-        st.gpu[k].cap_w = s->prev_cap[k];
-    }
-    st.n = s->nsel;
-    char *t = pfi_sweep_state_format(&st);
     pfi_error e;
-    int rc = t && pfi_state_file_write(s->state, t, &e) == PFI_OK ? 0 : -1;
-    if (rc) cli_error(s->cmd, "%s (no cap was changed)", t ? e.msg : "out of memory");
-    free(t);
-    return rc;
+    if (pfi_gpu_save_caps(s->gpu, s->sel, s->nsel, 0, &s->sf.saved, &e)) {
+        cli_error(s->cmd, "%s", e.msg);
+        return -1;
+    }
+    if (pfi_gpu_save(s->gpu, s->sel, s->nsel, &s->sf, &e)) {
+        cli_error(s->cmd, "%s (no cap was changed)", e.msg);
+        return -1;
+    }
+    return 0;
 }
 
-static double device_default(const pfi_gpu_info *in) { return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w; }
+/* what the GPU layer's restore reports, as pfi sweep words it */
+static void on_lost(void *ud, const char *path, const pfi_error *why)
+{
+    ((sweep *)ud)->stale_lost = 1;
+    fprintf(stderr, "pfi sweep: warning: %s: a previous sweep's state is unreadable or corrupt (%s); the caps before it are "
+            "unknown, so every GPU goes back to its device default limit (the file is kept as %s.corrupt)\n", path, why->msg, path);
+}
+
+static void on_found(void *ud, const char *path) { fprintf(stderr, "pfi sweep: %s: a previous sweep did not finish; restoring its caps\n", path); }
+
+static void on_out_of_range(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_gpu_info *in, const char *which, double v,
+                            double repl)
+{
+    fprintf(stderr, "pfi sweep: warning: %s: gpus[%zu].cap_w: %g W is outside GPU %ld's %g..%g W; using its default limit %g W\n",
+            ((sweep *)ud)->state, k, v, i, in->cap_min_w, in->cap_max_w, repl);
+}
+
+static void on_restored(void *ud, size_t k, const pfi_saved_cap *c, long i, double from_w)
+{
+    fprintf(stderr, "pfi sweep: GPU %ld: cap restored to %.0f W%s\n", i, c->baseline_w, ((sweep *)ud)->stale_lost ? " (device default)" : "");
+}
+
+static void on_failed(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_error *e)
+{
+    sweep *s = ud;
+    cli_error(s->cmd, "%s: gpus[%zu]: cannot restore %g W on %s%s%s", s->state, k, c->baseline_w, c->uuid, i < 0 ? " (not on this node)" : ": ",
+              i < 0 ? "" : e->msg);
+}
+
+/* at the end of the sweep: only a refusal is reported */
+static void on_failed_quiet(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_error *e) { cli_error(((sweep *)ud)->cmd, "%s", e->msg); }
 
 /* a previous sweep died: put its caps back (every GPU to its device default
  * when its state file is corrupt: the caps before it are unknown) */
 static int restore_stale(sweep *s)
 {
-    pfi_sweep_state st;
+    pfi_gpu_restore_report r = {on_lost, on_found, on_out_of_range, on_restored, on_failed, s};
     pfi_error e;
-    int found, corrupt = 0;
-    if (pfi_sweep_state_load(s->state, &st, &found, &e)) {
-        fprintf(stderr, "pfi sweep: warning: %s: a previous sweep's state is unreadable or corrupt (%s); the caps before it are "
-                "unknown, so every GPU goes back to its device default limit (the file is kept as %s.corrupt)\n", s->state, e.msg, s->state);
-        corrupt = 1;
-        st.n = 0;
-        for (size_t i = 0; i < pfi_gpu_count(s->gpu) && st.n < PFI_SWEEP_STATE_MAX_GPUS; i++) {
-            pfi_gpu_info in;
-            if (pfi_gpu_info_get(s->gpu, i, &in, NULL)) continue;
-            snprintf(st.gpu[st.n].uuid, sizeof st.gpu[st.n].uuid, "%s", in.uuid);
-            st.gpu[st.n].index = (long)i;
-            st.gpu[st.n++].cap_w = device_default(&in);
-        }
-    } else if (!found) {
-        return 0;
-    } else {
-        fprintf(stderr, "pfi sweep: %s: a previous sweep did not finish; restoring its caps\n", s->state);
+    size_t pending;
+    if (pfi_gpu_restore(s->gpu, &s->sf, 1, &r, &pending, &e)) {
+        cli_error(s->cmd, "%s", e.msg);
+        return -1;
     }
-    int rc = 0;
-    for (size_t i = 0; i < st.n; i++) {
-        const pfi_sweep_state_gpu *g = &st.gpu[i];
-        long k = pfi_gpu_find_uuid(s->gpu, g->uuid);
-        pfi_gpu_info in;
-        double cap = g->cap_w;
-        if (k >= 0 && !pfi_gpu_info_get(s->gpu, (size_t)k, &in, NULL) && !(cap >= in.cap_min_w - 1e-9 && cap <= in.cap_max_w + 1e-9)) {
-            fprintf(stderr, "pfi sweep: warning: %s: gpus[%zu].cap_w: %g W is outside GPU %ld's %g..%g W; using its default limit %g W\n",
-                    s->state, i, cap, k, in.cap_min_w, in.cap_max_w, device_default(&in));
-            cap = device_default(&in);
-        }
-        if (k < 0 || pfi_gpu_set_cap(s->gpu, (size_t)k, cap, &e)) {
-            cli_error(s->cmd, "%s: gpus[%zu]: cannot restore %g W on %s%s%s", s->state, i, cap, g->uuid, k < 0 ? " (not on this node)" : ": ",
-                      k < 0 ? "" : e.msg);
-            rc = -1;
-        } else {
-            fprintf(stderr, "pfi sweep: GPU %ld: cap restored to %.0f W%s\n", k, cap, corrupt ? " (device default)" : "");
-        }
-    }
-    if (!rc && corrupt) {
-        char keep[4200];
-        snprintf(keep, sizeof keep, "%s.corrupt", s->state);
-        if (rename(s->state, keep) != 0) {
-            cli_error(s->cmd, "%s: cannot rename it to %s: %s", s->state, keep, strerror(errno));
-            rc = -1;
-        }
-    } else if (!rc) {
-        unlink(s->state);
-    }
-    return rc;
+    return pending ? -1 : 0;
 }
 
 static void restore(sweep *s)
@@ -205,8 +188,11 @@ static void restore(sweep *s)
         unlink(s->state);
         return;
     }
-    if (set_caps(s, 0, 0) == 0) {
-        unlink(s->state);
+    pfi_gpu_restore_report r = {.failed = on_failed_quiet, .ud = s};
+    pfi_error e;
+    size_t pending;
+    if (pfi_gpu_restore(s->gpu, &s->sf, 0, &r, &pending, &e) == PFI_OK && !pending) {
+        s->direct_changed = 0;
         fprintf(stderr, "pfi sweep: caps restored\n");
     }
 }
@@ -467,16 +453,8 @@ int cmd_sweep(int argc, char **argv)
         }
     }
     if (!S.agent) {
-        if (restore_stale(&S)) goto done;
-        for (size_t k = 0; k < S.nsel; k++) {
-            pfi_gpu_sample smp;
-            if (pfi_gpu_sample_get(S.gpu, S.sel[k], &smp, &e) || !(smp.have & PFI_GS_CAP)) {
-                cli_error(cmd, "GPU %zu: cannot read its current cap%s%s", S.sel[k], e.msg[0] ? ": " : "", e.msg);
-                goto done;
-            }
-            S.prev_cap[k] = smp.cap_w;
-        }
-        if (save_state(&S)) goto done;
+        pfi_gpu_state_file_init(&S.sf, S.state, S.saved, &S.nsaved, PFI_SAVED_CAPS_MAX);
+        if (restore_stale(&S) || save_state(&S)) goto done;
     }
     if (mkdir(out, 0755) && errno != EEXIST) {
         cli_error(cmd, "%s: cannot create: %s", out, strerror(errno));
