@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "pfi/csv.h"
-#include "pool.h"
 
 typedef struct allocate_args {
     cli_out out;

@@ -1,14 +1,17 @@
 /* cmd_fit.c — `pfi fit`: the paper's predictor (OLS of PFI on features of
  * the uncapped run), its in-sample / leave-one-out / leave-one-cluster-out
  * evaluation, the table-3 ablation, out-of-sample evaluation on filtered
- * groups, and pfi's curve predictor; writes the model file. */
+ * groups, and pfi's curve predictor; writes the model file. The fits and
+ * their evaluation are core (src/core/evaluate.h); this file picks the
+ * groups, reads the paper's table 3, prints and writes the model file. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "evaluate.h"
+#include "sweeps.h"
 #include "pfi/csv.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
@@ -49,59 +52,6 @@ const pfi_opts cmd_fit_opts = CLI_OPTS(
                    "full-sample mean; RMSE; Spearman rho). With --curve, fit pfi's curve\n"
                    "predictor instead: normalized throughput and power at cap fractions.\n",
     .options = fit_options, .operands = PFI_OPERANDS_FILES);
-
-typedef struct fitctx {
-    const char *cmd;
-    cli_gset *S;
-    size_t *train, ntrain;
-    const double *y;       /* all groups */
-    int *cluster;          /* for train rows */
-} fitctx;
-
-static int build_X(fitctx *c, char **feat, size_t p, const size_t *rows, size_t n, double *X)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < p; k++) {
-            int known;
-            X[i * p + k] = pfi_feature_value(c->S->t, &c->S->gs.g[rows[i]], feat[k], &known);
-            if (!known) {
-                cli_error(c->cmd, "feature '%s' is not a numeric column of the table nor arch, task, log_gpus, power_frac", feat[k]);
-                return -1;
-            }
-        }
-    return 0;
-}
-
-/* in-sample, LOO, LOCO of a feature set on the training rows */
-static int evaluate(fitctx *c, char **feat, size_t p, pfi_eval *ins, pfi_eval *loo, pfi_eval *loco, pfi_pfi_model *model)
-{
-    size_t n = c->ntrain;
-    double *X = calloc(n * p, sizeof *X), *y = calloc(n, sizeof *y), *yh = calloc(n, sizeof *yh);
-    int rc = -1;
-    if (!X || !y || !yh) goto out;
-    if (build_X(c, feat, p, c->train, n, X)) goto out;
-    for (size_t i = 0; i < n; i++) y[i] = c->y[c->train[i]];
-    double mean = 0;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(y[i])) mean += y[i], m++;
-    mean /= (double)(m ? m : 1);
-    pfi_error err;
-    if (pfi_pfi_model_fit(X, y, n, p, model, &err) != PFI_OK) {
-        cli_error(c->cmd, "%s", err.msg);
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) yh[i] = pfi_linear_eval(&model->lin, X + i * p);
-    pfi_eval_metrics(y, yh, n, mean, ins);
-    pfi_cross_validate(X, y, n, p, NULL, yh, &err);
-    pfi_eval_metrics(y, yh, n, mean, loo);
-    pfi_cross_validate(X, y, n, p, c->cluster, yh, &err);
-    pfi_eval_metrics(y, yh, n, mean, loco);
-    rc = 0;
-out:
-    free(X), free(y), free(yh);
-    return rc;
-}
 
 static void eval_row(pfi_rows *r, const char *name, const pfi_eval *e)
 {
@@ -144,6 +94,264 @@ static int paper_row(const char *path, const char *pred, double v[7])
     return found;
 }
 
+/* one `pfi fit`: the groups, the training set and what is printed */
+typedef struct fit_job {
+    const char *cmd, *target;
+    cli_gset S;
+    size_t *train, ntrain;
+    int *cluster;
+    pfi_fit_data d;
+    char **eval_w;
+    int nev;
+    const cli_out *out;
+} fit_job;
+
+/* the training groups (every --train-where matches; a finite target unless
+ * curves are fitted) and their LOCO clusters */
+static int select_training(fit_job *F, char **train_w, int ntw, const char *cluster_by, int curve)
+{
+    size_t ng = F->S.gs.n, skipped = 0;
+    const double *y = cli_gset_target(&F->S, F->target);
+    F->train = malloc((ng ? ng : 1) * sizeof *F->train);
+    F->cluster = malloc((ng ? ng : 1) * sizeof *F->cluster);
+    if (!F->train || !F->cluster) {
+        cli_error(F->cmd, "out of memory");
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < ng; i++) {
+        int m = cli_group_match_all(F->cmd, &F->S, &F->S.gs.g[i], train_w, ntw);
+        if (m < 0) return CLI_USAGE;
+        if (!m) continue;
+        if (!curve && !isfinite(y[i])) { skipped++; continue; }
+        F->train[F->ntrain++] = i;
+    }
+    if (skipped) {
+        pfi_log lg = cli_log(F->cmd);
+        pfi_warnf(&lg, "%zu training groups have no finite %s target (e.g. not power-bound) and are left out", skipped, F->target);
+    }
+    if (F->ntrain < 3) { cli_error(F->cmd, "only %zu training groups: need at least 3", F->ntrain); return CLI_FAIL; }
+    pfi_fit_clusters(&F->S, F->train, F->ntrain, cluster_by, F->cluster);
+    F->d = (pfi_fit_data){&F->S, y, F->train, F->ntrain, F->cluster};
+    return CLI_OK;
+}
+
+/* the groups matching one --eval-where filter (*rows malloc'd); -1 when the
+ * filter is malformed (printed; *rows has what matched before) */
+static int match_rows(fit_job *F, const char *filter, size_t **rows, size_t *n)
+{
+    *n = 0;
+    *rows = malloc((F->S.gs.n ? F->S.gs.n : 1) * sizeof **rows);
+    if (!*rows) {
+        cli_error(F->cmd, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < F->S.gs.n; i++) {
+        int mm = cli_group_match(F->cmd, &F->S, &F->S.gs.g[i], filter);
+        if (mm < 0) return -1;
+        if (mm) (*rows)[(*n)++] = i;
+    }
+    return 0;
+}
+
+/* --ablation: table 3's seven predictor sets beside the paper's values */
+static int fit_ablation(fit_job *F, const char *data)
+{
+    const char *names[] = {"predictors", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho", "loco_r2", "loco_rmse",
+                           "loco_rho", "paper_r2_in", "paper_loo_r2", "paper_loo_rmse", "paper_loo_rho",
+                           "paper_loco_r2", "paper_loco_rmse", "paper_loco_rho"};
+    pfi_celltype types[16];
+    for (int k = 0; k < 16; k++) types[k] = PFI_CELL_NUM;
+    types[0] = PFI_CELL_TEXT;
+    types[1] = PFI_CELL_INT;
+    char t3[4096];
+    int have_paper = cli_data_path(F->cmd, data, "paper/table3_predictor_ablation.csv", t3, sizeof t3) == 0;
+    pfi_ablation_row ab[PFI_ABLATION_SETS];
+    pfi_error err;
+    if (pfi_fit_ablation(&F->d, ab, &err)) {
+        cli_error(F->cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
+    pfi_rows *R = pfi_rows_new(16, names, types);
+    for (int k = 2; k < 16; k++) pfi_rows_table_fmt(R, (size_t)k, "%.3f");
+    for (size_t s = 0; s < PFI_ABLATION_SETS; s++) {
+        const pfi_fit_eval *e = &ab[s].ev;
+        size_t k = pfi_rows_add(R);
+        pfi_rows_text(R, k, 0, ab[s].name);
+        pfi_rows_int(R, k, 1, (long long)ab[s].p);
+        double v[7] = {e->in_sample.r2, e->loo.r2, e->loo.rmse, e->loo.rho, e->loco.r2, e->loco.rmse, e->loco.rho}, pv[7];
+        for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 2 + (size_t)j, v[j]);
+        if (have_paper && paper_row(t3, ab[s].name, pv) == 0)
+            for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 9 + (size_t)j, pv[j]);
+    }
+    int rc = cli_save_rows(F->cmd, R, F->out);
+    pfi_rows_free(R);
+    return rc;
+}
+
+/* the OLS model with its in-sample, LOO, LOCO and --eval-where metrics;
+ * -1 (and *rc) when no model is to be written */
+static int fit_ols(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metrics, pfi_rows **R, int *rc)
+{
+    const char *names[] = {"evaluation", "n", "r2", "rmse", "rho"};
+    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM};
+    *R = pfi_rows_new(5, names, types);
+    for (int k = 2; k < 5; k++) pfi_rows_table_fmt(*R, (size_t)k, "%.3f");
+    pfi_fit_eval ev;
+    pfi_error err;
+    if (pfi_fit_evaluate(&F->d, feat, p, &ev, &M->ols, &err)) {
+        cli_error(F->cmd, "%s", err.msg);
+        return *rc = CLI_FAIL, -1;
+    }
+    M->kind = PFI_MODEL_OLS;
+    eval_row(*R, "in_sample", &ev.in_sample);
+    eval_row(*R, "loo", &ev.loo);
+    eval_row(*R, "loco", &ev.loco);
+    json_object_set_new(metrics, "in_sample", eval_json(&ev.in_sample));
+    json_object_set_new(metrics, "loo", eval_json(&ev.loo));
+    json_object_set_new(metrics, "loco", eval_json(&ev.loco));
+    for (int e = 0; e < F->nev; e++) {
+        size_t *rows, m, used, oor;
+        pfi_eval ee;
+        pfi_status st = match_rows(F, F->eval_w[e], &rows, &m) ? PFI_EINVAL : PFI_OK;
+        if (st) *rc = CLI_USAGE; /* printed */
+        else if ((st = pfi_fit_eval_on(&F->d, feat, p, &M->ols, rows, m, &ee, &used, &oor, &err))) {
+            cli_error(F->cmd, "%s", err.msg);
+            *rc = CLI_FAIL;
+        }
+        free(rows);
+        if (st) return pfi_pfi_model_free(&M->ols), -1;
+        char name[160];
+        snprintf(name, sizeof name, "eval:%s", F->eval_w[e]);
+        eval_row(*R, name, &ee);
+        json_object_set_new(metrics, name, eval_json(&ee));
+        if (oor) {
+            pfi_log lg = cli_log(F->cmd);
+            pfi_warnf(&lg, "%s: %d of %zu groups have a feature outside the training range", name, (int)oor, used);
+        }
+    }
+    fprintf(stderr, "pfi fit: %s = %.4g", F->target, M->ols.lin.intercept);
+    for (size_t k = 0; k < p; k++) fprintf(stderr, " %+.4g x %s", M->ols.lin.beta[k], feat[k]);
+    fprintf(stderr, " (rank %zu, %zu groups)\n", M->ols.lin.rank, M->ols.n_train);
+    return 0;
+}
+
+/* one evaluation of the curve predictor: a row per grid point but the last */
+static void curve_rows(pfi_rows *R, json_t *metrics, const char *name, const pfi_curve_errors *ce)
+{
+    json_t *jt = json_array(), *jp = json_array();
+    for (size_t k = 0; k + 1 < ce->ngrid; k++) {
+        size_t r = pfi_rows_add(R);
+        double rt = ce->tokens_frac_rmse[k], rp = ce->power_frac_rmse[k];
+        pfi_rows_text(R, r, 0, name);
+        pfi_rows_num(R, r, 1, ce->frac[k]);
+        pfi_rows_int(R, r, 2, (long long)ce->n[k]);
+        pfi_rows_num(R, r, 3, rt);
+        pfi_rows_num(R, r, 4, rp);
+        json_array_append_new(jt, isfinite(rt) ? json_real(rt) : json_null());
+        json_array_append_new(jp, isfinite(rp) ? json_real(rp) : json_null());
+    }
+    json_t *mj = json_object();
+    json_object_set_new(mj, "tokens_frac_rmse", jt);
+    json_object_set_new(mj, "power_frac_rmse", jp);
+    json_object_set_new(metrics, name, mj);
+}
+
+/* --curve: the curve predictor, its LOO, LOCO and --eval-where errors; a
+ * malformed --eval-where is exit 2 but the model is still written */
+static int fit_curves(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metrics, pfi_rows **R, int *rc)
+{
+    pfi_error err;
+    M->kind = PFI_MODEL_CURVE;
+    if (pfi_fit_curve(&F->d, feat, p, &M->curve, &err)) {
+        cli_error(F->cmd, "%s", err.msg);
+        return *rc = CLI_FAIL, -1;
+    }
+    const char *names[] = {"evaluation", "cap_frac", "n", "tokens_frac_rmse", "power_frac_rmse"};
+    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM};
+    *R = pfi_rows_new(5, names, types);
+    pfi_rows_table_fmt(*R, 1, "%.2f");
+    pfi_rows_table_fmt(*R, 3, "%.4f");
+    pfi_rows_table_fmt(*R, 4, "%.4f");
+    for (int mode = 0; mode < 2 + F->nev; mode++) {
+        pfi_curve_errors ce;
+        char name[160];
+        pfi_status st;
+        if (mode < 2) {
+            st = pfi_fit_curve_cv(&F->d, feat, p, &M->curve, mode, &ce, &err);
+            snprintf(name, sizeof name, "%s", mode == 0 ? "loo" : "loco");
+        } else {
+            size_t *rows, m;
+            if (match_rows(F, F->eval_w[mode - 2], &rows, &m)) *rc = CLI_USAGE; /* evaluated on what matched: none */
+            st = pfi_fit_curve_eval_on(&F->d, feat, p, &M->curve, rows, m, &ce, &err);
+            free(rows);
+            snprintf(name, sizeof name, "eval:%s", F->eval_w[mode - 2]);
+        }
+        if (st) {
+            cli_error(F->cmd, "%s", err.msg);
+            return *rc = CLI_FAIL, -1;
+        }
+        curve_rows(*R, metrics, name, &ce);
+    }
+    return 0;
+}
+
+/* the model file: the model, its metrics and where it was trained */
+static int save_model(fit_job *F, const char *path, pfi_model *M, char **feat, size_t p, json_t *metrics, char **tables,
+                      int ntables, char **train_w, int ntw)
+{
+    M->p = p;
+    M->features = feat;
+    json_t *meta = json_object();
+    json_object_set_new(meta, "metrics", metrics);
+    json_t *tr = json_array();
+    for (int i = 0; i < ntables; i++) json_array_append_new(tr, json_string(tables[i]));
+    json_object_set_new(meta, "trained_on", tr);
+    char tw[1024] = "";
+    for (int i = 0; i < ntw; i++) {
+        strncat(tw, i ? " AND " : "", sizeof tw - strlen(tw) - 1);
+        strncat(tw, train_w[i], sizeof tw - strlen(tw) - 1);
+    }
+    json_object_set_new(meta, "train_where", json_string(tw));
+    int recon = pfi_table_col(F->S.t, "provenance") >= 0;
+    json_object_set_new(meta, "provenance", json_string(recon ? "fitted on a reconstruction calibrated to published tables"
+                                                              : "fitted on the given sweep tables"));
+    M->meta = meta;
+    pfi_error err;
+    int rc = CLI_OK;
+    if (pfi_model_save(M, path, &err)) { cli_error(F->cmd, "%s", err.msg); rc = CLI_FAIL; }
+    json_decref(meta);
+    M->meta = NULL;
+    M->features = NULL;
+    return rc;
+}
+
+/* the OLS or curve model: evaluated, written (--model), its metrics printed */
+static int fit_model(fit_job *F, const char *features, int curve, const char *model_path, char **tables, int ntables,
+                     char **train_w, int ntw)
+{
+    char **feat = NULL;
+    size_t p = 0;
+    pfi_error err;
+    if (pfi_features_expand(features, &feat, &p, &err)) { cli_error(F->cmd, "%s", err.msg); return CLI_FAIL; }
+    json_t *metrics = json_object();
+    pfi_model M;
+    memset(&M, 0, sizeof M);
+    snprintf(M.target, sizeof M.target, "%s", !strcmp(F->target, "pfi") ? "pfi" : "pfi_robust");
+    pfi_rows *R = NULL;
+    int rc = CLI_OK, fitted = (curve ? fit_curves : fit_ols)(F, feat, p, &M, metrics, &R, &rc) == 0;
+    if (fitted && model_path) {
+        if (save_model(F, model_path, &M, feat, p, metrics, tables, ntables, train_w, ntw) != CLI_OK) rc = CLI_FAIL;
+        metrics = NULL; /* the model file's meta took it */
+    }
+    if (metrics) json_decref(metrics);
+    if (fitted && M.kind == PFI_MODEL_OLS) pfi_pfi_model_free(&M.ols);
+    else if (fitted) pfi_curve_model_free(&M.curve);
+    if (rc == CLI_OK) rc = cli_save_rows(F->cmd, R, F->out);
+    pfi_rows_free(R);
+    pfi_features_free(feat, p);
+    return rc;
+}
+
 int cmd_fit(int argc, char **argv)
 {
     const char *cmd = "fit";
@@ -167,275 +375,14 @@ int cmd_fit(int argc, char **argv)
         goto done;
     }
     if (ablation && curve) { rc = cli_usage_error(cmd, "--ablation and --curve exclude each other"); goto done; }
-    cli_gset S;
-    if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &S)) { rc = CLI_FAIL; goto done; }
-    fitctx fc = {cmd, &S, NULL, 0, cli_gset_target(&S, target), NULL};
-    size_t ng = S.gs.n;
-    fc.train = malloc(ng * sizeof *fc.train);
-    fc.cluster = malloc(ng * sizeof *fc.cluster);
-    char **feat = NULL;
-    size_t p = 0;
-    pfi_rows *R = NULL;
-    pfi_error err;
-    size_t skipped = 0;
-    for (size_t i = 0; i < ng; i++) {
-        int m = cli_group_match_all(cmd, &S, &S.gs.g[i], train_w, ntw);
-        if (m < 0) { rc = CLI_USAGE; goto free_all; }
-        if (!m) continue;
-        if (!curve && !isfinite(fc.y[i])) { skipped++; continue; }
-        fc.train[fc.ntrain++] = i;
-    }
-    if (skipped) {
-        pfi_log lg = cli_log(cmd);
-        pfi_warnf(&lg, "%zu training groups have no finite %s target (e.g. not power-bound) and are left out", skipped, target);
-    }
-    if (fc.ntrain < 3) { cli_error(cmd, "only %zu training groups: need at least 3", fc.ntrain); rc = CLI_FAIL; goto free_all; }
-    /* LOCO clusters */
-    {
-        char seen[256][96];
-        int ns = 0;
-        for (size_t i = 0; i < fc.ntrain; i++) {
-            const pfi_group *g = &S.gs.g[fc.train[i]];
-            char key[200];
-            if (cluster_by) snprintf(key, sizeof key, "%s", cli_group_attr(&S, g, cluster_by));
-            else snprintf(key, sizeof key, "%s-%s", g->arch, g->task);
-            int j;
-            for (j = 0; j < ns; j++)
-                if (!strcmp(seen[j], key)) break;
-            if (j == ns && ns < 256) snprintf(seen[ns++], sizeof seen[0], "%.95s", key);
-            fc.cluster[i] = j;
-        }
-    }
-    if (ablation) {
-        static const char *const sets[][2] = {
-            {"dram_copy_product", "dram_copy_product"},
-            {"arithmetic_intensity", "arithmetic_intensity"},
-            {"dram_copy_product+arithmetic_intensity", "dram_copy_product,arithmetic_intensity"},
-            {"job_metadata(arch;task;log_gpus)", "job_metadata"},
-            {"dram_copy_product+job_metadata", "dram_copy_product,job_metadata"},
-            {"all_dcgm_metrics", "all_dcgm_metrics"},
-            {"all_dcgm_metrics+job_metadata", "all_dcgm_metrics,job_metadata"}};
-        const char *names[] = {"predictors", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho", "loco_r2", "loco_rmse",
-                               "loco_rho", "paper_r2_in", "paper_loo_r2", "paper_loo_rmse", "paper_loo_rho",
-                               "paper_loco_r2", "paper_loco_rmse", "paper_loco_rho"};
-        pfi_celltype types[16];
-        for (int k = 0; k < 16; k++) types[k] = PFI_CELL_NUM;
-        types[0] = PFI_CELL_TEXT;
-        types[1] = PFI_CELL_INT;
-        R = pfi_rows_new(16, names, types);
-        for (int k = 2; k < 16; k++) pfi_rows_table_fmt(R, (size_t)k, "%.3f");
-        char t3[4096];
-        int have_paper = cli_data_path(cmd, data, "paper/table3_predictor_ablation.csv", t3, sizeof t3) == 0;
-        for (size_t s = 0; s < sizeof sets / sizeof *sets; s++) {
-            char **fs;
-            size_t fp;
-            if (pfi_features_expand(sets[s][1], &fs, &fp, &err)) { cli_error(cmd, "%s", err.msg); rc = CLI_FAIL; goto free_all; }
-            pfi_eval a, b, d;
-            pfi_pfi_model m;
-            int e = evaluate(&fc, fs, fp, &a, &b, &d, &m);
-            pfi_features_free(fs, fp);
-            if (e) { rc = CLI_FAIL; goto free_all; }
-            pfi_pfi_model_free(&m);
-            size_t k = pfi_rows_add(R);
-            pfi_rows_text(R, k, 0, sets[s][0]);
-            pfi_rows_int(R, k, 1, (long long)fp);
-            double v[7] = {a.r2, b.r2, b.rmse, b.rho, d.r2, d.rmse, d.rho}, pv[7];
-            for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 2 + (size_t)j, v[j]);
-            if (have_paper && paper_row(t3, sets[s][0], pv) == 0)
-                for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 9 + (size_t)j, pv[j]);
-        }
-        rc = cli_save_rows(cmd, R, &out);
-        goto free_all;
-    }
-    if (pfi_features_expand(features, &feat, &p, &err)) { cli_error(cmd, "%s", err.msg); rc = CLI_FAIL; goto free_all; }
-    json_t *metrics = json_object();
-    pfi_model M;
-    memset(&M, 0, sizeof M);
-    snprintf(M.target, sizeof M.target, "%s", !strcmp(target, "pfi") ? "pfi" : "pfi_robust");
-    if (!curve) {
-        const char *names[] = {"evaluation", "n", "r2", "rmse", "rho"};
-        pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM};
-        R = pfi_rows_new(5, names, types);
-        for (int k = 2; k < 5; k++) pfi_rows_table_fmt(R, (size_t)k, "%.3f");
-        pfi_eval a, b, d;
-        if (evaluate(&fc, feat, p, &a, &b, &d, &M.ols)) { rc = CLI_FAIL; json_decref(metrics); goto free_all; }
-        M.kind = PFI_MODEL_OLS;
-        eval_row(R, "in_sample", &a);
-        eval_row(R, "loo", &b);
-        eval_row(R, "loco", &d);
-        json_object_set_new(metrics, "in_sample", eval_json(&a));
-        json_object_set_new(metrics, "loo", eval_json(&b));
-        json_object_set_new(metrics, "loco", eval_json(&d));
-        for (int e = 0; e < nev; e++) {
-            size_t *rows = malloc(ng * sizeof *rows), m = 0;
-            for (size_t i = 0; i < ng; i++) {
-                int mm = cli_group_match(cmd, &S, &S.gs.g[i], eval_w[e]);
-                if (mm < 0) { free(rows); rc = CLI_USAGE; json_decref(metrics); goto free_all; }
-                if (mm && isfinite(fc.y[i])) rows[m++] = i;
-            }
-            double *X = malloc((m ? m : 1) * p * sizeof *X), *y = malloc((m ? m : 1) * sizeof *y), *yh = malloc((m ? m : 1) * sizeof *yh);
-            build_X(&fc, feat, p, rows, m, X);
-            int oor = 0;
-            for (size_t i = 0; i < m; i++) {
-                int o2;
-                y[i] = fc.y[rows[i]];
-                yh[i] = pfi_pfi_model_predict(&M.ols, X + i * p, NULL, &o2);
-                oor += o2 > 0;
-            }
-            pfi_eval ev;
-            pfi_eval_metrics(y, yh, m, NAN, &ev);
-            char name[160];
-            snprintf(name, sizeof name, "eval:%s", eval_w[e]);
-            eval_row(R, name, &ev);
-            json_object_set_new(metrics, name, eval_json(&ev));
-            if (oor) {
-                pfi_log lg = cli_log(cmd);
-                pfi_warnf(&lg, "%s: %d of %zu groups have a feature outside the training range", name, oor, m);
-            }
-            free(rows), free(X), free(y), free(yh);
-        }
-        fprintf(stderr, "pfi fit: %s = %.4g", target, M.ols.lin.intercept);
-        for (size_t k = 0; k < p; k++) fprintf(stderr, " %+.4g x %s", M.ols.lin.beta[k], feat[k]);
-        fprintf(stderr, " (rank %zu, %zu groups)\n", M.ols.lin.rank, M.ols.n_train);
-    } else {
-        /* curve predictor */
-        M.kind = PFI_MODEL_CURVE;
-        size_t n = fc.ntrain;
-        double *X = malloc(n * p * sizeof *X);
-        const pfi_curve **cv = malloc(n * sizeof *cv);
-        if (build_X(&fc, feat, p, fc.train, n, X)) { free(X); free(cv); rc = CLI_FAIL; json_decref(metrics); goto free_all; }
-        for (size_t i = 0; i < n; i++) cv[i] = &S.gs.g[fc.train[i]].curve;
-        if (pfi_curve_model_fit(X, cv, n, p, &M.curve, &err)) {
-            cli_error(cmd, "%s", err.msg);
-            free(X), free(cv);
-            rc = CLI_FAIL;
-            json_decref(metrics);
-            goto free_all;
-        }
-        const char *names[] = {"evaluation", "cap_frac", "n", "tokens_frac_rmse", "power_frac_rmse"};
-        pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM};
-        R = pfi_rows_new(5, names, types);
-        pfi_rows_table_fmt(R, 1, "%.2f");
-        pfi_rows_table_fmt(R, 3, "%.4f");
-        pfi_rows_table_fmt(R, 4, "%.4f");
-        /* LOO / LOCO: refit per fold, errors per grid point */
-        for (int mode = 0; mode < 2 + nev; mode++) {
-            double se_t[PFI_CURVE_GRID_MAX] = {0}, se_p[PFI_CURVE_GRID_MAX] = {0};
-            size_t cnt[PFI_CURVE_GRID_MAX] = {0};
-            const pfi_curve_model *gm = &M.curve;
-            if (mode < 2) {
-                int folds = 0;
-                for (size_t i = 0; i < n; i++)
-                    if (fc.cluster[i] + 1 > folds) folds = fc.cluster[i] + 1;
-                size_t nf = mode == 0 ? n : (size_t)folds;
-                for (size_t f = 0; f < nf; f++) {
-                    double *Xt = malloc(n * p * sizeof *Xt);
-                    const pfi_curve **ct = malloc(n * sizeof *ct);
-                    size_t m = 0;
-                    for (size_t i = 0; i < n; i++) {
-                        int held = mode == 0 ? i == f : fc.cluster[i] == (int)f;
-                        if (held) continue;
-                        memcpy(Xt + m * p, X + i * p, p * sizeof *X);
-                        ct[m++] = cv[i];
-                    }
-                    pfi_curve_model fm;
-                    if (pfi_curve_model_fit(Xt, ct, m, p, &fm, NULL) == PFI_OK) {
-                        for (size_t i = 0; i < n; i++) {
-                            int held = mode == 0 ? i == f : fc.cluster[i] == (int)f;
-                            if (!held) continue;
-                            double tp[PFI_CURVE_GRID_MAX], pp[PFI_CURVE_GRID_MAX];
-                            pfi_curve_model_predict(&fm, X + i * p, tp, pp);
-                            for (size_t k = 0; k < fm.ngrid; k++) {
-                                double tm, pm;
-                                size_t kk;
-                                for (kk = 0; kk < gm->ngrid; kk++)
-                                    if (fabs(gm->frac[kk] - fm.frac[k]) < 1e-9) break;
-                                if (kk == gm->ngrid || !pfi_curve_point_at_frac(cv[i], fm.frac[k], &tm, &pm)) continue;
-                                se_t[kk] += (tp[k] - tm) * (tp[k] - tm);
-                                se_p[kk] += (pp[k] - pm) * (pp[k] - pm);
-                                cnt[kk]++;
-                            }
-                        }
-                        pfi_curve_model_free(&fm);
-                    }
-                    free(Xt);
-                    free(ct);
-                }
-            } else {
-                for (size_t i = 0; i < ng; i++) {
-                    int mm = cli_group_match(cmd, &S, &S.gs.g[i], eval_w[mode - 2]);
-                    if (mm < 0) { rc = CLI_USAGE; break; }
-                    if (!mm) continue;
-                    double x[256], tp[PFI_CURVE_GRID_MAX], pp[PFI_CURVE_GRID_MAX];
-                    size_t one = i;
-                    if (p > 256 || build_X(&fc, feat, p, &one, 1, x)) continue;
-                    pfi_curve_model_predict(gm, x, tp, pp);
-                    for (size_t k = 0; k < gm->ngrid; k++) {
-                        double tm, pm;
-                        if (!pfi_curve_point_at_frac(&S.gs.g[i].curve, gm->frac[k], &tm, &pm)) continue;
-                        se_t[k] += (tp[k] - tm) * (tp[k] - tm);
-                        se_p[k] += (pp[k] - pm) * (pp[k] - pm);
-                        cnt[k]++;
-                    }
-                }
-            }
-            char name[160];
-            snprintf(name, sizeof name, "%s", mode == 0 ? "loo" : mode == 1 ? "loco" : "eval:");
-            if (mode >= 2) snprintf(name, sizeof name, "eval:%s", eval_w[mode - 2]);
-            json_t *jt = json_array(), *jp = json_array();
-            for (size_t k = 0; k + 1 < gm->ngrid; k++) {
-                size_t r = pfi_rows_add(R);
-                double rt = cnt[k] ? sqrt(se_t[k] / (double)cnt[k]) : NAN, rp = cnt[k] ? sqrt(se_p[k] / (double)cnt[k]) : NAN;
-                pfi_rows_text(R, r, 0, name);
-                pfi_rows_num(R, r, 1, gm->frac[k]);
-                pfi_rows_int(R, r, 2, (long long)cnt[k]);
-                pfi_rows_num(R, r, 3, rt);
-                pfi_rows_num(R, r, 4, rp);
-                json_array_append_new(jt, isfinite(rt) ? json_real(rt) : json_null());
-                json_array_append_new(jp, isfinite(rp) ? json_real(rp) : json_null());
-            }
-            json_t *mj = json_object();
-            json_object_set_new(mj, "tokens_frac_rmse", jt);
-            json_object_set_new(mj, "power_frac_rmse", jp);
-            json_object_set_new(metrics, name, mj);
-        }
-        free(X);
-        free(cv);
-    }
-    if (model_path) {
-        M.p = p;
-        M.features = feat;
-        json_t *meta = json_object();
-        json_object_set_new(meta, "metrics", metrics);
-        metrics = NULL;
-        json_t *tr = json_array();
-        for (int i = optind; i < argc; i++) json_array_append_new(tr, json_string(argv[i]));
-        json_object_set_new(meta, "trained_on", tr);
-        char tw[1024] = "";
-        for (int i = 0; i < ntw; i++) {
-            strncat(tw, i ? " AND " : "", sizeof tw - strlen(tw) - 1);
-            strncat(tw, train_w[i], sizeof tw - strlen(tw) - 1);
-        }
-        json_object_set_new(meta, "train_where", json_string(tw));
-        int recon = pfi_table_col(S.t, "provenance") >= 0;
-        json_object_set_new(meta, "provenance", json_string(recon ? "fitted on a reconstruction calibrated to published tables"
-                                                                  : "fitted on the given sweep tables"));
-        M.meta = meta;
-        if (pfi_model_save(&M, model_path, &err)) { cli_error(cmd, "%s", err.msg); rc = CLI_FAIL; }
-        json_decref(meta);
-        M.meta = NULL;
-        M.features = NULL;
-    }
-    if (metrics) json_decref(metrics);
-    if (M.kind == PFI_MODEL_OLS) pfi_pfi_model_free(&M.ols);
-    else pfi_curve_model_free(&M.curve);
-    if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &out);
-free_all:
-    pfi_rows_free(R);
-    pfi_features_free(feat, p);
-    free(fc.train);
-    free(fc.cluster);
-    cli_gset_free(&S);
+    fit_job F = {.cmd = cmd, .target = target, .eval_w = eval_w, .nev = nev, .out = &out};
+    if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &F.S)) { rc = CLI_FAIL; goto done; }
+    rc = select_training(&F, train_w, ntw, cluster_by, curve);
+    if (rc == CLI_OK && ablation) rc = fit_ablation(&F, data);
+    else if (rc == CLI_OK) rc = fit_model(&F, features, curve, model_path, argv + optind, argc - optind, train_w, ntw);
+    free(F.train);
+    free(F.cluster);
+    cli_gset_free(&F.S);
 done:
     free(train_w);
     free(eval_w);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
 

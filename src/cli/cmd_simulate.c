@@ -7,9 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "simulate.h"
-#include "pool.h"
 
 typedef struct simulate_args {
     cli_out out;

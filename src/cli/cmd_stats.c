@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "groupset.h"
+#include "sweeps.h"
 #include "pfi/features.h"
 #include "pfi/metrics.h"
 #include "pfi/stats.h"

@@ -1,5 +1,6 @@
 /* predictor.c — OLS (minimum-norm, standardized), cross-validation, the
- * scalar PFI model and the curve model (see predictor.h). */
+ * scalar PFI model and the curve model (see predictor.h), and a loaded
+ * model file's PFI (pfi_model_pfi, model_file.h: computation, no I/O). */
 #include "pfi/predictor.h"
 
 #include <math.h>
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include "pfi/curve.h"
+#include "pfi/model_file.h"
+#include "pfi/pfi.h"
 #include "pfi/stats.h"
 
 void pfi_linear_free(pfi_linear *m)
@@ -338,4 +341,24 @@ pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, doub
     for (size_t k = 0; k < m->ngrid; k++)
         pts[k] = (pfi_point){m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_max, NAN, NAN, 1};
     return pfi_curve_init(out, pts, m->ngrid, err);
+}
+
+double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out_of_range)
+{
+    if (m->kind == PFI_MODEL_OLS) return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
+    if (clamped) *clamped = 0;
+    int oor = 0;
+    for (size_t k = 0; k < m->p; k++)
+        if (x[k] < m->curve.fmin[k] || x[k] > m->curve.fmax[k]) oor++;
+    if (out_of_range) *out_of_range = oor;
+    double t[PFI_CURVE_GRID_MAX], p[PFI_CURVE_GRID_MAX];
+    pfi_curve_model_predict(&m->curve, x, t, p);
+    pfi_point pts[PFI_CURVE_GRID_MAX];
+    for (size_t k = 0; k < m->curve.ngrid; k++) pts[k] = (pfi_point){m->curve.frac[k], p[k], t[k], NAN, NAN, 1};
+    pfi_curve c;
+    if (pfi_curve_init(&c, pts, m->curve.ngrid, NULL) != PFI_OK) return NAN;
+    pfi_eq1_result r;
+    pfi_eq1(&c, &r);
+    pfi_curve_free(&c);
+    return r.pfi;
 }

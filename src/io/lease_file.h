@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "pfi/status.h"
+#include "saved_cap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,12 +20,8 @@ extern "C" {
 /* how far one write may raise the generation above generation_max (2^20) */
 #define PFI_LEASE_GENERATION_STEP (1LL << 20)
 
-typedef struct pfi_lease_gpu {
-    char uuid[96];
-    int changed;        /* 1: the agent changed this GPU's cap; baseline_w is valid */
-    double baseline_w;
-    double cap_w;       /* the cap the agent set */
-} pfi_lease_gpu;
+/* a GPU whose cap the agent changed: its baseline_w and the cap_w it set */
+typedef pfi_saved_cap pfi_lease_gpu;
 
 typedef struct pfi_lease_state {
     int active;

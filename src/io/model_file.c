@@ -8,7 +8,6 @@
 
 #include "atomic.h"
 #include "pfi/features.h"
-#include "pfi/pfi.h"
 
 void pfi_model_free(pfi_model *m)
 {
@@ -239,24 +238,4 @@ out:
     json_decref(o);
     if (st) pfi_model_free(m);
     return st;
-}
-
-double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out_of_range)
-{
-    if (m->kind == PFI_MODEL_OLS) return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
-    if (clamped) *clamped = 0;
-    int oor = 0;
-    for (size_t k = 0; k < m->p; k++)
-        if (x[k] < m->curve.fmin[k] || x[k] > m->curve.fmax[k]) oor++;
-    if (out_of_range) *out_of_range = oor;
-    double t[PFI_CURVE_GRID_MAX], p[PFI_CURVE_GRID_MAX];
-    pfi_curve_model_predict(&m->curve, x, t, p);
-    pfi_point pts[PFI_CURVE_GRID_MAX];
-    for (size_t k = 0; k < m->curve.ngrid; k++) pts[k] = (pfi_point){m->curve.frac[k], p[k], t[k], NAN, NAN, 1};
-    pfi_curve c;
-    if (pfi_curve_init(&c, pts, m->curve.ngrid, NULL) != PFI_OK) return NAN;
-    pfi_eq1_result r;
-    pfi_eq1(&c, &r);
-    pfi_curve_free(&c);
-    return r.pfi;
 }

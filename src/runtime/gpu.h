@@ -32,6 +32,7 @@
 
 #include "pfi/metrics.h"
 #include "pfi/status.h"
+#include "saved_cap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,6 +100,118 @@ pfi_status pfi_gpu_sim_job_info(pfi_gpu *g, size_t k, size_t *first, size_t *las
                                 pfi_error *err);
 /* Throughput of job k now (noise-free), tokens/s; NaN when not training. */
 double pfi_gpu_sim_tokens_per_s(pfi_gpu *g, size_t k);
+
+/* ---- saving and restoring device controls ----
+ * Modelled on GEOPM's IOGroup::save_control / restore_control, and the one
+ * place that does it for both writers of caps: pfi-agent (whose state file
+ * also keeps the lease: lease.h) and pfi sweep without an agent (its own
+ * state file: sweep_state.h).
+ *
+ * Before a writer first changes a GPU's cap, the cap it finds is saved
+ * (pfi_saved_cap: changed, baseline_w) and the saved caps are written ahead
+ * to the writer's state file (atomic, file and directory fsynced, never
+ * through a link: state_file.h) before any device is touched: if that
+ * write fails nothing is changed. Restoring puts every saved cap back
+ * (checked against the device: one it cannot take is replaced by its
+ * default limit) and forgets those that are back; a GPU the device refused
+ * stays saved, so the file still names it for the next try. A state file
+ * that cannot be read or parsed means the saved caps are lost: every GPU
+ * goes back to its default limit. Events are reported through
+ * pfi_gpu_restore_report (each writer words its own log lines). */
+
+/* The cap a GPU goes back to when its saved cap is unknown or unusable:
+ * its default limit (its maximum when it has none). */
+double pfi_gpu_default_cap_w(const pfi_gpu_info *in);
+
+/* The GPU's management limit now. When the device cannot say: its default
+ * limit if fallback_default, else an error naming the GPU. */
+pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w, pfi_error *err);
+
+/* Saved caps, in memory: saved[0..*n) of at most max (the writer's). */
+typedef struct pfi_gpu_saved_set {
+    pfi_saved_cap *gpu;
+    size_t *n, max;
+} pfi_gpu_saved_set;
+
+/* The entry of a UUID, added (unchanged) when absent; NULL when full. */
+pfi_saved_cap *pfi_gpu_saved_get(const pfi_gpu_saved_set *s, const char *uuid);
+/* How many are saved and not yet restored. */
+size_t pfi_gpu_saved_pending(const pfi_gpu_saved_set *s);
+
+/* Events of a restore, each optional (NULL: not reported). k: the entry's
+ * position in the saved set; i: the GPU's index, -1 when it is not on this
+ * node. */
+typedef struct pfi_gpu_restore_report {
+    /* the state file cannot be read or parsed (why): its saved caps are lost */
+    void (*lost)(void *ud, const char *path, const pfi_error *why);
+    /* the state file names saved caps to restore (a writer that did not finish) */
+    void (*found)(void *ud, const char *path);
+    /* which ("baseline_w" or "cap_w") is outside the device's range: replaced by repl_w */
+    void (*out_of_range)(void *ud, size_t k, const pfi_saved_cap *s, long i, const pfi_gpu_info *in, const char *which,
+                         double value_w, double repl_w);
+    /* back at its saved cap (from_w: the cap set before, s->cap_w) */
+    void (*restored)(void *ud, size_t k, const pfi_saved_cap *s, long i, double from_w);
+    /* not restored: the device refused (e), or its GPU is not on this node (i = -1) */
+    void (*failed)(void *ud, size_t k, const pfi_saved_cap *s, long i, const pfi_error *e);
+    void *ud;
+} pfi_gpu_restore_report;
+
+/* save_control in memory: each GPU idx[0..nidx) not saved yet gets its cap
+ * now as its saved cap (changed; baseline_w = cap_w = the cap now, index);
+ * one already saved keeps its baseline. On failure (a cap that cannot be
+ * read, a full set) nothing is saved. */
+pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fallback_default, const pfi_gpu_saved_set *s,
+                             pfi_error *err);
+/* Saved caps (and caps set) a GPU on this node cannot take — a hand edit,
+ * another GPU model — replaced: a baseline by the default limit, a cap set
+ * by the baseline. */
+void pfi_gpu_check_saved(pfi_gpu *g, const pfi_gpu_saved_set *s, const pfi_gpu_restore_report *r);
+/* Saved caps when the state file is lost: each GPU's default limit as its
+ * baseline (cap_w: the cap now), for every GPU, or only_not_default: for
+ * those not at their default now. The set is emptied first. */
+void pfi_gpu_saved_defaults(pfi_gpu *g, int only_not_default, const pfi_gpu_saved_set *s);
+/* restore_control in memory: every saved cap back (check_range: one the
+ * device cannot take is replaced by its default first); those back are
+ * unchanged, cap_w = baseline_w. A saved GPU not on this node is reported
+ * failed and forgotten if forget_missing, else kept. Returns how many stay
+ * saved. */
+size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range, int forget_missing,
+                            const pfi_gpu_restore_report *r);
+
+/* A writer's state file: its path, its saved set, and how the file keeps
+ * them. pfi_gpu_state_file_init gives the plain format (pfi sweep's:
+ * format_version 1, pid, gpus [{index, uuid, cap_w = the saved cap}]); the
+ * agent keeps its lease beside them (load/store of its own). */
+typedef struct pfi_gpu_state_file {
+    const char *path;
+    pfi_gpu_saved_set saved;
+    /* read path into saved (*found = 0, and the set empty, when there is none) */
+    pfi_status (*load)(const struct pfi_gpu_state_file *f, int *found, pfi_error *err);
+    /* write path with saved as it is (atomically, durably, never through a link) */
+    pfi_status (*store)(const struct pfi_gpu_state_file *f, pfi_error *err);
+    void *ud;
+    int keep;              /* 1: the file holds more (the agent's lease): stored, never removed */
+    int fallback_default;  /* a cap the device cannot read is saved as its default limit */
+} pfi_gpu_state_file;
+
+void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_cap *gpu, size_t *n, size_t max);
+
+/* pfi_gpu_save: save the caps of the GPUs idx[0..nidx) about to change
+ * (pfi_gpu_save_caps) and write the file ahead of any change; if it cannot
+ * be written, the caps saved by this call are forgotten again and the
+ * error names the file: no cap may be changed. */
+pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gpu_state_file *f, pfi_error *err);
+
+/* pfi_gpu_restore: restore what the file names — after a crash, or at the
+ * writer's end (from_file = 0: the saved set in memory). A missing file is
+ * nothing to do; a lost one (unreadable, corrupt) puts every GPU back to
+ * its default limit (lost, then restored events) and is renamed FILE.corrupt
+ * once they are; otherwise the file is removed once every GPU is back
+ * (kept and stored, if f->keep). *pending: how many GPUs stay saved (the
+ * file is kept for them); the status is an error only for the file itself
+ * (a rename or removal that failed). */
+pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_file, const pfi_gpu_restore_report *r,
+                           size_t *pending, pfi_error *err);
 
 #ifdef __cplusplus
 }

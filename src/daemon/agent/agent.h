@@ -72,6 +72,7 @@ typedef struct agent {
     agent_job job[AGENT_MAX_JOBS];
     size_t njobs;
     pfi_lease_state lease;
+    pfi_gpu_state_file sf;            /* the GPU layer's view of the state file: lease.gpu are the saved caps */
     pfi_model model;
     int have_model;
     char token[300], read_token[300];

@@ -1,4 +1,7 @@
 /* agent_caps.c — setting and restoring caps (agent.h, docs/agent.md).
+ * Baselines are the GPU layer's saved caps (gpu.h: pfi_gpu_save writes
+ * them ahead, pfi_gpu_restore_caps puts them back), kept in the lease
+ * state and its file; the lease rules are lease.c's.
  *
  * A PUT is the complete desired state of the node: listed GPUs (by UUID,
  * index, or through a job) get their cap; unlisted GPUs return to their
@@ -45,9 +48,28 @@ int agent_save_state(agent *a)
 /* the GPU's cap right now (a fresh reading; the default limit if NVML cannot say) */
 static double current_cap(agent *a, size_t i)
 {
-    pfi_gpu_sample s;
-    if (pfi_gpu_sample_get(a->gpu, i, &s, NULL) == PFI_OK && (s.have & PFI_GS_CAP)) return s.cap_w;
-    return a->g[i].info.cap_default_w;
+    double c = a->g[i].info.cap_default_w;
+    pfi_gpu_cap_now(a->gpu, i, 1, &c, NULL);
+    return c;
+}
+
+/* the state file as the GPU layer writes it: the lease with its GPUs */
+static pfi_status store_state(const pfi_gpu_state_file *f, pfi_error *err) { return pfi_lease_save(&((agent *)f->ud)->lease, f->path, err); }
+
+static pfi_status load_lease(const pfi_gpu_state_file *f, int *found, pfi_error *err)
+{
+    return pfi_lease_load(f->path, &((agent *)f->ud)->lease, found, err);
+}
+
+static void state_file_init(agent *a)
+{
+    if (a->sf.store) return; /* once */
+    pfi_gpu_state_file_init(&a->sf, a->cfg.state_file, a->lease.gpu, &a->lease.n, PFI_LEASE_MAX_GPUS);
+    a->sf.load = load_lease;
+    a->sf.store = store_state;
+    a->sf.ud = a;
+    a->sf.keep = 1;             /* it also keeps generation_max and the lease */
+    a->sf.fallback_default = 1; /* a cap NVML cannot read: the default limit (as current_cap) */
 }
 
 int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
@@ -67,6 +89,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         return 400;
     }
     double now = pfi_clock_mono(); /* leases run on the monotonic clock (lease.h) */
+    state_file_init(a);
     pfi_error why;
     pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, &why);
     if (v != PFI_LEASE_ADMIT) {
@@ -144,6 +167,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     *prev = a->lease;
     double cur[AGENT_MAX_GPUS], target[AGENT_MAX_GPUS];
     int change[AGENT_MAX_GPUS];
+    size_t idx[AGENT_MAX_GPUS], nch = 0;
     for (size_t i = 0; i < a->n; i++) {
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
         change[i] = 0;
@@ -155,16 +179,15 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             continue;
         }
         change[i] = 1;
-        if (!lg->changed) {
-            lg->changed = 1;
-            lg->baseline_w = cur[i];
-        }
+        idx[nch++] = i;
         lg->cap_w = target[i];
     }
     int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) && a->lease.generation == rq.generation;
     int taken_over = a->lease.active && !renewed && pfi_lease_live(&a->lease, now);
     pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
-    if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
+    /* the baselines of the GPUs about to change (the caps found now) are
+       saved, and the file written, before any device is touched */
+    if (pfi_gpu_save(a->gpu, idx, nch, &a->sf, &e)) {
         agent_log(a, "error: cannot save the state file, so no cap is changed (controller %s, generation %lld): %s", rq.controller,
                   rq.generation, e.msg);
         a->lease = *prev;
@@ -244,41 +267,44 @@ static long gpu_index(agent *a, const char *uuid)
     return -1;
 }
 
-/* the cap a GPU returns to when its baseline is unknown or unusable */
-static double device_default(const pfi_gpu_info *in) { return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w; }
+/* a restore's events, as the agent logs them */
+typedef struct restore_ctx {
+    agent *a;
+    const char *why;
+    double delay_s;
+    int any, failed;
+} restore_ctx;
+
+static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, double from_w)
+{
+    restore_ctx *x = ud;
+    agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w, lg->baseline_w, x->why);
+    x->a->cap_changes++;
+    x->any = 1;
+}
+
+static void on_failed(void *ud, size_t k, const pfi_saved_cap *lg, long i, const pfi_error *e)
+{
+    restore_ctx *x = ud;
+    if (i < 0) {
+        agent_log(x->a, "warning: GPU %s of the state file is not on this node; forgetting its baseline", lg->uuid);
+        return;
+    }
+    agent_log(x->a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i, lg->baseline_w, e->msg, x->delay_s);
+    x->failed = 1;
+}
 
 void agent_restore(agent *a, const char *why)
 {
-    int any = 0, failed = 0;
+    state_file_init(a);
     /* a failure is retried with a back-off (0.1 s doubling to 30 s), not every 50 ms */
-    double delay_s = a->restore_delay_s > 0 ? fmin(2 * a->restore_delay_s, 30) : 0.1;
-    for (size_t k = 0; k < a->lease.n; k++) {
-        pfi_lease_gpu *lg = &a->lease.gpu[k];
-        if (!lg->changed) continue;
-        long i = gpu_index(a, lg->uuid);
-        if (i < 0) {
-            agent_log(a, "warning: GPU %s of the state file is not on this node; forgetting its baseline", lg->uuid);
-            lg->changed = 0;
-            continue;
-        }
-        pfi_error e;
-        if (pfi_gpu_set_cap(a->gpu, (size_t)i, lg->baseline_w, &e)) {
-            agent_log(a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i, lg->baseline_w, e.msg, delay_s);
-            failed = 1;
-            continue;
-        }
-        agent_log(a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, lg->cap_w, lg->baseline_w, why);
-        a->cap_changes++;
-        lg->changed = 0;
-        lg->cap_w = lg->baseline_w;
-        any = 1;
-    }
-    a->restore_delay_s = failed ? delay_s : 0;
-    if (failed) a->restore_retry_at_s = mono_s() + delay_s;
-    int pending = 0;
-    for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
+    restore_ctx x = {a, why, a->restore_delay_s > 0 ? fmin(2 * a->restore_delay_s, 30) : 0.1, 0, 0};
+    pfi_gpu_restore_report r = {.restored = on_restored, .failed = on_failed, .ud = &x};
+    int pending = pfi_gpu_restore_caps(a->gpu, &a->sf.saved, 0, 1, &r) > 0;
+    a->restore_delay_s = x.failed ? x.delay_s : 0;
+    if (x.failed) a->restore_retry_at_s = mono_s() + x.delay_s;
     if (!pending) a->lease.active = 0;
-    if (any || !pending) agent_save_state(a);
+    if (x.any || !pending) agent_save_state(a);
 }
 
 void agent_check_lease(agent *a)
@@ -301,26 +327,16 @@ void agent_check_lease(agent *a)
 
 /* Baselines and caps from the file that this node's devices cannot take
  * (a hand edit, another GPU model) are replaced by the device default. */
-static void check_against_devices(agent *a)
+static void on_out_of_range(void *ud, size_t k, const pfi_saved_cap *lg, long i, const pfi_gpu_info *in, const char *which, double v,
+                            double repl)
 {
-    for (size_t k = 0; k < a->lease.n; k++) {
-        pfi_lease_gpu *lg = &a->lease.gpu[k];
-        long i = gpu_index(a, lg->uuid);
-        if (!lg->changed || i < 0) continue;
-        const pfi_gpu_info *in = &a->g[i].info;
-        int base_ok = lg->baseline_w >= in->cap_min_w - 1e-9 && lg->baseline_w <= in->cap_max_w + 1e-9;
-        int cap_ok = lg->cap_w >= in->cap_min_w - 1e-9 && lg->cap_w <= in->cap_max_w + 1e-9;
-        if (!base_ok) {
-            agent_log(a, "warning: %s: GPU %ld %s: baseline_w %g W is outside the device's %g..%g W; using its default limit %g W",
-                      a->cfg.state_file, i, lg->uuid, lg->baseline_w, in->cap_min_w, in->cap_max_w, device_default(in));
-            lg->baseline_w = device_default(in);
-        }
-        if (!cap_ok) {
-            agent_log(a, "warning: %s: GPU %ld %s: cap_w %g W is outside the device's %g..%g W; restoring its baseline",
-                      a->cfg.state_file, i, lg->uuid, lg->cap_w, in->cap_min_w, in->cap_max_w);
-            lg->cap_w = lg->baseline_w;
-        }
-    }
+    agent *a = ud;
+    if (!strcmp(which, "baseline_w"))
+        agent_log(a, "warning: %s: GPU %ld %s: baseline_w %g W is outside the device's %g..%g W; using its default limit %g W",
+                  a->cfg.state_file, i, lg->uuid, v, in->cap_min_w, in->cap_max_w, repl);
+    else
+        agent_log(a, "warning: %s: GPU %ld %s: cap_w %g W is outside the device's %g..%g W; restoring its baseline",
+                  a->cfg.state_file, i, lg->uuid, v, in->cap_min_w, in->cap_max_w);
 }
 
 /* The state file, or (corrupt: baselines unknown) every GPU's device
@@ -328,8 +344,10 @@ static void check_against_devices(agent *a)
 static int load_state(agent *a, int *found)
 {
     pfi_error e;
-    if (!pfi_lease_load(a->cfg.state_file, &a->lease, found, &e)) {
-        if (*found) check_against_devices(a);
+    state_file_init(a);
+    if (!a->sf.load(&a->sf, found, &e)) {
+        pfi_gpu_restore_report r = {.out_of_range = on_out_of_range, .ud = a};
+        if (*found) pfi_gpu_check_saved(a->gpu, &a->sf.saved, &r);
         return 0;
     }
     agent_log(a, "warning: state file %s is unreadable or corrupt (%s): the GPUs' baselines are unknown, so every GPU goes back to "
@@ -338,14 +356,7 @@ static int load_state(agent *a, int *found)
     snprintf(keep, sizeof keep, "%s.corrupt", a->cfg.state_file);
     if (rename(a->cfg.state_file, keep) != 0) agent_log(a, "warning: %s: cannot rename it to %s: %s", a->cfg.state_file, keep, strerror(errno));
     pfi_lease_init(&a->lease);
-    for (size_t i = 0; i < a->n; i++) {
-        double cur = current_cap(a, i), def = device_default(&a->g[i].info);
-        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        if (!lg || !isfinite(def) || fabs(cur - def) < 0.5) continue;
-        lg->changed = 1;
-        lg->baseline_w = def;
-        lg->cap_w = cur;
-    }
+    pfi_gpu_saved_defaults(a->gpu, 1, &a->sf.saved); /* GPUs not at their default: the default is their baseline */
     agent_save_state(a); /* the device defaults are the baselines from now on, also after a crash */
     *found = 1;
     return 1;

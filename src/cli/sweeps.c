@@ -1,5 +1,6 @@
-/* groupset.c — see groupset.h. */
-#include "groupset.h"
+/* sweeps.c — the CLI side of sweep groups and pools (sweeps.h): reading
+ * tables and model files, filters, errors printed. */
+#include "sweeps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -8,61 +9,19 @@
 
 #include "cli.h"
 #include "num.h"
+#include "pfi/model_file.h"
 
 int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s)
 {
     memset(s, 0, sizeof *s);
-    s->t = cli_read_sweeps(cmd, paths, n, gpu_model);
-    if (!s->t) return -1;
+    pfi_table *t = cli_read_sweeps(cmd, paths, n, gpu_model);
+    if (!t) return -1;
     pfi_error err;
-    if (pfi_groups_build(s->t, &s->gs, &err) != PFI_OK) {
+    if (pfi_groupset_build(t, s, &err) != PFI_OK) {
         cli_error(cmd, "%s", err.msg);
-        pfi_table_free(s->t);
-        s->t = NULL;
         return -1;
-    }
-    size_t ng = s->gs.n;
-    s->pfi = malloc(ng * sizeof *s->pfi);
-    s->robust = malloc(ng * sizeof *s->robust);
-    s->verdict = malloc(ng * sizeof *s->verdict);
-    if (!s->pfi || !s->robust || !s->verdict) {
-        cli_error(cmd, "out of memory");
-        cli_gset_free(s);
-        return -1;
-    }
-    pfi_robust_opts ro;
-    pfi_robust_opts_default(&ro);
-    for (size_t i = 0; i < ng; i++) {
-        pfi_eq1_result r;
-        pfi_eq1(&s->gs.g[i].curve, &r);
-        s->pfi[i] = r.pfi;
-        pfi_robust_result rr;
-        pfi_robust(&s->gs.g[i].curve, &ro, &rr);
-        s->verdict[i] = rr.verdict;
-        s->robust[i] = (rr.verdict == PFI_VERDICT_OK || rr.verdict == PFI_VERDICT_NOISY) ? rr.pfi_robust : NAN;
     }
     return 0;
-}
-
-void cli_gset_free(cli_gset *s)
-{
-    pfi_groups_free(&s->gs);
-    pfi_table_free(s->t);
-    free(s->pfi);
-    free(s->robust);
-    free(s->verdict);
-    memset(s, 0, sizeof *s);
-}
-
-const char *cli_group_attr(const cli_gset *s, const pfi_group *g, const char *col)
-{
-    if (!strcmp(col, "gpu_model")) return g->gpu_model;
-    if (!strcmp(col, "group")) return g->name;
-    if (!strcmp(col, "arch")) return g->arch;
-    if (!strcmp(col, "task")) return g->task;
-    if (!strcmp(col, "model")) return g->model;
-    if (!strcmp(col, "split")) return g->split;
-    return pfi_group_text(s->t, g, col);
 }
 
 int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, const char *filter)
@@ -105,9 +64,26 @@ int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, 
     return 1;
 }
 
-const double *cli_gset_target(const cli_gset *s, const char *name)
+int cli_opt_pfi_source(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
-    if (!strcmp(name, "pfi")) return s->pfi;
-    if (!strcmp(name, "robust")) return s->robust;
-    return NULL;
+    if (cli_pfi_source_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
+    return 0;
+}
+
+int cli_pool_build(const char *cmd, cli_gset *S, const size_t *use, size_t n, const cli_pool_opts *o, cli_pool *P)
+{
+    pfi_error err;
+    pfi_log lg = cli_log(cmd);
+    pfi_model M, CM;
+    int have_m = 0, have_cm = 0;
+    pfi_status st = pfi_pool_init(S, use, n, P, &err);
+    if (!st) st = pfi_pool_check(S, o, &err);
+    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model) have_m = !(st = pfi_model_load(o->model, &M, &err));
+    if (!st) st = pfi_pool_set_pfi(P, S, o, have_m ? &M : NULL, &lg, &err);
+    if (!st && pfi_pool_needs_curves(o) && o->curve_model) have_cm = !(st = pfi_model_load(o->curve_model, &CM, &err));
+    if (!st) st = pfi_pool_set_curves(P, S, o, have_cm ? &CM : NULL, &err);
+    if (have_m) pfi_model_free(&M);
+    if (have_cm) pfi_model_free(&CM);
+    if (st) cli_error(cmd, "%s", err.msg);
+    return st ? -1 : 0;
 }
