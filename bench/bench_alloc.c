@@ -52,7 +52,7 @@ static void paper_simulation(const char *data)
             pfi_synth_summary(&r.g[i], k, &so, &s, &e);
             pts[k] = (pfi_point){r.g[i].caps_w[k], s.power_w, s.tokens_per_s, NAN, NAN, 1};
             if (k == r.g[i].ncaps - 1) dcp = s.derived[PFI_D_DRAM_COPY_PRODUCT];
-            pfi_run_summary_free(&s);
+            pfi_run_summary_dispose(&s);
         }
         pfi_curve_init(&cv[n], pts, (size_t)r.g[i].ncaps, NULL);
         pfi_eq1_result q;
@@ -68,15 +68,15 @@ static void paper_simulation(const char *data)
     pfi_pfi_model m;
     pfi_pfi_model_fit(X, y, n, 1, &m, &e);
     for (size_t i = 0; i < n; i++) pool[i].pfi_pred = pfi_pfi_model_predict(&m, &X[i], NULL, NULL);
-    pfi_pfi_model_free(&m);
-    pfi_sim_opts o;
-    pfi_sim_opts_default(&o);
+    pfi_pfi_model_dispose(&m);
+    pfi_allocsim_opts o;
+    pfi_allocsim_opts_default(&o);
     double t0 = bench_cpu();
     for (int sc = 0; sc < 2; sc++) {
         o.scenario = (pfi_scenario)sc;
-        pfi_sim_result res;
-        pfi_simulate(pool, ft, n, &o, &res, &e);
-        pfi_sim_result_free(&res);
+        pfi_allocsim_result res;
+        pfi_allocsim_run(pool, ft, n, &o, &res, &e);
+        pfi_allocsim_result_dispose(&res);
     }
     double t1 = bench_cpu();
     printf("paper simulation: 500 workloads x 100 jobs x 41 cuts x 2 scenarios, oracle + equal + moe-ft-weighted + pfi-aware + dcgm\n");
@@ -96,9 +96,9 @@ static void paper_simulation(const char *data)
     t0 = bench_cpu();
     for (int sc = 0; sc < 2; sc++) {
         o.scenario = (pfi_scenario)sc;
-        pfi_sim_result res;
-        pfi_simulate(pool, ft, n, &o, &res, &e);
-        pfi_sim_result_free(&res);
+        pfi_allocsim_result res;
+        pfi_allocsim_run(pool, ft, n, &o, &res, &e);
+        pfi_allocsim_result_dispose(&res);
     }
     t1 = bench_cpu();
     BENCH_RESULT("simulate_paper_curve_aware_cpu_s", t1 - t0, "s", "reported");
@@ -107,9 +107,9 @@ static void paper_simulation(const char *data)
     t0 = bench_cpu();
     for (int sc = 0; sc < 2; sc++) {
         o.scenario = (pfi_scenario)sc;
-        pfi_sim_result res;
-        pfi_simulate(pool, ft, n, &o, &res, &e);
-        pfi_sim_result_free(&res);
+        pfi_allocsim_result res;
+        pfi_allocsim_run(pool, ft, n, &o, &res, &e);
+        pfi_allocsim_result_dispose(&res);
     }
     t1 = bench_cpu();
     printf("closed loop (5 rounds): 50 workloads x 41 cuts x 2 scenarios in %.2f s; scaled to 500 workloads:\n", t1 - t0);
@@ -132,12 +132,12 @@ static void paper_simulation(const char *data)
            st ? e.msg : "solved", best, env, gap);
     BENCH_RESULT("oracle_exact_bb_100_jobs_cpu_s", t1 - t0, "s", "reported");
     for (size_t i = 0; i < n; i++) {
-        pfi_curve_free(&cv[i]);
-        pfi_curve_free(&pc[i]);
+        pfi_curve_dispose(&cv[i]);
+        pfi_curve_dispose(&pc[i]);
     }
-    pfi_curve_model_free(&cm);
+    pfi_curve_model_dispose(&cm);
     free(cv), free(pc), free(cp), free(pool), free(ft), free(X), free(y);
-    pfi_recon_free(&r);
+    pfi_recon_dispose(&r);
 }
 
 /* n concave jobs x 6 caps */
@@ -224,7 +224,7 @@ static void oracle_scale(void)
             BENCH_RESULT("glpk_over_oracle_time_ratio_10000_jobs", tg / t, "x", "reported");
         }
 #endif
-        for (size_t i = 0; i < sizes[s]; i++) pfi_curve_free(&cv[i]);
+        for (size_t i = 0; i < sizes[s]; i++) pfi_curve_dispose(&cv[i]);
         free(cv);
         free(jobs);
     }
@@ -281,7 +281,7 @@ static void exact_on_zeus(const char *data)
         free(P);
         free(w);
     }
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
 }
 

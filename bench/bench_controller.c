@@ -39,7 +39,7 @@
 static struct {
     double cap_w;         /* per GPU */
     double uncapped_w;    /* per GPU, what the job draws without a cap */
-    double tokens_max;    /* job tokens/s at full power */
+    double tokens_per_s_max;    /* job tokens/s at full power */
     double pfi;           /* throughput loss per power cut, roughly */
     double capped_at;     /* wall time the first cap below baseline arrived */
 } g_farm[NFARM];
@@ -61,7 +61,7 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         return;
     }
     pthread_mutex_lock(&g_mu);
-    double cap = g_farm[i].cap_w, unc = g_farm[i].uncapped_w, tmax = g_farm[i].tokens_max, pfi = g_farm[i].pfi;
+    double cap = g_farm[i].cap_w, unc = g_farm[i].uncapped_w, tmax = g_farm[i].tokens_per_s_max, pfi = g_farm[i].pfi;
     pthread_mutex_unlock(&g_mu);
     if (!strcmp(rest, "v1/node") && !strcmp(rq->method, "GET")) {
         double p = fmin(cap, unc) - 2.0 * (double)(i % 3);
@@ -147,7 +147,7 @@ static double metric(const char *url, const char *name)
     snprintf(key, sizeof key, "\n%s ", name);
     const char *p = r.body ? strstr(r.body, key) : NULL;
     double v = p ? atof(p + strlen(key)) : NAN;
-    pfi_http_reply_free(&r);
+    pfi_http_reply_dispose(&r);
     return v;
 }
 
@@ -169,7 +169,7 @@ static int post_event(const char *url, const char *token, const char *id, double
     }
     int ok = r.code == 201;
     if (!ok) fprintf(stderr, "bench_controller: POST: HTTP %ld %s\n", r.code, r.body ? r.body : "");
-    pfi_http_reply_free(&r);
+    pfi_http_reply_dispose(&r);
     return ok ? 0 : -1;
 }
 
@@ -205,7 +205,7 @@ static void scale_bench(const char *ctl_bin, const char *dir)
     for (int i = 0; i < NFARM; i++) {
         g_farm[i].cap_w = 700;
         g_farm[i].uncapped_w = 520 + 150 * (double)((i * 37) % 100) / 100;
-        g_farm[i].tokens_max = 20000 + 500 * (double)(i % 50);
+        g_farm[i].tokens_per_s_max = 20000 + 500 * (double)(i % 50);
         g_farm[i].pfi = 0.4 + 2.0 * (double)((i * 53) % 100) / 100;
     }
     pfi_httpd_opts o = {.listen = "127.0.0.1:0", .max_body = 1 << 20, .max_connections = 4 * NFARM, .token = tok,
@@ -283,7 +283,7 @@ static int all_capped(char urls[][64], int n)
         pfi_error e;
         if (pfi_agent_get(urls[i], "/v1/node", 2, &r, &e)) return 0;
         json_t *o = r.body ? json_loads(r.body, 0, NULL) : NULL;
-        pfi_http_reply_free(&r);
+        pfi_http_reply_dispose(&r);
         size_t k;
         json_t *g;
         int ok = o != NULL;

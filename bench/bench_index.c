@@ -79,9 +79,9 @@ static double run_index(pfi_table *t, int want_ci, size_t *ngroups, double *t_gr
     double t3 = bench_now();
     pfi_rows_free(r);
     *ngroups = gs.n;
-    pfi_index_rows_free(rows, gs.n);
+    pfi_index_rows_dispose(rows, gs.n);
     free(rows);
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     *t_group = t1 - t0;
     *t_index = t2 - t1;
     *t_out = t3 - t2;

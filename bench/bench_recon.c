@@ -121,7 +121,7 @@ static void seed_spread(const char *datadir)
            ng, sum_sd / ng, worst_sd, worst);
     BENCH_RESULT("recon_seed_spread_mean_sd", sum_sd / ng, "PFI", "reported");
     BENCH_RESULT("recon_seed_spread_max_abs_dev", worst, "PFI", "reported");
-    pfi_recon_free(&r);
+    pfi_recon_dispose(&r);
 }
 
 int main(void)

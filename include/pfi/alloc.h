@@ -69,7 +69,7 @@ PFI_API double pfi_sla_loss(int tier);
 
 typedef struct pfi_alloc_job {
     int gpus;
-    double tokens_max, power_max_w;
+    double tokens_per_s_max, power_max_w;
     double power_min_w;         /* lowest reachable aggregate power */
     const pfi_curve *curve;     /* true curve (oracle, evaluation); may be NULL online */
     const pfi_curve *pred_curve;/* predicted curve (curve-aware, closed-loop); may be NULL */
@@ -91,7 +91,7 @@ typedef struct pfi_alloc_opts {
 
 PFI_API void pfi_alloc_opts_default(pfi_alloc_opts *o);
 
-typedef struct pfi_job_alloc {
+typedef struct pfi_alloc_out {
     double target_w;            /* aggregate power target */
     double cap_w;               /* per-GPU cap (integer W), NaN without a curve */
     double slack_w;             /* target - power at that cap (>= 0) */
@@ -99,7 +99,7 @@ typedef struct pfi_job_alloc {
     double tokens_expected;     /* what the strategy's own model expects */
     double tokens_true;         /* on the true curve (NaN without one) */
     int sla_violated;
-} pfi_job_alloc;
+} pfi_alloc_out;
 
 typedef struct pfi_alloc_result {
     double budget_w, total_power_w;
@@ -115,12 +115,12 @@ typedef struct pfi_alloc_result {
  * have no weight. A weight is never zeroed: a job that sheds nothing while
  * the others shed for it is a silent wrong answer. PFI_EINVAL names the
  * first jobs (name, else #index) with the value and how many in all.
- * pfi_allocate, the sweeps, the closed loop and pfi_simulate check it. */
+ * pfi_allocate, the sweeps, the closed loop and pfi_allocsim_run check it. */
 PFI_API pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err);
 
 /* budget_w: total aggregate GPU power allowed (sum P_max x (1 - cut)). */
 PFI_API pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
-                        pfi_job_alloc *out, pfi_alloc_result *res, pfi_error *err);
+                        pfi_alloc_out *out, pfi_alloc_result *res, pfi_error *err);
 
 /* Exact optimum over the true (possibly non-concave) curves by branch and
  * bound (small instances; max_nodes bounds the search: PFI_ERANGE if hit). */
@@ -132,11 +132,11 @@ PFI_API pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double b
  * pfi-aware start). */
 PFI_API pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                  const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
-                                 pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err);
+                                 pfi_alloc_out *out, pfi_alloc_result *res, double *totals, pfi_error *err);
 
 /* The closed loop's curve estimate of one job from observed (power,
  * tokens/s) points (at most 64), on its prior (pred_curve, else the line
- * of pfi_pred), through (power_max_w, tokens_max): what the online
+ * of pfi_pred), through (power_max_w, tokens_per_s_max): what the online
  * controller's closed-loop strategy allocates on. */
 PFI_API pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
                                     pfi_curve *out, pfi_error *err);

@@ -26,7 +26,7 @@ typedef struct pfi_csv {
 } pfi_csv;
 
 PFI_API void pfi_csv_init(pfi_csv *c, pfi_reader *r);
-PFI_API void pfi_csv_free(pfi_csv *c);
+PFI_API void pfi_csv_dispose(pfi_csv *c);
 /* 1: a record in c->fields[0..nfields); 0: end of input; -1: error. */
 PFI_API int pfi_csv_next(pfi_csv *c, pfi_error *err);
 

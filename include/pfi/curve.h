@@ -38,7 +38,7 @@ typedef struct pfi_curve {
 
 /* Copy n points, sort by cap. Caps must be distinct, finite, > 0. */
 PFI_API pfi_status pfi_curve_init(pfi_curve *c, const pfi_point *pts, size_t n, pfi_error *err);
-PFI_API void pfi_curve_free(pfi_curve *c);
+PFI_API void pfi_curve_dispose(pfi_curve *c);
 PFI_API pfi_status pfi_curve_copy(pfi_curve *dst, const pfi_curve *src, pfi_error *err);
 
 /* The uncapped reference point (largest cap). c->n must be >= 1. */

@@ -35,7 +35,7 @@ typedef struct pfi_groups {
 /* Groups in order of first appearance. Errors: missing required columns,
  * gpus differing within a group (naming both lines). */
 PFI_API pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err);
-PFI_API void pfi_groups_free(pfi_groups *gs);
+PFI_API void pfi_groups_dispose(pfi_groups *gs);
 
 /* Mean of a numeric column over the group's uncapped rows (NaN if none has it). */
 PFI_API double pfi_group_uncapped_mean(const pfi_table *t, const pfi_group *g, size_t col);

@@ -34,10 +34,10 @@ typedef struct pfi_index_row {
     pfi_robust_result robust;
 } pfi_index_row;
 
-/* rows must hold gs->n entries; free them with pfi_index_rows_free. */
+/* rows must hold gs->n entries; free them with pfi_index_rows_dispose. */
 PFI_API pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_index_row *rows,
                          pfi_log *log, pfi_error *err);
-PFI_API void pfi_index_rows_free(pfi_index_row *rows, size_t n);
+PFI_API void pfi_index_rows_dispose(pfi_index_row *rows, size_t n);
 
 #ifdef __cplusplus
 }

@@ -38,7 +38,7 @@ typedef struct pfi_linear {
     size_t rank;
 } pfi_linear;
 
-PFI_API void pfi_linear_free(pfi_linear *m);
+PFI_API void pfi_linear_dispose(pfi_linear *m);
 /* Fit on rows with finite y and finite features; returns the count used. */
 PFI_API pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, pfi_linear *m,
                           size_t *n_used, pfi_error *err);
@@ -69,7 +69,7 @@ typedef struct pfi_pfi_model {
 
 PFI_API pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p, pfi_pfi_model *m,
                              pfi_error *err);
-PFI_API void pfi_pfi_model_free(pfi_pfi_model *m);
+PFI_API void pfi_pfi_model_dispose(pfi_pfi_model *m);
 /* Clamped prediction; *clamped set when the clamp acted; *out_of_range
  * counts features outside the training range. */
 PFI_API double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range);
@@ -94,13 +94,13 @@ PFI_API int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac
  * ..., 1.00 kept where at least p + 3 groups have a point. */
 PFI_API pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
                                pfi_curve_model *m, pfi_error *err);
-PFI_API void pfi_curve_model_free(pfi_curve_model *m);
+PFI_API void pfi_curve_model_dispose(pfi_curve_model *m);
 /* Predicted normalized curve at the grid: t_frac[k], p_frac[k]. */
 PFI_API void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac);
 /* The predicted curve in absolute units for a job with uncapped (T_max,
  * P_max) on a GPU whose largest cap is cap_max_w: points at the grid caps. */
 PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
-                                 double tokens_max, double power_max_w, pfi_curve *out, pfi_error *err);
+                                 double tokens_per_s_max, double power_max_w, pfi_curve *out, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -78,7 +78,7 @@ typedef struct pfi_series {
 } pfi_series;
 
 PFI_API pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err);
-PFI_API void pfi_series_free(pfi_series *s);
+PFI_API void pfi_series_dispose(pfi_series *s);
 
 /* ---- phases --------------------------------------------------------------------- */
 

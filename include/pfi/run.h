@@ -36,7 +36,7 @@ typedef struct pfi_run_summary {
 PFI_API pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
                              const pfi_protocol_opts *o, pfi_run_summary *s, pfi_log *log,
                              pfi_error *err);
-PFI_API void pfi_run_summary_free(pfi_run_summary *s);
+PFI_API void pfi_run_summary_dispose(pfi_run_summary *s);
 
 /* The sweep table of run summaries (docs/formats.md, "ingest output"):
  * fixed columns, then the metrics present in any run, then metadata. */

@@ -41,7 +41,7 @@ typedef struct pfi_manifest {
 } pfi_manifest;
 
 /* Free what m holds and zero it (m itself is the caller's). */
-PFI_API void pfi_manifest_free(pfi_manifest *m);
+PFI_API void pfi_manifest_dispose(pfi_manifest *m);
 PFI_API const char *pfi_tel_format_name(pfi_tel_format f);
 
 typedef struct pfi_steplog {
@@ -50,7 +50,7 @@ typedef struct pfi_steplog {
 } pfi_steplog;
 
 /* Free what s holds and zero it (s itself is the caller's). */
-PFI_API void pfi_steplog_free(pfi_steplog *s);
+PFI_API void pfi_steplog_dispose(pfi_steplog *s);
 
 #ifdef __cplusplus
 }

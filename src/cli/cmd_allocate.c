@@ -13,7 +13,7 @@ typedef struct allocate_args {
     cli_out out;
     double cut, target_w;
     pfi_alloc_opts ao;
-    cli_pool_opts po;
+    pfi_pool_opts po;
     const char *sla, *gpu_model;
     pfi_opt_list only;
 } allocate_args;
@@ -64,7 +64,7 @@ const pfi_opts cmd_allocate_opts = CLI_OPTS(
                    "digits in the table format. Give exactly one of --cut and --target-w.\n",
     .options = allocate_options, .operands = PFI_OPERANDS_FILES);
 
-static int read_sla(const char *cmd, const char *path, cli_gset *S, cli_pool *P)
+static int read_sla(const char *cmd, const char *path, pfi_groupset *S, pfi_pool *P)
 {
     pfi_reader r;
     pfi_error err;
@@ -120,13 +120,13 @@ static int read_sla(const char *cmd, const char *path, cli_gset *S, cli_pool *P)
         ret = -1;
     }
 out:
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return ret;
 }
 
 /* one row per job, then the totals (group TOTAL) */
-static pfi_rows *alloc_rows(const cli_gset *S, const cli_pool *P, size_t n, const pfi_job_alloc *A,
+static pfi_rows *alloc_rows(const pfi_groupset *S, const pfi_pool *P, size_t n, const pfi_alloc_out *A,
                             const pfi_alloc_result *R, double sum)
 {
     const char *names[] = {"gpu_model", "group", "gpus", "sla_tier", "power_max_w", "target_w", "cap_w", "slack_w",
@@ -139,7 +139,7 @@ static pfi_rows *alloc_rows(const cli_gset *S, const cli_pool *P, size_t n, cons
     for (int k = 4; k < 8; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
     double tmin = INFINITY;
     for (size_t i = 0; i < n; i++)
-        if (P->jobs[i].tokens_max > 0 && P->jobs[i].tokens_max < tmin) tmin = P->jobs[i].tokens_max;
+        if (P->jobs[i].tokens_per_s_max > 0 && P->jobs[i].tokens_per_s_max < tmin) tmin = P->jobs[i].tokens_per_s_max;
     int dec = isfinite(tmin) ? 3 - (int)floor(log10(tmin)) : 1;
     char tf[16];
     snprintf(tf, sizeof tf, "%%.%df", dec < 1 ? 1 : dec > 15 ? 15 : dec);
@@ -156,11 +156,11 @@ static pfi_rows *alloc_rows(const cli_gset *S, const cli_pool *P, size_t n, cons
         pfi_rows_num(Rw, r, 5, A[i].target_w);
         pfi_rows_num(Rw, r, 6, A[i].cap_w);
         pfi_rows_num(Rw, r, 7, A[i].slack_w);
-        pfi_rows_num(Rw, r, 8, P->jobs[i].tokens_max);
+        pfi_rows_num(Rw, r, 8, P->jobs[i].tokens_per_s_max);
         pfi_rows_num(Rw, r, 9, A[i].tokens_expected);
         pfi_rows_num(Rw, r, 10, A[i].tokens_true);
         pfi_rows_int(Rw, r, 11, A[i].sla_violated);
-        tmax += P->jobs[i].tokens_max;
+        tmax += P->jobs[i].tokens_per_s_max;
     }
     size_t r = pfi_rows_add(Rw);
     pfi_rows_text(Rw, r, 0, "");
@@ -175,15 +175,15 @@ static pfi_rows *alloc_rows(const cli_gset *S, const cli_pool *P, size_t n, cons
 }
 
 /* allocate over the jobs of groups use[0..n) and print */
-static int allocate_jobs(const char *cmd, const allocate_args *a, cli_gset *S, const size_t *use, size_t n)
+static int allocate_jobs(const char *cmd, const allocate_args *a, pfi_groupset *S, const size_t *use, size_t n)
 {
-    cli_pool P;
-    if (cli_pool_build(cmd, S, use, n, &a->po, &P)) { cli_pool_free(&P); return CLI_FAIL; }
-    if (a->sla && read_sla(cmd, a->sla, S, &P)) { cli_pool_free(&P); return CLI_FAIL; }
+    pfi_pool P;
+    if (cli_pool_build(cmd, S, use, n, &a->po, &P)) { pfi_pool_dispose(&P); return CLI_FAIL; }
+    if (a->sla && read_sla(cmd, a->sla, S, &P)) { pfi_pool_dispose(&P); return CLI_FAIL; }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += P.jobs[i].power_max_w;
     double budget = isnan(a->target_w) ? sum * (1 - a->cut) : a->target_w;
-    pfi_job_alloc *A = calloc(n, sizeof *A);
+    pfi_alloc_out *A = calloc(n, sizeof *A);
     pfi_alloc_result R;
     pfi_error err;
     int rc;
@@ -203,18 +203,18 @@ static int allocate_jobs(const char *cmd, const allocate_args *a, cli_gset *S, c
         pfi_rows_free(Rw);
     }
     free(A);
-    cli_pool_free(&P);
+    pfi_pool_dispose(&P);
     return rc;
 }
 
 static int allocate_run(const char *cmd, allocate_args *a, char **paths, int npaths)
 {
     if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
-    if (a->po.model && a->po.pfi != CLI_PFI_PREDICTED)
-        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(a->po.pfi));
+    if (a->po.model && a->po.pfi != PFI_PFI_PREDICTED)
+        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", pfi_pfi_source_name(a->po.pfi));
     if (isnan(a->cut) == isnan(a->target_w)) return cli_usage_error(cmd, "give exactly one of --cut and --target-w");
     a->po.strategies = 1u << a->ao.strategy;
-    cli_gset S;
+    pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
     size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
     int rc = CLI_OK;
@@ -229,7 +229,7 @@ static int allocate_run(const char *cmd, allocate_args *a, char **paths, int npa
     }
     if (rc == CLI_OK) rc = allocate_jobs(cmd, a, &S, use, n);
     free(use);
-    cli_gset_free(&S);
+    pfi_groupset_dispose(&S);
     return rc;
 }
 
@@ -240,9 +240,9 @@ int cmd_allocate(int argc, char **argv)
     cli_out_init(&a.out);
     a.cut = a.target_w = NAN;
     pfi_alloc_opts_default(&a.ao);
-    a.po = (cli_pool_opts){.target = "pfi", .pfi = CLI_PFI_PREDICTED};
+    a.po = (pfi_pool_opts){.target = "pfi", .pfi = PFI_PFI_PREDICTED};
     int first, rc = cli_parse(&cmd_allocate_opts, &a, argc, argv, &first);
     if (rc < 0) rc = allocate_run("allocate", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_allocate_opts, &a);
+    pfi_opts_dispose(&cmd_allocate_opts, &a);
     return rc;
 }

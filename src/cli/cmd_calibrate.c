@@ -55,6 +55,6 @@ int cmd_calibrate(int argc, char **argv)
         cli_error(cmd, "%s", err.msg);
         rc = CLI_FAIL;
     }
-    pfi_recon_free(&r);
+    pfi_recon_dispose(&r);
     return rc;
 }

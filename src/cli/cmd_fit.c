@@ -89,7 +89,7 @@ static int paper_row(const char *path, const char *pred, double v[7])
                 found = 0;
                 break;
             }
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return found;
 }
@@ -97,7 +97,7 @@ static int paper_row(const char *path, const char *pred, double v[7])
 /* one `pfi fit`: the groups, the training set and what is printed */
 typedef struct fit_job {
     const char *cmd, *target;
-    cli_gset S;
+    pfi_groupset S;
     size_t *train, ntrain;
     int *cluster;
     pfi_fit_data d;
@@ -111,7 +111,7 @@ typedef struct fit_job {
 static int select_training(fit_job *F, char **train_w, int ntw, const char *cluster_by, int curve)
 {
     size_t ng = F->S.gs.n, skipped = 0;
-    const double *y = cli_gset_target(&F->S, F->target);
+    const double *y = pfi_groupset_target(&F->S, F->target);
     F->train = malloc((ng ? ng : 1) * sizeof *F->train);
     F->cluster = malloc((ng ? ng : 1) * sizeof *F->cluster);
     if (!F->train || !F->cluster) {
@@ -190,7 +190,7 @@ static int fit_ablation(fit_job *F, const char *data)
 
 /* the OLS model with its in-sample, LOO, LOCO and --eval-where metrics;
  * -1 (and *rc) when no model is to be written */
-static int fit_ols(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metrics, pfi_rows **R, int *rc)
+static int fit_ols(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics, pfi_rows **R, int *rc)
 {
     const char *names[] = {"evaluation", "n", "r2", "rmse", "rho"};
     pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM};
@@ -202,7 +202,7 @@ static int fit_ols(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metr
         cli_error(F->cmd, "%s", err.msg);
         return *rc = CLI_FAIL, -1;
     }
-    M->kind = PFI_MODEL_OLS;
+    M->kind = PFI_MODELFILE_OLS;
     eval_row(*R, "in_sample", &ev.in_sample);
     eval_row(*R, "loo", &ev.loo);
     eval_row(*R, "loco", &ev.loco);
@@ -219,7 +219,7 @@ static int fit_ols(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metr
             *rc = CLI_FAIL;
         }
         free(rows);
-        if (st) return pfi_pfi_model_free(&M->ols), -1;
+        if (st) return pfi_pfi_model_dispose(&M->ols), -1;
         char name[160];
         snprintf(name, sizeof name, "eval:%s", F->eval_w[e]);
         eval_row(*R, name, &ee);
@@ -258,10 +258,10 @@ static void curve_rows(pfi_rows *R, json_t *metrics, const char *name, const pfi
 
 /* --curve: the curve predictor, its LOO, LOCO and --eval-where errors; a
  * malformed --eval-where is exit 2 but the model is still written */
-static int fit_curves(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *metrics, pfi_rows **R, int *rc)
+static int fit_curves(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics, pfi_rows **R, int *rc)
 {
     pfi_error err;
-    M->kind = PFI_MODEL_CURVE;
+    M->kind = PFI_MODELFILE_CURVE;
     if (pfi_fit_curve(&F->d, feat, p, &M->curve, &err)) {
         cli_error(F->cmd, "%s", err.msg);
         return *rc = CLI_FAIL, -1;
@@ -296,7 +296,7 @@ static int fit_curves(fit_job *F, char **feat, size_t p, pfi_model *M, json_t *m
 }
 
 /* the model file: the model, its metrics and where it was trained */
-static int save_model(fit_job *F, const char *path, pfi_model *M, char **feat, size_t p, json_t *metrics, char **tables,
+static int save_model(fit_job *F, const char *path, pfi_modelfile *M, char **feat, size_t p, json_t *metrics, char **tables,
                       int ntables, char **train_w, int ntw)
 {
     M->p = p;
@@ -318,7 +318,7 @@ static int save_model(fit_job *F, const char *path, pfi_model *M, char **feat, s
     M->meta = meta;
     pfi_error err;
     int rc = CLI_OK;
-    if (pfi_model_save(M, path, &err)) { cli_error(F->cmd, "%s", err.msg); rc = CLI_FAIL; }
+    if (pfi_modelfile_save(M, path, &err)) { cli_error(F->cmd, "%s", err.msg); rc = CLI_FAIL; }
     json_decref(meta);
     M->meta = NULL;
     M->features = NULL;
@@ -334,7 +334,7 @@ static int fit_model(fit_job *F, const char *features, int curve, const char *mo
     pfi_error err;
     if (pfi_features_expand(features, &feat, &p, &err)) { cli_error(F->cmd, "%s", err.msg); return CLI_FAIL; }
     json_t *metrics = json_object();
-    pfi_model M;
+    pfi_modelfile M;
     memset(&M, 0, sizeof M);
     snprintf(M.target, sizeof M.target, "%s", !strcmp(F->target, "pfi") ? "pfi" : "pfi_robust");
     pfi_rows *R = NULL;
@@ -344,8 +344,8 @@ static int fit_model(fit_job *F, const char *features, int curve, const char *mo
         metrics = NULL; /* the model file's meta took it */
     }
     if (metrics) json_decref(metrics);
-    if (fitted && M.kind == PFI_MODEL_OLS) pfi_pfi_model_free(&M.ols);
-    else if (fitted) pfi_curve_model_free(&M.curve);
+    if (fitted && M.kind == PFI_MODELFILE_OLS) pfi_pfi_model_dispose(&M.ols);
+    else if (fitted) pfi_curve_model_dispose(&M.curve);
     if (rc == CLI_OK) rc = cli_save_rows(F->cmd, R, F->out);
     pfi_rows_free(R);
     pfi_features_free(feat, p);
@@ -359,7 +359,7 @@ int cmd_fit(int argc, char **argv)
     cli_out_init(&A.out);
     int operand0, rc = cli_parse(&cmd_fit_opts, &A, argc, argv, &operand0);
     if (rc >= 0) {
-        pfi_opts_free(&cmd_fit_opts, &A);
+        pfi_opts_dispose(&cmd_fit_opts, &A);
         return rc;
     }
     rc = CLI_OK;
@@ -382,7 +382,7 @@ int cmd_fit(int argc, char **argv)
     else if (rc == CLI_OK) rc = fit_model(&F, features, curve, model_path, argv + optind, argc - optind, train_w, ntw);
     free(F.train);
     free(F.cluster);
-    cli_gset_free(&F.S);
+    pfi_groupset_dispose(&F.S);
 done:
     free(train_w);
     free(eval_w);

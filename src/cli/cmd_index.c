@@ -265,7 +265,7 @@ static int index_run(const char *cmd, index_args *a, char **paths, int npaths)
     int rc;
     if (a->est) {
         rc = noise_report(cmd, &gs, &a->out);
-        pfi_groups_free(&gs);
+        pfi_groups_dispose(&gs);
         pfi_table_free(t);
         return rc;
     }
@@ -281,9 +281,9 @@ static int index_run(const char *cmd, index_args *a, char **paths, int npaths)
         if (rc == CLI_OK && a->ratios) rc = write_ratios(cmd, rows, gs.n, a->ratios, fmt);
         pfi_rows_free(r);
     }
-    if (rows) pfi_index_rows_free(rows, gs.n);
+    if (rows) pfi_index_rows_dispose(rows, gs.n);
     free(rows);
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
     return rc;
 }
@@ -296,6 +296,6 @@ int cmd_index(int argc, char **argv)
     pfi_index_opts_default(&a.io);
     int first, rc = cli_parse(&cmd_index_opts, &a, argc, argv, &first);
     if (rc < 0) rc = index_run("index", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_index_opts, &a);
+    pfi_opts_dispose(&cmd_index_opts, &a);
     return rc;
 }

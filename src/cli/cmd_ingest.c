@@ -100,6 +100,6 @@ int cmd_ingest(int argc, char **argv)
     pfi_ingest_opts_default(&a.o);
     int first, rc = cli_parse(&cmd_ingest_opts, &a, argc, argv, &first);
     if (rc < 0) rc = ingest_run("ingest", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_ingest_opts, &a);
+    pfi_opts_dispose(&cmd_ingest_opts, &a);
     return rc;
 }

@@ -37,10 +37,10 @@ const pfi_opts cmd_predict_opts = CLI_OPTS(
     .options = predict_options, .operands = PFI_OPERANDS_FILES);
 
 /* the empty rows of a model's kind */
-static pfi_rows *predict_rows(const pfi_model *M)
+static pfi_rows *predict_rows(const pfi_modelfile *M)
 {
     pfi_rows *R;
-    if (M->kind == PFI_MODEL_OLS) {
+    if (M->kind == PFI_MODELFILE_OLS) {
         const char *names[] = {"gpu_model", "group", "split", "pfi", "pfi_robust", "pfi_predicted", "clamped", "out_of_range"};
         pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_INT};
         R = pfi_rows_new(8, names, t);
@@ -57,13 +57,13 @@ static pfi_rows *predict_rows(const pfi_model *M)
 }
 
 /* group i's prediction from its features x (a pfi-ols model: one row; a curve model: one per grid point) */
-static void predict_group(pfi_rows *R, const pfi_model *M, const cli_gset *S, size_t i, const double *x, pfi_log *lg)
+static void predict_group(pfi_rows *R, const pfi_modelfile *M, const pfi_groupset *S, size_t i, const double *x, pfi_log *lg)
 {
     const pfi_group *g = &S->gs.g[i];
     int clamped = 0, oor = 0;
-    double pp = pfi_model_pfi(M, x, &clamped, &oor);
+    double pp = pfi_modelfile_pfi(M, x, &clamped, &oor);
     if (oor) pfi_warnf(lg, "group '%s' (%s): %d feature(s) outside the training range", g->name, g->gpu_model, oor);
-    if (M->kind == PFI_MODEL_OLS) {
+    if (M->kind == PFI_MODELFILE_OLS) {
         size_t r = pfi_rows_add(R);
         pfi_rows_text(R, r, 0, g->gpu_model);
         pfi_rows_text(R, r, 1, g->name);
@@ -97,12 +97,12 @@ static void predict_group(pfi_rows *R, const pfi_model *M, const cli_gset *S, si
 static int predict_run(const char *cmd, const predict_args *a, char **paths, int npaths)
 {
     if (npaths < 2) return cli_usage_error(cmd, "need a model file and at least one table");
-    pfi_model M;
+    pfi_modelfile M;
     pfi_error err;
-    if (pfi_model_load(paths[0], &M, &err)) { cli_error(cmd, "%s", err.msg); return CLI_FAIL; }
-    cli_gset S;
+    if (pfi_modelfile_load(paths[0], &M, &err)) { cli_error(cmd, "%s", err.msg); return CLI_FAIL; }
+    pfi_groupset S;
     if (cli_gset_load(cmd, paths + 1, npaths - 1, a->gpu_model, &S)) {
-        pfi_model_free(&M);
+        pfi_modelfile_dispose(&M);
         return CLI_FAIL;
     }
     pfi_log lg = cli_log(cmd);
@@ -135,8 +135,8 @@ static int predict_run(const char *cmd, const predict_args *a, char **paths, int
     if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &a->out);
     pfi_rows_free(R);
     free(x);
-    cli_gset_free(&S);
-    pfi_model_free(&M);
+    pfi_groupset_dispose(&S);
+    pfi_modelfile_dispose(&M);
     return rc;
 }
 
@@ -147,6 +147,6 @@ int cmd_predict(int argc, char **argv)
     cli_out_init(&a.out);
     int first, rc = cli_parse(&cmd_predict_opts, &a, argc, argv, &first);
     if (rc < 0) rc = predict_run("predict", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_predict_opts, &a);
+    pfi_opts_dispose(&cmd_predict_opts, &a);
     return rc;
 }

@@ -299,7 +299,7 @@ static int reproduce_all(const char *cmd, repro *r, const char *datadir, char ze
     stage(r, "done");
     fflush(stderr);
     pfi_summary_print(&S, stdout);
-    pfi_summary_free(&S);
+    pfi_summary_dispose(&S);
     printf("\nround trip synth -> ingest == synth --summary: %s\n", same ? "identical" : "DIFFERENT");
     printf("report: %s/index.html (and report.md, summary.csv, figures, data/); log: %s\n", r->out, r->logpath);
     return 0;

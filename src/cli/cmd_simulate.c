@@ -12,8 +12,8 @@
 
 typedef struct simulate_args {
     cli_out out;
-    pfi_sim_opts so;
-    cli_pool_opts po;
+    pfi_allocsim_opts so;
+    pfi_pool_opts po;
     int scen_mask, strats_given;
     const char *gpu_model, *loop_csv;
     pfi_opt_list pool_w;
@@ -117,13 +117,13 @@ const pfi_opts cmd_simulate_opts = CLI_OPTS(
     .options = simulate_options, .operands = PFI_OPERANDS_FILES);
 
 /* one scenario's rows: per strategy and cut */
-static void sim_rows(pfi_rows *R, const pfi_sim_opts *so, const pfi_sim_result *res, int sc)
+static void sim_rows(pfi_rows *R, const pfi_allocsim_opts *so, const pfi_allocsim_result *res, int sc)
 {
     size_t nc = res->ncuts;
     for (int s = 0; s < PFI_STRAT_COUNT; s++) {
         if (!(so->strategies & (1u << s))) continue;
         for (size_t k = 0; k < nc; k++) {
-            const pfi_sim_cell *cl = &res->cell[(size_t)s * nc + k];
+            const pfi_allocsim_cell *cl = &res->cell[(size_t)s * nc + k];
             double O = (so->strategies & 1u) ? res->cell[PFI_STRAT_ORACLE * nc + k].mean_total : NAN;
             double E = (so->strategies & (1u << PFI_STRAT_EQUAL)) ? res->cell[PFI_STRAT_EQUAL * nc + k].mean_total : NAN;
             size_t r = pfi_rows_add(R);
@@ -143,9 +143,9 @@ static void sim_rows(pfi_rows *R, const pfi_sim_opts *so, const pfi_sim_result *
 
 /* stderr: CPU seconds per strategy, the headline at the 30% cut beside the
  * paper's, the closed loop's gap closed by round (also into LR) */
-static void sim_report(const simulate_args *a, const pfi_sim_result *res, int sc, pfi_rows *LR)
+static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, int sc, pfi_rows *LR)
 {
-    const pfi_sim_opts *so = &a->so;
+    const pfi_allocsim_opts *so = &a->so;
     size_t nc = res->ncuts;
     fprintf(stderr, "pfi simulate: %s: CPU seconds per strategy:", sc ? "production" : "random");
     for (int s = 0; s < PFI_STRAT_COUNT; s++)
@@ -160,7 +160,7 @@ static void sim_report(const simulate_args *a, const pfi_sim_result *res, int sc
     double A = res->cell[PFI_STRAT_PFI_AWARE * nc + k30].mean_total;
     fprintf(stderr, "pfi simulate: %s, 30%% cut: pfi-aware%s recovers %+.4g %s per job over equal weight, %.4g%% of the equal-to-oracle gap%s\n",
             sc ? "production mix" : "random mix",
-            a->po.pfi == CLI_PFI_MEASURED ? " (measured PFI)" : a->po.pfi == CLI_PFI_MEASURED_ROBUST ? " (measured robust PFI)" : "",
+            a->po.pfi == PFI_PFI_MEASURED ? " (measured PFI)" : a->po.pfi == PFI_PFI_MEASURED_ROBUST ? " (measured robust PFI)" : "",
             (A - E) / (double)so->jobs, so->normalized ? "(normalized)" : "tokens/s",
             O > E ? 100 * (A - E) / (O - E) : NAN, sc ? " (paper: +1.5k tokens/s, 63%)" : "");
     if (so->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) {
@@ -177,7 +177,7 @@ static void sim_report(const simulate_args *a, const pfi_sim_result *res, int sc
 }
 
 /* every scenario on the pool's n jobs; the rows printed, the loop CSV written */
-static int sim_scenarios(const char *cmd, simulate_args *a, const cli_pool *P, size_t n)
+static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, size_t n)
 {
     const char *names[] = {"scenario", "strategy", "cut", "total_tokens_per_s", "deficit_vs_oracle", "gap_closed",
                            "recovered_per_job", "sla_violations", "infeasible_workloads", "certificate_gap"};
@@ -192,16 +192,16 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const cli_pool *P, s
     for (int sc = 0; sc < 2 && rc == CLI_OK; sc++) {
         if (!(a->scen_mask & (1 << sc))) continue;
         a->so.scenario = (pfi_scenario)sc;
-        pfi_sim_result res;
+        pfi_allocsim_result res;
         pfi_error err;
-        if (pfi_simulate(P->jobs, P->is_ft, n, &a->so, &res, &err)) {
+        if (pfi_allocsim_run(P->jobs, P->is_ft, n, &a->so, &res, &err)) {
             cli_error(cmd, "%s", err.msg);
             rc = CLI_FAIL;
             break;
         }
         sim_rows(R, &a->so, &res, sc);
         sim_report(a, &res, sc, LR);
-        pfi_sim_result_free(&res);
+        pfi_allocsim_result_dispose(&res);
     }
     if (rc == CLI_OK) rc = cli_save_rows(cmd, R, &a->out);
     if (rc == CLI_OK && a->loop_csv) {
@@ -214,17 +214,17 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const cli_pool *P, s
 }
 
 /* the default set runs what the table allows; named strategies must run */
-static void drop_unsupported(const char *cmd, simulate_args *a, cli_gset *S)
+static void drop_unsupported(const char *cmd, simulate_args *a, pfi_groupset *S)
 {
     pfi_log lg = cli_log(cmd);
     for (int s = 0; s < PFI_STRAT_COUNT && !a->strats_given; s++) {
         char col[128];
-        int lack = a->so.strategies & (1u << s) ? cli_pool_lacks(S, &a->po, (pfi_strategy)s, col, sizeof col) : 0;
+        int lack = a->so.strategies & (1u << s) ? pfi_pool_lacks(S, &a->po, (pfi_strategy)s, col, sizeof col) : 0;
         if (!lack) continue;
         a->so.strategies &= ~(1u << s);
         pfi_warnf(&lg, "skipping %s: the table has no column '%s'%s", pfi_strategy_name((pfi_strategy)s), col,
-                  lack == CLI_LACK_PFI_FIT     ? " for the in-sample PFI fit (see --features, --model, --pfi measured)"
-                  : lack == CLI_LACK_CURVE_FIT ? " for the in-sample curve fit (see --features, --curve-model)"
+                  lack == PFI_POOL_LACK_PFI_FIT     ? " for the in-sample PFI fit (see --features, --model, --pfi measured)"
+                  : lack == PFI_POOL_LACK_CURVE_FIT ? " for the in-sample curve fit (see --features, --curve-model)"
                                                : "");
     }
     a->po.strategies = a->so.strategies;
@@ -233,9 +233,9 @@ static void drop_unsupported(const char *cmd, simulate_args *a, cli_gset *S)
 static int simulate_run(const char *cmd, simulate_args *a, char **paths, int npaths)
 {
     if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
-    if (a->po.model && a->po.pfi != CLI_PFI_PREDICTED)
-        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", cli_pfi_source_name(a->po.pfi));
-    cli_gset S;
+    if (a->po.model && a->po.pfi != PFI_PFI_PREDICTED)
+        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", pfi_pfi_source_name(a->po.pfi));
+    pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
     drop_unsupported(cmd, a, &S);
     size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
@@ -249,9 +249,9 @@ static int simulate_run(const char *cmd, simulate_args *a, char **paths, int npa
         cli_error(cmd, "no job with at least two caps in the pool");
         rc = CLI_FAIL;
     }
-    cli_pool P;
+    pfi_pool P;
     if (rc == CLI_OK && cli_pool_build(cmd, &S, use, n, &a->po, &P)) {
-        cli_pool_free(&P);
+        pfi_pool_dispose(&P);
         rc = CLI_FAIL;
     } else if (rc == CLI_OK) {
         if ((a->scen_mask & 2) && !P.have_task) {
@@ -259,10 +259,10 @@ static int simulate_run(const char *cmd, simulate_args *a, char **paths, int npa
             pfi_warnf(&lg, "no task column: the production mix draws like random");
         }
         rc = sim_scenarios(cmd, a, &P, n);
-        cli_pool_free(&P);
+        pfi_pool_dispose(&P);
     }
     free(use);
-    cli_gset_free(&S);
+    pfi_groupset_dispose(&S);
     return rc;
 }
 
@@ -271,12 +271,12 @@ int cmd_simulate(int argc, char **argv)
     simulate_args a;
     memset(&a, 0, sizeof a);
     cli_out_init(&a.out);
-    pfi_sim_opts_default(&a.so);
+    pfi_allocsim_opts_default(&a.so);
     a.so.strategies = (1u << PFI_STRAT_COUNT) - 1;
-    a.po = (cli_pool_opts){.target = "pfi", .pfi = CLI_PFI_PREDICTED};
+    a.po = (pfi_pool_opts){.target = "pfi", .pfi = PFI_PFI_PREDICTED};
     a.scen_mask = 3;
     int first, rc = cli_parse(&cmd_simulate_opts, &a, argc, argv, &first);
     if (rc < 0) rc = simulate_run("simulate", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_simulate_opts, &a);
+    pfi_opts_dispose(&cmd_simulate_opts, &a);
     return rc;
 }

@@ -87,7 +87,7 @@ static void masked_rho(const double *x, const double *y, const int *mask, size_t
 typedef struct stats_ctx {
     const char *cmd;
     const stats_args *a;
-    cli_gset *S;
+    pfi_groupset *S;
     const size_t *use;
     size_t n;
     double *y, *x, *h;
@@ -114,7 +114,7 @@ static int stats_labels(stats_ctx *c)
                 cli_error(c->cmd, "--grouping: no column '%s'", grouping);
                 return -1;
             }
-            snprintf(name, sizeof name, "%s", cli_group_attr(c->S, g, grouping));
+            snprintf(name, sizeof name, "%s", pfi_groupset_attr(c->S, g, grouping));
         }
         int j;
         for (j = 0; j < c->k; j++)
@@ -146,7 +146,7 @@ static int stats_labels(stats_ctx *c)
 /* correlations over every telemetry column and derived feature */
 static void stats_correlations(stats_ctx *c, pfi_rows *R)
 {
-    cli_gset *S = c->S;
+    pfi_groupset *S = c->S;
     size_t n = c->n;
     double *x = c->x, *y = c->y;
     size_t nc = pfi_table_ncols(S->t), nf = 0;
@@ -318,10 +318,10 @@ static int stats_run(const char *cmd, const stats_args *a, char **paths, int npa
     if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
     if (strcmp(a->target, "pfi") && strcmp(a->target, "robust"))
         return cli_usage_error(cmd, "--target: '%s' is not pfi or robust", a->target);
-    cli_gset S;
+    pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
     size_t ng0 = S.gs.n;
-    const double *tgt = cli_gset_target(&S, a->target);
+    const double *tgt = pfi_groupset_target(&S, a->target);
     /* the groups used: matching --only, with a finite target */
     size_t *use = malloc((ng0 ? ng0 : 1) * sizeof *use), n = 0;
     int rc = CLI_OK;
@@ -339,7 +339,7 @@ static int stats_run(const char *cmd, const stats_args *a, char **paths, int npa
         rc = stats_sections(&c, tgt);
     }
     free(use);
-    cli_gset_free(&S);
+    pfi_groupset_dispose(&S);
     return rc;
 }
 
@@ -353,6 +353,6 @@ int cmd_stats(int argc, char **argv)
     a.key = "dram_copy_product";
     int first, rc = cli_parse(&cmd_stats_opts, &a, argc, argv, &first);
     if (rc < 0) rc = stats_run("stats", &a, argv + first, argc - first);
-    pfi_opts_free(&cmd_stats_opts, &a);
+    pfi_opts_dispose(&cmd_stats_opts, &a);
     return rc;
 }

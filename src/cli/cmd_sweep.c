@@ -145,7 +145,7 @@ int cmd_sweep(int argc, char **argv)
                         .log = {on_note, on_error, on_progress, &S}};
     pfi_sweep_result res;
     pfi_status st = pfi_sweep_run(&o, &res);
-    if (have_recon) pfi_recon_free(&recon);
+    if (have_recon) pfi_recon_dispose(&recon);
     if (st == PFI_ESTATE && res.signal) return 128 + res.signal;
     if (st) return res.usage ? CLI_USAGE : CLI_FAIL;
     return sweep_tables(cmd, out);

@@ -128,7 +128,7 @@ static int synth_write(const char *cmd, const synth_args *a, const pfi_recon *us
         rc = CLI_FAIL;
     }
     for (size_t i = 0; i < nsum; i++) {
-        if (sums[i]) pfi_run_summary_free(sums[i]);
+        if (sums[i]) pfi_run_summary_dispose(sums[i]);
         free(sums[i]);
     }
     free(sums);
@@ -153,12 +153,12 @@ static int synth_run(const char *cmd, const synth_args *a, const char *outdir)
     }
     if (a->fleet && pfi_recon_draw_fleet(&r, (size_t)a->fleet, a->fseed, &fl, &err) != PFI_OK) {
         cli_error(cmd, "%s", err.msg);
-        pfi_recon_free(&r);
+        pfi_recon_dispose(&r);
         return CLI_FAIL;
     }
     int rc = synth_write(cmd, a, a->fleet ? &fl : &r, outdir);
-    pfi_recon_free(&fl);
-    pfi_recon_free(&r);
+    pfi_recon_dispose(&fl);
+    pfi_recon_dispose(&r);
     return rc;
 }
 
@@ -171,6 +171,6 @@ int cmd_synth(int argc, char **argv)
     a.fseed = 7;
     int first, rc = cli_parse(&cmd_synth_opts, &a, argc, argv, &first);
     if (rc < 0) rc = synth_run("synth", &a, first < argc ? argv[first] : NULL);
-    pfi_opts_free(&cmd_synth_opts, &a);
+    pfi_opts_dispose(&cmd_synth_opts, &a);
     return rc;
 }

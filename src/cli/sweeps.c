@@ -11,7 +11,7 @@
 #include "num.h"
 #include "pfi/model_file.h"
 
-int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, cli_gset *s)
+int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, pfi_groupset *s)
 {
     memset(s, 0, sizeof *s);
     pfi_table *t = cli_read_sweeps(cmd, paths, n, gpu_model);
@@ -24,7 +24,7 @@ int cli_gset_load(const char *cmd, char **paths, int n, const char *gpu_model, c
     return 0;
 }
 
-int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, const char *filter)
+int cli_group_match(const char *cmd, const pfi_groupset *s, const pfi_group *g, const char *filter)
 {
     const char *eq = strchr(filter, '=');
     if (!eq || eq == filter) {
@@ -47,7 +47,7 @@ int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, cons
             double want, have = pfi_group_uncapped_mean(s->t, g, (size_t)c);
             if (pfi_parse_double(v, len, &want) == PFI_NUM_OK && have == want) return 1;
         } else {
-            const char *a = cli_group_attr(s, g, col);
+            const char *a = pfi_groupset_attr(s, g, col);
             if (strlen(a) == len && strncmp(a, v, len) == 0) return 1;
         }
         if (!comma) return 0;
@@ -55,7 +55,7 @@ int cli_group_match(const char *cmd, const cli_gset *s, const pfi_group *g, cons
     }
 }
 
-int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, char **filters, int n)
+int cli_group_match_all(const char *cmd, const pfi_groupset *s, const pfi_group *g, char **filters, int n)
 {
     for (int i = 0; i < n; i++) {
         int m = cli_group_match(cmd, s, g, filters[i]);
@@ -66,24 +66,24 @@ int cli_group_match_all(const char *cmd, const cli_gset *s, const pfi_group *g, 
 
 int cli_opt_pfi_source(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
-    if (cli_pfi_source_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
+    if (pfi_pfi_source_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
     return 0;
 }
 
-int cli_pool_build(const char *cmd, cli_gset *S, const size_t *use, size_t n, const cli_pool_opts *o, cli_pool *P)
+int cli_pool_build(const char *cmd, pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, pfi_pool *P)
 {
     pfi_error err;
     pfi_log lg = cli_log(cmd);
-    pfi_model M, CM;
+    pfi_modelfile M, CM;
     int have_m = 0, have_cm = 0;
     pfi_status st = pfi_pool_init(S, use, n, P, &err);
     if (!st) st = pfi_pool_check(S, o, &err);
-    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model) have_m = !(st = pfi_model_load(o->model, &M, &err));
+    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model) have_m = !(st = pfi_modelfile_load(o->model, &M, &err));
     if (!st) st = pfi_pool_set_pfi(P, S, o, have_m ? &M : NULL, &lg, &err);
-    if (!st && pfi_pool_needs_curves(o) && o->curve_model) have_cm = !(st = pfi_model_load(o->curve_model, &CM, &err));
+    if (!st && pfi_pool_needs_curves(o) && o->curve_model) have_cm = !(st = pfi_modelfile_load(o->curve_model, &CM, &err));
     if (!st) st = pfi_pool_set_curves(P, S, o, have_cm ? &CM : NULL, &err);
-    if (have_m) pfi_model_free(&M);
-    if (have_cm) pfi_model_free(&CM);
+    if (have_m) pfi_modelfile_dispose(&M);
+    if (have_cm) pfi_modelfile_dispose(&CM);
     if (st) cli_error(cmd, "%s", err.msg);
     return st ? -1 : 0;
 }

@@ -173,7 +173,7 @@ pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double
     return PFI_OK;
 }
 
-void pfi_series_free(pfi_series *s)
+void pfi_series_dispose(pfi_series *s)
 {
     free(s->t_ms);
     free(s->power_w);
@@ -214,7 +214,7 @@ pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err)
     for (int m = 0; m < PFI_M_COUNT && ok; m++) ok = (s->metric[m] = malloc(span * sizeof(double))) != NULL;
     for (int d = 0; d < PFI_D_COUNT && ok; d++) ok = (s->derived[d] = malloc(span * sizeof(double))) != NULL;
     if (!ok) {
-        pfi_series_free(s);
+        pfi_series_dispose(s);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory for %zu bins", span);
     }
     size_t r0 = (size_t)(b->lo - b->base);

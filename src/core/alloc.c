@@ -181,7 +181,7 @@ static double eq2_weight(const pfi_alloc_job *j, const pfi_alloc_opts *o)
     case PFI_STRAT_CLOSED_LOOP:
         /* a PFI <= 0 with T_max <= 0 must not make a positive weight */
         if (!(j->pfi_pred > 0)) return NAN;
-        return j->power_max_w / (o->normalized ? 1.0 : j->tokens_max) * j->pfi_pred;
+        return j->power_max_w / (o->normalized ? 1.0 : j->tokens_per_s_max) * j->pfi_pred;
     case PFI_STRAT_DCGM: return j->dcp;
     default: return 0;
     }
@@ -237,9 +237,9 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
     pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
     for (size_t i = 0; i < n && !st; i++) {
         const pfi_alloc_job *j = &jobs[i];
-        double scale = o->normalized ? 1.0 / j->tokens_max : 1.0;
+        double scale = o->normalized ? 1.0 / j->tokens_per_s_max : 1.0;
         pj->scale[i] = scale;
-        pj->tmax[i] = j->tokens_max * scale;
+        pj->tmax[i] = j->tokens_per_s_max * scale;
         pj->hi[i] = j->power_max_w;
         if (want_true && j->curve) {
             if ((st = jc_build(j->curve, scale, &pj->jc[i], err))) break;
@@ -569,18 +569,18 @@ static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i
     if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) return jc_at(&pj->jc[i], p) / pj->scale[i];
     /* a scalar PFI implies a straight line: loss = reduction / PFI */
     double pfi = j->pfi_pred > 0 ? j->pfi_pred : 1.0;
-    double t = j->tokens_max * (1 - (1 - p / j->power_max_w) / pfi);
+    double t = j->tokens_per_s_max * (1 - (1 - p / j->power_max_w) / pfi);
     return t > 0 ? t : 0;
 }
 
 pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P, const pfi_alloc_opts *o,
-                      pfi_job_alloc *out, pfi_alloc_result *res)
+                      pfi_alloc_out *out, pfi_alloc_result *res)
 {
     res->total_power_w = res->total_tokens_true = res->total_tokens_expected = 0;
     res->sla_violations = 0;
     for (size_t i = 0; i < pj->n; i++) {
         const pfi_alloc_job *j = &jobs[i];
-        pfi_job_alloc *a = &out[i];
+        pfi_alloc_out *a = &out[i];
         memset(a, 0, sizeof *a);
         a->target_w = P[i];
         a->cap_w = a->slack_w = NAN;
@@ -599,13 +599,13 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
                     if (pfi_curve_power_at_cap(&m, cap, &pw, NULL) == PFI_OK) a->slack_w = P[i] - pw;
                     a->cap_flags = inv.flags;
                 }
-                pfi_curve_free(&m);
+                pfi_curve_dispose(&m);
             }
         }
         a->tokens_expected = belief_tokens(pj, j, i, P[i], o);
         a->tokens_true = pj->jc[i].n ? jc_at(&pj->jc[i], P[i]) / pj->scale[i] : NAN;
         double L = pfi_sla_loss(j->sla_tier);
-        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 && a->tokens_true < (1 - L) * j->tokens_max * (1 - 1e-9)) {
+        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 && a->tokens_true < (1 - L) * j->tokens_per_s_max * (1 - 1e-9)) {
             a->sla_violated = 1;
             res->sla_violations++;
         }
@@ -617,7 +617,7 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
 }
 
 pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
-                        pfi_job_alloc *out, pfi_alloc_result *res, pfi_error *err)
+                        pfi_alloc_out *out, pfi_alloc_result *res, pfi_error *err)
 {
     memset(res, 0, sizeof *res);
     res->budget_w = budget_w;

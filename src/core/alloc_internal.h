@@ -36,6 +36,6 @@ pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, doub
                       pfi_error *err);
 double true_total(const prepared *pj, const double *P, size_t *violations, const pfi_alloc_job *jobs);
 pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P, const pfi_alloc_opts *o,
-                      pfi_job_alloc *out, pfi_alloc_result *res);
+                      pfi_alloc_out *out, pfi_alloc_result *res);
 
 #endif

@@ -43,7 +43,7 @@ static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_cur
         double lo = j->power_min_w > 0 ? j->power_min_w : 0.3 * pmax;
         for (int k = 0; k <= 8; k++) {
             double p = lo + (pmax - lo) * k / 8.0;
-            double t = j->tokens_max * (1 - (1 - p / pmax) / pfi);
+            double t = j->tokens_per_s_max * (1 - (1 - p / pmax) / pfi);
             pp[np] = p;
             tt[np++] = t > 0 ? t : 0;
         }
@@ -60,7 +60,7 @@ static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_cur
         for (size_t k = 0; k < m && !dup; k++) dup = pts[k].cap_w == obs->p[q];
         if (!dup && obs->p[q] < pmax * (1 - 1e-9)) pts[m++] = (pfi_point){obs->p[q], obs->p[q], obs->t[q], NAN, NAN, 1};
     }
-    pts[m++] = (pfi_point){pmax, pmax, j->tokens_max, NAN, NAN, 1};
+    pts[m++] = (pfi_point){pmax, pmax, j->tokens_per_s_max, NAN, NAN, 1};
     return pfi_curve_init(out, pts, m, err);
 }
 
@@ -78,7 +78,7 @@ pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_
 
 pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                  const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
-                                 pfi_job_alloc *out, pfi_alloc_result *res, double *totals, pfi_error *err)
+                                 pfi_alloc_out *out, pfi_alloc_result *res, double *totals, pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].curve) return pfi_errorf(err, PFI_EINVAL, "closed-loop simulation needs each job's true curve");
@@ -110,7 +110,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
             obs[i].n++;
         }
         for (size_t i = 0; i < n && !st; i++) {
-            pfi_curve_free(&curves[i]);
+            pfi_curve_dispose(&curves[i]);
             st = build_estimate(&jobs[i], &obs[i], &curves[i], err);
             ej[i] = jobs[i];
             ej[i].pred_curve = &curves[i];
@@ -135,7 +135,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
     }
 out:
     if (curves)
-        for (size_t i = 0; i < n; i++) pfi_curve_free(&curves[i]);
+        for (size_t i = 0; i < n; i++) pfi_curve_dispose(&curves[i]);
     free(curves);
     free(P);
     free(obs);

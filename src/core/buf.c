@@ -98,7 +98,7 @@ char *pfi_buf_take(pfi_buf *b, size_t *len)
         b->p = NULL;
     }
     size_t max = b->max;
-    pfi_buf_free(b);
+    pfi_buf_dispose(b);
     b->max = max;
     if (len) *len = p ? n : 0;
     return p;
@@ -112,7 +112,7 @@ void pfi_buf_clear(pfi_buf *b)
     if (b->p) b->p[0] = '\0';
 }
 
-void pfi_buf_free(pfi_buf *b)
+void pfi_buf_dispose(pfi_buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);

@@ -6,7 +6,7 @@
  *
  *     pfi_buf b = {0};
  *     pfi_buf_printf(&b, "%s %g\n", name, v);   ... as often as needed
- *     if (pfi_buf_status(&b, err)) { pfi_buf_free(&b); return err->code; }
+ *     if (pfi_buf_status(&b, err)) { pfi_buf_dispose(&b); return err->code; }
  *     char *text = pfi_buf_take(&b, &len);
  *
  * A zeroed pfi_buf is empty, with no limit. */
@@ -59,7 +59,7 @@ pfi_status pfi_buf_status(const pfi_buf *b, pfi_error *err);
 char *pfi_buf_take(pfi_buf *b, size_t *len);
 /* Empty the buffer for reuse: n = 0, the failure forgotten, memory kept. */
 void pfi_buf_clear(pfi_buf *b);
-void pfi_buf_free(pfi_buf *b);
+void pfi_buf_dispose(pfi_buf *b);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ pfi_status pfi_recon_group_pfi(const pfi_recon_group *g, const pfi_synth_opts *o
         pfi_status st = pfi_synth_summary(g, i, o, &s, err);
         if (st) return st;
         pts[i] = (pfi_point){g->caps_w[i], s.power_w, s.tokens_per_s, s.power_w_sem, s.tokens_per_s_sem, 1};
-        pfi_run_summary_free(&s);
+        pfi_run_summary_dispose(&s);
     }
     pfi_curve c;
     pfi_status st = pfi_curve_init(&c, pts, (size_t)g->ncaps, err);
@@ -37,10 +37,10 @@ pfi_status pfi_recon_group_pfi(const pfi_recon_group *g, const pfi_synth_opts *o
         if (pfi_curve_subgrid(&c, sub, 4, &c4, NULL) == PFI_OK) {
             pfi_eq1(&c4, &r);
             *pfi4 = r.pfi;
-            pfi_curve_free(&c4);
+            pfi_curve_dispose(&c4);
         }
     }
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     return PFI_OK;
 }
 

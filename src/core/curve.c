@@ -25,19 +25,19 @@ pfi_status pfi_curve_init(pfi_curve *c, const pfi_point *pts, size_t n, pfi_erro
     qsort(c->pts, n, sizeof *c->pts, cmp_cap);
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(c->pts[i].cap_w) || c->pts[i].cap_w <= 0) {
-            pfi_curve_free(c);
+            pfi_curve_dispose(c);
             return pfi_errorf(err, PFI_EINVAL, "cap_w must be a positive finite number");
         }
         if (i && c->pts[i].cap_w == c->pts[i - 1].cap_w) {
             double cap = c->pts[i].cap_w;
-            pfi_curve_free(c);
+            pfi_curve_dispose(c);
             return pfi_errorf(err, PFI_EINVAL, "duplicate cap %g W in one curve", cap);
         }
     }
     return PFI_OK;
 }
 
-void pfi_curve_free(pfi_curve *c)
+void pfi_curve_dispose(pfi_curve *c)
 {
     free(c->pts);
     c->pts = NULL;

@@ -117,7 +117,7 @@ pfi_status pfi_fit_ablation(const pfi_fit_data *d, pfi_ablation_row rows[PFI_ABL
         st = pfi_fit_evaluate(d, fs, fp, &rows[s].ev, &m, err);
         pfi_features_free(fs, fp);
         if (st) return st;
-        pfi_pfi_model_free(&m);
+        pfi_pfi_model_dispose(&m);
         rows[s].name = ablation_sets[s][0];
         rows[s].p = fp;
     }
@@ -218,7 +218,7 @@ pfi_status pfi_fit_curve_cv(const pfi_fit_data *d, char *const *feat, size_t p, 
         pfi_curve_model fm;
         if (pfi_curve_model_fit(Xt, ct, mt, p, &fm, NULL) != PFI_OK) continue; /* fold not fittable */
         score_fold(m, &fm, X, p, cv, held, n, &a);
-        pfi_curve_model_free(&fm);
+        pfi_curve_model_dispose(&fm);
     }
     if (!st) finish(m, &a, out);
     free(Xt), free(ct), free(held), free(X), free(cv);

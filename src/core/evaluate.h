@@ -42,7 +42,7 @@ typedef struct pfi_fit_eval {
 } pfi_fit_eval;
 
 /* The OLS model of the target on features feat[0..p) over the training
- * groups (*model, freed by the caller with pfi_pfi_model_free) and its
+ * groups (*model, freed by the caller with pfi_pfi_model_dispose) and its
  * in-sample, LOO and LOCO metrics (R^2's SST about the mean of the finite
  * training targets). */
 pfi_status pfi_fit_evaluate(const pfi_fit_data *d, char *const *feat, size_t p, pfi_fit_eval *ev, pfi_pfi_model *model,

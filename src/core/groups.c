@@ -33,9 +33,9 @@ uint64_t pfi_group_key(const pfi_group *g)
     return pfi_hash_str(g->name, pfi_hash_str(g->gpu_model, 0x5eed));
 }
 
-void pfi_groups_free(pfi_groups *gs)
+void pfi_groups_dispose(pfi_groups *gs)
 {
-    for (size_t i = 0; i < gs->n; i++) pfi_curve_free(&gs->g[i].curve);
+    for (size_t i = 0; i < gs->n; i++) pfi_curve_dispose(&gs->g[i].curve);
     free(gs->g);
     free(gs->row_storage);
     gs->g = NULL;
@@ -208,7 +208,7 @@ done:
     free(keys);
     free(first);
     free(count);
-    if (st) pfi_groups_free(out);
+    if (st) pfi_groups_dispose(out);
     return st;
 }
 

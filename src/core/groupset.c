@@ -20,7 +20,7 @@ pfi_status pfi_groupset_build(pfi_table *t, pfi_groupset *s, pfi_error *err)
     s->robust = malloc(ng * sizeof *s->robust);
     s->verdict = malloc(ng * sizeof *s->verdict);
     if (!s->pfi || !s->robust || !s->verdict) {
-        pfi_groupset_free(s);
+        pfi_groupset_dispose(s);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     pfi_robust_opts ro;
@@ -37,9 +37,9 @@ pfi_status pfi_groupset_build(pfi_table *t, pfi_groupset *s, pfi_error *err)
     return PFI_OK;
 }
 
-void pfi_groupset_free(pfi_groupset *s)
+void pfi_groupset_dispose(pfi_groupset *s)
 {
-    pfi_groups_free(&s->gs);
+    pfi_groups_dispose(&s->gs);
     pfi_table_free(s->t);
     free(s->pfi);
     free(s->robust);

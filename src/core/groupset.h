@@ -26,7 +26,7 @@ typedef struct pfi_groupset {
 /* Group t and compute every group's targets. The set takes t (freed with
  * it, also when this fails). */
 pfi_status pfi_groupset_build(pfi_table *t, pfi_groupset *s, pfi_error *err);
-void pfi_groupset_free(pfi_groupset *s);
+void pfi_groupset_dispose(pfi_groupset *s);
 /* The group's value of a text attribute: gpu_model, group, arch, task,
  * model, split, or any text column of its first row ("" if none). */
 const char *pfi_groupset_attr(const pfi_groupset *s, const pfi_group *g, const char *col);

@@ -84,7 +84,7 @@ pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_inde
     return st;
 }
 
-void pfi_index_rows_free(pfi_index_row *rows, size_t n)
+void pfi_index_rows_dispose(pfi_index_row *rows, size_t n)
 {
-    for (size_t i = 0; i < n; i++) pfi_curve_free(&rows[i].curve);
+    for (size_t i = 0; i < n; i++) pfi_curve_dispose(&rows[i].curve);
 }

@@ -24,34 +24,34 @@ const pfi_hw *pfi_hw_get(const char *gpu_model)
     return NULL;
 }
 
-double pfi_model_voltage(const pfi_hw *hw, double x)
+double pfi_phys_voltage(const pfi_hw *hw, double x)
 {
     if (x <= hw->x_knee) return hw->v_min;
     return hw->v_min + (1 - hw->v_min) * (x - hw->x_knee) / (1 - hw->x_knee);
 }
 
-double pfi_model_tokens(const pfi_job *j, double x)
+double pfi_phys_tokens(const pfi_job *j, double x)
 {
     return j->tokens_per_s_ref / (j->phi / x + j->mu + j->kappa);
 }
 
-double pfi_model_power(const pfi_hw *hw, const pfi_job *j, double x)
+double pfi_phys_power(const pfi_hw *hw, const pfi_job *j, double x)
 {
     double t = j->phi / x + j->mu + j->kappa;
     double sc = (j->phi / x) / t, sm = j->mu / t, sk = j->kappa / t;
-    double v = pfi_model_voltage(hw, x);
+    double v = pfi_phys_voltage(hw, x);
     return hw->board_w + hw->leak_w * v * v + hw->hbm_w * (sc * hw->dram_compute + sm * hw->dram_memory) +
            hw->link_w * 0.9 * sk + j->sm_w * (sc + j->beta * (1 - sc)) * x * v * v;
 }
 
-void pfi_model_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap_w, pfi_op *op)
+void pfi_phys_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap_w, pfi_op *op)
 {
     memset(op, 0, sizeof *op);
     op->cap_w = cap_w;
     op->x = x;
-    op->power_w = pfi_model_power(hw, j, x);
+    op->power_w = pfi_phys_power(hw, j, x);
     op->cap_held = op->power_w <= cap_w + 1e-9;
-    op->tokens_per_s = pfi_model_tokens(j, x);
+    op->tokens_per_s = pfi_phys_tokens(j, x);
     double peak = hw->bf16_dense_tflops * 1e12 * j->gpus;
     op->mfu = j->flops_per_token > 0 ? op->tokens_per_s * j->flops_per_token / peak : 0;
     double t = j->phi / x + j->mu + j->kappa;
@@ -77,23 +77,23 @@ void pfi_model_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap
     d[PFI_M_ENFORCED_LIMIT] = d[PFI_M_MGMT_LIMIT] = cap_w;
 }
 
-void pfi_model_at_cap(const pfi_hw *hw, const pfi_job *j, double cap_w, pfi_op *op)
+void pfi_phys_at_cap(const pfi_hw *hw, const pfi_job *j, double cap_w, pfi_op *op)
 {
     double x;
     /* a throttling controller holds the average a little below the limit */
     double target = cap_w * hw->setpoint;
-    if (pfi_model_power(hw, j, 1.0) <= target) {
+    if (pfi_phys_power(hw, j, 1.0) <= target) {
         x = 1.0;
-    } else if (pfi_model_power(hw, j, hw->x_min) > target) {
+    } else if (pfi_phys_power(hw, j, hw->x_min) > target) {
         x = hw->x_min;
     } else {
         double lo = hw->x_min, hi = 1.0;
         for (int i = 0; i < 60; i++) {
             double m = 0.5 * (lo + hi);
-            if (pfi_model_power(hw, j, m) > target) hi = m;
+            if (pfi_phys_power(hw, j, m) > target) hi = m;
             else lo = m;
         }
         x = lo;
     }
-    pfi_model_at_clock(hw, j, x, cap_w, op);
+    pfi_phys_at_clock(hw, j, x, cap_w, op);
 }

@@ -20,7 +20,7 @@
  * P(x) <= 0.97 cap (x_min if even that exceeds the cap: the cap is not held).
  * The "uncapped" run is the default limit (TDP, 700 W on H100/H200), which
  * itself binds for most training jobs. DCGM metrics follow from the same
- * operating point (pfi_model_dcgm). docs/model.md derives every parameter. */
+ * operating point (pfi_phys_dcgm). docs/model.md derives every parameter. */
 #ifndef PFI_PHYSMODEL_H
 #define PFI_PHYSMODEL_H
 
@@ -75,13 +75,13 @@ typedef struct pfi_op {
     double dcgm[PFI_M_COUNT];  /* per-GPU DCGM values at this operating point */
 } pfi_op;
 
-double pfi_model_voltage(const pfi_hw *hw, double x);
+double pfi_phys_voltage(const pfi_hw *hw, double x);
 /* Per-GPU power and whole-job throughput at clock x. */
-double pfi_model_power(const pfi_hw *hw, const pfi_job *j, double x);
-double pfi_model_tokens(const pfi_job *j, double x);
+double pfi_phys_power(const pfi_hw *hw, const pfi_job *j, double x);
+double pfi_phys_tokens(const pfi_job *j, double x);
 /* Operating point under a per-GPU cap (with its DCGM metrics). */
-void pfi_model_at_cap(const pfi_hw *hw, const pfi_job *j, double cap_w, pfi_op *op);
-void pfi_model_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap_w, pfi_op *op);
+void pfi_phys_at_cap(const pfi_hw *hw, const pfi_job *j, double cap_w, pfi_op *op);
+void pfi_phys_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap_w, pfi_op *op);
 
 #ifdef __cplusplus
 }

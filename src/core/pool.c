@@ -9,10 +9,10 @@
 #include "pfi/features.h"
 #include "physmodel.h"
 
-void pfi_pool_free(pfi_pool *P)
+void pfi_pool_dispose(pfi_pool *P)
 {
     if (P->pred)
-        for (size_t i = 0; i < P->n; i++) pfi_curve_free(&P->pred[i]);
+        for (size_t i = 0; i < P->n; i++) pfi_curve_dispose(&P->pred[i]);
     free(P->pred);
     free(P->jobs);
     free(P->is_ft);
@@ -134,7 +134,7 @@ pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi
         const pfi_point *u = pfi_curve_uncapped(&g->curve);
         P->group[i] = use[i];
         j->gpus = g->gpus;
-        j->tokens_max = u->tokens_per_s;
+        j->tokens_per_s_max = u->tokens_per_s;
         j->power_max_w = u->power_w;
         double pmin = u->power_w;
         for (size_t k = 0; k < g->curve.n; k++)
@@ -159,7 +159,7 @@ pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi
 }
 
 /* the model's PFI of every job */
-static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_model *M, pfi_log *log,
+static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *M, pfi_log *log,
                                  pfi_error *err)
 {
     double *x = malloc((M->p ? M->p : 1) * sizeof *x);
@@ -172,7 +172,7 @@ static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_p
             return st;
         }
         int o2 = 0;
-        P->jobs[i].pfi_pred = pfi_model_pfi(M, x, NULL, &o2);
+        P->jobs[i].pfi_pred = pfi_modelfile_pfi(M, x, NULL, &o2);
         oor += o2 > 0;
     }
     if (oor) pfi_warnf(log, "%zu of %zu jobs have features outside the model's training range", oor, P->n);
@@ -198,14 +198,14 @@ static pfi_status pfi_in_sample(pfi_pool *P, const pfi_groupset *S, const pfi_po
     }
     if (!st) {
         for (size_t i = 0; i < n; i++) P->jobs[i].pfi_pred = pfi_pfi_model_predict(&m, X + i * p, NULL, NULL);
-        pfi_pfi_model_free(&m);
+        pfi_pfi_model_dispose(&m);
     }
     free(X), free(y);
     pfi_features_free(feat, p);
     return st;
 }
 
-pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_model *model, pfi_log *log,
+pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *model, pfi_log *log,
                             pfi_error *err)
 {
     if (!pfi_pool_needs_pfi(o)) return PFI_OK;
@@ -244,18 +244,18 @@ static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curv
         if ((st = features_of(S, &P->group[i], 1, feat, p, x, who, err))) break;
         pfi_alloc_job *j = &P->jobs[i];
         const pfi_point *u = pfi_curve_uncapped(&S->gs.g[P->group[i]].curve);
-        if (!(st = pfi_curve_model_curve(cm, x, u->cap_w, j->tokens_max, j->power_max_w, &P->pred[i], err))) j->pred_curve = &P->pred[i];
+        if (!(st = pfi_curve_model_curve(cm, x, u->cap_w, j->tokens_per_s_max, j->power_max_w, &P->pred[i], err))) j->pred_curve = &P->pred[i];
     }
     free(x);
     return st;
 }
 
-pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_model *curve_model,
+pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *curve_model,
                                pfi_error *err)
 {
     if (!pfi_pool_needs_curves(o)) return PFI_OK;
     if (curve_model) {
-        if (curve_model->kind != PFI_MODEL_CURVE)
+        if (curve_model->kind != PFI_MODELFILE_CURVE)
             return pfi_errorf(err, PFI_EINVAL, "%s: not a curve model (kind \"curve\")", o->curve_model ? o->curve_model : "the curve model");
         return curves_from(P, S, &curve_model->curve, curve_model->features, curve_model->p, o->curve_model, err);
     }
@@ -275,14 +275,14 @@ pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_poo
     free(X), free(cv);
     if (!st) {
         st = curves_from(P, S, &cm, feat, p, "the in-sample curve fit", err);
-        pfi_curve_model_free(&cm);
+        pfi_curve_model_dispose(&cm);
     }
     pfi_features_free(feat, p);
     return st;
 }
 
-pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, const pfi_model *model,
-                          const pfi_model *curve_model, pfi_pool *P, pfi_log *log, pfi_error *err)
+pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, const pfi_modelfile *model,
+                          const pfi_modelfile *curve_model, pfi_pool *P, pfi_log *log, pfi_error *err)
 {
     pfi_status st = pfi_pool_init(S, use, n, P, err);
     if (!st) st = pfi_pool_check(S, o, err);

@@ -66,7 +66,7 @@ int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s
 
 /* The steps, in order:
  * 1. the jobs of groups use[0..n), nothing predicted yet (*P is always
- *    valid for pfi_pool_free, also on failure); */
+ *    valid for pfi_pool_dispose, also on failure); */
 pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi_pool *P, pfi_error *err);
 /* 2. one error naming what the first strategy that cannot run lacks; */
 pfi_status pfi_pool_check(const pfi_groupset *S, const pfi_pool_opts *o, pfi_error *err);
@@ -74,16 +74,16 @@ pfi_status pfi_pool_check(const pfi_groupset *S, const pfi_pool_opts *o, pfi_err
  *    (o->model names it; NULL: an in-sample fit), finite and positive, or
  *    an error naming the groups; features outside the model's training
  *    range are a warning; */
-pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_model *model, pfi_log *log,
+pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *model, pfi_log *log,
                             pfi_error *err);
 /* 4. every job's predicted curve when a strategy needs one: the curve
  *    model (o->curve_model names it; NULL: an in-sample fit). */
-pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_model *curve_model,
+pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *curve_model,
                                pfi_error *err);
 /* All four; model / curve_model as in steps 3 and 4. */
-pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, const pfi_model *model,
-                          const pfi_model *curve_model, pfi_pool *P, pfi_log *log, pfi_error *err);
-void pfi_pool_free(pfi_pool *P);
+pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, const pfi_modelfile *model,
+                          const pfi_modelfile *curve_model, pfi_pool *P, pfi_log *log, pfi_error *err);
+void pfi_pool_dispose(pfi_pool *P);
 
 #ifdef __cplusplus
 }

@@ -45,7 +45,7 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
     *feasible = 1;
     if (n == 0) return PFI_OK;
     pfi_alloc_job *aj = calloc(n, sizeof *aj);
-    pfi_job_alloc *ja = calloc(n, sizeof *ja);
+    pfi_alloc_out *ja = calloc(n, sizeof *ja);
     if (!aj || !ja) {
         free(aj), free(ja);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -60,8 +60,8 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         aj[i].gpus = j->gpus;
         aj[i].power_max_w = pmax;
         aj[i].power_min_w = fmin(pmax, j->gpus * j->cap_min_w * r);
-        aj[i].tokens_max = j->baseline_tokens_per_s > 0 ? j->baseline_tokens_per_s : NAN;
-        if (!(aj[i].tokens_max > 0)) normalized = 1;
+        aj[i].tokens_per_s_max = j->baseline_tokens_per_s > 0 ? j->baseline_tokens_per_s : NAN;
+        if (!(aj[i].tokens_per_s_max > 0)) normalized = 1;
         aj[i].pfi_pred = j->pfi_pred > 0 ? j->pfi_pred : 1.0;
         aj[i].pred_curve = j->pred_curve;
         aj[i].sla_tier = j->sla_tier;
@@ -71,7 +71,7 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
     }
     /* without every job's throughput, allocate on T/T_max */
     if (normalized)
-        for (size_t i = 0; i < n; i++) aj[i].tokens_max = 1;
+        for (size_t i = 0; i < n; i++) aj[i].tokens_per_s_max = 1;
     pfi_alloc_opts oo = *o;
     oo.normalized = normalized || o->normalized;
     double b = budget_w - fixed_w - integral_w;

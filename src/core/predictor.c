@@ -1,6 +1,6 @@
 /* predictor.c — OLS (minimum-norm, standardized), cross-validation, the
  * scalar PFI model and the curve model (see predictor.h), and a loaded
- * model file's PFI (pfi_model_pfi, model_file.h: computation, no I/O). */
+ * model file's PFI (pfi_modelfile_pfi, model_file.h: computation, no I/O). */
 #include "pfi/predictor.h"
 
 #include <math.h>
@@ -12,7 +12,7 @@
 #include "pfi/pfi.h"
 #include "pfi/stats.h"
 
-void pfi_linear_free(pfi_linear *m)
+void pfi_linear_dispose(pfi_linear *m)
 {
     free(m->beta);
     m->beta = NULL;
@@ -81,7 +81,7 @@ pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, 
     free(bz);
 out:
     free(mean), free(sd), free(Z), free(yc);
-    if (st) pfi_linear_free(m);
+    if (st) pfi_linear_dispose(m);
     return st;
 }
 
@@ -159,7 +159,7 @@ pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t
             int held = cluster ? cluster[i] == (int)f : i == f;
             if (held && row_ok(X, NULL, i, p)) yhat[i] = pfi_linear_eval(&lin, X + i * p);
         }
-        pfi_linear_free(&lin);
+        pfi_linear_dispose(&lin);
     }
     free(Xt), free(yt);
     return st;
@@ -174,7 +174,7 @@ pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t 
     m->fmin = malloc((p ? p : 1) * sizeof *m->fmin);
     m->fmax = malloc((p ? p : 1) * sizeof *m->fmax);
     if (!m->fmin || !m->fmax) {
-        pfi_pfi_model_free(m);
+        pfi_pfi_model_dispose(m);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     double ylo = INFINITY, yhi = -INFINITY;
@@ -194,9 +194,9 @@ pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t 
     return PFI_OK;
 }
 
-void pfi_pfi_model_free(pfi_pfi_model *m)
+void pfi_pfi_model_dispose(pfi_pfi_model *m)
 {
-    pfi_linear_free(&m->lin);
+    pfi_linear_dispose(&m->lin);
     free(m->fmin);
     free(m->fmax);
     m->fmin = m->fmax = NULL;
@@ -242,15 +242,15 @@ int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac, double
     const pfi_point *mu = pfi_curve_uncapped(&m);
     *t_frac = tw / mu->tokens_per_s;
     *p_frac = pw / mu->power_w;
-    pfi_curve_free(&m);
+    pfi_curve_dispose(&m);
     return 1;
 }
 
-void pfi_curve_model_free(pfi_curve_model *m)
+void pfi_curve_model_dispose(pfi_curve_model *m)
 {
     for (size_t k = 0; k < m->ngrid; k++) {
-        pfi_linear_free(&m->t[k]);
-        pfi_linear_free(&m->pw[k]);
+        pfi_linear_dispose(&m->t[k]);
+        pfi_linear_dispose(&m->pw[k]);
     }
     free(m->fmin);
     free(m->fmax);
@@ -303,7 +303,7 @@ pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, 
         size_t u1, u2;
         if ((st = pfi_linear_fit(X, yt, n, p, &m->t[k], &u1, err))) goto out;
         if ((st = pfi_linear_fit(X, yp, n, p, &m->pw[k], &u2, err))) {
-            pfi_linear_free(&m->t[k]);
+            pfi_linear_dispose(&m->t[k]);
             goto out;
         }
         m->n_train[k] = u1;
@@ -312,7 +312,7 @@ pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, 
     if (m->ngrid < 2) st = pfi_errorf(err, PFI_EINVAL, "too few curves cover any cap fraction below 1");
 out:
     free(yt), free(yp);
-    if (st) pfi_curve_model_free(m);
+    if (st) pfi_curve_model_dispose(m);
     return st;
 }
 
@@ -333,19 +333,19 @@ void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *
 }
 
 pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
-                                 double tokens_max, double power_max_w, pfi_curve *out, pfi_error *err)
+                                 double tokens_per_s_max, double power_max_w, pfi_curve *out, pfi_error *err)
 {
     double t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
     pfi_curve_model_predict(m, x, t, pw);
     pfi_point pts[PFI_CURVE_GRID_MAX];
     for (size_t k = 0; k < m->ngrid; k++)
-        pts[k] = (pfi_point){m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_max, NAN, NAN, 1};
+        pts[k] = (pfi_point){m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_per_s_max, NAN, NAN, 1};
     return pfi_curve_init(out, pts, m->ngrid, err);
 }
 
-double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out_of_range)
+double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped, int *out_of_range)
 {
-    if (m->kind == PFI_MODEL_OLS) return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
+    if (m->kind == PFI_MODELFILE_OLS) return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
     if (clamped) *clamped = 0;
     int oor = 0;
     for (size_t k = 0; k < m->p; k++)
@@ -359,6 +359,6 @@ double pfi_model_pfi(const pfi_model *m, const double *x, int *clamped, int *out
     if (pfi_curve_init(&c, pts, m->curve.ngrid, NULL) != PFI_OK) return NAN;
     pfi_eq1_result r;
     pfi_eq1(&c, &r);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     return r.pfi;
 }

@@ -12,7 +12,7 @@
 
 #include "util.h"
 
-void pfi_recon_free(pfi_recon *r)
+void pfi_recon_dispose(pfi_recon *r)
 {
     free(r->g);
     r->g = NULL;
@@ -82,7 +82,7 @@ void pfi_recon_apply_priors(pfi_recon_group *g)
     if (g->hw && j->phi > 0 && j->sm_w > 0) {
         pfi_op op;
         j->tokens_per_s_ref = 1.0;
-        pfi_model_at_cap(g->hw, j, g->hw->tdp_w, &op);
+        pfi_phys_at_cap(g->hw, j, g->hw->tdp_w, &op);
         double t_unc = mfu * g->gpus * g->hw->bf16_dense_tflops * 1e12 / j->flops_per_token;
         j->tokens_per_s_ref = t_unc / op.tokens_per_s;
     }

@@ -43,7 +43,7 @@ typedef struct pfi_recon {
     pfi_recon_group *g;
 } pfi_recon;
 
-void pfi_recon_free(pfi_recon *r);
+void pfi_recon_dispose(pfi_recon *r);
 /* Family priors: everything but phi and sm_w, from the group's identity.
  * Uses phi (must be set) to split the clock-independent time into memory
  * and communication shares and to set the reference throughput. */

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pfi_run_summary_free(pfi_run_summary *s)
+void pfi_run_summary_dispose(pfi_run_summary *s)
 {
-    pfi_manifest_free(&s->m);
+    pfi_manifest_dispose(&s->m);
     free(s->name);
     s->name = NULL;
 }
@@ -39,12 +39,12 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     s->n_bins = ser.n;
     s->n_dropped = ser.n_dropped;
     if (ser.n_gpus == 0 || ser.n == 0) {
-        pfi_series_free(&ser);
+        pfi_series_dispose(&ser);
         return pfi_errorf(err, PFI_EINVAL, "run %s: no GPU power telemetry (DCGM_FI_DEV_POWER_USAGE)", name);
     }
     if ((int)ser.n_gpus != s->m.gpus) {
         size_t have = ser.n_gpus;
-        pfi_series_free(&ser);
+        pfi_series_dispose(&ser);
         return pfi_errorf(err, PFI_EINVAL, "run %s: run.json says %d GPUs but the telemetry has %zu",
                           name, s->m.gpus, have);
     }
@@ -56,7 +56,7 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     int have_util = 0;
     for (size_t i = 0; i < ser.n && !have_util; i++) have_util = !isnan(ser.util_min[i]);
     if (!have_util) {
-        pfi_series_free(&ser);
+        pfi_series_dispose(&ser);
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no GPU utilization (DCGM_FI_DEV_GPU_UTIL): cannot find the "
                           "training phase", name);
@@ -71,7 +71,7 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     pfi_phases_segment(ser.metric[PFI_M_FB_USED], ser.metric[PFI_M_GPU_UTIL], ser.util_min, ser.n,
                        o, &ph);
     if (!ph.has_training) {
-        pfi_series_free(&ser);
+        pfi_series_dispose(&ser);
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no training phase (never %d consecutive scrapes with every GPU "
                           "above %g%% utilization)",
@@ -92,7 +92,7 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     if (pfi_aggregate(lim + b, e - b, PFI_AGG_MEDIAN, 0, &s->enforced_limit_w, &med_sem) == 0)
         pfi_aggregate(ser.metric[PFI_M_MGMT_LIMIT] + b, e - b, PFI_AGG_MEDIAN, 0,
                       &s->enforced_limit_w, &med_sem);
-    pfi_series_free(&ser);
+    pfi_series_dispose(&ser);
     if (o->cap_check && isnan(s->enforced_limit_w))
         pfi_warnf(log,
                   "run %s: cap check skipped: no power-limit column with values in the "

@@ -8,7 +8,7 @@
 #include "steplog_push.h"
 #include "vec.h"
 
-void pfi_manifest_free(pfi_manifest *m)
+void pfi_manifest_dispose(pfi_manifest *m)
 {
     free(m->group);
     free(m->gpu_model);
@@ -42,7 +42,7 @@ const char *pfi_tel_format_name(pfi_tel_format f)
     return "?";
 }
 
-void pfi_steplog_free(pfi_steplog *s)
+void pfi_steplog_dispose(pfi_steplog *s)
 {
     free(s->t_s);
     free(s->tokens_per_s);

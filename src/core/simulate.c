@@ -9,7 +9,7 @@
 
 #include "util.h"
 
-void pfi_sim_opts_default(pfi_sim_opts *o)
+void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->workloads = 500;
@@ -28,7 +28,7 @@ void pfi_sim_opts_default(pfi_sim_opts *o)
     o->sla_curve_margin = ao.sla_curve_margin;
 }
 
-void pfi_sim_result_free(pfi_sim_result *r)
+void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
 {
     free(r->cuts);
     free(r->cell);
@@ -42,8 +42,8 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_sim_opts *o,
-                        pfi_sim_result *r, pfi_error *err)
+pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_allocsim_opts *o,
+                        pfi_allocsim_result *r, pfi_error *err)
 {
     memset(r, 0, sizeof *r);
     if (npool == 0 || o->jobs == 0 || o->workloads == 0) return pfi_errorf(err, PFI_EINVAL, "empty simulation");
@@ -140,7 +140,7 @@ pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npoo
             }
             if (st) break;
             for (size_t k = 0; k < nc; k++) {
-                pfi_sim_cell *c = &r->cell[(size_t)s * nc + k];
+                pfi_allocsim_cell *c = &r->cell[(size_t)s * nc + k];
                 c->mean_total += tot[k] / (double)o->workloads;
                 c->certificate_gap += gap[k] / (double)o->workloads;
                 c->infeasible += inf[k];
@@ -160,6 +160,6 @@ pfi_status pfi_simulate(const pfi_alloc_job *pool, const int *is_ft, size_t npoo
 out:
     free(w), free(budgets), free(tot), free(gap), free(inf), free(viol), free(ft), free(pt);
     if (rng) gsl_rng_free(rng);
-    if (st) pfi_sim_result_free(r);
+    if (st) pfi_allocsim_result_dispose(r);
     return st;
 }

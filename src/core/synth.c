@@ -106,7 +106,7 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
     if (run < 0 || run >= g->ncaps) return pfi_errorf(err, PFI_EINVAL, "group %s: no run %d", g->group, run);
     double cap = g->caps_w[run];
     pfi_op op;
-    pfi_model_at_cap(hw, &g->job, cap, &op);
+    pfi_phys_at_cap(hw, &g->job, cap, &op);
     int hosts = pfi_synth_hosts(g), gph = pfi_synth_gpus_per_host(g);
     int64_t iv = (int64_t)llround(o->interval_s * 1000);
     int ntrain = (int)llround(o->train_s / o->interval_s);
@@ -303,7 +303,7 @@ pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth
     m->tel = calloc((size_t)hosts, sizeof *m->tel);
     m->meta = calloc(6, sizeof *m->meta);
     if (!m->group || !m->gpu_model || !m->hosts || !m->tel || !m->meta) {
-        pfi_manifest_free(m);
+        pfi_manifest_dispose(m);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     for (int h = 0; h < hosts; h++) {
@@ -338,7 +338,7 @@ pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth
     for (size_t i = 0; i < m->nhosts; i++) bad |= !m->hosts[i] || !m->tel[i].path || !m->tel[i].host;
     for (size_t i = 0; i < m->nmeta; i++) bad |= !m->meta[i].key || !m->meta[i].value;
     if (bad) {
-        pfi_manifest_free(m);
+        pfi_manifest_dispose(m);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     return PFI_OK;
@@ -376,9 +376,9 @@ pfi_status pfi_synth_summary(const pfi_recon_group *g, int run, const pfi_synth_
     out->name = strdup(name);
     st = out->name ? pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 out:
-    if (st) pfi_run_summary_free(out);
+    if (st) pfi_run_summary_dispose(out);
     pfi_bins_free(c.bins);
     free(c.gpu_index);
-    pfi_steplog_free(&c.steps);
+    pfi_steplog_dispose(&c.steps);
     return st;
 }

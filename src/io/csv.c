@@ -14,7 +14,7 @@ void pfi_csv_init(pfi_csv *c, pfi_reader *r)
     c->r = r;
 }
 
-void pfi_csv_free(pfi_csv *c)
+void pfi_csv_dispose(pfi_csv *c)
 {
     free(c->fields);
     free(c->lens);

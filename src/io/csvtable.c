@@ -109,7 +109,7 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
 out:
     cellbuf_free(&b);
     cellbuf_free(&hb);
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return st;
 }

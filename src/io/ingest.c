@@ -46,7 +46,7 @@ void pfi_ingest_free(pfi_ingest *ing)
 {
     if (!ing) return;
     for (size_t i = 0; i < ing->nruns; i++) {
-        pfi_run_summary_free(ing->runs[i]);
+        pfi_run_summary_dispose(ing->runs[i]);
         free(ing->runs[i]);
     }
     free(ing->runs);
@@ -83,10 +83,10 @@ typedef struct run_state {
 
 static void run_free(run_state *r)
 {
-    pfi_manifest_free(&r->m);
+    pfi_manifest_dispose(&r->m);
     free(r->name);
     pfi_bins_free(r->bins);
-    pfi_steplog_free(&r->steps);
+    pfi_steplog_dispose(&r->steps);
     free(r->tel_done);
     free(r->last_t);
     memset(r, 0, sizeof *r);
@@ -218,7 +218,7 @@ static pfi_status run_end(run_state *r, pfi_error *err)
     run_free(r);
     if (!st && PFI_VEC_RESERVE(ing->runs, ing->cap, ing->nruns + 1, NULL)) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (st) {
-        pfi_run_summary_free(s);
+        pfi_run_summary_dispose(s);
         free(s);
         return st;
     }
@@ -475,7 +475,7 @@ pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *in, pfi_error *err)
         free(buf[i].data);
     }
     free(buf);
-    pfi_tar_free(&t);
+    pfi_tar_dispose(&t);
     if (!st && ing->nruns == nruns0) st = pfi_errorf(err, PFI_ENOTFOUND, "%s: no run directory (run.json) in the archive", in->name);
     return st;
 }

@@ -120,7 +120,7 @@ static pfi_status telemetry_field(const pfi_jkey *k, json_t *v, const char *name
         if (!json_is_object(t)) return pfi_errorf(err, PFI_EINVAL, "%s: telemetry[%zu]: expected an object", c->name, i);
         char where[PFI_ERROR_MSG_MAX];
         snprintf(where, sizeof where, "%s: telemetry[%zu]", c->name, i);
-        m->ntel++; /* counted before reading: pfi_manifest_free frees what it got */
+        m->ntel++; /* counted before reading: pfi_manifest_dispose frees what it got */
         pfi_status st = tel_entry(t, where, &m->tel[i], err);
         if (st) return st;
     }
@@ -161,6 +161,6 @@ pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name, pf
     if (!st && m->steplog && !pfi_manifest_path_ok(m->steplog))
         st = pfi_errorf(err, PFI_EINVAL, "%s: key 'steplog': '%s' must be relative to the run directory", name, m->steplog);
     json_decref(o);
-    if (st) pfi_manifest_free(m);
+    if (st) pfi_manifest_dispose(m);
     return st;
 }

@@ -9,13 +9,13 @@
 #include "atomic.h"
 #include "pfi/features.h"
 
-void pfi_model_free(pfi_model *m)
+void pfi_modelfile_dispose(pfi_modelfile *m)
 {
     if (m->features)
         for (size_t k = 0; k < m->p; k++) free(m->features[k]);
     free(m->features);
-    if (m->kind == PFI_MODEL_OLS) pfi_pfi_model_free(&m->ols);
-    else pfi_curve_model_free(&m->curve);
+    if (m->kind == PFI_MODELFILE_OLS) pfi_pfi_model_dispose(&m->ols);
+    else pfi_curve_model_dispose(&m->curve);
     if (m->meta) json_decref((json_t *)m->meta);
     memset(m, 0, sizeof *m);
 }
@@ -35,14 +35,14 @@ static json_t *linear_json(const pfi_linear *l)
     return o;
 }
 
-pfi_status pfi_model_save(const pfi_model *m, const char *path, pfi_error *err)
+pfi_status pfi_modelfile_save(const pfi_modelfile *m, const char *path, pfi_error *err)
 {
     json_t *o = json_object();
     json_object_set_new(o, "format_version", json_integer(1));
-    json_object_set_new(o, "kind", json_string(m->kind == PFI_MODEL_OLS ? "pfi-ols" : "curve"));
+    json_object_set_new(o, "kind", json_string(m->kind == PFI_MODELFILE_OLS ? "pfi-ols" : "curve"));
     json_object_set_new(o, "target", json_string(m->target));
-    const double *fmin = m->kind == PFI_MODEL_OLS ? m->ols.fmin : m->curve.fmin;
-    const double *fmax = m->kind == PFI_MODEL_OLS ? m->ols.fmax : m->curve.fmax;
+    const double *fmin = m->kind == PFI_MODELFILE_OLS ? m->ols.fmin : m->curve.fmin;
+    const double *fmax = m->kind == PFI_MODELFILE_OLS ? m->ols.fmax : m->curve.fmax;
     json_t *fs = json_array();
     for (size_t k = 0; k < m->p; k++) {
         json_t *f = json_object();
@@ -55,7 +55,7 @@ pfi_status pfi_model_save(const pfi_model *m, const char *path, pfi_error *err)
     }
     json_object_set_new(o, "features", fs);
     json_object_set_new(o, "solver", json_string("minimum-norm least squares (SVD) on standardized features"));
-    if (m->kind == PFI_MODEL_OLS) {
+    if (m->kind == PFI_MODELFILE_OLS) {
         json_object_set_new(o, "intercept", json_real(m->ols.lin.intercept));
         json_object_set_new(o, "coefficients", darray(m->ols.lin.beta, m->p));
         json_t *c = json_object();
@@ -121,7 +121,7 @@ static pfi_status get_linear(json_t *o, size_t p, const char *path, const char *
     return st;
 }
 
-pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
+pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err)
 {
     memset(m, 0, sizeof *m);
     json_error_t je;
@@ -141,7 +141,7 @@ pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
     else if (!json_is_array(fs) || json_array_size(fs) == 0 || json_array_size(fs) > 256)
         st = pfi_errorf(err, PFI_EINVAL, "%s: 'features': expected a non-empty array", path);
     if (st) goto out;
-    m->kind = strcmp(json_string_value(kind), "curve") == 0 ? PFI_MODEL_CURVE : PFI_MODEL_OLS;
+    m->kind = strcmp(json_string_value(kind), "curve") == 0 ? PFI_MODELFILE_CURVE : PFI_MODELFILE_OLS;
     snprintf(m->target, sizeof m->target, "%s", json_is_string(tg) ? json_string_value(tg) : "pfi");
     m->p = json_array_size(fs);
     m->features = calloc(m->p, sizeof *m->features);
@@ -162,7 +162,7 @@ pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
             if (!st) st = get_num(f, "max", path, ctx, &fmax[k], err);
         }
     }
-    if (m->kind == PFI_MODEL_OLS) {
+    if (m->kind == PFI_MODELFILE_OLS) {
         m->ols.fmin = fmin;
         m->ols.fmax = fmax;
         if (st) goto out;
@@ -215,12 +215,12 @@ pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
         for (size_t k = 0; k < ng; k++) {
             m->curve.ngrid = k; /* so free releases what was read */
             if ((st = get_linear(json_array_get(t, k), m->p, path, "throughput", &m->curve.t[k], err))) {
-                pfi_linear_free(&m->curve.t[k]);
+                pfi_linear_dispose(&m->curve.t[k]);
                 goto out;
             }
             if ((st = get_linear(json_array_get(p, k), m->p, path, "power", &m->curve.pw[k], err))) {
-                pfi_linear_free(&m->curve.t[k]);
-                pfi_linear_free(&m->curve.pw[k]);
+                pfi_linear_dispose(&m->curve.t[k]);
+                pfi_linear_dispose(&m->curve.pw[k]);
                 goto out;
             }
         }
@@ -236,6 +236,6 @@ pfi_status pfi_model_load(const char *path, pfi_model *m, pfi_error *err)
     m->meta = meta;
 out:
     json_decref(o);
-    if (st) pfi_model_free(m);
+    if (st) pfi_modelfile_dispose(m);
     return st;
 }

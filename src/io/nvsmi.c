@@ -115,7 +115,7 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
     int rc = pfi_csv_next(&c, err);
     pfi_status st = PFI_OK;
     if (rc <= 0) {
-        pfi_csv_free(&c);
+        pfi_csv_dispose(&c);
         if (rc == 0) return pfi_errorf(err, PFI_EINVAL, "%s: empty nvidia-smi file", r->name);
         return err ? err->code : PFI_EPARSE;
     }
@@ -141,7 +141,7 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
         col_name[k] = col_names[k][a];
     }
     if (col[C_TS] < 0 || (col[C_INDEX] < 0 && col[C_UUID] < 0)) {
-        pfi_csv_free(&c);
+        pfi_csv_dispose(&c);
         return pfi_errorf(err, PFI_EINVAL,
                           "%s:1: not nvidia-smi --query-gpu CSV (needs timestamp and index or uuid)",
                           r->name);
@@ -202,6 +202,6 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
     }
     if (rc < 0 && !st) st = err ? err->code : PFI_EPARSE;
 out:
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     return st;
 }

@@ -310,7 +310,7 @@ pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **ar
     return rc;
 }
 
-void pfi_opts_free(const pfi_opts *spec, void *args)
+void pfi_opts_dispose(const pfi_opts *spec, void *args)
 {
     size_t n;
     flat *f = flat_table(spec->options, &n);

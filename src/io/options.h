@@ -105,9 +105,9 @@ typedef enum pfi_opts_rc {
  * must be spelt out: an abbreviation is an unknown option, like a misspelling,
  * with the closest option suggested. Errors are one line on err. Leaves
  * optind at *first. Lists in args must start zeroed; free them with
- * pfi_opts_free whatever this returns. */
+ * pfi_opts_dispose whatever this returns. */
 pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **argv, FILE *err, int *first);
-void pfi_opts_free(const pfi_opts *spec, void *args);
+void pfi_opts_dispose(const pfi_opts *spec, void *args);
 
 /* For callbacks: "PROG: MESSAGE (SEE)" on the parse's stream. */
 void pfi_opts_error(const pfi_opts_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -19,19 +19,19 @@ pfi_status pfi_reader_slurp(pfi_reader *r, size_t max, char **data, size_t *len,
         size_t want = b.n < 65536 ? 65536 : b.n; /* doubling */
         if (want > lim - b.n) want = lim - b.n;
         if (pfi_buf_reserve(&b, want)) {
-            pfi_buf_free(&b);
+            pfi_buf_dispose(&b);
             return pfi_errorf(err, PFI_ENOMEM, "out of memory");
         }
         ssize_t k = pfi_reader_read(r, b.p + b.n, want, err);
         if (k < 0) {
-            pfi_buf_free(&b);
+            pfi_buf_dispose(&b);
             return err ? err->code : PFI_EIO;
         }
         if (k == 0) break;
         b.n += (size_t)k;
         b.p[b.n] = '\0';
         if (b.n > max) {
-            pfi_buf_free(&b);
+            pfi_buf_dispose(&b);
             return pfi_errorf(err, PFI_ENOMEM, "%s: larger than %zu bytes", r->name, max);
         }
     }

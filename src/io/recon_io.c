@@ -122,7 +122,7 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
     }
     if (rc < 0) st = err ? err->code : PFI_EPARSE;
 out:
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return st;
 }
@@ -169,7 +169,7 @@ static pfi_status load_params(const char *path, pfi_recon *out, pfi_error *err)
     }
     if (rc < 0) st = err ? err->code : PFI_EPARSE;
 out:
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return st;
 }
@@ -180,7 +180,7 @@ pfi_status pfi_recon_load(const char *spec_path, const char *params_path, pfi_re
     pfi_status st = load_spec(spec_path, out, err);
     if (!st && params_path) st = load_params(params_path, out, err);
     if (st) {
-        pfi_recon_free(out);
+        pfi_recon_dispose(out);
         return st;
     }
     for (size_t i = 0; i < out->n; i++)

@@ -86,22 +86,22 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
             break;
         }
         if (k2 < 0) {
-            pfi_steplog_free(out);
+            pfi_steplog_dispose(out);
             return pfi_errorf(err, k2 == -2 ? PFI_EPARSE : PFI_EINVAL, "%s:%llu: %s", r->name, ln, bad);
         }
         if (t < last_t) {
-            pfi_steplog_free(out);
+            pfi_steplog_dispose(out);
             return pfi_errorf(err, PFI_EINVAL, "%s:%llu: key 't_s': goes backwards", r->name, ln);
         }
         last_t = t;
         pfi_status st = pfi_steplog_push(out, t, tps, mfu, tflops, err);
         if (st) {
-            pfi_steplog_free(out);
+            pfi_steplog_dispose(out);
             return st;
         }
     }
     if (rc < 0) {
-        pfi_steplog_free(out);
+        pfi_steplog_dispose(out);
         return err ? err->code : PFI_EPARSE;
     }
     return PFI_OK;

@@ -320,7 +320,7 @@ pfi_status pfi_sweep_read_reader(pfi_table *t, pfi_reader *r, const pfi_sweep_re
     }
 out:
     hdr_free(&h);
-    pfi_csv_free(&csv);
+    pfi_csv_dispose(&csv);
     return st;
 }
 

@@ -236,7 +236,7 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
     total += c.steps.n;
     if (bytes) *bytes = total;
     free(json);
-    pfi_manifest_free(&m);
+    pfi_manifest_dispose(&m);
     for (int h = 0; c.h && h < c.hosts; h++) {
         if (c.h[h].prefix)
             for (int k = 0; k < c.gph * PFI_M_COUNT; k++) free(c.h[h].prefix[k]);

@@ -248,7 +248,7 @@ pfi_reader *pfi_tar_member(pfi_tar *t, size_t max)
     return &t->member;
 }
 
-void pfi_tar_free(pfi_tar *t)
+void pfi_tar_dispose(pfi_tar *t)
 {
     pfi_reader_close(&t->member);
 }

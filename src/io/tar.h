@@ -39,7 +39,7 @@ int pfi_tar_next(pfi_tar *t, pfi_error *err);
 /* A reader over the current member (max = line limit for its parsers);
  * valid until the next pfi_tar_next. */
 pfi_reader *pfi_tar_member(pfi_tar *t, size_t max);
-void pfi_tar_free(pfi_tar *t);
+void pfi_tar_dispose(pfi_tar *t);
 
 /* writing */
 pfi_status pfi_tar_write(FILE *f, const char *path, const void *data, size_t len, pfi_error *err);

@@ -34,7 +34,7 @@ pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summa
 /* the same rows with the paper's values only (pfi NaN): checks the row table
  * and data/paper without a run */
 pfi_status pfi_report_summary_paper(const char *datadir, pfi_summary *s, pfi_error *err);
-void pfi_summary_free(pfi_summary *s);
+void pfi_summary_dispose(pfi_summary *s);
 pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *err);
 void pfi_summary_print(const pfi_summary *s, FILE *f);
 

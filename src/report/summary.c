@@ -153,12 +153,12 @@ static pfi_status summary_build(const char *outdir, const char *datadir, pfi_sum
         pfi_csv c;
         pfi_csv_init(&c, &rd);
         st = walk(x, &c, s);
-        pfi_csv_free(&c);
+        pfi_csv_dispose(&c);
         pfi_reader_close(&rd);
     }
     sum_tables_free(x);
     free(x);
-    if (st) pfi_summary_free(s);
+    if (st) pfi_summary_dispose(s);
     return st;
 }
 
@@ -172,7 +172,7 @@ pfi_status pfi_report_summary_paper(const char *datadir, pfi_summary *s, pfi_err
     return summary_build(NULL, datadir, s, err);
 }
 
-void pfi_summary_free(pfi_summary *s)
+void pfi_summary_dispose(pfi_summary *s)
 {
     free(s->r);
     memset(s, 0, sizeof *s);

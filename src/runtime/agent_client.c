@@ -41,7 +41,7 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
     return PFI_OK;
 }
 
-void pfi_http_reply_free(pfi_http_reply *r)
+void pfi_http_reply_dispose(pfi_http_reply *r)
 {
     free(r->body);
     memset(r, 0, sizeof *r);
@@ -63,8 +63,8 @@ static pfi_status perform(CURL *c, const char *url, pfi_http_reply *r, pfi_error
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
-        pfi_buf_free(&body);
-        pfi_http_reply_free(r);
+        pfi_buf_dispose(&body);
+        pfi_http_reply_dispose(r);
         return pfi_errorf(err, PFI_EIO, "%s: %s", url, curl_easy_strerror(cc));
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);

@@ -26,7 +26,7 @@ typedef struct pfi_http_reply {
     char *body;         /* malloc'd, NUL-terminated */
     size_t len;
 } pfi_http_reply;
-void pfi_http_reply_free(pfi_http_reply *r);
+void pfi_http_reply_dispose(pfi_http_reply *r);
 
 /* GET url + path (e.g. "/v1/node"); timeout in wall seconds. A non-2xx
  * answer is returned in *r, not an error; no answer is PFI_EIO. */

@@ -94,7 +94,7 @@ static json_t *get_json(const char *url, const char *path)
     pfi_http_reply r;
     if (pfi_agent_get(url, path, 5, &r, NULL) != PFI_OK) return NULL;
     json_t *o = r.code == 200 ? json_loads(r.body, 0, NULL) : NULL;
-    pfi_http_reply_free(&r);
+    pfi_http_reply_dispose(&r);
     return o;
 }
 
@@ -229,9 +229,9 @@ static int post_event(demo *d)
     int rc = 0;
     if (!body || pfi_http_request("POST", url, token, body, 5, &r, &e) || r.code != 201) {
         rc = fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg, r.body ? r.body : "", d->clog);
-        if (r.body) pfi_http_reply_free(&r);
+        if (r.body) pfi_http_reply_dispose(&r);
     } else {
-        pfi_http_reply_free(&r);
+        pfi_http_reply_dispose(&r);
     }
     free(body);
     return rc;
@@ -322,7 +322,7 @@ static int report(demo *d)
     if (pfi_http_request("GET", url, NULL, NULL, 30, &pr, &e) || pr.code != 200 ||
         pfi_write_file_atomic("pfi-demo-report.png", pr.body, pr.len, &e))
         fail(d, "could not fetch the chart: %s", pr.code && pr.code != 200 ? pr.body : e.msg);
-    if (pr.body) pfi_http_reply_free(&pr);
+    if (pr.body) pfi_http_reply_dispose(&pr);
     fprintf(out, "  report: pfi-demo-report.json, pfi-demo-report.png\n");
     return 0;
 }

@@ -207,7 +207,7 @@ static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_Reque
     (void)cls, (void)c, (void)toe;
     upload *u = *ctx;
     if (u && u != &ANSWERED) {
-        pfi_buf_free(&u->body);
+        pfi_buf_dispose(&u->body);
         free(u);
     }
     *ctx = NULL;

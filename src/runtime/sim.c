@@ -75,7 +75,7 @@ static double target_x(const sim *s, size_t i)
     const sim_gpu *g = &s->gpu[i];
     if (g->job < 0 || !s->job[g->job].running) return 1.0;
     pfi_op op;
-    pfi_model_at_cap(s->hw, &s->job[g->job].g->job, g->cap_w, &op);
+    pfi_phys_at_cap(s->hw, &s->job[g->job].g->job, g->cap_w, &op);
     return op.x;
 }
 
@@ -152,7 +152,7 @@ static void write_steps(sim *s, sim_job *j, double t)
     if (j->t_logged < j->t_start + j->load_s) j->t_logged = j->t_start + j->load_s;
     double tokens_per_step = j->g->job.tokens_per_s_ref * STEP_S;
     for (int k = 0; k < 10000; k++) {
-        double tps = pfi_model_tokens(&j->g->job, job_x(s, j, j->t_logged));
+        double tps = pfi_phys_tokens(&j->g->job, job_x(s, j, j->t_logged));
         double dt = tokens_per_step / tps;
         if (j->t_logged + dt > t) break;
         j->t_logged += dt;
@@ -191,7 +191,7 @@ static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *e
     double d[PFI_M_COUNT];
     if (j && training(j, t)) {
         pfi_op op;
-        pfi_model_at_clock(s->hw, &j->g->job, clock_at(s, g, t), g->cap_w, &op);
+        pfi_phys_at_clock(s->hw, &j->g->job, clock_at(s, g, t), g->cap_w, &op);
         memcpy(d, op.dcgm, sizeof d);
         write_steps(s, &s->job[g->job], t);
     } else {
@@ -321,7 +321,7 @@ double pfi_sim_tokens_now(void *st, size_t k)
     if (k >= s->nj) return NAN;
     double t = pfi_clock_now();
     if (!training(&s->job[k], t)) return NAN;
-    return pfi_model_tokens(&s->job[k].g->job, job_x(s, &s->job[k], t));
+    return pfi_phys_tokens(&s->job[k].g->job, job_x(s, &s->job[k], t));
 }
 
 static int parse_uint(const char *v, size_t lo, size_t hi, size_t *out)

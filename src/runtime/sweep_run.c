@@ -111,7 +111,7 @@ static int set_caps(sweep *s, double cap_w, double lease_s)
         if (pfi_agent_put_caps(s->agent, s->token, &rq, 10, &r, &e)) return fail(s, 0, "agent %s: %s", s->agent, e.msg);
         int ok = r.code == 200;
         if (!ok) fail(s, 0, "agent %s: PUT /v1/caps: HTTP %ld: %.300s", s->agent, r.code, r.body ? r.body : "");
-        pfi_http_reply_free(&r);
+        pfi_http_reply_dispose(&r);
         return ok ? 0 : -1;
     }
     for (size_t k = 0; k < s->nsel; k++)
@@ -273,7 +273,7 @@ static int find_agent(sweep *s)
         json_t *node = json_loads(r.body, 0, NULL);
         long long gm = node ? (long long)json_integer_value(json_object_get(node, "generation_max")) : 0;
         json_decref(node);
-        pfi_http_reply_free(&r);
+        pfi_http_reply_dispose(&r);
         if (!o->token_file) return fail(s, 0, "a pfi-agent answers at %s: caps go through it; give its --token-file (or --no-agent)", url);
         if (pfi_token_read(o->token_file, s->token, sizeof s->token, &e)) return fail(s, 0, "%s", e.msg);
         s->agent = url;
@@ -282,7 +282,7 @@ static int find_agent(sweep *s)
         say(s, "caps through the agent at %s (generation %lld)", url, s->generation);
         return 0;
     }
-    if (r.body) pfi_http_reply_free(&r);
+    if (r.body) pfi_http_reply_dispose(&r);
     if (o->agent_url) return fail(s, 0, "--agent %s: no answer (%s)", o->agent_url, e.msg);
     return 0;
 }

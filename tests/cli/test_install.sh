@@ -39,7 +39,7 @@ int main(void) {
     pfi_eq1_result r;
     pfi_eq1(&c, &r);
     printf("%.3f\n", r.pfi);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     return 0;
 }
 C

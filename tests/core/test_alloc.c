@@ -25,7 +25,7 @@ static pfi_alloc_job job_of(const pfi_curve *c, int gpus)
     memset(&j, 0, sizeof j);
     const pfi_point *u = pfi_curve_uncapped(c);
     j.gpus = gpus;
-    j.tokens_max = u->tokens_per_s;
+    j.tokens_per_s_max = u->tokens_per_s;
     j.power_max_w = u->power_w;
     j.power_min_w = c->pts[0].power_w;
     j.curve = c;
@@ -47,7 +47,7 @@ static void oracle_concave_bruteforce(void **s)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.strategy = PFI_STRAT_ORACLE;
-    pfi_job_alloc out[2];
+    pfi_alloc_out out[2];
     pfi_alloc_result r;
     for (double budget = 2000; budget <= 6000; budget += 250) {
         assert_int_equal(pfi_allocate(jobs, 2, budget, &o, out, &r, NULL), PFI_OK);
@@ -64,8 +64,8 @@ static void oracle_concave_bruteforce(void **s)
         assert_true(r.total_power_w <= budget + 1e-6);
         assert_near(r.certificate_gap, 0, 1e-9); /* concave: exact */
     }
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
 }
 
 /* GLPK MILP: lambda formulation with segment binaries (SOS2) */
@@ -162,13 +162,13 @@ static void exact_vs_glpk(void **s)
         pfi_alloc_opts o;
         pfi_alloc_opts_default(&o);
         o.strategy = PFI_STRAT_ORACLE;
-        pfi_job_alloc out[8];
+        pfi_alloc_out out[8];
         pfi_alloc_result r;
         assert_int_equal(pfi_allocate(jobs, n, budget, &o, out, &r, NULL), PFI_OK);
         assert_true(r.total_tokens_true <= exact * (1 + 1e-9));
         assert_true(exact <= (r.total_tokens_true + r.certificate_gap) * (1 + 1e-9));
         if (r.total_tokens_true < exact * (1 - 1e-9)) worse++;
-        for (size_t i = 0; i < n; i++) pfi_curve_free(&cv[i]);
+        for (size_t i = 0; i < n; i++) pfi_curve_dispose(&cv[i]);
     }
     print_message("envelope oracle below the exact optimum in %d of 60 non-concave instances (bounded by its certificate)\n", worse);
 }
@@ -184,7 +184,7 @@ static void proportional(void **s)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.strategy = PFI_STRAT_EQUAL;
-    pfi_job_alloc out[2];
+    pfi_alloc_out out[2];
     pfi_alloc_result r;
     /* 30% cut: both shed 30% of P_max */
     assert_int_equal(pfi_allocate(jobs, 2, 0.7 * 6000, &o, out, &r, NULL), PFI_OK);
@@ -213,8 +213,8 @@ static void proportional(void **s)
     pfi_allocate(jobs, 2, 6000 - 800, &o, out, &r, NULL);
     assert_near(4000 - out[0].target_w, 400, 1e-6);
     assert_near(2000 - out[1].target_w, 400, 1e-6);
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
 }
 
 static void sla_and_caps(void **s)
@@ -230,7 +230,7 @@ static void sla_and_caps(void **s)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.strategy = PFI_STRAT_ORACLE;
-    pfi_job_alloc out[3];
+    pfi_alloc_out out[3];
     pfi_alloc_result r;
     assert_int_equal(pfi_allocate(jobs, 3, 0.7 * 3 * 5400, &o, out, &r, NULL), PFI_OK);
     assert_near(out[0].target_w, 5400, 1e-6);
@@ -248,9 +248,9 @@ static void sla_and_caps(void **s)
     pfi_allocate(jobs, 3, 0.7 * 3 * 5400, &o, out, &r, NULL);
     assert_near(out[0].target_w, 5400, 1e-6);
     assert_true(out[1].target_w >= 5400 * (1 - 0.1 * 0.8) - 1e-6);
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
+    pfi_curve_dispose(&c);
 }
 
 static void closed_loop_and_sweeps(void **s)
@@ -275,7 +275,7 @@ static void closed_loop_and_sweeps(void **s)
     double budget = 0.7 * sum, totals[6];
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
-    pfi_job_alloc out[N];
+    pfi_alloc_out out[N];
     assert_int_equal(pfi_alloc_closed_loop(jobs, N, budget, &o, 5, 0.002, 3, out, NULL, totals, NULL), PFI_OK);
     double oracle;
     double budgets[1] = {budget};
@@ -299,7 +299,7 @@ static void closed_loop_and_sweeps(void **s)
         pfi_allocate(jobs, N, bs[k], &o, out, &r, NULL);
         assert_near(sw[k], r.total_tokens_true, 1e-6 * sw[k]);
     }
-    for (int i = 0; i < N; i++) pfi_curve_free(&cv[i]);
+    for (int i = 0; i < N; i++) pfi_curve_dispose(&cv[i]);
 }
 
 /* the closed loop with predicted curves that are flat in power (isotonic
@@ -332,7 +332,7 @@ static void closed_loop_flat_prior_and_sla(void **s)
     }
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
-    pfi_job_alloc out[N];
+    pfi_alloc_out out[N];
     pfi_alloc_result r;
     double totals[4];
     for (double cut = 0.05; cut <= 0.30; cut += 0.05) {
@@ -348,7 +348,7 @@ static void closed_loop_flat_prior_and_sla(void **s)
         assert_int_equal(r2.feasible, r.feasible);
         assert_near(r2.total_tokens_true, r.total_tokens_true, 1e-6 * r.total_tokens_true);
     }
-    for (int i = 0; i < N; i++) pfi_curve_free(&cv[i]), pfi_curve_free(&pc[i]);
+    for (int i = 0; i < N; i++) pfi_curve_dispose(&cv[i]), pfi_curve_dispose(&pc[i]);
 }
 
 /* a job without a finite, positive Eq. 2 weight is an error naming it, in
@@ -367,7 +367,7 @@ static void weights_never_zeroed(void **s)
     jobs[0].name = "zeus-a";
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
-    pfi_job_alloc out[2];
+    pfi_alloc_out out[2];
     pfi_alloc_result r;
     pfi_error e;
     assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
@@ -404,19 +404,19 @@ static void weights_never_zeroed(void **s)
     o.strategy = PFI_STRAT_EQUAL;
     assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_OK);
     /* the simulator checks the whole pool up front, for each strategy it runs */
-    pfi_sim_opts so;
-    pfi_sim_opts_default(&so);
+    pfi_allocsim_opts so;
+    pfi_allocsim_opts_default(&so);
     so.workloads = 2;
     so.jobs = 4;
     so.strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL);
-    pfi_sim_result sr;
-    assert_int_equal(pfi_simulate(jobs, NULL, 2, &so, &sr, &e), PFI_OK);
-    pfi_sim_result_free(&sr);
+    pfi_allocsim_result sr;
+    assert_int_equal(pfi_allocsim_run(jobs, NULL, 2, &so, &sr, &e), PFI_OK);
+    pfi_allocsim_result_dispose(&sr);
     so.strategies |= 1u << PFI_STRAT_PFI_AWARE;
-    assert_int_equal(pfi_simulate(jobs, NULL, 2, &so, &sr, &e), PFI_EINVAL);
+    assert_int_equal(pfi_allocsim_run(jobs, NULL, 2, &so, &sr, &e), PFI_EINVAL);
     assert_non_null(strstr(e.msg, "pfi-aware: 2 of 2 jobs"));
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
 }
 
 int main(void)

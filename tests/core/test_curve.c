@@ -14,7 +14,7 @@ static void normalized(void **s)
     assert_near(pf[0], 0.8, 1e-15);
     assert_near(tf[0], 0.9, 1e-15);
     assert_near(pf[1], 1.0, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void sorts_and_rejects_duplicates(void **s)
@@ -24,7 +24,7 @@ static void sorts_and_rejects_duplicates(void **s)
     pfi_curve c = tu_curve(3, cap, p, t);
     assert_near(c.pts[0].cap_w, 200, 0);
     assert_near(pfi_curve_uncapped(&c)->cap_w, 700, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     pfi_point pts[2] = {{500, 1, 1, NAN, NAN, 1}, {500, 2, 2, NAN, NAN, 1}};
     pfi_error e;
     assert_int_equal(pfi_curve_init(&c, pts, 2, &e), PFI_EINVAL);
@@ -55,7 +55,7 @@ static void isotonic_pava(void **s)
     assert_int_equal(pfi_curve_isotonic(&c), 2);
     assert_true(pfi_curve_is_monotone(&c));
     assert_near(c.pts[0].power_w, 295, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void interpolation(void **s)
@@ -75,18 +75,18 @@ static void interpolation(void **s)
     assert_int_equal(pfi_curve_power_at_cap(&c, 550, &v, NULL), PFI_OK);
     assert_near(v, 2500, 1e-9);
     assert_int_equal(pfi_curve_power_at_cap(&c, 100, &v, NULL), PFI_ERANGE);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* non-monotone curves are refused until cleaned */
     double p2[] = {1000, 900, 3000};
     c = tu_curve(3, cap, p2, t);
     assert_int_equal(pfi_curve_tokens_at_power(&c, 2000, &v, NULL), PFI_EINVAL);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* equal power at two caps: that power buys the higher throughput */
     double p3[] = {1000, 1000, 3000};
     c = tu_curve(3, cap, p3, t);
     assert_int_equal(pfi_curve_tokens_at_power(&c, 1000, &v, NULL), PFI_OK);
     assert_near(v, 80, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void inverse_map(void **s)
@@ -112,14 +112,14 @@ static void inverse_map(void **s)
     /* above the top: top cap */
     pfi_curve_cap_for_power(&c, 5000, &inv, NULL);
     assert_near(inv.cap_w, 700, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* flat curve (job never reaches its caps): no unique inverse */
     double pf[] = {1000, 1000, 1000};
     c = tu_curve(3, cap, pf, t);
     pfi_curve_cap_for_power(&c, 1000, &inv, NULL);
     assert_true(inv.flags & PFI_INV_FLAT);
     assert_near(inv.cap_w, 700, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* non-integer caps: result stays within [ceil(min), floor(max)] */
     double capf[] = {100.5, 250.5}, pf2[] = {100, 250}, tf2[] = {1, 2};
     c = tu_curve(2, capf, pf2, tf2);
@@ -127,7 +127,7 @@ static void inverse_map(void **s)
     assert_near(inv.cap_w, 101, 0);
     pfi_curve_cap_for_power(&c, 1e9, &inv, NULL);
     assert_near(inv.cap_w, 250, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void envelope(void **s)

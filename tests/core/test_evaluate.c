@@ -33,7 +33,7 @@ static int setup(void **st)
         pfi_curve c = tu_curve(3, caps, p, tk);
         pfi_eq1_result r;
         pfi_eq1(&c, &r);
-        pfi_curve_free(&c);
+        pfi_curve_dispose(&c);
         char name[16];
         snprintf(name, sizeof name, "g%d", g);
         const char *text[] = {"gpu_model", "H200", "group", name, "arch", g % 2 ? "moe" : "dense", "task", g % 4 < 2 ? "ft" : "pt", NULL};
@@ -53,7 +53,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
     (void)st;
-    pfi_groupset_free(&S);
+    pfi_groupset_dispose(&S);
     return 0;
 }
 
@@ -109,7 +109,7 @@ static void ols_exact(void **st)
     assert_near(ev.loco.r2, 1, 1e-9);
     assert_true(ev.loo.rmse < 1e-9 && ev.loco.rmse < 1e-9);
     assert_near(ev.loo.rho, 1, 1e-9);
-    pfi_pfi_model_free(&m);
+    pfi_pfi_model_dispose(&m);
 }
 
 static void eval_other_groups(void **st)
@@ -143,7 +143,7 @@ static void eval_other_groups(void **st)
     for (size_t i = 5; i < 7; i++) want_oor += S.pfi[order[i]] > S.pfi[order[4]] + 1e-12;
     assert_int_equal(oor, want_oor);
     assert_int_equal(e.n, NG - 1);
-    pfi_pfi_model_free(&m);
+    pfi_pfi_model_dispose(&m);
 }
 
 static void ablation_needs_columns(void **st)
@@ -189,7 +189,7 @@ static void curve_errors(void **st)
     assert_int_equal(pfi_fit_curve_eval_on(&d, f, 1, &m, rows, 2, &ce, NULL), PFI_OK);
     assert_int_equal(ce.n[ce.ngrid - 1], 2); /* both at the uncapped point */
     assert_true(ce.tokens_frac_rmse[ce.ngrid - 1] < 1e-9);
-    pfi_curve_model_free(&m);
+    pfi_curve_model_dispose(&m);
 }
 
 int main(void)

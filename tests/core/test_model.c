@@ -27,17 +27,17 @@ static void linear_exact(void **s)
     assert_near(m.intercept, 1, 1e-9);
     assert_near(m.beta[0], 2, 1e-9);
     assert_near(m.beta[1], -0.5, 1e-9);
-    pfi_linear_free(&m);
+    pfi_linear_dispose(&m);
     /* rows with NaN are skipped */
     y[3] = NAN;
     assert_int_equal(pfi_linear_fit(X, y, 10, 2, &m, &used, NULL), PFI_OK);
     assert_int_equal(used, 9);
-    pfi_linear_free(&m);
+    pfi_linear_dispose(&m);
     /* more features than rows: still a solution that interpolates */
     double W[3 * 5] = {1, 0, 2, 1, 3, 0, 1, 1, 2, 0, 2, 2, 0, 1, 1}, yw[3] = {1, 2, 3};
     assert_int_equal(pfi_linear_fit(W, yw, 3, 5, &m, &used, NULL), PFI_OK);
     for (int i = 0; i < 3; i++) assert_near(pfi_linear_eval(&m, W + 5 * i), yw[i], 1e-9);
-    pfi_linear_free(&m);
+    pfi_linear_dispose(&m);
 }
 
 static void cross_validation(void **s)
@@ -49,12 +49,12 @@ static void cross_validation(void **s)
     pfi_linear m;
     assert_int_equal(pfi_linear_fit(X + 1, y + 1, 7, 1, &m, NULL, NULL), PFI_OK);
     assert_near(yh[0], pfi_linear_eval(&m, X), 1e-12);
-    pfi_linear_free(&m);
+    pfi_linear_dispose(&m);
     int cl[8] = {0, 0, 1, 1, 2, 2, 3, 3};
     pfi_cross_validate(X, y, 8, 1, cl, yh, NULL);
     assert_int_equal(pfi_linear_fit(X + 2, y + 2, 6, 1, &m, NULL, NULL), PFI_OK);
     assert_near(yh[1], pfi_linear_eval(&m, X + 1), 1e-12);
-    pfi_linear_free(&m);
+    pfi_linear_dispose(&m);
     pfi_eval e;
     pfi_eval_metrics(y, y, 8, NAN, &e);
     assert_near(e.r2, 1, 1e-12);
@@ -82,7 +82,7 @@ static void clamp_and_ranges(void **s)
     assert_int_equal(oor, 1);
     assert_near(v, fmax(0.05, 1.0 - 0.25 * 1.5), 1e-12);
     assert_true(v > 0);
-    pfi_pfi_model_free(&m);
+    pfi_pfi_model_dispose(&m);
 }
 
 /* curves whose normalized throughput is f^a with a = feature: exact at every grid point */
@@ -123,10 +123,10 @@ static void curve_model(void **s)
     pfi_curve out;
     assert_int_equal(pfi_curve_model_curve(&m, &xq, 700, 2000, 5000, &out, NULL), PFI_OK);
     assert_near(pfi_curve_uncapped(&out)->tokens_per_s, 2000, 1e-9);
-    pfi_curve_free(&out);
+    pfi_curve_dispose(&out);
     /* the model file round trip gives the same predictions */
-    pfi_model M = {0};
-    M.kind = PFI_MODEL_CURVE;
+    pfi_modelfile M = {0};
+    M.kind = PFI_MODELFILE_CURVE;
     snprintf(M.target, sizeof M.target, "pfi");
     M.p = 1;
     char *fname = strdup("a");
@@ -135,19 +135,19 @@ static void curve_model(void **s)
     char path[] = "/tmp/pfi-model-XXXXXX";
     int fd = mkstemp(path);
     close(fd);
-    assert_int_equal(pfi_model_save(&M, path, NULL), PFI_OK);
-    pfi_model L;
-    assert_int_equal(pfi_model_load(path, &L, NULL), PFI_OK);
-    assert_int_equal(L.kind, PFI_MODEL_CURVE);
+    assert_int_equal(pfi_modelfile_save(&M, path, NULL), PFI_OK);
+    pfi_modelfile L;
+    assert_int_equal(pfi_modelfile_load(path, &L, NULL), PFI_OK);
+    assert_int_equal(L.kind, PFI_MODELFILE_CURVE);
     double t2[PFI_CURVE_GRID_MAX], p2[PFI_CURVE_GRID_MAX];
     pfi_curve_model_predict(&L.curve, &xq, t2, p2);
     for (size_t k = 0; k < m.ngrid; k++) assert_near(t2[k], t[k], 1e-12);
-    assert_true(isfinite(pfi_model_pfi(&L, &xq, NULL, NULL)));
-    pfi_model_free(&L);
+    assert_true(isfinite(pfi_modelfile_pfi(&L, &xq, NULL, NULL)));
+    pfi_modelfile_dispose(&L);
     unlink(path);
     free(fname);
-    pfi_curve_model_free(&m);
-    for (int i = 0; i < N; i++) pfi_curve_free(&c[i]);
+    pfi_curve_model_dispose(&m);
+    for (int i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
 }
 
 static void model_file_errors(void **s)
@@ -173,16 +173,16 @@ static void model_file_errors(void **s)
         int fd = mkstemp(path);
         assert_true(write(fd, cases[i][0], strlen(cases[i][0])) == (ssize_t)strlen(cases[i][0]));
         close(fd);
-        pfi_model m;
+        pfi_modelfile m;
         pfi_error e;
-        if (pfi_model_load(path, &m, &e) == PFI_OK) fail_msg("accepted %s", cases[i][0]);
+        if (pfi_modelfile_load(path, &m, &e) == PFI_OK) fail_msg("accepted %s", cases[i][0]);
         if (!strstr(e.msg, cases[i][1])) fail_msg("'%s' lacks '%s'", e.msg, cases[i][1]);
         assert_non_null(strstr(e.msg, path));
         unlink(path);
     }
-    pfi_model m;
+    pfi_modelfile m;
     pfi_error e;
-    assert_int_equal(pfi_model_load("/nonexistent/model.json", &m, &e), PFI_EIO);
+    assert_int_equal(pfi_modelfile_load("/nonexistent/model.json", &m, &e), PFI_EIO);
 }
 
 int main(void)

@@ -19,13 +19,13 @@ static void eq1_hand_cases(void **s)
     assert_near(r.pfi, 2.5, 1e-12);
     assert_int_equal(r.n_used, 1);
     assert_int_equal(r.n_excluded, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* -5%/-5% -> 1 */
     double t2[] = {95, 100};
     c = tu_curve(2, cap, p, t2);
     pfi_eq1(&c, &r);
     assert_near(r.pfi, 1.0, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* mean over caps: ratios 2.5 (-5%/-2%) and 2 (-20%/-10%) -> 2.25 */
     double cap3[] = {500, 600, 700}, p3[] = {800, 950, 1000}, t3[] = {90, 98, 100};
     c = tu_curve(3, cap3, p3, t3);
@@ -33,7 +33,7 @@ static void eq1_hand_cases(void **s)
     assert_near(r.pfi, 2.25, 1e-12);
     assert_near(r.ratio_min, 2.0, 1e-12);
     assert_near(r.ratio_max, 2.5, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void eq1_exclusion(void **s)
@@ -47,21 +47,21 @@ static void eq1_exclusion(void **s)
     assert_int_equal(r.n_used, 1);
     assert_int_equal(r.n_excluded, 2);
     assert_near(r.pfi, 2.0, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* all excluded -> NaN */
     double t2[] = {100, 100, 101, 100};
     c = tu_curve(4, cap, p, t2);
     pfi_eq1(&c, &r);
     assert_true(isnan(r.pfi));
     assert_int_equal(r.n_excluded, 3);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* a single point: no capped run */
     double c1[] = {700}, p1[] = {1000}, t1[] = {100};
     c = tu_curve(1, c1, p1, t1);
     pfi_eq1(&c, &r);
     assert_true(isnan(r.pfi));
     assert_int_equal(r.n_used + r.n_excluded, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void area_variant(void **s)
@@ -71,20 +71,20 @@ static void area_variant(void **s)
     double cap[] = {200, 400, 700}, p[] = {200, 400, 700}, t[] = {2, 4, 7};
     pfi_curve c = tu_curve(3, cap, p, t);
     assert_near(pfi_area(&c), 0.0, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* hand computed: normalized points (0.5,0.8),(1,1):
      * trapezoids from (0,0): 0.5*0.8/2 = 0.2; (0.8+1)/2*0.5 = 0.45; total 0.65 - 0.5 = 0.15 */
     double cap2[] = {350, 700}, p2[] = {500, 1000}, t2[] = {80, 100};
     c = tu_curve(2, cap2, p2, t2);
     assert_near(pfi_area(&c), 0.15, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* sorted by power, not by cap: swapping which cap has which power is the same area */
     double cap3[] = {300, 350, 700}, p3[] = {600, 500, 1000}, t3[] = {85, 80, 100};
     double cap4[] = {300, 350, 700}, p4[] = {500, 600, 1000}, t4[] = {80, 85, 100};
     pfi_curve a = tu_curve(3, cap3, p3, t3), b = tu_curve(3, cap4, p4, t4);
     assert_near(pfi_area(&a), pfi_area(&b), 1e-12);
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
 }
 
 static void elasticity_variant(void **s)
@@ -105,13 +105,13 @@ static void elasticity_variant(void **s)
     assert_near(r.inv_a, 2.0, 1e-12);
     assert_near(r.b, log(3.0), 1e-9);
     assert_near(r.r2, 1.0, 1e-12);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* all at one power -> error */
     double pc[] = {1000, 1000};
     double cc[] = {600, 700}, tc[] = {1, 2};
     c = tu_curve(2, cc, pc, tc);
     assert_int_not_equal(pfi_elasticity(&c, &r, NULL), PFI_OK);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 /* CI coverage: true curve with known PFI, each trial draws measured points
@@ -127,7 +127,7 @@ static void ci_coverage(void **s)
     pfi_eq1_result er;
     pfi_eq1(&truth, &er);
     double true_pfi = er.pfi;
-    pfi_curve_free(&truth);
+    pfi_curve_dispose(&truth);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
     gsl_rng_set(rng, 42);
     pfi_ci_ctx *ctx = pfi_ci_ctx_new(2000);
@@ -153,7 +153,7 @@ static void ci_coverage(void **s)
         assert_int_equal(pfi_eq1_ci(ctx, &c, &o, (uint64_t)k, &r, NULL), PFI_OK);
         assert_true(r.lo < r.hi);
         if (r.lo <= true_pfi && true_pfi <= r.hi) covered++;
-        pfi_curve_free(&c);
+        pfi_curve_dispose(&c);
     }
     double cov = (double)covered / trials;
     print_message("CI coverage %.3f over %d trials (true PFI %.4f)\n", cov, trials, true_pfi);
@@ -187,7 +187,7 @@ static void ci_reproducible(void **s)
     o.resamples = 20000;
     assert_int_equal(pfi_eq1_ci(ctx, &c, &o, 7, &d, NULL), PFI_EINVAL);
     pfi_ci_ctx_free(ctx);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 /* A 13-cap curve flat until its lowest caps (the shape of a real V100
@@ -213,7 +213,7 @@ static void ci_flat_curve(void **s)
     assert_true(r.lo <= e.pfi && e.pfi <= r.hi);
     assert_true(r.hi < 1.2 * e.pfi); /* the excluded caps stay out */
     assert_int_equal(r.n_flip, 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* a used cap whose 0.01% slowdown is inside its 0.05% SEM: unbounded */
     t[8] = 999.9;
     c = tu_curve(13, cap, p, t);
@@ -222,14 +222,14 @@ static void ci_flat_curve(void **s)
     assert_true(isnan(r.lo) && isnan(r.hi));
     assert_non_null(strstr(r.reason, "cap 200 W"));
     assert_string_equal(pfi_ci_verdict_name(r.verdict), "unstable");
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* Eq. 1 undefined (no capped run slower): no interval, no verdict */
     double t0[] = {1000, 1000, 1000};
     c = tu_curve(3, cap, p, t0);
     assert_int_equal(pfi_eq1_ci(ctx, &c, &o, 1, &r, NULL), PFI_OK);
     assert_int_equal(r.verdict, PFI_CI_NONE);
     assert_true(isnan(r.lo) && isnan(r.hi));
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     pfi_ci_ctx_free(ctx);
 }
 
@@ -280,7 +280,7 @@ static void ci_contains_estimate(void **s)
             assert_true(r.reason[0] != '\0');
             n_unstable++;
         }
-        pfi_curve_free(&c);
+        pfi_curve_dispose(&c);
     }
     print_message("random curves: %d ok, %d unstable\n", n_ok, n_unstable);
     assert_true(n_ok > 300 && n_unstable > 300); /* both branches exercised */
@@ -303,12 +303,12 @@ static void subgrid(void **s)
     double expect = ((1 - 1600 / 5000.) / (1 - 0.5) + (1 - 3800 / 5000.) / (1 - 0.93) +
                      (1 - 4600 / 5000.) / (1 - 0.98)) / 3;
     assert_near(r.pfi, expect, 1e-12);
-    pfi_curve_free(&sub);
+    pfi_curve_dispose(&sub);
     double bad[] = {200, 550, 700};
     pfi_error e;
     assert_int_equal(pfi_curve_subgrid(&c, bad, 3, &sub, &e), PFI_ENOTFOUND);
     assert_non_null(strstr(e.msg, "550"));
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void robust_verdicts(void **s)
@@ -326,21 +326,21 @@ static void robust_verdicts(void **s)
     assert_near(r.pfi_robust, 2.0, 1e-9);
     assert_near(r.pfi_noise_aware, 2.0, 1e-9);
     assert_int_equal(r.n_fit, 3);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* job never reaches its cap: power flat -> not-power-bound */
     double pf[] = {120, 121, 119, 120}, tf[] = {1.02, 0.98, 1.01, 1};
     c = tu_curve(4, cap, pf, tf);
     pfi_robust(&c, &o, &r);
     assert_int_equal(r.verdict, PFI_VERDICT_NOT_POWER_BOUND);
     assert_true(isnan(r.pfi_robust));
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* sheds power but throughput rises -> non-positive-slope with a finite lower bound */
     double tr[] = {1.01, 1.02, 1.01, 1};
     c = tu_curve(4, cap, p, tr);
     pfi_robust(&c, &o, &r);
     assert_int_equal(r.verdict, PFI_VERDICT_NON_POSITIVE_SLOPE);
     assert_true(isfinite(r.pfi_robust_lo) && r.pfi_robust_lo > 0);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* one small reduction with a loss inside the noise -> noisy */
     double cap2[] = {225, 250}, p2[] = {230, 250}, t2[] = {0.99, 1};
     c = tu_curve(2, cap2, p2, t2);
@@ -348,20 +348,20 @@ static void robust_verdicts(void **s)
     assert_int_equal(r.verdict, PFI_VERDICT_NOISY);
     assert_true(isfinite(r.pfi_robust));
     assert_true(isnan(r.pfi_noise_aware)); /* loss not beyond 2 SE */
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* one point only */
     double c1[] = {250}, p1[] = {250}, t1[] = {1};
     c = tu_curve(1, c1, p1, t1);
     pfi_robust(&c, &o, &r);
     assert_int_equal(r.verdict, PFI_VERDICT_TOO_FEW_POINTS);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
     /* SEM columns are used when present: tiny SEMs make a 1% loss significant */
     pfi_point pts[2] = {{225, 230, 0.99, 0.01, 0.0001, 1}, {250, 250, 1, 0.01, 0.0001, 1}};
     pfi_curve_init(&c, pts, 2, NULL);
     pfi_robust(&c, &o, &r);
     assert_int_equal(r.verdict, PFI_VERDICT_OK);
     assert_near(r.pfi_robust, 8.0, 1e-6);
-    pfi_curve_free(&c);
+    pfi_curve_dispose(&c);
 }
 
 static void noise_estimate(void **s)
@@ -379,8 +379,8 @@ static void noise_estimate(void **s)
     /* power: deviations (-0.01,0,0.01) and zeros, dof 4 -> sqrt(0.0002/4) */
     assert_near(ne.rel_sd_power, sqrt(0.0002 / 4), 1e-12);
     assert_near(ne.rel_sd_tokens, sqrt(0.0008 / 4), 1e-12);
-    pfi_curve_free(&a);
-    pfi_curve_free(&b);
+    pfi_curve_dispose(&a);
+    pfi_curve_dispose(&b);
 }
 
 int main(void)

@@ -31,7 +31,7 @@ static int setup(void **st)
         pfi_curve c = tu_curve(3, caps, p, tk);
         pfi_eq1_result r;
         pfi_eq1(&c, &r);
-        pfi_curve_free(&c);
+        pfi_curve_dispose(&c);
         char name[16];
         snprintf(name, sizeof name, "g%d", g);
         const char *text[] = {"gpu_model", "H200", "group", name, "arch", g % 2 ? "moe" : "dense", "task", g < 3 ? "ft" : "pt", NULL};
@@ -46,7 +46,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
     (void)st;
-    pfi_groupset_free(&S);
+    pfi_groupset_dispose(&S);
     return 0;
 }
 
@@ -62,7 +62,7 @@ static void jobs(void **st)
     assert_int_equal(P.group[0], 1);
     const pfi_alloc_job *j = &P.jobs[0]; /* g1: moe, ft */
     assert_int_equal(j->gpus, 8);
-    assert_near(j->tokens_max, 2000, 1e-9);
+    assert_near(j->tokens_per_s_max, 2000, 1e-9);
     assert_near(j->power_max_w, 0.95 * 8 * 700, 1e-9);
     assert_near(j->power_min_w, 0.95 * 8 * 300, 1e-9);
     assert_near(j->cap_min_w, 200, 0); /* the H200's limits */
@@ -75,7 +75,7 @@ static void jobs(void **st)
     assert_true(isnan(j->pfi_pred)); /* no strategy weights by the PFI */
     assert_near(j->dcp, 2 * S.pfi[1] + 1, 1e-9);
     assert_null(P.pred);
-    pfi_pool_free(&P);
+    pfi_pool_dispose(&P);
 }
 
 static void lacks(void **st)
@@ -111,9 +111,9 @@ static void pfi_sources_agree(void **st)
     double X[NG];
     for (int i = 0; i < NG; i++) X[i] = 2 * S.pfi[i] + 1;
     char *feat[] = {"dram_copy_product"};
-    pfi_model M;
+    pfi_modelfile M;
     memset(&M, 0, sizeof M);
-    M.kind = PFI_MODEL_OLS;
+    M.kind = PFI_MODELFILE_OLS;
     M.p = 1;
     M.features = feat;
     assert_int_equal(pfi_pfi_model_fit(X, S.pfi, NG, 1, &M.ols, NULL), PFI_OK);
@@ -126,17 +126,17 @@ static void pfi_sources_agree(void **st)
         assert_near(B.jobs[i].pfi_pred, S.pfi[i], 1e-9);
         assert_near(C.jobs[i].pfi_pred, S.pfi[i], 1e-9);
     }
-    pfi_pool_free(&A);
-    pfi_pool_free(&B);
-    pfi_pool_free(&C);
+    pfi_pool_dispose(&A);
+    pfi_pool_dispose(&B);
+    pfi_pool_dispose(&C);
     /* the model needs a feature the table lacks: named with the model */
     char *bad[] = {"nosuch"};
     M.features = bad;
     pfi_error e;
     assert_int_equal(pfi_pool_build(&S, use_all, NG, &o, &M, NULL, &C, NULL, &e), PFI_ENOTFOUND);
     assert_string_equal(e.msg, "m.json needs feature 'nosuch': the table has no such column");
-    pfi_pool_free(&C);
-    pfi_pfi_model_free(&M.ols);
+    pfi_pool_dispose(&C);
+    pfi_pfi_model_dispose(&M.ols);
 }
 
 static void bad_weight_named(void **st)
@@ -151,7 +151,7 @@ static void bad_weight_named(void **st)
     S.robust[2] = keep;
     assert_non_null(strstr(e.msg, "--pfi measured-robust (each group's robust PFI"));
     assert_non_null(strstr(e.msg, "'g2' (H200)"));
-    pfi_pool_free(&P);
+    pfi_pool_dispose(&P);
 }
 
 static void predicted_curves(void **st)
@@ -166,21 +166,21 @@ static void predicted_curves(void **st)
         assert_ptr_equal(c, &P.pred[i]);
         /* exact at the uncapped point, and T/T_max linear in the slope: exact below it too */
         const pfi_point *u = pfi_curve_uncapped(c);
-        assert_near(u->tokens_per_s, P.jobs[i].tokens_max, 1e-6);
+        assert_near(u->tokens_per_s, P.jobs[i].tokens_per_s_max, 1e-6);
         double k = 0.2 + 0.1 * i;
         for (size_t q = 0; q < c->n; q++)
-            assert_near(c->pts[q].tokens_per_s, P.jobs[i].tokens_max * (1 - k * (700 - c->pts[q].cap_w) / 400), 1e-6 * P.jobs[i].tokens_max);
+            assert_near(c->pts[q].tokens_per_s, P.jobs[i].tokens_per_s_max * (1 - k * (700 - c->pts[q].cap_w) / 400), 1e-6 * P.jobs[i].tokens_per_s_max);
     }
-    pfi_pool_free(&P);
+    pfi_pool_dispose(&P);
     /* a scalar model is no curve model */
-    pfi_model M;
+    pfi_modelfile M;
     memset(&M, 0, sizeof M);
-    M.kind = PFI_MODEL_OLS;
+    M.kind = PFI_MODELFILE_OLS;
     o.curve_model = "m.json";
     pfi_error e;
     assert_int_equal(pfi_pool_build(&S, use_all, NG, &o, NULL, &M, &P, NULL, &e), PFI_EINVAL);
     assert_string_equal(e.msg, "m.json: not a curve model (kind \"curve\")");
-    pfi_pool_free(&P);
+    pfi_pool_dispose(&P);
 }
 
 int main(void)

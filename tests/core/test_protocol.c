@@ -50,7 +50,7 @@ static void binning_and_carry(void **s)
     assert_near(sr.metric[PFI_M_POWER_USAGE][0], 150, 1e-12);
     /* a metric only one GPU reports is missing for the job */
     assert_true(isnan(sr.metric[PFI_M_DRAM_ACTIVE][0]));
-    pfi_series_free(&sr);
+    pfi_series_dispose(&sr);
     pfi_bins_free(b);
 }
 
@@ -71,7 +71,7 @@ static void bins_two_samples_and_growth(void **s)
     assert_near(sr.power_w[0], 7, 0);
     assert_near(sr.power_w[1], 105, 1e-12);
     assert_true(sr.t_ms[1] - sr.t_ms[0] == 300 * 5000);
-    pfi_series_free(&sr);
+    pfi_series_dispose(&sr);
     /* an absurd span is refused, not allocated */
     pfi_error e;
     assert_int_equal(pfi_bins_add(b, g, PFI_M_POWER_USAGE, 50000 + 5000LL * 5000000, 1, &e), PFI_ERANGE);
@@ -87,7 +87,7 @@ static void bins_two_samples_and_growth(void **s)
     size_t last = sr.n - 1;
     assert_near(sr.metric[PFI_M_NVLINK_TX_BYTES][last], 40, 0);
     assert_near(sr.derived[PFI_D_NVLINK_BYTES][last], 43, 0);
-    pfi_series_free(&sr);
+    pfi_series_dispose(&sr);
     pfi_bins_free(b);
 }
 

@@ -50,7 +50,7 @@ static int setup(void **s)
             G[i].power_w[k] = sm.power_w;
             G[i].tokens[k] = sm.tokens_per_s;
             if (k == g->ncaps - 1) G[i].unc = sm;
-            else pfi_run_summary_free(&sm);
+            else pfi_run_summary_dispose(&sm);
         }
         pfi_curve c;
         pfi_curve_init(&c, pts, (size_t)g->ncaps, NULL);
@@ -63,9 +63,9 @@ static int setup(void **s)
         if (g->ncaps == 6 && pfi_curve_subgrid(&c, sub, 4, &c4, NULL) == PFI_OK) {
             pfi_eq1(&c4, &r);
             G[i].pfi4 = r.pfi;
-            pfi_curve_free(&c4);
+            pfi_curve_dispose(&c4);
         }
-        pfi_curve_free(&c);
+        pfi_curve_dispose(&c);
     }
     return 0;
 }
@@ -73,9 +73,9 @@ static int setup(void **s)
 static int teardown(void **s)
 {
     (void)s;
-    for (size_t i = 0; i < R.n; i++) pfi_run_summary_free(&G[i].unc);
+    for (size_t i = 0; i < R.n; i++) pfi_run_summary_dispose(&G[i].unc);
     free(G);
-    pfi_recon_free(&R);
+    pfi_recon_dispose(&R);
     return 0;
 }
 
@@ -234,10 +234,10 @@ static void deterministic(void **s)
     pfi_run_summary d;
     assert_int_equal(pfi_synth_summary(&R.g[3], 2, &o2, &d, NULL), PFI_OK);
     assert_true(d.power_w == a.power_w && d.tokens_per_s == a.tokens_per_s);
-    pfi_run_summary_free(&a);
-    pfi_run_summary_free(&b);
-    pfi_run_summary_free(&c);
-    pfi_run_summary_free(&d);
+    pfi_run_summary_dispose(&a);
+    pfi_run_summary_dispose(&b);
+    pfi_run_summary_dispose(&c);
+    pfi_run_summary_dispose(&d);
 }
 
 static void fleet(void **s)
@@ -256,8 +256,8 @@ static void fleet(void **s)
     pfi_run_summary sm;
     assert_int_equal(pfi_synth_summary(&f.g[0], 0, &O, &sm, NULL), PFI_OK);
     assert_true(!isnan(sm.derived[PFI_D_DRAM_COPY_PRODUCT]));
-    pfi_run_summary_free(&sm);
-    pfi_recon_free(&f);
+    pfi_run_summary_dispose(&sm);
+    pfi_recon_dispose(&f);
 }
 
 int main(void)

@@ -150,7 +150,7 @@ static void buf_text(void **s)
     assert_null(b.p);
     assert_int_equal(b.n, 0);
     free(t);
-    pfi_buf_free(&b);
+    pfi_buf_dispose(&b);
 }
 
 static void buf_long_printf(void **s)
@@ -172,7 +172,7 @@ static void buf_long_printf(void **s)
     assert_string_equal(b.p + b.n - 4, "|42]");
     assert_int_equal(strlen(b.p), b.n);
     free(long_s);
-    pfi_buf_free(&b);
+    pfi_buf_dispose(&b);
 }
 
 static void buf_limit(void **s)
@@ -195,7 +195,7 @@ static void buf_limit(void **s)
     assert_int_equal(len, 0);
     assert_int_equal(b.max, 10); /* the limit stays */
     assert_int_equal(pfi_buf_printf(&b, "%s", "0123456789a"), PFI_ENOMEM);
-    pfi_buf_free(&b);
+    pfi_buf_dispose(&b);
 }
 
 static void buf_oom(void **s)
@@ -217,7 +217,7 @@ static void buf_oom(void **s)
     pfi_buf_clear(&b);
     assert_int_equal(pfi_buf_printf(&b, "%s", line), PFI_OK);
     assert_int_equal(b.n, sizeof line - 1);
-    pfi_buf_free(&b);
+    pfi_buf_dispose(&b);
 }
 
 int main(void)

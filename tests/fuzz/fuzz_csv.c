@@ -24,9 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             io.ci.resamples = 50;
             pfi_index_row *rows = calloc(gs.n, sizeof *rows);
             if (rows && pfi_index_run(&gs, &io, rows, NULL, &err) == PFI_OK)
-                pfi_index_rows_free(rows, gs.n);
+                pfi_index_rows_dispose(rows, gs.n);
             free(rows);
-            pfi_groups_free(&gs);
+            pfi_groups_dispose(&gs);
         }
     }
     pfi_reader_close(&r);

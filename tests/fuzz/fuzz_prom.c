@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pfi_error err;
     if (pfi_prom_read(&r, sink, b, NULL, NULL, &err) == PFI_OK) {
         pfi_series s;
-        if (pfi_bins_series(b, &s, &err) == PFI_OK) pfi_series_free(&s);
+        if (pfi_bins_series(b, &s, &err) == PFI_OK) pfi_series_dispose(&s);
     }
     pfi_reader_close(&r);
     pfi_bins_free(b);

@@ -30,7 +30,7 @@ static int setup(void **s)
 static int teardown(void **s)
 {
     (void)s;
-    pfi_recon_free(&R);
+    pfi_recon_dispose(&R);
     return 0;
 }
 
@@ -72,7 +72,7 @@ static void sim_dynamics(void **s)
     /* the same point as the physical model */
     const pfi_recon_group *rg = pfi_recon_find(&R, "moe-ft-qwen30ba3b-x8", "H200");
     pfi_op op;
-    pfi_model_at_cap(rg->hw, &rg->job, 400, &op);
+    pfi_phys_at_cap(rg->hw, &rg->job, 400, &op);
     assert_near(t_cap, op.tokens_per_s, 1e-3 * op.tokens_per_s);
     assert_near(b.power_w, op.power_w, 1e-3 * op.power_w);
     /* caps outside the device's range */

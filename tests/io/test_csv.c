@@ -21,7 +21,7 @@ static int read_all(const char *text, size_t max, char out[][64], size_t *nrec, 
         snprintf(out[k++], 64, "|");
     }
     *nrec = k;
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     return rc;
 }
@@ -61,7 +61,7 @@ static void csv_errors(void **s)
     assert_int_equal(pfi_csv_next(&c, &e), 1);
     assert_int_equal(pfi_csv_next(&c, &e), -1);
     assert_non_null(strstr(e.msg, "bin.csv:3: binary data"));
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     /* a record longer than the limit fails after the limit, not after reading it all */
     size_t big = 3u << 20;
@@ -73,7 +73,7 @@ static void csv_errors(void **s)
     assert_int_equal(pfi_csv_next(&c, &e), -1);
     assert_non_null(strstr(e.msg, "long.csv:1: record longer than 1048576 bytes"));
     assert_true(r.cap <= (1u << 20) + 1);
-    pfi_csv_free(&c);
+    pfi_csv_dispose(&c);
     pfi_reader_close(&r);
     free(line);
 }
@@ -184,7 +184,7 @@ static void sweep_good(void **s)
     assert_near(gs.g[0].curve.pts[0].power_w_sem, 50.0, 1e-12);
     assert_int_equal(gs.g[0].curve.pts[0].repeats, 2);
     assert_int_equal(gs.g[0].n_uncapped_rows, 1);
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
     /* groups are keyed by (gpu_model, group): the same name on H100 and H200 */
     t = pfi_table_new();
@@ -195,7 +195,7 @@ static void sweep_good(void **s)
     assert_int_equal(pfi_groups_build(t, &gs, &e), PFI_OK);
     assert_int_equal(gs.n, 2);
     assert_string_equal(gs.g[1].gpu_model, "H100");
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
     /* optional telemetry columns may be empty; extra metadata kept as text */
     t = pfi_table_new();
@@ -268,7 +268,7 @@ static void zeus(void **s)
     const pfi_point *u = pfi_curve_uncapped(&gs.g[0].curve);
     assert_near(u->cap_w, 250, 0);
     assert_true(u->tokens_per_s > 0 && u->tokens_per_s < 1);
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
     char buf[32];
     assert_string_equal(pfi_zeus_gpu_model("x/summary_power_rtx6000.csv", buf, sizeof buf),
@@ -322,7 +322,7 @@ static void zeus_noise_default(void **s)
     assert_near(ne.rel_sd_power, PFI_ROBUST_DEFAULT_REL_SEM_POWER, 0.0005);
     assert_near(ne.rel_sd_tokens, PFI_ROBUST_DEFAULT_REL_SEM_TOKENS, 0.0005);
     assert_int_equal(gs.n, 121);
-    pfi_groups_free(&gs);
+    pfi_groups_dispose(&gs);
     pfi_table_free(t);
 }
 

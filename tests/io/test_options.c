@@ -107,7 +107,7 @@ static void parse(run *r, const char *const *args) { parse_with(r, &t_spec, args
 
 static void done(run *r)
 {
-    pfi_opts_free(&t_spec, &r->a);
+    pfi_opts_dispose(&t_spec, &r->a);
     assert_null(r->a.where.v);
     for (int i = 0; i < r->argc; i++) free(r->argv[i]);
     free(r->err);

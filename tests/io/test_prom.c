@@ -120,7 +120,7 @@ static void steplog(void **s)
     assert_near(sl.tokens_per_s[1], 2048, 0);
     assert_near(sl.mfu[0], 0.4, 0);
     assert_true(isnan(sl.mfu[1]));
-    pfi_steplog_free(&sl);
+    pfi_steplog_dispose(&sl);
     pfi_reader_close(&r);
     const char *bad[][2] = {{"{\"tokens_per_s\": 1}\n", "s.jsonl:1: key 't_s': missing"},
                             {"{\"t_s\": 1, \"tokens_per_s\": -5}\n", "s.jsonl:1: key 'tokens_per_s'"},

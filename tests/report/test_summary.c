@@ -114,7 +114,7 @@ static void bundled_paper_cells_resolve(void **s)
         if (sum.r[i].paper != want[k].paper) fail_msg("%s: paper %.17g, want %.17g", want[k].item, sum.r[i].paper, want[k].paper);
     }
     pfi_table_free(t);
-    pfi_summary_free(&sum);
+    pfi_summary_dispose(&sum);
 }
 
 static const char fixture_rows[] =
@@ -163,7 +163,7 @@ static void fixture(void **s)
     char path[256];
     snprintf(path, sizeof path, "%s/summary.csv", outdir);
     assert_int_equal(pfi_summary_save(&sum, path, NULL), PFI_OK);
-    pfi_summary_free(&sum);
+    pfi_summary_dispose(&sum);
     FILE *f = fopen(path, "r");
     char line[512];
     assert_non_null(fgets(line, sizeof line, f));
@@ -177,7 +177,7 @@ static void fixture(void **s)
     assert_int_equal(pfi_report_summary_paper(datadir, &sum, NULL), PFI_OK);
     assert_int_equal(sum.n, 10);
     assert_true(sum.r[1].paper == 2.5 && isnan(sum.r[1].pfi) && isnan(sum.r[2].pfi));
-    pfi_summary_free(&sum);
+    pfi_summary_dispose(&sum);
 }
 
 /* line 3 of the row table replaced by bad; the error must be expect (a prefix when prefix) */

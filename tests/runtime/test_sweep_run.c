@@ -38,7 +38,7 @@ static int setup(void **s)
 static int teardown(void **s)
 {
     (void)s;
-    pfi_recon_free(&R);
+    pfi_recon_dispose(&R);
     pfi_clock_set(1, PFI_CLOCK_DEFAULT_EPOCH, NULL);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

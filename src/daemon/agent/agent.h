@@ -73,7 +73,7 @@ typedef struct agent {
     size_t njobs;
     pfi_lease_state lease;
     pfi_gpu_state_file sf;            /* the GPU layer's view of the state file: lease.gpu are the saved caps */
-    pfi_model model;
+    pfi_modelfile model;
     int have_model;
     char token[300], read_token[300];
     int have_token, have_read_token;

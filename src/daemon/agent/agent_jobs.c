@@ -571,7 +571,7 @@ void agent_jobs_update(agent *a)
         }
         if (!j->feat_n) snprintf(j->pfi_note, sizeof j->pfi_note, "no training-phase sample yet");
         int cl = 0, oor = 0;
-        j->pfi_pred = ok ? pfi_model_pfi(&a->model, x, &cl, &oor) : NAN;
+        j->pfi_pred = ok ? pfi_modelfile_pfi(&a->model, x, &cl, &oor) : NAN;
         if (ok && oor) snprintf(j->pfi_note, sizeof j->pfi_note, "features outside the model's training range");
     }
 }
@@ -587,7 +587,7 @@ void agent_dcgm_scrape(agent *a)
     pfi_http_reply r;
     pfi_error e;
     if (pfi_agent_get(a->cfg.dcgm_url, "", 2.0, &r, &e) || r.code != 200) {
-        if (r.body) pfi_http_reply_free(&r);
+        if (r.body) pfi_http_reply_dispose(&r);
         pthread_mutex_lock(&a->mu);
         agent_log(a, "warning: dcgm-exporter %s: %s", a->cfg.dcgm_url, r.code ? "HTTP error" : e.msg);
         for (size_t i = 0; i < a->n; i++)
@@ -597,7 +597,7 @@ void agent_dcgm_scrape(agent *a)
     }
     double (*prof)[PFI_M_COUNT] = malloc(sizeof(double) * AGENT_MAX_GPUS * PFI_M_COUNT);
     if (!prof) {
-        pfi_http_reply_free(&r);
+        pfi_http_reply_dispose(&r);
         return;
     }
     for (size_t i = 0; i < AGENT_MAX_GPUS; i++)
@@ -618,5 +618,5 @@ void agent_dcgm_scrape(agent *a)
     for (size_t i = 0; i < a->n; i++) memcpy(a->g[i].dcgm_prof, prof[i], sizeof prof[i]);
     pthread_mutex_unlock(&a->mu);
     free(prof);
-    pfi_http_reply_free(&r);
+    pfi_http_reply_dispose(&r);
 }

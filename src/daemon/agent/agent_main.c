@@ -201,7 +201,7 @@ static int load_credentials(agent *a)
         return 2;
     }
     if (c->model_path) {
-        if (pfi_model_load(c->model_path, &a->model, &e)) {
+        if (pfi_modelfile_load(c->model_path, &a->model, &e)) {
             agent_log(a, "error: --model: %s", e.msg);
             return 1;
         }
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
     if (c->restore_and_exit) {
         int rc = agent_restore_and_exit(a);
         pfi_gpu_close(a->gpu);
-        if (have_recon) pfi_recon_free(&recon);
+        if (have_recon) pfi_recon_dispose(&recon);
         if (a->log) fclose(a->log);
         return rc;
     }
@@ -352,9 +352,9 @@ int main(int argc, char **argv)
     pthread_join(lease_tid, NULL);
     agent_http_stop(a);
     int exit_rc = release_caps(a);
-    if (a->have_model) pfi_model_free(&a->model);
+    if (a->have_model) pfi_modelfile_dispose(&a->model);
     pfi_gpu_close(a->gpu);
-    if (have_recon) pfi_recon_free(&recon);
+    if (have_recon) pfi_recon_dispose(&recon);
     if (a->log) fclose(a->log);
     return exit_rc;
 }

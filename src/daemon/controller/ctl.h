@@ -97,7 +97,7 @@ typedef struct ctl {
     FILE *log;
     char token[PFI_TOKEN_MAX + 1];
     int have_token;
-    pfi_model model, curve_model;
+    pfi_modelfile model, curve_model;
     int have_model, have_curve_model;
     ctl_agent *agent;
     size_t nagents;

@@ -375,7 +375,7 @@ void ctl_cycle(ctl *c)
             int hp = c->have_curve_model && curve_for(c, j, &prior) == 0;
             if (hp) aj.pred_curve = &prior;
             if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) == PFI_OK) x->pred_curve = &curves[np];
-            if (hp) pfi_curve_free(&prior);
+            if (hp) pfi_curve_dispose(&prior);
         } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model && curve_for(c, j, &curves[np]) == 0) {
             x->pred_curve = &curves[np];
         }
@@ -423,7 +423,7 @@ void ctl_cycle(ctl *c)
         for (size_t k = 0; k < c->njobs; k++) ctl_db_job_sample(c, gov->ev.id, now, &c->job[k]);
     }
     for (size_t q = 0; q < np; q++)
-        if (pj[q].pred_curve) pfi_curve_free(&curves[q]);
+        if (pj[q].pred_curve) pfi_curve_dispose(&curves[q]);
     free(pj), free(po), free(curves), free(idx);
     c->cycle_s = pfi_wall_monotonic() - t0;
 }

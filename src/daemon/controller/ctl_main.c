@@ -107,11 +107,11 @@ static void poll_openadr(ctl *c)
     pfi_error e;
     if (pfi_agent_get(c->cfg.openadr_poll_url, "", 5, &r, &e) || r.code != 200) {
         ctl_log(c, "warning: OpenADR poll %s: %s", c->cfg.openadr_poll_url, r.code ? "HTTP error" : e.msg);
-        if (r.body) pfi_http_reply_free(&r);
+        if (r.body) pfi_http_reply_dispose(&r);
         return;
     }
     json_t *a = json_loads(r.body, 0, NULL);
-    pfi_http_reply_free(&r);
+    pfi_http_reply_dispose(&r);
     if (!a) return;
     size_t i;
     json_t *x;
@@ -189,8 +189,8 @@ static int load_agents(ctl *c)
         a->client_key = c->cfg.agents[i].client_key[0] ? c->cfg.agents[i].client_key : NULL;
     }
     if (c->cfg.curve_model[0]) {
-        if (pfi_model_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODEL_CURVE) {
-            ctl_log(c, "error: curve_model: %s", c->curve_model.kind != PFI_MODEL_CURVE ? "not a curve model (pfi fit --curve)" : e.msg);
+        if (pfi_modelfile_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODELFILE_CURVE) {
+            ctl_log(c, "error: curve_model: %s", c->curve_model.kind != PFI_MODELFILE_CURVE ? "not a curve model (pfi fit --curve)" : e.msg);
             return -1;
         }
         c->have_curve_model = 1;
