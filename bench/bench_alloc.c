@@ -15,7 +15,7 @@
 #include "pfi/alloc.h"
 #include "pfi/predictor.h"
 #include "recon_io.h"
-#include "simulate.h"
+#include "allocsim.h"
 #include "synth.h"
 #include "pfi/pfi.h"
 #include "util.h"

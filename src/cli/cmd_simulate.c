@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "sweeps.h"
-#include "simulate.h"
+#include "allocsim.h"
 
 typedef struct simulate_args {
     cli_out out;

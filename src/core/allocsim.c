@@ -1,5 +1,5 @@
-/* simulate.c — the allocation experiment (see simulate.h). */
-#include "simulate.h"
+/* allocsim.c — the allocation experiment (see allocsim.h). */
+#include "allocsim.h"
 
 #include <gsl/gsl_rng.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* simulate.h — the paper's allocation experiment: W workloads of J jobs
+/* allocsim.h — the paper's allocation experiment: W workloads of J jobs
  * drawn from a pool, cluster cuts 0..40% in 1% steps, every strategy, two
  * scenarios:
  *   random      jobs drawn uniformly with replacement from the pool;
@@ -10,8 +10,8 @@
  * fraction of the equal-to-oracle gap closed, throughput per job recovered
  * over equal weight, SLA violations and infeasible cuts. The oracle and the
  * proportional strategies sweep all cuts of a workload at once. */
-#ifndef PFI_SIMULATE_H
-#define PFI_SIMULATE_H
+#ifndef PFI_ALLOCSIM_H
+#define PFI_ALLOCSIM_H
 
 #include "pfi/alloc.h"
 

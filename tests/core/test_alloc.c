@@ -11,7 +11,7 @@
 #include <glpk.h>
 
 #include "pfi/alloc.h"
-#include "simulate.h"
+#include "allocsim.h"
 #include "util.h"
 
 static pfi_curve mk(const double *caps, const double *p, const double *t, size_t n)
