@@ -56,8 +56,10 @@ static double proc_cpu_s(pid_t pid)
     buf[k] = '\0';
     const char *p = strrchr(buf, ')');
     unsigned long ut = 0, st = 0;
-    /* fields after ')': state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return NAN;
+    /* fields after ')': state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime
+     * stime */
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return NAN;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -70,8 +72,8 @@ static pid_t start(const char *bin, const char *backend, const char *dir, char *
     unlink(portf);
     pid_t p = fork();
     if (p == 0) {
-        execl(bin, bin, "--backend", backend, "--listen", "127.0.0.1:0", "--port-file", portf, "--state-file", state,
-              "--interval", "1", "--log", log, (char *)NULL);
+        execl(bin, bin, "--backend", backend, "--listen", "127.0.0.1:0", "--port-file", portf,
+              "--state-file", state, "--interval", "1", "--log", log, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {
@@ -89,7 +91,8 @@ static pid_t start(const char *bin, const char *backend, const char *dir, char *
     return -1;
 }
 
-static void sampling(const char *bin, const char *backend, const char *label, const char *dir, double seconds)
+static void sampling(const char *bin, const char *backend, const char *label, const char *dir,
+                     double seconds)
 {
     char url[128];
     pid_t p = start(bin, backend, dir, url, sizeof url);
@@ -98,10 +101,12 @@ static void sampling(const char *bin, const char *backend, const char *label, co
         return;
     }
     sleep(2);
-    double s0 = metric(url, "pfi_agent_sampling_cpu_seconds_total"), n0 = metric(url, "pfi_agent_samples_total");
+    double s0 = metric(url, "pfi_agent_sampling_cpu_seconds_total"),
+           n0 = metric(url, "pfi_agent_samples_total");
     double c0 = proc_cpu_s(p), t0 = bench_now();
     usleep((useconds_t)(seconds * 1e6));
-    double s1 = metric(url, "pfi_agent_sampling_cpu_seconds_total"), n1 = metric(url, "pfi_agent_samples_total");
+    double s1 = metric(url, "pfi_agent_sampling_cpu_seconds_total"),
+           n1 = metric(url, "pfi_agent_samples_total");
     double c1 = proc_cpu_s(p), dt = bench_now() - t0;
     char name[128];
     snprintf(name, sizeof name, "agent %s 8 GPUs @1 Hz: sampling CPU", label);
@@ -149,7 +154,8 @@ static void metrics_latency(const char *bin, const char *dir, double rate, doubl
     }
     curl_easy_cleanup(c);
     qsort(lat, n, sizeof *lat, cmp);
-    printf("bench agent GET /metrics: %zu requests at %.0f/s, %.0f bytes each, %zu errors\n", n, rate, bytes / (double)n, bad);
+    printf("bench agent GET /metrics: %zu requests at %.0f/s, %.0f bytes each, %zu errors\n", n,
+           rate, bytes / (double)n, bad);
     BENCH_RESULT("agent GET /metrics p50 latency", lat[n / 2], "ms", "-");
     BENCH_RESULT("agent GET /metrics p99 latency", lat[(size_t)(0.99 * (double)n)], "ms", "< 5");
     BENCH_RESULT("agent GET /metrics max latency", lat[n - 1], "ms", "-");

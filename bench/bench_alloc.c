@@ -11,16 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocsim.h"
 #include "bench_common.h"
 #include "pfi/alloc.h"
-#include "pfi/predictor.h"
-#include "recon_io.h"
-#include "allocsim.h"
-#include "synth.h"
-#include "pfi/pfi.h"
-#include "util.h"
 #include "pfi/groups.h"
+#include "pfi/pfi.h"
+#include "pfi/predictor.h"
 #include "pfi/sweep.h"
+#include "recon_io.h"
+#include "synth.h"
+#include "util.h"
 #ifdef PFI_HAVE_GLPK
 #include <glpk.h>
 #endif
@@ -60,8 +60,19 @@ static void paper_simulation(const char *data)
         X[n] = dcp;
         y[n] = q.pfi;
         const pfi_point *u = pfi_curve_uncapped(&cv[n]);
-        pool[n] = (pfi_alloc_job){r.g[i].gpus, u->tokens_per_s, u->power_w, cv[n].pts[0].power_w, &cv[n], NULL, 0, dcp,
-                                  !strcmp(r.g[i].arch, "moe") && !strcmp(r.g[i].task, "ft"), -1, 200, 700, NULL};
+        pool[n] = (pfi_alloc_job){r.g[i].gpus,
+                                  u->tokens_per_s,
+                                  u->power_w,
+                                  cv[n].pts[0].power_w,
+                                  &cv[n],
+                                  NULL,
+                                  0,
+                                  dcp,
+                                  !strcmp(r.g[i].arch, "moe") && !strcmp(r.g[i].task, "ft"),
+                                  -1,
+                                  200,
+                                  700,
+                                  NULL};
         ft[n] = !strcmp(r.g[i].task, "ft");
         n++;
     }
@@ -79,7 +90,8 @@ static void paper_simulation(const char *data)
         pfi_allocsim_result_dispose(&res);
     }
     double t1 = bench_cpu();
-    printf("paper simulation: 500 workloads x 100 jobs x 41 cuts x 2 scenarios, oracle + equal + moe-ft-weighted + pfi-aware + dcgm\n");
+    printf("paper simulation: 500 workloads x 100 jobs x 41 cuts x 2 scenarios, oracle + equal + "
+           "moe-ft-weighted + pfi-aware + dcgm\n");
     BENCH_RESULT("simulate_paper_five_plus_oracle_cpu_s", t1 - t0, "s", "< 5 s");
     /* curve-aware needs predicted curves: the in-sample curve model */
     pfi_curve_model cm;
@@ -112,7 +124,9 @@ static void paper_simulation(const char *data)
         pfi_allocsim_result_dispose(&res);
     }
     t1 = bench_cpu();
-    printf("closed loop (5 rounds): 50 workloads x 41 cuts x 2 scenarios in %.2f s; scaled to 500 workloads:\n", t1 - t0);
+    printf("closed loop (5 rounds): 50 workloads x 41 cuts x 2 scenarios in %.2f s; scaled to 500 "
+           "workloads:\n",
+           t1 - t0);
     BENCH_RESULT("simulate_paper_closed_loop_cpu_s_x500", (t1 - t0) * 10, "s", "reported");
     /* exact oracle on one workload of 100 jobs drawn from the pool (non-concave after noise) */
     pfi_alloc_job w[100];
@@ -128,7 +142,8 @@ static void paper_simulation(const char *data)
     double env;
     double b = 0.7 * sum, gap;
     pfi_oracle_sweep(w, 100, &b, 1, 0, &env, &gap, NULL);
-    printf("exact oracle (branch and bound), 100 jobs, 30%% cut: %s, optimum %.1f vs envelope oracle %.1f (certificate %.3g)\n",
+    printf("exact oracle (branch and bound), 100 jobs, 30%% cut: %s, optimum %.1f vs envelope "
+           "oracle %.1f (certificate %.3g)\n",
            st ? e.msg : "solved", best, env, gap);
     BENCH_RESULT("oracle_exact_bb_100_jobs_cpu_s", t1 - t0, "s", "reported");
     for (size_t i = 0; i < n; i++) {
@@ -147,15 +162,29 @@ static pfi_alloc_job *concave_jobs(size_t n, pfi_curve **curves, double *sum)
     *curves = malloc(n * sizeof **curves);
     *sum = 0;
     for (size_t i = 0; i < n; i++) {
-        double e = 0.3 + 0.6 * (double)(pfi_mix64(i) % 1000) / 1000.0, scale = 1 + (double)(pfi_mix64(i + 7) % 7);
+        double e = 0.3 + 0.6 * (double)(pfi_mix64(i) % 1000) / 1000.0,
+               scale = 1 + (double)(pfi_mix64(i + 7) % 7);
         pfi_point pts[6];
         for (int k = 0; k < 6; k++) {
             double cap = 200 + 100 * k, p = 8 * (150 + 0.75 * cap) * scale;
-            pts[k] = (pfi_point){cap, p, 1000 * scale * pow(p / (8 * 675.0 * scale), e), NAN, NAN, 1};
+            pts[k] =
+                (pfi_point){cap, p, 1000 * scale * pow(p / (8 * 675.0 * scale), e), NAN, NAN, 1};
         }
         pfi_curve_init(&(*curves)[i], pts, 6, NULL);
         const pfi_point *u = pfi_curve_uncapped(&(*curves)[i]);
-        jobs[i] = (pfi_alloc_job){8, u->tokens_per_s, u->power_w, (*curves)[i].pts[0].power_w, &(*curves)[i], NULL, 1.5, 0.1, 0, -1, 200, 700, NULL};
+        jobs[i] = (pfi_alloc_job){8,
+                                  u->tokens_per_s,
+                                  u->power_w,
+                                  (*curves)[i].pts[0].power_w,
+                                  &(*curves)[i],
+                                  NULL,
+                                  1.5,
+                                  0.1,
+                                  0,
+                                  -1,
+                                  200,
+                                  700,
+                                  NULL};
         *sum += u->power_w;
     }
     return jobs;
@@ -170,7 +199,8 @@ static double glpk_lp(const pfi_alloc_job *jobs, size_t n, double budget, double
     glp_add_rows(lp, 1);
     int ncol = (int)(n * 5);
     glp_add_cols(lp, ncol);
-    int *ia = malloc((size_t)(ncol + 1) * sizeof *ia), *ja = malloc((size_t)(ncol + 1) * sizeof *ja);
+    int *ia = malloc((size_t)(ncol + 1) * sizeof *ia),
+        *ja = malloc((size_t)(ncol + 1) * sizeof *ja);
     double *ar = malloc((size_t)(ncol + 1) * sizeof *ar), base_p = 0, base_t = 0;
     int c = 0;
     for (size_t i = 0; i < n; i++) {
@@ -178,7 +208,8 @@ static double glpk_lp(const pfi_alloc_job *jobs, size_t n, double budget, double
         base_p += cv->pts[0].power_w;
         base_t += cv->pts[0].tokens_per_s;
         for (int k = 1; k < 6; k++) {
-            double L = cv->pts[k].power_w - cv->pts[k - 1].power_w, s = (cv->pts[k].tokens_per_s - cv->pts[k - 1].tokens_per_s) / L;
+            double L = cv->pts[k].power_w - cv->pts[k - 1].power_w,
+                   s = (cv->pts[k].tokens_per_s - cv->pts[k - 1].tokens_per_s) / L;
             c++;
             glp_set_col_bnds(lp, c, GLP_DB, 0, L);
             glp_set_obj_coef(lp, c, s);
@@ -218,7 +249,8 @@ static void oracle_scale(void)
         if (s == 0) {
             double v;
             double tg = glpk_lp(jobs, sizes[s], b, &v);
-            printf("  GLPK simplex on the same 10,000-job LP: %.3f s (objective %.6g vs oracle %.6g): %.0fx the oracle's time\n",
+            printf("  GLPK simplex on the same 10,000-job LP: %.3f s (objective %.6g vs oracle "
+                   "%.6g): %.0fx the oracle's time\n",
                    tg, v, tot, tg / t);
             BENCH_RESULT("glpk_lp_10000_jobs_s", tg, "s", "reported");
             BENCH_RESULT("glpk_over_oracle_time_ratio_10000_jobs", tg / t, "x", "reported");
@@ -256,7 +288,8 @@ static void exact_on_zeus(const char *data)
             const pfi_point *u = pfi_curve_uncapped(&g->curve);
             double pmin = u->power_w;
             for (size_t k = 0; k < g->curve.n; k++) pmin = fmin(pmin, g->curve.pts[k].power_w);
-            w[j] = (pfi_alloc_job){1, u->tokens_per_s, u->power_w, pmin, &g->curve, NULL, 1, 0, 0, -1, 100, 300, NULL};
+            w[j] = (pfi_alloc_job){
+                1, u->tokens_per_s, u->power_w, pmin, &g->curve, NULL, 1, 0, 0, -1, 100, 300, NULL};
             sum += u->power_w;
         }
         double *P = malloc(jobs * sizeof *P), worst_gap = 0, t_all = 0, worst_rel = 0;
@@ -273,8 +306,10 @@ static void exact_on_zeus(const char *data)
                 if ((best - env) / best > worst_rel) worst_rel = (best - env) / best;
             }
         }
-        printf("exact oracle on %zu Zeus jobs (non-concave), cuts 1..40%%: %d of 40 solved; envelope oracle below the optimum by at most %.2e (relative), certificate at most %.4f\n",
-               jobs, solved, worst_rel, worst_gap);
+        printf(
+            "exact oracle on %zu Zeus jobs (non-concave), cuts 1..40%%: %d of 40 solved; envelope "
+            "oracle below the optimum by at most %.2e (relative), certificate at most %.4f\n",
+            jobs, solved, worst_rel, worst_gap);
         char name[64];
         snprintf(name, sizeof name, "oracle_exact_bb_zeus_%zu_jobs_40_cuts_cpu_s", jobs);
         BENCH_RESULT(name, t_all, "s", "reported");

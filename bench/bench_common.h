@@ -28,7 +28,7 @@ static inline double bench_peak_rss_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
-#define BENCH_RESULT(name, value, unit, target)                                           \
+#define BENCH_RESULT(name, value, unit, target)                                                    \
     printf("bench %-44s %12.4f %-6s (target %s)\n", name, (double)(value), unit, target)
 
 #endif

@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_common.h"
 #include "agent_client.h"
+#include "bench_common.h"
 #include "caps_request.h"
 #include "httpd.h"
 
@@ -37,11 +37,11 @@
 
 /* ---- the farm: NFARM fake agents behind one server ---- */
 static struct {
-    double cap_w;         /* per GPU */
-    double uncapped_w;    /* per GPU, what the job draws without a cap */
-    double tokens_per_s_max;    /* job tokens/s at full power */
-    double pfi;           /* throughput loss per power cut, roughly */
-    double capped_at;     /* wall time the first cap below baseline arrived */
+    double cap_w;            /* per GPU */
+    double uncapped_w;       /* per GPU, what the job draws without a cap */
+    double tokens_per_s_max; /* job tokens/s at full power */
+    double pfi;              /* throughput loss per power cut, roughly */
+    double capped_at;        /* wall time the first cap below baseline arrived */
 } g_farm[NFARM];
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -61,7 +61,8 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         return;
     }
     pthread_mutex_lock(&g_mu);
-    double cap = g_farm[i].cap_w, unc = g_farm[i].uncapped_w, tmax = g_farm[i].tokens_per_s_max, pfi = g_farm[i].pfi;
+    double cap = g_farm[i].cap_w, unc = g_farm[i].uncapped_w, tmax = g_farm[i].tokens_per_s_max,
+           pfi = g_farm[i].pfi;
     pthread_mutex_unlock(&g_mu);
     if (!strcmp(rest, "v1/node") && !strcmp(rq->method, "GET")) {
         double p = fmin(cap, unc) - 2.0 * (double)(i % 3);
@@ -72,15 +73,19 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         for (int g = 0; g < GPUS; g++) {
             char uuid[64];
             snprintf(uuid, sizeof uuid, "GPU-farm-%04u-%d", i, g);
-            json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "index", g, "uuid", uuid, "name",
-                                                  "NVIDIA H200 (farm)", "cap_min_w", 200.0, "cap_max_w", 700.0, "cap_default_w",
-                                                  700.0, "cap_w", cap, "enforced_w", cap, "power_w", p, "job_id", id));
+            json_array_append_new(
+                gpus, json_pack("{s:i,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:s}", "index", g, "uuid",
+                                uuid, "name", "NVIDIA H200 (farm)", "cap_min_w", 200.0, "cap_max_w",
+                                700.0, "cap_default_w", 700.0, "cap_w", cap, "enforced_w", cap,
+                                "power_w", p, "job_id", id));
             json_array_append_new(ix, json_integer(g));
         }
-        json_t *job = json_pack("{s:s,s:o,s:s,s:f,s:f,s:f,s:{}}", "job_id", id, "gpus", ix, "source", "farm", "power_w", p * GPUS,
-                                "tokens_per_s", tok, "pfi_predicted", pfi, "training_means");
-        json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:n,s:i,s:o,s:[o]}", "hostname", "farm", "backend", "farm", "time", (double)time(NULL),
-                              "time_scale", 1.0, "lease", "generation_max", 0, "gpus", gpus, "jobs", job);
+        json_t *job = json_pack("{s:s,s:o,s:s,s:f,s:f,s:f,s:{}}", "job_id", id, "gpus", ix,
+                                "source", "farm", "power_w", p * GPUS, "tokens_per_s", tok,
+                                "pfi_predicted", pfi, "training_means");
+        json_t *o = json_pack("{s:s,s:s,s:f,s:f,s:n,s:i,s:o,s:[o]}", "hostname", "farm", "backend",
+                              "farm", "time", (double)time(NULL), "time_scale", 1.0, "lease",
+                              "generation_max", 0, "gpus", gpus, "jobs", job);
         rs->code = 200;
         rs->body = json_dumps(o, JSON_COMPACT);
         rs->len = rs->body ? strlen(rs->body) : 0;
@@ -151,14 +156,18 @@ static double metric(const char *url, const char *name)
     return v;
 }
 
-static int post_event(const char *url, const char *token, const char *id, double pct, double *t_sent)
+static int post_event(const char *url, const char *token, const char *id, double pct,
+                      double *t_sent)
 {
     char body[512], ts[64], full[256];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(body, sizeof body, "{\"id\":\"%s\",\"start\":\"%s\",\"duration_s\":600,\"reduction_pct\":%g,\"ramp_s\":0}", id, ts, pct);
+    snprintf(
+        body, sizeof body,
+        "{\"id\":\"%s\",\"start\":\"%s\",\"duration_s\":600,\"reduction_pct\":%g,\"ramp_s\":0}", id,
+        ts, pct);
     snprintf(full, sizeof full, "%s/v1/events", url);
     pfi_http_reply r;
     pfi_error e;
@@ -187,7 +196,8 @@ static void write_text(const char *path, const char *s)
 
 static void make_token(const char *path, char *tok, size_t n)
 {
-    unsigned long long a = (unsigned long long)getpid() * 0x9E3779B97F4A7C15ull ^ (unsigned long long)time(NULL);
+    unsigned long long a =
+        (unsigned long long)getpid() * 0x9E3779B97F4A7C15ull ^ (unsigned long long)time(NULL);
     snprintf(tok, n, "bench%016llx%016llx", a, a * 6364136223846793005ull + 1);
     write_text(path, tok);
     chmod(path, 0600);
@@ -208,8 +218,12 @@ static void scale_bench(const char *ctl_bin, const char *dir)
         g_farm[i].tokens_per_s_max = 20000 + 500 * (double)(i % 50);
         g_farm[i].pfi = 0.4 + 2.0 * (double)((i * 53) % 100) / 100;
     }
-    pfi_httpd_opts o = {.listen = "127.0.0.1:0", .max_body = 1 << 20, .max_connections = 4 * NFARM, .token = tok,
-                        .is_protected = farm_protected, .handle = farm_handle};
+    pfi_httpd_opts o = {.listen = "127.0.0.1:0",
+                        .max_body = 1 << 20,
+                        .max_connections = 4 * NFARM,
+                        .token = tok,
+                        .is_protected = farm_protected,
+                        .handle = farm_handle};
     pfi_httpd *h;
     int fport;
     pfi_error e;
@@ -219,11 +233,17 @@ static void scale_bench(const char *ctl_bin, const char *dir)
     }
     FILE *f = fopen(cfg, "w");
     if (!f) return;
-    fprintf(f, "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", \"control_period_s\": 1, "
-               "\"baseline_window_s\": 3, \"lease_s\": 60, \"ramp_s\": 0, \"default_tier\": 3, \"agents\": [",
+    fprintf(f,
+            "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
+            "\"control_period_s\": 1, "
+            "\"baseline_window_s\": 3, \"lease_s\": 60, \"ramp_s\": 0, \"default_tier\": 3, "
+            "\"agents\": [",
             tokf, db);
     for (int i = 0; i < NFARM; i++)
-        fprintf(f, "%s{\"name\": \"farm%d\", \"url\": \"http://127.0.0.1:%d/a/%d\", \"token_file\": \"%s\"}", i ? ", " : "", i, fport, i, tokf);
+        fprintf(f,
+                "%s{\"name\": \"farm%d\", \"url\": \"http://127.0.0.1:%d/a/%d\", \"token_file\": "
+                "\"%s\"}",
+                i ? ", " : "", i, fport, i, tokf);
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
@@ -237,7 +257,8 @@ static void scale_bench(const char *ctl_bin, const char *dir)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);
     sleep(5); /* baselines over the window */
-    double idle_period = metric(url, "pfi_ctl_period_seconds"), up = metric(url, "pfi_ctl_agents_up");
+    double idle_period = metric(url, "pfi_ctl_period_seconds"),
+           up = metric(url, "pfi_ctl_agents_up");
     double t_sent;
     if (post_event(url, tok, "bench-farm", 20, &t_sent) == 0) {
         double per[64];
@@ -259,16 +280,20 @@ static void scale_bench(const char *ctl_bin, const char *dir)
         for (int i = 0; i < NFARM; i++)
             if (g_farm[i].capped_at > 0) capped++, last = fmax(last, g_farm[i].capped_at - t_sent);
         pthread_mutex_unlock(&g_mu);
-        if (getenv("BENCH_VERBOSE")) for (int k = 0; k < n; k++) fprintf(stderr, "period %d: %.3f s\n", k, per[k]);
+        if (getenv("BENCH_VERBOSE"))
+            for (int k = 0; k < n; k++) fprintf(stderr, "period %d: %.3f s\n", k, per[k]);
         qsort(per, (size_t)n, sizeof *per, cmp);
-        printf("bench controller: %d agents x %d GPUs (%.0f up), %d periods measured during the event; idle period %.3f s\n", NFARM,
-               GPUS, up, n, idle_period);
+        printf("bench controller: %d agents x %d GPUs (%.0f up), %d periods measured during the "
+               "event; idle period %.3f s\n",
+               NFARM, GPUS, up, n, idle_period);
         if (n) {
-            BENCH_RESULT("controller 1000x8 GPUs: period (collect+allocate+push) p50", per[n / 2], "s", "< 1");
+            BENCH_RESULT("controller 1000x8 GPUs: period (collect+allocate+push) p50", per[n / 2],
+                         "s", "< 1");
             BENCH_RESULT("controller 1000x8 GPUs: period max", per[n - 1], "s", "< 1");
         }
         printf("bench controller 1000 agents: %d of %d capped after the event\n", capped, NFARM);
-        BENCH_RESULT("controller 1000x8 GPUs: event POST -> last agent capped", last, "s", "reported");
+        BENCH_RESULT("controller 1000x8 GPUs: event POST -> last agent capped", last, "s",
+                     "reported");
     }
     kill(p, SIGTERM);
     waitpid(p, NULL, 0);
@@ -287,7 +312,8 @@ static int all_capped(char urls[][64], int n)
         size_t k;
         json_t *g;
         int ok = o != NULL;
-        json_array_foreach(json_object_get(o, "gpus"), k, g) if (!(json_number_value(json_object_get(g, "cap_w")) < 699)) ok = 0;
+        json_array_foreach(json_object_get(o, "gpus"), k,
+                           g) if (!(json_number_value(json_object_get(g, "cap_w")) < 699)) ok = 0;
         json_decref(o);
         if (!ok) return 0;
     }
@@ -296,7 +322,8 @@ static int all_capped(char urls[][64], int n)
 
 static void demo_latency(const char *ctl_bin, const char *agent_bin, const char *dir)
 {
-    static const char *jobs[4] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile", "moe-pt-gptoss20b-x8-ep1-nocompile",
+    static const char *jobs[4] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile",
+                                  "moe-pt-gptoss20b-x8-ep1-nocompile",
                                   "dense-ft-llama70b-x8-compile"}; /* the demo's */
     char tokf[512], tok[128], urls[4][64];
     pid_t ap[4];
@@ -305,12 +332,25 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
     int n = 0;
     for (int i = 0; i < 4; i++) {
         char be[256], portf[512], state[512], log[512];
-        snprintf(be, sizeof be, "sim:gpus=8,job=job%d:%s@0-7,load=0,seed=%d", i + 1, jobs[i], i + 1);
+        snprintf(be, sizeof be, "sim:gpus=8,job=job%d:%s@0-7,load=0,seed=%d", i + 1, jobs[i],
+                 i + 1);
         snprintf(portf, sizeof portf, "%s/a%d.port", dir, i);
         snprintf(state, sizeof state, "%s/a%d.state", dir, i);
         snprintf(log, sizeof log, "%s/a%d.log", dir, i);
-        char *argv[] = {(char *)agent_bin, "--backend", be, "--listen", "127.0.0.1:0", "--port-file", portf, "--token-file", tokf,
-                        "--state-file", state, "--interval", "0.5", NULL};
+        char *argv[] = {(char *)agent_bin,
+                        "--backend",
+                        be,
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--port-file",
+                        portf,
+                        "--token-file",
+                        tokf,
+                        "--state-file",
+                        state,
+                        "--interval",
+                        "0.5",
+                        NULL};
         ap[i] = spawn(argv, log);
         int port = read_port(portf, ap[i]);
         if (port < 0) {
@@ -328,10 +368,14 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
     snprintf(db, sizeof db, "%s/demo.db", dir);
     FILE *f = fopen(cfg, "w");
     if (!f) return;
-    fprintf(f, "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", \"baseline_window_s\": 10, \"ramp_s\": 0, "
-               "\"default_tier\": 3, \"agents\": [",
+    fprintf(f,
+            "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
+            "\"baseline_window_s\": 10, \"ramp_s\": 0, "
+            "\"default_tier\": 3, \"agents\": [",
             tokf, db);
-    for (int i = 0; i < n; i++) fprintf(f, "%s{\"name\": \"a%d\", \"url\": \"%s\", \"token_file\": \"%s\"}", i ? ", " : "", i, urls[i], tokf);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s{\"name\": \"a%d\", \"url\": \"%s\", \"token_file\": \"%s\"}", i ? ", " : "",
+                i, urls[i], tokf);
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
@@ -350,7 +394,8 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
                 }
                 usleep(5000);
             }
-            printf("bench controller demo: 4 agents x 8 simulated H200, control period 5 s, event start now, no ramp\n");
+            printf("bench controller demo: 4 agents x 8 simulated H200, control period 5 s, event "
+                   "start now, no ramp\n");
             BENCH_RESULT("controller demo: event POST -> all 32 caps applied", t_done, "s", "< 2");
         }
         kill(p, SIGTERM);
@@ -365,7 +410,8 @@ int main(void)
 {
     const char *ctl = getenv("PFI_CONTROLLER_BIN"), *agent = getenv("PFI_AGENT_BIN");
     if (!ctl || !agent) {
-        fprintf(stderr, "bench_controller: set PFI_CONTROLLER_BIN and PFI_AGENT_BIN (scripts/run-bench.sh does)\n");
+        fprintf(stderr, "bench_controller: set PFI_CONTROLLER_BIN and PFI_AGENT_BIN "
+                        "(scripts/run-bench.sh does)\n");
         return 2;
     }
     struct rlimit rl;

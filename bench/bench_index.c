@@ -11,8 +11,8 @@
 #include "bench_common.h"
 #include "pfi/groups.h"
 #include "pfi/index.h"
-#include "rows.h"
 #include "pfi/sweep.h"
+#include "rows.h"
 
 static void gen_table(const char *path, size_t rows)
 {
@@ -59,7 +59,8 @@ static double run_index(pfi_table *t, int want_ci, size_t *ngroups, double *t_gr
         exit(1);
     }
     double t2 = bench_now();
-    const char *names[] = {"gpu_model", "group", "pfi", "pfi_ci_lo", "pfi_ci_hi", "pfi_robust", "verdict"};
+    const char *names[] = {"gpu_model", "group",      "pfi",    "pfi_ci_lo",
+                           "pfi_ci_hi", "pfi_robust", "verdict"};
     pfi_celltype ty[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM,
                          PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_TEXT};
     pfi_rows *r = pfi_rows_new(7, names, ty);
@@ -113,7 +114,8 @@ int main(int argc, char **argv)
     double tg, ti, to;
     double rest = run_index(t, 0, &ng, &tg, &ti, &to);
     double c1 = bench_cpu();
-    printf("index on %zu rows (%.1f MB), %zu groups, no CI:\n", pfi_table_nrows(t), bytes / 1e6, ng);
+    printf("index on %zu rows (%.1f MB), %zu groups, no CI:\n", pfi_table_nrows(t), bytes / 1e6,
+           ng);
     printf("  parse %.3f s, group %.3f s, index %.3f s, output %.3f s\n", w1 - w0, tg, ti, to);
     BENCH_RESULT("index_1M_rows_no_ci_wall_s", (w1 - w0) + rest, "s", "< 1 s");
     BENCH_RESULT("index_1M_rows_no_ci_cpu_s", c1 - c0, "s", "< 1 s");

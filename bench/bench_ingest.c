@@ -20,11 +20,14 @@
 #include "tar.h"
 
 static const char *const metrics[] = {
-    "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-    "DCGM_FI_PROF_NVLINK_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES"};
+    "DCGM_FI_DEV_SM_CLOCK",          "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_GPU_TEMP",          "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_GPU_UTIL",          "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_FB_USED",           "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_OCCUPANCY",     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",      "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES"};
 enum { NM = 15, NG = 8, VALW = 12 };
 
 /* one scrape's text with fixed-width values, so every scrape has the same size */
@@ -32,7 +35,8 @@ static size_t scrape_text(char *buf, long long t_ms, long k)
 {
     size_t n = (size_t)sprintf(buf, "# pfi-scrape-time %013lld\n", t_ms);
     for (int m = 0; m < NM; m++) {
-        n += (size_t)sprintf(buf + n, "# HELP %s DCGM field %d.\n# TYPE %s gauge\n", metrics[m], m, metrics[m]);
+        n += (size_t)sprintf(buf + n, "# HELP %s DCGM field %d.\n# TYPE %s gauge\n", metrics[m], m,
+                             metrics[m]);
         for (int g = 0; g < NG; g++) {
             double v;
             switch (m) {
@@ -44,13 +48,17 @@ static size_t scrape_text(char *buf, long long t_ms, long k)
             case 5: v = 40 + (k % 11); break;
             case 6: v = k < 5 ? 2000 : 81000; break;
             case 7: v = 700; break;
-            case 13: case 14: v = 1.5e10 + (double)(k % 97) * 1e7; break;
+            case 13:
+            case 14: v = 1.5e10 + (double)(k % 97) * 1e7; break;
             default: v = 0.3 + 0.01 * (double)(k % 7); break;
             }
             n += (size_t)sprintf(buf + n,
-                                 "%s{gpu=\"%d\",UUID=\"GPU-8f3a1b2c-4d5e-6f70-8192-a3b4c5d6e7f%d\",pci_bus_id=\"00000000:%02X:00.0\","
-                                 "device=\"nvidia%d\",modelName=\"NVIDIA H200\",Hostname=\"a3-ultragpu-8g-node-0001\","
-                                 "DCGM_FI_DRIVER_VERSION=\"550.90.07\",container=\"\",namespace=\"\",pod=\"\"} %*.4f\n",
+                                 "%s{gpu=\"%d\",UUID=\"GPU-8f3a1b2c-4d5e-6f70-8192-a3b4c5d6e7f%d\","
+                                 "pci_bus_id=\"00000000:%02X:00.0\","
+                                 "device=\"nvidia%d\",modelName=\"NVIDIA "
+                                 "H200\",Hostname=\"a3-ultragpu-8g-node-0001\","
+                                 "DCGM_FI_DRIVER_VERSION=\"550.90.07\",container=\"\",namespace="
+                                 "\"\",pod=\"\"} %*.4f\n",
                                  metrics[m], g, g, 0x18 + g, g, VALW, v);
         }
     }
@@ -68,7 +76,10 @@ static void put_header(FILE *f, const char *name, unsigned long long size)
     snprintf((char *)h + 124, 12, "%011llo", size);
     snprintf((char *)h + 136, 12, "%011o", 0);
     h[156] = '0';
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     unsigned sum = 0;
     for (int i = 0; i < 512; i++) sum += h[i];
@@ -113,10 +124,11 @@ int main(int argc, char **argv)
     FILE *f = fdopen(fds[1], "w");
     setvbuf(f, NULL, _IOFBF, 1 << 20);
     char json[512];
-    int jl = snprintf(json, sizeof json,
-                      "{\"group\": \"bench\", \"gpu_model\": \"H200\", \"gpus\": 8, \"cap_w\": 700,\n"
-                      " \"telemetry\": [{\"path\": \"dcgm.prom\", \"format\": \"prometheus\"}],\n"
-                      " \"steplog\": \"steps.jsonl\"}\n");
+    int jl =
+        snprintf(json, sizeof json,
+                 "{\"group\": \"bench\", \"gpu_model\": \"H200\", \"gpus\": 8, \"cap_w\": 700,\n"
+                 " \"telemetry\": [{\"path\": \"dcgm.prom\", \"format\": \"prometheus\"}],\n"
+                 " \"steplog\": \"steps.jsonl\"}\n");
     double w0 = bench_now();
     put_header(f, "run/run.json", (unsigned long long)jl);
     fwrite(json, 1, (size_t)jl, f);
@@ -150,11 +162,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ingest: pfi ingest failed (status %d)\n", status);
         return 1;
     }
-    printf("ingest of %.2f GB dcgm-exporter text (%ld scrapes x 8 GPUs x %d metrics, %.1f kB/scrape) through a tar pipe:\n",
+    printf("ingest of %.2f GB dcgm-exporter text (%ld scrapes x 8 GPUs x %d metrics, %.1f "
+           "kB/scrape) through a tar pipe:\n",
            (double)bytes / 1e9, nscr, NM, (double)per / 1e3);
     printf("  pfi CPU %.2f s (user %.2f), wall %.2f s with the generator on the other core\n", cpu,
            (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec, wall);
-    BENCH_RESULT("ingest_dcgm_text_MBps_per_core", (double)bytes / 1e6 / cpu, "MB/s", ">= 300 MB/s");
+    BENCH_RESULT("ingest_dcgm_text_MBps_per_core", (double)bytes / 1e6 / cpu, "MB/s",
+                 ">= 300 MB/s");
     BENCH_RESULT("ingest_peak_rss", (double)ru.ru_maxrss / 1024.0, "MiB", "bounded by one run");
     return 0;
 }

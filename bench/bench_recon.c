@@ -63,10 +63,10 @@ done:
     wait4(ps, &st, 0, &rs);
     wait4(pi, &st, 0, &ri);
     double wall = bench_now() - t0;
-    double cpu_i = (double)ri.ru_utime.tv_sec + 1e-6 * (double)ri.ru_utime.tv_usec + (double)ri.ru_stime.tv_sec +
-                   1e-6 * (double)ri.ru_stime.tv_usec;
-    double cpu_s = (double)rs.ru_utime.tv_sec + 1e-6 * (double)rs.ru_utime.tv_usec + (double)rs.ru_stime.tv_sec +
-                   1e-6 * (double)rs.ru_stime.tv_usec;
+    double cpu_i = (double)ri.ru_utime.tv_sec + 1e-6 * (double)ri.ru_utime.tv_usec +
+                   (double)ri.ru_stime.tv_sec + 1e-6 * (double)ri.ru_stime.tv_usec;
+    double cpu_s = (double)rs.ru_utime.tv_sec + 1e-6 * (double)rs.ru_utime.tv_usec +
+                   (double)rs.ru_stime.tv_sec + 1e-6 * (double)rs.ru_stime.tv_usec;
     printf("whole reconstruction raw set: %.2f GB through synth | ingest in %.1f s wall "
            "(synth CPU %.1f s, ingest CPU %.1f s, ingest exit %d)\n",
            (double)bytes / 1e9, wall, cpu_s, cpu_i, WEXITSTATUS(st));
@@ -112,8 +112,8 @@ static void seed_spread(const char *datadir)
         sum_sd += sd;
         if (sd > worst_sd) worst_sd = sd;
         if (sd > 0.05)
-            printf("  %-36s seed-1 PFI %.3f, over seeds: mean %.3f SD %.3f range %.3f..%.3f\n", r.g[i].group,
-                   v[0], m, sd, lo, hi);
+            printf("  %-36s seed-1 PFI %.3f, over seeds: mean %.3f SD %.3f range %.3f..%.3f\n",
+                   r.g[i].group, v[0], m, sd, lo, hi);
         ng++;
     }
     printf("Eq. 1 over seeds 1..10 on the %d headline groups: mean SD %.4f, largest SD %.4f, "

@@ -70,42 +70,42 @@ PFI_API double pfi_sla_loss(int tier);
 typedef struct pfi_alloc_job {
     int gpus;
     double tokens_per_s_max, power_max_w;
-    double power_min_w;         /* lowest reachable aggregate power */
-    const pfi_curve *curve;     /* true curve (oracle, evaluation); may be NULL online */
-    const pfi_curve *pred_curve;/* predicted curve (curve-aware, closed-loop); may be NULL */
-    double pfi_pred;            /* predicted PFI (pfi-aware) */
-    double dcp;                 /* raw dram_copy_product (dcgm) */
-    int moe_ft;                 /* MoE fine-tuning (moe-ft-weighted) */
-    int sla_tier;               /* 0..3, or -1 */
-    double cap_min_w, cap_max_w;/* per-GPU device limits for the cap mapping */
-    const char *name;           /* for error messages; may be NULL (then the job's index) */
+    double power_min_w;          /* lowest reachable aggregate power */
+    const pfi_curve *curve;      /* true curve (oracle, evaluation); may be NULL online */
+    const pfi_curve *pred_curve; /* predicted curve (curve-aware, closed-loop); may be NULL */
+    double pfi_pred;             /* predicted PFI (pfi-aware) */
+    double dcp;                  /* raw dram_copy_product (dcgm) */
+    int moe_ft;                  /* MoE fine-tuning (moe-ft-weighted) */
+    int sla_tier;                /* 0..3, or -1 */
+    double cap_min_w, cap_max_w; /* per-GPU device limits for the cap mapping */
+    const char *name;            /* for error messages; may be NULL (then the job's index) */
 } pfi_alloc_job;
 
 typedef struct pfi_alloc_opts {
     pfi_strategy strategy;
-    int normalized;             /* maximize sum T/T_max */
-    double sla_ratio_floor;     /* pfi-aware SLA floors assume every per-cap ratio >= this
-                                   (default 0.8: below the lowest seen in training) */
-    double sla_curve_margin;    /* curve-aware SLA floors keep this much extra T/T_max (0.06) */
+    int normalized;          /* maximize sum T/T_max */
+    double sla_ratio_floor;  /* pfi-aware SLA floors assume every per-cap ratio >= this
+                                (default 0.8: below the lowest seen in training) */
+    double sla_curve_margin; /* curve-aware SLA floors keep this much extra T/T_max (0.06) */
 } pfi_alloc_opts;
 
 PFI_API void pfi_alloc_opts_default(pfi_alloc_opts *o);
 
 typedef struct pfi_alloc_out {
-    double target_w;            /* aggregate power target */
-    double cap_w;               /* per-GPU cap (integer W), NaN without a curve */
-    double slack_w;             /* target - power at that cap (>= 0) */
-    int cap_flags;              /* PFI_INV_* of the inverse map */
-    double tokens_expected;     /* what the strategy's own model expects */
-    double tokens_true;         /* on the true curve (NaN without one) */
+    double target_w;        /* aggregate power target */
+    double cap_w;           /* per-GPU cap (integer W), NaN without a curve */
+    double slack_w;         /* target - power at that cap (>= 0) */
+    int cap_flags;          /* PFI_INV_* of the inverse map */
+    double tokens_expected; /* what the strategy's own model expects */
+    double tokens_true;     /* on the true curve (NaN without one) */
     int sla_violated;
 } pfi_alloc_out;
 
 typedef struct pfi_alloc_result {
     double budget_w, total_power_w;
     double total_tokens_true, total_tokens_expected;
-    int feasible;               /* the budget was met within the jobs' bounds */
-    double certificate_gap;     /* oracle: envelope total - achieved (>= 0) */
+    int feasible;           /* the budget was met within the jobs' bounds */
+    double certificate_gap; /* oracle: envelope total - achieved (>= 0) */
     size_t sla_violations;
 } pfi_alloc_result;
 
@@ -116,43 +116,49 @@ typedef struct pfi_alloc_result {
  * the others shed for it is a silent wrong answer. PFI_EINVAL names the
  * first jobs (name, else #index) with the value and how many in all.
  * pfi_allocate, the sweeps, the closed loop and pfi_allocsim_run check it. */
-PFI_API pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err);
+PFI_API pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n,
+                                           const pfi_alloc_opts *o, pfi_error *err);
 
 /* budget_w: total aggregate GPU power allowed (sum P_max x (1 - cut)). */
-PFI_API pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
-                        pfi_alloc_out *out, pfi_alloc_result *res, pfi_error *err);
+PFI_API pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res,
+                                pfi_error *err);
 
 /* Exact optimum over the true (possibly non-concave) curves by branch and
  * bound (small instances; max_nodes bounds the search: PFI_ERANGE if hit). */
-PFI_API pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w, int normalized,
-                           double *power_w, double *total, size_t max_nodes, pfi_error *err);
+PFI_API pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                   int normalized, double *power_w, double *total, size_t max_nodes,
+                                   pfi_error *err);
 
 /* Closed loop: rounds of observe (true curve x (1 + noise)), update, re-optimize,
  * starting from pfi-aware. totals[k] = true total after round k (k = 0: the
  * pfi-aware start). */
 PFI_API pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
-                                 const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
-                                 pfi_alloc_out *out, pfi_alloc_result *res, double *totals, pfi_error *err);
+                                         const pfi_alloc_opts *o, int rounds, double noise_rel,
+                                         uint64_t seed, pfi_alloc_out *out, pfi_alloc_result *res,
+                                         double *totals, pfi_error *err);
 
 /* The closed loop's curve estimate of one job from observed (power,
  * tokens/s) points (at most 64), on its prior (pred_curve, else the line
  * of pfi_pred), through (power_max_w, tokens_per_s_max): what the online
  * controller's closed-loop strategy allocates on. */
-PFI_API pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
-                                    pfi_curve *out, pfi_error *err);
+PFI_API pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w,
+                                            const double *tokens_per_s, size_t n, pfi_curve *out,
+                                            pfi_error *err);
 
 /* ---- fast paths for the simulator: every cut of one workload at once ---- */
 
 /* Oracle over concave envelopes for budgets[k], k < nb (any order): totals
  * (on the true curves) and the certificate gaps; O(segments log segments + nb
  * x (log segments + jobs)). */
-PFI_API pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
-                            int normalized, double *totals, double *gaps, pfi_error *err);
+PFI_API pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets,
+                                    size_t nb, int normalized, double *totals, double *gaps,
+                                    pfi_error *err);
 /* A proportional strategy for every budget: true totals, infeasible flags,
  * SLA violation counts (any of the out arrays may be NULL). */
-PFI_API pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
-                          const pfi_alloc_opts *o, double *totals, int *infeasible, size_t *violations,
-                          pfi_error *err);
+PFI_API pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets,
+                                  size_t nb, const pfi_alloc_opts *o, double *totals,
+                                  int *infeasible, size_t *violations, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ typedef struct pfi_csv {
     char **fields;
     size_t *lens;
     size_t nfields, fcap;
-    uint64_t line;  /* line on which the current record starts */
+    uint64_t line; /* line on which the current record starts */
 } pfi_csv;
 
 PFI_API void pfi_csv_init(pfi_csv *c, pfi_reader *r);

@@ -23,12 +23,12 @@ extern "C" {
 #endif
 
 typedef struct pfi_point {
-    double cap_w;             /* per-GPU power cap of the run */
-    double power_w;           /* aggregate GPU power of the job */
-    double tokens_per_s;      /* job throughput */
-    double power_w_sem;       /* standard error of power_w; NaN if unknown */
-    double tokens_per_s_sem;  /* standard error of tokens_per_s; NaN if unknown */
-    int repeats;              /* runs averaged into this point (>= 1) */
+    double cap_w;            /* per-GPU power cap of the run */
+    double power_w;          /* aggregate GPU power of the job */
+    double tokens_per_s;     /* job throughput */
+    double power_w_sem;      /* standard error of power_w; NaN if unknown */
+    double tokens_per_s_sem; /* standard error of tokens_per_s; NaN if unknown */
+    int repeats;             /* runs averaged into this point (>= 1) */
 } pfi_point;
 
 typedef struct pfi_curve {
@@ -59,13 +59,14 @@ PFI_API int pfi_curve_isotonic(pfi_curve *c);
 PFI_API int pfi_curve_is_monotone(const pfi_curve *c);
 
 /* Interpolated aggregate power at a cap, within [cap_min, cap_max]. */
-PFI_API pfi_status pfi_curve_power_at_cap(const pfi_curve *c, double cap_w, double *power_w, pfi_error *err);
+PFI_API pfi_status pfi_curve_power_at_cap(const pfi_curve *c, double cap_w, double *power_w,
+                                          pfi_error *err);
 
 /* Interpolated throughput at an aggregate power within the measured power
  * range (points taken in power order; the curve must be monotone, e.g. after
  * pfi_curve_isotonic). Outside the range: PFI_ERANGE (no extrapolation). */
-PFI_API pfi_status pfi_curve_tokens_at_power(const pfi_curve *c, double power_w, double *tokens_per_s,
-                                     pfi_error *err);
+PFI_API pfi_status pfi_curve_tokens_at_power(const pfi_curve *c, double power_w,
+                                             double *tokens_per_s, pfi_error *err);
 
 /* Inverse map: the largest integer cap in [ceil(cap_min), floor(cap_max)]
  * whose interpolated power does not exceed target_w. */
@@ -76,13 +77,13 @@ enum {
                                 several caps give this power, the inverse is not unique */
 };
 typedef struct pfi_inverse {
-    double cap_w;    /* integer watts */
-    double power_w;  /* interpolated power at cap_w */
-    double slack_w;  /* target_w - power_w (>= 0 unless BELOW_RANGE) */
+    double cap_w;   /* integer watts */
+    double power_w; /* interpolated power at cap_w */
+    double slack_w; /* target_w - power_w (>= 0 unless BELOW_RANGE) */
     int flags;
 } pfi_inverse;
 PFI_API pfi_status pfi_curve_cap_for_power(const pfi_curve *c, double target_w, pfi_inverse *out,
-                                   pfi_error *err);
+                                           pfi_error *err);
 
 /* Upper concave envelope of points (x[i], y[i]) with x strictly increasing:
  * writes the indices of the hull vertices (first and last always included)
@@ -92,7 +93,7 @@ PFI_API size_t pfi_concave_envelope(const double *x, const double *y, size_t n, 
 /* Keep only the listed caps (each must be present, within 1e-9 W).
  * PFI_ENOTFOUND names the first missing cap. */
 PFI_API pfi_status pfi_curve_subgrid(const pfi_curve *c, const double *caps_w, size_t ncaps,
-                             pfi_curve *out, pfi_error *err);
+                                     pfi_curve *out, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -34,10 +34,11 @@ PFI_API const char *pfi_feature_unit(const char *name);
 
 /* X[g * p + k] = feature k of group g; NaN if the group lacks it. Errors:
  * a name that is neither a column nor a known feature. */
-PFI_API pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *const *names,
-                                size_t p, double *X, pfi_error *err);
+PFI_API pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs,
+                                        char *const *names, size_t p, double *X, pfi_error *err);
 /* One feature of one group (NaN if unavailable). */
-PFI_API double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name, int *known);
+PFI_API double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name,
+                                 int *known);
 
 #ifdef __cplusplus
 }

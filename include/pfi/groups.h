@@ -17,11 +17,11 @@ extern "C" {
 #endif
 
 typedef struct pfi_group {
-    const char *gpu_model, *name;   /* owned by the table */
+    const char *gpu_model, *name;            /* owned by the table */
     const char *arch, *task, *model, *split; /* "" when absent */
     int gpus;
-    pfi_curve curve;    /* repeats averaged, sorted by cap */
-    size_t *rows;       /* the group's rows, sorted by cap */
+    pfi_curve curve; /* repeats averaged, sorted by cap */
+    size_t *rows;    /* the group's rows, sorted by cap */
     size_t nrows;
     size_t n_uncapped_rows; /* rows at the largest cap (the last ones in rows) */
 } pfi_group;

@@ -24,8 +24,8 @@ PFI_API void pfi_index_opts_default(pfi_index_opts *o);
 
 typedef struct pfi_index_row {
     const pfi_group *g;
-    int skipped;          /* lacks a sub-grid cap */
-    pfi_curve curve;      /* the curve the numbers refer to (sub-grid if any) */
+    int skipped;     /* lacks a sub-grid cap */
+    pfi_curve curve; /* the curve the numbers refer to (sub-grid if any) */
     pfi_eq1_result eq1;
     double area;
     int el_ok;
@@ -36,7 +36,7 @@ typedef struct pfi_index_row {
 
 /* rows must hold gs->n entries; free them with pfi_index_rows_dispose. */
 PFI_API pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_index_row *rows,
-                         pfi_log *log, pfi_error *err);
+                                 pfi_log *log, pfi_error *err);
 PFI_API void pfi_index_rows_dispose(pfi_index_row *rows, size_t n);
 
 #ifdef __cplusplus

@@ -13,8 +13,8 @@
 #define PFI_INGEST_H
 
 #include "pfi/api.h"
-#include "pfi/run.h"
 #include "pfi/reader.h"
+#include "pfi/run.h"
 #include "pfi/table.h"
 
 #ifdef __cplusplus

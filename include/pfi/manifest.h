@@ -27,8 +27,8 @@
 extern "C" {
 #endif
 
-PFI_API pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name, pfi_manifest *m,
-                              pfi_log *log, pfi_error *err);
+PFI_API pfi_status pfi_manifest_parse(const char *json, size_t len, const char *name,
+                                      pfi_manifest *m, pfi_log *log, pfi_error *err);
 /* 1 if the relative path is acceptable (no "..", not absolute, not empty). */
 PFI_API int pfi_manifest_path_ok(const char *p);
 

@@ -20,16 +20,19 @@
 extern "C" {
 #endif
 
-typedef enum pfi_modelfile_kind { PFI_MODELFILE_OLS = 0, PFI_MODELFILE_CURVE = 1 } pfi_modelfile_kind;
+typedef enum pfi_modelfile_kind {
+    PFI_MODELFILE_OLS = 0,
+    PFI_MODELFILE_CURVE = 1
+} pfi_modelfile_kind;
 
 typedef struct pfi_modelfile {
     pfi_modelfile_kind kind;
     char target[32];
     size_t p;
     char **features;
-    pfi_pfi_model ols;       /* kind OLS */
-    pfi_curve_model curve;   /* kind CURVE */
-    void *meta;              /* the extra JSON (metrics, provenance); json_t* */
+    pfi_pfi_model ols;     /* kind OLS */
+    pfi_curve_model curve; /* kind CURVE */
+    void *meta;            /* the extra JSON (metrics, provenance); json_t* */
 } pfi_modelfile;
 
 /* meta (a json_t* object, may be NULL) is stored beside the model's own keys;
@@ -40,7 +43,8 @@ PFI_API void pfi_modelfile_dispose(pfi_modelfile *m);
 
 /* The model's PFI for features x (OLS: clamped prediction; curve: Eq. 1
  * over the predicted normalized curve). */
-PFI_API double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped, int *out_of_range);
+PFI_API double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped,
+                                 int *out_of_range);
 
 #ifdef __cplusplus
 }

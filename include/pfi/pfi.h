@@ -24,9 +24,9 @@ extern "C" {
 /* ---- Eq. 1 ------------------------------------------------------------ */
 
 typedef struct pfi_eq1_result {
-    double pfi;          /* NaN if no capped run qualifies */
-    size_t n_used;       /* capped runs in the mean */
-    size_t n_excluded;   /* capped runs with T_i >= T_max */
+    double pfi;                  /* NaN if no capped run qualifies */
+    size_t n_used;               /* capped runs in the mean */
+    size_t n_excluded;           /* capped runs with T_i >= T_max */
     double ratio_min, ratio_max; /* range of the per-cap ratios used */
 } pfi_eq1_result;
 
@@ -79,9 +79,9 @@ PFI_API double pfi_point_sem_tokens(const pfi_point *p, const pfi_noise_opts *o)
 typedef struct pfi_ci_ctx pfi_ci_ctx; /* reusable rng + buffers */
 
 typedef struct pfi_ci_opts {
-    size_t resamples;     /* default 10000 */
-    uint64_t seed;        /* combined with a per-group key for reproducibility */
-    double level;         /* default 0.95 */
+    size_t resamples; /* default 10000 */
+    uint64_t seed;    /* combined with a per-group key for reproducibility */
+    double level;     /* default 0.95 */
     pfi_noise_opts noise;
 } pfi_ci_opts;
 
@@ -101,8 +101,8 @@ PFI_API const char *pfi_ci_verdict_name(pfi_ci_verdict v);
 
 typedef struct pfi_ci_result {
     double lo, hi;
-    size_t n_valid;   /* resamples with a finite Eq. 1 */
-    size_t n_flip;    /* resamples in which a used cap's slowdown vanished */
+    size_t n_valid; /* resamples with a finite Eq. 1 */
+    size_t n_flip;  /* resamples in which a used cap's slowdown vanished */
     pfi_ci_verdict verdict;
     char reason[160]; /* why the interval is unstable (empty otherwise) */
 } pfi_ci_result;
@@ -113,8 +113,8 @@ typedef struct pfi_ci_result {
  * estimate: otherwise lo = hi = NaN with verdict PFI_CI_UNSTABLE.
  * key: a per-group value (e.g. a hash of its name) so a group's interval
  * does not depend on which other groups were processed before it. */
-PFI_API pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o, uint64_t key,
-                      pfi_ci_result *r, pfi_error *err);
+PFI_API pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o,
+                              uint64_t key, pfi_ci_result *r, pfi_error *err);
 
 /* ---- robust PFI (beyond the paper) ------------------------------------------- */
 
@@ -138,14 +138,14 @@ PFI_API void pfi_robust_opts_default(pfi_robust_opts *o);
 typedef struct pfi_robust_result {
     /* (a) noise-aware Eq. 1: mean ratio over points whose throughput loss and
      * power reduction both exceed k standard errors */
-    double pfi_noise_aware;  /* NaN if no point qualifies */
+    double pfi_noise_aware; /* NaN if no point qualifies */
     size_t n_noise_kept;
     /* (b) least squares through the origin of fractional throughput loss on
      * fractional power reduction, over points whose power reduction exceeds
      * k standard errors; PFI = 1/slope */
     size_t n_fit;
     double slope, slope_se;
-    double pfi_robust;       /* finite for verdicts ok and noisy */
+    double pfi_robust;                   /* finite for verdicts ok and noisy */
     double pfi_robust_lo, pfi_robust_hi; /* 1/(slope +- 2 se), hi may be +inf */
     pfi_verdict verdict;
 } pfi_robust_result;
@@ -163,7 +163,7 @@ typedef struct pfi_noise_estimate {
     size_t n_points, n_groups;
 } pfi_noise_estimate;
 PFI_API void pfi_estimate_noise(const pfi_curve *const *curves, const int *gpus, size_t ncurves,
-                        double bind_ratio, pfi_noise_estimate *out);
+                                double bind_ratio, pfi_noise_estimate *out);
 
 #ifdef __cplusplus
 }

@@ -34,14 +34,14 @@ extern "C" {
 typedef struct pfi_linear {
     size_t p;
     double intercept;
-    double *beta;       /* raw-scale coefficients */
+    double *beta; /* raw-scale coefficients */
     size_t rank;
 } pfi_linear;
 
 PFI_API void pfi_linear_dispose(pfi_linear *m);
 /* Fit on rows with finite y and finite features; returns the count used. */
-PFI_API pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, pfi_linear *m,
-                          size_t *n_used, pfi_error *err);
+PFI_API pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p,
+                                  pfi_linear *m, size_t *n_used, pfi_error *err);
 PFI_API double pfi_linear_eval(const pfi_linear *m, const double *x);
 
 typedef struct pfi_eval {
@@ -51,13 +51,14 @@ typedef struct pfi_eval {
 
 /* Metrics of predictions yhat for y (NaN pairs skipped); SST about sst_mean
  * (NaN: about the mean of these y). */
-PFI_API void pfi_eval_metrics(const double *y, const double *yhat, size_t n, double sst_mean, pfi_eval *e);
+PFI_API void pfi_eval_metrics(const double *y, const double *yhat, size_t n, double sst_mean,
+                              pfi_eval *e);
 
 /* Cross-validated predictions: cluster == NULL -> leave-one-out; else
  * leave-one-cluster-out (cluster ids 0..k-1; a negative id is never held
  * out). yhat[i] NaN where not predictable. */
 PFI_API pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t p,
-                              const int *cluster, double *yhat, pfi_error *err);
+                                      const int *cluster, double *yhat, pfi_error *err);
 
 /* ---- the scalar PFI model ---- */
 typedef struct pfi_pfi_model {
@@ -67,19 +68,20 @@ typedef struct pfi_pfi_model {
     size_t n_train;
 } pfi_pfi_model;
 
-PFI_API pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p, pfi_pfi_model *m,
-                             pfi_error *err);
+PFI_API pfi_status pfi_pfi_model_fit(const double *X, const double *y, size_t n, size_t p,
+                                     pfi_pfi_model *m, pfi_error *err);
 PFI_API void pfi_pfi_model_dispose(pfi_pfi_model *m);
 /* Clamped prediction; *clamped set when the clamp acted; *out_of_range
  * counts features outside the training range. */
-PFI_API double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range);
+PFI_API double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped,
+                                     int *out_of_range);
 
 /* ---- the curve model ---- */
 #define PFI_CURVE_GRID_MAX 32
 
 typedef struct pfi_curve_model {
     size_t ngrid;
-    double frac[PFI_CURVE_GRID_MAX];      /* cap / largest cap, ascending, last = 1 */
+    double frac[PFI_CURVE_GRID_MAX]; /* cap / largest cap, ascending, last = 1 */
     pfi_linear t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
     size_t n_train[PFI_CURVE_GRID_MAX];
     double *fmin, *fmax;
@@ -92,15 +94,17 @@ PFI_API int pfi_curve_point_at_frac(const pfi_curve *c, double f, double *t_frac
 
 /* curves[g] for each of n groups with features X[g*p..]. Grid: 0.25, 0.30,
  * ..., 1.00 kept where at least p + 3 groups have a point. */
-PFI_API pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
-                               pfi_curve_model *m, pfi_error *err);
+PFI_API pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n,
+                                       size_t p, pfi_curve_model *m, pfi_error *err);
 PFI_API void pfi_curve_model_dispose(pfi_curve_model *m);
 /* Predicted normalized curve at the grid: t_frac[k], p_frac[k]. */
-PFI_API void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac);
+PFI_API void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac,
+                                     double *p_frac);
 /* The predicted curve in absolute units for a job with uncapped (T_max,
  * P_max) on a GPU whose largest cap is cap_max_w: points at the grid caps. */
-PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
-                                 double tokens_per_s_max, double power_max_w, pfi_curve *out, pfi_error *err);
+PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x,
+                                         double cap_max_w, double tokens_per_s_max,
+                                         double power_max_w, pfi_curve *out, pfi_error *err);
 
 #ifdef __cplusplus
 }

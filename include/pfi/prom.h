@@ -34,7 +34,7 @@ typedef struct pfi_sample {
     pfi_str uuid, gpu, host; /* n == 0 when absent */
     int64_t t_ms;
     double value;
-    uint64_t line;           /* source line, for messages */
+    uint64_t line; /* source line, for messages */
 } pfi_sample;
 
 typedef pfi_status (*pfi_sample_fn)(void *ud, const pfi_sample *s, pfi_error *err);
@@ -44,7 +44,7 @@ typedef struct pfi_prom_stats {
 } pfi_prom_stats;
 
 PFI_API pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_stats *stats,
-                         pfi_log *log, pfi_error *err);
+                                 pfi_log *log, pfi_error *err);
 
 /* Parse one sample line (no newline). Returns 1 for a sample of a known
  * metric (s filled, t_ms = INT64_MIN when the line has no timestamp), 0 for a

@@ -36,16 +36,16 @@ extern "C" {
 typedef enum pfi_agg_mode { PFI_AGG_TOP = 0, PFI_AGG_MEAN, PFI_AGG_MEDIAN } pfi_agg_mode;
 
 typedef struct pfi_protocol_opts {
-    double interval_s;       /* scrape interval: 5 */
-    double fb_warmup_mib;    /* warmup while framebuffer used per GPU is below: 10240 MiB */
-    double util_train_pct;   /* training: every GPU above this utilization: 50 */
-    int sustain_scrapes;     /* ... for this many consecutive scrapes: 3 */
-    pfi_agg_mode agg;        /* top10 */
-    double top_frac;         /* 0.10 */
-    double cap_tol_w;        /* 1 W */
-    int cap_check;           /* 1 */
-    size_t max_bins;         /* span limit of one run: 2,000,000 bins */
-    size_t max_gpus;         /* GPUs per run: 4096 */
+    double interval_s;     /* scrape interval: 5 */
+    double fb_warmup_mib;  /* warmup while framebuffer used per GPU is below: 10240 MiB */
+    double util_train_pct; /* training: every GPU above this utilization: 50 */
+    int sustain_scrapes;   /* ... for this many consecutive scrapes: 3 */
+    pfi_agg_mode agg;      /* top10 */
+    double top_frac;       /* 0.10 */
+    double cap_tol_w;      /* 1 W */
+    int cap_check;         /* 1 */
+    size_t max_bins;       /* span limit of one run: 2,000,000 bins */
+    size_t max_gpus;       /* GPUs per run: 4096 */
 } pfi_protocol_opts;
 
 PFI_API void pfi_protocol_opts_default(pfi_protocol_opts *o);
@@ -62,16 +62,16 @@ PFI_API int pfi_bins_gpu(pfi_bins *b, const char *key, size_t len);
 PFI_API size_t pfi_bins_ngpus(const pfi_bins *b);
 /* Add one sample. Errors: the run's span exceeds max_bins, out of memory. */
 PFI_API pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double v,
-                        pfi_error *err);
+                                pfi_error *err);
 PFI_API size_t pfi_bins_nsamples(const pfi_bins *b);
 
 /* The job-level series: one entry per kept bin, in time order. */
 typedef struct pfi_series {
     size_t n;
-    int64_t *t_ms;              /* bin start */
-    double *power_w;            /* sum over GPUs */
-    double *util_min;           /* min over GPUs of GPU_UTIL (NaN if absent) */
-    double *metric[PFI_M_COUNT];   /* job value: sum or average over GPUs; NaN if a GPU lacks it */
+    int64_t *t_ms;               /* bin start */
+    double *power_w;             /* sum over GPUs */
+    double *util_min;            /* min over GPUs of GPU_UTIL (NaN if absent) */
+    double *metric[PFI_M_COUNT]; /* job value: sum or average over GPUs; NaN if a GPU lacks it */
     double *derived[PFI_D_COUNT];
     size_t n_bins_seen, n_dropped, n_carried;
     size_t n_gpus;
@@ -82,7 +82,12 @@ PFI_API void pfi_series_dispose(pfi_series *s);
 
 /* ---- phases --------------------------------------------------------------------- */
 
-typedef enum pfi_phase { PFI_PHASE_WARMUP = 0, PFI_PHASE_STARTUP, PFI_PHASE_TRAINING, PFI_PHASE_TAIL } pfi_phase;
+typedef enum pfi_phase {
+    PFI_PHASE_WARMUP = 0,
+    PFI_PHASE_STARTUP,
+    PFI_PHASE_TRAINING,
+    PFI_PHASE_TAIL
+} pfi_phase;
 
 typedef struct pfi_phases {
     size_t warmup_end, startup_end; /* indices into the series: [0,warmup_end) warmup, ... */
@@ -93,8 +98,8 @@ typedef struct pfi_phases {
 /* fb_per_gpu_mib and util_min may be NULL/NaN (that rule is then skipped;
  * without utilization there is no training phase). */
 PFI_API void pfi_phases_segment(const double *fb_per_gpu_mib, const double *util_avg,
-                        const double *util_min, size_t n, const pfi_protocol_opts *o,
-                        pfi_phases *out);
+                                const double *util_min, size_t n, const pfi_protocol_opts *o,
+                                pfi_phases *out);
 PFI_API pfi_phase pfi_phase_of(const pfi_phases *p, size_t i);
 PFI_API const char *pfi_phase_name(pfi_phase p);
 
@@ -103,8 +108,8 @@ PFI_API const char *pfi_phase_name(pfi_phase p);
 /* Aggregate x[0..n) (NaN skipped): top fraction (mean of the ceil(frac*n)
  * largest), mean or median. *sem = SD of the samples used / sqrt(count), NaN
  * for fewer than 2. Returns the number of samples used (0: *value NaN). */
-PFI_API size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac, double *value,
-                     double *sem);
+PFI_API size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac,
+                             double *value, double *sem);
 PFI_API int pfi_agg_mode_parse(const char *s, pfi_agg_mode *m);
 
 /* ---- cap check ------------------------------------------------------------------------ */

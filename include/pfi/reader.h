@@ -25,26 +25,28 @@ typedef ssize_t (*pfi_read_fn)(void *ud, char *buf, size_t n);
 typedef struct pfi_reader {
     pfi_read_fn read;
     void *ud;
-    int fd;              /* when reading a descriptor we opened (-1 otherwise) */
+    int fd; /* when reading a descriptor we opened (-1 otherwise) */
     int own_fd;
-    const char *mem;     /* when reading memory */
+    const char *mem; /* when reading memory */
     size_t mem_len, mem_pos;
     char *buf;
     size_t cap, max;
-    size_t start, end;   /* unread data is buf[start..end) */
+    size_t start, end; /* unread data is buf[start..end) */
     int eof;
-    char name[256];      /* for messages */
-    uint64_t line;       /* 1-based line of the next unread byte */
-    uint64_t bytes;      /* total bytes consumed */
-    int last_nl;         /* the line last returned ended with a newline */
+    char name[256];         /* for messages */
+    uint64_t line;          /* 1-based line of the next unread byte */
+    uint64_t bytes;         /* total bytes consumed */
+    int last_nl;            /* the line last returned ended with a newline */
     const char *read_error; /* set by a read callback to explain a -1 */
 } pfi_reader;
 
 /* path "-" means standard input. */
 PFI_API pfi_status pfi_reader_open(pfi_reader *r, const char *path, size_t max, pfi_error *err);
 PFI_API void pfi_reader_init_fd(pfi_reader *r, int fd, const char *name, size_t max);
-PFI_API void pfi_reader_init_mem(pfi_reader *r, const void *data, size_t len, const char *name, size_t max);
-PFI_API void pfi_reader_init_fn(pfi_reader *r, pfi_read_fn fn, void *ud, const char *name, size_t max);
+PFI_API void pfi_reader_init_mem(pfi_reader *r, const void *data, size_t len, const char *name,
+                                 size_t max);
+PFI_API void pfi_reader_init_fn(pfi_reader *r, pfi_read_fn fn, void *ud, const char *name,
+                                size_t max);
 PFI_API void pfi_reader_close(pfi_reader *r);
 
 /* Ensure at least want bytes are buffered after start (or EOF). Returns the

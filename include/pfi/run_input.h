@@ -14,7 +14,11 @@
 extern "C" {
 #endif
 
-typedef enum pfi_tel_format { PFI_TEL_PROMETHEUS = 0, PFI_TEL_QUERY_RANGE, PFI_TEL_NVSMI } pfi_tel_format;
+typedef enum pfi_tel_format {
+    PFI_TEL_PROMETHEUS = 0,
+    PFI_TEL_QUERY_RANGE,
+    PFI_TEL_NVSMI
+} pfi_tel_format;
 
 typedef struct pfi_tel_ref {
     char *path;
@@ -37,7 +41,7 @@ typedef struct pfi_manifest {
     size_t nmeta;
     pfi_tel_ref *tel;
     size_t ntel;
-    char *steplog;     /* may be NULL */
+    char *steplog; /* may be NULL */
 } pfi_manifest;
 
 /* Free what m holds and zero it (m itself is the caller's). */

@@ -18,15 +18,15 @@ extern "C" {
 
 typedef enum pfi_status {
     PFI_OK = 0,
-    PFI_EINVAL,   /* bad argument or bad value in input data */
-    PFI_EPARSE,   /* malformed input (syntax) */
-    PFI_EIO,      /* read/write/system failure */
-    PFI_ENOMEM,   /* allocation failed or a size limit was exceeded */
-    PFI_ENOTFOUND,/* a named thing (column, group, file) does not exist */
-    PFI_ERANGE,   /* a value outside its allowed range */
-    PFI_EUNSUPP,  /* operation not supported (e.g. by a GPU backend) */
-    PFI_EPERM,    /* permission denied */
-    PFI_ESTATE    /* operation not valid in the current state */
+    PFI_EINVAL,    /* bad argument or bad value in input data */
+    PFI_EPARSE,    /* malformed input (syntax) */
+    PFI_EIO,       /* read/write/system failure */
+    PFI_ENOMEM,    /* allocation failed or a size limit was exceeded */
+    PFI_ENOTFOUND, /* a named thing (column, group, file) does not exist */
+    PFI_ERANGE,    /* a value outside its allowed range */
+    PFI_EUNSUPP,   /* operation not supported (e.g. by a GPU backend) */
+    PFI_EPERM,     /* permission denied */
+    PFI_ESTATE     /* operation not valid in the current state */
 } pfi_status;
 
 #define PFI_ERROR_MSG_MAX 512

@@ -25,12 +25,12 @@ PFI_API pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *lo
 /* Parse one line: 1 a record, 0 blank, -1 a record with a bad key, -2 not
  * a JSON object (a caller may skip a truncated last line); *bad says what
  * is wrong. t_s ordering is the caller's. */
-PFI_API int pfi_steplog_parse_line(const char *line, size_t n, double *t_s, double *tokens_per_s, double *mfu, double *tflops,
-                           const char **bad);
+PFI_API int pfi_steplog_parse_line(const char *line, size_t n, double *t_s, double *tokens_per_s,
+                                   double *mfu, double *tflops, const char **bad);
 
 /* Format one step record as a JSON line (what a training loop writes). */
 PFI_API int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, double mfu,
-                       double tflops, long step);
+                               double tflops, long step);
 
 #ifdef __cplusplus
 }

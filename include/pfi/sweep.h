@@ -35,9 +35,9 @@ typedef struct pfi_sweep_read_opts {
 /* Append the rows of a sweep-table CSV (or a Zeus trace) to t. path "-" is
  * standard input. Every error names file, line and column. */
 PFI_API pfi_status pfi_sweep_read(pfi_table *t, const char *path, const pfi_sweep_read_opts *o,
-                          pfi_log *log, pfi_error *err);
+                                  pfi_log *log, pfi_error *err);
 PFI_API pfi_status pfi_sweep_read_reader(pfi_table *t, pfi_reader *r, const pfi_sweep_read_opts *o,
-                                 pfi_log *log, pfi_error *err);
+                                         pfi_log *log, pfi_error *err);
 
 /* GPU model from a Zeus file name (summary_power_v100.csv -> "V100"); NULL if
  * the name does not follow that pattern. Writes into buf. */

@@ -43,8 +43,9 @@ PFI_API const char *pfi_table_file(const pfi_table *t, uint32_t id);
 
 /* Append a row with all cells missing; returns PFI_OK and sets *row. */
 PFI_API pfi_status pfi_table_add_row(pfi_table *t, uint32_t file, uint64_t line, size_t *row,
-                             pfi_error *err);
-PFI_API void pfi_table_row_origin(const pfi_table *t, size_t row, const char **file, uint64_t *line);
+                                     pfi_error *err);
+PFI_API void pfi_table_row_origin(const pfi_table *t, size_t row, const char **file,
+                                  uint64_t *line);
 
 PFI_API void pfi_table_set_num(pfi_table *t, size_t col, size_t row, double v);
 PFI_API double pfi_table_num(const pfi_table *t, size_t col, size_t row);
@@ -56,7 +57,7 @@ PFI_API uint32_t pfi_table_intern(pfi_table *t, const char *s, size_t len);
 PFI_API const char *pfi_table_str(const pfi_table *t, uint32_t id);
 PFI_API void pfi_table_set_text_id(pfi_table *t, size_t col, size_t row, uint32_t id);
 PFI_API pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *s,
-                              pfi_error *err);
+                                      pfi_error *err);
 PFI_API uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row);
 PFI_API const char *pfi_table_text(const pfi_table *t, size_t col, size_t row);
 

@@ -10,9 +10,9 @@
 #include <stdio.h>
 
 #include "options.h"
-#include "rows.h"
 #include "pfi/status.h"
 #include "pfi/table.h"
+#include "rows.h"
 
 typedef struct cli_cmd {
     const char *name;
@@ -30,7 +30,10 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* A subcommand's pfi_opts (options.h): messages start "pfi NAME: ", usage
  * errors end "(see 'pfi help NAME')". */
-#define CLI_OPTS(name, ...) {.prog = "pfi " #name, .see = "see 'pfi help " #name "'", __VA_ARGS__}
+#define CLI_OPTS(name, ...)                                                                        \
+    {                                                                                              \
+        .prog = "pfi " #name, .see = "see 'pfi help " #name "'", __VA_ARGS__                       \
+    }
 
 /* Parse a subcommand's options into args. Returns -1 to go on, operands
  * from argv[*first]; else the exit code (CLI_OK after --help, printed). */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sweeps.h"
 #include "pfi/csv.h"
+#include "sweeps.h"
 
 typedef struct allocate_args {
     cli_out out;
@@ -27,27 +27,36 @@ static int opt_strategy(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *a
 #define OPT_T allocate_args
 static const pfi_opt allocate_options[] = {
     OPT_DOUBLE(0, "cut", cut, "R", 0, 1, "cut fraction of the total uncapped power (e.g. 0.3)"),
-    OPT_DOUBLE(0, "target-w", target_w, "W", 0, 1e12, "or an absolute budget of aggregate GPU power (W)"),
-    OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy, "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop",
+    OPT_DOUBLE(0, "target-w", target_w, "W", 0, 1e12,
+               "or an absolute budget of aggregate GPU power (W)"),
+    OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy,
+                         "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop",
                          "the allocation strategy (default pfi-aware)", opt_strategy),
     OPT_CALLBACK_CHOICES(0, "pfi", po.pfi, "predicted|measured|measured-robust",
-                         "the PFI pfi-aware (and closed-loop's start) weights by: predicted (default), or each group's "
-                         "own measured Eq. 1 PFI or robust PFI (the heuristic with perfect PFI knowledge); a group whose "
+                         "the PFI pfi-aware (and closed-loop's start) weights by: predicted "
+                         "(default), or each group's "
+                         "own measured Eq. 1 PFI or robust PFI (the heuristic with perfect PFI "
+                         "knowledge); a group whose "
                          "PFI is not finite and positive is an error naming it",
                          cli_opt_pfi_source),
     OPT_FILENAME(0, "model", po.model, "FILE",
-                 "the PFI model (pfi fit --model) for --pfi predicted; default: an in-sample fit of dram_copy_product "
+                 "the PFI model (pfi fit --model) for --pfi predicted; default: an in-sample fit "
+                 "of dram_copy_product "
                  "on these groups (as the paper)"),
-    OPT_FILENAME(0, "curve-model", po.curve_model, "FILE", "the curve model for curve-aware / closed-loop"),
+    OPT_FILENAME(0, "curve-model", po.curve_model, "FILE",
+                 "the curve model for curve-aware / closed-loop"),
     OPT_STRING(0, "features", po.features, "LIST",
-               "features of the in-sample fits (default dram_copy_product); only strategies that predict need them "
-               "(pfi-aware with --pfi predicted, curve-aware, closed-loop); dcgm needs the column dram_copy_product"),
+               "features of the in-sample fits (default dram_copy_product); only strategies that "
+               "predict need them "
+               "(pfi-aware with --pfi predicted, curve-aware, closed-loop); dcgm needs the column "
+               "dram_copy_product"),
     OPT_CHOICE(0, "target", po.target, "pfi|robust", "target of the in-sample fit (default pfi)"),
     OPT_FILENAME(0, "sla", sla, "FILE", "CSV with columns group, tier (0..3) [, gpu_model]"),
     OPT_CALLBACK_CHOICES(0, "objective", ao.normalized, "tokens|normalized",
                          "maximize total tokens/s (default) or sum T/T_max", cli_opt_objective),
     OPT_LIST(0, "only", only, "COL=V[,V]", "use only matching groups (repeatable)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -98,7 +107,8 @@ static int read_sla(const char *cmd, const char *path, pfi_groupset *S, pfi_pool
         }
         const char *t = c.fields[it];
         if (strlen(t) != 1 || t[0] < '0' || t[0] > '3') {
-            cli_error(cmd, "%s:%llu: column 'tier': '%s' is not 0, 1, 2 or 3", path, (unsigned long long)c.line, t);
+            cli_error(cmd, "%s:%llu: column 'tier': '%s' is not 0, 1, 2 or 3", path,
+                      (unsigned long long)c.line, t);
             ret = -1;
             goto out;
         }
@@ -112,7 +122,8 @@ static int read_sla(const char *cmd, const char *path, pfi_groupset *S, pfi_pool
         }
         if (!found) {
             pfi_log lg = cli_log(cmd);
-            pfi_warnf(&lg, "%s:%llu: no job '%s' in the table", path, (unsigned long long)c.line, c.fields[ig]);
+            pfi_warnf(&lg, "%s:%llu: no job '%s' in the table", path, (unsigned long long)c.line,
+                      c.fields[ig]);
         }
     }
     if (rc < 0) {
@@ -126,20 +137,24 @@ out:
 }
 
 /* one row per job, then the totals (group TOTAL) */
-static pfi_rows *alloc_rows(const pfi_groupset *S, const pfi_pool *P, size_t n, const pfi_alloc_out *A,
-                            const pfi_alloc_result *R, double sum)
+static pfi_rows *alloc_rows(const pfi_groupset *S, const pfi_pool *P, size_t n,
+                            const pfi_alloc_out *A, const pfi_alloc_result *R, double sum)
 {
-    const char *names[] = {"gpu_model", "group", "gpus", "sla_tier", "power_max_w", "target_w", "cap_w", "slack_w",
-                           "tokens_per_s_max", "tokens_per_s_expected", "tokens_per_s", "sla_violated"};
-    pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
-                        PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT};
+    const char *names[] = {
+        "gpu_model",    "group",       "gpus",    "sla_tier",         "power_max_w",
+        "target_w",     "cap_w",       "slack_w", "tokens_per_s_max", "tokens_per_s_expected",
+        "tokens_per_s", "sla_violated"};
+    pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_INT,
+                        PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_NUM,
+                        PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_INT};
     pfi_rows *Rw = pfi_rows_new(12, names, t);
     /* watts to 0.1 W; throughput to at least 4 significant digits of the
        smallest T_max (normalized units such as Zeus's 1/s are ~0.1) */
     for (int k = 4; k < 8; k++) pfi_rows_table_fmt(Rw, (size_t)k, "%.1f");
     double tmin = INFINITY;
     for (size_t i = 0; i < n; i++)
-        if (P->jobs[i].tokens_per_s_max > 0 && P->jobs[i].tokens_per_s_max < tmin) tmin = P->jobs[i].tokens_per_s_max;
+        if (P->jobs[i].tokens_per_s_max > 0 && P->jobs[i].tokens_per_s_max < tmin)
+            tmin = P->jobs[i].tokens_per_s_max;
     int dec = isfinite(tmin) ? 3 - (int)floor(log10(tmin)) : 1;
     char tf[16];
     snprintf(tf, sizeof tf, "%%.%df", dec < 1 ? 1 : dec > 15 ? 15 : dec);
@@ -175,11 +190,18 @@ static pfi_rows *alloc_rows(const pfi_groupset *S, const pfi_pool *P, size_t n, 
 }
 
 /* allocate over the jobs of groups use[0..n) and print */
-static int allocate_jobs(const char *cmd, const allocate_args *a, pfi_groupset *S, const size_t *use, size_t n)
+static int allocate_jobs(const char *cmd, const allocate_args *a, pfi_groupset *S,
+                         const size_t *use, size_t n)
 {
     pfi_pool P;
-    if (cli_pool_build(cmd, S, use, n, &a->po, &P)) { pfi_pool_dispose(&P); return CLI_FAIL; }
-    if (a->sla && read_sla(cmd, a->sla, S, &P)) { pfi_pool_dispose(&P); return CLI_FAIL; }
+    if (cli_pool_build(cmd, S, use, n, &a->po, &P)) {
+        pfi_pool_dispose(&P);
+        return CLI_FAIL;
+    }
+    if (a->sla && read_sla(cmd, a->sla, S, &P)) {
+        pfi_pool_dispose(&P);
+        return CLI_FAIL;
+    }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += P.jobs[i].power_max_w;
     double budget = isnan(a->target_w) ? sum * (1 - a->cut) : a->target_w;
@@ -194,11 +216,16 @@ static int allocate_jobs(const char *cmd, const allocate_args *a, pfi_groupset *
         pfi_rows *Rw = alloc_rows(S, &P, n, A, &R, sum);
         if (!R.feasible) {
             pfi_log lg = cli_log(cmd);
-            pfi_warnf(&lg, "infeasible: the jobs cannot shed %.0f W within their floors; every job is at its floor (%.0f W total)",
+            pfi_warnf(&lg,
+                      "infeasible: the jobs cannot shed %.0f W within their floors; every job is "
+                      "at its floor (%.0f W total)",
                       sum - budget, R.total_power_w);
         }
         if (a->ao.strategy == PFI_STRAT_ORACLE && R.certificate_gap > 1e-9 * R.total_tokens_true)
-            fprintf(stderr, "pfi allocate: oracle certificate: within %.4g of the optimum (non-concave curves)\n", R.certificate_gap);
+            fprintf(stderr,
+                    "pfi allocate: oracle certificate: within %.4g of the optimum (non-concave "
+                    "curves)\n",
+                    R.certificate_gap);
         rc = cli_save_rows(cmd, Rw, &a->out);
         pfi_rows_free(Rw);
     }
@@ -211,8 +238,10 @@ static int allocate_run(const char *cmd, allocate_args *a, char **paths, int npa
 {
     if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
     if (a->po.model && a->po.pfi != PFI_PFI_PREDICTED)
-        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", pfi_pfi_source_name(a->po.pfi));
-    if (isnan(a->cut) == isnan(a->target_w)) return cli_usage_error(cmd, "give exactly one of --cut and --target-w");
+        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s",
+                               pfi_pfi_source_name(a->po.pfi));
+    if (isnan(a->cut) == isnan(a->target_w))
+        return cli_usage_error(cmd, "give exactly one of --cut and --target-w");
     a->po.strategies = 1u << a->ao.strategy;
     pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "calibrate.h"
+#include "cli.h"
 #include "recon_io.h"
 
 typedef struct calibrate_args {
@@ -19,8 +19,7 @@ typedef struct calibrate_args {
 static const pfi_opt calibrate_options[] = {
     OPT_DIRNAME(0, "data", data, "DIR", "bundled data (default: found automatically)"),
     OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19, "noise seed of the synthetic runs (default 1)"),
-    OPT_FILENAME('o', "output", outp, "PARAMS.csv", "where params.csv goes (required)"),
-    OPT_HELP(),
+    OPT_FILENAME('o', "output", outp, "PARAMS.csv", "where params.csv goes (required)"), OPT_HELP(),
     OPT_END()};
 #undef OPT_T
 
@@ -51,7 +50,8 @@ int cmd_calibrate(int argc, char **argv)
     }
     pfi_log log = cli_log(cmd);
     rc = CLI_OK;
-    if (pfi_calibrate_all(&r, &a.so, &log, &err) != PFI_OK || pfi_recon_save_params(&r, a.outp, &err) != PFI_OK) {
+    if (pfi_calibrate_all(&r, &a.so, &log, &err) != PFI_OK ||
+        pfi_recon_save_params(&r, a.outp, &err) != PFI_OK) {
         cli_error(cmd, "%s", err.msg);
         rc = CLI_FAIL;
     }

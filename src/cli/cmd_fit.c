@@ -11,11 +11,11 @@
 
 #include "cli.h"
 #include "evaluate.h"
-#include "sweeps.h"
+#include "num.h"
 #include "pfi/csv.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
-#include "num.h"
+#include "sweeps.h"
 
 typedef struct fit_args {
     cli_out out;
@@ -26,18 +26,21 @@ typedef struct fit_args {
 
 #define OPT_T fit_args
 static const pfi_opt fit_options[] = {
-    OPT_STRING(0, "features", features, "LIST",
-               "comma list (default dram_copy_product); named sets job_metadata (arch,task,log_gpus), "
-               "all_dcgm_metrics (13); also power_frac (Zeus) and any numeric column"),
+    OPT_STRING(
+        0, "features", features, "LIST",
+        "comma list (default dram_copy_product); named sets job_metadata (arch,task,log_gpus), "
+        "all_dcgm_metrics (13); also power_frac (Zeus) and any numeric column"),
     OPT_STRING_OF(0, "target", target, "pfi|robust", "Eq. 1 (default) or pfi's robust PFI"),
     OPT_LIST(0, "train-where", train_w, "C=V[,V]", "fit on matching groups only (repeatable, AND)"),
-    OPT_LIST(0, "eval-where", eval_w, "C=V[,V]", "also evaluate on these groups (repeatable: one set each)"),
+    OPT_LIST(0, "eval-where", eval_w, "C=V[,V]",
+             "also evaluate on these groups (repeatable: one set each)"),
     OPT_STRING(0, "cluster-by", cluster_by, "COL", "LOCO clusters (default: arch x task)"),
     OPT_BOOLEAN(0, "ablation", ablation, "the paper's seven predictor sets beside table 3"),
     OPT_BOOLEAN(0, "curve", curve, "the curve predictor (kind \"curve\")"),
     OPT_FILENAME(0, "model", model_path, "FILE", "write the model file (JSON, docs/formats.md)"),
     OPT_DIRNAME(0, "data", data, "DIR", "where paper/table3_predictor_ablation.csv is (ablation)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -122,14 +125,23 @@ static int select_training(fit_job *F, char **train_w, int ntw, const char *clus
         int m = cli_group_match_all(F->cmd, &F->S, &F->S.gs.g[i], train_w, ntw);
         if (m < 0) return CLI_USAGE;
         if (!m) continue;
-        if (!curve && !isfinite(y[i])) { skipped++; continue; }
+        if (!curve && !isfinite(y[i])) {
+            skipped++;
+            continue;
+        }
         F->train[F->ntrain++] = i;
     }
     if (skipped) {
         pfi_log lg = cli_log(F->cmd);
-        pfi_warnf(&lg, "%zu training groups have no finite %s target (e.g. not power-bound) and are left out", skipped, F->target);
+        pfi_warnf(
+            &lg,
+            "%zu training groups have no finite %s target (e.g. not power-bound) and are left out",
+            skipped, F->target);
     }
-    if (F->ntrain < 3) { cli_error(F->cmd, "only %zu training groups: need at least 3", F->ntrain); return CLI_FAIL; }
+    if (F->ntrain < 3) {
+        cli_error(F->cmd, "only %zu training groups: need at least 3", F->ntrain);
+        return CLI_FAIL;
+    }
     pfi_fit_clusters(&F->S, F->train, F->ntrain, cluster_by, F->cluster);
     F->d = (pfi_fit_data){&F->S, y, F->train, F->ntrain, F->cluster};
     return CLI_OK;
@@ -156,15 +168,21 @@ static int match_rows(fit_job *F, const char *filter, size_t **rows, size_t *n)
 /* --ablation: table 3's seven predictor sets beside the paper's values */
 static int fit_ablation(fit_job *F, const char *data)
 {
-    const char *names[] = {"predictors", "p", "r2_in", "loo_r2", "loo_rmse", "loo_rho", "loco_r2", "loco_rmse",
-                           "loco_rho", "paper_r2_in", "paper_loo_r2", "paper_loo_rmse", "paper_loo_rho",
-                           "paper_loco_r2", "paper_loco_rmse", "paper_loco_rho"};
+    const char *names[] = {"predictors",      "p",
+                           "r2_in",           "loo_r2",
+                           "loo_rmse",        "loo_rho",
+                           "loco_r2",         "loco_rmse",
+                           "loco_rho",        "paper_r2_in",
+                           "paper_loo_r2",    "paper_loo_rmse",
+                           "paper_loo_rho",   "paper_loco_r2",
+                           "paper_loco_rmse", "paper_loco_rho"};
     pfi_celltype types[16];
     for (int k = 0; k < 16; k++) types[k] = PFI_CELL_NUM;
     types[0] = PFI_CELL_TEXT;
     types[1] = PFI_CELL_INT;
     char t3[4096];
-    int have_paper = cli_data_path(F->cmd, data, "paper/table3_predictor_ablation.csv", t3, sizeof t3) == 0;
+    int have_paper =
+        cli_data_path(F->cmd, data, "paper/table3_predictor_ablation.csv", t3, sizeof t3) == 0;
     pfi_ablation_row ab[PFI_ABLATION_SETS];
     pfi_error err;
     if (pfi_fit_ablation(&F->d, ab, &err)) {
@@ -178,7 +196,9 @@ static int fit_ablation(fit_job *F, const char *data)
         size_t k = pfi_rows_add(R);
         pfi_rows_text(R, k, 0, ab[s].name);
         pfi_rows_int(R, k, 1, (long long)ab[s].p);
-        double v[7] = {e->in_sample.r2, e->loo.r2, e->loo.rmse, e->loo.rho, e->loco.r2, e->loco.rmse, e->loco.rho}, pv[7];
+        double v[7] = {e->in_sample.r2, e->loo.r2,    e->loo.rmse, e->loo.rho,
+                       e->loco.r2,      e->loco.rmse, e->loco.rho},
+               pv[7];
         for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 2 + (size_t)j, v[j]);
         if (have_paper && paper_row(t3, ab[s].name, pv) == 0)
             for (int j = 0; j < 7; j++) pfi_rows_num(R, k, 9 + (size_t)j, pv[j]);
@@ -190,7 +210,8 @@ static int fit_ablation(fit_job *F, const char *data)
 
 /* the OLS model with its in-sample, LOO, LOCO and --eval-where metrics;
  * -1 (and *rc) when no model is to be written */
-static int fit_ols(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics, pfi_rows **R, int *rc)
+static int fit_ols(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics,
+                   pfi_rows **R, int *rc)
 {
     const char *names[] = {"evaluation", "n", "r2", "rmse", "rho"};
     pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM};
@@ -226,7 +247,8 @@ static int fit_ols(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *
         json_object_set_new(metrics, name, eval_json(&ee));
         if (oor) {
             pfi_log lg = cli_log(F->cmd);
-            pfi_warnf(&lg, "%s: %d of %zu groups have a feature outside the training range", name, (int)oor, used);
+            pfi_warnf(&lg, "%s: %d of %zu groups have a feature outside the training range", name,
+                      (int)oor, used);
         }
     }
     fprintf(stderr, "pfi fit: %s = %.4g", F->target, M->ols.lin.intercept);
@@ -258,7 +280,8 @@ static void curve_rows(pfi_rows *R, json_t *metrics, const char *name, const pfi
 
 /* --curve: the curve predictor, its LOO, LOCO and --eval-where errors; a
  * malformed --eval-where is exit 2 but the model is still written */
-static int fit_curves(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics, pfi_rows **R, int *rc)
+static int fit_curves(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_t *metrics,
+                      pfi_rows **R, int *rc)
 {
     pfi_error err;
     M->kind = PFI_MODELFILE_CURVE;
@@ -281,7 +304,8 @@ static int fit_curves(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_
             snprintf(name, sizeof name, "%s", mode == 0 ? "loo" : "loco");
         } else {
             size_t *rows, m;
-            if (match_rows(F, F->eval_w[mode - 2], &rows, &m)) *rc = CLI_USAGE; /* evaluated on what matched: none */
+            if (match_rows(F, F->eval_w[mode - 2], &rows, &m))
+                *rc = CLI_USAGE; /* evaluated on what matched: none */
             st = pfi_fit_curve_eval_on(&F->d, feat, p, &M->curve, rows, m, &ce, &err);
             free(rows);
             snprintf(name, sizeof name, "eval:%s", F->eval_w[mode - 2]);
@@ -296,8 +320,8 @@ static int fit_curves(fit_job *F, char **feat, size_t p, pfi_modelfile *M, json_
 }
 
 /* the model file: the model, its metrics and where it was trained */
-static int save_model(fit_job *F, const char *path, pfi_modelfile *M, char **feat, size_t p, json_t *metrics, char **tables,
-                      int ntables, char **train_w, int ntw)
+static int save_model(fit_job *F, const char *path, pfi_modelfile *M, char **feat, size_t p,
+                      json_t *metrics, char **tables, int ntables, char **train_w, int ntw)
 {
     M->p = p;
     M->features = feat;
@@ -313,12 +337,17 @@ static int save_model(fit_job *F, const char *path, pfi_modelfile *M, char **fea
     }
     json_object_set_new(meta, "train_where", json_string(tw));
     int recon = pfi_table_col(F->S.t, "provenance") >= 0;
-    json_object_set_new(meta, "provenance", json_string(recon ? "fitted on a reconstruction calibrated to published tables"
-                                                              : "fitted on the given sweep tables"));
+    json_object_set_new(
+        meta, "provenance",
+        json_string(recon ? "fitted on a reconstruction calibrated to published tables"
+                          : "fitted on the given sweep tables"));
     M->meta = meta;
     pfi_error err;
     int rc = CLI_OK;
-    if (pfi_modelfile_save(M, path, &err)) { cli_error(F->cmd, "%s", err.msg); rc = CLI_FAIL; }
+    if (pfi_modelfile_save(M, path, &err)) {
+        cli_error(F->cmd, "%s", err.msg);
+        rc = CLI_FAIL;
+    }
     json_decref(meta);
     M->meta = NULL;
     M->features = NULL;
@@ -326,13 +355,16 @@ static int save_model(fit_job *F, const char *path, pfi_modelfile *M, char **fea
 }
 
 /* the OLS or curve model: evaluated, written (--model), its metrics printed */
-static int fit_model(fit_job *F, const char *features, int curve, const char *model_path, char **tables, int ntables,
-                     char **train_w, int ntw)
+static int fit_model(fit_job *F, const char *features, int curve, const char *model_path,
+                     char **tables, int ntables, char **train_w, int ntw)
 {
     char **feat = NULL;
     size_t p = 0;
     pfi_error err;
-    if (pfi_features_expand(features, &feat, &p, &err)) { cli_error(F->cmd, "%s", err.msg); return CLI_FAIL; }
+    if (pfi_features_expand(features, &feat, &p, &err)) {
+        cli_error(F->cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
     json_t *metrics = json_object();
     pfi_modelfile M;
     memset(&M, 0, sizeof M);
@@ -340,7 +372,9 @@ static int fit_model(fit_job *F, const char *features, int curve, const char *mo
     pfi_rows *R = NULL;
     int rc = CLI_OK, fitted = (curve ? fit_curves : fit_ols)(F, feat, p, &M, metrics, &R, &rc) == 0;
     if (fitted && model_path) {
-        if (save_model(F, model_path, &M, feat, p, metrics, tables, ntables, train_w, ntw) != CLI_OK) rc = CLI_FAIL;
+        if (save_model(F, model_path, &M, feat, p, metrics, tables, ntables, train_w, ntw) !=
+            CLI_OK)
+            rc = CLI_FAIL;
         metrics = NULL; /* the model file's meta took it */
     }
     if (metrics) json_decref(metrics);
@@ -364,22 +398,33 @@ int cmd_fit(int argc, char **argv)
     }
     rc = CLI_OK;
     cli_out out = A.out;
-    const char *features = A.features, *target = A.target, *cluster_by = A.cluster_by, *model_path = A.model_path;
+    const char *features = A.features, *target = A.target, *cluster_by = A.cluster_by,
+               *model_path = A.model_path;
     const char *data = A.data, *gpu_model = A.gpu_model;
     char **train_w = A.train_w.v, **eval_w = A.eval_w.v; /* freed at done: */
     int ntw = A.train_w.n, nev = A.eval_w.n, ablation = A.ablation, curve = A.curve;
     optind = operand0;
-    if (optind >= argc) { rc = cli_usage_error(cmd, "no sweep table given"); goto done; }
+    if (optind >= argc) {
+        rc = cli_usage_error(cmd, "no sweep table given");
+        goto done;
+    }
     if (strcmp(target, "pfi") && strcmp(target, "robust")) {
         rc = cli_usage_error(cmd, "--target: '%s' is not pfi or robust", target);
         goto done;
     }
-    if (ablation && curve) { rc = cli_usage_error(cmd, "--ablation and --curve exclude each other"); goto done; }
+    if (ablation && curve) {
+        rc = cli_usage_error(cmd, "--ablation and --curve exclude each other");
+        goto done;
+    }
     fit_job F = {.cmd = cmd, .target = target, .eval_w = eval_w, .nev = nev, .out = &out};
-    if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &F.S)) { rc = CLI_FAIL; goto done; }
+    if (cli_gset_load(cmd, argv + optind, argc - optind, gpu_model, &F.S)) {
+        rc = CLI_FAIL;
+        goto done;
+    }
     rc = select_training(&F, train_w, ntw, cluster_by, curve);
     if (rc == CLI_OK && ablation) rc = fit_ablation(&F, data);
-    else if (rc == CLI_OK) rc = fit_model(&F, features, curve, model_path, argv + optind, argc - optind, train_w, ntw);
+    else if (rc == CLI_OK)
+        rc = fit_model(&F, features, curve, model_path, argv + optind, argc - optind, train_w, ntw);
     free(F.train);
     free(F.cluster);
     pfi_groupset_dispose(&F.S);

@@ -10,12 +10,37 @@
 #include "pfi/groups.h"
 #include "pfi/index.h"
 
-static const char *const cols_all[] = {
-    "gpu_model", "group", "arch", "task", "model", "split", "gpus", "n_runs", "n_caps",
-    "cap_max_w", "tokens_per_s_max", "power_w_max", "pfi", "n_used", "n_excluded",
-    "pfi_ci_lo", "pfi_ci_hi", "area", "elasticity_a", "elasticity_1_minus_a",
-    "elasticity_inv_a", "elasticity_r2", "pfi_noise_aware", "n_noise_kept", "pfi_robust",
-    "pfi_robust_lo", "pfi_robust_hi", "robust_n_fit", "verdict", "pfi_ci_verdict", "pfi_ci_reason"};
+static const char *const cols_all[] = {"gpu_model",
+                                       "group",
+                                       "arch",
+                                       "task",
+                                       "model",
+                                       "split",
+                                       "gpus",
+                                       "n_runs",
+                                       "n_caps",
+                                       "cap_max_w",
+                                       "tokens_per_s_max",
+                                       "power_w_max",
+                                       "pfi",
+                                       "n_used",
+                                       "n_excluded",
+                                       "pfi_ci_lo",
+                                       "pfi_ci_hi",
+                                       "area",
+                                       "elasticity_a",
+                                       "elasticity_1_minus_a",
+                                       "elasticity_inv_a",
+                                       "elasticity_r2",
+                                       "pfi_noise_aware",
+                                       "n_noise_kept",
+                                       "pfi_robust",
+                                       "pfi_robust_lo",
+                                       "pfi_robust_hi",
+                                       "robust_n_fit",
+                                       "verdict",
+                                       "pfi_ci_verdict",
+                                       "pfi_ci_reason"};
 enum { NCOLS = sizeof cols_all / sizeof *cols_all };
 
 static int noise_report(const char *cmd, const pfi_groups *gs, const cli_out *out)
@@ -52,7 +77,7 @@ static int noise_report(const char *cmd, const pfi_groups *gs, const cli_out *ou
 static int write_ratios(const char *cmd, const pfi_index_row *rows, size_t n, const char *path,
                         pfi_format fmt)
 {
-    const char *names[] = {"gpu_model", "group", "cap_w", "power_w", "tokens_per_s",
+    const char *names[] = {"gpu_model",  "group",       "cap_w", "power_w", "tokens_per_s",
                            "power_frac", "tokens_frac", "ratio", "used"};
     pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM,
                             PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_INT};
@@ -104,7 +129,9 @@ static int opt_pair(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
     double v[2];
     int n = cli_parse_list(arg, v, 2);
     if (n != 2 || v[0] >= 1 || v[1] >= 1)
-        return pfi_opts_error(ctx, "%s: expected two relative SEMs in (0,1) as P,T", pfi_opts_name(ctx)), -1;
+        return pfi_opts_error(ctx, "%s: expected two relative SEMs in (0,1) as P,T",
+                              pfi_opts_name(ctx)),
+               -1;
     m->rel_default_power = v[0];
     m->rel_default_tokens = v[1];
     return 0;
@@ -114,32 +141,43 @@ static int opt_caps(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
 {
     index_args *a = (index_args *)((char *)value - offsetof(index_args, caps));
     a->ncaps = cli_parse_list(arg, a->caps, 64);
-    if (a->ncaps < 2) return pfi_opts_error(ctx, "--caps: expected at least two positive caps, e.g. 200,500,600,700"), -1;
+    if (a->ncaps < 2)
+        return pfi_opts_error(ctx,
+                              "--caps: expected at least two positive caps, e.g. 200,500,600,700"),
+               -1;
     return 0;
 }
 
 #define OPT_T index_args
 static const pfi_opt index_options[] = {
     OPT_CALLBACK(0, "caps", caps, "C1,C2,...",
-                 "recompute on this sub-grid of caps (W); groups lacking one are skipped with a warning; the largest "
+                 "recompute on this sub-grid of caps (W); groups lacking one are skipped with a "
+                 "warning; the largest "
                  "listed cap is uncapped",
                  opt_caps),
     OPT_FILENAME(0, "ratios", ratios, "FILE", "write per-cap ratios (long format) to FILE"),
     OPT_SET_INT(0, "no-ci", io.want_ci, 0, "skip the confidence interval"),
     OPT_SIZE(0, "resamples", io.ci.resamples, "N", 1, 1e8, "Monte Carlo resamples (default 10000)"),
-    OPT_U64(0, "seed", io.ci.seed, "N", 0, 1.8e19, "seed (default 1); intervals are reproducible per group"),
+    OPT_U64(0, "seed", io.ci.seed, "N", 0, 1.8e19,
+            "seed (default 1); intervals are reproducible per group"),
     OPT_CALLBACK(0, "sem-default", io.ci.noise, "P,T",
-                 "relative SEM of power, throughput when a run has no SEM columns (default 0.0004,0.0005: the "
+                 "relative SEM of power, throughput when a run has no SEM columns (default "
+                 "0.0004,0.0005: the "
                  "paper's medians)",
                  opt_pair),
-    OPT_DOUBLE(0, "noise-floor", io.ci.noise.rel_floor, "R", 0, 1, "relative SEM floor for the CI (default 0)"),
-    OPT_DOUBLE(0, "robust-k", io.robust.k, "K", 0, 100, "standard errors a change must exceed (default 2)"),
+    OPT_DOUBLE(0, "noise-floor", io.ci.noise.rel_floor, "R", 0, 1,
+               "relative SEM floor for the CI (default 0)"),
+    OPT_DOUBLE(0, "robust-k", io.robust.k, "K", 0, 100,
+               "standard errors a change must exceed (default 2)"),
     OPT_CALLBACK(0, "robust-sem", io.robust.noise, "P,T",
-                 "relative SEM for the robust rule when absent (default 0.023,0.036: Zeus A40+V100 between-run noise)",
+                 "relative SEM for the robust rule when absent (default 0.023,0.036: Zeus A40+V100 "
+                 "between-run noise)",
                  opt_pair),
     OPT_BOOLEAN(0, "estimate-noise", est,
-                "print the between-run noise estimated from runs whose cap does not bind, instead of the index"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+                "print the between-run noise estimated from runs whose cap does not bind, instead "
+                "of the index"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
     OPT_LIST(0, "where", where, "COL=VALUE", "keep only rows matching (repeatable)"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),

@@ -21,24 +21,33 @@ static int opt_agg(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, v
 
 static int opt_tz(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
-    if (pfi_parse_tz_offset(arg, value)) return pfi_opts_error(ctx, "--tz: '%s' is not UTC or +HH:MM", arg), -1;
+    if (pfi_parse_tz_offset(arg, value))
+        return pfi_opts_error(ctx, "--tz: '%s' is not UTC or +HH:MM", arg), -1;
     return 0;
 }
 
 #define OPT_T ingest_args
 static const pfi_opt ingest_options[] = {
-    OPT_DIRNAME_LIST(0, "root", roots, "DIR", "ingest every directory below DIR holding a run.json (repeatable)"),
-    OPT_DOUBLE(0, "interval", o.proto.interval_s, "S", 0.01, 3600, "scrape interval in seconds (default 5, or run.json's)"),
+    OPT_DIRNAME_LIST(0, "root", roots, "DIR",
+                     "ingest every directory below DIR holding a run.json (repeatable)"),
+    OPT_DOUBLE(0, "interval", o.proto.interval_s, "S", 0.01, 3600,
+               "scrape interval in seconds (default 5, or run.json's)"),
     OPT_DOUBLE_SCALED(0, "fb-threshold-gib", o.proto.fb_warmup_mib, "G", 0, 1e6, 1024,
                       "warmup while framebuffer used per GPU < G GiB (default 10)"),
     OPT_DOUBLE(0, "util-threshold", o.proto.util_train_pct, "PCT", 0, 100,
                "training: every GPU above PCT% utilization (default 50) ..."),
-    OPT_INTEGER(0, "sustain", o.proto.sustain_scrapes, "N", 1, 1000, "... for N consecutive scrapes (default 3)"),
-    OPT_CALLBACK_CHOICES(0, "agg", o.proto.agg, "top10|mean|median", "run-level aggregation (default top10)", opt_agg),
-    OPT_DOUBLE(0, "top-frac", o.proto.top_frac, "F", 1e-6, 1, "fraction kept by top10 (default 0.10)"),
-    OPT_SET_INT(0, "no-cap-check", o.proto.cap_check, 0, "do not require the enforced limit to match cap_w"),
-    OPT_DOUBLE(0, "cap-tolerance", o.proto.cap_tol_w, "W", 0, 1e5, "allowed |enforced - cap_w| (default 1)"),
-    OPT_CALLBACK(0, "tz", o.tz_offset_min, "OFFSET", "nvidia-smi timestamps' zone as +HH:MM (default UTC)", opt_tz),
+    OPT_INTEGER(0, "sustain", o.proto.sustain_scrapes, "N", 1, 1000,
+                "... for N consecutive scrapes (default 3)"),
+    OPT_CALLBACK_CHOICES(0, "agg", o.proto.agg, "top10|mean|median",
+                         "run-level aggregation (default top10)", opt_agg),
+    OPT_DOUBLE(0, "top-frac", o.proto.top_frac, "F", 1e-6, 1,
+               "fraction kept by top10 (default 0.10)"),
+    OPT_SET_INT(0, "no-cap-check", o.proto.cap_check, 0,
+                "do not require the enforced limit to match cap_w"),
+    OPT_DOUBLE(0, "cap-tolerance", o.proto.cap_tol_w, "W", 0, 1e5,
+               "allowed |enforced - cap_w| (default 1)"),
+    OPT_CALLBACK(0, "tz", o.tz_offset_min, "OFFSET",
+                 "nvidia-smi timestamps' zone as +HH:MM (default UTC)", opt_tz),
     OPT_SIZE_SCALED(0, "max-query-range-mb", o.max_query_range_bytes, "N", 0.001, 65536, 1048576,
                     "size cap of one query_range JSON file (default 256)"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
@@ -61,7 +70,8 @@ const pfi_opts cmd_ingest_opts = CLI_OPTS(
 
 static int ingest_run(const char *cmd, ingest_args *a, char **paths, int npaths)
 {
-    if (npaths < 1 && a->roots.n == 0) return cli_usage_error(cmd, "no run directory, --root or '-' given");
+    if (npaths < 1 && a->roots.n == 0)
+        return cli_usage_error(cmd, "no run directory, --root or '-' given");
     pfi_log log = cli_log(cmd);
     pfi_ingest *ing = pfi_ingest_new(&a->o, &log);
     pfi_error err;

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sweeps.h"
 #include "pfi/features.h"
 #include "pfi/model_file.h"
+#include "sweeps.h"
 
 typedef struct predict_args {
     cli_out out;
@@ -20,10 +20,9 @@ typedef struct predict_args {
 #define OPT_T predict_args
 static const pfi_opt predict_options[] = {
     OPT_LIST(0, "only", only, "COL=V[,V]", "predict only matching groups (repeatable)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
-    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
-    OPT_HELP(),
-    OPT_END()};
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC), OPT_HELP(), OPT_END()};
 #undef OPT_T
 
 const pfi_opts cmd_predict_opts = CLI_OPTS(
@@ -41,13 +40,22 @@ static pfi_rows *predict_rows(const pfi_modelfile *M)
 {
     pfi_rows *R;
     if (M->kind == PFI_MODELFILE_OLS) {
-        const char *names[] = {"gpu_model", "group", "split", "pfi", "pfi_robust", "pfi_predicted", "clamped", "out_of_range"};
-        pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_INT};
+        const char *names[] = {"gpu_model",  "group",         "split",   "pfi",
+                               "pfi_robust", "pfi_predicted", "clamped", "out_of_range"};
+        pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM,
+                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT,  PFI_CELL_INT};
         R = pfi_rows_new(8, names, t);
         for (int k = 3; k < 6; k++) pfi_rows_table_fmt(R, (size_t)k, "%.3f");
     } else {
-        const char *names[] = {"gpu_model", "group", "split", "cap_frac", "cap_w", "tokens_frac_predicted",
-                               "power_frac_predicted", "tokens_frac", "power_frac"};
+        const char *names[] = {"gpu_model",
+                               "group",
+                               "split",
+                               "cap_frac",
+                               "cap_w",
+                               "tokens_frac_predicted",
+                               "power_frac_predicted",
+                               "tokens_frac",
+                               "power_frac"};
         pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM,
                             PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM};
         R = pfi_rows_new(9, names, t);
@@ -56,13 +64,17 @@ static pfi_rows *predict_rows(const pfi_modelfile *M)
     return R;
 }
 
-/* group i's prediction from its features x (a pfi-ols model: one row; a curve model: one per grid point) */
-static void predict_group(pfi_rows *R, const pfi_modelfile *M, const pfi_groupset *S, size_t i, const double *x, pfi_log *lg)
+/* group i's prediction from its features x (a pfi-ols model: one row; a curve model: one per grid
+ * point) */
+static void predict_group(pfi_rows *R, const pfi_modelfile *M, const pfi_groupset *S, size_t i,
+                          const double *x, pfi_log *lg)
 {
     const pfi_group *g = &S->gs.g[i];
     int clamped = 0, oor = 0;
     double pp = pfi_modelfile_pfi(M, x, &clamped, &oor);
-    if (oor) pfi_warnf(lg, "group '%s' (%s): %d feature(s) outside the training range", g->name, g->gpu_model, oor);
+    if (oor)
+        pfi_warnf(lg, "group '%s' (%s): %d feature(s) outside the training range", g->name,
+                  g->gpu_model, oor);
     if (M->kind == PFI_MODELFILE_OLS) {
         size_t r = pfi_rows_add(R);
         pfi_rows_text(R, r, 0, g->gpu_model);
@@ -99,7 +111,10 @@ static int predict_run(const char *cmd, const predict_args *a, char **paths, int
     if (npaths < 2) return cli_usage_error(cmd, "need a model file and at least one table");
     pfi_modelfile M;
     pfi_error err;
-    if (pfi_modelfile_load(paths[0], &M, &err)) { cli_error(cmd, "%s", err.msg); return CLI_FAIL; }
+    if (pfi_modelfile_load(paths[0], &M, &err)) {
+        cli_error(cmd, "%s", err.msg);
+        return CLI_FAIL;
+    }
     pfi_groupset S;
     if (cli_gset_load(cmd, paths + 1, npaths - 1, a->gpu_model, &S)) {
         pfi_modelfile_dispose(&M);
@@ -112,7 +127,10 @@ static int predict_run(const char *cmd, const predict_args *a, char **paths, int
     for (size_t i = 0; i < S.gs.n && rc == CLI_OK; i++) {
         const pfi_group *g = &S.gs.g[i];
         int m = cli_group_match_all(cmd, &S, g, a->only.v, a->only.n);
-        if (m < 0) { rc = CLI_USAGE; break; }
+        if (m < 0) {
+            rc = CLI_USAGE;
+            break;
+        }
         if (!m) continue;
         int missing = 0;
         for (size_t k = 0; k < M.p; k++) {
@@ -127,7 +145,8 @@ static int predict_run(const char *cmd, const predict_args *a, char **paths, int
         }
         if (rc) break;
         if (missing) {
-            pfi_warnf(&lg, "group '%s' (%s): a feature is missing; no prediction", g->name, g->gpu_model);
+            pfi_warnf(&lg, "group '%s' (%s): a feature is missing; no prediction", g->name,
+                      g->gpu_model);
             continue;
         }
         predict_group(R, &M, &S, i, x, &lg);

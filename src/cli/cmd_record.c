@@ -36,16 +36,19 @@ static const pfi_opt record_options[] = {
     OPT_DOUBLE(0, "interval", interval, "S", 0.01, 86400, "seconds between scrapes (default 5)"),
     OPT_DOUBLE(0, "duration", duration, "S", 0, 1e9, "stop after S seconds (default: at a signal)"),
     OPT_LONG(0, "count", count, "N", 1, 1e12, "stop after N successful scrapes"),
-    OPT_DOUBLE(0, "timeout", timeout, "S", 0.01, 3600, "per-scrape timeout (default: the interval)"),
+    OPT_DOUBLE(0, "timeout", timeout, "S", 0.01, 3600,
+               "per-scrape timeout (default: the interval)"),
     OPT_DOUBLE(0, "max-mb", max_mb, "N", 1, 65536, "largest scrape accepted, MiB (default 64)"),
-    OPT_LONG(0, "max-failures", max_failures, "N", 1, 1e9, "consecutive failed scrapes before giving up (default 10)"),
+    OPT_LONG(0, "max-failures", max_failures, "N", 1, 1e9,
+             "consecutive failed scrapes before giving up (default 10)"),
     OPT_HELP(),
     OPT_END()};
 #undef OPT_T
 
 const pfi_opts cmd_record_opts = CLI_OPTS(
-    record, .usage = "pfi record --url URL -o FILE [--interval S] [--duration S | --count N]\n"
-                     "           [--max-failures N]",
+    record,
+    .usage = "pfi record --url URL -o FILE [--interval S] [--duration S | --count N]\n"
+             "           [--max-failures N]",
     .description = "Scrape URL (Prometheus text, e.g. http://localhost:9400/metrics from\n"
                    "dcgm-exporter) every S seconds (default 5) and append each scrape to FILE,\n"
                    "preceded by a line '# pfi-scrape-time <unix_ms>' (the time the scrape\n"
@@ -59,7 +62,11 @@ const pfi_opts cmd_record_opts = CLI_OPTS(
     .options = record_options);
 
 static volatile sig_atomic_t stop_flag;
-static void on_signal(int sig) { (void)sig; stop_flag = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
 
 typedef struct body {
     char *p;
@@ -117,7 +124,8 @@ static FILE *open_append(const char *path, int *created, struct stat *sb)
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666);
     *created = fd >= 0;
     /* it exists (or is a dangling link, created through as by >>): not ours to remove */
-    if (fd < 0 && errno == EEXIST) fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_CLOEXEC, 0666);
     if (fd < 0) return NULL;
     FILE *f = fstat(fd, sb) == 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
@@ -132,8 +140,8 @@ static FILE *open_append(const char *path, int *created, struct stat *sb)
 static int remove_if_ours_and_empty(const char *path, const struct stat *sb)
 {
     struct stat now;
-    if (lstat(path, &now) != 0 || !S_ISREG(now.st_mode) || now.st_dev != sb->st_dev || now.st_ino != sb->st_ino ||
-        now.st_size != 0)
+    if (lstat(path, &now) != 0 || !S_ISREG(now.st_mode) || now.st_dev != sb->st_dev ||
+        now.st_ino != sb->st_ino || now.st_size != 0)
         return 0;
     return unlink(path) == 0;
 }
@@ -168,13 +176,15 @@ static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, 
         CURLcode cc = curl_easy_perform(h);
         if (cc != CURLE_OK) {
             n->failed++;
-            snprintf(n->last_error, sizeof n->last_error, "%s", b->too_big ? "larger than --max-mb" : curl_easy_strerror(cc));
+            snprintf(n->last_error, sizeof n->last_error, "%s",
+                     b->too_big ? "larger than --max-mb" : curl_easy_strerror(cc));
             if (++n->in_a_row >= a->max_failures) break;
             fprintf(stderr, "pfi record: warning: scrape %ld failed: %s\n", k, n->last_error);
             continue;
         }
         n->in_a_row = 0;
-        if (fprintf(f, "# pfi-scrape-time %lld\n", t) < 0 || (b->n && fwrite(b->p, 1, b->n, f) != b->n) ||
+        if (fprintf(f, "# pfi-scrape-time %lld\n", t) < 0 ||
+            (b->n && fwrite(b->p, 1, b->n, f) != b->n) ||
             (b->n && b->p[b->n - 1] != '\n' && fputc('\n', f) == EOF) || fflush(f) != 0) {
             cli_error(cmd, "%s: write failed: %s", a->path, strerror(errno));
             return CLI_FAIL;
@@ -186,7 +196,8 @@ static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, 
 }
 
 /* record into an open FILE (fsb: as opened; created: by this run) */
-static int record_to(const char *cmd, const record_args *a, FILE *f, int created, const struct stat *fsb)
+static int record_to(const char *cmd, const record_args *a, FILE *f, int created,
+                     const struct stat *fsb)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -216,17 +227,23 @@ static int record_to(const char *cmd, const record_args *a, FILE *f, int created
     free(b.p);
     /* on any failure, only an empty file this run created goes; a user's file stays */
     int gave_up = n.in_a_row >= a->max_failures, none = n.written == 0;
-    int removed = (rc != CLI_OK || gave_up || none) && created && remove_if_ours_and_empty(a->path, fsb);
+    int removed =
+        (rc != CLI_OK || gave_up || none) && created && remove_if_ours_and_empty(a->path, fsb);
     if (rc == CLI_OK && (gave_up || none)) {
         char what[96];
-        if (gave_up) snprintf(what, sizeof what, "gave up after %ld failed scrapes in a row (--max-failures %ld)", n.in_a_row, a->max_failures);
+        if (gave_up)
+            snprintf(what, sizeof what,
+                     "gave up after %ld failed scrapes in a row (--max-failures %ld)", n.in_a_row,
+                     a->max_failures);
         else snprintf(what, sizeof what, "no successful scrape in %ld tries", n.failed);
-        cli_error(cmd, "%s: %s%s%s%s; %ld scrapes written to %s%s", a->url, what, n.failed ? ", the last: " : "", n.last_error,
-                  stop_flag ? ", stopped by signal" : "", n.written, a->path, removed ? ", which was removed" : "");
+        cli_error(cmd, "%s: %s%s%s%s; %ld scrapes written to %s%s", a->url, what,
+                  n.failed ? ", the last: " : "", n.last_error,
+                  stop_flag ? ", stopped by signal" : "", n.written, a->path,
+                  removed ? ", which was removed" : "");
         rc = CLI_FAIL;
     } else if (rc == CLI_OK) {
-        fprintf(stderr, "pfi record: %ld scrapes written to %s (%ld failed)%s\n", n.written, a->path, n.failed,
-                stop_flag ? ", stopped by signal" : "");
+        fprintf(stderr, "pfi record: %ld scrapes written to %s (%ld failed)%s\n", n.written,
+                a->path, n.failed, stop_flag ? ", stopped by signal" : "");
     }
     return rc;
 }

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report.h"
 #include "cli.h"
+#include "report.h"
 
 typedef struct reproduce_args {
     const char *out, *data;
@@ -35,19 +35,20 @@ static const pfi_opt reproduce_options[] = {
     OPT_END()};
 #undef OPT_T
 
-const pfi_opts cmd_reproduce_opts = CLI_OPTS(
-    reproduce, .usage = "pfi reproduce [--out DIR] [--quick] [--seed N] [--data DIR]",
-    .description = "Run the whole study: generate the reconstruction of the paper's H200/H100\n"
-                   "runs (a reconstruction calibrated to published tables, not the raw data) and\n"
-                   "stream it through ingest; index it; the paper's statistics; the predictor\n"
-                   "ablation; out-of-sample fits; the allocation simulation (both scenarios, every\n"
-                   "strategy), with SLA tiers, out of sample and on a fresh fleet; the same on the\n"
-                   "Zeus traces (A40 + V100 for fitting, P100 + RTX 6000 held out). Writes DIR\n"
-                   "(default report/): index.html, report.md, summary.csv, figures (PNG + SVG) and\n"
-                   "every CSV behind them in DIR/data, and prints the paper-vs-pfi summary.\n"
-                   "Re-running with the same seed gives byte-identical CSVs. The calibration\n"
-                   "targets hold for seed 1 (the default).\n",
-    .options = reproduce_options);
+const pfi_opts cmd_reproduce_opts =
+    CLI_OPTS(reproduce, .usage = "pfi reproduce [--out DIR] [--quick] [--seed N] [--data DIR]",
+             .description =
+                 "Run the whole study: generate the reconstruction of the paper's H200/H100\n"
+                 "runs (a reconstruction calibrated to published tables, not the raw data) and\n"
+                 "stream it through ingest; index it; the paper's statistics; the predictor\n"
+                 "ablation; out-of-sample fits; the allocation simulation (both scenarios, every\n"
+                 "strategy), with SLA tiers, out of sample and on a fresh fleet; the same on the\n"
+                 "Zeus traces (A40 + V100 for fitting, P100 + RTX 6000 held out). Writes DIR\n"
+                 "(default report/): index.html, report.md, summary.csv, figures (PNG + SVG) and\n"
+                 "every CSV behind them in DIR/data, and prints the paper-vs-pfi summary.\n"
+                 "Re-running with the same seed gives byte-identical CSVs. The calibration\n"
+                 "targets hold for seed 1 (the default).\n",
+             .options = reproduce_options);
 
 typedef struct repro {
     const char *out, *data;
@@ -110,7 +111,8 @@ static int run(repro *r, const char *cmd, ...)
     dup2(saved, 2);
     close(saved);
     if (rc != CLI_OK) {
-        fprintf(stderr, "pfi reproduce: 'pfi %s' failed (exit %d); its messages are in %s\n", cmd, rc, r->logpath);
+        fprintf(stderr, "pfi reproduce: 'pfi %s' failed (exit %d); its messages are in %s\n", cmd,
+                rc, r->logpath);
         return -1;
     }
     return 0;
@@ -136,7 +138,8 @@ static int stream_reconstruction(repro *r)
 {
     int a[2], b[2];
     if (pipe(a) || pipe(b)) return -1;
-    char *sargs[] = {"synth", "--tar", "-", "--seed", r->seed, r->quick ? "--minutes" : NULL, "3", NULL};
+    char *sargs[] = {"synth", "--tar", "-", "--seed", r->seed, r->quick ? "--minutes" : NULL,
+                     "3",     NULL};
     char *iargs[] = {"ingest", "-", "-o", dpath(r, "recon_sweep.csv"), NULL};
     fflush(NULL);
     pid_t ps = spawn(r, -1, a[1], "synth", sargs);
@@ -159,7 +162,8 @@ static int stream_reconstruction(repro *r)
         if (r->tty && bytes - last > 64e6) {
             last = bytes;
             int fill = (int)(30 * fmin(1, bytes / expect));
-            fprintf(stderr, "\r          [%.*s%*s] %.2f GB", fill, "##############################", 30 - fill, "", bytes / 1e9);
+            fprintf(stderr, "\r          [%.*s%*s] %.2f GB", fill, "##############################",
+                    30 - fill, "", bytes / 1e9);
         }
     }
 done:
@@ -210,26 +214,37 @@ static int stages_recon(repro *r, const char *mins, char zeus[4][4096], int *sam
 {
     stage(r, "reconstruction (calibrated to published tables): pfi synth --tar - | pfi ingest -");
     if (stream_reconstruction(r)) return -1;
-    if (run(r, "synth", "--summary", "--seed", r->seed, "--minutes", mins, "-o", dpath(r, "recon_summary.csv"), NULL)) return -1;
+    if (run(r, "synth", "--summary", "--seed", r->seed, "--minutes", mins, "-o",
+            dpath(r, "recon_summary.csv"), NULL))
+        return -1;
     *same = same_file(dpath(r, "recon_summary.csv"), dpath(r, "recon_sweep.csv"));
     stage(r, "  synth -> ingest %s synth --summary", *same ? "equals" : "DIFFERS FROM");
     stage(r, "index: Eq. 1 with CIs, Appendix A, robust PFI; 4-cap sub-grid; Zeus");
-    if (run(r, "index", "--seed", r->seed, "--ratios", dpath(r, "recon_ratios.csv"), "-o", dpath(r, "recon_index.csv"),
-            dpath(r, "recon_sweep.csv"), NULL) ||
-        run(r, "index", "--no-ci", "--caps", "200,500,600,700", "-o", dpath(r, "recon_index_4caps.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
-        run(r, "index", "--seed", r->seed, "--ratios", dpath(r, "zeus_ratios.csv"), "-o", dpath(r, "zeus_index.csv"), zeus[0],
-            zeus[1], zeus[2], zeus[3], NULL))
+    if (run(r, "index", "--seed", r->seed, "--ratios", dpath(r, "recon_ratios.csv"), "-o",
+            dpath(r, "recon_index.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
+        run(r, "index", "--no-ci", "--caps", "200,500,600,700", "-o",
+            dpath(r, "recon_index_4caps.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
+        run(r, "index", "--seed", r->seed, "--ratios", dpath(r, "zeus_ratios.csv"), "-o",
+            dpath(r, "zeus_index.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL))
         return -1;
     stage(r, "statistics (tables 10-13) and the predictor ablation (table 3)");
-    if (run(r, "stats", "--only", "split=headline", "-o", dpath(r, "recon_stats.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
-        run(r, "fit", "--ablation", "--train-where", "split=headline", "-o", dpath(r, "recon_ablation.csv"), dpath(r, "recon_sweep.csv"), NULL))
+    if (run(r, "stats", "--only", "split=headline", "-o", dpath(r, "recon_stats.csv"),
+            dpath(r, "recon_sweep.csv"), NULL) ||
+        run(r, "fit", "--ablation", "--train-where", "split=headline", "-o",
+            dpath(r, "recon_ablation.csv"), dpath(r, "recon_sweep.csv"), NULL))
         return -1;
-    stage(r, "predictors: fit on the headline groups, evaluate on validation and H100; curve predictor");
-    if (run(r, "fit", "--train-where", "split=headline", "--eval-where", "split=validation", "--eval-where", "split=h100",
-            "--model", dpath(r, "recon_model.json"), "-o", dpath(r, "recon_fit.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
-        run(r, "predict", dpath(r, "recon_model.json"), dpath(r, "recon_sweep.csv"), "-o", dpath(r, "recon_predict.csv"), NULL) ||
-        run(r, "fit", "--curve", "--train-where", "split=headline", "--eval-where", "split=validation", "--eval-where", "split=h100",
-            "--model", dpath(r, "recon_curve_model.json"), "-o", dpath(r, "recon_curve_fit.csv"), dpath(r, "recon_sweep.csv"), NULL))
+    stage(
+        r,
+        "predictors: fit on the headline groups, evaluate on validation and H100; curve predictor");
+    if (run(r, "fit", "--train-where", "split=headline", "--eval-where", "split=validation",
+            "--eval-where", "split=h100", "--model", dpath(r, "recon_model.json"), "-o",
+            dpath(r, "recon_fit.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
+        run(r, "predict", dpath(r, "recon_model.json"), dpath(r, "recon_sweep.csv"), "-o",
+            dpath(r, "recon_predict.csv"), NULL) ||
+        run(r, "fit", "--curve", "--train-where", "split=headline", "--eval-where",
+            "split=validation", "--eval-where", "split=h100", "--model",
+            dpath(r, "recon_curve_model.json"), "-o", dpath(r, "recon_curve_fit.csv"),
+            dpath(r, "recon_sweep.csv"), NULL))
         return -1;
     return 0;
 }
@@ -237,22 +252,30 @@ static int stages_recon(repro *r, const char *mins, char zeus[4][4096], int *sam
 /* the allocation simulations on the reconstruction */
 static int stages_simulate(repro *r, const char *wl, const char *fleet, const char *mins)
 {
-    stage(r, "allocation simulation: %s workloads x 100 jobs x 41 cuts, both scenarios, every strategy", wl);
-    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline", "--loop-csv",
-            dpath(r, "recon_closed_loop.csv"), "-o", dpath(r, "recon_simulate.csv"), dpath(r, "recon_sweep.csv"), NULL))
+    stage(
+        r,
+        "allocation simulation: %s workloads x 100 jobs x 41 cuts, both scenarios, every strategy",
+        wl);
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
+            "--loop-csv", dpath(r, "recon_closed_loop.csv"), "-o", dpath(r, "recon_simulate.csv"),
+            dpath(r, "recon_sweep.csv"), NULL))
         return -1;
     stage(r, "  ... with SLA tiers (Flex 0/1/2/3 = 10/30/30/30%%)");
-    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline", "--sla-mix", "0.1,0.3,0.3,0.3",
-            "-o", dpath(r, "recon_simulate_sla.csv"), dpath(r, "recon_sweep.csv"), NULL))
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
+            "--sla-mix", "0.1,0.3,0.3,0.3", "-o", dpath(r, "recon_simulate_sla.csv"),
+            dpath(r, "recon_sweep.csv"), NULL))
         return -1;
     stage(r, "  ... out of sample: validation + H100 jobs, and a fresh fleet of %s jobs", fleet);
-    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model", dpath(r, "recon_model.json"), "--curve-model",
-            dpath(r, "recon_curve_model.json"), "--pool-where", "split=validation,h100", "--strategies",
-            "oracle,equal,moe-ft-weighted,pfi-aware,dcgm,curve-aware,closed-loop", "-o", dpath(r, "recon_simulate_oos.csv"),
-            dpath(r, "recon_sweep.csv"), NULL) ||
-        run(r, "synth", "--summary", "--fleet", fleet, "--seed", r->seed, "--minutes", mins, "-o", dpath(r, "fleet_sweep.csv"), NULL) ||
-        run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model", dpath(r, "recon_model.json"), "--curve-model",
-            dpath(r, "recon_curve_model.json"), "--strategies", "oracle,equal,pfi-aware,curve-aware", "-o",
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",
+            dpath(r, "recon_model.json"), "--curve-model", dpath(r, "recon_curve_model.json"),
+            "--pool-where", "split=validation,h100", "--strategies",
+            "oracle,equal,moe-ft-weighted,pfi-aware,dcgm,curve-aware,closed-loop", "-o",
+            dpath(r, "recon_simulate_oos.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
+        run(r, "synth", "--summary", "--fleet", fleet, "--seed", r->seed, "--minutes", mins, "-o",
+            dpath(r, "fleet_sweep.csv"), NULL) ||
+        run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",
+            dpath(r, "recon_model.json"), "--curve-model", dpath(r, "recon_curve_model.json"),
+            "--strategies", "oracle,equal,pfi-aware,curve-aware", "-o",
             dpath(r, "fleet_simulate.csv"), dpath(r, "fleet_sweep.csv"), NULL))
         return -1;
     return 0;
@@ -261,18 +284,22 @@ static int stages_simulate(repro *r, const char *wl, const char *fleet, const ch
 /* the Zeus traces: predictors and a normalized allocation */
 static int stages_zeus(repro *r, const char *wl, char zeus[4][4096])
 {
-    stage(r, "Zeus (real traces): predictor on A40 + V100, held out P100 + RTX 6000; normalized allocation to a 30%% cut (deeper cuts fall below the lowest caps for most draws)");
-    if (run(r, "fit", "--target", "robust", "--features", "power_frac", "--cluster-by", "dataset", "--train-where",
-            "gpu_model=A40,V100", "--eval-where", "gpu_model=P100", "--eval-where", "gpu_model=RTX6000", "--model",
-            dpath(r, "zeus_model.json"), "-o", dpath(r, "zeus_fit.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL) ||
-        run(r, "fit", "--curve", "--features", "power_frac", "--cluster-by", "dataset", "--train-where", "gpu_model=A40,V100",
-            "--eval-where", "gpu_model=P100", "--eval-where", "gpu_model=RTX6000", "--model", dpath(r, "zeus_curve_model.json"),
-            "-o", dpath(r, "zeus_curve_fit.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL) ||
-        run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized", "--scenario", "random",
-            "--cut-max", "0.3", "--model",
-            dpath(r, "zeus_model.json"), "--curve-model", dpath(r, "zeus_curve_model.json"), "--pool-where",
-            "gpu_model=P100,RTX6000", "--strategies", "oracle,equal,pfi-aware,curve-aware,closed-loop", "-o",
-            dpath(r, "zeus_simulate.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL))
+    stage(r, "Zeus (real traces): predictor on A40 + V100, held out P100 + RTX 6000; normalized "
+             "allocation to a 30%% cut (deeper cuts fall below the lowest caps for most draws)");
+    if (run(r, "fit", "--target", "robust", "--features", "power_frac", "--cluster-by", "dataset",
+            "--train-where", "gpu_model=A40,V100", "--eval-where", "gpu_model=P100", "--eval-where",
+            "gpu_model=RTX6000", "--model", dpath(r, "zeus_model.json"), "-o",
+            dpath(r, "zeus_fit.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL) ||
+        run(r, "fit", "--curve", "--features", "power_frac", "--cluster-by", "dataset",
+            "--train-where", "gpu_model=A40,V100", "--eval-where", "gpu_model=P100", "--eval-where",
+            "gpu_model=RTX6000", "--model", dpath(r, "zeus_curve_model.json"), "-o",
+            dpath(r, "zeus_curve_fit.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL) ||
+        run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
+            "--scenario", "random", "--cut-max", "0.3", "--model", dpath(r, "zeus_model.json"),
+            "--curve-model", dpath(r, "zeus_curve_model.json"), "--pool-where",
+            "gpu_model=P100,RTX6000", "--strategies",
+            "oracle,equal,pfi-aware,curve-aware,closed-loop", "-o", dpath(r, "zeus_simulate.csv"),
+            zeus[0], zeus[1], zeus[2], zeus[3], NULL))
         return -1;
     return 0;
 }
@@ -284,14 +311,18 @@ static int reproduce_all(const char *cmd, repro *r, const char *datadir, char ze
     const char *mins = r->quick ? "3" : "30";
     int same = 0;
     char argline[512];
-    snprintf(argline, sizeof argline, "pfi reproduce --out %s%s --seed %s", r->out, r->quick ? " --quick" : "", r->seed);
-    if (stages_recon(r, mins, zeus, &same) || stages_simulate(r, wl, fleet, mins) || stages_zeus(r, wl, zeus)) return -1;
+    snprintf(argline, sizeof argline, "pfi reproduce --out %s%s --seed %s", r->out,
+             r->quick ? " --quick" : "", r->seed);
+    if (stages_recon(r, mins, zeus, &same) || stages_simulate(r, wl, fleet, mins) ||
+        stages_zeus(r, wl, zeus))
+        return -1;
     stage(r, "summary, figures (PLplot), report pages");
     pfi_summary S;
     pfi_error err;
     char sp[4200];
     snprintf(sp, sizeof sp, "%s/summary.csv", r->out);
-    if (pfi_report_summary(r->out, datadir, &S, &err) || pfi_summary_save(&S, sp, &err) || pfi_report_figures(r->out, &err) ||
+    if (pfi_report_summary(r->out, datadir, &S, &err) || pfi_summary_save(&S, sp, &err) ||
+        pfi_report_figures(r->out, &err) ||
         pfi_report_pages(r->out, &S, argline, now() - r->t0, atoi(wl), &err)) {
         cli_error(cmd, "%s", err.msg);
         return -1;
@@ -300,8 +331,10 @@ static int reproduce_all(const char *cmd, repro *r, const char *datadir, char ze
     fflush(stderr);
     pfi_summary_print(&S, stdout);
     pfi_summary_dispose(&S);
-    printf("\nround trip synth -> ingest == synth --summary: %s\n", same ? "identical" : "DIFFERENT");
-    printf("report: %s/index.html (and report.md, summary.csv, figures, data/); log: %s\n", r->out, r->logpath);
+    printf("\nround trip synth -> ingest == synth --summary: %s\n",
+           same ? "identical" : "DIFFERENT");
+    printf("report: %s/index.html (and report.md, summary.csv, figures, data/); log: %s\n", r->out,
+           r->logpath);
     return 0;
 }
 
@@ -319,9 +352,10 @@ int cmd_reproduce(int argc, char **argv)
     r.quick = a.quick;
     snprintf(r.seed, sizeof r.seed, "%.0f", a.seed);
     char probe[4096], zeus[4][4096];
-    if (cli_data_path(cmd, r.data, "paper/table6_h200_pfi.csv", probe, sizeof probe)) return CLI_FAIL;
-    static const char *const zf[4] = {"summary_power_a40.csv", "summary_power_v100.csv", "summary_power_p100.csv",
-                                      "summary_power_rtx6000.csv"};
+    if (cli_data_path(cmd, r.data, "paper/table6_h200_pfi.csv", probe, sizeof probe))
+        return CLI_FAIL;
+    static const char *const zf[4] = {"summary_power_a40.csv", "summary_power_v100.csv",
+                                      "summary_power_p100.csv", "summary_power_rtx6000.csv"};
     for (int k = 0; k < 4; k++) {
         char rel[64];
         snprintf(rel, sizeof rel, "zeus/%s", zf[k]);

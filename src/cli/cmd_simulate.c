@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocsim.h"
 #include "cli.h"
 #include "sweeps.h"
-#include "allocsim.h"
 
 typedef struct simulate_args {
     cli_out out;
@@ -62,43 +62,57 @@ static int opt_sla_mix(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *ar
         if (e == p || m[k] < 0) break;
         p = *e == ',' ? e + 1 : e;
     }
-    if (k != 4 || *p) return pfi_opts_error(ctx, "--sla-mix: expected four non-negative shares A,B,C,D"), -1;
+    if (k != 4 || *p)
+        return pfi_opts_error(ctx, "--sla-mix: expected four non-negative shares A,B,C,D"), -1;
     memcpy(value, m, sizeof m);
     return 0;
 }
 
 #define OPT_T simulate_args
 static const pfi_opt simulate_options[] = {
-    OPT_CALLBACK_CHOICES(0, "scenario", scen_mask, "random|production|both", "which scenarios (default both)", opt_scenario),
+    OPT_CALLBACK_CHOICES(0, "scenario", scen_mask, "random|production|both",
+                         "which scenarios (default both)", opt_scenario),
     OPT_SIZE(0, "workloads", so.workloads, "W", 1, 1e7, "workloads drawn (default 500)"),
     OPT_SIZE(0, "jobs", so.jobs, "J", 1, 1e6, "jobs per workload (default 100)"),
     OPT_DOUBLE(0, "cut-max", so.cut_max, "R", 0, 0.99, "deepest cluster cut (default 0.40)"),
     OPT_DOUBLE(0, "cut-step", so.cut_step, "S", 0.001, 0.5, "cut step (default 0.01)"),
     OPT_CALLBACK(0, "strategies", so.strategies, "LIST|all",
-                 "comma list of oracle, equal, moe-ft-weighted, pfi-aware, dcgm, curve-aware, closed-loop; default: "
-                 "all of them less (with a warning) those the table lacks a column for; a strategy named here (or all) "
+                 "comma list of oracle, equal, moe-ft-weighted, pfi-aware, dcgm, curve-aware, "
+                 "closed-loop; default: "
+                 "all of them less (with a warning) those the table lacks a column for; a strategy "
+                 "named here (or all) "
                  "without its column is an error",
                  opt_strategies),
     OPT_CALLBACK_CHOICES(0, "pfi", po.pfi, "predicted|measured|measured-robust",
-                         "the PFI pfi-aware (and closed-loop's start) weights by: predicted (default), or each group's "
-                         "measured Eq. 1 PFI or robust PFI (perfect PFI knowledge); a group whose PFI is not finite and "
+                         "the PFI pfi-aware (and closed-loop's start) weights by: predicted "
+                         "(default), or each group's "
+                         "measured Eq. 1 PFI or robust PFI (perfect PFI knowledge); a group whose "
+                         "PFI is not finite and "
                          "positive is an error naming it",
                          cli_opt_pfi_source),
-    OPT_DOUBLE(0, "ft-share", so.ft_share, "F", 0, 1, "production mix: fine-tuning share of jobs (default 0.94)"),
-    OPT_CALLBACK(0, "sla-mix", so.sla_mix, "A,B,C,D", "share of jobs in Flex 0..3 (default: no SLAs)", opt_sla_mix),
-    OPT_DOUBLE(0, "sla-margin", so.sla_curve_margin, "M",
-               0, 1, "curve-aware floors: predicted T/T_max >= 1 - loss + M (default 0.06)"),
+    OPT_DOUBLE(0, "ft-share", so.ft_share, "F", 0, 1,
+               "production mix: fine-tuning share of jobs (default 0.94)"),
+    OPT_CALLBACK(0, "sla-mix", so.sla_mix, "A,B,C,D",
+                 "share of jobs in Flex 0..3 (default: no SLAs)", opt_sla_mix),
+    OPT_DOUBLE(0, "sla-margin", so.sla_curve_margin, "M", 0, 1,
+               "curve-aware floors: predicted T/T_max >= 1 - loss + M (default 0.06)"),
     OPT_FILENAME(0, "model", po.model, "FILE", "the PFI predictor (default: an in-sample fit)"),
-    OPT_FILENAME(0, "curve-model", po.curve_model, "FILE", "the curve predictor (default: an in-sample fit)"),
-    OPT_STRING(0, "features", po.features, "LIST", "features of the in-sample fits (default dram_copy_product)"),
-    OPT_CHOICE(0, "target", po.target, "pfi|robust", "target of the in-sample PFI fit (default pfi)"),
+    OPT_FILENAME(0, "curve-model", po.curve_model, "FILE",
+                 "the curve predictor (default: an in-sample fit)"),
+    OPT_STRING(0, "features", po.features, "LIST",
+               "features of the in-sample fits (default dram_copy_product)"),
+    OPT_CHOICE(0, "target", po.target, "pfi|robust",
+               "target of the in-sample PFI fit (default pfi)"),
     OPT_CALLBACK_CHOICES(0, "objective", so.normalized, "tokens|normalized",
                          "maximize total tokens/s (default) or sum T/T_max", cli_opt_objective),
-    OPT_LIST(0, "pool-where", pool_w, "COL=V[,V]", "draw jobs only from matching groups (repeatable)"),
+    OPT_LIST(0, "pool-where", pool_w, "COL=V[,V]",
+             "draw jobs only from matching groups (repeatable)"),
     OPT_INTEGER(0, "loop-rounds", so.loop_rounds, "K", 1, 15, "closed-loop rounds (default 5)"),
     OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19, "workload draw and noise seed (default 1)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
-    OPT_FILENAME(0, "loop-csv", loop_csv, "FILE", "write the closed loop's gap closed per round at the 30% cut"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
+    OPT_FILENAME(0, "loop-csv", loop_csv, "FILE",
+                 "write the closed loop's gap closed per round at the 30% cut"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -117,15 +131,19 @@ const pfi_opts cmd_simulate_opts = CLI_OPTS(
     .options = simulate_options, .operands = PFI_OPERANDS_FILES);
 
 /* one scenario's rows: per strategy and cut */
-static void sim_rows(pfi_rows *R, const pfi_allocsim_opts *so, const pfi_allocsim_result *res, int sc)
+static void sim_rows(pfi_rows *R, const pfi_allocsim_opts *so, const pfi_allocsim_result *res,
+                     int sc)
 {
     size_t nc = res->ncuts;
     for (int s = 0; s < PFI_STRAT_COUNT; s++) {
         if (!(so->strategies & (1u << s))) continue;
         for (size_t k = 0; k < nc; k++) {
             const pfi_allocsim_cell *cl = &res->cell[(size_t)s * nc + k];
-            double O = (so->strategies & 1u) ? res->cell[PFI_STRAT_ORACLE * nc + k].mean_total : NAN;
-            double E = (so->strategies & (1u << PFI_STRAT_EQUAL)) ? res->cell[PFI_STRAT_EQUAL * nc + k].mean_total : NAN;
+            double O =
+                (so->strategies & 1u) ? res->cell[PFI_STRAT_ORACLE * nc + k].mean_total : NAN;
+            double E = (so->strategies & (1u << PFI_STRAT_EQUAL))
+                           ? res->cell[PFI_STRAT_EQUAL * nc + k].mean_total
+                           : NAN;
             size_t r = pfi_rows_add(R);
             pfi_rows_text(R, r, 0, sc ? "production" : "random");
             pfi_rows_text(R, r, 1, pfi_strategy_name((pfi_strategy)s));
@@ -149,22 +167,30 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
     size_t nc = res->ncuts;
     fprintf(stderr, "pfi simulate: %s: CPU seconds per strategy:", sc ? "production" : "random");
     for (int s = 0; s < PFI_STRAT_COUNT; s++)
-        if (so->strategies & (1u << s)) fprintf(stderr, " %s %.2f", pfi_strategy_name((pfi_strategy)s), res->cell[(size_t)s * nc].seconds);
+        if (so->strategies & (1u << s))
+            fprintf(stderr, " %s %.2f", pfi_strategy_name((pfi_strategy)s),
+                    res->cell[(size_t)s * nc].seconds);
     fprintf(stderr, "\n");
     /* the headline: the 30% cut */
     size_t k30 = (size_t)llround(0.30 / so->cut_step);
     if (!(k30 < nc && (so->strategies & 1u) && (so->strategies & (1u << PFI_STRAT_EQUAL)) &&
           (so->strategies & (1u << PFI_STRAT_PFI_AWARE))))
         return;
-    double O = res->cell[PFI_STRAT_ORACLE * nc + k30].mean_total, E = res->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
+    double O = res->cell[PFI_STRAT_ORACLE * nc + k30].mean_total,
+           E = res->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
     double A = res->cell[PFI_STRAT_PFI_AWARE * nc + k30].mean_total;
-    fprintf(stderr, "pfi simulate: %s, 30%% cut: pfi-aware%s recovers %+.4g %s per job over equal weight, %.4g%% of the equal-to-oracle gap%s\n",
+    fprintf(stderr,
+            "pfi simulate: %s, 30%% cut: pfi-aware%s recovers %+.4g %s per job over equal weight, "
+            "%.4g%% of the equal-to-oracle gap%s\n",
             sc ? "production mix" : "random mix",
-            a->po.pfi == PFI_PFI_MEASURED ? " (measured PFI)" : a->po.pfi == PFI_PFI_MEASURED_ROBUST ? " (measured robust PFI)" : "",
+            a->po.pfi == PFI_PFI_MEASURED          ? " (measured PFI)"
+            : a->po.pfi == PFI_PFI_MEASURED_ROBUST ? " (measured robust PFI)"
+                                                   : "",
             (A - E) / (double)so->jobs, so->normalized ? "(normalized)" : "tokens/s",
             O > E ? 100 * (A - E) / (O - E) : NAN, sc ? " (paper: +1.5k tokens/s, 63%)" : "");
     if (so->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) {
-        fprintf(stderr, "pfi simulate: %s, 30%% cut, closed loop gap closed by round:", sc ? "production" : "random");
+        fprintf(stderr, "pfi simulate: %s, 30%% cut, closed loop gap closed by round:",
+                sc ? "production" : "random");
         for (int q = 0; q <= res->loop_rounds; q++) {
             fprintf(stderr, " %.0f%%", 100 * res->loop_gap_closed[q]);
             size_t lr = pfi_rows_add(LR);
@@ -179,10 +205,12 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
 /* every scenario on the pool's n jobs; the rows printed, the loop CSV written */
 static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, size_t n)
 {
-    const char *names[] = {"scenario", "strategy", "cut", "total_tokens_per_s", "deficit_vs_oracle", "gap_closed",
-                           "recovered_per_job", "sla_violations", "infeasible_workloads", "certificate_gap"};
-    pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM,
-                        PFI_CELL_NUM,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM};
+    const char *names[] = {"scenario",           "strategy",          "cut",
+                           "total_tokens_per_s", "deficit_vs_oracle", "gap_closed",
+                           "recovered_per_job",  "sla_violations",    "infeasible_workloads",
+                           "certificate_gap"};
+    pfi_celltype t[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_NUM, PFI_CELL_NUM,
+                        PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_NUM};
     pfi_rows *R = pfi_rows_new(10, names, t);
     const char *lnames[] = {"scenario", "round", "gap_closed"};
     pfi_celltype lt[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM};
@@ -219,13 +247,18 @@ static void drop_unsupported(const char *cmd, simulate_args *a, pfi_groupset *S)
     pfi_log lg = cli_log(cmd);
     for (int s = 0; s < PFI_STRAT_COUNT && !a->strats_given; s++) {
         char col[128];
-        int lack = a->so.strategies & (1u << s) ? pfi_pool_lacks(S, &a->po, (pfi_strategy)s, col, sizeof col) : 0;
+        int lack = a->so.strategies & (1u << s)
+                       ? pfi_pool_lacks(S, &a->po, (pfi_strategy)s, col, sizeof col)
+                       : 0;
         if (!lack) continue;
         a->so.strategies &= ~(1u << s);
-        pfi_warnf(&lg, "skipping %s: the table has no column '%s'%s", pfi_strategy_name((pfi_strategy)s), col,
-                  lack == PFI_POOL_LACK_PFI_FIT     ? " for the in-sample PFI fit (see --features, --model, --pfi measured)"
-                  : lack == PFI_POOL_LACK_CURVE_FIT ? " for the in-sample curve fit (see --features, --curve-model)"
-                                               : "");
+        pfi_warnf(&lg, "skipping %s: the table has no column '%s'%s",
+                  pfi_strategy_name((pfi_strategy)s), col,
+                  lack == PFI_POOL_LACK_PFI_FIT
+                      ? " for the in-sample PFI fit (see --features, --model, --pfi measured)"
+                  : lack == PFI_POOL_LACK_CURVE_FIT
+                      ? " for the in-sample curve fit (see --features, --curve-model)"
+                      : "");
     }
     a->po.strategies = a->so.strategies;
 }
@@ -234,7 +267,8 @@ static int simulate_run(const char *cmd, simulate_args *a, char **paths, int npa
 {
     if (npaths < 1) return cli_usage_error(cmd, "no sweep table given");
     if (a->po.model && a->po.pfi != PFI_PFI_PREDICTED)
-        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s", pfi_pfi_source_name(a->po.pfi));
+        return cli_usage_error(cmd, "--model predicts the PFI: it cannot be combined with --pfi %s",
+                               pfi_pfi_source_name(a->po.pfi));
     pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
     drop_unsupported(cmd, a, &S);

@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sweeps.h"
 #include "pfi/features.h"
 #include "pfi/metrics.h"
 #include "pfi/stats.h"
 #include "pfi/sweep.h"
+#include "sweeps.h"
 #include "util.h"
 
 typedef struct stats_args {
@@ -25,11 +25,15 @@ typedef struct stats_args {
 #define OPT_T stats_args
 static const pfi_opt stats_options[] = {
     OPT_STRING_OF(0, "target", target, "pfi|robust", "PFI of Eq. 1 (default) or pfi's robust PFI"),
-    OPT_LIST(0, "only", only, "COL=V[,V]", "use only matching groups (repeatable; e.g. split=headline)"),
+    OPT_LIST(0, "only", only, "COL=V[,V]",
+             "use only matching groups (repeatable; e.g. split=headline)"),
     OPT_STRING(0, "grouping", grouping, "paper|COL",
-               "paper: dense, moe-pt, moe-ft (from arch, task; default); COL: the values of a column (e.g. dataset)"),
-    OPT_STRING(0, "key-feature", key, "NAME", "for subgroup and leverage (default dram_copy_product)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME", "GPU model for a Zeus trace whose file name does not say it"),
+               "paper: dense, moe-pt, moe-ft (from arch, task; default); COL: the values of a "
+               "column (e.g. dataset)"),
+    OPT_STRING(0, "key-feature", key, "NAME",
+               "for subgroup and leverage (default dram_copy_product)"),
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
+               "GPU model for a Zeus trace whose file name does not say it"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -37,7 +41,8 @@ static const pfi_opt stats_options[] = {
 
 const pfi_opts cmd_stats_opts = CLI_OPTS(
     stats, .usage = "pfi stats [options] TABLE...",
-    .description = "The paper's statistics (docs/method.md, 'Prediction from telemetry') on the groups of sweep tables\n"
+    .description = "The paper's statistics (docs/method.md, 'Prediction from telemetry') on the "
+                   "groups of sweep tables\n"
                    "with telemetry. Features are measured on each group's uncapped run.\n"
                    "  correlation  every telemetry metric and derived feature: Spearman rho with\n"
                    "               PFI, its p (t approximation, n-2 df), BH q across all features\n"
@@ -53,8 +58,8 @@ typedef struct out_t {
     pfi_rows *r;
 } out_t;
 
-static void row(pfi_rows *r, const char *section, const char *subset, const char *stat, const char *feature,
-                double v, double n, double p, double q)
+static void row(pfi_rows *r, const char *section, const char *subset, const char *stat,
+                const char *feature, double v, double n, double p, double q)
 {
     size_t k = pfi_rows_add(r);
     pfi_rows_text(r, k, 0, section);
@@ -68,7 +73,8 @@ static void row(pfi_rows *r, const char *section, const char *subset, const char
 }
 
 /* rho of feature vs target over groups where mask[i] */
-static void masked_rho(const double *x, const double *y, const int *mask, size_t n, double *rho, double *p, size_t *m)
+static void masked_rho(const double *x, const double *y, const int *mask, size_t n, double *rho,
+                       double *p, size_t *m)
 {
     double *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
     *m = 0;
@@ -108,7 +114,10 @@ static int stats_labels(stats_ctx *c)
                 cli_error(c->cmd, "group '%s' has no arch/task: use --grouping COLUMN", g->name);
                 return -1;
             }
-            snprintf(name, sizeof name, "%s", !strcmp(g->arch, "dense") ? "dense" : !strcmp(g->task, "pt") ? "moe-pt" : "moe-ft");
+            snprintf(name, sizeof name, "%s",
+                     !strcmp(g->arch, "dense") ? "dense"
+                     : !strcmp(g->task, "pt")  ? "moe-pt"
+                                               : "moe-ft");
         } else {
             if (pfi_table_col(c->S->t, grouping) < 0 && strcmp(grouping, "gpu_model")) {
                 cli_error(c->cmd, "--grouping: no column '%s'", grouping);
@@ -120,7 +129,10 @@ static int stats_labels(stats_ctx *c)
         for (j = 0; j < c->k; j++)
             if (!strcmp(c->labels[j], name)) break;
         if (j == c->k) {
-            if (c->k == 64) { cli_error(c->cmd, "more than 64 groups in the grouping"); return -1; }
+            if (c->k == 64) {
+                cli_error(c->cmd, "more than 64 groups in the grouping");
+                return -1;
+            }
             snprintf(c->labels[c->k++], sizeof c->labels[0], "%s", name);
         }
         c->lab[i] = j;
@@ -151,12 +163,16 @@ static void stats_correlations(stats_ctx *c, pfi_rows *R)
     double *x = c->x, *y = c->y;
     size_t nc = pfi_table_ncols(S->t), nf = 0;
     const char **fname = malloc((nc + 1) * sizeof *fname);
-    double *frho = malloc((nc + 1) * sizeof *frho), *fp = malloc((nc + 1) * sizeof *fp), *fq = malloc((nc + 1) * sizeof *fq);
-    double *fb0 = malloc((nc + 1) * sizeof *fb0), *fb1 = malloc((nc + 1) * sizeof *fb1), *fr2 = malloc((nc + 1) * sizeof *fr2);
+    double *frho = malloc((nc + 1) * sizeof *frho), *fp = malloc((nc + 1) * sizeof *fp),
+           *fq = malloc((nc + 1) * sizeof *fq);
+    double *fb0 = malloc((nc + 1) * sizeof *fb0), *fb1 = malloc((nc + 1) * sizeof *fb1),
+           *fr2 = malloc((nc + 1) * sizeof *fr2);
     size_t *fn = malloc((nc + 1) * sizeof *fn);
     for (size_t ci = 0; ci <= nc; ci++) {
         const char *cn = ci < nc ? pfi_table_colname(S->t, ci) : "power_frac";
-        if (ci < nc && (!pfi_sweep_is_telemetry(cn) || strstr(cn, "POWER_LIMIT") || strstr(cn, "MGMT_LIMIT"))) continue;
+        if (ci < nc &&
+            (!pfi_sweep_is_telemetry(cn) || strstr(cn, "POWER_LIMIT") || strstr(cn, "MGMT_LIMIT")))
+            continue;
         for (size_t i = 0; i < n; i++) {
             x[i] = pfi_feature_value(S->t, &S->gs.g[c->use[i]], cn, NULL);
             c->mask[i] = 1;
@@ -179,7 +195,8 @@ static void stats_correlations(stats_ctx *c, pfi_rows *R)
     }
     pfi_bh(fp, nf, fq);
     for (size_t f = 0; f < nf; f++) {
-        row(R, "correlation", "all", "spearman_rho", fname[f], frho[f], (double)fn[f], fp[f], fq[f]);
+        row(R, "correlation", "all", "spearman_rho", fname[f], frho[f], (double)fn[f], fp[f],
+            fq[f]);
         row(R, "correlation", "all", "ols_slope", fname[f], fb1[f], (double)fn[f], NAN, NAN);
         row(R, "correlation", "all", "ols_intercept", fname[f], fb0[f], (double)fn[f], NAN, NAN);
         row(R, "correlation", "all", "ols_r2", fname[f], fr2[f], (double)fn[f], NAN, NAN);
@@ -199,7 +216,8 @@ static void stats_groups(stats_ctx *c, pfi_rows *R)
         double mean = 0;
         for (size_t i = 0; i < n && m < 4096; i++)
             if (c->lab[i] == g) v[m++] = y[i], mean += y[i];
-        row(R, "group", c->labels[g], "median_pfi", "", pfi_quantile_select(v, m, 0.5), (double)m, NAN, NAN);
+        row(R, "group", c->labels[g], "median_pfi", "", pfi_quantile_select(v, m, 0.5), (double)m,
+            NAN, NAN);
         row(R, "group", c->labels[g], "mean_pfi", "", mean / (double)m, (double)m, NAN, NAN);
     }
     if (k < 2) return;
@@ -210,7 +228,8 @@ static void stats_groups(stats_ctx *c, pfi_rows *R)
     snprintf(sub, sizeof sub, "%d groups (df %d)", k, df);
     row(R, "group", sub, "kruskal_wallis_H", "", H, (double)n, p, NAN);
     size_t npair = (size_t)k * (size_t)(k - 1) / 2;
-    double *z = malloc(npair * sizeof *z), *pr = malloc(npair * sizeof *pr), *ph = malloc(npair * sizeof *ph);
+    double *z = malloc(npair * sizeof *z), *pr = malloc(npair * sizeof *pr),
+           *ph = malloc(npair * sizeof *ph);
     pfi_dunn(y, c->lab, n, k, z, pr);
     pfi_holm(pr, npair, ph);
     size_t m = 0;
@@ -259,7 +278,8 @@ static void stats_subgroups(stats_ctx *c, pfi_rows *R)
     int *mask = c->mask, *lab = c->lab;
     const char *key = c->a->key;
     int key_known = 0;
-    for (size_t i = 0; i < n; i++) x[i] = pfi_feature_value(c->S->t, &c->S->gs.g[c->use[i]], key, &key_known);
+    for (size_t i = 0; i < n; i++)
+        x[i] = pfi_feature_value(c->S->t, &c->S->gs.g[c->use[i]], key, &key_known);
     if (!key_known) {
         pfi_log lg = cli_log(c->cmd);
         pfi_warnf(&lg, "key feature '%s' not in the table: no subgroup or leverage analysis", key);
@@ -291,7 +311,8 @@ static void stats_subgroups(stats_ctx *c, pfi_rows *R)
 static int stats_sections(stats_ctx *c, const double *tgt)
 {
     size_t n = c->n;
-    c->y = malloc(n * sizeof *c->y), c->x = malloc(n * sizeof *c->x), c->h = malloc(n * sizeof *c->h);
+    c->y = malloc(n * sizeof *c->y), c->x = malloc(n * sizeof *c->x),
+    c->h = malloc(n * sizeof *c->h);
     c->lab = malloc(n * sizeof *c->lab), c->mask = malloc(n * sizeof *c->mask);
     c->k = 0;
     for (size_t i = 0; i < n; i++) c->y[i] = tgt[c->use[i]];

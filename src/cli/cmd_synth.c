@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "cli.h"
 #include "recon_io.h"
-#include "atomic.h"
 #include "synth_write.h"
 #include "tar.h"
 
@@ -24,15 +24,18 @@ typedef struct synth_args {
 
 #define OPT_T synth_args
 static const pfi_opt synth_options[] = {
-    OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19, "noise seed (default 1: the seed the calibration used)"),
+    OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19,
+            "noise seed (default 1: the seed the calibration used)"),
     OPT_DOUBLE_SCALED(0, "minutes", so.train_s, "M", 1, 1440, 60,
                       "training minutes per run (default 30; fewer for quick tests)"),
     OPT_STRING_OF(0, "split", split, "headline|validation|h100", "only groups of this split"),
     OPT_LIST(0, "group", groups, "NAME", "only this group (repeatable)"),
-    OPT_LONG(0, "fleet", fleet, "N", 1, 1e6, "instead, N new jobs drawn from the calibrated families"),
+    OPT_LONG(0, "fleet", fleet, "N", 1, 1e6,
+             "instead, N new jobs drawn from the calibrated families"),
     OPT_U64(0, "fleet-seed", fseed, "N", 0, 1.8e19, "seed of the fleet draw (default 7)"),
     OPT_DIRNAME(0, "data", data, "DIR", "where reconstruction/spec.csv and params.csv are"),
-    OPT_FILENAME(0, "tar", tar, "FILE|-", "write a tar stream of run directories to FILE (- : standard output)"),
+    OPT_FILENAME(0, "tar", tar, "FILE|-",
+                 "write a tar stream of run directories to FILE (- : standard output)"),
     OPT_BOOLEAN(0, "summary", summary, "write the sweep table, straight from the model"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
@@ -44,16 +47,17 @@ const pfi_opts cmd_synth_opts = CLI_OPTS(
     .usage = "pfi synth [options] OUTDIR          run directories under OUTDIR\n"
              "pfi synth [options] --tar FILE|-    a tar stream of run directories\n"
              "pfi synth [options] --summary       the sweep table, straight from the model",
-    .description = "The RECONSTRUCTION of the paper's 189 H200/H100 runs (25 headline, 4\n"
-                   "validation and 6 H100 groups): a physical model calibrated to the published\n"
-                   "tables, not the paper's raw data (which is not public). Each run: run.json,\n"
-                   "dcgm-exporter text at 5 s scrapes for every GPU, and a step log, over warmup,\n"
-                   "startup, 30 minutes of training (evaluation at ~10 min, checkpoint at ~20 min)\n"
-                   "and a tail. Deterministic for a seed. `--summary` gives the same numbers as\n"
-                   "synth -> ingest. Every row carries split = headline | validation | h100 (or\n"
-                   "fleet) and the metadata provenance = reconstruction calibrated to published tables.\n",
-    .footer = "The output options apply to --summary.\n",
-    .options = synth_options, .operands = PFI_OPERANDS_FILES);
+    .description =
+        "The RECONSTRUCTION of the paper's 189 H200/H100 runs (25 headline, 4\n"
+        "validation and 6 H100 groups): a physical model calibrated to the published\n"
+        "tables, not the paper's raw data (which is not public). Each run: run.json,\n"
+        "dcgm-exporter text at 5 s scrapes for every GPU, and a step log, over warmup,\n"
+        "startup, 30 minutes of training (evaluation at ~10 min, checkpoint at ~20 min)\n"
+        "and a tail. Deterministic for a seed. `--summary` gives the same numbers as\n"
+        "synth -> ingest. Every row carries split = headline | validation | h100 (or\n"
+        "fleet) and the metadata provenance = reconstruction calibrated to published tables.\n",
+    .footer = "The output options apply to --summary.\n", .options = synth_options,
+    .operands = PFI_OPERANDS_FILES);
 
 static int selected(const pfi_recon_group *g, const char *split, char **groups, int ngroups)
 {
@@ -65,8 +69,8 @@ static int selected(const pfi_recon_group *g, const char *split, char **groups, 
 }
 
 /* the selected groups of use: run directories (or a tar stream), or summaries */
-static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const char *outdir, FILE *tarf,
-                               pfi_run_summary ***sums, size_t *nsum, pfi_error *err)
+static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const char *outdir,
+                               FILE *tarf, pfi_run_summary ***sums, size_t *nsum, pfi_error *err)
 {
     size_t cap = 0, nsel = 0;
     pfi_status st = PFI_OK;
@@ -74,7 +78,8 @@ static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const 
         const pfi_recon_group *g = &use->g[i];
         if (!selected(g, a->split, a->groups.v, a->groups.n)) continue;
         if (!g->calibrated) {
-            st = pfi_errorf(err, PFI_EINVAL, "group %s (%s) has no calibrated parameters", g->group, g->gpu_model);
+            st = pfi_errorf(err, PFI_EINVAL, "group %s (%s) has no calibrated parameters", g->group,
+                            g->gpu_model);
             break;
         }
         nsel++;
@@ -83,11 +88,17 @@ static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const 
                 if (*nsum == cap) {
                     cap = cap ? 2 * cap : 256;
                     pfi_run_summary **p = realloc(*sums, cap * sizeof *p);
-                    if (!p) { st = pfi_errorf(err, PFI_ENOMEM, "out of memory"); break; }
+                    if (!p) {
+                        st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+                        break;
+                    }
                     *sums = p;
                 }
                 (*sums)[*nsum] = calloc(1, sizeof ***sums);
-                if (!(*sums)[*nsum]) { st = pfi_errorf(err, PFI_ENOMEM, "out of memory"); break; }
+                if (!(*sums)[*nsum]) {
+                    st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+                    break;
+                }
                 st = pfi_synth_summary(g, k, &a->so, (*sums)[*nsum], err);
                 (*nsum)++;
             } else {
@@ -100,7 +111,8 @@ static pfi_status synth_groups(const synth_args *a, const pfi_recon *use, const 
 }
 
 /* write what was asked for from the reconstruction (or fleet) use */
-static int synth_write(const char *cmd, const synth_args *a, const pfi_recon *use, const char *outdir)
+static int synth_write(const char *cmd, const synth_args *a, const pfi_recon *use,
+                       const char *outdir)
 {
     pfi_error err;
     pfi_outfile tf = {0};

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "cli.h"
 #include "datapath.h"
-#include "atomic.h"
 #include "num.h"
 #include "pfi/sweep.h"
 #include "pfi/table_csv.h"
@@ -48,8 +48,10 @@ static int opt_json(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
 
 #define OPT_T cli_out
 const pfi_opt cli_out_options[] = {
-    OPT_CALLBACK_CHOICES(0, "format", fmt, "csv|json|table",
-                         "output rendering (default: table on a terminal, else csv; a sweep table: csv)", opt_format),
+    OPT_CALLBACK_CHOICES(
+        0, "format", fmt, "csv|json|table",
+        "output rendering (default: table on a terminal, else csv; a sweep table: csv)",
+        opt_format),
     OPT_CALLBACK(0, "json", fmt, NULL, "the same as --format json", opt_json),
     OPT_FILENAME('o', "output", path, "FILE", "write to FILE, atomically (- is standard output)"),
     OPT_END()};
@@ -260,7 +262,8 @@ pfi_rows *cli_table_rows(const pfi_table *t)
             return NULL;
         }
         for (size_t c = 0; c < nc; c++) {
-            if (pfi_table_coltype(t, c) == PFI_COL_NUM) pfi_rows_num(r, k, c, pfi_table_num(t, c, i));
+            if (pfi_table_coltype(t, c) == PFI_COL_NUM)
+                pfi_rows_num(r, k, c, pfi_table_num(t, c, i));
             else pfi_rows_text(r, k, c, pfi_table_text(t, c, i));
         }
     }

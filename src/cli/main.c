@@ -10,7 +10,9 @@
 #include "cli.h"
 #include "pfi/version.h"
 
-#define CMD(name, summary) int cmd_##name(int, char **); extern const pfi_opts cmd_##name##_opts;
+#define CMD(name, summary)                                                                         \
+    int cmd_##name(int, char **);                                                                  \
+    extern const pfi_opts cmd_##name##_opts;
 #include "commands.def"
 #undef CMD
 
@@ -28,10 +30,11 @@ typedef struct help_args {
 
 #define OPT_T help_args
 static const pfi_opt help_options[] = {
-    OPT_BOOLEAN(0, "man", man, "print the man page pfi(1) (roff), generated from the option tables"),
-    OPT_CHOICE(0, "completion", completion, "bash|zsh", "print the completion script for this shell"),
-    OPT_HELP(),
-    OPT_END()};
+    OPT_BOOLEAN(0, "man", man,
+                "print the man page pfi(1) (roff), generated from the option tables"),
+    OPT_CHOICE(0, "completion", completion, "bash|zsh",
+               "print the completion script for this shell"),
+    OPT_HELP(), OPT_END()};
 #undef OPT_T
 
 static const pfi_opts help_opts = {
@@ -55,9 +58,10 @@ static void usage(FILE *f)
             PFI_VERSION);
     for (size_t i = 0; i < cli_ncommands; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-    fprintf(f,
-            "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically;\n"
-            "                devices, FIFOs and /dev/stdout are written directly, never replaced)\n");
+    fprintf(
+        f,
+        "\ncommon options: --format csv|json|table (--json), -o FILE (written atomically;\n"
+        "                devices, FIFOs and /dev/stdout are written directly, never replaced)\n");
 }
 
 /* `pfi help --man`: the man page, generated from the same command and
@@ -72,11 +76,16 @@ static void man_page(void)
            "from telemetry, and splits a cluster power cut across jobs.\n"
            ".SH COMMON OPTIONS\n.TP\n.B \\-\\-format csv|json|table\nOutput rendering "
            "(\\-\\-json is an alias for json). Default: table on a terminal, csv otherwise.\n"
-           ".TP\n.B \\-o FILE, \\-\\-output FILE\nWrite to FILE (also \\-\\-ratios and other output files). A regular file, "
-           "reached through any symlinks, or a new path is written atomically: a temporary file in the "
-           "final target's directory, with the existing file's mode and owner, fsynced and renamed over "
-           "the target, then the directory fsynced; a symlink stays a symlink. A character device, FIFO, "
-           "/dev/stdout, /dev/stderr or /dev/fd/N is written directly, never replaced. A directory or a "
+           ".TP\n.B \\-o FILE, \\-\\-output FILE\nWrite to FILE (also \\-\\-ratios and other "
+           "output files). A regular file, "
+           "reached through any symlinks, or a new path is written atomically: a temporary file in "
+           "the "
+           "final target's directory, with the existing file's mode and owner, fsynced and renamed "
+           "over "
+           "the target, then the directory fsynced; a symlink stays a symlink. A character device, "
+           "FIFO, "
+           "/dev/stdout, /dev/stderr or /dev/fd/N is written directly, never replaced. A directory "
+           "or a "
            "block device is an error. \\- is standard output.\n"
            ".TP\n.B \\-h, \\-\\-help\nPrint the command's help and exit.\n"
            ".SH COMMANDS\n",
@@ -89,7 +98,8 @@ static void man_page(void)
     pfi_opts_man(&help_opts, stdout);
     printf(".SH EXIT STATUS\n0 success, 1 bad input or failure (a one-line error naming file, "
            "line and column), 2 usage error (an unknown command or option names the closest one).\n"
-           ".SH FILES\n.TP\n.I share/bash-completion/completions/pfi, share/zsh/vendor-completions/_pfi\n"
+           ".SH FILES\n.TP\n.I share/bash-completion/completions/pfi, "
+           "share/zsh/vendor-completions/_pfi\n"
            "Completion scripts (pfi help \\-\\-completion bash|zsh).\n"
            ".SH SEE ALSO\nThe README and docs/ of the pfi source tree.\n");
 }
@@ -113,9 +123,12 @@ static int completion(const char *shell)
     pfi_opts_sub subs[64];
     size_t n = 0;
     for (size_t i = 0; i < cli_ncommands && n < 63; i++)
-        subs[n++] = (pfi_opts_sub){cli_commands[i].name, cli_commands[i].summary, cli_commands[i].opts};
-    subs[n++] = (pfi_opts_sub){"help", "a command's help, the man page, shell completions", &help_opts};
-    return pfi_opts_completion(shell, "pfi", subs, n, "--help --version", stdout) ? CLI_USAGE : CLI_OK;
+        subs[n++] =
+            (pfi_opts_sub){cli_commands[i].name, cli_commands[i].summary, cli_commands[i].opts};
+    subs[n++] =
+        (pfi_opts_sub){"help", "a command's help, the man page, shell completions", &help_opts};
+    return pfi_opts_completion(shell, "pfi", subs, n, "--help --version", stdout) ? CLI_USAGE
+                                                                                  : CLI_OK;
 }
 
 /* pfi help [--man | --completion SHELL | COMMAND] */

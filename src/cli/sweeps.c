@@ -55,7 +55,8 @@ int cli_group_match(const char *cmd, const pfi_groupset *s, const pfi_group *g, 
     }
 }
 
-int cli_group_match_all(const char *cmd, const pfi_groupset *s, const pfi_group *g, char **filters, int n)
+int cli_group_match_all(const char *cmd, const pfi_groupset *s, const pfi_group *g, char **filters,
+                        int n)
 {
     for (int i = 0; i < n; i++) {
         int m = cli_group_match(cmd, s, g, filters[i]);
@@ -70,7 +71,8 @@ int cli_opt_pfi_source(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *ar
     return 0;
 }
 
-int cli_pool_build(const char *cmd, pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, pfi_pool *P)
+int cli_pool_build(const char *cmd, pfi_groupset *S, const size_t *use, size_t n,
+                   const pfi_pool_opts *o, pfi_pool *P)
 {
     pfi_error err;
     pfi_log lg = cli_log(cmd);
@@ -78,9 +80,11 @@ int cli_pool_build(const char *cmd, pfi_groupset *S, const size_t *use, size_t n
     int have_m = 0, have_cm = 0;
     pfi_status st = pfi_pool_init(S, use, n, P, &err);
     if (!st) st = pfi_pool_check(S, o, &err);
-    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model) have_m = !(st = pfi_modelfile_load(o->model, &M, &err));
+    if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model)
+        have_m = !(st = pfi_modelfile_load(o->model, &M, &err));
     if (!st) st = pfi_pool_set_pfi(P, S, o, have_m ? &M : NULL, &lg, &err);
-    if (!st && pfi_pool_needs_curves(o) && o->curve_model) have_cm = !(st = pfi_modelfile_load(o->curve_model, &CM, &err));
+    if (!st && pfi_pool_needs_curves(o) && o->curve_model)
+        have_cm = !(st = pfi_modelfile_load(o->curve_model, &CM, &err));
     if (!st) st = pfi_pool_set_curves(P, S, o, have_cm ? &CM : NULL, &err);
     if (have_m) pfi_modelfile_dispose(&M);
     if (have_cm) pfi_modelfile_dispose(&CM);

@@ -15,16 +15,16 @@
 
 typedef struct gpu_store {
     char *key;
-    double *sum;     /* [cap * PFI_M_COUNT] */
+    double *sum; /* [cap * PFI_M_COUNT] */
     uint8_t *cnt;
 } gpu_store;
 
 struct pfi_bins {
     pfi_protocol_opts o;
     int64_t interval_ms;
-    int64_t base;    /* absolute bin of index 0 */
-    size_t cap;      /* bins allocated per GPU */
-    int64_t lo, hi;  /* absolute bins seen: [lo, hi] */
+    int64_t base;   /* absolute bin of index 0 */
+    size_t cap;     /* bins allocated per GPU */
+    int64_t lo, hi; /* absolute bins seen: [lo, hi] */
     int any;
     gpu_store *g;
     size_t ng, gcap;
@@ -69,8 +69,14 @@ void pfi_bins_free(pfi_bins *b)
     free(b);
 }
 
-size_t pfi_bins_ngpus(const pfi_bins *b) { return b->ng; }
-size_t pfi_bins_nsamples(const pfi_bins *b) { return b->nsamples; }
+size_t pfi_bins_ngpus(const pfi_bins *b)
+{
+    return b->ng;
+}
+size_t pfi_bins_nsamples(const pfi_bins *b)
+{
+    return b->nsamples;
+}
 
 static int alloc_gpu(pfi_bins *b, gpu_store *g)
 {
@@ -113,10 +119,10 @@ static pfi_status ensure_bin(pfi_bins *b, int64_t bin, pfi_error *err)
     }
     int64_t lo = bin < b->lo ? bin : b->lo, hi = bin > b->hi ? bin : b->hi;
     if ((uint64_t)(hi - lo) >= b->o.max_bins)
-        return pfi_errorf(err, PFI_ERANGE,
-                          "telemetry spans more than %zu scrape intervals (timestamps %lld..%lld ms)",
-                          b->o.max_bins, (long long)(lo * b->interval_ms),
-                          (long long)(hi * b->interval_ms));
+        return pfi_errorf(
+            err, PFI_ERANGE,
+            "telemetry spans more than %zu scrape intervals (timestamps %lld..%lld ms)",
+            b->o.max_bins, (long long)(lo * b->interval_ms), (long long)(hi * b->interval_ms));
     if (bin >= b->base && bin < b->base + (int64_t)b->cap) {
         b->lo = lo;
         b->hi = hi;
@@ -156,7 +162,8 @@ pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double
 {
     if (gpu < 0 || (size_t)gpu >= b->ng || (unsigned)m >= PFI_M_COUNT)
         return pfi_errorf(err, PFI_EINVAL, "bad GPU or metric index");
-    int64_t bin = t_ms >= 0 ? t_ms / b->interval_ms : -((-t_ms + b->interval_ms - 1) / b->interval_ms);
+    int64_t bin =
+        t_ms >= 0 ? t_ms / b->interval_ms : -((-t_ms + b->interval_ms - 1) / b->interval_ms);
     if (!(bin >= b->base && bin < b->base + (int64_t)b->cap)) {
         pfi_status st = ensure_bin(b, bin, err);
         if (st) return st;
@@ -166,7 +173,8 @@ pfi_status pfi_bins_add(pfi_bins *b, int gpu, pfi_metric m, int64_t t_ms, double
     }
     size_t idx = (size_t)(bin - b->base) * PFI_M_COUNT + (size_t)m;
     gpu_store *g = &b->g[gpu];
-    if (g->cnt[idx] == 255) return PFI_OK; /* absurdly many samples in one bin: keep the mean so far */
+    if (g->cnt[idx] == 255)
+        return PFI_OK; /* absurdly many samples in one bin: keep the mean so far */
     g->sum[idx] += v;
     g->cnt[idx]++;
     b->nsamples++;
@@ -211,8 +219,10 @@ pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err)
     s->power_w = malloc(span * sizeof *s->power_w);
     s->util_min = malloc(span * sizeof *s->util_min);
     int ok = s->t_ms && s->power_w && s->util_min;
-    for (int m = 0; m < PFI_M_COUNT && ok; m++) ok = (s->metric[m] = malloc(span * sizeof(double))) != NULL;
-    for (int d = 0; d < PFI_D_COUNT && ok; d++) ok = (s->derived[d] = malloc(span * sizeof(double))) != NULL;
+    for (int m = 0; m < PFI_M_COUNT && ok; m++)
+        ok = (s->metric[m] = malloc(span * sizeof(double))) != NULL;
+    for (int d = 0; d < PFI_D_COUNT && ok; d++)
+        ok = (s->derived[d] = malloc(span * sizeof(double))) != NULL;
     if (!ok) {
         pfi_series_dispose(s);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory for %zu bins", span);
@@ -258,7 +268,8 @@ pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err)
                 if (m == PFI_M_GPU_UTIL) umin = NAN;
                 continue;
             }
-            s->metric[m][k] = pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? acc : acc / (double)b->ng;
+            s->metric[m][k] =
+                pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? acc : acc / (double)b->ng;
         }
         s->util_min[k] = umin;
         double dram = s->metric[PFI_M_DRAM_ACTIVE][k], copy = s->metric[PFI_M_MEM_COPY_UTIL][k];

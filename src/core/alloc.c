@@ -14,8 +14,8 @@
 
 const char *pfi_strategy_name(pfi_strategy s)
 {
-    static const char *const n[PFI_STRAT_COUNT] = {"oracle", "equal", "moe-ft-weighted", "pfi-aware",
-                                                   "dcgm", "curve-aware", "closed-loop"};
+    static const char *const n[PFI_STRAT_COUNT] = {
+        "oracle", "equal", "moe-ft-weighted", "pfi-aware", "dcgm", "curve-aware", "closed-loop"};
     return (unsigned)s < PFI_STRAT_COUNT ? n[s] : "?";
 }
 
@@ -135,7 +135,8 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
     size_t m = 0, need = j->n + 2;
     double bx[66], bt[66];
     size_t bi[66];
-    double *px = need <= 66 ? bx : malloc(need * sizeof *px), *pt = need <= 66 ? bt : malloc(need * sizeof *pt);
+    double *px = need <= 66 ? bx : malloc(need * sizeof *px),
+           *pt = need <= 66 ? bt : malloc(need * sizeof *pt);
     size_t *idx = need <= 66 ? bi : malloc(need * sizeof *idx);
     if (!px || !pt || !idx) {
         if (need > 66) free(px), free(pt), free(idx);
@@ -167,7 +168,8 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
 
 static int proportional(pfi_strategy s)
 {
-    return s == PFI_STRAT_EQUAL || s == PFI_STRAT_MOE_FT || s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_DCGM ||
+    return s == PFI_STRAT_EQUAL || s == PFI_STRAT_MOE_FT || s == PFI_STRAT_PFI_AWARE ||
+           s == PFI_STRAT_DCGM ||
            s == PFI_STRAT_CLOSED_LOOP; /* the closed loop starts from pfi-aware */
 }
 
@@ -187,11 +189,14 @@ static double eq2_weight(const pfi_alloc_job *j, const pfi_alloc_opts *o)
     }
 }
 
-pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, pfi_error *err)
+pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o,
+                                   pfi_error *err)
 {
     if (!proportional(o->strategy)) return PFI_OK;
     int by_pfi = o->strategy == PFI_STRAT_PFI_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP;
-    const char *what = by_pfi ? "PFI" : o->strategy == PFI_STRAT_DCGM ? "dram_copy_product" : "P_max";
+    const char *what = by_pfi                          ? "PFI"
+                       : o->strategy == PFI_STRAT_DCGM ? "dram_copy_product"
+                                                       : "P_max";
     char list[320];
     size_t bad = 0, len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -205,15 +210,17 @@ pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pf
         if (v > 0 && isfinite(v)) label = "weight", v = w;
         char idx[32];
         snprintf(idx, sizeof idx, "#%zu", i + 1);
-        int k = snprintf(list + len, sizeof list - len, "%s%s: %s %.4g", bad > 1 ? "; " : "", j->name ? j->name : idx,
-                         label, v);
+        int k = snprintf(list + len, sizeof list - len, "%s%s: %s %.4g", bad > 1 ? "; " : "",
+                         j->name ? j->name : idx, label, v);
         if (k > 0) len += (size_t)k < sizeof list - len ? (size_t)k : sizeof list - len - 1;
     }
     if (!bad) return PFI_OK;
     char more[48] = "";
     if (bad > 3) snprintf(more, sizeof more, " and %zu more", bad - 3);
-    return pfi_errorf(err, PFI_EINVAL, "%s: %zu of %zu jobs have no finite, positive %s to weight their share by: %s%s",
-                      pfi_strategy_name(o->strategy), bad, n, what, list, more);
+    return pfi_errorf(
+        err, PFI_EINVAL,
+        "%s: %zu of %zu jobs have no finite, positive %s to weight their share by: %s%s",
+        pfi_strategy_name(o->strategy), bad, n, what, list, more);
 }
 
 /* ---- preparing a workload for one strategy ---- */
@@ -248,7 +255,8 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         /* the curve the strategy believes */
         const pfi_curve *bc = NULL;
         if (o->strategy == PFI_STRAT_ORACLE) bc = j->curve;
-        else if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP) bc = j->pred_curve;
+        else if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP)
+            bc = j->pred_curve;
         if (bc && (st = jc_build(bc, scale, &pj->belief[i], err))) break;
         /* floors: the lowest reachable power and the SLA */
         double lo = j->power_min_w;
@@ -260,7 +268,9 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
             if (j->sla_tier == 0) f = pj->hi[i];
             else if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n)
                 f = jc_power_for(&pj->jc[i], (1 - L) * pj->tmax[i] * (1 + 1e-12));
-            else if (bc) f = jc_power_for(&pj->belief[i], fmin(1.0, 1 - L + o->sla_curve_margin) * pj->tmax[i]);
+            else if (bc)
+                f = jc_power_for(&pj->belief[i],
+                                 fmin(1.0, 1 - L + o->sla_curve_margin) * pj->tmax[i]);
             else f = pj->hi[i] * (1 - L * o->sla_ratio_floor);
             if (f > lo) lo = f;
         }
@@ -366,8 +376,8 @@ static int cmp_dref(const void *a, const void *b)
 
 /* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
  * env_total[k] (the envelope value) and feasible[k] */
-pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets, size_t nb,
-                           double *P, double *env_total, int *feasible, pfi_error *err)
+pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
+                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err)
 {
     size_t n = pj->n, cap = 0;
     for (size_t i = 0; i < n; i++) cap += curves[i].n + 2;
@@ -441,8 +451,8 @@ static int cmp_ratio(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P, int *feasible,
-                      pfi_error *err)
+pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P,
+                      int *feasible, pfi_error *err)
 {
     size_t n = pj->n;
     ratio *r = malloc((n ? n : 1) * sizeof *r);
@@ -474,7 +484,8 @@ pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, doub
         if (feasible) feasible[k] = delta <= cap_total + 1e-6;
         for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i];
         if (delta <= 0) continue;
-        if (delta >= cap_total) { /* every weight is positive (pfi_alloc_check_weights): all at the floor */
+        if (delta >=
+            cap_total) { /* every weight is positive (pfi_alloc_check_weights): all at the floor */
             for (size_t i = 0; i < n; i++) P[k * n + i] = pj->floor[i];
             continue;
         }
@@ -497,7 +508,8 @@ pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, doub
 
 /* ---- evaluation on the true curves ---- */
 
-double true_total(const prepared *pj, const double *P, size_t *violations, const pfi_alloc_job *jobs)
+double true_total(const prepared *pj, const double *P, size_t *violations,
+                  const pfi_alloc_job *jobs)
 {
     double s = 0;
     size_t v = 0;
@@ -536,8 +548,8 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
 }
 
 pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
-                          const pfi_alloc_opts *o, double *totals, int *infeasible, size_t *violations,
-                          pfi_error *err)
+                          const pfi_alloc_opts *o, double *totals, int *infeasible,
+                          size_t *violations, pfi_error *err)
 {
     prepared pj;
     pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
@@ -546,7 +558,8 @@ pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *bud
     int *feas = malloc((nb ? nb : 1) * sizeof *feas);
     if (!P || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (!st) {
-        if (o->strategy == PFI_STRAT_CURVE_AWARE) st = envelope_greedy(&pj, pj.belief, budgets, nb, P, NULL, feas, err);
+        if (o->strategy == PFI_STRAT_CURVE_AWARE)
+            st = envelope_greedy(&pj, pj.belief, budgets, nb, P, NULL, feas, err);
         else st = water_fill(&pj, budgets, nb, P, feas, err);
     }
     for (size_t k = 0; !st && k < nb; k++) {
@@ -563,7 +576,8 @@ pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *bud
 
 /* ---- one allocation with caps ---- */
 
-static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i, double p, const pfi_alloc_opts *o)
+static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i, double p,
+                            const pfi_alloc_opts *o)
 {
     if (pj->belief[i].n) return jc_at(&pj->belief[i], p) / pj->scale[i];
     if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) return jc_at(&pj->jc[i], p) / pj->scale[i];
@@ -573,8 +587,8 @@ static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i
     return t > 0 ? t : 0;
 }
 
-pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P, const pfi_alloc_opts *o,
-                      pfi_alloc_out *out, pfi_alloc_result *res)
+pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P,
+                      const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res)
 {
     res->total_power_w = res->total_tokens_true = res->total_tokens_expected = 0;
     res->sla_violations = 0;
@@ -596,7 +610,8 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
                     if (j->cap_max_w > 0 && cap > j->cap_max_w) cap = floor(j->cap_max_w);
                     a->cap_w = cap;
                     double pw;
-                    if (pfi_curve_power_at_cap(&m, cap, &pw, NULL) == PFI_OK) a->slack_w = P[i] - pw;
+                    if (pfi_curve_power_at_cap(&m, cap, &pw, NULL) == PFI_OK)
+                        a->slack_w = P[i] - pw;
                     a->cap_flags = inv.flags;
                 }
                 pfi_curve_dispose(&m);
@@ -605,7 +620,8 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
         a->tokens_expected = belief_tokens(pj, j, i, P[i], o);
         a->tokens_true = pj->jc[i].n ? jc_at(&pj->jc[i], P[i]) / pj->scale[i] : NAN;
         double L = pfi_sla_loss(j->sla_tier);
-        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 && a->tokens_true < (1 - L) * j->tokens_per_s_max * (1 - 1e-9)) {
+        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 &&
+            a->tokens_true < (1 - L) * j->tokens_per_s_max * (1 - 1e-9)) {
             a->sla_violated = 1;
             res->sla_violations++;
         }
@@ -616,8 +632,9 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
     return PFI_OK;
 }
 
-pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, const pfi_alloc_opts *o,
-                        pfi_alloc_out *out, pfi_alloc_result *res, pfi_error *err)
+pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                        const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res,
+                        pfi_error *err)
 {
     memset(res, 0, sizeof *res);
     res->budget_w = budget_w;
@@ -626,18 +643,24 @@ pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w, co
         return pfi_alloc_closed_loop(jobs, n, budget_w, o, 5, 0.005, 1, out, res, NULL, err);
     if (o->strategy == PFI_STRAT_ORACLE)
         for (size_t i = 0; i < n; i++)
-            if (!jobs[i].curve) return pfi_errorf(err, PFI_EINVAL, "the oracle needs every job's measured curve");
+            if (!jobs[i].curve)
+                return pfi_errorf(err, PFI_EINVAL, "the oracle needs every job's measured curve");
     if (o->strategy == PFI_STRAT_CURVE_AWARE)
         for (size_t i = 0; i < n; i++)
-            if (!jobs[i].pred_curve) return pfi_errorf(err, PFI_EINVAL, "curve-aware needs a predicted curve for every job (a curve model)");
+            if (!jobs[i].pred_curve)
+                return pfi_errorf(
+                    err, PFI_EINVAL,
+                    "curve-aware needs a predicted curve for every job (a curve model)");
     prepared pj;
     pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
     if (st) return st;
     double *P = malloc(n * sizeof *P), env = 0;
     int feas = 1;
     if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    else if (o->strategy == PFI_STRAT_ORACLE) st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
-    else if (o->strategy == PFI_STRAT_CURVE_AWARE) st = envelope_greedy(&pj, pj.belief, &budget_w, 1, P, NULL, &feas, err);
+    else if (o->strategy == PFI_STRAT_ORACLE)
+        st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
+    else if (o->strategy == PFI_STRAT_CURVE_AWARE)
+        st = envelope_greedy(&pj, pj.belief, &budget_w, 1, P, NULL, &feas, err);
     else st = water_fill(&pj, &budget_w, 1, P, &feas, err);
     if (!st) {
         alloc_caps(jobs, &pj, P, o, out, res);

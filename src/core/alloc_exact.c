@@ -18,9 +18,9 @@ typedef struct bb {
     const prepared *pj;
     size_t n;
     double budget;
-    piece **env;   /* envelope pieces per job (bottom to top) */
+    piece **env; /* envelope pieces per job (bottom to top) */
     size_t *nenv;
-    piece **seg;   /* true linear pieces per job */
+    piece **seg; /* true linear pieces per job */
     size_t *nseg;
     double best;
     double *best_p;
@@ -181,7 +181,8 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
             st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
             goto out;
         }
-        for (size_t k = 0; k + 1 < m; k++) B.env[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
+        for (size_t k = 0; k + 1 < m; k++)
+            B.env[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
         B.nenv[i] = m ? m - 1 : 0;
         /* the true pieces: consecutive breakpoints inside [lo, hi] */
         size_t q = 0;
@@ -196,7 +197,8 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
             vp[q] = hi;
             vt[q++] = jc_at(j, hi);
         }
-        for (size_t k = 0; k + 1 < q; k++) B.seg[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
+        for (size_t k = 0; k + 1 < q; k++)
+            B.seg[i][k] = (piece){vp[k], vp[k + 1], vt[k], vt[k + 1]};
         B.nseg[i] = q ? q - 1 : 0;
         if (B.nseg[i] == 0) { /* a single point: one degenerate piece */
             B.seg[i][0] = (piece){lo, lo, vt[0], vt[0]};
@@ -208,8 +210,10 @@ pfi_status pfi_alloc_exact(const pfi_alloc_job *jobs, size_t n, double budget_w,
     B.best = -INFINITY;
     search(&B, fixed, P);
     if (B.oom) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    else if (B.best == -INFINITY) st = pfi_errorf(err, PFI_EINVAL, "infeasible: the jobs' floors exceed the budget");
-    else if (B.nodes > B.max_nodes) st = pfi_errorf(err, PFI_ERANGE, "branch and bound gave up after %zu nodes", B.max_nodes);
+    else if (B.best == -INFINITY)
+        st = pfi_errorf(err, PFI_EINVAL, "infeasible: the jobs' floors exceed the budget");
+    else if (B.nodes > B.max_nodes)
+        st = pfi_errorf(err, PFI_ERANGE, "branch and bound gave up after %zu nodes", B.max_nodes);
     if (!st) {
         if (power_w) memcpy(power_w, B.best_p, n * sizeof *power_w);
         if (total) *total = B.best;

@@ -22,20 +22,21 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
 
 typedef struct prepared {
     size_t n;
-    jcurve *jc;       /* true curves (n == 0 when unknown) */
-    jcurve *belief;   /* the strategy's curves (oracle: none; it uses jc) */
+    jcurve *jc;     /* true curves (n == 0 when unknown) */
+    jcurve *belief; /* the strategy's curves (oracle: none; it uses jc) */
     double *floor, *hi, *weight, *scale, *tmax;
 } prepared;
 
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
                      prepared *pj, pfi_error *err);
 void prep_free(prepared *pj);
-pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets, size_t nb,
-                           double *P, double *env_total, int *feasible, pfi_error *err);
-pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P, int *feasible,
-                      pfi_error *err);
-double true_total(const prepared *pj, const double *P, size_t *violations, const pfi_alloc_job *jobs);
-pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P, const pfi_alloc_opts *o,
-                      pfi_alloc_out *out, pfi_alloc_result *res);
+pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
+                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err);
+pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P,
+                      int *feasible, pfi_error *err);
+double true_total(const prepared *pj, const double *P, size_t *violations,
+                  const pfi_alloc_job *jobs);
+pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P,
+                      const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res);
 
 #endif

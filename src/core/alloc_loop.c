@@ -25,7 +25,8 @@ typedef struct est {
     size_t n;
 } est;
 
-static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_curve *out, pfi_error *err)
+static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_curve *out,
+                                 pfi_error *err)
 {
     pfi_point pts[MAX_OBS + 32];
     size_t m = 0;
@@ -58,14 +59,16 @@ static pfi_status build_estimate(const pfi_alloc_job *j, const est *obs, pfi_cur
     for (size_t q = 0; q < obs->n; q++) {
         int dup = 0;
         for (size_t k = 0; k < m && !dup; k++) dup = pts[k].cap_w == obs->p[q];
-        if (!dup && obs->p[q] < pmax * (1 - 1e-9)) pts[m++] = (pfi_point){obs->p[q], obs->p[q], obs->t[q], NAN, NAN, 1};
+        if (!dup && obs->p[q] < pmax * (1 - 1e-9))
+            pts[m++] = (pfi_point){obs->p[q], obs->p[q], obs->t[q], NAN, NAN, 1};
     }
     pts[m++] = (pfi_point){pmax, pmax, j->tokens_per_s_max, NAN, NAN, 1};
     return pfi_curve_init(out, pts, m, err);
 }
 
-pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w, const double *tokens_per_s, size_t n,
-                                    pfi_curve *out, pfi_error *err)
+pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w,
+                                    const double *tokens_per_s, size_t n, pfi_curve *out,
+                                    pfi_error *err)
 {
     est o;
     o.n = 0;
@@ -77,11 +80,14 @@ pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_
 }
 
 pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
-                                 const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
-                                 pfi_alloc_out *out, pfi_alloc_result *res, double *totals, pfi_error *err)
+                                 const pfi_alloc_opts *o, int rounds, double noise_rel,
+                                 uint64_t seed, pfi_alloc_out *out, pfi_alloc_result *res,
+                                 double *totals, pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
-        if (!jobs[i].curve) return pfi_errorf(err, PFI_EINVAL, "closed-loop simulation needs each job's true curve");
+        if (!jobs[i].curve)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "closed-loop simulation needs each job's true curve");
     pfi_alloc_opts po = *o;
     po.strategy = PFI_STRAT_PFI_AWARE;
     prepared pj;

@@ -42,11 +42,12 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_allocsim_opts *o,
-                        pfi_allocsim_result *r, pfi_error *err)
+pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool,
+                            const pfi_allocsim_opts *o, pfi_allocsim_result *r, pfi_error *err)
 {
     memset(r, 0, sizeof *r);
-    if (npool == 0 || o->jobs == 0 || o->workloads == 0) return pfi_errorf(err, PFI_EINVAL, "empty simulation");
+    if (npool == 0 || o->jobs == 0 || o->workloads == 0)
+        return pfi_errorf(err, PFI_EINVAL, "empty simulation");
     /* every weight of the pool, not only those of the jobs a draw happens to pick */
     for (int s = 0; s < PFI_STRAT_COUNT; s++) {
         if (!(o->strategies & (1u << s))) continue;
@@ -63,13 +64,15 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
     size_t J = o->jobs;
     pfi_alloc_job *w = malloc(J * sizeof *w);
-    double *budgets = malloc(nc * sizeof *budgets), *tot = malloc(nc * sizeof *tot), *gap = malloc(nc * sizeof *gap);
+    double *budgets = malloc(nc * sizeof *budgets), *tot = malloc(nc * sizeof *tot),
+           *gap = malloc(nc * sizeof *gap);
     int *inf = malloc(nc * sizeof *inf);
     size_t *viol = malloc(nc * sizeof *viol);
     size_t *ft = malloc(npool * sizeof *ft), *pt = malloc(npool * sizeof *pt), nft = 0, npt = 0;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
     pfi_status st = PFI_OK;
-    if (!r->cuts || !r->cell || !w || !budgets || !tot || !gap || !inf || !viol || !ft || !pt || !rng) {
+    if (!r->cuts || !r->cell || !w || !budgets || !tot || !gap || !inf || !viol || !ft || !pt ||
+        !rng) {
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
@@ -95,7 +98,8 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             size_t pick;
             if (o->scenario == PFI_SCEN_PRODUCTION && nft && npt) {
                 int want_ft = gsl_rng_uniform(rng) < o->ft_share;
-                pick = want_ft ? ft[gsl_rng_uniform_int(rng, (unsigned long)nft)] : pt[gsl_rng_uniform_int(rng, (unsigned long)npt)];
+                pick = want_ft ? ft[gsl_rng_uniform_int(rng, (unsigned long)nft)]
+                               : pt[gsl_rng_uniform_int(rng, (unsigned long)npt)];
             } else {
                 pick = (size_t)gsl_rng_uniform_int(rng, (unsigned long)npool);
             }
@@ -128,7 +132,8 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
                 for (size_t k = 0; k < nc && !st; k++) {
                     pfi_alloc_result lr;
                     st = pfi_alloc_closed_loop(w, J, budgets[k], &ao, rounds, o->loop_noise,
-                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt, err);
+                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt,
+                                               err);
                     tot[k] = lt[rounds];
                     viol[k] = lr.sla_violations;
                     inf[k] = !lr.feasible;
@@ -149,9 +154,10 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             r->cell[(size_t)s * nc].seconds += cpu_now() - t0;
         }
     }
-    if (!st && (o->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) && (o->strategies & (1u << PFI_STRAT_ORACLE)) &&
-        (o->strategies & (1u << PFI_STRAT_EQUAL))) {
-        double O = r->cell[PFI_STRAT_ORACLE * nc + k30].mean_total, E = r->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
+    if (!st && (o->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) &&
+        (o->strategies & (1u << PFI_STRAT_ORACLE)) && (o->strategies & (1u << PFI_STRAT_EQUAL))) {
+        double O = r->cell[PFI_STRAT_ORACLE * nc + k30].mean_total,
+               E = r->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
         for (int q = 0; q <= rounds; q++) {
             double L = loop_sum[q] / (double)o->workloads;
             r->loop_gap_closed[q] = O > E ? (L - E) / (O - E) : NAN;

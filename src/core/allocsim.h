@@ -22,40 +22,40 @@ extern "C" {
 typedef enum pfi_scenario { PFI_SCEN_RANDOM = 0, PFI_SCEN_PRODUCTION = 1 } pfi_scenario;
 
 typedef struct pfi_allocsim_opts {
-    size_t workloads, jobs;      /* 500, 100 */
-    double cut_max, cut_step;    /* 0.40, 0.01 */
+    size_t workloads, jobs;   /* 500, 100 */
+    double cut_max, cut_step; /* 0.40, 0.01 */
     pfi_scenario scenario;
-    double ft_share;             /* production mix: 0.94 */
+    double ft_share; /* production mix: 0.94 */
     uint64_t seed;
     int normalized;
-    unsigned strategies;         /* bit per pfi_strategy */
-    double sla_mix[4];           /* share of jobs in Flex 0..3; all 0: no SLAs */
-    int loop_rounds;             /* closed loop: 5 */
-    double loop_noise;           /* 0.005 */
-    double sla_curve_margin;     /* curve-aware SLA margin (pfi_alloc_opts default) */
+    unsigned strategies;     /* bit per pfi_strategy */
+    double sla_mix[4];       /* share of jobs in Flex 0..3; all 0: no SLAs */
+    int loop_rounds;         /* closed loop: 5 */
+    double loop_noise;       /* 0.005 */
+    double sla_curve_margin; /* curve-aware SLA margin (pfi_alloc_opts default) */
 } pfi_allocsim_opts;
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o);
 
 typedef struct pfi_allocsim_cell {
-    double mean_total;          /* over workloads */
-    double sla_violations;      /* total over workloads */
-    double infeasible;          /* workloads where the cut could not be met */
-    double certificate_gap;     /* oracle only: mean envelope gap */
-    double seconds;             /* CPU time spent in this strategy (all cuts) */
+    double mean_total;      /* over workloads */
+    double sla_violations;  /* total over workloads */
+    double infeasible;      /* workloads where the cut could not be met */
+    double certificate_gap; /* oracle only: mean envelope gap */
+    double seconds;         /* CPU time spent in this strategy (all cuts) */
 } pfi_allocsim_cell;
 
 typedef struct pfi_allocsim_result {
     size_t ncuts;
     double *cuts;
-    pfi_allocsim_cell *cell;          /* [strategy * ncuts + cut] */
-    double loop_gap_closed[16];  /* closed loop: mean gap closed after round k at the 30% cut */
+    pfi_allocsim_cell *cell;    /* [strategy * ncuts + cut] */
+    double loop_gap_closed[16]; /* closed loop: mean gap closed after round k at the 30% cut */
     int loop_rounds;
 } pfi_allocsim_result;
 
 /* pool[i].moe_ft and is_ft[i] (task) drive the scenarios. */
-pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool, const pfi_allocsim_opts *o,
-                        pfi_allocsim_result *r, pfi_error *err);
+pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool,
+                            const pfi_allocsim_opts *o, pfi_allocsim_result *r, pfi_error *err);
 void pfi_allocsim_result_dispose(pfi_allocsim_result *r);
 
 #ifdef __cplusplus

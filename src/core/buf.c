@@ -81,10 +81,12 @@ pfi_status pfi_buf_printf(pfi_buf *b, const char *fmt, ...)
 pfi_status pfi_buf_status(const pfi_buf *b, pfi_error *err)
 {
     if (!b->st) return PFI_OK;
-    if (b->st == PFI_EINVAL) return pfi_errorf(err, b->st, "text formatting failed (an invalid character)");
+    if (b->st == PFI_EINVAL)
+        return pfi_errorf(err, b->st, "text formatting failed (an invalid character)");
     if (b->max && b->want != SIZE_MAX && b->want > b->max)
         return pfi_errorf(err, b->st, "more than %zu bytes", b->max);
-    if (b->want == SIZE_MAX) return pfi_errorf(err, b->st, "out of memory: a text larger than memory");
+    if (b->want == SIZE_MAX)
+        return pfi_errorf(err, b->st, "out of memory: a text larger than memory");
     return pfi_errorf(err, b->st, "out of memory (a text of %zu bytes)", b->want);
 }
 

@@ -24,12 +24,12 @@ extern "C" {
 #endif
 
 typedef struct pfi_buf {
-    char *p;          /* malloc'd, NUL-terminated; NULL until the first addition */
-    size_t n;         /* bytes held, without the NUL */
-    size_t cap;       /* bytes allocated (room for n + 1) */
-    size_t max;       /* at most this many bytes (0: no limit) */
-    pfi_status st;    /* PFI_OK, or the first failure (later additions do nothing) */
-    size_t want;      /* the size that failed, for the message */
+    char *p;       /* malloc'd, NUL-terminated; NULL until the first addition */
+    size_t n;      /* bytes held, without the NUL */
+    size_t cap;    /* bytes allocated (room for n + 1) */
+    size_t max;    /* at most this many bytes (0: no limit) */
+    pfi_status st; /* PFI_OK, or the first failure (later additions do nothing) */
+    size_t want;   /* the size that failed, for the message */
 } pfi_buf;
 
 /* Room for `more` bytes after n (and the NUL). */
@@ -46,7 +46,10 @@ static inline pfi_status pfi_buf_add(pfi_buf *b, const void *data, size_t n)
     }
     return pfi_buf_add_slow(b, data, n);
 }
-static inline pfi_status pfi_buf_puts(pfi_buf *b, const char *s) { return pfi_buf_add(b, s, strlen(s)); }
+static inline pfi_status pfi_buf_puts(pfi_buf *b, const char *s)
+{
+    return pfi_buf_add(b, s, strlen(s));
+}
 /* Append printf-formatted text (of any length). */
 pfi_status pfi_buf_printf(pfi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 pfi_status pfi_buf_vprintf(pfi_buf *b, const char *fmt, va_list ap);

@@ -21,7 +21,8 @@ pfi_status pfi_recon_group_pfi(const pfi_recon_group *g, const pfi_synth_opts *o
         pfi_run_summary s;
         pfi_status st = pfi_synth_summary(g, i, o, &s, err);
         if (st) return st;
-        pts[i] = (pfi_point){g->caps_w[i], s.power_w, s.tokens_per_s, s.power_w_sem, s.tokens_per_s_sem, 1};
+        pts[i] = (pfi_point){g->caps_w[i],  s.power_w,          s.tokens_per_s,
+                             s.power_w_sem, s.tokens_per_s_sem, 1};
         pfi_run_summary_dispose(&s);
     }
     pfi_curve c;
@@ -93,7 +94,8 @@ pfi_status pfi_calibrate_all(pfi_recon *r, const pfi_synth_opts *o, pfi_log *log
         if (isnan(g->pfi4_target)) continue;
         double best_e = INFINITY, best_sm = 1300, best_phi = 0.5;
         for (int pass = 0; pass < 2; pass++) {
-            double lo = pass ? best_sm - 40 : 700, hi = pass ? best_sm + 40 : 2300, step = pass ? 5 : 50;
+            double lo = pass ? best_sm - 40 : 700, hi = pass ? best_sm + 40 : 2300,
+                   step = pass ? 5 : 50;
             for (double sm = lo; sm <= hi + 1e-9; sm += step) {
                 double a, b;
                 if ((st = solve_phi(g, &fast, sm, g->pfi_target, &a, &b, err))) return st;

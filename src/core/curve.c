@@ -162,8 +162,8 @@ pfi_status pfi_curve_tokens_at_power(const pfi_curve *c, double power_w, double 
     if (!pfi_curve_is_monotone(c))
         return pfi_errorf(err, PFI_EINVAL, "curve is not monotone (apply isotonic cleanup first)");
     if (!(power_w >= pmin - eps && power_w <= pmax + eps))
-        return pfi_errorf(err, PFI_ERANGE, "power %g W outside measured range [%g, %g] W",
-                          power_w, pmin, pmax);
+        return pfi_errorf(err, PFI_ERANGE, "power %g W outside measured range [%g, %g] W", power_w,
+                          pmin, pmax);
     /* Last point whose power does not exceed the query: at equal power the
      * larger cap (higher throughput) is what that power buys. */
     size_t lo = 0, hi = n; /* find last j with p[j].power_w <= power_w + eps */
@@ -255,8 +255,8 @@ size_t pfi_concave_envelope(const double *x, const double *y, size_t n, size_t *
     return m;
 }
 
-pfi_status pfi_curve_subgrid(const pfi_curve *c, const double *caps_w, size_t ncaps,
-                             pfi_curve *out, pfi_error *err)
+pfi_status pfi_curve_subgrid(const pfi_curve *c, const double *caps_w, size_t ncaps, pfi_curve *out,
+                             pfi_error *err)
 {
     out->n = 0;
     out->pts = NULL;

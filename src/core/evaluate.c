@@ -8,7 +8,8 @@
 
 #include "pfi/features.h"
 
-void pfi_fit_clusters(const pfi_groupset *S, const size_t *train, size_t n, const char *cluster_by, int *cluster)
+void pfi_fit_clusters(const pfi_groupset *S, const size_t *train, size_t n, const char *cluster_by,
+                      int *cluster)
 {
     char seen[256][96];
     int ns = 0;
@@ -25,8 +26,8 @@ void pfi_fit_clusters(const pfi_groupset *S, const size_t *train, size_t n, cons
     }
 }
 
-pfi_status pfi_fit_features(const pfi_groupset *S, char *const *feat, size_t p, const size_t *rows, size_t n, double *X,
-                            pfi_error *err)
+pfi_status pfi_fit_features(const pfi_groupset *S, char *const *feat, size_t p, const size_t *rows,
+                            size_t n, double *X, pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < p; k++) {
@@ -34,16 +35,19 @@ pfi_status pfi_fit_features(const pfi_groupset *S, char *const *feat, size_t p, 
             X[i * p + k] = pfi_feature_value(S->t, &S->gs.g[rows[i]], feat[k], &known);
             if (!known)
                 return pfi_errorf(err, PFI_ENOTFOUND,
-                                  "feature '%s' is not a numeric column of the table nor arch, task, log_gpus, power_frac", feat[k]);
+                                  "feature '%s' is not a numeric column of the table nor arch, "
+                                  "task, log_gpus, power_frac",
+                                  feat[k]);
         }
     return PFI_OK;
 }
 
-pfi_status pfi_fit_evaluate(const pfi_fit_data *d, char *const *feat, size_t p, pfi_fit_eval *ev, pfi_pfi_model *model,
-                            pfi_error *err)
+pfi_status pfi_fit_evaluate(const pfi_fit_data *d, char *const *feat, size_t p, pfi_fit_eval *ev,
+                            pfi_pfi_model *model, pfi_error *err)
 {
     size_t n = d->ntrain;
-    double *X = calloc((n ? n : 1) * (p ? p : 1), sizeof *X), *y = calloc(n ? n : 1, sizeof *y), *yh = calloc(n ? n : 1, sizeof *yh);
+    double *X = calloc((n ? n : 1) * (p ? p : 1), sizeof *X), *y = calloc(n ? n : 1, sizeof *y),
+           *yh = calloc(n ? n : 1, sizeof *yh);
     pfi_status st = PFI_OK;
     if (!X || !y || !yh) {
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -68,8 +72,9 @@ out:
     return st;
 }
 
-pfi_status pfi_fit_eval_on(const pfi_fit_data *d, char *const *feat, size_t p, const pfi_pfi_model *mod, const size_t *rows,
-                           size_t n, pfi_eval *ev, size_t *n_used, size_t *n_out_of_range, pfi_error *err)
+pfi_status pfi_fit_eval_on(const pfi_fit_data *d, char *const *feat, size_t p,
+                           const pfi_pfi_model *mod, const size_t *rows, size_t n, pfi_eval *ev,
+                           size_t *n_used, size_t *n_out_of_range, pfi_error *err)
 {
     size_t *use = malloc((n ? n : 1) * sizeof *use), m = 0;
     if (!use) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -106,7 +111,8 @@ static const char *const ablation_sets[PFI_ABLATION_SETS][2] = {
     {"all_dcgm_metrics", "all_dcgm_metrics"},
     {"all_dcgm_metrics+job_metadata", "all_dcgm_metrics,job_metadata"}};
 
-pfi_status pfi_fit_ablation(const pfi_fit_data *d, pfi_ablation_row rows[PFI_ABLATION_SETS], pfi_error *err)
+pfi_status pfi_fit_ablation(const pfi_fit_data *d, pfi_ablation_row rows[PFI_ABLATION_SETS],
+                            pfi_error *err)
 {
     for (size_t s = 0; s < PFI_ABLATION_SETS; s++) {
         char **fs;
@@ -125,12 +131,14 @@ pfi_status pfi_fit_ablation(const pfi_fit_data *d, pfi_ablation_row rows[PFI_ABL
 }
 
 /* the training groups' features and curves */
-static pfi_status training_set(const pfi_fit_data *d, char *const *feat, size_t p, double **X, const pfi_curve ***cv, pfi_error *err)
+static pfi_status training_set(const pfi_fit_data *d, char *const *feat, size_t p, double **X,
+                               const pfi_curve ***cv, pfi_error *err)
 {
     size_t n = d->ntrain;
     *X = malloc((n ? n : 1) * (p ? p : 1) * sizeof **X);
     *cv = malloc((n ? n : 1) * sizeof **cv);
-    pfi_status st = *X && *cv ? pfi_fit_features(d->S, feat, p, d->train, n, *X, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status st = *X && *cv ? pfi_fit_features(d->S, feat, p, d->train, n, *X, err)
+                              : pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (st) {
         free(*X), free(*cv);
         *X = NULL, *cv = NULL;
@@ -140,7 +148,8 @@ static pfi_status training_set(const pfi_fit_data *d, char *const *feat, size_t 
     return PFI_OK;
 }
 
-pfi_status pfi_fit_curve(const pfi_fit_data *d, char *const *feat, size_t p, pfi_curve_model *m, pfi_error *err)
+pfi_status pfi_fit_curve(const pfi_fit_data *d, char *const *feat, size_t p, pfi_curve_model *m,
+                         pfi_error *err)
 {
     double *X;
     const pfi_curve **cv;
@@ -169,8 +178,8 @@ static void finish(const pfi_curve_model *m, const curve_acc *a, pfi_curve_error
 }
 
 /* the held-out groups of one fold against a model fitted without them */
-static void score_fold(const pfi_curve_model *gm, const pfi_curve_model *fm, const double *X, size_t p, const pfi_curve **cv,
-                       const int *held, size_t n, curve_acc *a)
+static void score_fold(const pfi_curve_model *gm, const pfi_curve_model *fm, const double *X,
+                       size_t p, const pfi_curve **cv, const int *held, size_t n, curve_acc *a)
 {
     for (size_t i = 0; i < n; i++) {
         if (!held[i]) continue;
@@ -189,8 +198,9 @@ static void score_fold(const pfi_curve_model *gm, const pfi_curve_model *fm, con
     }
 }
 
-pfi_status pfi_fit_curve_cv(const pfi_fit_data *d, char *const *feat, size_t p, const pfi_curve_model *m, int loco,
-                            pfi_curve_errors *out, pfi_error *err)
+pfi_status pfi_fit_curve_cv(const pfi_fit_data *d, char *const *feat, size_t p,
+                            const pfi_curve_model *m, int loco, pfi_curve_errors *out,
+                            pfi_error *err)
 {
     size_t n = d->ntrain;
     double *X;
@@ -216,7 +226,8 @@ pfi_status pfi_fit_curve_cv(const pfi_fit_data *d, char *const *feat, size_t p, 
             ct[mt++] = cv[i];
         }
         pfi_curve_model fm;
-        if (pfi_curve_model_fit(Xt, ct, mt, p, &fm, NULL) != PFI_OK) continue; /* fold not fittable */
+        if (pfi_curve_model_fit(Xt, ct, mt, p, &fm, NULL) != PFI_OK)
+            continue; /* fold not fittable */
         score_fold(m, &fm, X, p, cv, held, n, &a);
         pfi_curve_model_dispose(&fm);
     }
@@ -225,8 +236,9 @@ pfi_status pfi_fit_curve_cv(const pfi_fit_data *d, char *const *feat, size_t p, 
     return st;
 }
 
-pfi_status pfi_fit_curve_eval_on(const pfi_fit_data *d, char *const *feat, size_t p, const pfi_curve_model *m,
-                                 const size_t *rows, size_t n, pfi_curve_errors *out, pfi_error *err)
+pfi_status pfi_fit_curve_eval_on(const pfi_fit_data *d, char *const *feat, size_t p,
+                                 const pfi_curve_model *m, const size_t *rows, size_t n,
+                                 pfi_curve_errors *out, pfi_error *err)
 {
     curve_acc a;
     memset(&a, 0, sizeof a);
@@ -236,7 +248,8 @@ pfi_status pfi_fit_curve_eval_on(const pfi_fit_data *d, char *const *feat, size_
         pfi_curve_model_predict(m, x, tp, pp);
         for (size_t k = 0; k < m->ngrid; k++) {
             double tm, pm;
-            if (!pfi_curve_point_at_frac(&d->S->gs.g[rows[i]].curve, m->frac[k], &tm, &pm)) continue;
+            if (!pfi_curve_point_at_frac(&d->S->gs.g[rows[i]].curve, m->frac[k], &tm, &pm))
+                continue;
             a.se_t[k] += (tp[k] - tm) * (tp[k] - tm);
             a.se_p[k] += (pp[k] - pm) * (pp[k] - pm);
             a.cnt[k]++;

@@ -7,12 +7,19 @@
 
 #include "vec.h"
 
-const char *const pfi_all_dcgm_features[13] = {
-    "DCGM_FI_DEV_GPU_UTIL",          "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_POWER_USAGE",       "DCGM_FI_DEV_SM_CLOCK",      "DCGM_FI_DEV_MEM_CLOCK",
-    "DCGM_FI_DEV_GPU_TEMP",          "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_OCCUPANCY",     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-    "nvlink_bytes"};
+const char *const pfi_all_dcgm_features[13] = {"DCGM_FI_DEV_GPU_UTIL",
+                                               "DCGM_FI_DEV_MEM_COPY_UTIL",
+                                               "DCGM_FI_DEV_FB_USED",
+                                               "DCGM_FI_DEV_POWER_USAGE",
+                                               "DCGM_FI_DEV_SM_CLOCK",
+                                               "DCGM_FI_DEV_MEM_CLOCK",
+                                               "DCGM_FI_DEV_GPU_TEMP",
+                                               "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                                               "DCGM_FI_PROF_SM_ACTIVE",
+                                               "DCGM_FI_PROF_SM_OCCUPANCY",
+                                               "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                                               "DCGM_FI_PROF_DRAM_ACTIVE",
+                                               "nvlink_bytes"};
 
 static int push(char ***v, size_t *n, size_t *cap, const char *s, size_t len)
 {
@@ -45,7 +52,9 @@ pfi_status pfi_features_expand(const char *list, char ***names, size_t *n, pfi_e
             rc |= push(names, n, &cap, "task", 4);
             rc |= push(names, n, &cap, "log_gpus", 8);
         } else if (len == 16 && strncmp(p, "all_dcgm_metrics", 16) == 0) {
-            for (int k = 0; k < 13; k++) rc |= push(names, n, &cap, pfi_all_dcgm_features[k], strlen(pfi_all_dcgm_features[k]));
+            for (int k = 0; k < 13; k++)
+                rc |= push(names, n, &cap, pfi_all_dcgm_features[k],
+                           strlen(pfi_all_dcgm_features[k]));
         } else {
             rc = push(names, n, &cap, p, len);
         }
@@ -69,17 +78,22 @@ void pfi_features_free(char **names, size_t n)
 const char *pfi_feature_source(const char *name)
 {
     if (!strcmp(name, "arch")) return "job metadata: 1 for moe, 0 for dense";
-    if (!strcmp(name, "task")) return "job metadata: 1 for fine-tuning (ft), 0 for pretraining (pt)";
+    if (!strcmp(name, "task"))
+        return "job metadata: 1 for fine-tuning (ft), 0 for pretraining (pt)";
     if (!strcmp(name, "log_gpus")) return "job metadata: log2 of the job's GPU count";
     if (!strcmp(name, "power_frac")) return "uncapped aggregate power / (GPUs x largest cap)";
     if (!strcmp(name, "dram_copy_product"))
-        return "DCGM_FI_PROF_DRAM_ACTIVE x DCGM_FI_DEV_MEM_COPY_UTIL/100, per scrape, top-10% mean of the uncapped run";
+        return "DCGM_FI_PROF_DRAM_ACTIVE x DCGM_FI_DEV_MEM_COPY_UTIL/100, per scrape, top-10% mean "
+               "of the uncapped run";
     if (!strcmp(name, "arithmetic_intensity"))
-        return "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE / DCGM_FI_PROF_DRAM_ACTIVE, per scrape, top-10% mean of the uncapped run";
+        return "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE / DCGM_FI_PROF_DRAM_ACTIVE, per scrape, top-10% "
+               "mean of the uncapped run";
     if (!strcmp(name, "tensor_sm_ratio"))
-        return "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE / DCGM_FI_PROF_SM_ACTIVE, per scrape, top-10% mean of the uncapped run";
+        return "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE / DCGM_FI_PROF_SM_ACTIVE, per scrape, top-10% mean "
+               "of the uncapped run";
     if (!strcmp(name, "nvlink_bytes"))
-        return "DCGM_FI_PROF_NVLINK_TX_BYTES + RX_BYTES summed over the job's GPUs, top-10% mean of the uncapped run";
+        return "DCGM_FI_PROF_NVLINK_TX_BYTES + RX_BYTES summed over the job's GPUs, top-10% mean "
+               "of the uncapped run";
     return "telemetry column, top-10% mean of the uncapped run's training phase";
 }
 
@@ -87,7 +101,8 @@ const char *pfi_feature_unit(const char *name)
 {
     if (!strcmp(name, "arch") || !strcmp(name, "task")) return "indicator (0/1)";
     if (!strcmp(name, "log_gpus")) return "log2(GPUs)";
-    if (!strcmp(name, "power_frac") || !strcmp(name, "dram_copy_product") || !strcmp(name, "tensor_sm_ratio"))
+    if (!strcmp(name, "power_frac") || !strcmp(name, "dram_copy_product") ||
+        !strcmp(name, "tensor_sm_ratio"))
         return "fraction (0..1)";
     if (!strcmp(name, "arithmetic_intensity")) return "ratio";
     if (!strcmp(name, "nvlink_bytes") || strstr(name, "_BYTES")) return "bytes/s";
@@ -125,11 +140,13 @@ pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *
         int known = 0;
         if (gs->n) pfi_feature_value(t, &gs->g[0], names[k], &known);
         if (!known)
-            return pfi_errorf(err, PFI_ENOTFOUND,
-                              "feature '%s' is not a numeric column of the table nor a known feature "
-                              "(arch, task, log_gpus, power_frac)",
-                              names[k]);
-        for (size_t g = 0; g < gs->n; g++) X[g * p + k] = pfi_feature_value(t, &gs->g[g], names[k], NULL);
+            return pfi_errorf(
+                err, PFI_ENOTFOUND,
+                "feature '%s' is not a numeric column of the table nor a known feature "
+                "(arch, task, log_gpus, power_frac)",
+                names[k]);
+        for (size_t g = 0; g < gs->n; g++)
+            X[g * p + k] = pfi_feature_value(t, &gs->g[g], names[k], NULL);
     }
     return PFI_OK;
 }

@@ -117,7 +117,10 @@ pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err)
         size_t r0 = first[gi];
         g->name = pfi_table_text(t, (size_t)cg, r0);
         g->gpu_model = pfi_table_text(t, (size_t)cm, r0);
-#define TXT(c) ((c) >= 0 && pfi_table_coltype(t, (size_t)(c)) == PFI_COL_TEXT ? pfi_table_text(t, (size_t)(c), r0) : "")
+#define TXT(c)                                                                                     \
+    ((c) >= 0 && pfi_table_coltype(t, (size_t)(c)) == PFI_COL_TEXT                                 \
+         ? pfi_table_text(t, (size_t)(c), r0)                                                      \
+         : "")
         g->arch = TXT(carch);
         g->task = TXT(ctask);
         g->model = TXT(cmodel);
@@ -192,7 +195,8 @@ pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err)
                 double bp = sqrt(dp / (double)(rep - 1) / (double)rep);
                 double bt = sqrt(dt / (double)(rep - 1) / (double)rep);
                 if (isnan(p->power_w_sem) || bp > p->power_w_sem) p->power_w_sem = bp;
-                if (isnan(p->tokens_per_s_sem) || bt > p->tokens_per_s_sem) p->tokens_per_s_sem = bt;
+                if (isnan(p->tokens_per_s_sem) || bt > p->tokens_per_s_sem)
+                    p->tokens_per_s_sem = bt;
             }
             if (m == n) g->n_uncapped_rows = rep;
             k = m;

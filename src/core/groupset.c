@@ -32,7 +32,8 @@ pfi_status pfi_groupset_build(pfi_table *t, pfi_groupset *s, pfi_error *err)
         pfi_robust_result rr;
         pfi_robust(&s->gs.g[i].curve, &ro, &rr);
         s->verdict[i] = rr.verdict;
-        s->robust[i] = (rr.verdict == PFI_VERDICT_OK || rr.verdict == PFI_VERDICT_NOISY) ? rr.pfi_robust : NAN;
+        s->robust[i] =
+            (rr.verdict == PFI_VERDICT_OK || rr.verdict == PFI_VERDICT_NOISY) ? rr.pfi_robust : NAN;
     }
     return PFI_OK;
 }

@@ -16,10 +16,10 @@ extern "C" {
 #endif
 
 typedef struct pfi_groupset {
-    pfi_table *t;          /* owned */
+    pfi_table *t; /* owned */
     pfi_groups gs;
-    double *pfi;           /* Eq. 1, per group */
-    double *robust;        /* robust PFI (NaN unless verdict ok/noisy) */
+    double *pfi;    /* Eq. 1, per group */
+    double *robust; /* robust PFI (NaN unless verdict ok/noisy) */
     pfi_verdict *verdict;
 } pfi_groupset;
 

@@ -44,8 +44,8 @@ pfi_status pfi_index_run(const pfi_groups *gs, const pfi_index_opts *o, pfi_inde
     pfi_ci_ctx *ctx = NULL;
     if (o->want_ci) {
         ctx = pfi_ci_ctx_new(o->ci.resamples);
-        if (!ctx) return pfi_errorf(err, PFI_ENOMEM, "out of memory for %zu resamples",
-                                    o->ci.resamples);
+        if (!ctx)
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory for %zu resamples", o->ci.resamples);
     }
     memset(rows, 0, gs->n * sizeof *rows);
     pfi_status st = PFI_OK;

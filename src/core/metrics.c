@@ -41,7 +41,7 @@ int pfi_metric_lookup(const char *name, size_t len)
 
 int pfi_dcgm_is_blank(double v)
 {
-    if (v >= 2147483632.0 && v <= 2147483647.0) return 1;         /* INT32 blanks */
+    if (v >= 2147483632.0 && v <= 2147483647.0) return 1;           /* INT32 blanks */
     if (v >= 140737488355328.0 && v <= 140737488355343.0) return 1; /* FP64 blanks, 2^47 */
     if (v >= 9.2233720368547e18) return 1;                          /* INT64 blanks, ~2^63 */
     return 0;

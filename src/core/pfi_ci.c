@@ -169,8 +169,7 @@ pfi_status pfi_eq1_ci(pfi_ci_ctx *ctx, const pfi_curve *c, const pfi_ci_opts *o,
     r->hi = pfi_quantile_select(ctx->samples, nv, 1.0 - alpha);
     if (!(r->lo <= est.pfi && est.pfi <= r->hi)) {
         snprintf(r->reason, sizeof r->reason,
-                 "estimate %.4g outside its percentile interval %.4g..%.4g", est.pfi, r->lo,
-                 r->hi);
+                 "estimate %.4g outside its percentile interval %.4g..%.4g", est.pfi, r->lo, r->hi);
         unstable(r);
         return PFI_OK;
     }

@@ -80,7 +80,8 @@ pfi_status pfi_elasticity(const pfi_curve *c, pfi_elasticity_result *r, pfi_erro
         sxy += dx * dy;
         syy += dy * dy;
     }
-    if (sxx <= 0) return pfi_errorf(err, PFI_EINVAL, "elasticity undefined: all points at one power");
+    if (sxx <= 0)
+        return pfi_errorf(err, PFI_EINVAL, "elasticity undefined: all points at one power");
     r->a = sxy / sxx;
     r->b = my - r->a * mx;
     r->r2 = syy > 0 ? (sxy * sxy) / (sxx * syy) : 1.0;

@@ -13,8 +13,10 @@
  * were chosen so that the model can reproduce the shape of the paper's
  * per-cap ratios (table 9): docs/model.md. */
 static const pfi_hw profiles[] = {
-    {"H200", 700, 200, 1980, 0.08, 3201, 4.8, 143771, 989.4, 62, 40, 45, 140, 40, 0.70, 0.92, 0.15, 0.80, 0.97},
-    {"H100", 700, 200, 1980, 0.08, 2619, 3.35, 81559, 989.4, 62, 40, 45, 120, 40, 0.70, 0.92, 0.15, 0.80, 0.97},
+    {"H200", 700, 200, 1980, 0.08, 3201, 4.8, 143771, 989.4, 62, 40, 45, 140, 40, 0.70, 0.92, 0.15,
+     0.80, 0.97},
+    {"H100", 700, 200, 1980, 0.08, 2619, 3.35, 81559, 989.4, 62, 40, 45, 120, 40, 0.70, 0.92, 0.15,
+     0.80, 0.97},
 };
 
 const pfi_hw *pfi_hw_get(const char *gpu_model)
@@ -40,8 +42,9 @@ double pfi_phys_power(const pfi_hw *hw, const pfi_job *j, double x)
     double t = j->phi / x + j->mu + j->kappa;
     double sc = (j->phi / x) / t, sm = j->mu / t, sk = j->kappa / t;
     double v = pfi_phys_voltage(hw, x);
-    return hw->board_w + hw->leak_w * v * v + hw->hbm_w * (sc * hw->dram_compute + sm * hw->dram_memory) +
-           hw->link_w * 0.9 * sk + j->sm_w * (sc + j->beta * (1 - sc)) * x * v * v;
+    return hw->board_w + hw->leak_w * v * v +
+           hw->hbm_w * (sc * hw->dram_compute + sm * hw->dram_memory) + hw->link_w * 0.9 * sk +
+           j->sm_w * (sc + j->beta * (1 - sc)) * x * v * v;
 }
 
 void pfi_phys_at_clock(const pfi_hw *hw, const pfi_job *j, double x, double cap_w, pfi_op *op)

@@ -31,20 +31,20 @@ extern "C" {
 #endif
 
 typedef struct pfi_hw {
-    const char *gpu_model;     /* "H200", "H100" */
-    double tdp_w;              /* default and maximum power limit */
-    double min_cap_w;          /* minimum settable power limit */
+    const char *gpu_model; /* "H200", "H100" */
+    double tdp_w;          /* default and maximum power limit */
+    double min_cap_w;      /* minimum settable power limit */
     double sm_clock_max_mhz;
-    double x_min;              /* lowest SM clock the power controller uses, / max */
+    double x_min; /* lowest SM clock the power controller uses, / max */
     double mem_clock_mhz;
     double mem_bw_tbs;
     double fb_mib;
     double bf16_dense_tflops;
-    double idle_w;             /* no job: board + leakage at v_min + idle HBM */
+    double idle_w;                         /* no job: board + leakage at v_min + idle HBM */
     double board_w, leak_w, hbm_w, link_w; /* power components at full activity, v = 1 */
-    double v_min, x_knee;      /* voltage floor (relative) and where it ends */
+    double v_min, x_knee;                  /* voltage floor (relative) and where it ends */
     double dram_compute, dram_memory;      /* DRAM activity in compute / memory phases */
-    double setpoint;           /* fraction of the cap a throttling controller holds */
+    double setpoint;                       /* fraction of the cap a throttling controller holds */
 } pfi_hw;
 
 /* Built-in profiles ("H200", "H100"); NULL if unknown. */
@@ -52,27 +52,27 @@ const pfi_hw *pfi_hw_get(const char *gpu_model);
 
 typedef struct pfi_job {
     int gpus;
-    double phi, mu, kappa;     /* step-time shares at max clock; sum 1 */
-    double sm_w;               /* SM switching power at full clock and activity, W/GPU */
-    double beta;               /* SM activity during memory/communication time */
-    double tokens_per_s_ref;   /* whole-job throughput at max clock */
-    double flops_per_token;    /* model FLOPs per token (6 N_active for PT) */
-    double tensor_eff;         /* tensor-pipe activity during compute phases */
-    double occupancy;          /* DCGM_FI_PROF_SM_OCCUPANCY */
-    double copy_gain;          /* MEM_COPY_UTIL (%) per unit DRAM activity */
-    double host_idle;          /* fraction of training time with no kernel running */
-    double fb_mib;             /* framebuffer used per GPU during training */
-    double nvlink_bps;         /* NVLink bytes/s per GPU (each direction) while communicating */
+    double phi, mu, kappa;   /* step-time shares at max clock; sum 1 */
+    double sm_w;             /* SM switching power at full clock and activity, W/GPU */
+    double beta;             /* SM activity during memory/communication time */
+    double tokens_per_s_ref; /* whole-job throughput at max clock */
+    double flops_per_token;  /* model FLOPs per token (6 N_active for PT) */
+    double tensor_eff;       /* tensor-pipe activity during compute phases */
+    double occupancy;        /* DCGM_FI_PROF_SM_OCCUPANCY */
+    double copy_gain;        /* MEM_COPY_UTIL (%) per unit DRAM activity */
+    double host_idle;        /* fraction of training time with no kernel running */
+    double fb_mib;           /* framebuffer used per GPU during training */
+    double nvlink_bps;       /* NVLink bytes/s per GPU (each direction) while communicating */
 } pfi_job;
 
 typedef struct pfi_op {
     double cap_w;
-    double x;                  /* SM clock / max */
-    double power_w;            /* per GPU */
-    double tokens_per_s;       /* whole job */
+    double x;            /* SM clock / max */
+    double power_w;      /* per GPU */
+    double tokens_per_s; /* whole job */
     double mfu;
     int cap_held;
-    double dcgm[PFI_M_COUNT];  /* per-GPU DCGM values at this operating point */
+    double dcgm[PFI_M_COUNT]; /* per-GPU DCGM values at this operating point */
 } pfi_op;
 
 double pfi_phys_voltage(const pfi_hw *hw, double x);

@@ -48,7 +48,9 @@ int pfi_pfi_source_parse(const char *s, pfi_pfi_source *out)
 
 const char *pfi_pfi_source_name(pfi_pfi_source s)
 {
-    return s == PFI_PFI_MEASURED ? "measured" : s == PFI_PFI_MEASURED_ROBUST ? "measured-robust" : "predicted";
+    return s == PFI_PFI_MEASURED          ? "measured"
+           : s == PFI_PFI_MEASURED_ROBUST ? "measured-robust"
+                                          : "predicted";
 }
 
 /* the first of the features (a comma list) that the table lacks */
@@ -57,7 +59,8 @@ static int lacks_feature(const pfi_groupset *S, const char *features, char *col,
     char **feat = NULL;
     size_t p = 0;
     pfi_error err;
-    if (pfi_features_expand(features, &feat, &p, &err)) return 0; /* a malformed list is reported where it is fitted */
+    if (pfi_features_expand(features, &feat, &p, &err))
+        return 0; /* a malformed list is reported where it is fitted */
     int lacks = 0;
     for (size_t k = 0; k < p && !lacks && S->gs.n; k++) {
         int known;
@@ -71,14 +74,18 @@ static int lacks_feature(const pfi_groupset *S, const char *features, char *col,
     return lacks;
 }
 
-int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s, char *col, size_t ncol)
+int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s, char *col,
+                   size_t ncol)
 {
     const char *fs = o->features ? o->features : DEFAULT_FEATURES;
     int by_pfi = s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_CLOSED_LOOP;
     int by_curve = s == PFI_STRAT_CURVE_AWARE || s == PFI_STRAT_CLOSED_LOOP;
-    if (s == PFI_STRAT_DCGM && lacks_feature(S, "dram_copy_product", col, ncol)) return PFI_POOL_LACK_DCP;
-    if (by_pfi && o->pfi == PFI_PFI_PREDICTED && !o->model && lacks_feature(S, fs, col, ncol)) return PFI_POOL_LACK_PFI_FIT;
-    if (by_curve && !o->curve_model && lacks_feature(S, fs, col, ncol)) return PFI_POOL_LACK_CURVE_FIT;
+    if (s == PFI_STRAT_DCGM && lacks_feature(S, "dram_copy_product", col, ncol))
+        return PFI_POOL_LACK_DCP;
+    if (by_pfi && o->pfi == PFI_PFI_PREDICTED && !o->model && lacks_feature(S, fs, col, ncol))
+        return PFI_POOL_LACK_PFI_FIT;
+    if (by_curve && !o->curve_model && lacks_feature(S, fs, col, ncol))
+        return PFI_POOL_LACK_CURVE_FIT;
     return 0;
 }
 
@@ -87,18 +94,24 @@ pfi_status pfi_pool_check(const pfi_groupset *S, const pfi_pool_opts *o, pfi_err
     for (int s = 0; s < PFI_STRAT_COUNT; s++) {
         char col[128];
         const char *name = pfi_strategy_name((pfi_strategy)s);
-        switch (o->strategies & BIT(s) ? pfi_pool_lacks(S, o, (pfi_strategy)s, col, sizeof col) : 0) {
+        switch (o->strategies & BIT(s) ? pfi_pool_lacks(S, o, (pfi_strategy)s, col, sizeof col)
+                                       : 0) {
         case PFI_POOL_LACK_DCP:
             return pfi_errorf(err, PFI_ENOTFOUND,
-                              "dcgm weights each job by its dram_copy_product: the table has no column 'dram_copy_product'");
+                              "dcgm weights each job by its dram_copy_product: the table has no "
+                              "column 'dram_copy_product'");
         case PFI_POOL_LACK_PFI_FIT:
-            return pfi_errorf(err, PFI_ENOTFOUND,
-                              "%s needs a predicted PFI: the table has no column '%s' for the in-sample fit "
-                              "(choose features with --features, a model with --model, or --pfi measured)", name, col);
+            return pfi_errorf(
+                err, PFI_ENOTFOUND,
+                "%s needs a predicted PFI: the table has no column '%s' for the in-sample fit "
+                "(choose features with --features, a model with --model, or --pfi measured)",
+                name, col);
         case PFI_POOL_LACK_CURVE_FIT:
-            return pfi_errorf(err, PFI_ENOTFOUND,
-                              "%s needs predicted curves: the table has no column '%s' for the in-sample fit "
-                              "(choose features with --features, or a curve model with --curve-model)", name, col);
+            return pfi_errorf(
+                err, PFI_ENOTFOUND,
+                "%s needs predicted curves: the table has no column '%s' for the in-sample fit "
+                "(choose features with --features, or a curve model with --curve-model)",
+                name, col);
         default: break;
         }
     }
@@ -106,19 +119,23 @@ pfi_status pfi_pool_check(const pfi_groupset *S, const pfi_pool_opts *o, pfi_err
 }
 
 /* X[i * p + k] = feature k of group use[i]; who needs them names the error */
-static pfi_status features_of(const pfi_groupset *S, const size_t *use, size_t n, char *const *feat, size_t p, double *X,
-                              const char *who, pfi_error *err)
+static pfi_status features_of(const pfi_groupset *S, const size_t *use, size_t n, char *const *feat,
+                              size_t p, double *X, const char *who, pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < p; k++) {
             int known;
             X[i * p + k] = pfi_feature_value(S->t, &S->gs.g[use[i]], feat[k], &known);
-            if (!known) return pfi_errorf(err, PFI_ENOTFOUND, "%s needs feature '%s': the table has no such column", who, feat[k]);
+            if (!known)
+                return pfi_errorf(err, PFI_ENOTFOUND,
+                                  "%s needs feature '%s': the table has no such column", who,
+                                  feat[k]);
         }
     return PFI_OK;
 }
 
-pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi_pool *P, pfi_error *err)
+pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi_pool *P,
+                         pfi_error *err)
 {
     memset(P, 0, sizeof *P);
     P->n = n;
@@ -126,7 +143,8 @@ pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi
     P->is_ft = calloc(n ? n : 1, sizeof *P->is_ft);
     P->group = malloc((n ? n : 1) * sizeof *P->group);
     P->name = calloc(n ? n : 1, sizeof *P->name);
-    if (!P->jobs || !P->is_ft || !P->group || !P->name) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (!P->jobs || !P->is_ft || !P->group || !P->name)
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     int task_seen = 0;
     for (size_t i = 0; i < n; i++) {
         const pfi_group *g = &S->gs.g[use[i]];
@@ -148,10 +166,12 @@ pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi
         j->moe_ft = !strcmp(g->arch, "moe") && !strcmp(g->task, "ft");
         P->is_ft[i] = !strcmp(g->task, "ft");
         task_seen |= g->task[0] != 0;
-        j->dcp = pfi_feature_value(S->t, g, "dram_copy_product", NULL); /* NaN if none: dcgm says so */
+        j->dcp =
+            pfi_feature_value(S->t, g, "dram_copy_product", NULL); /* NaN if none: dcgm says so */
         j->pfi_pred = NAN; /* only strategies that weight by the PFI get one (pfi_pool_set_pfi) */
         size_t len = strlen(g->name) + strlen(g->gpu_model) + 8;
-        if ((P->name[i] = malloc(len))) snprintf(P->name[i], len, "'%s' (%s)", g->name, g->gpu_model);
+        if ((P->name[i] = malloc(len)))
+            snprintf(P->name[i], len, "'%s' (%s)", g->name, g->gpu_model);
         j->name = P->name[i];
     }
     P->have_task = task_seen;
@@ -159,8 +179,8 @@ pfi_status pfi_pool_init(const pfi_groupset *S, const size_t *use, size_t n, pfi
 }
 
 /* the model's PFI of every job */
-static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *M, pfi_log *log,
-                                 pfi_error *err)
+static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
+                                 const pfi_modelfile *M, pfi_log *log, pfi_error *err)
 {
     double *x = malloc((M->p ? M->p : 1) * sizeof *x);
     if (!x) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -175,17 +195,21 @@ static pfi_status pfi_from_model(pfi_pool *P, const pfi_groupset *S, const pfi_p
         P->jobs[i].pfi_pred = pfi_modelfile_pfi(M, x, NULL, &o2);
         oor += o2 > 0;
     }
-    if (oor) pfi_warnf(log, "%zu of %zu jobs have features outside the model's training range", oor, P->n);
+    if (oor)
+        pfi_warnf(log, "%zu of %zu jobs have features outside the model's training range", oor,
+                  P->n);
     free(x);
     return PFI_OK;
 }
 
 /* the paper's way: an OLS of the target on the features over the pool itself */
-static pfi_status pfi_in_sample(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, pfi_error *err)
+static pfi_status pfi_in_sample(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
+                                pfi_error *err)
 {
     char **feat = NULL;
     size_t p = 0, n = P->n;
-    pfi_status st = pfi_features_expand(o->features ? o->features : DEFAULT_FEATURES, &feat, &p, err);
+    pfi_status st =
+        pfi_features_expand(o->features ? o->features : DEFAULT_FEATURES, &feat, &p, err);
     if (st) return st;
     double *X = malloc((n ? n : 1) * (p ? p : 1) * sizeof *X), *y = malloc((n ? n : 1) * sizeof *y);
     const double *tgt = pfi_groupset_target(S, o->target ? o->target : "pfi");
@@ -194,10 +218,12 @@ static pfi_status pfi_in_sample(pfi_pool *P, const pfi_groupset *S, const pfi_po
     pfi_pfi_model m;
     if (!st) {
         for (size_t i = 0; i < n; i++) y[i] = tgt[P->group[i]];
-        if ((st = pfi_pfi_model_fit(X, y, n, p, &m, err))) pfi_error_prefix(err, "in-sample PFI fit");
+        if ((st = pfi_pfi_model_fit(X, y, n, p, &m, err)))
+            pfi_error_prefix(err, "in-sample PFI fit");
     }
     if (!st) {
-        for (size_t i = 0; i < n; i++) P->jobs[i].pfi_pred = pfi_pfi_model_predict(&m, X + i * p, NULL, NULL);
+        for (size_t i = 0; i < n; i++)
+            P->jobs[i].pfi_pred = pfi_pfi_model_predict(&m, X + i * p, NULL, NULL);
         pfi_pfi_model_dispose(&m);
     }
     free(X), free(y);
@@ -205,8 +231,8 @@ static pfi_status pfi_in_sample(pfi_pool *P, const pfi_groupset *S, const pfi_po
     return st;
 }
 
-pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *model, pfi_log *log,
-                            pfi_error *err)
+pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
+                            const pfi_modelfile *model, pfi_log *log, pfi_error *err)
 {
     if (!pfi_pool_needs_pfi(o)) return PFI_OK;
     pfi_status st = PFI_OK;
@@ -223,10 +249,11 @@ pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_o
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
     if (pfi_alloc_check_weights(P->jobs, P->n, &ao, err)) {
-        const char *src = o->pfi == PFI_PFI_MEASURED          ? "each group's Eq. 1 PFI"
-                          : o->pfi == PFI_PFI_MEASURED_ROBUST ? "each group's robust PFI, none unless verdict ok or noisy"
-                          : o->model                          ? o->model
-                                                              : "in-sample fit";
+        const char *src = o->pfi == PFI_PFI_MEASURED ? "each group's Eq. 1 PFI"
+                          : o->pfi == PFI_PFI_MEASURED_ROBUST
+                              ? "each group's robust PFI, none unless verdict ok or noisy"
+                          : o->model ? o->model
+                                     : "in-sample fit";
         pfi_error_prefix(err, "--pfi %s (%s)", pfi_pfi_source_name(o->pfi), src);
         return err ? err->code : PFI_EINVAL;
     }
@@ -234,8 +261,8 @@ pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_o
 }
 
 /* every job's curve predicted by cm on the features feat[0..p); who names the model */
-static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm, char *const *feat, size_t p,
-                              const char *who, pfi_error *err)
+static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm,
+                              char *const *feat, size_t p, const char *who, pfi_error *err)
 {
     P->pred = calloc(P->n ? P->n : 1, sizeof *P->pred);
     double *x = malloc((p ? p : 1) * sizeof *x);
@@ -244,24 +271,29 @@ static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curv
         if ((st = features_of(S, &P->group[i], 1, feat, p, x, who, err))) break;
         pfi_alloc_job *j = &P->jobs[i];
         const pfi_point *u = pfi_curve_uncapped(&S->gs.g[P->group[i]].curve);
-        if (!(st = pfi_curve_model_curve(cm, x, u->cap_w, j->tokens_per_s_max, j->power_max_w, &P->pred[i], err))) j->pred_curve = &P->pred[i];
+        if (!(st = pfi_curve_model_curve(cm, x, u->cap_w, j->tokens_per_s_max, j->power_max_w,
+                                         &P->pred[i], err)))
+            j->pred_curve = &P->pred[i];
     }
     free(x);
     return st;
 }
 
-pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o, const pfi_modelfile *curve_model,
-                               pfi_error *err)
+pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
+                               const pfi_modelfile *curve_model, pfi_error *err)
 {
     if (!pfi_pool_needs_curves(o)) return PFI_OK;
     if (curve_model) {
         if (curve_model->kind != PFI_MODELFILE_CURVE)
-            return pfi_errorf(err, PFI_EINVAL, "%s: not a curve model (kind \"curve\")", o->curve_model ? o->curve_model : "the curve model");
-        return curves_from(P, S, &curve_model->curve, curve_model->features, curve_model->p, o->curve_model, err);
+            return pfi_errorf(err, PFI_EINVAL, "%s: not a curve model (kind \"curve\")",
+                              o->curve_model ? o->curve_model : "the curve model");
+        return curves_from(P, S, &curve_model->curve, curve_model->features, curve_model->p,
+                           o->curve_model, err);
     }
     char **feat = NULL;
     size_t p = 0, n = P->n;
-    pfi_status st = pfi_features_expand(o->features ? o->features : DEFAULT_FEATURES, &feat, &p, err);
+    pfi_status st =
+        pfi_features_expand(o->features ? o->features : DEFAULT_FEATURES, &feat, &p, err);
     if (st) return st;
     double *X = malloc((n ? n : 1) * (p ? p : 1) * sizeof *X);
     const pfi_curve **cv = malloc((n ? n : 1) * sizeof *cv);
@@ -270,7 +302,8 @@ pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_poo
     else st = features_of(S, P->group, n, feat, p, X, "the in-sample curve fit", err);
     if (!st) {
         for (size_t i = 0; i < n; i++) cv[i] = &S->gs.g[P->group[i]].curve;
-        if ((st = pfi_curve_model_fit(X, cv, n, p, &cm, err))) pfi_error_prefix(err, "in-sample curve fit");
+        if ((st = pfi_curve_model_fit(X, cv, n, p, &cm, err)))
+            pfi_error_prefix(err, "in-sample curve fit");
     }
     free(X), free(cv);
     if (!st) {
@@ -281,8 +314,10 @@ pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_poo
     return st;
 }
 
-pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n, const pfi_pool_opts *o, const pfi_modelfile *model,
-                          const pfi_modelfile *curve_model, pfi_pool *P, pfi_log *log, pfi_error *err)
+pfi_status pfi_pool_build(const pfi_groupset *S, const size_t *use, size_t n,
+                          const pfi_pool_opts *o, const pfi_modelfile *model,
+                          const pfi_modelfile *curve_model, pfi_pool *P, pfi_log *log,
+                          pfi_error *err)
 {
     pfi_status st = pfi_pool_init(S, use, n, P, err);
     if (!st) st = pfi_pool_check(S, o, err);

@@ -8,18 +8,24 @@
 #define RATIO0 0.97
 #define MAX_INTEGRAL_FRAC 0.30
 
-double pfi_pc_budget(double baseline_w, double target_w, double t, double start, double end, double ramp_s, double ramp_down_s)
+double pfi_pc_budget(double baseline_w, double target_w, double t, double start, double end,
+                     double ramp_s, double ramp_down_s)
 {
     if (t < start) return baseline_w;
     if (t < end) {
-        if (ramp_s > 0 && t < start + ramp_s) return baseline_w + (target_w - baseline_w) * (t - start) / ramp_s;
+        if (ramp_s > 0 && t < start + ramp_s)
+            return baseline_w + (target_w - baseline_w) * (t - start) / ramp_s;
         return target_w;
     }
-    if (ramp_down_s > 0 && t < end + ramp_down_s) return target_w + (baseline_w - target_w) * (t - end) / ramp_down_s;
+    if (ramp_down_s > 0 && t < end + ramp_down_s)
+        return target_w + (baseline_w - target_w) * (t - end) / ramp_down_s;
     return baseline_w;
 }
 
-static double ratio_of(const pfi_pc_job *j) { return j->ratio > 0 ? j->ratio : RATIO0; }
+static double ratio_of(const pfi_pc_job *j)
+{
+    return j->ratio > 0 ? j->ratio : RATIO0;
+}
 
 void pfi_pc_learn_ratio(pfi_pc_job *j)
 {
@@ -39,8 +45,9 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
     *integral_w = fmin(I, MAX_INTEGRAL_FRAC * budget_w);
 }
 
-pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w, double integral_w,
-                           const pfi_alloc_opts *o, pfi_pc_out *out, int *feasible, pfi_error *err)
+pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
+                           double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
+                           int *feasible, pfi_error *err)
 {
     *feasible = 1;
     if (n == 0) return PFI_OK;
@@ -88,7 +95,9 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         const pfi_pc_job *j = &jobs[i];
         /* a job left at its uncapped power keeps the device's maximum cap */
         double pmax = fmin(j->baseline_w, j->gpus * j->cap_max_w * ratio_of(j));
-        double c = ja[i].target_w >= pmax * (1 - 1e-9) ? j->cap_max_w : floor(ja[i].target_w / (j->gpus * ratio_of(j)));
+        double c = ja[i].target_w >= pmax * (1 - 1e-9)
+                       ? j->cap_max_w
+                       : floor(ja[i].target_w / (j->gpus * ratio_of(j)));
         if (c < j->cap_min_w) c = ceil(j->cap_min_w);
         if (c > j->cap_max_w) c = floor(j->cap_max_w);
         out[i].target_w = ja[i].target_w;

@@ -32,25 +32,26 @@ extern "C" {
 
 typedef struct pfi_pc_job {
     int gpus;
-    double cap_min_w, cap_max_w;      /* per GPU */
-    double baseline_w;                /* pre-event aggregate power (uncapped) */
-    double baseline_tokens_per_s;     /* pre-event throughput (NaN: unknown) */
-    double pfi_pred;                  /* NaN: unknown (treated as 1) */
-    const pfi_curve *pred_curve;      /* curve-aware / closed-loop (may be NULL) */
-    int sla_tier;                     /* -1: none */
+    double cap_min_w, cap_max_w;  /* per GPU */
+    double baseline_w;            /* pre-event aggregate power (uncapped) */
+    double baseline_tokens_per_s; /* pre-event throughput (NaN: unknown) */
+    double pfi_pred;              /* NaN: unknown (treated as 1) */
+    const pfi_curve *pred_curve;  /* curve-aware / closed-loop (may be NULL) */
+    int sla_tier;                 /* -1: none */
     /* measured this period */
-    double measured_w, cap_w;         /* aggregate power; current per-GPU cap */
+    double measured_w, cap_w; /* aggregate power; current per-GPU cap */
     /* state kept across periods */
-    double ratio;                     /* drawn / (cap x GPUs) when power-bound; 0: not learned yet */
+    double ratio; /* drawn / (cap x GPUs) when power-bound; 0: not learned yet */
 } pfi_pc_job;
 
 typedef struct pfi_pc_out {
-    double target_w;                  /* the job's allocated aggregate power */
-    double cap_w;                     /* per-GPU cap to push (integer W) */
+    double target_w; /* the job's allocated aggregate power */
+    double cap_w;    /* per-GPU cap to push (integer W) */
 } pfi_pc_out;
 
 /* Budget at time t of an event [start, end) with ramps, from baseline to target. */
-double pfi_pc_budget(double baseline_w, double target_w, double t, double start, double end, double ramp_s, double ramp_down_s);
+double pfi_pc_budget(double baseline_w, double target_w, double t, double start, double end,
+                     double ramp_s, double ramp_down_s);
 
 /* Learn r from this period's measurement (power-bound: drawing >= 85% of
  * cap x GPUs); leaves r unchanged otherwise. */
@@ -62,8 +63,9 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
 /* One allocation: budget_w for the managed jobs (fixed_w already outside
  * them, integral_w the feedback term). *feasible = 0 when even every job at
  * its lowest cap exceeds the budget (then every job gets its lowest cap). */
-pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w, double integral_w,
-                           const pfi_alloc_opts *o, pfi_pc_out *out, int *feasible, pfi_error *err);
+pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
+                           double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
+                           int *feasible, pfi_error *err);
 
 #ifdef __cplusplus
 }

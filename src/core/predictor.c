@@ -36,14 +36,17 @@ pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, 
     size_t nu = 0;
     for (size_t i = 0; i < n; i++) nu += row_ok(X, y, i, p);
     if (n_used) *n_used = nu;
-    double *Z = malloc((nu ? nu : 1) * (p ? p : 1) * sizeof *Z), *yc = malloc((nu ? nu : 1) * sizeof *yc);
+    double *Z = malloc((nu ? nu : 1) * (p ? p : 1) * sizeof *Z),
+           *yc = malloc((nu ? nu : 1) * sizeof *yc);
     pfi_status st = PFI_OK;
     if (!m->beta || !mean || !sd || !Z || !yc) {
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
     if (nu < 2) {
-        st = pfi_errorf(err, PFI_EINVAL, "fit needs at least 2 groups with the target and every feature (have %zu)", nu);
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "fit needs at least 2 groups with the target and every feature (have %zu)",
+                        nu);
         goto out;
     }
     double ym = 0;
@@ -56,12 +59,14 @@ pfi_status pfi_linear_fit(const double *X, const double *y, size_t n, size_t p, 
     for (size_t k = 0; k < p; k++) mean[k] /= (double)nu;
     for (size_t i = 0; i < n; i++)
         if (row_ok(X, y, i, p))
-            for (size_t k = 0; k < p; k++) sd[k] += (X[i * p + k] - mean[k]) * (X[i * p + k] - mean[k]);
+            for (size_t k = 0; k < p; k++)
+                sd[k] += (X[i * p + k] - mean[k]) * (X[i * p + k] - mean[k]);
     for (size_t k = 0; k < p; k++) sd[k] = sqrt(sd[k] / (double)(nu > 1 ? nu - 1 : 1));
     size_t r = 0;
     for (size_t i = 0; i < n; i++) {
         if (!row_ok(X, y, i, p)) continue;
-        for (size_t k = 0; k < p; k++) Z[r * p + k] = sd[k] > 0 ? (X[i * p + k] - mean[k]) / sd[k] : 0;
+        for (size_t k = 0; k < p; k++)
+            Z[r * p + k] = sd[k] > 0 ? (X[i * p + k] - mean[k]) / sd[k] : 0;
         yc[r] = y[i] - ym;
         r++;
     }
@@ -130,7 +135,8 @@ out:
 pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t p,
                               const int *cluster, double *yhat, pfi_error *err)
 {
-    double *Xt = malloc((n ? n : 1) * (p ? p : 1) * sizeof *Xt), *yt = malloc((n ? n : 1) * sizeof *yt);
+    double *Xt = malloc((n ? n : 1) * (p ? p : 1) * sizeof *Xt),
+           *yt = malloc((n ? n : 1) * sizeof *yt);
     if (!Xt || !yt) {
         free(Xt), free(yt);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -154,7 +160,8 @@ pfi_status pfi_cross_validate(const double *X, const double *y, size_t n, size_t
         pfi_linear lin;
         size_t used;
         pfi_error e2;
-        if (pfi_linear_fit(Xt, yt, m, p, &lin, &used, &e2) != PFI_OK) continue; /* fold not fittable */
+        if (pfi_linear_fit(Xt, yt, m, p, &lin, &used, &e2) != PFI_OK)
+            continue; /* fold not fittable */
         for (size_t i = 0; i < n; i++) {
             int held = cluster ? cluster[i] == (int)f : i == f;
             if (held && row_ok(X, NULL, i, p)) yhat[i] = pfi_linear_eval(&lin, X + i * p);
@@ -202,7 +209,8 @@ void pfi_pfi_model_dispose(pfi_pfi_model *m)
     m->fmin = m->fmax = NULL;
 }
 
-double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped, int *out_of_range)
+double pfi_pfi_model_predict(const pfi_pfi_model *m, const double *x, int *clamped,
+                             int *out_of_range)
 {
     int oor = 0;
     for (size_t k = 0; k < m->lin.p; k++)
@@ -309,14 +317,16 @@ pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, 
         m->n_train[k] = u1;
         m->ngrid++;
     }
-    if (m->ngrid < 2) st = pfi_errorf(err, PFI_EINVAL, "too few curves cover any cap fraction below 1");
+    if (m->ngrid < 2)
+        st = pfi_errorf(err, PFI_EINVAL, "too few curves cover any cap fraction below 1");
 out:
     free(yt), free(yp);
     if (st) pfi_curve_model_dispose(m);
     return st;
 }
 
-void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac, double *p_frac)
+void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *t_frac,
+                             double *p_frac)
 {
     for (size_t k = 0; k < m->ngrid; k++) {
         double a = pfi_linear_eval(&m->t[k], x), b = pfi_linear_eval(&m->pw[k], x);
@@ -333,19 +343,22 @@ void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, double *
 }
 
 pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, double cap_max_w,
-                                 double tokens_per_s_max, double power_max_w, pfi_curve *out, pfi_error *err)
+                                 double tokens_per_s_max, double power_max_w, pfi_curve *out,
+                                 pfi_error *err)
 {
     double t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
     pfi_curve_model_predict(m, x, t, pw);
     pfi_point pts[PFI_CURVE_GRID_MAX];
     for (size_t k = 0; k < m->ngrid; k++)
-        pts[k] = (pfi_point){m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_per_s_max, NAN, NAN, 1};
+        pts[k] = (pfi_point){
+            m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_per_s_max, NAN, NAN, 1};
     return pfi_curve_init(out, pts, m->ngrid, err);
 }
 
 double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped, int *out_of_range)
 {
-    if (m->kind == PFI_MODELFILE_OLS) return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
+    if (m->kind == PFI_MODELFILE_OLS)
+        return pfi_pfi_model_predict(&m->ols, x, clamped, out_of_range);
     if (clamped) *clamped = 0;
     int oor = 0;
     for (size_t k = 0; k < m->p; k++)
@@ -354,7 +367,8 @@ double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped, 
     double t[PFI_CURVE_GRID_MAX], p[PFI_CURVE_GRID_MAX];
     pfi_curve_model_predict(&m->curve, x, t, p);
     pfi_point pts[PFI_CURVE_GRID_MAX];
-    for (size_t k = 0; k < m->curve.ngrid; k++) pts[k] = (pfi_point){m->curve.frac[k], p[k], t[k], NAN, NAN, 1};
+    for (size_t k = 0; k < m->curve.ngrid; k++)
+        pts[k] = (pfi_point){m->curve.frac[k], p[k], t[k], NAN, NAN, 1};
     pfi_curve c;
     if (pfi_curve_init(&c, pts, m->curve.ngrid, NULL) != PFI_OK) return NAN;
     pfi_eq1_result r;

@@ -95,7 +95,8 @@ pfi_status pfi_recon_draw_fleet(const pfi_recon *base, size_t n, uint64_t seed, 
     out->g = calloc(n ? n : 1, sizeof *out->g);
     if (!out->g) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     size_t nh = 0;
-    for (size_t i = 0; i < base->n; i++) nh += strcmp(base->g[i].split, "headline") == 0 && base->g[i].calibrated;
+    for (size_t i = 0; i < base->n; i++)
+        nh += strcmp(base->g[i].split, "headline") == 0 && base->g[i].calibrated;
     if (nh == 0) {
         free(out->g);
         out->g = NULL;
@@ -113,7 +114,8 @@ pfi_status pfi_recon_draw_fleet(const pfi_recon *base, size_t n, uint64_t seed, 
         /* a template group, uniformly among the calibrated headline groups */
         size_t pick = (size_t)gsl_rng_uniform_int(rng, (unsigned long)nh), seen = 0, t = 0;
         for (size_t i = 0; i < base->n; i++)
-            if (strcmp(base->g[i].split, "headline") == 0 && base->g[i].calibrated && seen++ == pick) {
+            if (strcmp(base->g[i].split, "headline") == 0 && base->g[i].calibrated &&
+                seen++ == pick) {
                 t = i;
                 break;
             }

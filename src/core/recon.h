@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "physmodel.h"
 #include "pfi/status.h"
+#include "physmodel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,12 +29,12 @@ typedef struct pfi_recon_group {
     int gpus;
     double caps_w[PFI_RECON_MAX_CAPS];
     int ncaps;
-    double pfi_target, pfi4_target;  /* NaN when not published */
-    int compile;                     /* 1, 0, or -1 when not stated */
+    double pfi_target, pfi4_target; /* NaN when not published */
+    int compile;                    /* 1, 0, or -1 when not stated */
     int ep, seq_len, batch;
-    pfi_job job;                     /* the model job */
-    double mfu_uncapped;             /* prior MFU at the uncapped point */
-    int calibrated;                  /* phi, sm_w from params.csv */
+    pfi_job job;         /* the model job */
+    double mfu_uncapped; /* prior MFU at the uncapped point */
+    int calibrated;      /* phi, sm_w from params.csv */
     const pfi_hw *hw;
 } pfi_recon_group;
 

@@ -68,8 +68,8 @@ void pfi_robust(const pfi_curve *c, const pfi_robust_opts *o, pfi_robust_result 
         const pfi_point *p = &c->pts[i];
         double x = 1 - p->power_w / u->power_w, y = 1 - p->tokens_per_s / u->tokens_per_s;
         double sx = frac_se(p->power_w, pfi_point_sem_power(p, &o->noise), u->power_w, su_p);
-        double sy = frac_se(p->tokens_per_s, pfi_point_sem_tokens(p, &o->noise), u->tokens_per_s,
-                            su_t);
+        double sy =
+            frac_se(p->tokens_per_s, pfi_point_sem_tokens(p, &o->noise), u->tokens_per_s, su_t);
         if (x > o->k * sx && y > o->k * sy) {
             na_sum += x / y;
             r->n_noise_kept++;
@@ -94,8 +94,8 @@ void pfi_robust(const pfi_curve *c, const pfi_robust_opts *o, pfi_robust_result 
         const pfi_point *p = &c->pts[i];
         double x = 1 - p->power_w / u->power_w, y = 1 - p->tokens_per_s / u->tokens_per_s;
         double sx = frac_se(p->power_w, pfi_point_sem_power(p, &o->noise), u->power_w, su_p);
-        double sy = frac_se(p->tokens_per_s, pfi_point_sem_tokens(p, &o->noise), u->tokens_per_s,
-                            su_t);
+        double sy =
+            frac_se(p->tokens_per_s, pfi_point_sem_tokens(p, &o->noise), u->tokens_per_s, su_t);
         if (x > o->k * sx) {
             double w = sy > 0 ? 1.0 / (sy * sy) : 1.0;
             chi2 += w * (y - s * x) * (y - s * x);

@@ -40,13 +40,15 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     s->n_dropped = ser.n_dropped;
     if (ser.n_gpus == 0 || ser.n == 0) {
         pfi_series_dispose(&ser);
-        return pfi_errorf(err, PFI_EINVAL, "run %s: no GPU power telemetry (DCGM_FI_DEV_POWER_USAGE)", name);
+        return pfi_errorf(err, PFI_EINVAL,
+                          "run %s: no GPU power telemetry (DCGM_FI_DEV_POWER_USAGE)", name);
     }
     if ((int)ser.n_gpus != s->m.gpus) {
         size_t have = ser.n_gpus;
         pfi_series_dispose(&ser);
-        return pfi_errorf(err, PFI_EINVAL, "run %s: run.json says %d GPUs but the telemetry has %zu",
-                          name, s->m.gpus, have);
+        return pfi_errorf(err, PFI_EINVAL,
+                          "run %s: run.json says %d GPUs but the telemetry has %zu", name,
+                          s->m.gpus, have);
     }
     if (ser.n_dropped)
         pfi_warnf(log,
@@ -59,7 +61,8 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
         pfi_series_dispose(&ser);
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no GPU utilization (DCGM_FI_DEV_GPU_UTIL): cannot find the "
-                          "training phase", name);
+                          "training phase",
+                          name);
     }
     /* a protocol rule without its input is skipped, never silently */
     if (all_nan(ser.metric[PFI_M_FB_USED], ser.n))
@@ -124,27 +127,46 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
     s->n_steps = k;
     if (k == 0) {
         free(tps), free(mfu), free(tfl);
-        return pfi_errorf(err, PFI_EINVAL,
-                          "run %s: the step log has no samples in the training phase (%.0f..%.0f s; "
-                          "step log %.0f..%.0f s)",
-                          name, t0, t1, steps->t_s[0], steps->t_s[steps->n - 1]);
+        return pfi_errorf(
+            err, PFI_EINVAL,
+            "run %s: the step log has no samples in the training phase (%.0f..%.0f s; "
+            "step log %.0f..%.0f s)",
+            name, t0, t1, steps->t_s[0], steps->t_s[steps->n - 1]);
     }
     agg(tps, 0, k, o, &s->tokens_per_s, &s->tokens_per_s_sem);
     agg(mfu, 0, k, o, &s->mfu, &s->mfu_sem);
     agg(tfl, 0, k, o, &s->tflops, NULL);
     free(tps), free(mfu), free(tfl);
     if (!(s->tokens_per_s > 0))
-        return pfi_errorf(err, PFI_EINVAL, "run %s: throughput in the training phase is zero", name);
+        return pfi_errorf(err, PFI_EINVAL, "run %s: throughput in the training phase is zero",
+                          name);
     return PFI_OK;
 }
 
 /* ---- the sweep table of summaries ---- */
 
-enum { F_GROUP, F_GPU_MODEL, F_GPUS, F_CAP, F_TPS, F_TPS_SEM, F_PW, F_PW_SEM, F_ARCH, F_TASK,
-       F_MODEL, F_SPLIT, F_MFU, F_MFU_SEM, F_TFLOPS, F_N };
-static const char *const fixed[F_N] = {"group", "gpu_model", "gpus", "cap_w", "tokens_per_s",
-                                       "tokens_per_s_sem", "power_w", "power_w_sem", "arch",
-                                       "task", "model", "split", "mfu", "mfu_sem", "tflops"};
+enum {
+    F_GROUP,
+    F_GPU_MODEL,
+    F_GPUS,
+    F_CAP,
+    F_TPS,
+    F_TPS_SEM,
+    F_PW,
+    F_PW_SEM,
+    F_ARCH,
+    F_TASK,
+    F_MODEL,
+    F_SPLIT,
+    F_MFU,
+    F_MFU_SEM,
+    F_TFLOPS,
+    F_N
+};
+static const char *const fixed[F_N] = {
+    "group",   "gpu_model",   "gpus",  "cap_w", "tokens_per_s", "tokens_per_s_sem",
+    "power_w", "power_w_sem", "arch",  "task",  "model",        "split",
+    "mfu",     "mfu_sem",     "tflops"};
 static const int fixed_text[F_N] = {1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0};
 
 pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi_table **out,
@@ -155,14 +177,16 @@ pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi
     pfi_status st = PFI_OK;
     long cf[F_N];
     for (int i = 0; i < F_N; i++)
-        if ((cf[i] = pfi_table_add_col(t, fixed[i], fixed_text[i] ? PFI_COL_TEXT : PFI_COL_NUM, err)) < 0)
+        if ((cf[i] = pfi_table_add_col(t, fixed[i], fixed_text[i] ? PFI_COL_TEXT : PFI_COL_NUM,
+                                       err)) < 0)
             goto fail;
     long cm[PFI_M_COUNT], cd[PFI_D_COUNT];
     for (int m = 0; m < PFI_M_COUNT; m++) {
         cm[m] = -1;
         for (size_t r = 0; r < n; r++)
             if (!isnan(runs[r]->metric[m])) {
-                if ((cm[m] = pfi_table_add_col(t, pfi_metric_get((pfi_metric)m)->name, PFI_COL_NUM, err)) < 0)
+                if ((cm[m] = pfi_table_add_col(t, pfi_metric_get((pfi_metric)m)->name, PFI_COL_NUM,
+                                               err)) < 0)
                     goto fail;
                 break;
             }
@@ -171,7 +195,8 @@ pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi
         cd[d] = -1;
         for (size_t r = 0; r < n; r++)
             if (!isnan(runs[r]->derived[d])) {
-                if ((cd[d] = pfi_table_add_col(t, pfi_derived_name((pfi_derived)d), PFI_COL_NUM, err)) < 0)
+                if ((cd[d] = pfi_table_add_col(t, pfi_derived_name((pfi_derived)d), PFI_COL_NUM,
+                                               err)) < 0)
                     goto fail;
                 break;
             }
@@ -205,7 +230,8 @@ pfi_status pfi_summaries_table(const pfi_run_summary *const *runs, size_t n, pfi
         num[F_TFLOPS] = s->tflops;
         for (int i = 0; i < F_N; i++) {
             if (fixed_text[i]) {
-                if (txt[i] && (st = pfi_table_set_text(t, (size_t)cf[i], row, txt[i], err))) goto fail_st;
+                if (txt[i] && (st = pfi_table_set_text(t, (size_t)cf[i], row, txt[i], err)))
+                    goto fail_st;
             } else {
                 pfi_table_set_num(t, (size_t)cf[i], row, num[i]);
             }

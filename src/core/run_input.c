@@ -51,12 +51,14 @@ void pfi_steplog_dispose(pfi_steplog *s)
     memset(s, 0, sizeof *s);
 }
 
-pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu, double tflops, pfi_error *err)
+pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu,
+                            double tflops, pfi_error *err)
 {
     if (s->n == s->cap) { /* four parallel arrays: one capacity */
         size_t nc = 0;
-        if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) || PFI_VEC_RESIZE(s->t_s, nc, NULL) ||
-            PFI_VEC_RESIZE(s->tokens_per_s, nc, NULL) || PFI_VEC_RESIZE(s->mfu, nc, NULL) || PFI_VEC_RESIZE(s->tflops, nc, NULL))
+        if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) ||
+            PFI_VEC_RESIZE(s->t_s, nc, NULL) || PFI_VEC_RESIZE(s->tokens_per_s, nc, NULL) ||
+            PFI_VEC_RESIZE(s->mfu, nc, NULL) || PFI_VEC_RESIZE(s->tflops, nc, NULL))
             return pfi_errorf(err, PFI_ENOMEM, "out of memory");
         s->cap = nc;
     }

@@ -110,7 +110,8 @@ void pfi_hat_values(const double *x, size_t n, double *h)
     for (size_t i = 0; i < n; i++) m += x[i];
     m /= (double)n;
     for (size_t i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-    for (size_t i = 0; i < n; i++) h[i] = 1.0 / (double)n + (s > 0 ? (x[i] - m) * (x[i] - m) / s : 0);
+    for (size_t i = 0; i < n; i++)
+        h[i] = 1.0 / (double)n + (s > 0 ? (x[i] - m) * (x[i] - m) / s : 0);
 }
 
 void pfi_kruskal(const double *x, const int *label, size_t n, int k, double *H, int *df, double *p)
@@ -154,7 +155,8 @@ size_t pfi_dunn(const double *x, const int *label, size_t n, int k, double *z, d
     double base = N * (N + 1) / 12.0 - ties / (12.0 * (N - 1));
     for (int a = 0; a < k; a++)
         for (int b = a + 1; b < k; b++) {
-            double ma = cnt[a] ? rs[a] / (double)cnt[a] : NAN, mb = cnt[b] ? rs[b] / (double)cnt[b] : NAN;
+            double ma = cnt[a] ? rs[a] / (double)cnt[a] : NAN,
+                   mb = cnt[b] ? rs[b] / (double)cnt[b] : NAN;
             double se = sqrt(base * (1.0 / (double)cnt[a] + 1.0 / (double)cnt[b]));
             z[m] = (ma - mb) / se;
             p_raw[m] = 2 * gsl_cdf_ugaussian_Q(fabs(z[m]));
@@ -230,9 +232,11 @@ pfi_status pfi_lstsq(const double *X, size_t n, size_t p, const double *y, doubl
      * beta = U S^+ V^T y */
     for (size_t k = 0; k < r; k++) {
         double s = gsl_vector_get(S, k), c = 0;
-        for (size_t i = 0; i < n; i++) c += (wide ? gsl_matrix_get(V, i, k) : gsl_matrix_get(A, i, k)) * y[i];
+        for (size_t i = 0; i < n; i++)
+            c += (wide ? gsl_matrix_get(V, i, k) : gsl_matrix_get(A, i, k)) * y[i];
         c /= s;
-        for (size_t j = 0; j < p; j++) beta[j] += c * (wide ? gsl_matrix_get(A, j, k) : gsl_matrix_get(V, j, k));
+        for (size_t j = 0; j < p; j++)
+            beta[j] += c * (wide ? gsl_matrix_get(A, j, k) : gsl_matrix_get(V, j, k));
     }
     if (rank) *rank = r;
     gsl_matrix_free(A);

@@ -13,7 +13,8 @@ extern "C" {
 
 /* Append (t_s, tokens_per_s, mfu, tflops); PFI_ENOMEM ("out of memory")
  * leaves s as it was. */
-pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu, double tflops, pfi_error *err);
+pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu,
+                            double tflops, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -12,10 +12,11 @@
 #include "util.h"
 
 const pfi_metric pfi_synth_metrics[] = {
-    PFI_M_GPU_UTIL,          PFI_M_MEM_COPY_UTIL,  PFI_M_FB_USED,          PFI_M_POWER_USAGE,
-    PFI_M_SM_CLOCK,          PFI_M_MEM_CLOCK,      PFI_M_GPU_TEMP,         PFI_M_GR_ENGINE_ACTIVE,
-    PFI_M_SM_ACTIVE,         PFI_M_SM_OCCUPANCY,   PFI_M_PIPE_TENSOR_ACTIVE, PFI_M_DRAM_ACTIVE,
-    PFI_M_NVLINK_TX_BYTES,   PFI_M_NVLINK_RX_BYTES, PFI_M_ENFORCED_LIMIT};
+    PFI_M_GPU_UTIL,        PFI_M_MEM_COPY_UTIL,      PFI_M_FB_USED,
+    PFI_M_POWER_USAGE,     PFI_M_SM_CLOCK,           PFI_M_MEM_CLOCK,
+    PFI_M_GPU_TEMP,        PFI_M_GR_ENGINE_ACTIVE,   PFI_M_SM_ACTIVE,
+    PFI_M_SM_OCCUPANCY,    PFI_M_PIPE_TENSOR_ACTIVE, PFI_M_DRAM_ACTIVE,
+    PFI_M_NVLINK_TX_BYTES, PFI_M_NVLINK_RX_BYTES,    PFI_M_ENFORCED_LIMIT};
 const int pfi_synth_nmetrics = (int)(sizeof pfi_synth_metrics / sizeof *pfi_synth_metrics);
 
 /* timeline, in scrapes */
@@ -29,8 +30,14 @@ void pfi_synth_opts_default(pfi_synth_opts *o)
     o->metric_mask = PFI_SYNTH_ALL;
 }
 
-int pfi_synth_gpus_per_host(const pfi_recon_group *g) { return g->gpus < 8 ? g->gpus : 8; }
-int pfi_synth_hosts(const pfi_recon_group *g) { return (g->gpus + 7) / 8; }
+int pfi_synth_gpus_per_host(const pfi_recon_group *g)
+{
+    return g->gpus < 8 ? g->gpus : 8;
+}
+int pfi_synth_hosts(const pfi_recon_group *g)
+{
+    return (g->gpus + 7) / 8;
+}
 
 void pfi_synth_host_name(const pfi_recon_group *g, int host, char *buf, size_t n)
 {
@@ -52,11 +59,13 @@ int64_t pfi_synth_run_start_ms(const pfi_recon_group *g, int run)
     /* 2026-06-01T00:00:00Z, a day slot per group, runs 40 minutes apart */
     int64_t base = 1780272000000LL;
     int64_t day = (int64_t)(pfi_recon_key(g) % 90);
-    return base + day * 86400000LL + (int64_t)run * 2400000LL + (int64_t)(pfi_recon_key(g) % 600) * 1000;
+    return base + day * 86400000LL + (int64_t)run * 2400000LL +
+           (int64_t)(pfi_recon_key(g) % 600) * 1000;
 }
 
 /* a noise stream for (seed, group, run, stream id) */
-static void seed_stream(gsl_rng *r, const pfi_synth_opts *o, const pfi_recon_group *g, int run, uint64_t stream)
+static void seed_stream(gsl_rng *r, const pfi_synth_opts *o, const pfi_recon_group *g, int run,
+                        uint64_t stream)
 {
     uint64_t k = pfi_mix64(o->seed * 0x9e3779b97f4a7c15ULL ^ pfi_recon_key(g));
     k = pfi_mix64(k ^ ((uint64_t)run << 40) ^ stream);
@@ -74,16 +83,25 @@ static double q(double v, int decimals)
 int pfi_synth_decimals(pfi_metric m)
 {
     switch (m) {
-    case PFI_M_GPU_UTIL: case PFI_M_MEM_COPY_UTIL: case PFI_M_FB_USED: case PFI_M_SM_CLOCK:
-    case PFI_M_MEM_CLOCK: case PFI_M_GPU_TEMP: case PFI_M_NVLINK_TX_BYTES: case PFI_M_NVLINK_RX_BYTES:
-        return 0;
-    case PFI_M_POWER_USAGE: case PFI_M_ENFORCED_LIMIT: return 3;
+    case PFI_M_GPU_UTIL:
+    case PFI_M_MEM_COPY_UTIL:
+    case PFI_M_FB_USED:
+    case PFI_M_SM_CLOCK:
+    case PFI_M_MEM_CLOCK:
+    case PFI_M_GPU_TEMP:
+    case PFI_M_NVLINK_TX_BYTES:
+    case PFI_M_NVLINK_RX_BYTES: return 0;
+    case PFI_M_POWER_USAGE:
+    case PFI_M_ENFORCED_LIMIT: return 3;
     default: return 6;
     }
 }
 
 /* dcgm-exporter's printed resolution per metric */
-static double quantize(pfi_metric m, double v) { return q(v, pfi_synth_decimals(m)); }
+static double quantize(pfi_metric m, double v)
+{
+    return q(v, pfi_synth_decimals(m));
+}
 
 static double rel_sd(pfi_metric m)
 {
@@ -91,7 +109,8 @@ static double rel_sd(pfi_metric m)
     case PFI_M_GPU_UTIL: return 0.004;
     case PFI_M_FB_USED: return 0.0005;
     case PFI_M_SM_CLOCK: return 0.003;
-    case PFI_M_MEM_CLOCK: case PFI_M_ENFORCED_LIMIT: return 0;
+    case PFI_M_MEM_CLOCK:
+    case PFI_M_ENFORCED_LIMIT: return 0;
     case PFI_M_GPU_TEMP: return 0.01;
     case PFI_M_POWER_USAGE: return 0.005;
     default: return 0.015;
@@ -102,8 +121,11 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
                          const pfi_synth_sink *sink, pfi_error *err)
 {
     const pfi_hw *hw = g->hw ? g->hw : pfi_hw_get(g->gpu_model);
-    if (!hw) return pfi_errorf(err, PFI_EINVAL, "group %s: no hardware profile for %s", g->group, g->gpu_model);
-    if (run < 0 || run >= g->ncaps) return pfi_errorf(err, PFI_EINVAL, "group %s: no run %d", g->group, run);
+    if (!hw)
+        return pfi_errorf(err, PFI_EINVAL, "group %s: no hardware profile for %s", g->group,
+                          g->gpu_model);
+    if (run < 0 || run >= g->ncaps)
+        return pfi_errorf(err, PFI_EINVAL, "group %s: no run %d", g->group, run);
     double cap = g->caps_w[run];
     pfi_op op;
     pfi_phys_at_cap(hw, &g->job, cap, &op);
@@ -112,7 +134,8 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
     int ntrain = (int)llround(o->train_s / o->interval_s);
     if (ntrain < 12) ntrain = 12;
     int nscr = WARMUP + STARTUP + ntrain + TAIL;
-    int ev0 = WARMUP + STARTUP + ntrain / 3, ev1 = ev0 + (ntrain * 12 + 359) / 360;     /* ~1 min at 30 min */
+    int ev0 = WARMUP + STARTUP + ntrain / 3,
+        ev1 = ev0 + (ntrain * 12 + 359) / 360; /* ~1 min at 30 min */
     int ck0 = WARMUP + STARTUP + (2 * ntrain) / 3, ck1 = ck0 + (ntrain * 6 + 359) / 360; /* ~30 s */
     int64_t t0 = pfi_synth_run_start_ms(g, run);
     t0 -= t0 % iv; /* hosts scrape out of phase, but within the same interval */
@@ -174,18 +197,21 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
                 } else if (k >= ev0 && k < ev1) { /* evaluation: forward passes only */
                     base[PFI_M_GPU_UTIL] = 72;
                     base[PFI_M_POWER_USAGE] = 0.62 * op.power_w;
-                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++) base[m] *= 0.6;
+                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++)
+                        base[m] *= 0.6;
                     base[PFI_M_MEM_COPY_UTIL] *= 0.6;
                 } else if (k >= ck0 && k < ck1) { /* checkpoint: GPUs wait on storage */
                     base[PFI_M_GPU_UTIL] = 4;
                     base[PFI_M_POWER_USAGE] = idle + 35;
-                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++) base[m] *= 0.04;
+                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++)
+                        base[m] *= 0.04;
                     base[PFI_M_MEM_COPY_UTIL] *= 0.04;
                 }
                 for (int m = 0; m < PFI_M_COUNT; m++) {
                     gsl_rng *s = streams[gi * PFI_M_COUNT + (size_t)m];
                     if (!s) continue;
-                    double e = gsl_ran_gaussian_ziggurat(s, 1.0); /* drawn every scrape: streams stay aligned */
+                    double e = gsl_ran_gaussian_ziggurat(
+                        s, 1.0); /* drawn every scrape: streams stay aligned */
                     double val = base[m];
                     if (m == PFI_M_POWER_USAGE) {
                         if (phase_power_noise) val *= (1 + b_power) * (1 + com[k] + 0.005 * e);
@@ -195,7 +221,10 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
                         if (val > 100) val = 100;
                     } else {
                         val *= (1 + rel_sd((pfi_metric)m) * e) *
-                               ((m >= PFI_M_GR_ENGINE_ACTIVE && m <= PFI_M_NVLINK_RX_BYTES) || m == PFI_M_MEM_COPY_UTIL ? 1 + b_tel : 1);
+                               ((m >= PFI_M_GR_ENGINE_ACTIVE && m <= PFI_M_NVLINK_RX_BYTES) ||
+                                        m == PFI_M_MEM_COPY_UTIL
+                                    ? 1 + b_tel
+                                    : 1);
                     }
                     if (val < 0) val = 0;
                     x[m] = quantize((pfi_metric)m, val);
@@ -209,11 +238,14 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
     {
         double t_unc = op.tokens_per_s; /* at this cap */
         double tps_ref = g->job.tokens_per_s_ref > 0 ? g->job.tokens_per_s_ref : t_unc;
-        double tokens_per_step = pow(2, round(log2(tps_ref * 0.85 * 4.0))); /* ~4 s per step uncapped */
+        double tokens_per_step =
+            pow(2, round(log2(tps_ref * 0.85 * 4.0))); /* ~4 s per step uncapped */
         double ts = (double)(t0 + (int64_t)(WARMUP + STARTUP) * iv + 2000) / 1000.0;
         double t_end = (double)(t0 + (int64_t)(WARMUP + STARTUP + ntrain) * iv) / 1000.0;
-        double ev_a = (double)(t0 + (int64_t)ev0 * iv) / 1000.0, ev_b = (double)(t0 + (int64_t)ev1 * iv) / 1000.0;
-        double ck_a = (double)(t0 + (int64_t)ck0 * iv) / 1000.0, ck_b = (double)(t0 + (int64_t)ck1 * iv) / 1000.0;
+        double ev_a = (double)(t0 + (int64_t)ev0 * iv) / 1000.0,
+               ev_b = (double)(t0 + (int64_t)ev1 * iv) / 1000.0;
+        double ck_a = (double)(t0 + (int64_t)ck0 * iv) / 1000.0,
+               ck_b = (double)(t0 + (int64_t)ck1 * iv) / 1000.0;
         seed_stream(r_step, o, g, run, 3);
         long step = 0;
         while (ts < t_end && !st) {
@@ -224,9 +256,11 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
                 ts = ev_b;
                 continue;
             }
-            if (tend > ck_a && ts < ck_b) tend += ck_b - ck_a; /* the step that includes the checkpoint */
+            if (tend > ck_a && ts < ck_b)
+                tend += ck_b - ck_a; /* the step that includes the checkpoint */
             double tps = q(tokens_per_step / (tend - ts), 2);
-            double mfu = q(tps * g->job.flops_per_token / (hw->bf16_dense_tflops * 1e12 * g->gpus), 4);
+            double mfu =
+                q(tps * g->job.flops_per_token / (hw->bf16_dense_tflops * 1e12 * g->gpus), 4);
             double tflops = q(mfu * hw->bf16_dense_tflops, 1);
             double t_log = q(tend, 3);
             if (t_log >= t_end) break;
@@ -257,7 +291,8 @@ typedef struct summ_ctx {
     pfi_steplog steps;
 } summ_ctx;
 
-static pfi_status summ_scrape(void *ud, int host, int64_t t_ms, const double *v, int ngpus, pfi_error *err)
+static pfi_status summ_scrape(void *ud, int host, int64_t t_ms, const double *v, int ngpus,
+                              pfi_error *err)
 {
     summ_ctx *c = ud;
     /* the same metric-major order as a text file: GPU indices are assigned the same way */
@@ -274,16 +309,23 @@ static pfi_status summ_scrape(void *ud, int host, int64_t t_ms, const double *v,
     return PFI_OK;
 }
 
-static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double tflops, long step, pfi_error *err)
+static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double tflops, long step,
+                            pfi_error *err)
 {
     (void)step;
     summ_ctx *c = ud;
     return pfi_steplog_push(&c->steps, t_s, tps, mfu, tflops, err);
 }
 
-static char *dupstr(const char *s) { return s && s[0] ? strdup(s) : NULL; }
+static char *dupstr(const char *s)
+{
+    return s && s[0] ? strdup(s) : NULL;
+}
 /* a copy dupstr should have made, lost to out of memory */
-static int lost(const char *s, const char *copy) { return s && s[0] && !copy; }
+static int lost(const char *s, const char *copy)
+{
+    return s && s[0] && !copy;
+}
 
 pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth_opts *o,
                               pfi_manifest *m, pfi_error *err)
@@ -333,9 +375,10 @@ pfi_status pfi_synth_manifest(const pfi_recon_group *g, int run, const pfi_synth
         m->meta[m->nmeta].value = strdup(val);
         m->nmeta++;
     }
-    int bad = !m->steplog || lost(g->arch, m->arch) || lost(g->task, m->task) || lost(g->model, m->model) ||
-              lost(g->split, m->split);
-    for (size_t i = 0; i < m->nhosts; i++) bad |= !m->hosts[i] || !m->tel[i].path || !m->tel[i].host;
+    int bad = !m->steplog || lost(g->arch, m->arch) || lost(g->task, m->task) ||
+              lost(g->model, m->model) || lost(g->split, m->split);
+    for (size_t i = 0; i < m->nhosts; i++)
+        bad |= !m->hosts[i] || !m->tel[i].path || !m->tel[i].host;
     for (size_t i = 0; i < m->nmeta; i++) bad |= !m->meta[i].key || !m->meta[i].value;
     if (bad) {
         pfi_manifest_dispose(m);
@@ -374,7 +417,8 @@ pfi_status pfi_synth_summary(const pfi_recon_group *g, int run, const pfi_synth_
     char name[160];
     snprintf(name, sizeof name, "%s/%s/%gW", g->gpu_model, g->group, g->caps_w[run]);
     out->name = strdup(name);
-    st = out->name ? pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    st = out->name ? pfi_summarize_run(c.bins, &c.steps, &po, out, NULL, err)
+                   : pfi_errorf(err, PFI_ENOMEM, "out of memory");
 out:
     if (st) pfi_run_summary_dispose(out);
     pfi_bins_free(c.bins);

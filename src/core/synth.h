@@ -19,23 +19,25 @@
 
 #include <stdint.h>
 
-#include "recon.h"
 #include "pfi/run.h"
+#include "recon.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct pfi_synth_opts {
-    uint64_t seed;       /* default 1 */
-    double interval_s;   /* 5 */
-    double train_s;      /* 1800 (30 min); shorter for quick runs */
+    uint64_t seed;             /* default 1 */
+    double interval_s;         /* 5 */
+    double train_s;            /* 1800 (30 min); shorter for quick runs */
     unsigned long metric_mask; /* which metrics to generate; PFI_SYNTH_ALL */
 } pfi_synth_opts;
 
 #define PFI_SYNTH_ALL (~0UL)
 /* the metrics the protocol needs for power and phases (fast calibration) */
-#define PFI_SYNTH_POWER_ONLY ((1UL << PFI_M_POWER_USAGE) | (1UL << PFI_M_GPU_UTIL) | (1UL << PFI_M_FB_USED) | (1UL << PFI_M_ENFORCED_LIMIT))
+#define PFI_SYNTH_POWER_ONLY                                                                       \
+    ((1UL << PFI_M_POWER_USAGE) | (1UL << PFI_M_GPU_UTIL) | (1UL << PFI_M_FB_USED) |               \
+     (1UL << PFI_M_ENFORCED_LIMIT))
 
 void pfi_synth_opts_default(pfi_synth_opts *o);
 /* Decimal places a metric is quantized to (and printed with). */
@@ -47,13 +49,14 @@ extern const int pfi_synth_nmetrics;
 
 typedef struct pfi_synth_sink {
     /* one scrape of one host: v[g * PFI_M_COUNT + m] for its gpus (NaN: not emitted) */
-    pfi_status (*scrape)(void *ud, int host, int64_t t_ms, const double *v, int ngpus, pfi_error *err);
-    pfi_status (*step)(void *ud, double t_s, double tokens_per_s, double mfu, double tflops, long step,
-                       pfi_error *err);
+    pfi_status (*scrape)(void *ud, int host, int64_t t_ms, const double *v, int ngpus,
+                         pfi_error *err);
+    pfi_status (*step)(void *ud, double t_s, double tokens_per_s, double mfu, double tflops,
+                       long step, pfi_error *err);
     void *ud;
 } pfi_synth_sink;
 
-int pfi_synth_hosts(const pfi_recon_group *g);       /* 8 GPUs per host */
+int pfi_synth_hosts(const pfi_recon_group *g); /* 8 GPUs per host */
 int pfi_synth_gpus_per_host(const pfi_recon_group *g);
 void pfi_synth_host_name(const pfi_recon_group *g, int host, char *buf, size_t n);
 void pfi_synth_gpu_uuid(const pfi_recon_group *g, int host, int gpu, char *buf, size_t n);

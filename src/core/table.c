@@ -83,10 +83,22 @@ void pfi_table_free(pfi_table *t)
     free(t);
 }
 
-size_t pfi_table_nrows(const pfi_table *t) { return t->nrows; }
-size_t pfi_table_ncols(const pfi_table *t) { return t->ncols; }
-const char *pfi_table_colname(const pfi_table *t, size_t col) { return t->cols[col].name; }
-pfi_coltype pfi_table_coltype(const pfi_table *t, size_t col) { return t->cols[col].type; }
+size_t pfi_table_nrows(const pfi_table *t)
+{
+    return t->nrows;
+}
+size_t pfi_table_ncols(const pfi_table *t)
+{
+    return t->ncols;
+}
+const char *pfi_table_colname(const pfi_table *t, size_t col)
+{
+    return t->cols[col].name;
+}
+pfi_coltype pfi_table_coltype(const pfi_table *t, size_t col)
+{
+    return t->cols[col].type;
+}
 
 long pfi_table_col(const pfi_table *t, const char *name)
 {
@@ -156,7 +168,8 @@ pfi_status pfi_table_add_row(pfi_table *t, uint32_t file, uint64_t line, size_t 
         size_t nc = 0;
         int bad = pfi_vec_next_cap(t->rows_cap, t->nrows + 1, sizeof(uint64_t), &nc, NULL) ||
                   PFI_VEC_RESIZE(t->row_file, nc, NULL) || PFI_VEC_RESIZE(t->row_line, nc, NULL);
-        for (size_t c = 0; !bad && c < t->ncols; c++) bad = col_alloc(&t->cols[c], nc, t->nrows) != 0;
+        for (size_t c = 0; !bad && c < t->ncols; c++)
+            bad = col_alloc(&t->cols[c], nc, t->nrows) != 0;
         if (bad) return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu rows)", t->nrows);
         t->rows_cap = nc;
     }
@@ -177,9 +190,18 @@ void pfi_table_row_origin(const pfi_table *t, size_t row, const char **file, uin
     if (line) *line = t->row_line[row];
 }
 
-void pfi_table_set_num(pfi_table *t, size_t col, size_t row, double v) { t->cols[col].num[row] = v; }
-double pfi_table_num(const pfi_table *t, size_t col, size_t row) { return t->cols[col].num[row]; }
-const double *pfi_table_num_col(const pfi_table *t, size_t col) { return t->cols[col].num; }
+void pfi_table_set_num(pfi_table *t, size_t col, size_t row, double v)
+{
+    t->cols[col].num[row] = v;
+}
+double pfi_table_num(const pfi_table *t, size_t col, size_t row)
+{
+    return t->cols[col].num[row];
+}
+const double *pfi_table_num_col(const pfi_table *t, size_t col)
+{
+    return t->cols[col].num;
+}
 
 static int pool_grow(pfi_table *t)
 {
@@ -221,8 +243,14 @@ uint32_t pfi_table_intern(pfi_table *t, const char *s, size_t len)
     return id;
 }
 
-const char *pfi_table_str(const pfi_table *t, uint32_t id) { return id < t->nstrs ? t->strs[id] : ""; }
-void pfi_table_set_text_id(pfi_table *t, size_t col, size_t row, uint32_t id) { t->cols[col].sid[row] = id; }
+const char *pfi_table_str(const pfi_table *t, uint32_t id)
+{
+    return id < t->nstrs ? t->strs[id] : "";
+}
+void pfi_table_set_text_id(pfi_table *t, size_t col, size_t row, uint32_t id)
+{
+    t->cols[col].sid[row] = id;
+}
 
 pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *s, pfi_error *err)
 {
@@ -232,7 +260,10 @@ pfi_status pfi_table_set_text(pfi_table *t, size_t col, size_t row, const char *
     return PFI_OK;
 }
 
-uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row) { return t->cols[col].sid[row]; }
+uint32_t pfi_table_text_id(const pfi_table *t, size_t col, size_t row)
+{
+    return t->cols[col].sid[row];
+}
 const char *pfi_table_text(const pfi_table *t, size_t col, size_t row)
 {
     return t->strs[t->cols[col].sid[row]];

@@ -10,7 +10,9 @@
 
 static pfi_status too_big(size_t n, size_t elem_size, pfi_error *err)
 {
-    return pfi_errorf(err, PFI_ENOMEM, "out of memory: %zu elements of %zu bytes do not fit in memory", n, elem_size);
+    return pfi_errorf(err, PFI_ENOMEM,
+                      "out of memory: %zu elements of %zu bytes do not fit in memory", n,
+                      elem_size);
 }
 
 pfi_status pfi_vec_next_cap(size_t cap, size_t need, size_t elem_size, size_t *out, pfi_error *err)
@@ -33,7 +35,9 @@ pfi_status pfi_vec_resize(void *pp, size_t n, size_t elem_size, pfi_error *err)
     void *p;
     memcpy(&p, pp, sizeof p);
     void *q = realloc(p, bytes ? bytes : 1);
-    if (!q) return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu elements of %zu bytes)", n, elem_size);
+    if (!q)
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory (%zu elements of %zu bytes)", n,
+                          elem_size);
     memcpy(pp, &q, sizeof q);
     return PFI_OK;
 }
@@ -48,7 +52,8 @@ pfi_status pfi_vec_reserve(void *pp, size_t *cap, size_t need, size_t elem_size,
     return st;
 }
 
-pfi_status pfi_vec_push(void *pp, size_t *n, size_t *cap, const void *elem, size_t elem_size, pfi_error *err)
+pfi_status pfi_vec_push(void *pp, size_t *n, size_t *cap, const void *elem, size_t elem_size,
+                        pfi_error *err)
 {
     if (*n == SIZE_MAX) return too_big(*n, elem_size, err);
     pfi_status st = pfi_vec_reserve(pp, cap, *n + 1, elem_size, err);

@@ -39,7 +39,8 @@ pfi_status pfi_vec_reserve(void *pp, size_t *cap, size_t need, size_t elem_size,
 pfi_status pfi_vec_resize(void *pp, size_t n, size_t elem_size, pfi_error *err);
 
 /* Append elem (elem_size bytes) at (*pp)[*n], growing as needed; ++*n. */
-pfi_status pfi_vec_push(void *pp, size_t *n, size_t *cap, const void *elem, size_t elem_size, pfi_error *err);
+pfi_status pfi_vec_push(void *pp, size_t *n, size_t *cap, const void *elem, size_t elem_size,
+                        pfi_error *err);
 
 /* calloc(n, elem_size) whose failure is a PFI_ENOMEM in err (NULL then). */
 void *pfi_calloc(size_t n, size_t elem_size, pfi_error *err);

@@ -39,8 +39,8 @@ static int make_tmp(const char *target, mode_t mode, char **tmp_out)
     for (int attempt = 0; attempt < 100; attempt++) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t r = ((uint64_t)ts.tv_nsec << 16) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)ts.tv_sec ^
-                     (uint64_t)(++counter) * 0x9E3779B97F4A7C15ull;
+        uint64_t r = ((uint64_t)ts.tv_nsec << 16) ^ ((uint64_t)getpid() << 40) ^
+                     (uint64_t)ts.tv_sec ^ (uint64_t)(++counter) * 0x9E3779B97F4A7C15ull;
         for (int i = 0; i < 6; i++, r /= 62) tmp[n + 5 + i] = abc[r % 62];
         tmp[n + 11] = '\0';
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -107,7 +107,9 @@ static int named_fd(const char *path)
 {
     if (!strcmp(path, "/dev/stdout")) return 1;
     if (!strcmp(path, "/dev/stderr")) return 2;
-    const char *p = !strncmp(path, "/dev/fd/", 8) ? path + 8 : !strncmp(path, "/proc/self/fd/", 14) ? path + 14 : NULL;
+    const char *p = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                    : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                           : NULL;
     if (!p || !*p) return -1;
     long n = 0;
     for (; *p; p++) {
@@ -131,18 +133,24 @@ static pfi_status fail_open(pfi_outfile *o, int fd, pfi_status st)
 static pfi_status attach(pfi_outfile *o, int fd, pfi_error *err)
 {
     o->f = fdopen(fd, "w");
-    if (!o->f) return fail_open(o, fd, pfi_errorf(err, PFI_EIO, "%s: fdopen failed: %s", o->path, strerror(errno)));
+    if (!o->f)
+        return fail_open(
+            o, fd, pfi_errorf(err, PFI_EIO, "%s: fdopen failed: %s", o->path, strerror(errno)));
     return PFI_OK;
 }
 
 /* a device, FIFO or descriptor: written in place, no temporary file */
 static pfi_status open_direct(pfi_outfile *o, int fd_named, pfi_error *err)
 {
-    int fd = fd_named >= 0 ? fcntl(fd_named, F_DUPFD_CLOEXEC, 3) : open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: cannot open: %s", o->path, strerror(errno)));
+    int fd = fd_named >= 0 ? fcntl(fd_named, F_DUPFD_CLOEXEC, 3)
+                           : open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return fail_open(o, -1,
+                         pfi_errorf(err, PFI_EIO, "%s: cannot open: %s", o->path, strerror(errno)));
     struct stat sb;
     if (fd_named < 0 && (fstat(fd, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)))
-        return fail_open(o, fd, pfi_errorf(err, PFI_EIO, "%s: changed while being opened", o->path));
+        return fail_open(o, fd,
+                         pfi_errorf(err, PFI_EIO, "%s: changed while being opened", o->path));
     return attach(o, fd, err);
 }
 
@@ -150,13 +158,17 @@ static pfi_status open_direct(pfi_outfile *o, int fd_named, pfi_error *err)
 static pfi_status open_tmp(pfi_outfile *o, const struct stat *st, mode_t new_mode, pfi_error *err)
 {
     int fd = make_tmp(o->target, st ? 0600 : new_mode, &o->tmp);
-    if (fd < 0) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: cannot create: %s", o->path, strerror(errno)));
+    if (fd < 0)
+        return fail_open(
+            o, -1, pfi_errorf(err, PFI_EIO, "%s: cannot create: %s", o->path, strerror(errno)));
     if (st) {
         if (fchown(fd, st->st_uid, st->st_gid) != 0 && fchown(fd, (uid_t)-1, st->st_gid) != 0) {
             /* not permitted to give the file away: it stays ours */
         }
         if (fchmod(fd, st->st_mode & 07777) != 0)
-            return fail_open(o, fd, pfi_errorf(err, PFI_EIO, "%s: cannot set mode: %s", o->path, strerror(errno)));
+            return fail_open(
+                o, fd,
+                pfi_errorf(err, PFI_EIO, "%s: cannot set mode: %s", o->path, strerror(errno)));
     }
     return attach(o, fd, err);
 }
@@ -185,7 +197,9 @@ static int link_forbidden(const char *path)
         else if (slash == cur) snprintf(dir, sizeof dir, "/");
         else snprintf(dir, sizeof dir, "%.*s", (int)(slash - cur), cur);
         if (stat(dir, &ds) != 0) return 0;
-        if ((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) && ls.st_uid != ds.st_uid && ls.st_uid != geteuid()) return 1;
+        if ((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) && ls.st_uid != ds.st_uid &&
+            ls.st_uid != geteuid())
+            return 1;
         ssize_t n = readlink(cur, tgt, sizeof tgt - 1);
         if (n < 0) return 0;
         tgt[n] = '\0';
@@ -207,20 +221,31 @@ pfi_status pfi_out_open(pfi_outfile *o, const char *path, pfi_error *err)
     int nfd = named_fd(path);
     if (nfd >= 0) return open_direct(o, nfd, err);
     if (link_forbidden(path))
-        return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: a symbolic link owned by another user in a sticky world-writable directory; not followed (fs.protected_symlinks)", path));
+        return fail_open(
+            o, -1,
+            pfi_errorf(err, PFI_EIO,
+                       "%s: a symbolic link owned by another user in a sticky world-writable "
+                       "directory; not followed (fs.protected_symlinks)",
+                       path));
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        if (S_ISDIR(sb.st_mode)) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: is a directory", path));
+        if (S_ISDIR(sb.st_mode))
+            return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: is a directory", path));
         if (S_ISBLK(sb.st_mode))
-            return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: is a block device; refusing to write to it", path));
+            return fail_open(
+                o, -1,
+                pfi_errorf(err, PFI_EIO, "%s: is a block device; refusing to write to it", path));
         if (!S_ISREG(sb.st_mode)) return open_direct(o, -1, err);
         o->target = realpath(path, NULL);
-        if (!o->target) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
+        if (!o->target)
+            return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
         return open_tmp(o, &sb, 0, err);
     }
-    if (errno != ENOENT) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
+    if (errno != ENOENT)
+        return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
     o->target = resolve_new(path);
-    if (!o->target) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
+    if (!o->target)
+        return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno)));
     return open_tmp(o, NULL, 0666, err);
 }
 
@@ -231,9 +256,12 @@ pfi_status pfi_out_open_private(pfi_outfile *o, const char *path, pfi_error *err
     o->target = strdup(path);
     if (!o->target) return fail_open(o, -1, pfi_errorf(err, PFI_ENOMEM, "out of memory"));
     int fd = make_tmp(path, 0600, &o->tmp);
-    if (fd < 0) return fail_open(o, -1, pfi_errorf(err, PFI_EIO, "%s: cannot create: %s", path, strerror(errno)));
+    if (fd < 0)
+        return fail_open(o, -1,
+                         pfi_errorf(err, PFI_EIO, "%s: cannot create: %s", path, strerror(errno)));
     if (fchmod(fd, 0644) != 0)
-        return fail_open(o, fd, pfi_errorf(err, PFI_EIO, "%s: cannot set mode: %s", path, strerror(errno)));
+        return fail_open(
+            o, fd, pfi_errorf(err, PFI_EIO, "%s: cannot set mode: %s", path, strerror(errno)));
     return attach(o, fd, err);
 }
 
@@ -250,14 +278,16 @@ pfi_status pfi_out_commit(pfi_outfile *o, pfi_error *err)
      * is no write failure, so there is no fsync at all */
     if (fflush(o->f) != 0 || ferror(o->f) || (o->tmp && fsync(fileno(o->f)) != 0))
         st = pfi_errorf(err, PFI_EIO, "%s: write failed: %s", o->path, strerror(errno));
-    if (fclose(o->f) != 0 && !st) st = pfi_errorf(err, PFI_EIO, "%s: close failed: %s", o->path, strerror(errno));
+    if (fclose(o->f) != 0 && !st)
+        st = pfi_errorf(err, PFI_EIO, "%s: close failed: %s", o->path, strerror(errno));
     o->f = NULL;
     if (o->tmp) {
         if (!st && rename(o->tmp, o->target) != 0)
             st = pfi_errorf(err, PFI_EIO, "%s: rename failed: %s", o->path, strerror(errno));
         if (st) unlink(o->tmp);
         else if (fsync_dir(o->target) != 0)
-            st = pfi_errorf(err, PFI_EIO, "%s: fsync of its directory failed: %s", o->path, strerror(errno));
+            st = pfi_errorf(err, PFI_EIO, "%s: fsync of its directory failed: %s", o->path,
+                            strerror(errno));
     }
     free(o->path);
     free(o->target);
@@ -280,7 +310,8 @@ void pfi_out_abort(pfi_outfile *o)
     memset(o, 0, sizeof *o);
 }
 
-static pfi_status write_whole(pfi_outfile *o, const char *path, const void *data, size_t len, pfi_error *err)
+static pfi_status write_whole(pfi_outfile *o, const char *path, const void *data, size_t len,
+                              pfi_error *err)
 {
     if (len && fwrite(data, 1, len, o->f) != len) {
         pfi_out_abort(o);

@@ -26,7 +26,7 @@ extern "C" {
 #define PFI_CAPS_GENERATION_MAX (1LL << 53) /* exact in JSON's doubles */
 
 typedef struct pfi_caps_entry {
-    long index;         /* -1 when given by uuid (gpus) or for jobs */
+    long index; /* -1 when given by uuid (gpus) or for jobs */
     char uuid[96];
     char job_id[64];
     double cap_w;
@@ -40,7 +40,8 @@ typedef struct pfi_caps_request {
     pfi_caps_entry gpus[PFI_CAPS_MAX_ENTRIES], jobs[PFI_CAPS_MAX_ENTRIES];
 } pfi_caps_request;
 
-pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request *r, pfi_error *err);
+pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request *r,
+                                  pfi_error *err);
 /* The JSON text of a request (for clients: pfi sweep, the controller); malloc'd. */
 char *pfi_caps_request_format(const pfi_caps_request *r);
 

@@ -26,8 +26,8 @@ static int push_field(pfi_csv *c, char *s, size_t n, pfi_error *err)
 {
     if (c->nfields == c->fcap) { /* parallel arrays: one capacity */
         size_t nc = 0;
-        if (pfi_vec_next_cap(c->fcap, c->nfields + 1, sizeof(size_t), &nc, NULL) || PFI_VEC_RESIZE(c->fields, nc, NULL) ||
-            PFI_VEC_RESIZE(c->lens, nc, NULL))
+        if (pfi_vec_next_cap(c->fcap, c->nfields + 1, sizeof(size_t), &nc, NULL) ||
+            PFI_VEC_RESIZE(c->fields, nc, NULL) || PFI_VEC_RESIZE(c->lens, nc, NULL))
             return pfi_errorf(err, PFI_ENOMEM, "out of memory"), -1;
         c->fcap = nc;
     }
@@ -115,8 +115,8 @@ int pfi_csv_next(pfi_csv *c, pfi_error *err)
                 char *start = s + i;
                 for (;;) {
                     if (j >= rec_len) {
-                        pfi_errorf(err, PFI_EPARSE, "%s:%llu: unterminated quoted field",
-                                   r->name, (unsigned long long)c->line);
+                        pfi_errorf(err, PFI_EPARSE, "%s:%llu: unterminated quoted field", r->name,
+                                   (unsigned long long)c->line);
                         return -1;
                     }
                     if (s[j] == '"') {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csv.h"
 #include "num.h"
+#include "pfi/csv.h"
 #include "vec.h"
 
 typedef struct cellbuf {
@@ -18,7 +18,8 @@ typedef struct cellbuf {
 /* the record's fields, copied, appended to b */
 static pfi_status push_record(cellbuf *b, const pfi_csv *c, pfi_error *err)
 {
-    if (PFI_VEC_RESERVE(b->cells, b->cap, b->n + c->nfields, NULL)) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (PFI_VEC_RESERVE(b->cells, b->cap, b->n + c->nfields, NULL))
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     for (size_t i = 0; i < c->nfields; i++) {
         char *d = strdup(c->fields[i]);
         if (!d) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -45,7 +46,8 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
     cellbuf b = {0}, hb = {0};
     size_t nh = 0;
     if (rc <= 0) {
-        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path) : (err ? err->code : PFI_EPARSE);
+        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path)
+                     : (err ? err->code : PFI_EPARSE);
         goto out;
     }
     nh = c.nfields;
@@ -53,7 +55,8 @@ pfi_status pfi_csv_load(const char *path, pfi_table **out, pfi_error *err)
     char **hdr = hb.cells;
     while ((rc = pfi_csv_next(&c, err)) == 1) {
         if (c.nfields != nh) {
-            st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: expected %zu fields, found %zu", path, (unsigned long long)c.line, nh, c.nfields);
+            st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: expected %zu fields, found %zu", path,
+                            (unsigned long long)c.line, nh, c.nfields);
             goto out;
         }
         if ((st = push_record(&b, &c, err))) goto out;
@@ -114,17 +117,20 @@ out:
     return st;
 }
 
-long pfi_table_find_row(const pfi_table *t, const char *key, const char *value, const char *key2, const char *value2)
+long pfi_table_find_row(const pfi_table *t, const char *key, const char *value, const char *key2,
+                        const char *value2)
 {
     long c1 = pfi_table_col(t, key), c2 = key2 ? pfi_table_col(t, key2) : -1;
     if (c1 < 0 || (key2 && c2 < 0)) return -1;
     for (size_t r = 0; r < pfi_table_nrows(t); r++) {
-        int m1 = pfi_table_coltype(t, (size_t)c1) == PFI_COL_TEXT ? !strcmp(pfi_table_text(t, (size_t)c1, r), value)
-                                                                   : pfi_table_num(t, (size_t)c1, r) == atof(value);
+        int m1 = pfi_table_coltype(t, (size_t)c1) == PFI_COL_TEXT
+                     ? !strcmp(pfi_table_text(t, (size_t)c1, r), value)
+                     : pfi_table_num(t, (size_t)c1, r) == atof(value);
         if (!m1) continue;
         if (key2) {
-            int m2 = pfi_table_coltype(t, (size_t)c2) == PFI_COL_TEXT ? !strcmp(pfi_table_text(t, (size_t)c2, r), value2)
-                                                                       : fabs(pfi_table_num(t, (size_t)c2, r) - atof(value2)) < 1e-9;
+            int m2 = pfi_table_coltype(t, (size_t)c2) == PFI_COL_TEXT
+                         ? !strcmp(pfi_table_text(t, (size_t)c2, r), value2)
+                         : fabs(pfi_table_num(t, (size_t)c2, r) - atof(value2)) < 1e-9;
             if (!m2) continue;
         }
         return (long)r;

@@ -14,7 +14,8 @@ extern "C" {
 #endif
 
 /* Path of rel (relative to data/) into buf; PFI_ENOTFOUND with a message naming where it looked. */
-pfi_status pfi_data_path(const char *data_dir, const char *rel, char *buf, size_t n, pfi_error *err);
+pfi_status pfi_data_path(const char *data_dir, const char *rel, char *buf, size_t n,
+                         pfi_error *err);
 
 #ifdef __cplusplus
 }

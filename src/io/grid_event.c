@@ -25,11 +25,13 @@ static int digits(const char *s, int n, int *v)
 int pfi_rfc3339_parse(const char *s, double *t)
 {
     int Y, M, D, h, m, sec;
-    if (strlen(s) < 20 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) || s[7] != '-' || digits(s + 8, 2, &D) ||
-        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) ||
-        s[16] != ':' || digits(s + 17, 2, &sec))
+    if (strlen(s) < 20 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) || s[7] != '-' ||
+        digits(s + 8, 2, &D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) || s[16] != ':' ||
+        digits(s + 17, 2, &sec))
         return -1;
-    if (Y < 1970 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60) return -1;
+    if (Y < 1970 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return -1;
     const char *p = s + 19;
     double frac = 0;
     if (*p == '.') {
@@ -42,7 +44,8 @@ int pfi_rfc3339_parse(const char *s, double *t)
     if (*p == 'Z' || *p == 'z') p++;
     else if (*p == '+' || *p == '-') {
         int oh, om;
-        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59) return -1;
+        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return -1;
         off = (oh * 60 + om) * 60 * (*p == '+' ? 1 : -1);
         p += 6;
     } else return -1;
@@ -95,7 +98,8 @@ int pfi_iso8601_duration(const char *s, double *seconds)
         if (end == s || isdigit((unsigned char)*end)) return -1; /* none, or more than 12 digits */
         if (*end == '.' || *end == ',') {
             const char *f = ++end;
-            for (double scale = 0.1; isdigit((unsigned char)*end) && end - f < 9; scale /= 10) v += (*end++ - '0') * scale;
+            for (double scale = 0.1; isdigit((unsigned char)*end) && end - f < 9; scale /= 10)
+                v += (*end++ - '0') * scale;
             if (end == f || isdigit((unsigned char)*end)) return -1;
         }
         char u = *end;
@@ -144,16 +148,19 @@ static pfi_status id_field(const pfi_jkey *k, json_t *v, const char *name, void 
 {
     (void)ud;
     if (!json_is_string(v) || !id_ok(json_string_value(v)))
-        return pfi_errorf(err, PFI_EINVAL, "%s: expected 1..63 characters of letters, digits, '.', '_', '-'", name);
+        return pfi_errorf(err, PFI_EINVAL,
+                          "%s: expected 1..63 characters of letters, digits, '.', '_', '-'", name);
     snprintf(k->dst, k->size, "%s", json_string_value(v));
     return PFI_OK;
 }
 
-static pfi_status start_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status start_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                              pfi_error *err)
 {
     (void)ud;
     if (!json_is_string(v) || pfi_rfc3339_parse(json_string_value(v), k->dst))
-        return pfi_errorf(err, PFI_EINVAL, "%s: expected an RFC 3339 time such as 2026-12-02T18:00:00Z", name);
+        return pfi_errorf(err, PFI_EINVAL,
+                          "%s: expected an RFC 3339 time such as 2026-12-02T18:00:00Z", name);
     return PFI_OK;
 }
 
@@ -164,7 +171,10 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
     snprintf(ev->source, sizeof ev->source, "api");
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line, je.column, je.text), err);
+    if (!o)
+        return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line,
+                                   je.column, je.text),
+                        err);
     int have_dur = 0, have_open = 0, kind[3] = {0, 0, 0}; /* reduction_pct, target_kw, level */
     const pfi_jkey keys[] = {
         {"id", PFI_J_ANY, 0, ev->id, sizeof ev->id, .fn = id_field},
@@ -174,31 +184,38 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         {"open_ended", PFI_J_BOOL, .dst = &have_open},
         {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev->reduction_pct, .lo = 0, .hi = 90,
          .expect = "expected a number in (0, 90]", .code = PFI_ERANGE, .seen = &kind[0]},
-        {"target_kw", PFI_J_NUMBER, PFI_J_LO_OPEN | PFI_J_HI_OPEN, &ev->target_kw, .lo = 0, .hi = PFI_EVENT_MAX_TARGET_KW,
-         .expect = "expected a positive number of kW below 1e6", .code = PFI_ERANGE, .seen = &kind[1]},
-        {"level", PFI_J_INTEGER, 0, &ev->level, sizeof ev->level, .lo = 0, .hi = 3, .expect = "expected an integer 0..3",
-         .code = PFI_ERANGE, .seen = &kind[2]},
-        {"ramp_s", PFI_J_NUMBER, 0, &ev->ramp_s, .lo = 0, .hi = 86400, .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
-        {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400, .expect = "expected 0..86400 seconds",
-         .code = PFI_ERANGE},
+        {"target_kw", PFI_J_NUMBER, PFI_J_LO_OPEN | PFI_J_HI_OPEN, &ev->target_kw, .lo = 0,
+         .hi = PFI_EVENT_MAX_TARGET_KW, .expect = "expected a positive number of kW below 1e6",
+         .code = PFI_ERANGE, .seen = &kind[1]},
+        {"level", PFI_J_INTEGER, 0, &ev->level, sizeof ev->level, .lo = 0, .hi = 3,
+         .expect = "expected an integer 0..3", .code = PFI_ERANGE, .seen = &kind[2]},
+        {"ramp_s", PFI_J_NUMBER, 0, &ev->ramp_s, .lo = 0, .hi = 86400,
+         .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
+        {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400,
+         .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
     };
-    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | open_ended, reduction_pct | target_kw | "
+    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | open_ended, "
+                                      "reduction_pct | target_kw | "
                                       "level, ramp_s, ramp_down_s, dry_run)"};
-    pfi_status st = json_is_object(o) ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
-                                      : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
+    pfi_status st = json_is_object(o)
+                        ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
+                        : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
     ev->open_ended = have_open;
     ev->kind = kind[2] ? PFI_EV_LEVEL : kind[1] ? PFI_EV_TARGET_KW : PFI_EV_REDUCTION;
-    if (!st && !have_dur && !have_open) st = pfi_errorf(err, PFI_EINVAL, "duration_s: missing (or \"open_ended\": true: until cancelled)");
-    if (!st && kind[0] + kind[1] + kind[2] != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+    if (!st && !have_dur && !have_open)
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "duration_s: missing (or \"open_ended\": true: until cancelled)");
+    if (!st && kind[0] + kind[1] + kind[2] != 1)
+        st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
     if (!st && !ev->id[0]) gen_id(ev);
     if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(o);
     return one_line(st, err);
 }
 
-pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_kw, pfi_grid_event *ev, int *is_delete,
-                                   pfi_error *err)
+pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_kw,
+                                   pfi_grid_event *ev, int *is_delete, pfi_error *err)
 {
     memset(ev, 0, sizeof *ev);
     ev->ramp_s = ev->ramp_down_s = NAN;
@@ -206,7 +223,10 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
     *is_delete = 0;
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) return one_line(pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line, je.column, je.text), err);
+    if (!root)
+        return one_line(pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line,
+                                   je.column, je.text),
+                        err);
     pfi_status st = PFI_OK;
     json_t *e = root;
     if (!json_is_object(root)) st = pfi_errorf(err, PFI_EINVAL, "OpenADR: expected a JSON object");
@@ -214,73 +234,101 @@ pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_k
         const char *ot = json_string_value(json_object_get(root, "objectType"));
         const char *op = json_string_value(json_object_get(root, "operation"));
         e = json_object_get(root, "object");
-        if (!ot || strcmp(ot, "EVENT")) st = pfi_errorf(err, PFI_EINVAL, "objectType: only EVENT notifications are handled");
+        if (!ot || strcmp(ot, "EVENT"))
+            st = pfi_errorf(err, PFI_EINVAL, "objectType: only EVENT notifications are handled");
         else if (!op || (strcmp(op, "POST") && strcmp(op, "PUT") && strcmp(op, "DELETE")))
             st = pfi_errorf(err, PFI_EINVAL, "operation: expected POST, PUT or DELETE");
-        else if (!json_is_object(e)) st = pfi_errorf(err, PFI_EINVAL, "object: expected the EVENT object");
+        else if (!json_is_object(e))
+            st = pfi_errorf(err, PFI_EINVAL, "object: expected the EVENT object");
         else if (!strcmp(op, "DELETE")) *is_delete = 1;
     }
     const char *id = st ? NULL : json_string_value(json_object_get(e, "id"));
-    if (!st && (!id || !id_ok(id))) st = pfi_errorf(err, PFI_EINVAL, "object.id: expected an id of letters, digits, '.', '_', '-'");
+    if (!st && (!id || !id_ok(id)))
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "object.id: expected an id of letters, digits, '.', '_', '-'");
     if (!st) snprintf(ev->id, sizeof ev->id, "%s", id);
     if (st || *is_delete) {
         json_decref(root);
         return one_line(st, err);
     }
     json_t *ip = json_object_get(e, "intervalPeriod"), *iv = json_object_get(e, "intervals");
-    const char *start = json_string_value(json_object_get(ip, "start")), *dur = json_string_value(json_object_get(ip, "duration"));
-    if (!json_is_array(iv) || json_array_size(iv) == 0) st = pfi_errorf(err, PFI_EINVAL, "intervals: expected a non-empty array");
+    const char *start = json_string_value(json_object_get(ip, "start")),
+               *dur = json_string_value(json_object_get(ip, "duration"));
+    if (!json_is_array(iv) || json_array_size(iv) == 0)
+        st = pfi_errorf(err, PFI_EINVAL, "intervals: expected a non-empty array");
     size_t i;
     json_t *x;
     int found = 0;
-    if (!st) json_array_foreach(iv, i, x) {
-        json_t *ipi = json_object_get(x, "intervalPeriod");
-        const char *s2 = json_string_value(json_object_get(ipi, "start")), *d2 = json_string_value(json_object_get(ipi, "duration"));
-        if (s2) start = s2;
-        if (d2) dur = d2;
-        size_t k;
-        json_t *pl;
-        json_array_foreach(json_object_get(x, "payloads"), k, pl) {
-            const char *type = json_string_value(json_object_get(pl, "type"));
-            json_t *val = json_array_get(json_object_get(pl, "values"), 0);
-            if (!type || !val) continue;
-            if (!strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
-                if (!json_is_number(val) || !isfinite(json_number_value(val)) || !(json_number_value(val) > 0)) {
-                    st = pfi_errorf(err, PFI_EINVAL, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT must be a positive kW", i, k);
-                    break;
+    if (!st) json_array_foreach(iv, i, x)
+        {
+            json_t *ipi = json_object_get(x, "intervalPeriod");
+            const char *s2 = json_string_value(json_object_get(ipi, "start")),
+                       *d2 = json_string_value(json_object_get(ipi, "duration"));
+            if (s2) start = s2;
+            if (d2) dur = d2;
+            size_t k;
+            json_t *pl;
+            json_array_foreach(json_object_get(x, "payloads"), k, pl)
+            {
+                const char *type = json_string_value(json_object_get(pl, "type"));
+                json_t *val = json_array_get(json_object_get(pl, "values"), 0);
+                if (!type || !val) continue;
+                if (!strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
+                    if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
+                        !(json_number_value(val) > 0)) {
+                        st = pfi_errorf(err, PFI_EINVAL,
+                                        "intervals[%zu].payloads[%zu].values[0]: "
+                                        "IMPORT_CAPACITY_LIMIT must be a positive kW",
+                                        i, k);
+                        break;
+                    }
+                    ev->kind = PFI_EV_TARGET_KW;
+                    ev->target_kw = json_number_value(val) - offset_kw;
+                    if (!(ev->target_kw > 0)) {
+                        st = pfi_errorf(
+                            err, PFI_ERANGE,
+                            "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW "
+                            "is below the non-GPU offset %g kW",
+                            i, k, json_number_value(val), offset_kw);
+                        break;
+                    }
+                    if (!(ev->target_kw < PFI_EVENT_MAX_TARGET_KW)) {
+                        st = pfi_errorf(
+                            err, PFI_ERANGE,
+                            "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW: "
+                            "a GPU target of 1e6 kW or more",
+                            i, k, json_number_value(val));
+                        break;
+                    }
+                    found = 1;
+                } else if (!strcmp(type, "SIMPLE")) {
+                    if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+                        json_integer_value(val) > 3) {
+                        st = pfi_errorf(
+                            err, PFI_EINVAL,
+                            "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be 0..3", i,
+                            k);
+                        break;
+                    }
+                    ev->kind = PFI_EV_LEVEL;
+                    ev->level = (int)json_integer_value(val);
+                    found = 1;
                 }
-                ev->kind = PFI_EV_TARGET_KW;
-                ev->target_kw = json_number_value(val) - offset_kw;
-                if (!(ev->target_kw > 0)) {
-                    st = pfi_errorf(err, PFI_ERANGE, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW is below the non-GPU offset %g kW",
-                                    i, k, json_number_value(val), offset_kw);
-                    break;
-                }
-                if (!(ev->target_kw < PFI_EVENT_MAX_TARGET_KW)) {
-                    st = pfi_errorf(err, PFI_ERANGE, "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW: a GPU target of 1e6 kW or more",
-                                    i, k, json_number_value(val));
-                    break;
-                }
-                found = 1;
-            } else if (!strcmp(type, "SIMPLE")) {
-                if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) > 3) {
-                    st = pfi_errorf(err, PFI_EINVAL, "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be 0..3", i, k);
-                    break;
-                }
-                ev->kind = PFI_EV_LEVEL;
-                ev->level = (int)json_integer_value(val);
-                found = 1;
+                if (found) break;
             }
-            if (found) break;
+            if (found || st) break;
         }
-        if (found || st) break;
-    }
-    if (!st && !found) st = pfi_errorf(err, PFI_EINVAL, "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
-    if (!st && (!start || pfi_rfc3339_parse(start, &ev->start))) st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.start: expected RFC 3339");
+    if (!st && !found)
+        st = pfi_errorf(err, PFI_EINVAL, "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
+    if (!st && (!start || pfi_rfc3339_parse(start, &ev->start)))
+        st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.start: expected RFC 3339");
     if (!st && (!dur || pfi_iso8601_duration(dur, &ev->duration_s)))
-        st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.duration: expected an ISO 8601 duration such as PT1H");
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "intervalPeriod.duration: expected an ISO 8601 duration such as PT1H");
     if (!st && !(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S))
-        st = pfi_errorf(err, PFI_ERANGE, "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D)", dur);
+        st = pfi_errorf(err, PFI_ERANGE,
+                        "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D)",
+                        dur);
     if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(root);
     return one_line(st, err);
@@ -294,9 +342,12 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
     json_t *o = json_pack("{s:s,s:s}", "id", ev->id, "start", start);
     if (!o) return NULL;
     if (ev->open_ended) json_object_set_new(o, "open_ended", json_true());
-    if (!ev->open_ended || ev->duration_s > 0) json_object_set_new(o, "duration_s", json_real(ev->duration_s));
-    if (ev->kind == PFI_EV_REDUCTION) json_object_set_new(o, "reduction_pct", json_real(ev->reduction_pct));
-    else if (ev->kind == PFI_EV_TARGET_KW) json_object_set_new(o, "target_kw", json_real(ev->target_kw));
+    if (!ev->open_ended || ev->duration_s > 0)
+        json_object_set_new(o, "duration_s", json_real(ev->duration_s));
+    if (ev->kind == PFI_EV_REDUCTION)
+        json_object_set_new(o, "reduction_pct", json_real(ev->reduction_pct));
+    else if (ev->kind == PFI_EV_TARGET_KW)
+        json_object_set_new(o, "target_kw", json_real(ev->target_kw));
     else json_object_set_new(o, "level", json_integer(ev->level));
     if (!isnan(ev->ramp_s)) json_object_set_new(o, "ramp_s", json_real(ev->ramp_s));
     if (!isnan(ev->ramp_down_s)) json_object_set_new(o, "ramp_down_s", json_real(ev->ramp_down_s));
@@ -308,27 +359,39 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
 
 pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
 {
-    if (!id_ok(ev->id)) return pfi_errorf(err, PFI_EINVAL, "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
+    if (!id_ok(ev->id))
+        return pfi_errorf(err, PFI_EINVAL,
+                          "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
     /* RFC 3339 as parsed: years 1970..9999 (and a day of offset either side) */
     if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0)
         return pfi_errorf(err, PFI_ERANGE, "start: not a time from 1970 to 9999");
     if (ev->open_ended) {
-        if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_OPEN_ENDED_S)))
-            return pfi_errorf(err, PFI_ERANGE, "duration_s: an open-ended event has none, or ended after 1 s .. 10 years");
+        if (!(ev->duration_s == 0 ||
+              (ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_OPEN_ENDED_S)))
+            return pfi_errorf(
+                err, PFI_ERANGE,
+                "duration_s: an open-ended event has none, or ended after 1 s .. 10 years");
     } else if (!(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S)) {
-        return pfi_errorf(err, PFI_ERANGE, "duration_s: expected 1..604800 seconds (7 days), or \"open_ended\": true");
+        return pfi_errorf(
+            err, PFI_ERANGE,
+            "duration_s: expected 1..604800 seconds (7 days), or \"open_ended\": true");
     }
     if (ev->kind == PFI_EV_REDUCTION) {
-        if (!(ev->reduction_pct > 0 && ev->reduction_pct <= 90)) return pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
+        if (!(ev->reduction_pct > 0 && ev->reduction_pct <= 90))
+            return pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
     } else if (ev->kind == PFI_EV_TARGET_KW) {
         if (!(ev->target_kw > 0 && ev->target_kw < PFI_EVENT_MAX_TARGET_KW))
-            return pfi_errorf(err, PFI_ERANGE, "target_kw: expected a positive number of kW below 1e6");
+            return pfi_errorf(err, PFI_ERANGE,
+                              "target_kw: expected a positive number of kW below 1e6");
     } else if (ev->kind == PFI_EV_LEVEL) {
-        if (ev->level < 0 || ev->level > 3) return pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
+        if (ev->level < 0 || ev->level > 3)
+            return pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
     } else {
-        return pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+        return pfi_errorf(err, PFI_EINVAL,
+                          "give exactly one of reduction_pct, target_kw and level");
     }
-    if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400)) return pfi_errorf(err, PFI_ERANGE, "ramp_s: expected 0..86400 seconds");
+    if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400))
+        return pfi_errorf(err, PFI_ERANGE, "ramp_s: expected 0..86400 seconds");
     if (!isnan(ev->ramp_down_s) && !(ev->ramp_down_s >= 0 && ev->ramp_down_s <= 86400))
         return pfi_errorf(err, PFI_ERANGE, "ramp_down_s: expected 0..86400 seconds");
     return PFI_OK;

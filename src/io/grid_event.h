@@ -42,16 +42,16 @@ typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEV
 
 typedef struct pfi_grid_event {
     char id[64];
-    double start;          /* Unix seconds */
-    double duration_s;     /* 0 while an open-ended event runs */
-    int open_ended;        /* ends when cancelled (then duration_s is set) */
+    double start;      /* Unix seconds */
+    double duration_s; /* 0 while an open-ended event runs */
+    int open_ended;    /* ends when cancelled (then duration_s is set) */
     pfi_event_kind kind;
-    double reduction_pct;  /* PFI_EV_REDUCTION */
-    double target_kw;      /* PFI_EV_TARGET_KW */
-    int level;             /* PFI_EV_LEVEL */
+    double reduction_pct;       /* PFI_EV_REDUCTION */
+    double target_kw;           /* PFI_EV_TARGET_KW */
+    int level;                  /* PFI_EV_LEVEL */
     double ramp_s, ramp_down_s; /* NaN: the configuration's */
     int dry_run;
-    char source[16];       /* "api", "schedule", "openadr" */
+    char source[16]; /* "api", "schedule", "openadr" */
 } pfi_grid_event;
 
 /* RFC 3339 -> Unix seconds; -1 if malformed. */
@@ -62,8 +62,8 @@ int pfi_iso8601_duration(const char *s, double *seconds);
 
 pfi_status pfi_grid_event_parse(const char *json, size_t len, pfi_grid_event *ev, pfi_error *err);
 /* OpenADR 3: *is_delete = 1 for a DELETE notification (only ev->id is set). */
-pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw, pfi_grid_event *ev,
-                                   int *is_delete, pfi_error *err);
+pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw,
+                                   pfi_grid_event *ev, int *is_delete, pfi_error *err);
 /* The canonical JSON of an event (malloc'd; NULL if it cannot be written). */
 char *pfi_grid_event_format(const pfi_grid_event *ev);
 /* Every bound above; a one-line error naming the field. The parsers end

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pfi/prom.h"
 #include "pfi/manifest.h"
+#include "pfi/prom.h"
 #include "pfi/steplog.h"
 #include "tar.h"
 #include "telemetry.h"
@@ -53,8 +53,14 @@ void pfi_ingest_free(pfi_ingest *ing)
     free(ing);
 }
 
-size_t pfi_ingest_nruns(const pfi_ingest *ing) { return ing->nruns; }
-const pfi_run_summary *pfi_ingest_run(const pfi_ingest *ing, size_t i) { return ing->runs[i]; }
+size_t pfi_ingest_nruns(const pfi_ingest *ing)
+{
+    return ing->nruns;
+}
+const pfi_run_summary *pfi_ingest_run(const pfi_ingest *ing, size_t i)
+{
+    return ing->runs[i];
+}
 
 pfi_status pfi_ingest_table(const pfi_ingest *ing, pfi_table **out, pfi_error *err)
 {
@@ -144,17 +150,20 @@ static pfi_status on_sample(void *ud, const pfi_sample *s, pfi_error *err)
      * beyond half an interval of jitter */
     if ((size_t)g >= r->nlast) { /* one element per GPU: PFI_M_COUNT timestamps */
         size_t old = r->nlast;
-        if (pfi_vec_reserve(&r->last_t, &r->nlast, (size_t)g + 1, PFI_M_COUNT * sizeof *r->last_t, NULL))
+        if (pfi_vec_reserve(&r->last_t, &r->nlast, (size_t)g + 1, PFI_M_COUNT * sizeof *r->last_t,
+                            NULL))
             return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        for (size_t i = old * PFI_M_COUNT; i < r->nlast * PFI_M_COUNT; i++) r->last_t[i] = INT64_MIN;
+        for (size_t i = old * PFI_M_COUNT; i < r->nlast * PFI_M_COUNT; i++)
+            r->last_t[i] = INT64_MIN;
     }
     int64_t *last = &r->last_t[(size_t)g * PFI_M_COUNT + s->metric];
     if (*last != INT64_MIN && s->t_ms < *last - r->half_iv_ms)
-        return pfi_errorf(err, PFI_EINVAL,
-                          "%s:%llu: timestamps go backwards (%lld ms after %lld ms for %s of GPU '%.*s')",
-                          r->file, (unsigned long long)s->line, (long long)s->t_ms, (long long)*last,
-                          pfi_metric_get(s->metric)->name, (int)(s->uuid.n ? s->uuid.n : s->gpu.n),
-                          s->uuid.n ? s->uuid.p : s->gpu.p);
+        return pfi_errorf(
+            err, PFI_EINVAL,
+            "%s:%llu: timestamps go backwards (%lld ms after %lld ms for %s of GPU '%.*s')",
+            r->file, (unsigned long long)s->line, (long long)s->t_ms, (long long)*last,
+            pfi_metric_get(s->metric)->name, (int)(s->uuid.n ? s->uuid.n : s->gpu.n),
+            s->uuid.n ? s->uuid.p : s->gpu.p);
     if (s->t_ms > *last) *last = s->t_ms;
     pfi_status st = pfi_bins_add(r->bins, g, s->metric, s->t_ms, s->value, err);
     if (st) pfi_error_prefix(err, "%s:%llu", r->file, (unsigned long long)s->line);
@@ -180,9 +189,11 @@ static pfi_status run_file(run_state *r, const char *relpath, pfi_reader *rd, pf
         switch (t->format) {
         case PFI_TEL_PROMETHEUS: return pfi_prom_read(rd, on_sample, r, NULL, r->ing->log, err);
         case PFI_TEL_QUERY_RANGE:
-            return pfi_query_range_read(rd, r->ing->o.max_query_range_bytes, on_sample, r, r->ing->log, err);
+            return pfi_query_range_read(rd, r->ing->o.max_query_range_bytes, on_sample, r,
+                                        r->ing->log, err);
         case PFI_TEL_NVSMI:
-            return pfi_nvsmi_read(rd, r->default_host, r->ing->o.tz_offset_min, on_sample, r, r->ing->log, err);
+            return pfi_nvsmi_read(rd, r->default_host, r->ing->o.tz_offset_min, on_sample, r,
+                                  r->ing->log, err);
         }
     }
     return PFI_OK; /* a file the manifest does not list: ignored */
@@ -192,15 +203,20 @@ static pfi_status run_end(run_state *r, pfi_error *err)
 {
     for (size_t i = 0; i < r->m.ntel; i++)
         if (!r->tel_done[i]) {
-            pfi_status st = pfi_errorf(err, PFI_ENOTFOUND, "run %s: telemetry file '%s' listed in run.json is missing",
+            pfi_status st = pfi_errorf(err, PFI_ENOTFOUND,
+                                       "run %s: telemetry file '%s' listed in run.json is missing",
                                        r->name, r->m.tel[i].path);
             run_free(r);
             return st;
         }
     if (!r->m.steplog || !r->have_steps) {
-        pfi_status st = r->m.steplog
-                            ? pfi_errorf(err, PFI_ENOTFOUND, "run %s: step log '%s' listed in run.json is missing", r->name, r->m.steplog)
-                            : pfi_errorf(err, PFI_EINVAL, "run %s: run.json names no steplog: throughput unknown", r->name);
+        pfi_status st =
+            r->m.steplog
+                ? pfi_errorf(err, PFI_ENOTFOUND,
+                             "run %s: step log '%s' listed in run.json is missing", r->name,
+                             r->m.steplog)
+                : pfi_errorf(err, PFI_EINVAL,
+                             "run %s: run.json names no steplog: throughput unknown", r->name);
         run_free(r);
         return st;
     }
@@ -216,7 +232,8 @@ static pfi_status run_end(run_state *r, pfi_error *err)
     r->name = NULL;
     pfi_status st = pfi_summarize_run(r->bins, &r->steps, &r->proto, s, ing->log, err);
     run_free(r);
-    if (!st && PFI_VEC_RESERVE(ing->runs, ing->cap, ing->nruns + 1, NULL)) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (!st && PFI_VEC_RESERVE(ing->runs, ing->cap, ing->nruns + 1, NULL))
+        st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (st) {
         pfi_run_summary_dispose(s);
         free(s);
@@ -348,7 +365,8 @@ pfi_status pfi_ingest_root(pfi_ingest *ing, const char *root, pfi_error *err)
 {
     strlist runs = {0};
     pfi_status st = find_runs(root, &runs, 0, err);
-    if (!st && runs.n == 0) st = pfi_errorf(err, PFI_ENOTFOUND, "%s: no run directory (run.json) below it", root);
+    if (!st && runs.n == 0)
+        st = pfi_errorf(err, PFI_ENOTFOUND, "%s: no run directory (run.json) below it", root);
     for (size_t i = 0; i < runs.n && !st; i++) st = pfi_ingest_dir(ing, runs.v[i], err);
     for (size_t i = 0; i < runs.n; i++) free(runs.v[i]);
     free(runs.v);
@@ -476,6 +494,8 @@ pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *in, pfi_error *err)
     }
     free(buf);
     pfi_tar_dispose(&t);
-    if (!st && ing->nruns == nruns0) st = pfi_errorf(err, PFI_ENOTFOUND, "%s: no run directory (run.json) in the archive", in->name);
+    if (!st && ing->nruns == nruns0)
+        st = pfi_errorf(err, PFI_ENOTFOUND, "%s: no run directory (run.json) in the archive",
+                        in->name);
     return st;
 }

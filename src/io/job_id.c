@@ -12,7 +12,8 @@ int pfi_job_id_valid(const char *id)
     if (n < 1 || n > PFI_JOB_ID_MAX || !strcmp(id, ".") || !strcmp(id, "..")) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = id[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
             return 0;
     }
     return 1;
@@ -34,10 +35,14 @@ static int component(const char *p, const char *e, int k, const char **c, size_t
     return -1;
 }
 
-static int is(const char *c, size_t cn, const char *lit) { return cn == strlen(lit) && !memcmp(c, lit, cn); }
+static int is(const char *c, size_t cn, const char *lit)
+{
+    return cn == strlen(lit) && !memcmp(c, lit, cn);
+}
 
 /* PREFIX followed by 1..max digits: the digits' start and length */
-static int prefixed_digits(const char *c, size_t cn, const char *prefix, size_t max, const char **d, size_t *dn)
+static int prefixed_digits(const char *c, size_t cn, const char *prefix, size_t max, const char **d,
+                           size_t *dn)
 {
     size_t pl = strlen(prefix);
     if (cn <= pl || cn - pl > max || memcmp(c, prefix, pl)) return -1;
@@ -52,7 +57,9 @@ static int match(const char *p, const char *e, int v1, char *out, size_t n, long
 {
     const char *c0, *c1, *c2, *d;
     size_t n0, n1, n2, dn;
-    if (component(p, e, 0, &c0, &n0) || component(p, e, 1, &c1, &n1) || component(p, e, 2, &c2, &n2)) return -1;
+    if (component(p, e, 0, &c0, &n0) || component(p, e, 1, &c1, &n1) ||
+        component(p, e, 2, &c2, &n2))
+        return -1;
     if (v1) {
         const char *u;
         size_t un;
@@ -66,7 +73,9 @@ static int match(const char *p, const char *e, int v1, char *out, size_t n, long
         static const char scope[] = "slurmstepd.scope";
         size_t sl = sizeof scope - 1;
         if (!is(c0, n0, "system.slice")) return -1;
-        if (!(is(c1, n1, scope) || (n1 > sl + 1 && !memcmp(c1 + n1 - sl, scope, sl) && c1[n1 - sl - 1] == '_'))) return -1;
+        if (!(is(c1, n1, scope) ||
+              (n1 > sl + 1 && !memcmp(c1 + n1 - sl, scope, sl) && c1[n1 - sl - 1] == '_')))
+            return -1;
         *uid = -1;
     }
     if (prefixed_digits(c2, n2, "job_", PFI_JOB_ID_MAX, &d, &dn) || dn + 1 > n) return -1;
@@ -81,7 +90,8 @@ int pfi_job_id_from_cgroup(const char *text, size_t len, char *out, size_t n, lo
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
         /* HIER:CONTROLLERS:PATH; v2 is "0::PATH" */
-        const char *a = memchr(p, ':', (size_t)(e - p)), *b = a ? memchr(a + 1, ':', (size_t)(e - a - 1)) : NULL;
+        const char *a = memchr(p, ':', (size_t)(e - p)),
+                   *b = a ? memchr(a + 1, ':', (size_t)(e - a - 1)) : NULL;
         if (b) {
             int v2 = a - p == 1 && *p == '0' && b == a + 1, v1 = b > a + 1;
             if ((v1 || v2) && !match(b + 1, e, v1, out, n, uid)) return 0;

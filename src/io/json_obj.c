@@ -28,10 +28,14 @@ static pfi_status wrong(const pfi_jkey *k, const char *name, pfi_error *err)
     const char *ne = k->flags & PFI_J_NONEMPTY ? "non-empty " : "";
     switch (k->type) {
     case PFI_J_STRING:
-        if (k->size) return pfi_errorf(err, code, "%s: expected a string (at most %zu characters)", name, k->size - 1);
+        if (k->size)
+            return pfi_errorf(err, code, "%s: expected a string (at most %zu characters)", name,
+                              k->size - 1);
         return pfi_errorf(err, code, "%s: expected a %sstring", name, ne);
-    case PFI_J_NUMBER: return pfi_errorf(err, code, "%s: expected a number in %g..%g", name, k->lo, k->hi);
-    case PFI_J_INTEGER: return pfi_errorf(err, code, "%s: expected an integer in %.0f..%.0f", name, k->lo, k->hi);
+    case PFI_J_NUMBER:
+        return pfi_errorf(err, code, "%s: expected a number in %g..%g", name, k->lo, k->hi);
+    case PFI_J_INTEGER:
+        return pfi_errorf(err, code, "%s: expected an integer in %.0f..%.0f", name, k->lo, k->hi);
     case PFI_J_BOOL: return pfi_errorf(err, code, "%s: expected true or false", name);
     case PFI_J_OBJECT: return pfi_errorf(err, code, "%s: expected an object", name);
     case PFI_J_ARRAY: return pfi_errorf(err, code, "%s: expected a %sarray", name, ne);
@@ -55,7 +59,8 @@ static int int_in_range(const pfi_jkey *k, long long x)
 }
 
 /* the type check, then fn or the store */
-pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, void *ud, pfi_error *err)
+pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, void *ud,
+                               pfi_error *err)
 {
     switch (k->type) {
     case PFI_J_ANY: break;
@@ -68,7 +73,8 @@ pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, v
         if (!json_is_number(v) || !in_range(k, json_number_value(v))) return wrong(k, name, err);
         break;
     case PFI_J_INTEGER:
-        if (!json_is_integer(v) || !int_in_range(k, (long long)json_integer_value(v))) return wrong(k, name, err);
+        if (!json_is_integer(v) || !int_in_range(k, (long long)json_integer_value(v)))
+            return wrong(k, name, err);
         break;
     case PFI_J_BOOL:
         if (!json_is_boolean(v)) return wrong(k, name, err);
@@ -77,7 +83,8 @@ pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, v
         if (!json_is_object(v)) return wrong(k, name, err);
         break;
     case PFI_J_ARRAY:
-        if (!json_is_array(v) || ((k->flags & PFI_J_NONEMPTY) && json_array_size(v) == 0)) return wrong(k, name, err);
+        if (!json_is_array(v) || ((k->flags & PFI_J_NONEMPTY) && json_array_size(v) == 0))
+            return wrong(k, name, err);
         break;
     }
     if (k->fn) return k->fn(k, v, name, ud, err);
@@ -103,7 +110,10 @@ pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, v
     return PFI_OK;
 }
 
-static int absent(const pfi_jkey *k, json_t *v) { return !v || (json_is_null(v) && (k->flags & PFI_J_NULL_ABSENT)); }
+static int absent(const pfi_jkey *k, json_t *v)
+{
+    return !v || (json_is_null(v) && (k->flags & PFI_J_NULL_ABSENT));
+}
 
 /* a present key (absent ones are the caller's) */
 static pfi_status read_key(const pfi_jkey *k, json_t *v, const pfi_jopts *o, pfi_error *err)
@@ -131,7 +141,8 @@ static pfi_status unknown(const char *key, const pfi_jopts *o, pfi_error *err)
         return pfi_errorf(err, PFI_EINVAL, "%s: %s", pfi_json_obj_name(o, key, name, sizeof name),
                           o->unknown_text ? o->unknown_text : "unknown key");
     case PFI_J_UNKNOWN_WARN:
-        pfi_warnf(o->log, "%s: unknown key '%s' %s", o->prefix ? o->prefix : "", key, o->unknown_text ? o->unknown_text : "ignored");
+        pfi_warnf(o->log, "%s: unknown key '%s' %s", o->prefix ? o->prefix : "", key,
+                  o->unknown_text ? o->unknown_text : "ignored");
         break;
     case PFI_J_UNKNOWN_IGNORE: break;
     }
@@ -145,17 +156,23 @@ static const pfi_jkey *find(const pfi_jkey *keys, size_t n, const char *key)
     return NULL;
 }
 
-pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, const pfi_jopts *opts, pfi_error *err)
+pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, const pfi_jopts *opts,
+                             pfi_error *err)
 {
     if (!opts) opts = &no_opts;
-    if (!json_is_object(o)) return pfi_errorf(err, PFI_EINVAL, "%s: expected an object", opts->prefix ? opts->prefix : "JSON");
+    if (!json_is_object(o))
+        return pfi_errorf(err, PFI_EINVAL, "%s: expected an object",
+                          opts->prefix ? opts->prefix : "JSON");
     const char *key;
     json_t *v;
     /* the object's keys, in its order: unknown ones, and the others unless
        the table's order is the reading order */
-    json_object_foreach(o, key, v) {
+    json_object_foreach(o, key, v)
+    {
         const pfi_jkey *k = find(keys, nkeys, key);
-        pfi_status st = !k ? unknown(key, opts, err) : opts->table_order ? PFI_OK : read_key(k, v, opts, err);
+        pfi_status st = !k                  ? unknown(key, opts, err)
+                        : opts->table_order ? PFI_OK
+                                            : read_key(k, v, opts, err);
         if (st) return st;
     }
     /* the table's entries, in its order: absent keys (and in table order,
@@ -164,7 +181,8 @@ pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, cons
         const pfi_jkey *k = &keys[i];
         pfi_status st = PFI_OK;
         if (!k->key) {
-            if (opts->table_order && k->fn) st = k->fn(k, NULL, opts->prefix ? opts->prefix : "", opts->ud, err);
+            if (opts->table_order && k->fn)
+                st = k->fn(k, NULL, opts->prefix ? opts->prefix : "", opts->ud, err);
         } else {
             json_t *x = json_object_get(o, k->key);
             if (absent(k, x)) st = missing(k, opts, err);

@@ -7,7 +7,8 @@
  *     static const pfi_jkey keys[] = {
  *         {"lease_s", PFI_J_NUMBER, PFI_J_REQUIRED, &r->lease_s, .lo = 1, .hi = 86400,
  *          .expect = "expected a number of seconds in 1..86400"},
- *         {"controller", PFI_J_ANY, PFI_J_REQUIRED, r->controller, sizeof r->controller, .fn = read_name},
+ *         {"controller", PFI_J_ANY, PFI_J_REQUIRED, r->controller, sizeof r->controller, .fn =
+ * read_name},
  *     };
  *     pfi_jopts o = {.unknown_text = "unknown field (expected lease_s, controller)"};
  *     st = PFI_JSON_OBJ_READ(obj, keys, &o, err);
@@ -45,55 +46,63 @@ typedef enum pfi_jtype {
 } pfi_jtype;
 
 enum {
-    PFI_J_REQUIRED = 1u << 0,   /* absent: "NAME: missing" */
-    PFI_J_NEEDED = 1u << 1,     /* absent: the wrong-type message */
-    PFI_J_NULL_ABSENT = 1u << 2,/* null reads as absent */
-    PFI_J_NONEMPTY = 1u << 3,   /* STRING, ARRAY: empty is wrong */
-    PFI_J_LO_OPEN = 1u << 4,    /* NUMBER, INTEGER: lo itself is out of range */
-    PFI_J_HI_OPEN = 1u << 5     /* NUMBER, INTEGER: hi itself is out of range */
+    PFI_J_REQUIRED = 1u << 0,    /* absent: "NAME: missing" */
+    PFI_J_NEEDED = 1u << 1,      /* absent: the wrong-type message */
+    PFI_J_NULL_ABSENT = 1u << 2, /* null reads as absent */
+    PFI_J_NONEMPTY = 1u << 3,    /* STRING, ARRAY: empty is wrong */
+    PFI_J_LO_OPEN = 1u << 4,     /* NUMBER, INTEGER: lo itself is out of range */
+    PFI_J_HI_OPEN = 1u << 5      /* NUMBER, INTEGER: hi itself is out of range */
 };
 
 typedef struct pfi_jkey pfi_jkey;
 /* Reads v (after the type check; NULL for a check entry) as k says (its
  * dst, size, range); name is the key's name for messages (the prefix for a
  * check entry); ud is the options' ud. */
-typedef pfi_status (*pfi_jfn)(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err);
+typedef pfi_status (*pfi_jfn)(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                              pfi_error *err);
 
 struct pfi_jkey {
-    const char *key;        /* NULL: a check (table_order only) */
+    const char *key; /* NULL: a check (table_order only) */
     pfi_jtype type;
     unsigned flags;
     void *dst;
-    size_t size;            /* STRING: bytes of dst (0: char ** copy); INTEGER: bytes of dst */
-    double lo, hi;          /* NUMBER, INTEGER: the allowed range */
-    const char *expect;     /* wrong type or range: "NAME: EXPECT"; NULL: a default per type */
-    pfi_status code;        /* status of that error; 0: PFI_EINVAL */
-    pfi_jfn fn;             /* reads the value instead of storing it into dst */
-    int *seen;              /* set to 1 when the key is present */
+    size_t size;        /* STRING: bytes of dst (0: char ** copy); INTEGER: bytes of dst */
+    double lo, hi;      /* NUMBER, INTEGER: the allowed range */
+    const char *expect; /* wrong type or range: "NAME: EXPECT"; NULL: a default per type */
+    pfi_status code;    /* status of that error; 0: PFI_EINVAL */
+    pfi_jfn fn;         /* reads the value instead of storing it into dst */
+    int *seen;          /* set to 1 when the key is present */
 };
 
-typedef enum pfi_junknown { PFI_J_UNKNOWN_ERROR = 0, PFI_J_UNKNOWN_WARN, PFI_J_UNKNOWN_IGNORE } pfi_junknown;
+typedef enum pfi_junknown {
+    PFI_J_UNKNOWN_ERROR = 0,
+    PFI_J_UNKNOWN_WARN,
+    PFI_J_UNKNOWN_IGNORE
+} pfi_junknown;
 
 typedef struct pfi_jopts {
-    const char *prefix;       /* names are PREFIX.KEY (NULL: KEY) */
-    int quoted;               /* names are "PREFIX: key 'KEY'" */
-    size_t key_max;           /* at most this many characters of a key in a name (0: all) */
-    size_t name_max;          /* at most this many characters of a name (0: all) */
-    int table_order;          /* read in table order (see above) */
+    const char *prefix; /* names are PREFIX.KEY (NULL: KEY) */
+    int quoted;         /* names are "PREFIX: key 'KEY'" */
+    size_t key_max;     /* at most this many characters of a key in a name (0: all) */
+    size_t name_max;    /* at most this many characters of a name (0: all) */
+    int table_order;    /* read in table order (see above) */
     pfi_junknown unknown;
     const char *unknown_text; /* ERROR: "NAME: TEXT" (NULL: "unknown key");
                                  WARN: "PREFIX: unknown key 'KEY' TEXT" through log */
     pfi_log *log;
-    void *ud;                 /* passed to every fn */
+    void *ud; /* passed to every fn */
 } pfi_jopts;
 
 /* Read the object o (which must be a JSON object) through keys. */
-pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, const pfi_jopts *opts, pfi_error *err);
-#define PFI_JSON_OBJ_READ(o, keys, opts, err) pfi_json_obj_read((o), (keys), sizeof(keys) / sizeof *(keys), (opts), (err))
+pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, const pfi_jopts *opts,
+                             pfi_error *err);
+#define PFI_JSON_OBJ_READ(o, keys, opts, err)                                                      \
+    pfi_json_obj_read((o), (keys), sizeof(keys) / sizeof *(keys), (opts), (err))
 
 /* One value (an array element) checked and stored as k says, with name
  * for messages (k->key unused). */
-pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, void *ud, pfi_error *err);
+pfi_status pfi_json_value_read(json_t *v, const pfi_jkey *k, const char *name, void *ud,
+                               pfi_error *err);
 
 /* The name of key under opts, as messages use it, into buf. */
 const char *pfi_json_obj_name(const pfi_jopts *opts, const char *key, char *buf, size_t n);

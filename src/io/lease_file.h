@@ -27,7 +27,7 @@ typedef struct pfi_lease_state {
     int active;
     char controller[128];
     long long generation, generation_max;
-    double expires_at;  /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
+    double expires_at;   /* pfi clock, wall (pfi_clock_now()): what the state file keeps */
     double expires_mono; /* pfi_clock_mono(): what expiry is checked against, so a
                             wall-clock step neither prolongs nor shortens a lease.
                             Every `now` in lease.h is on this clock. */
@@ -40,7 +40,8 @@ typedef struct pfi_lease_state {
 
 /* Parse text[0..len) (path names it in messages). On failure s is left
  * initialized (no lease, no GPUs). */
-pfi_status pfi_lease_parse(const char *text, size_t len, const char *path, pfi_lease_state *s, pfi_error *err);
+pfi_status pfi_lease_parse(const char *text, size_t len, const char *path, pfi_lease_state *s,
+                           pfi_error *err);
 /* The file's text (malloc'd), or NULL when out of memory. */
 char *pfi_lease_format(const pfi_lease_state *s);
 

@@ -54,7 +54,8 @@ pfi_status pfi_modelfile_save(const pfi_modelfile *m, const char *path, pfi_erro
         json_array_append_new(fs, f);
     }
     json_object_set_new(o, "features", fs);
-    json_object_set_new(o, "solver", json_string("minimum-norm least squares (SVD) on standardized features"));
+    json_object_set_new(o, "solver",
+                        json_string("minimum-norm least squares (SVD) on standardized features"));
     if (m->kind == PFI_MODELFILE_OLS) {
         json_object_set_new(o, "intercept", json_real(m->ols.lin.intercept));
         json_object_set_new(o, "coefficients", darray(m->ols.lin.beta, m->p));
@@ -91,15 +92,18 @@ static pfi_status get_num(json_t *o, const char *key, const char *path, const ch
 {
     json_t *x = json_object_get(o, key);
     if (!json_is_number(x) || !isfinite(json_number_value(x)))
-        return pfi_errorf(err, PFI_EINVAL, "%s: %s%s'%s': expected a finite number", path, ctx, ctx[0] ? "." : "", key);
+        return pfi_errorf(err, PFI_EINVAL, "%s: %s%s'%s': expected a finite number", path, ctx,
+                          ctx[0] ? "." : "", key);
     *v = json_number_value(x);
     return PFI_OK;
 }
 
-static pfi_status get_darray(json_t *a, size_t n, const char *path, const char *what, double *out, pfi_error *err)
+static pfi_status get_darray(json_t *a, size_t n, const char *path, const char *what, double *out,
+                             pfi_error *err)
 {
     if (!json_is_array(a) || json_array_size(a) != n)
-        return pfi_errorf(err, PFI_EINVAL, "%s: '%s': expected an array of %zu numbers", path, what, n);
+        return pfi_errorf(err, PFI_EINVAL, "%s: '%s': expected an array of %zu numbers", path, what,
+                          n);
     for (size_t i = 0; i < n; i++) {
         json_t *x = json_array_get(a, i);
         if (!json_is_number(x) || !isfinite(json_number_value(x)))
@@ -109,15 +113,18 @@ static pfi_status get_darray(json_t *a, size_t n, const char *path, const char *
     return PFI_OK;
 }
 
-static pfi_status get_linear(json_t *o, size_t p, const char *path, const char *what, pfi_linear *l, pfi_error *err)
+static pfi_status get_linear(json_t *o, size_t p, const char *path, const char *what, pfi_linear *l,
+                             pfi_error *err)
 {
     memset(l, 0, sizeof *l);
     l->p = p;
     l->beta = calloc(p ? p : 1, sizeof *l->beta);
     if (!l->beta) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    if (!json_is_object(o)) return pfi_errorf(err, PFI_EINVAL, "%s: '%s': expected an object", path, what);
+    if (!json_is_object(o))
+        return pfi_errorf(err, PFI_EINVAL, "%s: '%s': expected an object", path, what);
     pfi_status st = get_num(o, "intercept", path, what, &l->intercept, err);
-    if (!st) st = get_darray(json_object_get(o, "coefficients"), p, path, "coefficients", l->beta, err);
+    if (!st)
+        st = get_darray(json_object_get(o, "coefficients"), p, path, "coefficients", l->beta, err);
     return st;
 }
 
@@ -128,7 +135,8 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
     json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!o) {
         if (je.line <= 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, je.text);
-        return pfi_errorf(err, PFI_EPARSE, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
+        return pfi_errorf(err, PFI_EPARSE, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column,
+                          je.text);
     }
     pfi_status st = PFI_OK;
     json_t *fv = json_object_get(o, "format_version"), *kind = json_object_get(o, "kind");
@@ -136,12 +144,14 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
     if (!json_is_object(o)) st = pfi_errorf(err, PFI_EPARSE, "%s: not a JSON object", path);
     else if (!json_is_integer(fv) || json_integer_value(fv) != 1)
         st = pfi_errorf(err, PFI_EINVAL, "%s: 'format_version': expected 1", path);
-    else if (!json_is_string(kind) || (strcmp(json_string_value(kind), "pfi-ols") && strcmp(json_string_value(kind), "curve")))
+    else if (!json_is_string(kind) || (strcmp(json_string_value(kind), "pfi-ols") &&
+                                       strcmp(json_string_value(kind), "curve")))
         st = pfi_errorf(err, PFI_EINVAL, "%s: 'kind': expected \"pfi-ols\" or \"curve\"", path);
     else if (!json_is_array(fs) || json_array_size(fs) == 0 || json_array_size(fs) > 256)
         st = pfi_errorf(err, PFI_EINVAL, "%s: 'features': expected a non-empty array", path);
     if (st) goto out;
-    m->kind = strcmp(json_string_value(kind), "curve") == 0 ? PFI_MODELFILE_CURVE : PFI_MODELFILE_OLS;
+    m->kind =
+        strcmp(json_string_value(kind), "curve") == 0 ? PFI_MODELFILE_CURVE : PFI_MODELFILE_OLS;
     snprintf(m->target, sizeof m->target, "%s", json_is_string(tg) ? json_string_value(tg) : "pfi");
     m->p = json_array_size(fs);
     m->features = calloc(m->p, sizeof *m->features);
@@ -155,10 +165,12 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
         json_t *f = json_array_get(fs, k), *nm = json_object_get(f, "name");
         char ctx[32];
         snprintf(ctx, sizeof ctx, "features[%zu]", k);
-        if (!json_is_string(nm)) st = pfi_errorf(err, PFI_EINVAL, "%s: %s.'name': expected a string", path, ctx);
+        if (!json_is_string(nm))
+            st = pfi_errorf(err, PFI_EINVAL, "%s: %s.'name': expected a string", path, ctx);
         else {
             m->features[k] = strdup(json_string_value(nm));
-            st = m->features[k] ? get_num(f, "min", path, ctx, &fmin[k], err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+            st = m->features[k] ? get_num(f, "min", path, ctx, &fmin[k], err)
+                                : pfi_errorf(err, PFI_ENOMEM, "out of memory");
             if (!st) st = get_num(f, "max", path, ctx, &fmax[k], err);
         }
     }
@@ -174,7 +186,9 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
         }
         json_t *cl = json_object_get(o, "clamp");
         if ((st = get_num(o, "intercept", path, "", &m->ols.lin.intercept, err))) goto out;
-        if ((st = get_darray(json_object_get(o, "coefficients"), m->p, path, "coefficients", m->ols.lin.beta, err))) goto out;
+        if ((st = get_darray(json_object_get(o, "coefficients"), m->p, path, "coefficients",
+                             m->ols.lin.beta, err)))
+            goto out;
         if (!json_is_object(cl)) {
             st = pfi_errorf(err, PFI_EINVAL, "%s: 'clamp': expected {\"min\", \"max\"}", path);
             goto out;
@@ -195,13 +209,16 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
                *p = json_object_get(o, "power");
         size_t ng = json_array_size(grid);
         if (!json_is_array(grid) || ng < 2 || ng > PFI_CURVE_GRID_MAX) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': expected 2..%d numbers", path, PFI_CURVE_GRID_MAX);
+            st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': expected 2..%d numbers", path,
+                            PFI_CURVE_GRID_MAX);
             goto out;
         }
         if ((st = get_darray(grid, ng, path, "grid_cap_frac", m->curve.frac, err))) goto out;
         for (size_t k = 0; k < ng; k++)
-            if (!(m->curve.frac[k] > 0 && m->curve.frac[k] <= 1) || (k && m->curve.frac[k] <= m->curve.frac[k - 1])) {
-                st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must increase within (0, 1]", path);
+            if (!(m->curve.frac[k] > 0 && m->curve.frac[k] <= 1) ||
+                (k && m->curve.frac[k] <= m->curve.frac[k - 1])) {
+                st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must increase within (0, 1]",
+                                path);
                 goto out;
             }
         if (m->curve.frac[ng - 1] != 1.0) {
@@ -209,16 +226,19 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
             goto out;
         }
         if (json_array_size(t) != ng || json_array_size(p) != ng) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'throughput' and 'power' need one entry per grid point", path);
+            st = pfi_errorf(err, PFI_EINVAL,
+                            "%s: 'throughput' and 'power' need one entry per grid point", path);
             goto out;
         }
         for (size_t k = 0; k < ng; k++) {
             m->curve.ngrid = k; /* so free releases what was read */
-            if ((st = get_linear(json_array_get(t, k), m->p, path, "throughput", &m->curve.t[k], err))) {
+            if ((st = get_linear(json_array_get(t, k), m->p, path, "throughput", &m->curve.t[k],
+                                 err))) {
                 pfi_linear_dispose(&m->curve.t[k]);
                 goto out;
             }
-            if ((st = get_linear(json_array_get(p, k), m->p, path, "power", &m->curve.pw[k], err))) {
+            if ((st =
+                     get_linear(json_array_get(p, k), m->p, path, "power", &m->curve.pw[k], err))) {
                 pfi_linear_dispose(&m->curve.t[k]);
                 pfi_linear_dispose(&m->curve.pw[k]);
                 goto out;
@@ -228,7 +248,8 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
     }
     /* keep the rest (metrics, provenance) for display */
     json_t *meta = json_object();
-    static const char *const keep[] = {"metrics", "trained_on", "train_where", "provenance", "n_train", NULL};
+    static const char *const keep[] = {"metrics",    "trained_on", "train_where",
+                                       "provenance", "n_train",    NULL};
     for (int i = 0; keep[i]; i++) {
         json_t *v = json_object_get(o, keep[i]);
         if (v) json_object_set(meta, keep[i], v);

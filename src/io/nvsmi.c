@@ -4,12 +4,25 @@
 #include <string.h>
 #include <time.h>
 
-#include "pfi/csv.h"
 #include "num.h"
+#include "pfi/csv.h"
 #include "telemetry.h"
 
-enum { C_TS = 0, C_INDEX, C_UUID, C_POWER, C_LIMIT, C_MGMT, C_SM, C_MEM, C_UTIL, C_MUTIL, C_FB,
-       C_TEMP, C_N };
+enum {
+    C_TS = 0,
+    C_INDEX,
+    C_UUID,
+    C_POWER,
+    C_LIMIT,
+    C_MGMT,
+    C_SM,
+    C_MEM,
+    C_UTIL,
+    C_MUTIL,
+    C_FB,
+    C_TEMP,
+    C_N
+};
 
 /* Field names as `nvidia-smi --help-query-gpu` documents them: the canonical
  * name (what the CSV header prints, e.g. "clocks.current.sm [MHz]") first,
@@ -31,9 +44,18 @@ static const char *const col_names[C_N][MAX_ALIASES] = {
     [C_FB] = {"memory.used"},
     [C_TEMP] = {"temperature.gpu"},
 };
-static const int col_metric[C_N] = {
-    -1, -1, -1, PFI_M_POWER_USAGE, PFI_M_ENFORCED_LIMIT, PFI_M_MGMT_LIMIT, PFI_M_SM_CLOCK,
-    PFI_M_MEM_CLOCK, PFI_M_GPU_UTIL, PFI_M_MEM_COPY_UTIL, PFI_M_FB_USED, PFI_M_GPU_TEMP};
+static const int col_metric[C_N] = {-1,
+                                    -1,
+                                    -1,
+                                    PFI_M_POWER_USAGE,
+                                    PFI_M_ENFORCED_LIMIT,
+                                    PFI_M_MGMT_LIMIT,
+                                    PFI_M_SM_CLOCK,
+                                    PFI_M_MEM_CLOCK,
+                                    PFI_M_GPU_UTIL,
+                                    PFI_M_MEM_COPY_UTIL,
+                                    PFI_M_FB_USED,
+                                    PFI_M_GPU_TEMP};
 
 /* which column and alias rank a header field names; -1 if none */
 static int match_column(const char *f, size_t n, int *rank)
@@ -59,7 +81,8 @@ int pfi_parse_tz_offset(const char *s, int *minutes)
     else return -1;
     int h, m = 0;
     char tail;
-    if (sscanf(s + 1, "%2d:%2d%c", &h, &m, &tail) == 2 || sscanf(s + 1, "%2d%2d%c", &h, &m, &tail) == 2 ||
+    if (sscanf(s + 1, "%2d:%2d%c", &h, &m, &tail) == 2 ||
+        sscanf(s + 1, "%2d%2d%c", &h, &m, &tail) == 2 ||
         (strlen(s) == 3 && sscanf(s + 1, "%2d%c", &h, &tail) == 1)) {
         if (h > 14 || m > 59) return -1;
         *minutes = sign * (h * 60 + m);
@@ -89,7 +112,8 @@ static int parse_ts(const char *s, size_t n, int tz_min, int64_t *ms)
     if (sscanf(buf, "%4d/%2d/%2d %2d:%2d:%lf%c", &Y, &M, &D, &h, &m, &sec, &tail) != 6 &&
         sscanf(buf, "%4d-%2d-%2d %2d:%2d:%lf%c", &Y, &M, &D, &h, &m, &sec, &tail) != 6)
         return -1;
-    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || !(sec >= 0 && sec < 61)) return -1;
+    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || !(sec >= 0 && sec < 61))
+        return -1;
     tm.tm_year = Y - 1900;
     tm.tm_mon = M - 1;
     tm.tm_mday = D;
@@ -142,9 +166,9 @@ pfi_status pfi_nvsmi_read(pfi_reader *r, const char *host, int tz_offset_min, pf
     }
     if (col[C_TS] < 0 || (col[C_INDEX] < 0 && col[C_UUID] < 0)) {
         pfi_csv_dispose(&c);
-        return pfi_errorf(err, PFI_EINVAL,
-                          "%s:1: not nvidia-smi --query-gpu CSV (needs timestamp and index or uuid)",
-                          r->name);
+        return pfi_errorf(
+            err, PFI_EINVAL,
+            "%s:1: not nvidia-smi --query-gpu CSV (needs timestamp and index or uuid)", r->name);
     }
     size_t hl = host ? strlen(host) : 0;
     while ((rc = pfi_csv_next(&c, err)) == 1) {

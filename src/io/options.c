@@ -65,7 +65,10 @@ void pfi_opts_error(const pfi_opts_ctx *ctx, const char *fmt, ...)
     fputc('\n', ctx->err);
 }
 
-const char *pfi_opts_name(const pfi_opts_ctx *ctx) { return ctx->name; }
+const char *pfi_opts_name(const pfi_opts_ctx *ctx)
+{
+    return ctx->name;
+}
 
 int pfi_opts_choice_index(const pfi_opt *o, const char *arg)
 {
@@ -112,7 +115,8 @@ static int osa_distance(const char *a, const char *b)
             int v = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
             if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
                 v = d[i - 2][j - 2] + 1;
             d[i][j] = v;
         }
@@ -148,14 +152,17 @@ static void unknown_long(const pfi_opts_ctx *ctx, const flat *f, size_t n, const
         s = pfi_opts_suggest(name, cands, n);
         free(cands);
     }
-    if (s) fprintf(ctx->err, "%s: unknown option '--%s'; did you mean '--%s'?\n", ctx->spec->prog, name, s);
+    if (s)
+        fprintf(ctx->err, "%s: unknown option '--%s'; did you mean '--%s'?\n", ctx->spec->prog,
+                name, s);
     else pfi_opts_error(ctx, "unknown option '--%s'", name);
 }
 
 /* the entry getopt_long's val names, or n */
 static size_t entry_of(const flat *f, size_t n, int val)
 {
-    if (val >= VAL_LONG_ONLY) return (size_t)(val - VAL_LONG_ONLY) < n ? (size_t)(val - VAL_LONG_ONLY) : n;
+    if (val >= VAL_LONG_ONLY)
+        return (size_t)(val - VAL_LONG_ONLY) < n ? (size_t)(val - VAL_LONG_ONLY) : n;
     for (size_t i = 0; i < n; i++)
         if (val && f[i].o->short_name == val) return i;
     return n;
@@ -194,8 +201,11 @@ static pfi_opts_rc number(pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
     double x;
     int e = pfi_parse_double(arg, strlen(arg), &x);
     if (e || x < o->lo || x > o->hi) {
-        if (isinf(o->lo) && isinf(o->hi)) pfi_opts_error(ctx, "%s: '%s' is not a number", ctx->name, arg);
-        else pfi_opts_error(ctx, "%s: '%s' is not a number in [%g, %g]", ctx->name, arg, o->lo, o->hi);
+        if (isinf(o->lo) && isinf(o->hi))
+            pfi_opts_error(ctx, "%s: '%s' is not a number", ctx->name, arg);
+        else
+            pfi_opts_error(ctx, "%s: '%s' is not a number in [%g, %g]", ctx->name, arg, o->lo,
+                           o->hi);
         return PFI_OPTS_USAGE;
     }
     if (o->scale != 0) x *= o->scale;
@@ -250,14 +260,16 @@ static pfi_opts_rc apply(pfi_opts_ctx *ctx, const flat *e, void *args, char *arg
 }
 
 /* getopt_long returned val c (li: the long option's index, or -1) */
-static pfi_opts_rc one(pfi_opts_ctx *ctx, const flat *f, size_t n, void *args, char **argv, int c, int li)
+static pfi_opts_rc one(pfi_opts_ctx *ctx, const flat *f, size_t n, void *args, char **argv, int c,
+                       int li)
 {
     size_t e = entry_of(f, n, c);
     if (e == n) return bad_option(ctx, f, n, argv, c);
     const pfi_opt *o = f[e].o;
     if (li >= 0) {
         /* getopt_long takes abbreviations; pfi wants options spelt out */
-        const char *elem = o->argh && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+        const char *elem =
+            o->argh && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
         if (!spelt_out(elem, o)) {
             unknown_long(ctx, f, n, elem + 2);
             return PFI_OPTS_USAGE;
@@ -269,7 +281,8 @@ static pfi_opts_rc one(pfi_opts_ctx *ctx, const flat *f, size_t n, void *args, c
     return apply(ctx, &f[e], args, o->argh ? optarg : NULL);
 }
 
-pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **argv, FILE *err, int *first)
+pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **argv, FILE *err,
+                           int *first)
 {
     size_t n;
     flat *f = flat_table(spec->options, &n);
@@ -292,7 +305,9 @@ pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **ar
             so[k++] = (char)o->short_name;
             if (o->argh) so[k++] = ':';
         }
-        if (o->long_name) lo[nl++] = (struct option){o->long_name, o->argh ? required_argument : no_argument, NULL, val};
+        if (o->long_name)
+            lo[nl++] =
+                (struct option){o->long_name, o->argh ? required_argument : no_argument, NULL, val};
     }
     so[k] = '\0';
     int saved_opterr = opterr, c;
@@ -333,8 +348,8 @@ static void left_part(const pfi_opt *o, char *b, size_t n)
 {
     char s[8] = "    ";
     if (o->short_name) snprintf(s, sizeof s, "-%c%s", o->short_name, o->long_name ? ", " : "");
-    snprintf(b, n, "  %s%s%s%s%s", s, o->long_name ? "--" : "", o->long_name ? o->long_name : "", o->argh ? " " : "",
-             o->argh ? o->argh : "");
+    snprintf(b, n, "  %s%s%s%s%s", s, o->long_name ? "--" : "", o->long_name ? o->long_name : "",
+             o->argh ? " " : "", o->argh ? o->argh : "");
 }
 
 /* text wrapped at HELP_WIDTH, every line after the first indented to col */
@@ -500,7 +515,8 @@ void pfi_opts_man(const pfi_opts *spec, FILE *out)
 /* ---------------------------------------------------------- completion */
 
 /* each option of f (kinds selected by want) as "--long" and "-s", joined by sep */
-static void option_names(FILE *out, const flat *f, size_t n, int (*want)(const pfi_opt *), const char *sep)
+static void option_names(FILE *out, const flat *f, size_t n, int (*want)(const pfi_opt *),
+                         const char *sep)
 {
     int k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -511,9 +527,18 @@ static void option_names(FILE *out, const flat *f, size_t n, int (*want)(const p
     }
 }
 
-static int arg_file(const pfi_opt *o) { return o->argh && (o->flags & PFI_OPT_ARG_FILE); }
-static int arg_dir(const pfi_opt *o) { return o->argh && (o->flags & PFI_OPT_ARG_DIR) && !(o->flags & PFI_OPT_ARG_FILE); }
-static int arg_other(const pfi_opt *o) { return o->argh && !o->choices && !(o->flags & (PFI_OPT_ARG_FILE | PFI_OPT_ARG_DIR)); }
+static int arg_file(const pfi_opt *o)
+{
+    return o->argh && (o->flags & PFI_OPT_ARG_FILE);
+}
+static int arg_dir(const pfi_opt *o)
+{
+    return o->argh && (o->flags & PFI_OPT_ARG_DIR) && !(o->flags & PFI_OPT_ARG_FILE);
+}
+static int arg_other(const pfi_opt *o)
+{
+    return o->argh && !o->choices && !(o->flags & (PFI_OPT_ARG_FILE | PFI_OPT_ARG_DIR));
+}
 static int any_of(const flat *f, size_t n, int (*want)(const pfi_opt *))
 {
     for (size_t i = 0; i < n; i++)
@@ -527,7 +552,8 @@ static void choice_words(FILE *out, const char *choices)
     for (const char *p = choices; *p; p++) fputc(*p == '|' ? ' ' : *p, out);
 }
 
-static void bash_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pfi_opts_sub *subs, size_t nsubs)
+static void bash_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pfi_opts_sub *subs,
+                     size_t nsubs)
 {
     size_t n;
     flat *f = flat_table(s->opts->options, &n);
@@ -562,7 +588,10 @@ static void bash_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const p
     switch (s->opts->operands) {
     case PFI_OPERANDS_FILES: fprintf(out, "        _%s_files;;\n", prog); break;
     case PFI_OPERANDS_COMMAND:
-        fprintf(out, "        if [ \"$prev\" = -- ]; then COMPREPLY=($(compgen -c -- \"$cur\")); else _%s_files; fi;;\n", prog);
+        fprintf(out,
+                "        if [ \"$prev\" = -- ]; then COMPREPLY=($(compgen -c -- \"$cur\")); else "
+                "_%s_files; fi;;\n",
+                prog);
         break;
     case PFI_OPERANDS_SUBCOMMAND:
         fprintf(out, "        _%s_words \"", prog);
@@ -574,27 +603,31 @@ static void bash_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const p
     free(f);
 }
 
-static void bash(const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words, FILE *out)
+static void bash(const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words,
+                 FILE *out)
 {
-    fprintf(out,
-            "# bash completion for %s (generated by `%s help --completion bash`)\n"
-            "_%s_files() { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); }\n"
-            "_%s_dirs() { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); }\n"
-            "_%s_words() { COMPREPLY=($(compgen -W \"$1\" -- \"$cur\")); }\n"
-            "_%s() {\n"
-            "    local cur=${COMP_WORDS[COMP_CWORD]} prev= dd=0 i\n"
-            "    COMPREPLY=()\n"
-            "    [ \"$COMP_CWORD\" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-            "    # --opt=value: bash splits at '='\n"
-            "    if [ \"$cur\" = = ]; then cur=; elif [ \"$prev\" = = ] && [ \"$COMP_CWORD\" -gt 1 ]; then prev=${COMP_WORDS[COMP_CWORD-2]}; fi\n"
-            "    if [ \"$COMP_CWORD\" -le 1 ]; then\n        _%s_words \"",
-            prog, prog, prog, prog, prog, prog, prog);
+    fprintf(
+        out,
+        "# bash completion for %s (generated by `%s help --completion bash`)\n"
+        "_%s_files() { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")); }\n"
+        "_%s_dirs() { compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")); }\n"
+        "_%s_words() { COMPREPLY=($(compgen -W \"$1\" -- \"$cur\")); }\n"
+        "_%s() {\n"
+        "    local cur=${COMP_WORDS[COMP_CWORD]} prev= dd=0 i\n"
+        "    COMPREPLY=()\n"
+        "    [ \"$COMP_CWORD\" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}\n"
+        "    # --opt=value: bash splits at '='\n"
+        "    if [ \"$cur\" = = ]; then cur=; elif [ \"$prev\" = = ] && [ \"$COMP_CWORD\" -gt 1 ]; "
+        "then prev=${COMP_WORDS[COMP_CWORD-2]}; fi\n"
+        "    if [ \"$COMP_CWORD\" -le 1 ]; then\n        _%s_words \"",
+        prog, prog, prog, prog, prog, prog, prog);
     for (size_t i = 0; i < n; i++) fprintf(out, "%s ", subs[i].name);
-    fprintf(out,
-            "%s\"\n        return 0\n    fi\n"
-            "    for ((i = 2; i < COMP_CWORD; i++)); do [ \"${COMP_WORDS[i]}\" = -- ] && dd=1; done\n"
-            "    case ${COMP_WORDS[1]} in\n",
-            top_words ? top_words : "");
+    fprintf(
+        out,
+        "%s\"\n        return 0\n    fi\n"
+        "    for ((i = 2; i < COMP_CWORD; i++)); do [ \"${COMP_WORDS[i]}\" = -- ] && dd=1; done\n"
+        "    case ${COMP_WORDS[1]} in\n",
+        top_words ? top_words : "");
     for (size_t i = 0; i < n; i++) bash_sub(out, prog, &subs[i], subs, n);
     fprintf(out, "    esac\n    return 0\n}\ncomplete -F _%s %s\n", prog, prog);
 }
@@ -629,14 +662,21 @@ static void zsh_option(FILE *out, const pfi_opt *o)
     fputs("        ", out);
     const char *rep = o->kind == PFI_OPT_LIST ? "*" : "";
     if (both && !*rep) fprintf(out, "'(-%c --%s)'", o->short_name, o->long_name);
-    if (both) fprintf(out, "%s{-%c%s,--%s%s}'[", *rep ? "'*'" : "", o->short_name, plus, o->long_name, eq);
+    if (both)
+        fprintf(out, "%s{-%c%s,--%s%s}'[", *rep ? "'*'" : "", o->short_name, plus, o->long_name,
+                eq);
     else if (o->long_name) fprintf(out, "'%s--%s%s[", rep, o->long_name, eq);
     else fprintf(out, "'%s-%c%s[", rep, o->short_name, plus);
     zsh_text(out, o->help, 0);
     fputs("]", out);
     if (o->argh) {
         fputc(':', out);
-        for (const char *p = o->argh; *p; p++) fputc(*p == ':' || *p == '\'' || *p == '\\' ? '_' : *p == '[' ? '(' : *p == ']' ? ')' : *p, out);
+        for (const char *p = o->argh; *p; p++)
+            fputc(*p == ':' || *p == '\'' || *p == '\\' ? '_'
+                  : *p == '['                           ? '('
+                  : *p == ']'                           ? ')'
+                                                        : *p,
+                  out);
         if (o->choices) {
             fputs(":(", out);
             choice_words(out, o->choices);
@@ -652,7 +692,8 @@ static void zsh_option(FILE *out, const pfi_opt *o)
     fputs("' \\\n", out);
 }
 
-static void zsh_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pfi_opts_sub *subs, size_t nsubs)
+static void zsh_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pfi_opts_sub *subs,
+                    size_t nsubs)
 {
     size_t n;
     flat *f = flat_table(s->opts->options, &n);
@@ -673,9 +714,11 @@ static void zsh_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pf
     free(f);
 }
 
-static void zsh(const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words, FILE *out)
+static void zsh(const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words,
+                FILE *out)
 {
-    fprintf(out, "#compdef %s\n# zsh completion for %s (generated by `%s help --completion zsh`)\n", prog, prog, prog);
+    fprintf(out, "#compdef %s\n# zsh completion for %s (generated by `%s help --completion zsh`)\n",
+            prog, prog, prog);
     for (size_t i = 0; i < n; i++) zsh_sub(out, prog, &subs[i], subs, n);
     fprintf(out, "_%s() {\n    local -a cmds\n    cmds=(\n", prog);
     for (size_t i = 0; i < n; i++) {
@@ -699,8 +742,8 @@ static void zsh(const char *prog, const pfi_opts_sub *subs, size_t n, const char
             prog, top_words ? top_words : "", prog, prog, prog);
 }
 
-int pfi_opts_completion(const char *shell, const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words,
-                        FILE *out)
+int pfi_opts_completion(const char *shell, const char *prog, const pfi_opts_sub *subs, size_t n,
+                        const char *top_words, FILE *out)
 {
     if (strcmp(shell, "bash") == 0) bash(prog, subs, n, top_words, out);
     else if (strcmp(shell, "zsh") == 0) zsh(prog, subs, n, top_words, out);

@@ -25,15 +25,15 @@
 
 typedef enum pfi_opt_kind {
     PFI_OPT_END = 0,
-    PFI_OPT_INCLUDE,  /* another table, its values relative to a member struct */
-    PFI_OPT_HELP,     /* -h, --help: parsing stops with PFI_OPTS_HELP */
-    PFI_OPT_STOP,     /* e.g. --version: parsing stops with PFI_OPTS_STOP */
-    PFI_OPT_SET_INT,  /* no argument: int = ival */
-    PFI_OPT_STRING,   /* const char * = the argument (choices, if any, only for help) */
-    PFI_OPT_CHOICE,   /* const char * = the argument, which must be one of choices */
-    PFI_OPT_LIST,     /* repeatable: the argument appended to a pfi_opt_list */
-    PFI_OPT_DOUBLE,   /* numbers in [lo, hi] (decimal syntax), times scale if set, */
-    PFI_OPT_INT,      /*   then converted to the field's type */
+    PFI_OPT_INCLUDE, /* another table, its values relative to a member struct */
+    PFI_OPT_HELP,    /* -h, --help: parsing stops with PFI_OPTS_HELP */
+    PFI_OPT_STOP,    /* e.g. --version: parsing stops with PFI_OPTS_STOP */
+    PFI_OPT_SET_INT, /* no argument: int = ival */
+    PFI_OPT_STRING,  /* const char * = the argument (choices, if any, only for help) */
+    PFI_OPT_CHOICE,  /* const char * = the argument, which must be one of choices */
+    PFI_OPT_LIST,    /* repeatable: the argument appended to a pfi_opt_list */
+    PFI_OPT_DOUBLE,  /* numbers in [lo, hi] (decimal syntax), times scale if set, */
+    PFI_OPT_INT,     /*   then converted to the field's type */
     PFI_OPT_LONG,
     PFI_OPT_SIZE,
     PFI_OPT_U64,
@@ -89,7 +89,7 @@ typedef struct pfi_opts {
     const char *footer;      /* after the options (NULL: none) */
     const pfi_opt *options;
     pfi_operands operands;
-    unsigned flags;          /* PFI_OPTS_IN_ORDER */
+    unsigned flags; /* PFI_OPTS_IN_ORDER */
 } pfi_opts;
 
 typedef enum pfi_opts_rc {
@@ -106,11 +106,13 @@ typedef enum pfi_opts_rc {
  * with the closest option suggested. Errors are one line on err. Leaves
  * optind at *first. Lists in args must start zeroed; free them with
  * pfi_opts_dispose whatever this returns. */
-pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **argv, FILE *err, int *first);
+pfi_opts_rc pfi_opts_parse(const pfi_opts *spec, void *args, int argc, char **argv, FILE *err,
+                           int *first);
 void pfi_opts_dispose(const pfi_opts *spec, void *args);
 
 /* For callbacks: "PROG: MESSAGE (SEE)" on the parse's stream. */
-void pfi_opts_error(const pfi_opts_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pfi_opts_error(const pfi_opts_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* "--X: 'arg' is not a, b or c" for an argument not in o->choices. */
 void pfi_opts_bad_choice(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg);
 /* Index of arg in o->choices, or -1. */
@@ -138,56 +140,98 @@ typedef struct pfi_opts_sub {
 /* shell: "bash" or "zsh"; top_words: the program's own options ("--help
  * --version"), offered instead of a subcommand. Returns 0, or -1 for
  * another shell. */
-int pfi_opts_completion(const char *shell, const char *prog, const pfi_opts_sub *subs, size_t n, const char *top_words,
-                        FILE *out);
+int pfi_opts_completion(const char *shell, const char *prog, const pfi_opts_sub *subs, size_t n,
+                        const char *top_words, FILE *out);
 
 /* ---- table entries (OPT_T: the struct the values go to) ---- */
 #define PFI_OPT_AT(f, type) (offsetof(OPT_T, f) + 0 * sizeof((type *)0 == &((OPT_T *)0)->f))
-#define PFI_OPT_NUM(k, s, l, f, type, a, lo_, hi_, sc, h)                                                         \
-    {.kind = (k), .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, type), .argh = (a), .help = (h), \
-     .lo = (lo_), .hi = (hi_), .scale = (sc)}
+#define PFI_OPT_NUM(k, s, l, f, type, a, lo_, hi_, sc, h)                                          \
+    {                                                                                              \
+        .kind = (k), .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, type),           \
+        .argh = (a), .help = (h), .lo = (lo_), .hi = (hi_), .scale = (sc)                          \
+    }
 
-#define OPT_END() {.kind = PFI_OPT_END}
-#define OPT_HELP() {.kind = PFI_OPT_HELP, .short_name = 'h', .long_name = "help", .help = "print this help and exit"}
-#define OPT_STOP(s, l, h) {.kind = PFI_OPT_STOP, .short_name = (s), .long_name = (l), .help = (h)}
+#define OPT_END()                                                                                  \
+    {                                                                                              \
+        .kind = PFI_OPT_END                                                                        \
+    }
+#define OPT_HELP()                                                                                 \
+    {                                                                                              \
+        .kind = PFI_OPT_HELP, .short_name = 'h', .long_name = "help",                              \
+        .help = "print this help and exit"                                                         \
+    }
+#define OPT_STOP(s, l, h)                                                                          \
+    {                                                                                              \
+        .kind = PFI_OPT_STOP, .short_name = (s), .long_name = (l), .help = (h)                     \
+    }
 /* h: the man page names the table's options in one paragraph with this
  * text (NULL: each option in full, as --help always does) */
-#define OPT_INCLUDE(table, f, h) {.kind = PFI_OPT_INCLUDE, .offset = offsetof(OPT_T, f), .help = (h), .include = (table)}
-#define OPT_SET_INT(s, l, f, v, h) \
-    {.kind = PFI_OPT_SET_INT, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, int), .help = (h), .ival = (v)}
+#define OPT_INCLUDE(table, f, h)                                                                   \
+    {                                                                                              \
+        .kind = PFI_OPT_INCLUDE, .offset = offsetof(OPT_T, f), .help = (h), .include = (table)     \
+    }
+#define OPT_SET_INT(s, l, f, v, h)                                                                 \
+    {                                                                                              \
+        .kind = PFI_OPT_SET_INT, .short_name = (s), .long_name = (l),                              \
+        .offset = PFI_OPT_AT(f, int), .help = (h), .ival = (v)                                     \
+    }
 #define OPT_BOOLEAN(s, l, f, h) OPT_SET_INT(s, l, f, 1, h)
-#define OPT_STRING(s, l, f, a, h) \
-    {.kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help = (h)}
-#define OPT_FILENAME(s, l, f, a, h)                                                                                   \
-    {.kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, const char *), .argh = (a), \
-     .help = (h), .flags = PFI_OPT_ARG_FILE}
-#define OPT_DIRNAME(s, l, f, a, h)                                                                                    \
-    {.kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, const char *), .argh = (a), \
-     .help = (h), .flags = PFI_OPT_ARG_DIR}
+#define OPT_STRING(s, l, f, a, h)                                                                  \
+    {                                                                                              \
+        .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help = (h)                            \
+    }
+#define OPT_FILENAME(s, l, f, a, h)                                                                \
+    {                                                                                              \
+        .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help = (h), .flags = PFI_OPT_ARG_FILE \
+    }
+#define OPT_DIRNAME(s, l, f, a, h)                                                                 \
+    {                                                                                              \
+        .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help = (h), .flags = PFI_OPT_ARG_DIR  \
+    }
 /* a string the command checks itself; choices for help and completion */
-#define OPT_STRING_OF(s, l, f, ch, h)                                                                                  \
-    {.kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, const char *), .argh = (ch), \
-     .help = (h), .choices = (ch)}
-#define OPT_CHOICE(s, l, f, ch, h)                                                                                     \
-    {.kind = PFI_OPT_CHOICE, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, const char *), .argh = (ch), \
-     .help = (h), .choices = (ch)}
-#define OPT_LIST(s, l, f, a, h) \
-    {.kind = PFI_OPT_LIST, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, pfi_opt_list), .argh = (a), .help = (h)}
-#define OPT_DIRNAME_LIST(s, l, f, a, h)                                                                            \
-    {.kind = PFI_OPT_LIST, .short_name = (s), .long_name = (l), .offset = PFI_OPT_AT(f, pfi_opt_list), .argh = (a), \
-     .help = (h), .flags = PFI_OPT_ARG_DIR}
-#define OPT_DOUBLE(s, l, f, a, lo, hi, h) PFI_OPT_NUM(PFI_OPT_DOUBLE, s, l, f, double, a, lo, hi, 0, h)
-#define OPT_DOUBLE_SCALED(s, l, f, a, lo, hi, sc, h) PFI_OPT_NUM(PFI_OPT_DOUBLE, s, l, f, double, a, lo, hi, sc, h)
+#define OPT_STRING_OF(s, l, f, ch, h)                                                              \
+    {                                                                                              \
+        .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (ch), .help = (h), .choices = (ch)          \
+    }
+#define OPT_CHOICE(s, l, f, ch, h)                                                                 \
+    {                                                                                              \
+        .kind = PFI_OPT_CHOICE, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (ch), .help = (h), .choices = (ch)          \
+    }
+#define OPT_LIST(s, l, f, a, h)                                                                    \
+    {                                                                                              \
+        .kind = PFI_OPT_LIST, .short_name = (s), .long_name = (l),                                 \
+        .offset = PFI_OPT_AT(f, pfi_opt_list), .argh = (a), .help = (h)                            \
+    }
+#define OPT_DIRNAME_LIST(s, l, f, a, h)                                                            \
+    {                                                                                              \
+        .kind = PFI_OPT_LIST, .short_name = (s), .long_name = (l),                                 \
+        .offset = PFI_OPT_AT(f, pfi_opt_list), .argh = (a), .help = (h), .flags = PFI_OPT_ARG_DIR  \
+    }
+#define OPT_DOUBLE(s, l, f, a, lo, hi, h)                                                          \
+    PFI_OPT_NUM(PFI_OPT_DOUBLE, s, l, f, double, a, lo, hi, 0, h)
+#define OPT_DOUBLE_SCALED(s, l, f, a, lo, hi, sc, h)                                               \
+    PFI_OPT_NUM(PFI_OPT_DOUBLE, s, l, f, double, a, lo, hi, sc, h)
 #define OPT_INTEGER(s, l, f, a, lo, hi, h) PFI_OPT_NUM(PFI_OPT_INT, s, l, f, int, a, lo, hi, 0, h)
 #define OPT_LONG(s, l, f, a, lo, hi, h) PFI_OPT_NUM(PFI_OPT_LONG, s, l, f, long, a, lo, hi, 0, h)
 #define OPT_SIZE(s, l, f, a, lo, hi, h) PFI_OPT_NUM(PFI_OPT_SIZE, s, l, f, size_t, a, lo, hi, 0, h)
-#define OPT_SIZE_SCALED(s, l, f, a, lo, hi, sc, h) PFI_OPT_NUM(PFI_OPT_SIZE, s, l, f, size_t, a, lo, hi, sc, h)
+#define OPT_SIZE_SCALED(s, l, f, a, lo, hi, sc, h)                                                 \
+    PFI_OPT_NUM(PFI_OPT_SIZE, s, l, f, size_t, a, lo, hi, sc, h)
 #define OPT_U64(s, l, f, a, lo, hi, h) PFI_OPT_NUM(PFI_OPT_U64, s, l, f, uint64_t, a, lo, hi, 0, h)
 /* a: the argument's name, NULL for none; the value's type is the callback's */
-#define OPT_CALLBACK(s, l, f, a, h, fn) \
-    {.kind = PFI_OPT_CALLBACK, .short_name = (s), .long_name = (l), .offset = offsetof(OPT_T, f), .argh = (a), .help = (h), .cb = (fn)}
-#define OPT_CALLBACK_CHOICES(s, l, f, ch, h, fn)                                                                         \
-    {.kind = PFI_OPT_CALLBACK, .short_name = (s), .long_name = (l), .offset = offsetof(OPT_T, f), .argh = (ch), .help = (h), \
-     .choices = (ch), .cb = (fn)}
+#define OPT_CALLBACK(s, l, f, a, h, fn)                                                            \
+    {                                                                                              \
+        .kind = PFI_OPT_CALLBACK, .short_name = (s), .long_name = (l),                             \
+        .offset = offsetof(OPT_T, f), .argh = (a), .help = (h), .cb = (fn)                         \
+    }
+#define OPT_CALLBACK_CHOICES(s, l, f, ch, h, fn)                                                   \
+    {                                                                                              \
+        .kind = PFI_OPT_CALLBACK, .short_name = (s), .long_name = (l),                             \
+        .offset = offsetof(OPT_T, f), .argh = (ch), .help = (h), .choices = (ch), .cb = (fn)       \
+    }
 
 #endif

@@ -11,7 +11,10 @@
 
 #include "num.h"
 
-static int is_space(char c) { return c == ' ' || c == '\t'; }
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
 
 static int name_char(char c)
 {
@@ -165,8 +168,9 @@ pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_sta
             const char *p = line + sizeof scrape_tag - 1, *e = line + n;
             while (e > p && is_space(e[-1])) e--;
             if (parse_i64(p, e, &scrape_ms) != 0)
-                return pfi_errorf(err, PFI_EPARSE, "%s:%llu: pfi-scrape-time is not an integer (ms)",
-                                  r->name, (unsigned long long)lineno);
+                return pfi_errorf(err, PFI_EPARSE,
+                                  "%s:%llu: pfi-scrape-time is not an integer (ms)", r->name,
+                                  (unsigned long long)lineno);
             continue;
         }
         const char *what = "";

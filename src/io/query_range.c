@@ -56,8 +56,8 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
     (void)log;
     char *data;
     size_t len;
-    pfi_status st = pfi_reader_slurp(r, max_bytes ? max_bytes : PFI_QUERY_RANGE_DEFAULT_MAX, &data,
-                                     &len, err);
+    pfi_status st =
+        pfi_reader_slurp(r, max_bytes ? max_bytes : PFI_QUERY_RANGE_DEFAULT_MAX, &data, &len, err);
     if (st) return st;
     json_error_t je;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
@@ -82,7 +82,8 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
     }
     size_t i;
     json_t *series;
-    json_array_foreach(res, i, series) {
+    json_array_foreach(res, i, series)
+    {
         json_t *metric = json_object_get(series, "metric");
         json_t *values = json_object_get(series, "values");
         if (!json_is_object(metric) || !json_is_array(values)) {
@@ -101,7 +102,8 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
         if (!s.host.n) s.host = label(metric, "hostname");
         size_t j;
         json_t *pt;
-        json_array_foreach(values, j, pt) {
+        json_array_foreach(values, j, pt)
+        {
             json_t *ts = json_array_get(pt, 0), *vs = json_array_get(pt, 1);
             if (!json_is_array(pt) || json_array_size(pt) != 2 || !json_is_number(ts) ||
                 !json_is_string(vs)) {
@@ -113,8 +115,8 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
             double t = json_number_value(ts);
             if (!isfinite(t) || fabs(t) > 1e13) {
                 json_decref(root);
-                return pfi_errorf(err, PFI_EPARSE, "%s: data.result[%zu].values[%zu]: bad timestamp",
-                                  r->name, i, j);
+                return pfi_errorf(err, PFI_EPARSE,
+                                  "%s: data.result[%zu].values[%zu]: bad timestamp", r->name, i, j);
             }
             const char *v = json_string_value(vs);
             double x;

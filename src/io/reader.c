@@ -158,7 +158,10 @@ int pfi_reader_line(pfi_reader *r, char **line, size_t *len, pfi_error *err)
     }
 }
 
-uint64_t pfi_reader_lineno(const pfi_reader *r) { return r->line - 1; }
+uint64_t pfi_reader_lineno(const pfi_reader *r)
+{
+    return r->line - 1;
+}
 
 int pfi_reader_truncated_last(const pfi_reader *r)
 {

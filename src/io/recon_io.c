@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "atomic.h"
-#include "pfi/csv.h"
 #include "num.h"
+#include "pfi/csv.h"
 #include "vec.h"
 
 typedef struct hdrmap {
@@ -25,8 +25,8 @@ static int col(const pfi_csv *c, const char *name)
     return -1;
 }
 
-static pfi_status num_field(const pfi_csv *c, int i, const char *file, const char *name, int optional,
-                            double *v, pfi_error *err)
+static pfi_status num_field(const pfi_csv *c, int i, const char *file, const char *name,
+                            int optional, double *v, pfi_error *err)
 {
     int e = pfi_parse_double(c->fields[i], c->lens[i], v);
     if (e == PFI_NUM_EMPTY && optional) {
@@ -34,16 +34,17 @@ static pfi_status num_field(const pfi_csv *c, int i, const char *file, const cha
         return PFI_OK;
     }
     if (e)
-        return pfi_errorf(err, PFI_EINVAL, "%s:%llu: column '%s': %s", file, (unsigned long long)c->line,
-                          name, pfi_num_error_name(e));
+        return pfi_errorf(err, PFI_EINVAL, "%s:%llu: column '%s': %s", file,
+                          (unsigned long long)c->line, name, pfi_num_error_name(e));
     return PFI_OK;
 }
 
 static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
 {
-    static const char *const need[] = {"group_id", "split", "gpu_model", "arch", "task", "model",
-                                       "total_params_b", "active_params_b", "gpus", "caps_w",
-                                       "pfi_target", "pfi4_target", "compile", "ep", "seq_len", "batch"};
+    static const char *const need[] = {"group_id", "split",  "gpu_model",      "arch",
+                                       "task",     "model",  "total_params_b", "active_params_b",
+                                       "gpus",     "caps_w", "pfi_target",     "pfi4_target",
+                                       "compile",  "ep",     "seq_len",        "batch"};
     enum { N = 16 };
     pfi_reader r;
     pfi_status st = pfi_reader_open(&r, path, 0, err);
@@ -53,7 +54,8 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
     int idx[N];
     int rc = pfi_csv_next(&c, err);
     if (rc <= 0) {
-        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path) : (err ? err->code : PFI_EPARSE);
+        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path)
+                     : (err ? err->code : PFI_EPARSE);
         goto out;
     }
     for (int k = 0; k < N; k++)
@@ -83,7 +85,8 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
         double v[8];
         const int numcols[] = {6, 7, 8, 10, 11, 13, 14, 15};
         for (int k = 0; k < 8; k++)
-            if ((st = num_field(&c, idx[numcols[k]], path, need[numcols[k]], numcols[k] == 11, &v[k], err)))
+            if ((st = num_field(&c, idx[numcols[k]], path, need[numcols[k]], numcols[k] == 11,
+                                &v[k], err)))
                 goto out;
         g->total_params_b = v[0];
         g->active_params_b = v[1];
@@ -97,7 +100,8 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
         g->compile = cp[0] ? atoi(cp) : -1;
         g->hw = pfi_hw_get(g->gpu_model);
         if (!g->hw || g->gpus < 1 || g->gpus > 4096) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: unknown gpu_model or bad gpus", path, (unsigned long long)c.line);
+            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: unknown gpu_model or bad gpus", path,
+                            (unsigned long long)c.line);
             goto out;
         }
         /* caps "200;300;...": ascending, the last one the uncapped TDP */
@@ -107,7 +111,8 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
             size_t len = e ? (size_t)(e - p) : strlen(p);
             double cw;
             if (g->ncaps >= PFI_RECON_MAX_CAPS || pfi_parse_double(p, len, &cw) != PFI_NUM_OK) {
-                st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: column 'caps_w': bad cap list", path, (unsigned long long)c.line);
+                st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: column 'caps_w': bad cap list", path,
+                                (unsigned long long)c.line);
                 goto out;
             }
             g->caps_w[g->ncaps++] = cw;
@@ -115,7 +120,8 @@ static pfi_status load_spec(const char *path, pfi_recon *out, pfi_error *err)
             p = e + 1;
         }
         if (g->ncaps < 2) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: column 'caps_w': needs at least two caps", path, (unsigned long long)c.line);
+            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: column 'caps_w': needs at least two caps",
+                            path, (unsigned long long)c.line);
             goto out;
         }
         out->n++;
@@ -137,18 +143,21 @@ static pfi_status load_params(const char *path, pfi_recon *out, pfi_error *err)
     int rc = pfi_csv_next(&c, err);
     int ig, im, ip, is;
     if (rc <= 0) {
-        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path) : (err ? err->code : PFI_EPARSE);
+        st = rc == 0 ? pfi_errorf(err, PFI_EINVAL, "%s: empty file", path)
+                     : (err ? err->code : PFI_EPARSE);
         goto out;
     }
     ig = col(&c, "group_id"), im = col(&c, "gpu_model"), ip = col(&c, "phi"), is = col(&c, "sm_w");
     if (ig < 0 || im < 0 || ip < 0 || is < 0) {
-        st = pfi_errorf(err, PFI_EINVAL, "%s:1: needs columns group_id, gpu_model, phi, sm_w", path);
+        st =
+            pfi_errorf(err, PFI_EINVAL, "%s:1: needs columns group_id, gpu_model, phi, sm_w", path);
         goto out;
     }
     size_t nh = c.nfields;
     while ((rc = pfi_csv_next(&c, err)) == 1) {
         if (c.nfields != nh) {
-            st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: expected %zu fields, found %zu", path, (unsigned long long)c.line, nh, c.nfields);
+            st = pfi_errorf(err, PFI_EPARSE, "%s:%llu: expected %zu fields, found %zu", path,
+                            (unsigned long long)c.line, nh, c.nfields);
             goto out;
         }
         pfi_recon_group *g = pfi_recon_find(out, c.fields[ig], c.fields[im]);
@@ -158,9 +167,12 @@ static pfi_status load_params(const char *path, pfi_recon *out, pfi_error *err)
             goto out;
         }
         double phi, sm;
-        if ((st = num_field(&c, ip, path, "phi", 0, &phi, err)) || (st = num_field(&c, is, path, "sm_w", 0, &sm, err))) goto out;
+        if ((st = num_field(&c, ip, path, "phi", 0, &phi, err)) ||
+            (st = num_field(&c, is, path, "sm_w", 0, &sm, err)))
+            goto out;
         if (!(phi > 0 && phi < 1) || !(sm > 0 && sm < 10000)) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: phi must be in (0,1) and sm_w positive", path, (unsigned long long)c.line);
+            st = pfi_errorf(err, PFI_EINVAL, "%s:%llu: phi must be in (0,1) and sm_w positive",
+                            path, (unsigned long long)c.line);
             goto out;
         }
         g->job.phi = phi;
@@ -174,7 +186,8 @@ out:
     return st;
 }
 
-pfi_status pfi_recon_load(const char *spec_path, const char *params_path, pfi_recon *out, pfi_error *err)
+pfi_status pfi_recon_load(const char *spec_path, const char *params_path, pfi_recon *out,
+                          pfi_error *err)
 {
     memset(out, 0, sizeof *out);
     pfi_status st = load_spec(spec_path, out, err);
@@ -193,12 +206,14 @@ pfi_status pfi_recon_save_params(const pfi_recon *r, const char *path, pfi_error
     pfi_outfile o;
     pfi_status st = pfi_out_open(&o, path, err);
     if (st) return st;
-    fprintf(o.f, "group_id,gpu_model,split,phi,sm_w,mu,kappa,tokens_per_s_ref,mfu_uncapped,provenance\n");
+    fprintf(
+        o.f,
+        "group_id,gpu_model,split,phi,sm_w,mu,kappa,tokens_per_s_ref,mfu_uncapped,provenance\n");
     for (size_t i = 0; i < r->n; i++) {
         const pfi_recon_group *g = &r->g[i];
         if (!g->calibrated) continue;
-        fprintf(o.f, "%s,%s,%s,%.6f,%.1f,%.6f,%.6f,%.2f,%.4f,%s\n", g->group, g->gpu_model, g->split,
-                g->job.phi, g->job.sm_w, g->job.mu, g->job.kappa, g->job.tokens_per_s_ref,
+        fprintf(o.f, "%s,%s,%s,%.6f,%.1f,%.6f,%.6f,%.2f,%.4f,%s\n", g->group, g->gpu_model,
+                g->split, g->job.phi, g->job.sm_w, g->job.mu, g->job.kappa, g->job.tokens_per_s_ref,
                 g->mfu_uncapped, "reconstruction calibrated to published tables");
     }
     return pfi_out_commit(&o, err);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csv.h"
 #include "atomic.h"
+#include "pfi/csv.h"
 #include "vec.h"
 
 /* One 8-byte cell: a double (NaN = missing), an integer (INT64_MIN =
@@ -103,7 +103,8 @@ void pfi_rows_table_fmt(pfi_rows *r, size_t col, const char *f)
 size_t pfi_rows_add(pfi_rows *r)
 {
     /* a row of ncols cells is one element; one spare row stays */
-    int full = r->nrows == SIZE_MAX - 1 || pfi_vec_reserve(&r->cells, &r->cap, r->nrows + 2, r->ncols * sizeof *r->cells, NULL);
+    int full = r->nrows == SIZE_MAX - 1 ||
+               pfi_vec_reserve(&r->cells, &r->cap, r->nrows + 2, r->ncols * sizeof *r->cells, NULL);
     cell *row = &r->cells[r->nrows * r->ncols];
     if (full) { /* the spare row takes what the caller writes */
         r->oom = 1;
@@ -146,8 +147,14 @@ int pfi_rows_text(pfi_rows *r, size_t row, size_t col, const char *s)
     return 0;
 }
 
-size_t pfi_rows_count(const pfi_rows *r) { return r->nrows; }
-size_t pfi_rows_ncols(const pfi_rows *r) { return r->ncols; }
+size_t pfi_rows_count(const pfi_rows *r)
+{
+    return r->nrows;
+}
+size_t pfi_rows_ncols(const pfi_rows *r)
+{
+    return r->ncols;
+}
 
 long pfi_rows_col(const pfi_rows *r, const char *name)
 {
@@ -262,7 +269,8 @@ static pfi_status write_json(const pfi_rows *r, FILE *f, pfi_error *err)
             const cell *x = &r->cells[i * r->ncols + c];
             json_t *v;
             if (r->types[c] == PFI_CELL_TEXT) v = json_string(r->arena + x->text);
-            else if (r->types[c] == PFI_CELL_INT) v = x->i != INT_MISSING ? json_integer(x->i) : json_null();
+            else if (r->types[c] == PFI_CELL_INT)
+                v = x->i != INT_MISSING ? json_integer(x->i) : json_null();
             else v = isfinite(x->num) ? json_real(x->num) : json_null();
             json_object_set_new(o, r->names[c], v);
         }
@@ -277,7 +285,8 @@ static pfi_status write_json(const pfi_rows *r, FILE *f, pfi_error *err)
 pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error *err)
 {
     char buf[512];
-    if (r->oom) return pfi_errorf(err, PFI_ENOMEM, "out of memory (command output of %zu rows)", r->nrows);
+    if (r->oom)
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory (command output of %zu rows)", r->nrows);
     if (fmt == PFI_FMT_JSON) return write_json(r, f, err);
     if (fmt == PFI_FMT_CSV) {
         for (size_t c = 0; c < r->ncols; c++) {
@@ -315,8 +324,7 @@ pfi_status pfi_rows_write(const pfi_rows *r, pfi_format fmt, FILE *f, pfi_error 
                 cell_str(r, i, c, buf, sizeof buf, 1);
                 if (r->types[c] == PFI_CELL_TEXT)
                     fprintf(f, "%-*s%s", (int)w[c], buf, c + 1 < r->ncols ? "  " : "\n");
-                else
-                    fprintf(f, "%*s%s", (int)w[c], buf, c + 1 < r->ncols ? "  " : "\n");
+                else fprintf(f, "%*s%s", (int)w[c], buf, c + 1 < r->ncols ? "  " : "\n");
             }
         free(w);
     }

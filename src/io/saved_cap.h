@@ -10,10 +10,10 @@
 
 typedef struct pfi_saved_cap {
     char uuid[96];
-    int changed;        /* 1: saved and not yet restored; baseline_w is valid */
-    double baseline_w;  /* the cap found before the first change */
-    double cap_w;       /* the cap set since (NaN: not recorded) */
-    long index;         /* where the GPU was when saved (pfi sweep's file; informational) */
+    int changed;       /* 1: saved and not yet restored; baseline_w is valid */
+    double baseline_w; /* the cap found before the first change */
+    double cap_w;      /* the cap set since (NaN: not recorded) */
+    long index;        /* where the GPU was when saved (pfi sweep's file; informational) */
 } pfi_saved_cap;
 
 #endif

@@ -13,13 +13,15 @@
 
 #include "atomic.h"
 
-pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t *len, int *found, pfi_error *err)
+pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t *len, int *found,
+                               pfi_error *err)
 {
     *text = NULL;
     *len = 0;
     *found = 0;
     FILE *f = fopen(path, "r");
-    if (!f) return errno == ENOENT ? PFI_OK : pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    if (!f)
+        return errno == ENOENT ? PFI_OK : pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
     char *buf = malloc(max + 2);
     if (!buf) {
         fclose(f);
@@ -30,7 +32,8 @@ pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t
     fclose(f);
     if (bad || n > max) {
         free(buf);
-        return bad ? pfi_errorf(err, PFI_EIO, "%s: read failed", path) : pfi_errorf(err, PFI_ERANGE, "%s: larger than %zu bytes", path, max);
+        return bad ? pfi_errorf(err, PFI_EIO, "%s: read failed", path)
+                   : pfi_errorf(err, PFI_ERANGE, "%s: larger than %zu bytes", path, max);
     }
     buf[n] = '\0';
     *text = buf;
@@ -45,18 +48,23 @@ pfi_status pfi_fsync_parent_dir(const char *path, pfi_error *err)
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     else return pfi_errorf(err, PFI_EINVAL, "%s: path too long", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: cannot open its directory %s: %s", path, dir, strerror(errno));
+    if (fd < 0)
+        return pfi_errorf(err, PFI_EIO, "%s: cannot open its directory %s: %s", path, dir,
+                          strerror(errno));
     pfi_status st = PFI_OK;
     if (fsync(fd) != 0 && errno != EINVAL) /* EINVAL: a file system that cannot sync directories */
-        st = pfi_errorf(err, PFI_EIO, "%s: fsync of its directory %s failed: %s", path, dir, strerror(errno));
+        st = pfi_errorf(err, PFI_EIO, "%s: fsync of its directory %s failed: %s", path, dir,
+                        strerror(errno));
     close(fd);
     return st;
 }
 
-pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, json_t **out, pfi_error *err)
+pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, json_t **out,
+                               pfi_error *err)
 {
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -64,7 +72,8 @@ pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, j
     if (!o) return pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je.line, je.text);
     json_t *v = json_object_get(o, "format_version");
     if (!json_is_object(o)) return pfi_errorf(err, PFI_EINVAL, "%s: expected a JSON object", path);
-    if (!json_is_integer(v) || json_integer_value(v) != 1) return pfi_errorf(err, PFI_EINVAL, "%s: format_version: expected 1", path);
+    if (!json_is_integer(v) || json_integer_value(v) != 1)
+        return pfi_errorf(err, PFI_EINVAL, "%s: format_version: expected 1", path);
     return PFI_OK;
 }
 

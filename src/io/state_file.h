@@ -20,14 +20,16 @@ extern "C" {
 
 /* Read all of path (at most max bytes) into *text (malloc'd, NUL-terminated).
  * *found = 0, *text = NULL and PFI_OK when the file does not exist. */
-pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t *len, int *found, pfi_error *err);
+pfi_status pfi_state_file_read(const char *path, size_t max, char **text, size_t *len, int *found,
+                               pfi_error *err);
 
 /* Parse text as the JSON object every state file is: an object with
  * "format_version": 1. *out is NULL (and the error names path, line and
  * message) when the text is not JSON; otherwise *out is the parsed value,
  * to be released by the caller, and a non-OK status says which of the two
  * rules it broke. */
-pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, json_t **out, pfi_error *err);
+pfi_status pfi_state_json_open(const char *text, size_t len, const char *path, json_t **out,
+                               pfi_error *err);
 
 /* pfi_write_file_private: atomic, durable (file and directory fsynced),
  * never through a symlink. */

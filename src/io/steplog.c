@@ -19,8 +19,8 @@ static int num(json_t *o, const char *key, double *v)
     return 1;
 }
 
-int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tps_out, double *mfu_out,
-                           double *tflops_out, const char **bad_out)
+int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tps_out,
+                           double *mfu_out, double *tflops_out, const char **bad_out)
 {
     static __thread char jmsg[200];
     *bad_out = NULL;
@@ -87,7 +87,8 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
         }
         if (k2 < 0) {
             pfi_steplog_dispose(out);
-            return pfi_errorf(err, k2 == -2 ? PFI_EPARSE : PFI_EINVAL, "%s:%llu: %s", r->name, ln, bad);
+            return pfi_errorf(err, k2 == -2 ? PFI_EPARSE : PFI_EINVAL, "%s:%llu: %s", r->name, ln,
+                              bad);
         }
         if (t < last_t) {
             pfi_steplog_dispose(out);
@@ -112,7 +113,8 @@ int pfi_steplog_format(char *buf, size_t n, double t_s, double tokens_per_s, dou
 {
     int k = snprintf(buf, n, "{\"t_s\": %.3f, \"step\": %ld, \"tokens_per_s\": %.2f", t_s, step,
                      tokens_per_s);
-    if (!isnan(mfu) && k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ", \"mfu\": %.4f", mfu);
+    if (!isnan(mfu) && k > 0 && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, ", \"mfu\": %.4f", mfu);
     if (!isnan(tflops) && k > 0 && (size_t)k < n)
         k += snprintf(buf + k, n - (size_t)k, ", \"tflops\": %.1f", tflops);
     if (k > 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, "}\n");

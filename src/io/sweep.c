@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pfi/csv.h"
 #include "num.h"
+#include "pfi/csv.h"
 
 const char *const pfi_derived_features[] = {"dram_copy_product", "arithmetic_intensity",
                                             "tensor_sm_ratio", "nvlink_bytes"};
 const size_t pfi_n_derived_features = sizeof pfi_derived_features / sizeof *pfi_derived_features;
 
-static const char *const numeric_meta[] = {"gpus", "cap_w", "tokens_per_s", "power_w",
-                                           "mfu", "tflops", "repeats", "n_samples",
+static const char *const numeric_meta[] = {"gpus",       "cap_w",   "tokens_per_s", "power_w",
+                                           "mfu",        "tflops",  "repeats",      "n_samples",
                                            "batch_size", "n_steps", "train_s"};
 
 static int ends_with(const char *s, const char *suf)
@@ -65,17 +65,19 @@ enum { K_OTHER, K_GROUP, K_GPU_MODEL, K_GPUS, K_CAP, K_TOKENS, K_POWER, K_ARCH, 
 
 static int kind_of(const char *name)
 {
-    static const struct { const char *n; int k; } m[] = {
-        {"group", K_GROUP},   {"gpu_model", K_GPU_MODEL}, {"gpus", K_GPUS},
-        {"cap_w", K_CAP},     {"tokens_per_s", K_TOKENS}, {"power_w", K_POWER},
-        {"arch", K_ARCH},     {"task", K_TASK}};
+    static const struct {
+        const char *n;
+        int k;
+    } m[] = {
+        {"group", K_GROUP},         {"gpu_model", K_GPU_MODEL}, {"gpus", K_GPUS}, {"cap_w", K_CAP},
+        {"tokens_per_s", K_TOKENS}, {"power_w", K_POWER},       {"arch", K_ARCH}, {"task", K_TASK}};
     for (size_t i = 0; i < sizeof m / sizeof *m; i++)
         if (strcmp(name, m[i].n) == 0) return m[i].k;
     return K_OTHER;
 }
 
-static const char *const zeus_cols[] = {"dataset",        "network",        "batch_size",
-                                        "optimizer",      "power_limit",    "time_per_epoch",
+static const char *const zeus_cols[] = {"dataset",      "network",     "batch_size",
+                                        "optimizer",    "power_limit", "time_per_epoch",
                                         "average_power"};
 
 typedef struct hdr {
@@ -106,10 +108,8 @@ static pfi_status read_zeus(pfi_table *t, pfi_csv *csv, hdr *h, uint32_t file,
     const char *fname = csv->r->name;
     long zi[7];
     for (int k = 0; k < 7; k++) zi[k] = hfind(h, zeus_cols[k]);
-    static const char *const out_text[] = {"group", "gpu_model", "dataset", "model",
-                                           "optimizer"};
-    static const char *const out_num[] = {"gpus", "cap_w", "tokens_per_s", "power_w",
-                                          "batch_size"};
+    static const char *const out_text[] = {"group", "gpu_model", "dataset", "model", "optimizer"};
+    static const char *const out_num[] = {"gpus", "cap_w", "tokens_per_s", "power_w", "batch_size"};
     long tc[5], nc[5];
     for (int k = 0; k < 5; k++) {
         tc[k] = pfi_table_add_col(t, out_text[k], PFI_COL_TEXT, err);
@@ -177,7 +177,7 @@ static pfi_status read_zeus(pfi_table *t, pfi_csv *csv, hdr *h, uint32_t file,
 static pfi_status read_sweep(pfi_table *t, pfi_csv *csv, hdr *h, uint32_t file, pfi_error *err)
 {
     const char *fname = csv->r->name;
-    static const char *const required[] = {"group", "gpu_model", "gpus",
+    static const char *const required[] = {"group", "gpu_model",    "gpus",
                                            "cap_w", "tokens_per_s", "power_w"};
     for (size_t i = 0; i < 6; i++)
         if (hfind(h, required[i]) < 0)
@@ -209,11 +209,10 @@ static pfi_status read_sweep(pfi_table *t, pfi_csv *csv, hdr *h, uint32_t file, 
                 int req = kind == K_GPUS || kind == K_CAP || kind == K_TOKENS || kind == K_POWER;
                 if (e == PFI_NUM_EMPTY && !req) continue; /* missing optional value */
                 if (e)
-                    return pfi_errorf(err, PFI_EINVAL, "%s:%llu: column '%s': %s ('%.40s')",
-                                      fname, (unsigned long long)line, col,
-                                      e == PFI_NUM_EMPTY ? "missing required value"
-                                                         : pfi_num_error_name(e),
-                                      f);
+                    return pfi_errorf(
+                        err, PFI_EINVAL, "%s:%llu: column '%s': %s ('%.40s')", fname,
+                        (unsigned long long)line, col,
+                        e == PFI_NUM_EMPTY ? "missing required value" : pfi_num_error_name(e), f);
                 if (v < 0)
                     return pfi_errorf(err, PFI_EINVAL, "%s:%llu: column '%s': negative value %g",
                                       fname, (unsigned long long)line, col, v);
@@ -306,7 +305,8 @@ pfi_status pfi_sweep_read_reader(pfi_table *t, pfi_reader *r, const pfi_sweep_re
         if (hfind(&h, zeus_cols[k]) < 0) zeus = 0;
     if (zeus && hfind(&h, "cap_w") < 0) {
         char buf[64];
-        const char *gm = o && o->gpu_model ? o->gpu_model : pfi_zeus_gpu_model(r->name, buf, sizeof buf);
+        const char *gm =
+            o && o->gpu_model ? o->gpu_model : pfi_zeus_gpu_model(r->name, buf, sizeof buf);
         if (!gm) {
             st = pfi_errorf(err, PFI_EINVAL,
                             "%s: Zeus trace whose file name does not give the GPU model; "

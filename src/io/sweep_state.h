@@ -22,7 +22,7 @@ extern "C" {
 typedef struct pfi_sweep_state_gpu {
     char uuid[96];
     long index;
-    double cap_w;  /* the cap before the sweep */
+    double cap_w; /* the cap before the sweep */
 } pfi_sweep_state_gpu;
 
 typedef struct pfi_sweep_state {
@@ -31,7 +31,8 @@ typedef struct pfi_sweep_state {
     pfi_sweep_state_gpu gpu[PFI_SWEEP_STATE_MAX_GPUS];
 } pfi_sweep_state;
 
-pfi_status pfi_sweep_state_parse(const char *text, size_t len, const char *path, pfi_sweep_state *s, pfi_error *err);
+pfi_status pfi_sweep_state_parse(const char *text, size_t len, const char *path, pfi_sweep_state *s,
+                                 pfi_error *err);
 /* The file's text (malloc'd), or NULL when out of memory. */
 char *pfi_sweep_state_format(const pfi_sweep_state *s);
 /* Read and parse path; *found = 0 (and PFI_OK) when it does not exist. */

@@ -18,7 +18,10 @@
 
 typedef pfi_buf buf;
 
-static void put(buf *b, const char *s, size_t n) { pfi_buf_add(b, s, n); }
+static void put(buf *b, const char *s, size_t n)
+{
+    pfi_buf_add(b, s, n);
+}
 
 /* non-negative v with d decimals, exactly as printf("%.*f", d, v) */
 static void put_fixed(buf *b, double v, int d)
@@ -61,7 +64,8 @@ typedef struct wctx {
     buf steps;
 } wctx;
 
-static pfi_status w_scrape(void *ud, int host, int64_t t_ms, const double *v, int ngpus, pfi_error *err)
+static pfi_status w_scrape(void *ud, int host, int64_t t_ms, const double *v, int ngpus,
+                           pfi_error *err)
 {
     wctx *c = ud;
     host_text *h = &c->h[host];
@@ -89,7 +93,8 @@ static pfi_status w_scrape(void *ud, int host, int64_t t_ms, const double *v, in
     return h->text.st ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 
-static pfi_status w_step(void *ud, double t_s, double tps, double mfu, double tflops, long step, pfi_error *err)
+static pfi_status w_step(void *ud, double t_s, double tps, double mfu, double tflops, long step,
+                         pfi_error *err)
 {
     wctx *c = ud;
     char line[256];
@@ -107,7 +112,9 @@ static char *manifest_json(const pfi_manifest *m)
 {
     json_t *o = json_object();
     json_object_set_new(o, "format_version", json_integer(1));
-    json_object_set_new(o, "generator", json_string("pfi synth: " "reconstruction calibrated to published tables"));
+    json_object_set_new(o, "generator",
+                        json_string("pfi synth: "
+                                    "reconstruction calibrated to published tables"));
     json_object_set_new(o, "group", json_string(m->group));
     json_object_set_new(o, "gpu_model", json_string(m->gpu_model));
     json_object_set_new(o, "gpus", json_integer(m->gpus));
@@ -121,7 +128,8 @@ static char *manifest_json(const pfi_manifest *m)
     for (size_t i = 0; i < m->nhosts; i++) json_array_append_new(hosts, json_string(m->hosts[i]));
     json_object_set_new(o, "hosts", hosts);
     json_t *md = json_object();
-    for (size_t i = 0; i < m->nmeta; i++) json_object_set_new(md, m->meta[i].key, json_string(m->meta[i].value));
+    for (size_t i = 0; i < m->nmeta; i++)
+        json_object_set_new(md, m->meta[i].key, json_string(m->meta[i].value));
     json_object_set_new(o, "metadata", md);
     json_t *tel = json_array();
     for (size_t i = 0; i < m->ntel; i++) {
@@ -146,7 +154,8 @@ static pfi_status mkdirs(const char *path, pfi_error *err)
         if (*p == '/') {
             *p = '\0';
             if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return pfi_errorf(err, PFI_EIO, "%s: cannot create directory: %s", tmp, strerror(errno));
+                return pfi_errorf(err, PFI_EIO, "%s: cannot create directory: %s", tmp,
+                                  strerror(errno));
             *p = '/';
         }
     if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
@@ -154,8 +163,8 @@ static pfi_status mkdirs(const char *path, pfi_error *err)
     return PFI_OK;
 }
 
-static pfi_status emit(const char *outdir, FILE *tar, const char *rel, const char *file, const void *data,
-                       size_t len, pfi_error *err)
+static pfi_status emit(const char *outdir, FILE *tar, const char *rel, const char *file,
+                       const void *data, size_t len, pfi_error *err)
 {
     char path[4096];
     if (tar) {
@@ -179,7 +188,8 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
     memset(&m, 0, sizeof m);
     char *json = NULL;
     pfi_status st = c.h ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    const char *model_name = !strcmp(g->gpu_model, "H100") ? "NVIDIA H100 80GB HBM3" : "NVIDIA H200";
+    const char *model_name =
+        !strcmp(g->gpu_model, "H100") ? "NVIDIA H100 80GB HBM3" : "NVIDIA H200";
     for (int h = 0; h < c.hosts && !st; h++) {
         host_text *ht = &c.h[h];
         ht->prefix = calloc((size_t)c.gph * PFI_M_COUNT, sizeof *ht->prefix);
@@ -196,11 +206,13 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
             for (int mi = 0; mi < pfi_synth_nmetrics; mi++) {
                 pfi_metric mm = pfi_synth_metrics[mi];
                 char line[512];
-                int n = snprintf(line, sizeof line,
-                                 "%s{gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"00000000:%02X:00.0\",device=\"nvidia%d\","
-                                 "modelName=\"%s\",Hostname=\"%s\",DCGM_FI_DRIVER_VERSION=\"550.90.07\","
-                                 "container=\"\",namespace=\"\",pod=\"\"} ",
-                                 pfi_metric_get(mm)->name, gl, uuid, 0x18 + 0x10 * gl, gl, model_name, host);
+                int n = snprintf(
+                    line, sizeof line,
+                    "%s{gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"00000000:%02X:00.0\",device=\"nvidia%"
+                    "d\","
+                    "modelName=\"%s\",Hostname=\"%s\",DCGM_FI_DRIVER_VERSION=\"550.90.07\","
+                    "container=\"\",namespace=\"\",pod=\"\"} ",
+                    pfi_metric_get(mm)->name, gl, uuid, 0x18 + 0x10 * gl, gl, model_name, host);
                 size_t k = (size_t)gl * PFI_M_COUNT + mm;
                 ht->prefix[k] = strdup(line);
                 ht->plen[k] = (size_t)n;
@@ -209,8 +221,9 @@ pfi_status pfi_synth_write_run(const pfi_recon_group *g, int run, const pfi_synt
         }
     }
     for (int h = 0; h < c.hosts && !st; h++) {
-        static const char banner[] = "# reconstruction calibrated to published tables (arXiv:2609.11542); "
-                                     "generated by pfi synth, not measured\n";
+        static const char banner[] =
+            "# reconstruction calibrated to published tables (arXiv:2609.11542); "
+            "generated by pfi synth, not measured\n";
         put(&c.h[h].text, banner, sizeof banner - 1);
     }
     if (!st) {

@@ -269,7 +269,10 @@ static pfi_status write_header(FILE *f, const char *name, uint64_t size, char ty
     octal((char *)h + 124, 12, size);
     octal((char *)h + 136, 12, 0);
     h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     uint64_t sum = 0;
     for (int i = 0; i < BLK; i++) sum += h[i];
@@ -300,7 +303,8 @@ pfi_status pfi_tar_write(FILE *f, const char *path, const void *data, size_t len
             total = body + (size_t)snprintf(tmp, sizeof tmp, "%zu", total);
         }
         int n = snprintf(rec, sizeof rec, "%zu path=%s\n", total, path);
-        if (n < 0 || (size_t)n >= sizeof rec) return pfi_errorf(err, PFI_EINVAL, "tar path too long");
+        if (n < 0 || (size_t)n >= sizeof rec)
+            return pfi_errorf(err, PFI_EINVAL, "tar path too long");
         if ((st = write_header(f, "././@PaxHeader", (uint64_t)n, 'x', err))) return st;
         if ((st = write_data(f, rec, (size_t)n, err))) return st;
     }
@@ -311,6 +315,7 @@ pfi_status pfi_tar_write(FILE *f, const char *path, const void *data, size_t len
 pfi_status pfi_tar_write_end(FILE *f, pfi_error *err)
 {
     static const char zeros[2 * BLK];
-    if (fwrite(zeros, 1, sizeof zeros, f) != sizeof zeros) return pfi_errorf(err, PFI_EIO, "tar write failed");
+    if (fwrite(zeros, 1, sizeof zeros, f) != sizeof zeros)
+        return pfi_errorf(err, PFI_EIO, "tar write failed");
     return PFI_OK;
 }

@@ -38,7 +38,10 @@ static int family(const char *arch, const char *task)
 }
 static const char *const famname[4] = {"dense PT", "dense FT", "MoE PT", "MoE FT"};
 
-static void base(char *b, size_t n, const char *outdir, const char *name) { snprintf(b, n, "%s/%s", outdir, name); }
+static void base(char *b, size_t n, const char *outdir, const char *name)
+{
+    snprintf(b, n, "%s/%s", outdir, name);
+}
 
 /* paper fig. 3: curves raw (per GPU) and normalized, the 25 headline groups */
 static pfi_status fig_curves(const char *outdir, pfi_error *err)
@@ -61,7 +64,9 @@ static pfi_status fig_curves(const char *outdir, pfi_error *err)
             snprintf(seen[ns], sizeof seen[0], "%.95s", g);
             raw[ns].n = nor[ns].n = 0;
             int f = family(txt(t, "arch", r), txt(t, "task", r));
-            sr[ns] = (pfi_series){raw[ns].x, raw[ns].y, 0, labelled[f]++ ? NULL : famname[f], f, PFI_PLOT_LINE | PFI_PLOT_POINTS};
+            sr[ns] = (pfi_series){raw[ns].x, raw[ns].y,
+                                  0,         labelled[f]++ ? NULL : famname[f],
+                                  f,         PFI_PLOT_LINE | PFI_PLOT_POINTS};
             sn[ns] = sr[ns];
             sn[ns].x = nor[ns].x;
             sn[ns].y = nor[ns].y;
@@ -86,8 +91,11 @@ static pfi_status fig_curves(const char *outdir, pfi_error *err)
         nor[k].n = a->n;
         sr[k].n = sn[k].n = a->n;
     }
-    pfi_panel p[2] = {{"Power-throughput curves (per GPU)", "GPU power per GPU (W)", "tokens/s per GPU", NAN, NAN, 0, NAN, 1, NULL, 0, 0, sr, (size_t)ns, NULL},
-                      {"Normalized (dashed: T proportional to P)", "power P / P_max", "throughput T / T_max", 0, 1.05, 0, 1.05, 4, NULL, 0, 1, sn, (size_t)ns, NULL}};
+    pfi_panel p[2] = {{"Power-throughput curves (per GPU)", "GPU power per GPU (W)",
+                       "tokens/s per GPU", NAN, NAN, 0, NAN, 1, NULL, 0, 0, sr, (size_t)ns, NULL},
+                      {"Normalized (dashed: T proportional to P)", "power P / P_max",
+                       "throughput T / T_max", 0, 1.05, 0, 1.05, 4, NULL, 0, 1, sn, (size_t)ns,
+                       NULL}};
     p[1].legend = 0;
     char b[4096];
     base(b, sizeof b, outdir, "fig3_curves");
@@ -131,7 +139,20 @@ static pfi_status fig_families(const char *outdir, pfi_error *err)
         s[4 + f] = (pfi_series){med[f].x, med[f].y, 2, f == 0 ? "median" : NULL, 9, PFI_PLOT_LINE};
     }
     static const char *const cats[4] = {"dense PT", "dense FT", "MoE PT", "MoE FT"};
-    pfi_panel p = {"PFI by architecture and task (25 headline groups)", "", "PFI (Eq. 1)", NAN, NAN, NAN, NAN, 1, cats, 4, 0, s, 8, NULL};
+    pfi_panel p = {"PFI by architecture and task (25 headline groups)",
+                   "",
+                   "PFI (Eq. 1)",
+                   NAN,
+                   NAN,
+                   NAN,
+                   NAN,
+                   1,
+                   cats,
+                   4,
+                   0,
+                   s,
+                   8,
+                   NULL};
     char b[4096];
     base(b, sizeof b, outdir, "fig4_pfi_by_family");
     pfi_status st = pfi_plot(b, 900, 620, 1, 1, &p, 1, err);
@@ -140,7 +161,8 @@ static pfi_status fig_families(const char *outdir, pfi_error *err)
 }
 
 /* uncapped-run feature per group from the sweep table */
-static double uncapped_feature(const pfi_table *sw, const char *gpu, const char *group, const char *col)
+static double uncapped_feature(const pfi_table *sw, const char *gpu, const char *group,
+                               const char *col)
 {
     double best_cap = -1, v = NAN;
     for (size_t r = 0; r < pfi_table_nrows(sw); r++) {
@@ -154,16 +176,18 @@ static double uncapped_feature(const pfi_table *sw, const char *gpu, const char 
 /* paper fig. 5: PFI vs telemetry features of the uncapped run, with rho */
 static pfi_status fig_features(const char *outdir, pfi_error *err)
 {
-    pfi_table *ix = load(outdir, "recon_index.csv", err), *sw = ix ? load(outdir, "recon_sweep.csv", err) : NULL;
+    pfi_table *ix = load(outdir, "recon_index.csv", err),
+              *sw = ix ? load(outdir, "recon_sweep.csv", err) : NULL;
     pfi_table *stt = sw ? load(outdir, "recon_stats.csv", err) : NULL;
     if (!stt) {
         pfi_table_free(ix);
         pfi_table_free(sw);
         return err->code;
     }
-    static const char *const feat[4] = {"dram_copy_product", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-                                        "arithmetic_intensity"};
-    static const char *const lab[4] = {"DRAM copy product (fraction)", "DRAM active (fraction)", "tensor pipe active (fraction)",
+    static const char *const feat[4] = {"dram_copy_product", "DCGM_FI_PROF_DRAM_ACTIVE",
+                                        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "arithmetic_intensity"};
+    static const char *const lab[4] = {"DRAM copy product (fraction)", "DRAM active (fraction)",
+                                       "tensor pipe active (fraction)",
                                        "arithmetic intensity (tensor / DRAM)"};
     static arr a[4][4];
     pfi_series s[4][4];
@@ -175,14 +199,20 @@ static pfi_status fig_features(const char *outdir, pfi_error *err)
             if (strcmp(txt(ix, "split", r), "headline")) continue;
             int f = family(txt(ix, "arch", r), txt(ix, "task", r));
             arr *q = &a[k][f];
-            q->x[q->n] = uncapped_feature(sw, txt(ix, "gpu_model", r), txt(ix, "group", r), feat[k]);
+            q->x[q->n] =
+                uncapped_feature(sw, txt(ix, "gpu_model", r), txt(ix, "group", r), feat[k]);
             q->y[q->n] = pfi_table_get(ix, (long)r, "pfi");
             q->n++;
         }
-        for (int f = 0; f < 4; f++) s[k][f] = (pfi_series){a[k][f].x, a[k][f].y, a[k][f].n, k == 0 ? famname[f] : NULL, f, PFI_PLOT_POINTS};
+        for (int f = 0; f < 4; f++)
+            s[k][f] = (pfi_series){a[k][f].x, a[k][f].y,      a[k][f].n, k == 0 ? famname[f] : NULL,
+                                   f,         PFI_PLOT_POINTS};
         long row = pfi_table_find_row(stt, "feature", feat[k], "statistic", "spearman_rho");
-        snprintf(notes[k], sizeof notes[k], "Spearman rho = %.2f (25 groups)", pfi_table_get(stt, row, "value"));
-        p[k] = (pfi_panel){notes[k], lab[k], "PFI (Eq. 1)", NAN, NAN, NAN, NAN, k == 0 ? 3 : 0, NULL, 0, 0, s[k], 4, NULL};
+        snprintf(notes[k], sizeof notes[k], "Spearman rho = %.2f (25 groups)",
+                 pfi_table_get(stt, row, "value"));
+        p[k] =
+            (pfi_panel){notes[k], lab[k], "PFI (Eq. 1)", NAN, NAN, NAN, NAN, k == 0 ? 3 : 0, NULL,
+                        0,        0,      s[k],          4,   NULL};
     }
     char b[4096];
     base(b, sizeof b, outdir, "fig5_pfi_vs_features");
@@ -200,7 +230,8 @@ static pfi_status fig_predicted(const char *outdir, pfi_error *err)
     if (!t) return err->code;
     static arr a[3];
     static const char *const sp[3] = {"headline", "validation", "h100"};
-    static const char *const lb[3] = {"headline (training)", "validation (held out)", "H100 (held out)"};
+    static const char *const lb[3] = {"headline (training)", "validation (held out)",
+                                      "H100 (held out)"};
     pfi_series s[3];
     for (int k = 0; k < 3; k++) {
         a[k].n = 0;
@@ -212,8 +243,20 @@ static pfi_status fig_predicted(const char *outdir, pfi_error *err)
             }
         s[k] = (pfi_series){a[k].x, a[k].y, a[k].n, lb[k], k == 0 ? 0 : k + 2, PFI_PLOT_POINTS};
     }
-    pfi_panel p = {"Predicted vs measured PFI (dram_copy_product, fit on headline groups)", "measured PFI (Eq. 1)",
-                   "predicted PFI", 1.0, 2.8, 1.0, 2.8, 1, NULL, 0, 1, s, 3, NULL};
+    pfi_panel p = {"Predicted vs measured PFI (dram_copy_product, fit on headline groups)",
+                   "measured PFI (Eq. 1)",
+                   "predicted PFI",
+                   1.0,
+                   2.8,
+                   1.0,
+                   2.8,
+                   1,
+                   NULL,
+                   0,
+                   1,
+                   s,
+                   3,
+                   NULL};
     char b[4096];
     base(b, sizeof b, outdir, "fig7_predicted_vs_measured");
     pfi_status st = pfi_plot(b, 900, 760, 1, 1, &p, 1, err);
@@ -222,12 +265,14 @@ static pfi_status fig_predicted(const char *outdir, pfi_error *err)
 }
 
 /* paper fig. 8: deficit vs the oracle by strategy across cuts */
-static pfi_status fig_deficit(const char *outdir, const char *file, const char *out, const char *unit, double per,
-                              int scenarios, const char *title, pfi_error *err)
+static pfi_status fig_deficit(const char *outdir, const char *file, const char *out,
+                              const char *unit, double per, int scenarios, const char *title,
+                              pfi_error *err)
 {
     pfi_table *t = load(outdir, file, err);
     if (!t) return err->code;
-    static const char *const strat[] = {"equal", "moe-ft-weighted", "pfi-aware", "dcgm", "curve-aware", "closed-loop"};
+    static const char *const strat[] = {"equal", "moe-ft-weighted", "pfi-aware",
+                                        "dcgm",  "curve-aware",     "closed-loop"};
     static arr a[2][6];
     pfi_series s[2][6];
     pfi_panel p[2];
@@ -241,7 +286,8 @@ static pfi_status fig_deficit(const char *outdir, const char *file, const char *
             arr *x = &a[np][ns];
             x->n = 0;
             for (size_t r = 0; r < pfi_table_nrows(t); r++) {
-                if (strcmp(txt(t, "scenario", r), sc[k]) || strcmp(txt(t, "strategy", r), strat[q])) continue;
+                if (strcmp(txt(t, "scenario", r), sc[k]) || strcmp(txt(t, "strategy", r), strat[q]))
+                    continue;
                 x->x[x->n] = 100 * pfi_table_get(t, (long)r, "cut");
                 x->y[x->n] = pfi_table_get(t, (long)r, "deficit_vs_oracle") / per;
                 x->n++;
@@ -251,7 +297,13 @@ static pfi_status fig_deficit(const char *outdir, const char *file, const char *
             ns++;
         }
         snprintf(titles[np], sizeof titles[np], "%s: %s mix", title, sc[k]);
-        p[np] = (pfi_panel){titles[np], "cluster power cut (%)", unit, 0, NAN, NAN, NAN, 1, NULL, 0, 0, s[np], (size_t)ns, NULL};
+        p[np] = (pfi_panel){titles[np], "cluster power cut (%)",
+                            unit,       0,
+                            NAN,        NAN,
+                            NAN,        1,
+                            NULL,       0,
+                            0,          s[np],
+                            (size_t)ns, NULL};
         np++;
     }
     char b[4096];
@@ -265,24 +317,39 @@ static pfi_status fig_sla(const char *outdir, pfi_error *err)
 {
     pfi_table *t = load(outdir, "recon_simulate_sla.csv", err);
     if (!t) return err->code;
-    static const char *const strat[] = {"oracle", "equal", "moe-ft-weighted", "pfi-aware", "dcgm", "curve-aware", "closed-loop"};
+    static const char *const strat[] = {"oracle", "equal",       "moe-ft-weighted", "pfi-aware",
+                                        "dcgm",   "curve-aware", "closed-loop"};
     static arr a[7];
     pfi_series s[7];
     int ns = 0;
     for (int q = 0; q < 7; q++) {
         a[ns].n = 0;
         for (size_t r = 0; r < pfi_table_nrows(t); r++)
-            if (!strcmp(txt(t, "scenario", r), "production") && !strcmp(txt(t, "strategy", r), strat[q])) {
+            if (!strcmp(txt(t, "scenario", r), "production") &&
+                !strcmp(txt(t, "strategy", r), strat[q])) {
                 a[ns].x[a[ns].n] = 100 * pfi_table_get(t, (long)r, "cut");
                 a[ns].y[a[ns].n] = pfi_table_get(t, (long)r, "sla_violations");
                 a[ns].n++;
             }
         if (!a[ns].n) continue;
-        s[ns] = (pfi_series){a[ns].x, a[ns].y, a[ns].n, strat[q], q == 0 ? 9 : q - 1, PFI_PLOT_LINE};
+        s[ns] =
+            (pfi_series){a[ns].x, a[ns].y, a[ns].n, strat[q], q == 0 ? 9 : q - 1, PFI_PLOT_LINE};
         ns++;
     }
-    pfi_panel p = {"SLA violations by strategy (production mix, Flex 0/1/2/3 = 10/30/30/30%)", "cluster power cut (%)",
-                   "jobs over their allowed loss (all workloads)", 0, NAN, NAN, NAN, 1, NULL, 0, 0, s, (size_t)ns, NULL};
+    pfi_panel p = {"SLA violations by strategy (production mix, Flex 0/1/2/3 = 10/30/30/30%)",
+                   "cluster power cut (%)",
+                   "jobs over their allowed loss (all workloads)",
+                   0,
+                   NAN,
+                   NAN,
+                   NAN,
+                   1,
+                   NULL,
+                   0,
+                   0,
+                   s,
+                   (size_t)ns,
+                   NULL};
     char b[4096];
     base(b, sizeof b, outdir, "fig_sla_violations");
     pfi_status st = pfi_plot(b, 900, 620, 1, 1, &p, 1, err);
@@ -301,7 +368,8 @@ static pfi_status fig_zeus_pfi(const char *outdir, pfi_error *err)
         a[k].n = 0;
         for (size_t r = 0; r < pfi_table_nrows(t); r++) {
             if (strcmp(txt(t, "gpu_model", r), g[k])) continue;
-            double e = pfi_table_get(t, (long)r, "pfi"), rb = pfi_table_get(t, (long)r, "pfi_robust");
+            double e = pfi_table_get(t, (long)r, "pfi"),
+                   rb = pfi_table_get(t, (long)r, "pfi_robust");
             if (!isfinite(e) || !isfinite(rb)) continue;
             a[k].x[a[k].n] = fmax(-4, fmin(20, e));
             a[k].y[a[k].n] = fmin(6, rb);
@@ -309,8 +377,20 @@ static pfi_status fig_zeus_pfi(const char *outdir, pfi_error *err)
         }
         s[k] = (pfi_series){a[k].x, a[k].y, a[k].n, g[k], k, PFI_PLOT_POINTS};
     }
-    pfi_panel p = {"Zeus traces (real measurements): Eq. 1 vs robust PFI", "Eq. 1 PFI (clipped to -4..20)",
-                   "robust PFI (clipped at 6)", -4.5, 20.5, 0, 6.2, 2, NULL, 0, 0, s, 4, NULL};
+    pfi_panel p = {"Zeus traces (real measurements): Eq. 1 vs robust PFI",
+                   "Eq. 1 PFI (clipped to -4..20)",
+                   "robust PFI (clipped at 6)",
+                   -4.5,
+                   20.5,
+                   0,
+                   6.2,
+                   2,
+                   NULL,
+                   0,
+                   0,
+                   s,
+                   4,
+                   NULL};
     char b[4096];
     base(b, sizeof b, outdir, "fig_zeus_pfi");
     pfi_status st = pfi_plot(b, 900, 620, 1, 1, &p, 1, err);
@@ -335,8 +415,20 @@ static pfi_status fig_loop(const char *outdir, pfi_error *err)
             }
         s[k] = (pfi_series){a[k].x, a[k].y, a[k].n, sc[k], k, PFI_PLOT_LINE | PFI_PLOT_POINTS};
     }
-    pfi_panel p = {"Closed loop: share of the equal-to-oracle gap closed (30% cut)", "control round (0 = pfi-aware start)",
-                   "gap closed (%)", -0.2, NAN, 0, 105, 4, NULL, 0, 0, s, 2, NULL};
+    pfi_panel p = {"Closed loop: share of the equal-to-oracle gap closed (30% cut)",
+                   "control round (0 = pfi-aware start)",
+                   "gap closed (%)",
+                   -0.2,
+                   NAN,
+                   0,
+                   105,
+                   4,
+                   NULL,
+                   0,
+                   0,
+                   s,
+                   2,
+                   NULL};
     char b[4096];
     base(b, sizeof b, outdir, "fig_closed_loop");
     pfi_status st = pfi_plot(b, 900, 620, 1, 1, &p, 1, err);
@@ -351,10 +443,12 @@ pfi_status pfi_report_figures(const char *outdir, pfi_error *err)
     if ((st = fig_families(outdir, err))) return st;
     if ((st = fig_features(outdir, err))) return st;
     if ((st = fig_predicted(outdir, err))) return st;
-    if ((st = fig_deficit(outdir, "recon_simulate.csv", "fig8_deficit", "deficit vs oracle (1000 tokens/s per job)", 100e3, 3,
+    if ((st = fig_deficit(outdir, "recon_simulate.csv", "fig8_deficit",
+                          "deficit vs oracle (1000 tokens/s per job)", 100e3, 3,
                           "Throughput deficit vs the oracle", err)))
         return st;
-    if ((st = fig_deficit(outdir, "zeus_simulate.csv", "fig_zeus_deficit", "deficit vs oracle (T/T_max per job)", 100, 1,
+    if ((st = fig_deficit(outdir, "zeus_simulate.csv", "fig_zeus_deficit",
+                          "deficit vs oracle (T/T_max per job)", 100, 1,
                           "Zeus P100 + RTX 6000 (real traces), normalized", err)))
         return st;
     if ((st = fig_sla(outdir, err))) return st;

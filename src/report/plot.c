@@ -8,11 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static const int palette[14][3] = {
-    {255, 255, 255}, /* 0: background */
-    {30, 30, 30},    /* 1: axes, text */
-    {31, 119, 180},  {255, 127, 14}, {44, 160, 44}, {214, 39, 40}, {148, 103, 189}, {140, 86, 75},
-    {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}, {200, 200, 200}, {0, 0, 0}};
+static const int palette[14][3] = {{255, 255, 255}, /* 0: background */
+                                   {30, 30, 30},    /* 1: axes, text */
+                                   {31, 119, 180},  {255, 127, 14},  {44, 160, 44},
+                                   {214, 39, 40},   {148, 103, 189}, {140, 86, 75},
+                                   {227, 119, 194}, {127, 127, 127}, {188, 189, 34},
+                                   {23, 190, 207},  {200, 200, 200}, {0, 0, 0}};
 
 static void range(const pfi_panel *p, double *x0, double *x1, double *y0, double *y1)
 {
@@ -61,7 +62,8 @@ static void draw_panel(const pfi_panel *p)
     } else {
         plbox("bcnst", 0, 0, "bcnstv", 0, 0);
     }
-    pllab(p->ncats ? "" : (p->xlabel ? p->xlabel : ""), p->ylabel ? p->ylabel : "", p->title ? p->title : "");
+    pllab(p->ncats ? "" : (p->xlabel ? p->xlabel : ""), p->ylabel ? p->ylabel : "",
+          p->title ? p->title : "");
     if (p->ncats && p->xlabel) plmtex("b", 3.2, 0.5, 0.5, p->xlabel);
     if (p->diagonal) {
         double lo = fmax(x0, y0), hi = fmin(x1, y1);
@@ -127,8 +129,8 @@ static void draw_panel(const pfi_panel *p)
     }
 }
 
-pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny, const pfi_panel *panels,
-                    size_t npanels, pfi_error *err)
+pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny,
+                    const pfi_panel *panels, size_t npanels, pfi_error *err)
 {
     static const char *const dev[2] = {"pngcairo", "svgcairo"}, *ext[2] = {"png", "svg"};
     for (int d = 0; d < 2; d++) {
@@ -146,7 +148,9 @@ pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny, con
         for (size_t i = 0; i < npanels; i++) draw_panel(&panels[i]);
         plend();
         FILE *f = fopen(tmp, "rb");
-        if (!f) return pfi_errorf(err, PFI_EIO, "%s: PLplot did not write the figure (cairo driver missing?)", path);
+        if (!f)
+            return pfi_errorf(err, PFI_EIO,
+                              "%s: PLplot did not write the figure (cairo driver missing?)", path);
         fseek(f, 0, SEEK_END);
         long size = ftell(f);
         fclose(f);

@@ -13,13 +13,13 @@
 #include "pfi/status.h"
 
 typedef struct pfi_srow {
-    char section[40];   /* "table 6", "table 3", "allocation", "beyond the paper", ... */
+    char section[40]; /* "table 6", "table 3", "allocation", "beyond the paper", ... */
     char item[160];
-    double paper, pfi;  /* paper NaN for beyond-the-paper rows */
-    char kind[12];      /* target (calibrated to), outcome (not tuned), beyond */
+    double paper, pfi; /* paper NaN for beyond-the-paper rows */
+    char kind[12];     /* target (calibrated to), outcome (not tuned), beyond */
     char source[300];
     char note[200];
-    char series[80];    /* rows sharing a series print as one terminal line */
+    char series[80]; /* rows sharing a series print as one terminal line */
 } pfi_srow;
 
 typedef struct pfi_summary {
@@ -30,7 +30,8 @@ typedef struct pfi_summary {
 /* the rows of datadir/report/summary_rows.csv, with the paper's values
  * from datadir/paper and pfi's from the CSVs under outdir/data. Errors
  * name the row table's file, line and field. */
-pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summary *s, pfi_error *err);
+pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summary *s,
+                              pfi_error *err);
 /* the same rows with the paper's values only (pfi NaN): checks the row table
  * and data/paper without a run */
 pfi_status pfi_report_summary_paper(const char *datadir, pfi_summary *s, pfi_error *err);
@@ -42,7 +43,7 @@ void pfi_summary_print(const pfi_summary *s, FILE *f);
 pfi_status pfi_report_figures(const char *outdir, pfi_error *err);
 
 /* outdir/index.html and outdir/report.md */
-pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char *argv_line, double seconds,
-                            int workloads, pfi_error *err);
+pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char *argv_line,
+                            double seconds, int workloads, pfi_error *err);
 
 #endif

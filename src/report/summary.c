@@ -21,7 +21,8 @@
 #include "summary_int.h"
 
 /* the row table's columns, in this order in idx[] */
-static const char *const row_cols[] = {"section", "item", "kind", "paper", "pfi", "compute", "note", "series"};
+static const char *const row_cols[] = {"section", "item",    "kind", "paper",
+                                       "pfi",     "compute", "note", "series"};
 enum { C_SECTION, C_ITEM, C_KIND, C_PAPER, C_PFI, C_COMPUTE, C_NOTE, C_SERIES, C_N };
 
 static pfi_status header(sum_ctx *x, const pfi_csv *c, size_t idx[C_N])
@@ -61,7 +62,8 @@ static pfi_status row_text(sum_ctx *x, char *const *f, const size_t *idx, pfi_sr
     if (strcmp(r->kind, "target") && strcmp(r->kind, "outcome") && strcmp(r->kind, "beyond"))
         return sum_fail(x, PFI_EINVAL, "'%s' is not target, outcome or beyond", r->kind);
     x->field = "item";
-    if (!r->section[0] || !r->item[0]) return sum_fail(x, PFI_EINVAL, "section and item must not be empty");
+    if (!r->section[0] || !r->item[0])
+        return sum_fail(x, PFI_EINVAL, "section and item must not be empty");
     x->field = "pfi";
     if (!r->source[0]) return sum_fail(x, PFI_EINVAL, "empty: every row names its source");
     return PFI_OK;
@@ -122,7 +124,8 @@ static pfi_status walk(sum_ctx *x, pfi_csv *c, pfi_summary *s)
     while (!st && (rc = pfi_csv_next(c, x->err)) == 1) {
         x->line = (unsigned long)c->line;
         x->field = NULL;
-        if (c->nfields != nh) return sum_fail(x, PFI_EPARSE, "expected %zu fields, found %zu", nh, c->nfields);
+        if (c->nfields != nh)
+            return sum_fail(x, PFI_EPARSE, "expected %zu fields, found %zu", nh, c->nfields);
         if (s->n == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 128;
             pfi_srow *p = realloc(s->r, cap * sizeof *p);
@@ -138,7 +141,8 @@ static pfi_status walk(sum_ctx *x, pfi_csv *c, pfi_summary *s)
 }
 
 /* outdir NULL: the paper's values only */
-static pfi_status summary_build(const char *outdir, const char *datadir, pfi_summary *s, pfi_error *err)
+static pfi_status summary_build(const char *outdir, const char *datadir, pfi_summary *s,
+                                pfi_error *err)
 {
     memset(s, 0, sizeof *s);
     sum_ctx *x = calloc(1, sizeof *x);
@@ -162,7 +166,8 @@ static pfi_status summary_build(const char *outdir, const char *datadir, pfi_sum
     return st;
 }
 
-pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summary *s, pfi_error *err)
+pfi_status pfi_report_summary(const char *outdir, const char *datadir, pfi_summary *s,
+                              pfi_error *err)
 {
     return summary_build(outdir, datadir, s, err);
 }
@@ -202,7 +207,8 @@ pfi_status pfi_summary_save(const pfi_summary *s, const char *path, pfi_error *e
         pfi_csv_write_text(f, r->note);
         fputc('\n', f);
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) return pfi_errorf(err, PFI_EIO, "%s: write failed", path);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return pfi_errorf(err, PFI_EIO, "%s: write failed", path);
     return PFI_OK;
 }
 
@@ -211,21 +217,26 @@ static size_t print_table3(const pfi_summary *s, size_t i, FILE *f)
 {
     fprintf(f, "\ntable 3 (predictor ablation, outcome except dram_copy_product in-sample)\n");
     fprintf(f, "  %-40s %15s %15s %15s\n", "", "R^2 in-sample", "LOO R^2", "LOCO R^2");
-    fprintf(f, "  %-40s %7s %7s %7s %7s %7s %7s\n", "predictors", "paper", "pfi", "paper", "pfi", "paper", "pfi");
+    fprintf(f, "  %-40s %7s %7s %7s %7s %7s %7s\n", "predictors", "paper", "pfi", "paper", "pfi",
+            "paper", "pfi");
     while (i < s->n && !strcmp(s->r[i].section, "table 3")) {
         char pred[160];
         snprintf(pred, sizeof pred, "%s", s->r[i].item);
         char *colon = strrchr(pred, ':');
         if (colon) *colon = '\0';
         double v[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
-        for (; i < s->n && !strcmp(s->r[i].section, "table 3") && !strncmp(s->r[i].item, pred, strlen(pred)) &&
-               s->r[i].item[strlen(pred)] == ':';
+        for (; i < s->n && !strcmp(s->r[i].section, "table 3") &&
+               !strncmp(s->r[i].item, pred, strlen(pred)) && s->r[i].item[strlen(pred)] == ':';
              i++) {
             const char *c = s->r[i].item + strlen(pred) + 2;
-            int k = !strcmp(c, "r2_in") ? 0 : !strcmp(c, "loo_r2") ? 1 : !strcmp(c, "loco_r2") ? 2 : -1;
+            int k = !strcmp(c, "r2_in")     ? 0
+                    : !strcmp(c, "loo_r2")  ? 1
+                    : !strcmp(c, "loco_r2") ? 2
+                                            : -1;
             if (k >= 0) v[2 * k] = s->r[i].paper, v[2 * k + 1] = s->r[i].pfi;
         }
-        fprintf(f, "  %-40.40s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n", pred, v[0], v[1], v[2], v[3], v[4], v[5]);
+        fprintf(f, "  %-40.40s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f\n", pred, v[0], v[1], v[2], v[3],
+                v[4], v[5]);
     }
     fputc('\n', f);
     return i;
@@ -251,8 +262,9 @@ static size_t print_series(const pfi_summary *s, size_t i, FILE *f)
 void pfi_summary_print(const pfi_summary *s, FILE *f)
 {
     /* per-group tables collapse to their largest deviation; series to one line */
-    fprintf(f, "\npaper vs pfi  (target: the reconstruction was calibrated to it; outcome: not tuned, "
-               "follows from the model; beyond: not in the paper)\n");
+    fprintf(f,
+            "\npaper vs pfi  (target: the reconstruction was calibrated to it; outcome: not tuned, "
+            "follows from the model; beyond: not in the paper)\n");
     fprintf(f, "%-16s %-64s %9s %9s %9s  %s\n", "", "", "paper", "pfi", "diff", "kind");
     for (size_t i = 0; i < s->n;) {
         const pfi_srow *r = &s->r[i];
@@ -271,7 +283,7 @@ void pfi_summary_print(const pfi_summary *s, FILE *f)
             size_t j = i, n = 0, worst = i;
             double wd = -1, sum = 0;
             while (j < s->n && !strcmp(s->r[j].section, r->section) &&
-                   (!strcmp(r->section, "table 9") ? !strchr(s->r[j].item, ' ')
+                   (!strcmp(r->section, "table 9")   ? !strchr(s->r[j].item, ' ')
                     : !strcmp(r->section, "table 8") ? !strncmp(s->r[j].item, "H100 ", 5)
                                                      : 1)) {
                 double d = fabs(s->r[j].pfi - s->r[j].paper);
@@ -281,18 +293,21 @@ void pfi_summary_print(const pfi_summary *s, FILE *f)
                 j++;
             }
             char item[200];
-            snprintf(item, sizeof item, "PFI of %zu groups: mean |diff| %.3f; largest at", n, n ? sum / (double)n : NAN);
+            snprintf(item, sizeof item, "PFI of %zu groups: mean |diff| %.3f; largest at", n,
+                     n ? sum / (double)n : NAN);
             fprintf(f, "%-16s %-64s\n", r->section, item);
-            fprintf(f, "%-16s   %-62.62s %9.3f %9.3f %+9.3f  %s\n", "", s->r[worst].item, s->r[worst].paper, s->r[worst].pfi,
-                    s->r[worst].pfi - s->r[worst].paper, r->kind);
+            fprintf(f, "%-16s   %-62.62s %9.3f %9.3f %+9.3f  %s\n", "", s->r[worst].item,
+                    s->r[worst].paper, s->r[worst].pfi, s->r[worst].pfi - s->r[worst].paper,
+                    r->kind);
             i = j;
             continue;
         }
         if (isfinite(r->paper))
-            fprintf(f, "%-16s %-64.64s %9.4g %9.4g %+9.3g  %s\n", r->section, r->item, r->paper, r->pfi, r->pfi - r->paper, r->kind);
+            fprintf(f, "%-16s %-64.64s %9.4g %9.4g %+9.3g  %s\n", r->section, r->item, r->paper,
+                    r->pfi, r->pfi - r->paper, r->kind);
         else
-            fprintf(f, "%-16s %-64.64s %9s %9.4g %9s  %s%s%s\n", r->section, r->item, "-", r->pfi, "", r->kind,
-                    r->note[0] ? "; " : "", r->note);
+            fprintf(f, "%-16s %-64.64s %9s %9.4g %9s  %s%s%s\n", r->section, r->item, "-", r->pfi,
+                    "", r->kind, r->note[0] ? "; " : "", r->note);
         i++;
     }
 }

@@ -10,13 +10,14 @@
 #include <string.h>
 
 #include "pfi/stats.h"
-#include "util.h"
 #include "summary_int.h"
+#include "util.h"
 
 enum { MAX_GROUPS = 64 };
 
 /* "A,B" of a reference's only key, which must be called key */
-static pfi_status two_values(sum_ctx *x, const sum_ref *r, const char *key, char *a, char *b, size_t n)
+static pfi_status two_values(sum_ctx *x, const sum_ref *r, const char *key, char *a, char *b,
+                             size_t n)
 {
     const char *comma = r->nk == 1 && !strcmp(r->k[0], key) ? strchr(r->v[0], ',') : NULL;
     if (!comma || strchr(comma + 1, ','))
@@ -42,7 +43,8 @@ static pfi_status rank_corr_models(sum_ctx *x, const sum_ref *r, double *v, char
     size_t k = 0;
     for (size_t i = 0; !st && i < pfi_table_nrows(spec); i++) {
         if (strcmp(sum_text(spec, cs, i), "h100")) continue;
-        if (k == MAX_GROUPS) return sum_fail(x, PFI_ENOMEM, "spec.csv: more than %d h100 groups", MAX_GROUPS);
+        if (k == MAX_GROUPS)
+            return sum_fail(x, PFI_ENOMEM, "spec.csv: more than %d h100 groups", MAX_GROUPS);
         const char *g = sum_text(spec, cg, i);
         snprintf(ref, sizeof ref, "%s|group=%s&gpu_model=%s|%s", r->file, g, m1, r->col);
         st = sum_lookup_text(x, SUM_RUN, ref, 1, &a[k]);
@@ -64,7 +66,8 @@ static pfi_status grid_pairs(sum_ctx *x, const sum_ref *r, double *four, double 
     char f4[96], ref[320];
     const char *comma = strchr(r->file, ',');
     if (!comma || (size_t)(comma - r->file) >= sizeof f4)
-        return sum_fail(x, PFI_EINVAL, "'%s': expected FOUR_CAPS.csv,SIX_CAPS.csv|...|COLUMN", r->text);
+        return sum_fail(x, PFI_EINVAL, "'%s': expected FOUR_CAPS.csv,SIX_CAPS.csv|...|COLUMN",
+                        r->text);
     snprintf(f4, sizeof f4, "%.*s", (int)(comma - r->file), r->file);
     pfi_table *t9;
     long cg;
@@ -72,7 +75,8 @@ static pfi_status grid_pairs(sum_ctx *x, const sum_ref *r, double *four, double 
     if (!st) st = sum_col(x, t9, "table9_grid_sensitivity.csv", "group_id", &cg);
     *k = 0;
     for (size_t i = 0; !st && i < pfi_table_nrows(t9); i++) {
-        if (*k == MAX_GROUPS) return sum_fail(x, PFI_ENOMEM, "table 9: more than %d groups", MAX_GROUPS);
+        if (*k == MAX_GROUPS)
+            return sum_fail(x, PFI_ENOMEM, "table 9: more than %d groups", MAX_GROUPS);
         const char *g = sum_text(t9, cg, i);
         snprintf(ref, sizeof ref, "%s|group=%s&gpu_model=H200|%s", f4, g, r->col);
         st = sum_lookup_text(x, SUM_RUN, ref, 1, &four[*k]);
@@ -90,7 +94,8 @@ static int cmp_d(const void *a, const void *b)
 }
 
 /* median over table 9's groups of the 4-cap minus the 6-cap PFI */
-static pfi_status grid_median_increase(sum_ctx *x, const sum_ref *r, double *v, char *note, size_t n)
+static pfi_status grid_median_increase(sum_ctx *x, const sum_ref *r, double *v, char *note,
+                                       size_t n)
 {
     double four[MAX_GROUPS], six[MAX_GROUPS], d[MAX_GROUPS];
     size_t k;
@@ -132,7 +137,8 @@ static pfi_status count_below(sum_ctx *x, const sum_ref *r, double *v, char *not
     for (size_t i = 0; i < nr; i++) {
         if (strcmp(sum_text(t, cst, i), sa)) continue;
         const char *scn = sum_text(t, csc, i);
-        double cut = pfi_table_get(t, (long)i, "cut"), mine = pfi_table_get(t, (long)i, "total_tokens_per_s");
+        double cut = pfi_table_get(t, (long)i, "cut"),
+               mine = pfi_table_get(t, (long)i, "total_tokens_per_s");
         for (size_t q = 0; q < nr; q++)
             if (!strcmp(sum_text(t, cst, q), sb) && !strcmp(sum_text(t, csc, q), scn) &&
                 fabs(pfi_table_get(t, (long)q, "cut") - cut) < 1e-9) {
@@ -171,8 +177,10 @@ static pfi_status count_ok_noisy(sum_ctx *x, const sum_ref *r, double *v, char *
         if (isfinite(rb)) rlo = fmin(rlo, rb), rhi = fmax(rhi, rb);
     }
     *v = (double)ok;
-    snprintf(note, n, "%zu of %zu groups ok/noisy, %zu not power-bound; Eq. 1 spans %.2f..%.2f, robust %.2f..%.2f", ok,
-             groups, npb, lo, hi, rlo, rhi);
+    snprintf(note, n,
+             "%zu of %zu groups ok/noisy, %zu not power-bound; Eq. 1 spans %.2f..%.2f, robust "
+             "%.2f..%.2f",
+             ok, groups, npb, lo, hi, rlo, rhi);
     return PFI_OK;
 }
 
@@ -182,7 +190,8 @@ static pfi_status mean_and_max(sum_ctx *x, const sum_ref *r, double *v, char *no
 {
     char col[96];
     size_t len = strlen(r->col);
-    if (r->nk == 0 || strncmp(r->col, "mean(", 5) || r->col[len - 1] != ')' || len - 6 >= sizeof col)
+    if (r->nk == 0 || strncmp(r->col, "mean(", 5) || r->col[len - 1] != ')' ||
+        len - 6 >= sizeof col)
         return sum_fail(x, PFI_EINVAL, "'%s': expected FILE|KEY=VALUE[&...]|mean(COLUMN)", r->text);
     snprintf(col, sizeof col, "%.*s", (int)(len - 6), r->col + 5);
     pfi_table *t;
@@ -209,12 +218,9 @@ static const struct {
     const char *name;
     sum_compute_fn fn;
 } computations[] = {
-    {"rank_corr_h100_h200", rank_corr_models},
-    {"grid_median_increase", grid_median_increase},
-    {"grid_rank_corr", grid_rank_corr},
-    {"count_below_equal", count_below},
-    {"count_ok_noisy", count_ok_noisy},
-    {"mean_and_max", mean_and_max},
+    {"rank_corr_h100_h200", rank_corr_models}, {"grid_median_increase", grid_median_increase},
+    {"grid_rank_corr", grid_rank_corr},        {"count_below_equal", count_below},
+    {"count_ok_noisy", count_ok_noisy},        {"mean_and_max", mean_and_max},
 };
 
 sum_compute_fn sum_compute_find(const char *name)

@@ -21,7 +21,7 @@ typedef enum sum_dir {
 } sum_dir;
 
 typedef struct sum_ctx {
-    const char *outdir;   /* NULL: resolve the paper's values only */
+    const char *outdir; /* NULL: resolve the paper's values only */
     const char *datadir;
     char rows_path[4200]; /* the row table; line and field say where an error is */
     unsigned long line;
@@ -50,7 +50,8 @@ typedef struct sum_ref {
 } sum_ref;
 
 /* One-line error "ROWS:LINE: FIELD: message" (the row table's file, line and field). */
-pfi_status sum_fail(sum_ctx *x, pfi_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+pfi_status sum_fail(sum_ctx *x, pfi_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The table FILE in d (read on first use). */
 pfi_status sum_table(sum_ctx *x, sum_dir d, const char *file, pfi_table **t);
 void sum_tables_free(sum_ctx *x);
@@ -72,7 +73,8 @@ pfi_status sum_col(sum_ctx *x, const pfi_table *t, const char *file, const char 
 
 /* A computed pfi value: reads the run's files (and bundled data) named by
  * its reference; may write a note. */
-typedef pfi_status (*sum_compute_fn)(sum_ctx *x, const sum_ref *src, double *v, char *note, size_t n);
+typedef pfi_status (*sum_compute_fn)(sum_ctx *x, const sum_ref *src, double *v, char *note,
+                                     size_t n);
 /* the computation called name, or NULL */
 sum_compute_fn sum_compute_find(const char *name);
 

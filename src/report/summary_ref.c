@@ -16,7 +16,8 @@ pfi_status sum_fail(sum_ctx *x, pfi_status code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return pfi_errorf(x->err, code, "%s:%lu: %s: %s", x->rows_path, x->line, x->field ? x->field : "row", msg);
+    return pfi_errorf(x->err, code, "%s:%lu: %s: %s", x->rows_path, x->line,
+                      x->field ? x->field : "row", msg);
 }
 
 pfi_status sum_table(sum_ctx *x, sum_dir d, const char *file, pfi_table **t)
@@ -31,7 +32,8 @@ pfi_status sum_table(sum_ctx *x, sum_dir d, const char *file, pfi_table **t)
             *t = x->tabs[i].t;
             return PFI_OK;
         }
-    if (x->ntabs == SUM_MAX_TABLES) return sum_fail(x, PFI_ENOMEM, "more than %d files", SUM_MAX_TABLES);
+    if (x->ntabs == SUM_MAX_TABLES)
+        return sum_fail(x, PFI_ENOMEM, "more than %d files", SUM_MAX_TABLES);
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", d == SUM_RUN ? x->outdir : x->datadir, key);
     pfi_error e;
@@ -68,7 +70,8 @@ static int split_keys(sum_ref *r)
 pfi_status sum_ref_parse(sum_ctx *x, const char *text, int strict, sum_ref *r)
 {
     memset(r, 0, sizeof *r);
-    if (strlen(text) >= sizeof r->buf) return sum_fail(x, PFI_EINVAL, "reference longer than %zu characters", sizeof r->buf - 1);
+    if (strlen(text) >= sizeof r->buf)
+        return sum_fail(x, PFI_EINVAL, "reference longer than %zu characters", sizeof r->buf - 1);
     snprintf(r->text, sizeof r->text, "%s", text);
     snprintf(r->buf, sizeof r->buf, "%s", text);
     char *b1 = strchr(r->buf, '|'), *b2 = b1 ? strchr(b1 + 1, '|') : NULL;
@@ -81,7 +84,9 @@ pfi_status sum_ref_parse(sum_ctx *x, const char *text, int strict, sum_ref *r)
     char keys[320];
     snprintf(keys, sizeof keys, "%s", r->keys);
     if (split_keys(r) != 0) {
-        if (strict) return sum_fail(x, PFI_EPARSE, "'%s': '%s' is not KEY=VALUE[&KEY=VALUE...]", text, keys);
+        if (strict)
+            return sum_fail(x, PFI_EPARSE, "'%s': '%s' is not KEY=VALUE[&KEY=VALUE...]", text,
+                            keys);
         snprintf(r->keys, strlen(keys) + 1, "%s", keys); /* free text: keep it whole */
         r->nk = 0;
     }
@@ -141,7 +146,9 @@ pfi_status sum_lookup(sum_ctx *x, sum_dir d, const sum_ref *r, int missing_ok, d
     const char *keys = strchr(r->text, '|') + 1;
     int klen = (int)(strchr(keys, '|') - keys);
     if (n > 1) return sum_fail(x, PFI_EINVAL, "%s: %.*s matches %zu rows", r->file, klen, keys, n);
-    if (n == 0) return missing_ok ? PFI_OK : sum_fail(x, PFI_ENOTFOUND, "%s has no row %.*s", r->file, klen, keys);
+    if (n == 0)
+        return missing_ok ? PFI_OK
+                          : sum_fail(x, PFI_ENOTFOUND, "%s has no row %.*s", r->file, klen, keys);
     for (int c = 0; c < r->ncols; c++) {
         double cv = pfi_table_get(t, row, r->cols[c]);
         *v = c ? *v + cv : cv;
@@ -158,5 +165,6 @@ pfi_status sum_lookup_text(sum_ctx *x, sum_dir d, const char *text, int missing_
 
 const char *sum_text(const pfi_table *t, long col, size_t row)
 {
-    return pfi_table_coltype(t, (size_t)col) == PFI_COL_TEXT ? pfi_table_text(t, (size_t)col, row) : "";
+    return pfi_table_coltype(t, (size_t)col) == PFI_COL_TEXT ? pfi_table_text(t, (size_t)col, row)
+                                                             : "";
 }

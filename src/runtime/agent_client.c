@@ -15,7 +15,9 @@
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: cannot open the token file: %s", path, strerror(errno));
+    if (fd < 0)
+        return pfi_errorf(err, PFI_EIO, "%s: cannot open the token file: %s", path,
+                          strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
@@ -23,8 +25,8 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
     }
     if (sb.st_mode & 077) {
         close(fd);
-        return pfi_errorf(err, PFI_EPERM, "%s: mode %04o lets others read the token; chmod 600 it", path,
-                          (unsigned)(sb.st_mode & 07777));
+        return pfi_errorf(err, PFI_EPERM, "%s: mode %04o lets others read the token; chmod 600 it",
+                          path, (unsigned)(sb.st_mode & 07777));
     }
     char buf[PFI_TOKEN_MAX + 8];
     ssize_t k = read(fd, buf, sizeof buf - 1);
@@ -33,9 +35,14 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
     buf[k] = '\0';
     size_t len = strcspn(buf, "\r\n");
     buf[len] = '\0';
-    if (len < 16 || len > PFI_TOKEN_MAX) return pfi_errorf(err, PFI_EINVAL, "%s: the token must be 16..%d characters on the first line", path, PFI_TOKEN_MAX);
+    if (len < 16 || len > PFI_TOKEN_MAX)
+        return pfi_errorf(err, PFI_EINVAL,
+                          "%s: the token must be 16..%d characters on the first line", path,
+                          PFI_TOKEN_MAX);
     for (size_t i = 0; i < len; i++)
-        if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f) return pfi_errorf(err, PFI_EINVAL, "%s: the token has spaces or control characters", path);
+        if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
+            return pfi_errorf(err, PFI_EINVAL, "%s: the token has spaces or control characters",
+                              path);
     if (len >= n) return pfi_errorf(err, PFI_ERANGE, "%s: token too long", path);
     memcpy(token, buf, len + 1);
     return PFI_OK;
@@ -73,7 +80,8 @@ static pfi_status perform(CURL *c, const char *url, pfi_http_reply *r, pfi_error
     return PFI_OK;
 }
 
-pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r, pfi_error *err)
+pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r,
+                         pfi_error *err)
 {
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
@@ -87,8 +95,8 @@ pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pf
     return st;
 }
 
-pfi_status pfi_http_request(const char *method, const char *url, const char *token, const char *body, double timeout_s,
-                            pfi_http_reply *r, pfi_error *err)
+pfi_status pfi_http_request(const char *method, const char *url, const char *token,
+                            const char *body, double timeout_s, pfi_http_reply *r, pfi_error *err)
 {
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
@@ -111,8 +119,8 @@ pfi_status pfi_http_request(const char *method, const char *url, const char *tok
     return st;
 }
 
-pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req, double timeout_s,
-                              pfi_http_reply *r, pfi_error *err)
+pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req,
+                              double timeout_s, pfi_http_reply *r, pfi_error *err)
 {
     memset(r, 0, sizeof *r);
     char *body = pfi_caps_request_format(req);

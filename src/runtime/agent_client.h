@@ -22,22 +22,23 @@ extern "C" {
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err);
 
 typedef struct pfi_http_reply {
-    long code;          /* HTTP status, 0 when no answer */
-    char *body;         /* malloc'd, NUL-terminated */
+    long code;  /* HTTP status, 0 when no answer */
+    char *body; /* malloc'd, NUL-terminated */
     size_t len;
 } pfi_http_reply;
 void pfi_http_reply_dispose(pfi_http_reply *r);
 
 /* GET url + path (e.g. "/v1/node"); timeout in wall seconds. A non-2xx
  * answer is returned in *r, not an error; no answer is PFI_EIO. */
-pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r, pfi_error *err);
+pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pfi_http_reply *r,
+                         pfi_error *err);
 /* Any request (method GET/POST/PUT/DELETE) to url (full), with an optional
  * bearer token and JSON body. */
-pfi_status pfi_http_request(const char *method, const char *url, const char *token, const char *body, double timeout_s,
-                            pfi_http_reply *r, pfi_error *err);
+pfi_status pfi_http_request(const char *method, const char *url, const char *token,
+                            const char *body, double timeout_s, pfi_http_reply *r, pfi_error *err);
 /* PUT /v1/caps with the bearer token. */
-pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req, double timeout_s,
-                              pfi_http_reply *r, pfi_error *err);
+pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req,
+                              double timeout_s, pfi_http_reply *r, pfi_error *err);
 
 #ifdef __cplusplus
 }

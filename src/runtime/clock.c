@@ -36,16 +36,27 @@ pfi_status pfi_clock_set(double scale, double epoch, pfi_error *err)
     if (isnan(epoch) && (st = env_num("PFI_EPOCH", 0, 1e11, &e, err))) return st;
     if (!isnan(scale)) s = scale;
     if (!isnan(epoch)) e = epoch;
-    if (!(s >= 1e-3 && s <= 1e6)) return pfi_errorf(err, PFI_ERANGE, "time scale %g outside 0.001..1e6", s);
-    if (!(e >= 0 && e <= 1e11)) return pfi_errorf(err, PFI_ERANGE, "epoch %g is not a Unix time", e);
+    if (!(s >= 1e-3 && s <= 1e6))
+        return pfi_errorf(err, PFI_ERANGE, "time scale %g outside 0.001..1e6", s);
+    if (!(e >= 0 && e <= 1e11))
+        return pfi_errorf(err, PFI_ERANGE, "epoch %g is not a Unix time", e);
     g_scale = s;
     g_epoch = e;
     return PFI_OK;
 }
 
-pfi_status pfi_clock_from_env(pfi_error *err) { return pfi_clock_set(NAN, NAN, err); }
-double pfi_clock_scale(void) { return g_scale; }
-double pfi_clock_epoch(void) { return g_epoch; }
+pfi_status pfi_clock_from_env(pfi_error *err)
+{
+    return pfi_clock_set(NAN, NAN, err);
+}
+double pfi_clock_scale(void)
+{
+    return g_scale;
+}
+double pfi_clock_epoch(void)
+{
+    return g_epoch;
+}
 
 double pfi_clock_now(void)
 {
@@ -53,7 +64,10 @@ double pfi_clock_now(void)
     return g_scale == 1.0 ? w : g_epoch + (w - g_epoch) * g_scale;
 }
 
-double pfi_clock_mono(void) { return pfi_wall_monotonic() * g_scale; }
+double pfi_clock_mono(void)
+{
+    return pfi_wall_monotonic() * g_scale;
+}
 
 double pfi_wall_monotonic(void)
 {

@@ -28,7 +28,8 @@ void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
 pfi_status pfi_daemon_log_reopen(FILE *f, const char *path, pfi_error *err)
 {
     if (!f) return pfi_errorf(err, PFI_ESTATE, "%s: no log file open", path);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666); /* as fopen "a" */
+    int fd =
+        open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666); /* as fopen "a" */
     if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
     fflush(f);
     /* the same FILE now writes to the new file: dup2 swaps atomically */

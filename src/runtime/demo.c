@@ -22,7 +22,8 @@
 #include "grid_event.h"
 
 #define NAG 4
-static const char *const groups[NAG] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile", "moe-pt-gptoss20b-x8-ep1-nocompile",
+static const char *const groups[NAG] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile",
+                                        "moe-pt-gptoss20b-x8-ep1-nocompile",
                                         "dense-ft-llama70b-x8-compile"};
 static const int tiers[NAG] = {3, 3, 3, 1};
 
@@ -121,10 +122,12 @@ static int prepare(demo *d)
     const pfi_demo_opts *o = d->o;
     if (o->dir) {
         snprintf(d->dir, sizeof d->dir, "%s", o->dir);
-        if (mkdir(d->dir, 0755) && errno != EEXIST) return fail(d, "%s: %s", d->dir, strerror(errno));
+        if (mkdir(d->dir, 0755) && errno != EEXIST)
+            return fail(d, "%s: %s", d->dir, strerror(errno));
     } else {
         snprintf(d->dir, sizeof d->dir, "/tmp/pfi-demo-XXXXXX");
-        if (!mkdtemp(d->dir)) return fail(d, "cannot make a temporary directory: %s", strerror(errno));
+        if (!mkdtemp(d->dir))
+            return fail(d, "cannot make a temporary directory: %s", strerror(errno));
     }
     char epoch_s[64], scale_s[32];
     find_tool("pfi-agent", d->agent_bin, sizeof d->agent_bin);
@@ -137,7 +140,9 @@ static int prepare(demo *d)
     pfi_clock_set(o->time_scale, epoch, NULL);
     /* a predictor for the agents: fitted on the reconstruction's headline groups */
     snprintf(d->model, sizeof d->model, "%s/model.json", d->dir);
-    if (o->note) o->note(o->ud, "reconstruction calibrated to published tables (not measured data); fitting the predictor ...");
+    if (o->note)
+        o->note(o->ud, "reconstruction calibrated to published tables (not measured data); fitting "
+                       "the predictor ...");
     return 0;
 }
 
@@ -146,20 +151,25 @@ static int start_agents(demo *d)
     if (d->o->fit_model(d->o->ud, d->dir, d->model)) return fail(d, "could not fit the predictor");
     snprintf(d->tok, sizeof d->tok, "%s/agent.token", d->dir);
     snprintf(d->ctok, sizeof d->ctok, "%s/controller.token", d->dir);
-    if (write_token(d->tok) || write_token(d->ctok)) return fail(d, "cannot write token files in %s", d->dir);
+    if (write_token(d->tok) || write_token(d->ctok))
+        return fail(d, "cannot write token files in %s", d->dir);
     for (int i = 0; i < NAG; i++) {
         char backend[10000], portf[4300], state[4300], log[4300], hw[4300];
         snprintf(hw, sizeof hw, "%s/hw%d.json", d->dir, i);
-        snprintf(backend, sizeof backend, "sim:gpus=8,job=job%d:%s@0-7,load=5,seed=%d,steplogs=%s,state=%s", i + 1, groups[i], i + 1,
-                 d->dir, hw);
+        snprintf(backend, sizeof backend,
+                 "sim:gpus=8,job=job%d:%s@0-7,load=5,seed=%d,steplogs=%s,state=%s", i + 1,
+                 groups[i], i + 1, d->dir, hw);
         snprintf(portf, sizeof portf, "%s/agent%d.port", d->dir, i);
         snprintf(state, sizeof state, "%s/agent%d.state.json", d->dir, i);
         snprintf(log, sizeof log, "%s/agent%d.log", d->dir, i);
         unlink(portf);
-        char *av[] = {d->agent_bin, "--backend", backend, "--listen", "127.0.0.1:0", "--port-file", portf, "--token-file", d->tok,
-                      "--state-file", state, "--interval", "2", "--model", d->model, NULL};
+        char *av[] = {d->agent_bin,  "--backend",    backend,  "--listen",
+                      "127.0.0.1:0", "--port-file",  portf,    "--token-file",
+                      d->tok,        "--state-file", state,    "--interval",
+                      "2",           "--model",      d->model, NULL};
         d->pids[i] = spawn(av, log);
-        if (wait_port(portf, d->pids[i], &d->ports[i])) return fail(d, "pfi-agent %d did not start; see %s", i, log);
+        if (wait_port(portf, d->pids[i], &d->ports[i]))
+            return fail(d, "pfi-agent %d did not start; see %s", i, log);
     }
     return 0;
 }
@@ -173,7 +183,8 @@ static int start_controller(demo *d)
         char url[64], name[16];
         snprintf(url, sizeof url, "http://127.0.0.1:%d", d->ports[i]);
         snprintf(name, sizeof name, "node%d", i + 1);
-        json_array_append_new(ag, json_pack("{s:s,s:s,s:s}", "name", name, "url", url, "token_file", d->tok));
+        json_array_append_new(
+            ag, json_pack("{s:s,s:s,s:s}", "name", name, "url", url, "token_file", d->tok));
     }
     json_t *tj = json_object();
     for (int i = 0; i < NAG; i++) {
@@ -183,9 +194,10 @@ static int start_controller(demo *d)
     }
     snprintf(db, sizeof db, "%s/controller.db", d->dir);
     unlink(db);
-    json_t *cfg = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:o}", "listen", "127.0.0.1:0", "token_file", d->ctok, "db", db,
-                            "control_period_s", 5.0, "baseline_window_s", 40.0, "ramp_s", 30.0, "ramp_down_s", 30.0, "lease_s", 30.0,
-                            "agents", ag, "tiers", tj);
+    json_t *cfg = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:o}", "listen", "127.0.0.1:0",
+                            "token_file", d->ctok, "db", db, "control_period_s", 5.0,
+                            "baseline_window_s", 40.0, "ramp_s", 30.0, "ramp_down_s", 30.0,
+                            "lease_s", 30.0, "agents", ag, "tiers", tj);
     int wr = json_dump_file(cfg, path, JSON_INDENT(1));
     json_decref(cfg);
     if (wr) return fail(d, "%s: cannot write", path);
@@ -195,13 +207,17 @@ static int start_controller(demo *d)
     char *cv[] = {d->ctl_bin, "--config", path, "--port-file", cportf, NULL};
     int cport = 0;
     d->pids[NAG] = spawn(cv, d->clog);
-    if (wait_port(cportf, d->pids[NAG], &cport)) return fail(d, "pfi-controller did not start; see %s", d->clog);
+    if (wait_port(cportf, d->pids[NAG], &cport))
+        return fail(d, "pfi-controller did not start; see %s", d->clog);
     snprintf(d->url, sizeof d->url, "http://127.0.0.1:%d", cport);
     FILE *out = d->o->out;
-    fprintf(out, "pfi demo: controller %s (status page: open it in a browser), 4 agents x 8 simulated H200, clock x%g\n", d->url,
-            d->o->time_scale);
+    fprintf(out,
+            "pfi demo: controller %s (status page: open it in a browser), 4 agents x 8 simulated "
+            "H200, clock x%g\n",
+            d->url, d->o->time_scale);
     fprintf(out, "  jobs: ");
-    for (int i = 0; i < NAG; i++) fprintf(out, "job%d %s (Flex %d)%s", i + 1, groups[i], tiers[i], i + 1 < NAG ? ", " : "\n");
+    for (int i = 0; i < NAG; i++)
+        fprintf(out, "job%d %s (Flex %d)%s", i + 1, groups[i], tiers[i], i + 1 < NAG ? ", " : "\n");
     fflush(out);
     return 0;
 }
@@ -228,7 +244,8 @@ static int post_event(demo *d)
     pfi_http_reply r;
     int rc = 0;
     if (!body || pfi_http_request("POST", url, token, body, 5, &r, &e) || r.code != 201) {
-        rc = fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg, r.body ? r.body : "", d->clog);
+        rc = fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg,
+                  r.body ? r.body : "", d->clog);
         if (r.body) pfi_http_reply_dispose(&r);
     } else {
         pfi_http_reply_dispose(&r);
@@ -243,29 +260,35 @@ static void timeline(demo *d)
 {
     FILE *out = d->o->out;
     double start = d->ev.start, dur = d->ev.duration_s, base_tok[NAG];
-    fprintf(out, "\n  %-8s %-11s %-11s  %s\n", "t (min)", "target kW", "measured kW", "tokens/s per job (change vs before the event)");
+    fprintf(out, "\n  %-8s %-11s %-11s  %s\n", "t (min)", "target kW", "measured kW",
+            "tokens/s per job (change vs before the event)");
     for (int i = 0; i < NAG; i++) base_tok[i] = NAN;
     for (double t = start - 5; t <= start + dur + 45; t += 30) {
         while (pfi_clock_now() < t) pfi_clock_sleep(1);
         json_t *s = get_json(d->url, "/v1/status");
         if (!s) continue;
-        double b = json_number_value(json_object_get(s, "budget_w")), m = json_number_value(json_object_get(s, "measured_w"));
+        double b = json_number_value(json_object_get(s, "budget_w")),
+               m = json_number_value(json_object_get(s, "measured_w"));
         size_t k;
         json_t *j;
         if (!json_is_number(json_object_get(s, "measured_w"))) {
             m = 0;
-            json_array_foreach(json_object_get(s, "jobs"), k, j) m += json_number_value(json_object_get(j, "power_w"));
+            json_array_foreach(json_object_get(s, "jobs"), k, j) m +=
+                json_number_value(json_object_get(j, "power_w"));
         }
         char tgt[32] = "-";
-        if (json_is_number(json_object_get(s, "budget_w"))) snprintf(tgt, sizeof tgt, "%.2f", b / 1000);
+        if (json_is_number(json_object_get(s, "budget_w")))
+            snprintf(tgt, sizeof tgt, "%.2f", b / 1000);
         fprintf(out, "  %+7.1f  %-11s %-11.2f ", (t - start) / 60, tgt, m / 1000);
-        json_array_foreach(json_object_get(s, "jobs"), k, j) {
+        json_array_foreach(json_object_get(s, "jobs"), k, j)
+        {
             const char *id = json_string_value(json_object_get(j, "job_id"));
             int q = id ? atoi(id + 3) - 1 : -1;
             double tp = json_number_value(json_object_get(j, "tokens_per_s"));
             if (q < 0 || q >= NAG) continue;
             if (t < start) base_tok[q] = tp;
-            if (isfinite(base_tok[q]) && base_tok[q] > 0 && json_is_number(json_object_get(j, "tokens_per_s")))
+            if (isfinite(base_tok[q]) && base_tok[q] > 0 &&
+                json_is_number(json_object_get(j, "tokens_per_s")))
                 fprintf(out, " %s %.0f (%+.0f%%)", id, tp, 100 * (tp / base_tok[q] - 1));
         }
         fprintf(out, "\n");
@@ -281,7 +304,8 @@ static int report(demo *d)
     FILE *out = d->o->out;
     char ep[300];
     snprintf(ep, sizeof ep, "/v1/events/%s", d->ev.id);
-    for (double t_end = d->ev.start + d->ev.duration_s + 300; pfi_clock_now() < t_end; pfi_clock_sleep(5)) {
+    for (double t_end = d->ev.start + d->ev.duration_s + 300; pfi_clock_now() < t_end;
+         pfi_clock_sleep(5)) {
         json_t *s = get_json(d->url, ep);
         const char *st = s ? json_string_value(json_object_get(s, "status")) : NULL;
         int done = st && strcmp(st, "active") && strcmp(st, "scheduled");
@@ -293,7 +317,8 @@ static int report(demo *d)
     if (!r) return fail(d, "no report from the controller; see %s", d->clog);
     pfi_error e;
     char *rtxt = json_dumps(r, JSON_INDENT(1));
-    int wfail = !rtxt || pfi_write_file_atomic("pfi-demo-report.json", rtxt, strlen(rtxt), &e) != PFI_OK;
+    int wfail =
+        !rtxt || pfi_write_file_atomic("pfi-demo-report.json", rtxt, strlen(rtxt), &e) != PFI_OK;
     free(rtxt);
     if (wfail) {
         json_decref(r);
@@ -301,19 +326,31 @@ static int report(demo *d)
     }
     char ttt[32] = "never";
     if (json_is_number(json_object_get(r, "time_to_target_s")))
-        snprintf(ttt, sizeof ttt, "after %.0f s", json_number_value(json_object_get(r, "time_to_target_s")));
-    fprintf(out, "\n  event %s: requested %.0f%% of %.2f kW -> target %.2f kW; achieved %.1f%%; %s (tolerance %g%%); at target %s; "
+        snprintf(ttt, sizeof ttt, "after %.0f s",
+                 json_number_value(json_object_get(r, "time_to_target_s")));
+    fprintf(out,
+            "\n  event %s: requested %.0f%% of %.2f kW -> target %.2f kW; achieved %.1f%%; %s "
+            "(tolerance %g%%); at target %s; "
             "%.2f kWh shed\n",
-            d->ev.id, d->o->cut_pct, json_number_value(json_object_get(r, "baseline_kw")), json_number_value(json_object_get(r, "target_kw")),
-            json_number_value(json_object_get(r, "achieved_reduction_pct")), json_is_true(json_object_get(r, "met")) ? "MET" : "NOT MET",
-            json_number_value(json_object_get(r, "tolerance_pct")), ttt, json_number_value(json_object_get(r, "energy_shed_kwh")));
+            d->ev.id, d->o->cut_pct, json_number_value(json_object_get(r, "baseline_kw")),
+            json_number_value(json_object_get(r, "target_kw")),
+            json_number_value(json_object_get(r, "achieved_reduction_pct")),
+            json_is_true(json_object_get(r, "met")) ? "MET" : "NOT MET",
+            json_number_value(json_object_get(r, "tolerance_pct")), ttt,
+            json_number_value(json_object_get(r, "energy_shed_kwh")));
     size_t k;
     json_t *j;
-    json_array_foreach(json_object_get(r, "jobs"), k, j) {
+    json_array_foreach(json_object_get(r, "jobs"), k, j)
+    {
         json_t *ok = json_object_get(j, "sla_ok");
-        fprintf(out, "    %s Flex %lld: throughput %+.1f%% (allowed -%.0f%%) %s\n", json_string_value(json_object_get(j, "job_id")),
-                (long long)json_integer_value(json_object_get(j, "tier")), -json_number_value(json_object_get(j, "throughput_loss_pct")),
-                json_number_value(json_object_get(j, "allowed_loss_pct")), json_is_true(ok) ? "ok" : json_is_false(ok) ? "VIOLATED" : "");
+        fprintf(out, "    %s Flex %lld: throughput %+.1f%% (allowed -%.0f%%) %s\n",
+                json_string_value(json_object_get(j, "job_id")),
+                (long long)json_integer_value(json_object_get(j, "tier")),
+                -json_number_value(json_object_get(j, "throughput_loss_pct")),
+                json_number_value(json_object_get(j, "allowed_loss_pct")),
+                json_is_true(ok)    ? "ok"
+                : json_is_false(ok) ? "VIOLATED"
+                                    : "");
     }
     json_decref(r);
     char url[400];
@@ -343,15 +380,18 @@ static int stop_all(demo *d, int ok)
             json_t *h = json_load_file(path, 0, NULL);
             size_t k;
             json_t *x;
-            json_array_foreach(json_object_get(h, "caps_w"), k, x) bad += json_number_value(x) != 700;
+            json_array_foreach(json_object_get(h, "caps_w"), k, x) bad +=
+                json_number_value(x) != 700;
             json_decref(h);
         }
-        fprintf(d->o->out, "  daemons stopped; %s\n", bad ? "SOME CAPS WERE NOT RESTORED" : "every GPU is back at its 700 W baseline");
+        fprintf(d->o->out, "  daemons stopped; %s\n",
+                bad ? "SOME CAPS WERE NOT RESTORED" : "every GPU is back at its 700 W baseline");
     }
     if (!d->o->keep && !d->o->dir) {
         char rm[4200];
         snprintf(rm, sizeof rm, "rm -rf '%s'", d->dir);
-        if (system(rm) != 0) {}
+        if (system(rm) != 0) {
+        }
     } else {
         fprintf(d->o->out, "  logs and state: %s\n", d->dir);
     }

@@ -16,14 +16,14 @@ extern "C" {
 #endif
 
 typedef struct pfi_demo_opts {
-    double time_scale;          /* clock speed-up */
-    double cut_pct;             /* the grid event's reduction */
-    const char *dir;            /* working directory (created); NULL: a temporary one, removed unless keep */
+    double time_scale; /* clock speed-up */
+    double cut_pct;    /* the grid event's reduction */
+    const char *dir;   /* working directory (created); NULL: a temporary one, removed unless keep */
     int keep;
     /* the agents' predictor: written to model_path, fitted on data the
        callback may keep in dir; 0 on success */
     int (*fit_model)(void *ud, const char *dir, const char *model_path);
-    FILE *out;                  /* the timeline and the report */
+    FILE *out;                                /* the timeline and the report */
     void (*note)(void *ud, const char *msg);  /* progress, one line */
     void (*error)(void *ud, const char *msg); /* what stops the demo, when it happens */
     void *ud;

@@ -47,43 +47,45 @@ typedef struct pfi_gpu_info {
 } pfi_gpu_info;
 
 enum {
-    PFI_GS_POWER = 1u << 0,    /* power_w */
-    PFI_GS_ENERGY = 1u << 1,   /* energy_j (since an arbitrary start) */
-    PFI_GS_CAP = 1u << 2,      /* cap_w: the management limit */
-    PFI_GS_ENFORCED = 1u << 3, /* enforced_w */
-    PFI_GS_CLOCKS = 1u << 4,   /* sm_clock_mhz, mem_clock_mhz */
-    PFI_GS_UTIL = 1u << 5,     /* util_gpu_pct, util_mem_pct */
-    PFI_GS_THROTTLE = 1u << 6, /* throttle_reasons (NVML clocks-event bits) */
-    PFI_GS_MEM = 1u << 7,      /* fb_used_mib */
-    PFI_GS_TEMP = 1u << 8,     /* temp_c */
-    PFI_GS_PROF = 1u << 9,     /* prof[]: DCGM_FI_PROF_* (sim only; NVML has none) */
+    PFI_GS_POWER = 1u << 0,         /* power_w */
+    PFI_GS_ENERGY = 1u << 1,        /* energy_j (since an arbitrary start) */
+    PFI_GS_CAP = 1u << 2,           /* cap_w: the management limit */
+    PFI_GS_ENFORCED = 1u << 3,      /* enforced_w */
+    PFI_GS_CLOCKS = 1u << 4,        /* sm_clock_mhz, mem_clock_mhz */
+    PFI_GS_UTIL = 1u << 5,          /* util_gpu_pct, util_mem_pct */
+    PFI_GS_THROTTLE = 1u << 6,      /* throttle_reasons (NVML clocks-event bits) */
+    PFI_GS_MEM = 1u << 7,           /* fb_used_mib */
+    PFI_GS_TEMP = 1u << 8,          /* temp_c */
+    PFI_GS_PROF = 1u << 9,          /* prof[]: DCGM_FI_PROF_* (sim only; NVML has none) */
     PFI_GS_POWER_INSTANT = 1u << 10 /* power_instant_w (NVML field value 186) */
 };
 
 typedef struct pfi_gpu_sample {
-    double t_s;                /* pfi clock */
+    double t_s; /* pfi clock */
     unsigned have;
     double power_w, power_instant_w, energy_j, cap_w, enforced_w;
     double sm_clock_mhz, mem_clock_mhz, util_gpu_pct, util_mem_pct, fb_used_mib, temp_c;
     uint64_t throttle_reasons;
-    double prof[PFI_M_COUNT];  /* by pfi_metric; NaN where absent */
+    double prof[PFI_M_COUNT]; /* by pfi_metric; NaN where absent */
 } pfi_gpu_sample;
 
 typedef struct pfi_gpu_proc {
     unsigned pid;
     double used_mib;
-    char job_id[64];           /* known to the backend (sim), else empty */
-    char steplog[1024];        /* the job's $PFI_STEPLOG when the backend knows it */
+    char job_id[64];    /* known to the backend (sim), else empty */
+    char steplog[1024]; /* the job's $PFI_STEPLOG when the backend knows it */
 } pfi_gpu_proc;
 
-pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out, pfi_error *err);
+pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
+                        pfi_error *err);
 void pfi_gpu_close(pfi_gpu *g);
 const char *pfi_gpu_backend(const pfi_gpu *g); /* "nvml" or "sim" */
 size_t pfi_gpu_count(const pfi_gpu *g);
 pfi_status pfi_gpu_info_get(pfi_gpu *g, size_t i, pfi_gpu_info *info, pfi_error *err);
 pfi_status pfi_gpu_sample_get(pfi_gpu *g, size_t i, pfi_gpu_sample *s, pfi_error *err);
 pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err);
-pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err);
+pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
+                             pfi_error *err);
 /* Reads this device does not support, e.g. "clocks_event_reasons,field_values"; "" if none. */
 const char *pfi_gpu_unsupported(pfi_gpu *g, size_t i);
 /* Index of the GPU with this UUID, or -1. */
@@ -96,8 +98,8 @@ pfi_status pfi_gpu_sim_job_start(pfi_gpu *g, size_t k, const char *steplog, pfi_
 pfi_status pfi_gpu_sim_job_stop(pfi_gpu *g, size_t k, pfi_error *err);
 size_t pfi_gpu_sim_jobs(const pfi_gpu *g);
 /* GPUs first..last of job k, its id and its reconstruction group name. */
-pfi_status pfi_gpu_sim_job_info(pfi_gpu *g, size_t k, size_t *first, size_t *last, const char **id, const char **group,
-                                pfi_error *err);
+pfi_status pfi_gpu_sim_job_info(pfi_gpu *g, size_t k, size_t *first, size_t *last, const char **id,
+                                const char **group, pfi_error *err);
 /* Throughput of job k now (noise-free), tokens/s; NaN when not training. */
 double pfi_gpu_sim_tokens_per_s(pfi_gpu *g, size_t k);
 
@@ -125,7 +127,8 @@ double pfi_gpu_default_cap_w(const pfi_gpu_info *in);
 
 /* The GPU's management limit now. When the device cannot say: its default
  * limit if fallback_default, else an error naming the GPU. */
-pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w, pfi_error *err);
+pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w,
+                           pfi_error *err);
 
 /* Saved caps, in memory: saved[0..*n) of at most max (the writer's). */
 typedef struct pfi_gpu_saved_set {
@@ -147,8 +150,8 @@ typedef struct pfi_gpu_restore_report {
     /* the state file names saved caps to restore (a writer that did not finish) */
     void (*found)(void *ud, const char *path);
     /* which ("baseline_w" or "cap_w") is outside the device's range: replaced by repl_w */
-    void (*out_of_range)(void *ud, size_t k, const pfi_saved_cap *s, long i, const pfi_gpu_info *in, const char *which,
-                         double value_w, double repl_w);
+    void (*out_of_range)(void *ud, size_t k, const pfi_saved_cap *s, long i, const pfi_gpu_info *in,
+                         const char *which, double value_w, double repl_w);
     /* back at its saved cap (from_w: the cap set before, s->cap_w) */
     void (*restored)(void *ud, size_t k, const pfi_saved_cap *s, long i, double from_w);
     /* not restored: the device refused (e), or its GPU is not on this node (i = -1) */
@@ -160,8 +163,8 @@ typedef struct pfi_gpu_restore_report {
  * now as its saved cap (changed; baseline_w = cap_w = the cap now, index);
  * one already saved keeps its baseline. On failure (a cap that cannot be
  * read, a full set) nothing is saved. */
-pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fallback_default, const pfi_gpu_saved_set *s,
-                             pfi_error *err);
+pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fallback_default,
+                             const pfi_gpu_saved_set *s, pfi_error *err);
 /* Saved caps (and caps set) a GPU on this node cannot take — a hand edit,
  * another GPU model — replaced: a baseline by the default limit, a cap set
  * by the baseline. */
@@ -175,8 +178,8 @@ void pfi_gpu_saved_defaults(pfi_gpu *g, int only_not_default, const pfi_gpu_save
  * unchanged, cap_w = baseline_w. A saved GPU not on this node is reported
  * failed and forgotten if forget_missing, else kept. Returns how many stay
  * saved. */
-size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range, int forget_missing,
-                            const pfi_gpu_restore_report *r);
+size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range,
+                            int forget_missing, const pfi_gpu_restore_report *r);
 
 /* A writer's state file: its path, its saved set, and how the file keeps
  * them. pfi_gpu_state_file_init gives the plain format (pfi sweep's:
@@ -190,17 +193,19 @@ typedef struct pfi_gpu_state_file {
     /* write path with saved as it is (atomically, durably, never through a link) */
     pfi_status (*store)(const struct pfi_gpu_state_file *f, pfi_error *err);
     void *ud;
-    int keep;              /* 1: the file holds more (the agent's lease): stored, never removed */
-    int fallback_default;  /* a cap the device cannot read is saved as its default limit */
+    int keep;             /* 1: the file holds more (the agent's lease): stored, never removed */
+    int fallback_default; /* a cap the device cannot read is saved as its default limit */
 } pfi_gpu_state_file;
 
-void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_cap *gpu, size_t *n, size_t max);
+void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_cap *gpu, size_t *n,
+                             size_t max);
 
 /* pfi_gpu_save: save the caps of the GPUs idx[0..nidx) about to change
  * (pfi_gpu_save_caps) and write the file ahead of any change; if it cannot
  * be written, the caps saved by this call are forgotten again and the
  * error names the file: no cap may be changed. */
-pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gpu_state_file *f, pfi_error *err);
+pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gpu_state_file *f,
+                        pfi_error *err);
 
 /* pfi_gpu_restore: restore what the file names — after a crash, or at the
  * writer's end (from_file = 0: the saved set in memory). A missing file is
@@ -210,8 +215,8 @@ pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gp
  * (kept and stored, if f->keep). *pending: how many GPUs stay saved (the
  * file is kept for them); the status is an error only for the file itself
  * (a rename or removal that failed). */
-pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_file, const pfi_gpu_restore_report *r,
-                           size_t *pending, pfi_error *err);
+pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_file,
+                           const pfi_gpu_restore_report *r, size_t *pending, pfi_error *err);
 
 #ifdef __cplusplus
 }

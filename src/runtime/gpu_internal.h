@@ -13,7 +13,8 @@ typedef struct pfi_gpu_ops {
     pfi_status (*info)(void *st, size_t i, pfi_gpu_info *info, pfi_error *err);
     pfi_status (*sample)(void *st, size_t i, pfi_gpu_sample *s, pfi_error *err);
     pfi_status (*set_cap)(void *st, size_t i, double cap_w, pfi_error *err);
-    pfi_status (*processes)(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err);
+    pfi_status (*processes)(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
+                            pfi_error *err);
     const char *(*unsupported)(void *st, size_t i);
     void (*close)(void *st);
 } pfi_gpu_ops;
@@ -25,13 +26,14 @@ struct pfi_gpu {
 };
 
 pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **st, pfi_error *err);
-pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon, const pfi_gpu_ops **ops, void **st,
-                            pfi_error *err);
+pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon,
+                            const pfi_gpu_ops **ops, void **st, pfi_error *err);
 /* simulator extras (st is the sim's state) */
 pfi_status pfi_sim_job_start(void *st, size_t k, const char *steplog, pfi_error *err);
 pfi_status pfi_sim_job_stop(void *st, size_t k, pfi_error *err);
 size_t pfi_sim_jobs(void *st);
-pfi_status pfi_sim_job_info(void *st, size_t k, size_t *first, size_t *last, const char **id, const char **group, pfi_error *err);
+pfi_status pfi_sim_job_info(void *st, size_t k, size_t *first, size_t *last, const char **id,
+                            const char **group, pfi_error *err);
 double pfi_sim_tokens_now(void *st, size_t k);
 
 #endif

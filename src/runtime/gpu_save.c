@@ -13,9 +13,13 @@
 #include "state_file.h"
 #include "sweep_state.h"
 
-double pfi_gpu_default_cap_w(const pfi_gpu_info *in) { return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w; }
+double pfi_gpu_default_cap_w(const pfi_gpu_info *in)
+{
+    return isfinite(in->cap_default_w) ? in->cap_default_w : in->cap_max_w;
+}
 
-pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w, pfi_error *err)
+pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w,
+                           pfi_error *err)
 {
     pfi_gpu_sample s;
     pfi_error e;
@@ -29,7 +33,8 @@ pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *c
         *cap_w = in.cap_default_w;
         return PFI_OK;
     }
-    return pfi_errorf(err, PFI_EIO, "GPU %zu: cannot read its current cap%s%s", i, e.msg[0] ? ": " : "", e.msg);
+    return pfi_errorf(err, PFI_EIO, "GPU %zu: cannot read its current cap%s%s", i,
+                      e.msg[0] ? ": " : "", e.msg);
 }
 
 pfi_saved_cap *pfi_gpu_saved_get(const pfi_gpu_saved_set *s, const char *uuid)
@@ -52,8 +57,8 @@ size_t pfi_gpu_saved_pending(const pfi_gpu_saved_set *s)
     return n;
 }
 
-pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fallback_default, const pfi_gpu_saved_set *s,
-                             pfi_error *err)
+pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fallback_default,
+                             const pfi_gpu_saved_set *s, pfi_error *err)
 {
     pfi_saved_cap *now[PFI_SAVED_CAPS_MAX];
     size_t m = 0, n0 = *s->n;
@@ -81,7 +86,10 @@ pfi_status pfi_gpu_save_caps(pfi_gpu *g, const size_t *idx, size_t nidx, int fal
     return st;
 }
 
-static int in_range(double w, const pfi_gpu_info *in) { return w >= in->cap_min_w - 1e-9 && w <= in->cap_max_w + 1e-9; }
+static int in_range(double w, const pfi_gpu_info *in)
+{
+    return w >= in->cap_min_w - 1e-9 && w <= in->cap_max_w + 1e-9;
+}
 
 void pfi_gpu_check_saved(pfi_gpu *g, const pfi_gpu_saved_set *s, const pfi_gpu_restore_report *r)
 {
@@ -90,14 +98,17 @@ void pfi_gpu_check_saved(pfi_gpu *g, const pfi_gpu_saved_set *s, const pfi_gpu_r
         long i = pfi_gpu_find_uuid(g, c->uuid);
         pfi_gpu_info in;
         if (!c->changed || i < 0 || pfi_gpu_info_get(g, (size_t)i, &in, NULL)) continue;
-        int base_ok = in_range(c->baseline_w, &in), cap_ok = isnan(c->cap_w) || in_range(c->cap_w, &in);
+        int base_ok = in_range(c->baseline_w, &in),
+            cap_ok = isnan(c->cap_w) || in_range(c->cap_w, &in);
         if (!base_ok) {
             double d = pfi_gpu_default_cap_w(&in);
-            if (r && r->out_of_range) r->out_of_range(r->ud, k, c, i, &in, "baseline_w", c->baseline_w, d);
+            if (r && r->out_of_range)
+                r->out_of_range(r->ud, k, c, i, &in, "baseline_w", c->baseline_w, d);
             c->baseline_w = d;
         }
         if (!cap_ok) {
-            if (r && r->out_of_range) r->out_of_range(r->ud, k, c, i, &in, "cap_w", c->cap_w, c->baseline_w);
+            if (r && r->out_of_range)
+                r->out_of_range(r->ud, k, c, i, &in, "cap_w", c->cap_w, c->baseline_w);
             c->cap_w = c->baseline_w;
         }
     }
@@ -123,8 +134,8 @@ void pfi_gpu_saved_defaults(pfi_gpu *g, int only_not_default, const pfi_gpu_save
     }
 }
 
-size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range, int forget_missing,
-                            const pfi_gpu_restore_report *r)
+size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range,
+                            int forget_missing, const pfi_gpu_restore_report *r)
 {
     for (size_t k = 0; k < *s->n; k++) {
         pfi_saved_cap *c = &s->gpu[k];
@@ -132,9 +143,11 @@ size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_ra
         long i = pfi_gpu_find_uuid(g, c->uuid);
         pfi_gpu_info in;
         pfi_error e;
-        if (i >= 0 && check_range && !pfi_gpu_info_get(g, (size_t)i, &in, NULL) && !in_range(c->baseline_w, &in)) {
+        if (i >= 0 && check_range && !pfi_gpu_info_get(g, (size_t)i, &in, NULL) &&
+            !in_range(c->baseline_w, &in)) {
             double d = pfi_gpu_default_cap_w(&in);
-            if (r && r->out_of_range) r->out_of_range(r->ud, k, c, i, &in, "baseline_w", c->baseline_w, d);
+            if (r && r->out_of_range)
+                r->out_of_range(r->ud, k, c, i, &in, "baseline_w", c->baseline_w, d);
             c->baseline_w = d;
         }
         if (i < 0 || pfi_gpu_set_cap(g, (size_t)i, c->baseline_w, &e)) {
@@ -184,12 +197,14 @@ static pfi_status plain_store(const pfi_gpu_state_file *f, pfi_error *err)
     }
     char *t = pfi_sweep_state_format(st);
     free(st);
-    pfi_status rc = t ? pfi_state_file_write(f->path, t, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status rc =
+        t ? pfi_state_file_write(f->path, t, err) : pfi_errorf(err, PFI_ENOMEM, "out of memory");
     free(t);
     return rc;
 }
 
-void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_cap *gpu, size_t *n, size_t max)
+void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_cap *gpu, size_t *n,
+                             size_t max)
 {
     memset(f, 0, sizeof *f);
     f->path = path;
@@ -200,7 +215,8 @@ void pfi_gpu_state_file_init(pfi_gpu_state_file *f, const char *path, pfi_saved_
     f->store = plain_store;
 }
 
-pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gpu_state_file *f, pfi_error *err)
+pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gpu_state_file *f,
+                        pfi_error *err)
 {
     size_t n0 = *f->saved.n;
     int was[PFI_SAVED_CAPS_MAX];
@@ -213,8 +229,8 @@ pfi_status pfi_gpu_save(pfi_gpu *g, const size_t *idx, size_t nidx, const pfi_gp
     return st;
 }
 
-pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_file, const pfi_gpu_restore_report *r,
-                           size_t *pending, pfi_error *err)
+pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_file,
+                           const pfi_gpu_restore_report *r, size_t *pending, pfi_error *err)
 {
     int found = 1, lost = 0;
     pfi_error e;
@@ -228,11 +244,14 @@ pfi_status pfi_gpu_restore(pfi_gpu *g, const pfi_gpu_state_file *f, int from_fil
     } else if (from_file && r && r->found) {
         r->found(r->ud, f->path);
     }
-    if ((*pending = pfi_gpu_restore_caps(g, &f->saved, from_file, 0, r))) return PFI_OK; /* the file still names them */
+    if ((*pending = pfi_gpu_restore_caps(g, &f->saved, from_file, 0, r)))
+        return PFI_OK; /* the file still names them */
     if (lost) {
         char keep[4200];
         snprintf(keep, sizeof keep, "%s.corrupt", f->path);
-        if (rename(f->path, keep) != 0) return pfi_errorf(err, PFI_EIO, "%s: cannot rename it to %s: %s", f->path, keep, strerror(errno));
+        if (rename(f->path, keep) != 0)
+            return pfi_errorf(err, PFI_EIO, "%s: cannot rename it to %s: %s", f->path, keep,
+                              strerror(errno));
         return PFI_OK;
     }
     if (f->keep) return f->store(f, err);

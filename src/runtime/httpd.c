@@ -70,7 +70,8 @@ int pfi_bearer_ok(const char *hdr, const char *token)
     size_t lt = strlen(t), la = strlen(token), n = lt > la ? lt : la;
     unsigned char d = (unsigned char)(lt != la);
     for (size_t i = 0; i < n; i++) { /* every byte of the longer string is visited */
-        unsigned char x = i < lt ? (unsigned char)t[i] : 0, y = i < la ? (unsigned char)token[i] : 0;
+        unsigned char x = i < lt ? (unsigned char)t[i] : 0,
+                      y = i < la ? (unsigned char)token[i] : 0;
         d |= (unsigned char)(x ^ y);
     }
     return d == 0;
@@ -101,7 +102,8 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
         char *b = realloc(rs->body, rs->len + 2);
         if (b) rs->body = b, b[rs->len++] = '\n', b[rs->len] = '\0';
     }
-    struct MHD_Response *r = MHD_create_response_from_buffer(rs->len, rs->body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(rs->len, rs->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(rs->body);
         return MHD_NO;
@@ -115,7 +117,8 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)rs->code, r);
     MHD_destroy_response(r);
     /* answered: a kept-alive connection's next request gets a fresh deadline */
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (ci && ci->socket_context) {
         pthread_mutex_lock(&h->cmu);
         ((conn *)ci->socket_context)->deadline_s = mono_s() + h->o.request_timeout_s;
@@ -133,22 +136,28 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
  * (MHD_OPTION_HTTPS_MEM_TRUST makes the server ask for one) */
 static int client_cert_ok(struct MHD_Connection *c)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (!ci || !ci->tls_session) return 0;
     gnutls_session_t s = (gnutls_session_t)ci->tls_session;
     unsigned n = 0;
     if (!gnutls_certificate_get_peers(s, &n) || n == 0) return 0;
     /* a chain to the configured CA, for client use: a certificate that CA
        issued for a server (extended key usage without clientAuth) is refused */
-    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
+    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID,
+                                     (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
     unsigned status = 1;
     return gnutls_certificate_verify_peers(s, &purpose, 1, &status) == 0 && status == 0;
 }
 
-static int takes_body(const char *m) { return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE"); }
+static int takes_body(const char *m)
+{
+    return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE");
+}
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
-                              const char *data, size_t *size, void **ctx)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *size, void **ctx)
 {
     pfi_httpd *h = cls;
     (void)version;
@@ -156,22 +165,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!*ctx) { /* headers only */
         if (h->ca && !client_cert_ok(c)) {
             *ctx = &ANSWERED;
-            pfi_http_error(&rs, 403, "a client certificate signed by the configured CA is required");
+            pfi_http_error(&rs, 403,
+                           "a client certificate signed by the configured CA is required");
             return send_resp(h, c, &rs);
         }
         int need = h->o.is_protected ? h->o.is_protected(h->o.ud, method, url) : PFI_HTTP_OPEN;
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *auth =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         if (need == PFI_HTTP_CONTROL && !pfi_bearer_ok(auth, h->o.token)) {
             *ctx = &ANSWERED;
-            pfi_http_error(&rs, 401, h->o.token ? "missing or wrong bearer token" : "no token is configured: this endpoint is disabled");
+            pfi_http_error(&rs, 401,
+                           h->o.token ? "missing or wrong bearer token"
+                                      : "no token is configured: this endpoint is disabled");
             return send_resp(h, c, &rs);
         }
-        if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) && !pfi_bearer_ok(auth, h->o.token)) {
+        if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) &&
+            !pfi_bearer_ok(auth, h->o.token)) {
             *ctx = &ANSWERED;
-            pfi_http_error(&rs, 401, "missing or wrong bearer token (the read or the control token)");
+            pfi_http_error(&rs, 401,
+                           "missing or wrong bearer token (the read or the control token)");
             return send_resp(h, c, &rs);
         }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > h->o.max_body) {
             *ctx = &ANSWERED;
             pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
@@ -188,7 +204,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     }
     if (*size) {
-        if (!takes_body(method) || u->body.n + *size > h->o.max_body) u->too_big = takes_body(method);
+        if (!takes_body(method) || u->body.n + *size > h->o.max_body)
+            u->too_big = takes_body(method);
         else if (pfi_buf_add(&u->body, data, *size)) return MHD_NO;
         *size = 0;
         return MHD_YES;
@@ -202,7 +219,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return send_resp(h, c, &rs);
 }
 
-static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe)
+static void done(void *cls, struct MHD_Connection *c, void **ctx,
+                 enum MHD_RequestTerminationCode toe)
 {
     (void)cls, (void)c, (void)toe;
     upload *u = *ctx;
@@ -213,11 +231,13 @@ static void done(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_Reque
     *ctx = NULL;
 }
 
-static void notify(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode code)
+static void notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                   enum MHD_ConnectionNotificationCode code)
 {
     pfi_httpd *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         conn *k = ci ? calloc(1, sizeof *k) : NULL;
         *socket_ctx = k;
         if (!k) return;
@@ -302,16 +322,20 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     char host[256] = "127.0.0.1";
     long port = 0;
     const char *colon = o->listen ? strrchr(o->listen, ':') : NULL;
-    if (!colon) return pfi_errorf(err, PFI_EINVAL, "listen address %s: expected ADDRESS:PORT", o->listen ? o->listen : "(none)");
+    if (!colon)
+        return pfi_errorf(err, PFI_EINVAL, "listen address %s: expected ADDRESS:PORT",
+                          o->listen ? o->listen : "(none)");
     snprintf(host, sizeof host, "%.*s", (int)(colon - o->listen), o->listen);
     char *end;
     port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535) return pfi_errorf(err, PFI_EINVAL, "listen address %s: bad port", o->listen);
+    if (*end || port < 0 || port > 65535)
+        return pfi_errorf(err, PFI_EINVAL, "listen address %s: bad port", o->listen);
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return pfi_errorf(err, PFI_EINVAL, "listen address %s: not an IPv4 address", host);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return pfi_errorf(err, PFI_EINVAL, "listen address %s: not an IPv4 address", host);
     pfi_httpd *h = calloc(1, sizeof *h);
     if (!h) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     h->o = *o;
@@ -328,7 +352,8 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     pthread_condattr_destroy(&ca);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (o->tls_cert || o->tls_key) {
-        if (!o->tls_cert || !o->tls_key || !(h->cert = slurp(o->tls_cert)) || !(h->key = slurp(o->tls_key))) {
+        if (!o->tls_cert || !o->tls_key || !(h->cert = slurp(o->tls_cert)) ||
+            !(h->key = slurp(o->tls_key))) {
             free(h->cert);
             free(h->key);
             free(h);
@@ -340,13 +365,16 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         free(h->cert);
         free(h->key);
         free(h);
-        return pfi_errorf(err, PFI_EINVAL, "a client CA (%s) needs TLS (--tls-cert, --tls-key) and a readable file", o->tls_client_ca);
+        return pfi_errorf(err, PFI_EINVAL,
+                          "a client CA (%s) needs TLS (--tls-cert, --tls-key) and a readable file",
+                          o->tls_client_ca);
     }
     if (threads < 1 || threads > 64 || max_conn < threads) {
         free(h->cert);
         free(h->key);
         free(h);
-        return pfi_errorf(err, PFI_EINVAL, "HTTP server: %u threads for %u connections", threads, max_conn);
+        return pfi_errorf(err, PFI_EINVAL, "HTTP server: %u threads for %u connections", threads,
+                          max_conn);
     }
     /* MHD_OPTION_ARRAY: the TLS options only when TLS is on */
     struct MHD_OptionItem opts[] = {
@@ -362,10 +390,11 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         {h->ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, h->ca},
         {MHD_OPTION_END, 0, NULL},
     };
-    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_ARRAY, opts,
-                            MHD_OPTION_END);
+    h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+                            MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->d) {
-        pfi_status st = pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
+        pfi_status st =
+            pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
         free(h->cert);
         free(h->key);
         free(h->ca);
@@ -407,7 +436,8 @@ unsigned long long pfi_httpd_slow_closed(pfi_httpd *h)
     return n;
 }
 
-void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5)
+void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4,
+                      unsigned long long *c5)
 {
     pthread_mutex_lock(&h->mu);
     *c2 = h->c2, *c4 = h->c4, *c5 = h->c5;

@@ -26,33 +26,34 @@ extern "C" {
 
 typedef struct pfi_http_req {
     const char *method, *url;
-    const char *body;           /* NUL-terminated; len bytes */
+    const char *body; /* NUL-terminated; len bytes */
     size_t len;
 } pfi_http_req;
 
 /* the Content-Security-Policy of every answer that sets none: nothing runs or loads */
-#define PFI_HTTP_CSP_NONE "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+#define PFI_HTTP_CSP_NONE                                                                          \
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 typedef struct pfi_http_resp {
     int code;
-    const char *ctype;          /* default application/json */
-    const char *csp;            /* Content-Security-Policy; default PFI_HTTP_CSP_NONE */
-    char *body;                 /* malloc'd; the server frees it */
+    const char *ctype; /* default application/json */
+    const char *csp;   /* Content-Security-Policy; default PFI_HTTP_CSP_NONE */
+    char *body;        /* malloc'd; the server frees it */
     size_t len;
 } pfi_http_resp;
 
 typedef struct pfi_httpd_opts {
-    const char *listen;         /* ADDR:PORT (IPv4); port 0 picks one */
+    const char *listen; /* ADDR:PORT (IPv4); port 0 picks one */
     const char *tls_cert, *tls_key;
     size_t max_body;
-    unsigned max_connections;   /* 0: 512 */
-    unsigned max_per_ip;        /* connections from one client address; 0: 16 */
-    double request_timeout_s;   /* a request must arrive within this; 0: 10 s */
-    unsigned threads;           /* 0: 4 */
-    const char *tls_client_ca;  /* PEM CA file: every request must present a client
-                                   certificate it signed (mTLS); needs TLS */
-    const char *token;          /* control token; NULL: control requests get 401 */
-    const char *read_token;     /* NULL: read requests are open */
+    unsigned max_connections;  /* 0: 512 */
+    unsigned max_per_ip;       /* connections from one client address; 0: 16 */
+    double request_timeout_s;  /* a request must arrive within this; 0: 10 s */
+    unsigned threads;          /* 0: 4 */
+    const char *tls_client_ca; /* PEM CA file: every request must present a client
+                                  certificate it signed (mTLS); needs TLS */
+    const char *token;         /* control token; NULL: control requests get 401 */
+    const char *read_token;    /* NULL: read requests are open */
     /* what this request needs: PFI_HTTP_OPEN, PFI_HTTP_READ (the read or the
        control token, when a read token is configured) or PFI_HTTP_CONTROL */
     int (*is_protected)(void *ud, const char *method, const char *url);
@@ -67,14 +68,16 @@ typedef struct pfi_httpd pfi_httpd;
 pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port, pfi_error *err);
 void pfi_httpd_stop(pfi_httpd *h);
 /* counters: 2xx, 4xx, 5xx */
-void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4, unsigned long long *c5);
+void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4,
+                      unsigned long long *c5);
 /* connections shut down because their request did not arrive in time */
 unsigned long long pfi_httpd_slow_closed(pfi_httpd *h);
 
 /* constant-time equality of a "Bearer TOKEN" header value with token */
 int pfi_bearer_ok(const char *header, const char *token);
 /* fill rs with {"error": msg} */
-void pfi_http_error(pfi_http_resp *rs, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void pfi_http_error(pfi_http_resp *rs, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #ifdef __cplusplus
 }

@@ -8,40 +8,54 @@
 #include "lease_file.h"
 #include "state_file.h"
 
-void pfi_lease_init(pfi_lease_state *s) { memset(s, 0, sizeof *s); }
+void pfi_lease_init(pfi_lease_state *s)
+{
+    memset(s, 0, sizeof *s);
+}
 
-int pfi_lease_live(const pfi_lease_state *s, double now) { return s->active && now < s->expires_mono; }
+int pfi_lease_live(const pfi_lease_state *s, double now)
+{
+    return s->active && now < s->expires_mono;
+}
 
-pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
-                                  pfi_error *why)
+pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller,
+                                  long long generation, double now, pfi_error *why)
 {
     if (generation - s->generation_max > PFI_LEASE_GENERATION_STEP) {
-        pfi_errorf(why, PFI_ERANGE, "generation: %lld is more than %lld above generation_max %lld (the highest accepted)", generation,
-                   PFI_LEASE_GENERATION_STEP, s->generation_max);
+        pfi_errorf(
+            why, PFI_ERANGE,
+            "generation: %lld is more than %lld above generation_max %lld (the highest accepted)",
+            generation, PFI_LEASE_GENERATION_STEP, s->generation_max);
         return PFI_LEASE_TOO_FAR;
     }
     if (pfi_lease_live(s, now)) {
         if (generation < s->generation) {
-            pfi_errorf(why, PFI_ESTATE, "generation %lld is older than the live lease's %lld (controller %s)", generation, s->generation,
-                       s->controller);
+            pfi_errorf(why, PFI_ESTATE,
+                       "generation %lld is older than the live lease's %lld (controller %s)",
+                       generation, s->generation, s->controller);
             return PFI_LEASE_STALE;
         }
         if (generation == s->generation && strcmp(controller, s->controller)) {
-            pfi_errorf(why, PFI_ESTATE, "controller %s holds the lease at generation %lld; take it over with a higher generation",
+            pfi_errorf(why, PFI_ESTATE,
+                       "controller %s holds the lease at generation %lld; take it over with a "
+                       "higher generation",
                        s->controller, s->generation);
             return PFI_LEASE_BUSY;
         }
         return PFI_LEASE_ADMIT;
     }
     if (generation < s->generation_max) {
-        pfi_errorf(why, PFI_ESTATE, "generation %lld is older than %lld, already accepted (see generation_max in GET /v1/node)",
+        pfi_errorf(why, PFI_ESTATE,
+                   "generation %lld is older than %lld, already accepted (see generation_max in "
+                   "GET /v1/node)",
                    generation, s->generation_max);
         return PFI_LEASE_STALE;
     }
     return PFI_LEASE_ADMIT;
 }
 
-void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation, double lease_s, double now)
+void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation,
+                     double lease_s, double now)
 {
     s->active = 1;
     snprintf(s->controller, sizeof s->controller, "%s", controller);

@@ -29,15 +29,21 @@
 extern "C" {
 #endif
 
-typedef enum pfi_lease_verdict { PFI_LEASE_ADMIT = 0, PFI_LEASE_STALE, PFI_LEASE_BUSY, PFI_LEASE_TOO_FAR } pfi_lease_verdict;
+typedef enum pfi_lease_verdict {
+    PFI_LEASE_ADMIT = 0,
+    PFI_LEASE_STALE,
+    PFI_LEASE_BUSY,
+    PFI_LEASE_TOO_FAR
+} pfi_lease_verdict;
 
 void pfi_lease_init(pfi_lease_state *s);
 /* May this write take or renew the lease? When not, why gets a one-line
  * reason (code PFI_ESTATE: stale or busy, 409; PFI_ERANGE: too far, 400). */
-pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller, long long generation, double now,
-                                  pfi_error *why);
+pfi_lease_verdict pfi_lease_admit(const pfi_lease_state *s, const char *controller,
+                                  long long generation, double now, pfi_error *why);
 /* also sets expires_at from the wall clock, so the lease can be saved at once */
-void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation, double lease_s, double now);
+void pfi_lease_grant(pfi_lease_state *s, const char *controller, long long generation,
+                     double lease_s, double now);
 int pfi_lease_live(const pfi_lease_state *s, double now);
 /* GPU entry by UUID (added when absent; NULL if full). */
 pfi_lease_gpu *pfi_lease_gpu_get(pfi_lease_state *s, const char *uuid);

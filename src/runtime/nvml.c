@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "gpu_internal.h"
 #include "nvml_api.h"
-#include "clock.h"
 
 #define NV_MAX_GPUS 64
 
@@ -50,11 +50,11 @@ static const char *msg(const nv *s, nvmlReturn_t r)
 
 static pfi_status map_err(const nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
 {
-    pfi_status code = r == NVML_ERROR_NO_PERMISSION ? PFI_EPERM
-                    : r == NVML_ERROR_NOT_SUPPORTED ? PFI_EUNSUPP
-                    : r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE
-                    : r == NVML_ERROR_NOT_FOUND ? PFI_ENOTFOUND
-                                                : PFI_EIO;
+    pfi_status code = r == NVML_ERROR_NO_PERMISSION      ? PFI_EPERM
+                      : r == NVML_ERROR_NOT_SUPPORTED    ? PFI_EUNSUPP
+                      : r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE
+                      : r == NVML_ERROR_NOT_FOUND        ? PFI_ENOTFOUND
+                                                         : PFI_EIO;
     return pfi_errorf(err, code, "NVML: GPU %zu: %s: %s (NVML error %d)", i, what, msg(s, r), r);
 }
 
@@ -68,7 +68,8 @@ static void note(nv *s, size_t i, const char *what)
 }
 
 /* a read's result: 1 ok, 0 unsupported / no permission / absent (noted), -1 other error */
-static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pfi_error *err, pfi_status *st)
+static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pfi_error *err,
+              pfi_status *st)
 {
     if (!present) {
         note(s, i, what);
@@ -83,7 +84,10 @@ static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pf
     return -1;
 }
 
-static size_t n_count(void *st) { return ((nv *)st)->n; }
+static size_t n_count(void *st)
+{
+    return ((nv *)st)->n;
+}
 
 static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
 {
@@ -91,7 +95,8 @@ static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
     memset(info, 0, sizeof *info);
     nvmlReturn_t r = s->uuid(s->dev[i], info->uuid, sizeof info->uuid);
     if (r) return map_err(s, r, err, "nvmlDeviceGetUUID", i);
-    if (s->name && s->name(s->dev[i], info->name, sizeof info->name) != NVML_SUCCESS) snprintf(info->name, sizeof info->name, "NVIDIA GPU");
+    if (s->name && s->name(s->dev[i], info->name, sizeof info->name) != NVML_SUCCESS)
+        snprintf(info->name, sizeof info->name, "NVIDIA GPU");
     unsigned lo = 0, hi = 0, def = 0;
     r = s->constraints ? s->constraints(s->dev[i], &lo, &hi) : NVML_ERROR_FUNCTION_NOT_FOUND;
     if (r == NVML_SUCCESS) {
@@ -121,37 +126,53 @@ static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err
     unsigned u = 0, v = 0;
     unsigned long long ull = 0;
     int k;
-    if ((k = rd(s, i, s->power ? s->power(d, &u) : 0, "power_usage", s->power != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->power ? s->power(d, &u) : 0, "power_usage", s->power != NULL, err, &rc)) <
+        0)
+        return rc;
     if (k) o->power_w = u / 1000.0, o->have |= PFI_GS_POWER;
-    if ((k = rd(s, i, s->energy ? s->energy(d, &ull) : 0, "total_energy", s->energy != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->energy ? s->energy(d, &ull) : 0, "total_energy", s->energy != NULL, err,
+                &rc)) < 0)
+        return rc;
     if (k) o->energy_j = (double)ull / 1000.0, o->have |= PFI_GS_ENERGY;
-    if ((k = rd(s, i, s->limit ? s->limit(d, &u) : 0, "power_limit", s->limit != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->limit ? s->limit(d, &u) : 0, "power_limit", s->limit != NULL, err, &rc)) <
+        0)
+        return rc;
     if (k) o->cap_w = u / 1000.0, o->have |= PFI_GS_CAP;
-    if ((k = rd(s, i, s->enforced ? s->enforced(d, &u) : 0, "enforced_power_limit", s->enforced != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->enforced ? s->enforced(d, &u) : 0, "enforced_power_limit",
+                s->enforced != NULL, err, &rc)) < 0)
+        return rc;
     if (k) o->enforced_w = u / 1000.0, o->have |= PFI_GS_ENFORCED;
     if (s->clock) {
-        nvmlReturn_t r1 = s->clock(d, NVML_CLOCK_SM, &u), r2 = r1 ? r1 : s->clock(d, NVML_CLOCK_MEM, &v);
+        nvmlReturn_t r1 = s->clock(d, NVML_CLOCK_SM, &u),
+                     r2 = r1 ? r1 : s->clock(d, NVML_CLOCK_MEM, &v);
         if ((k = rd(s, i, r2, "clocks", 1, err, &rc)) < 0) return rc;
         if (k) o->sm_clock_mhz = u, o->mem_clock_mhz = v, o->have |= PFI_GS_CLOCKS;
     } else note(s, i, "clocks");
     nvmlUtilization_t ut;
-    if ((k = rd(s, i, s->util ? s->util(d, &ut) : 0, "utilization", s->util != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->util ? s->util(d, &ut) : 0, "utilization", s->util != NULL, err, &rc)) < 0)
+        return rc;
     if (k) o->util_gpu_pct = ut.gpu, o->util_mem_pct = ut.memory, o->have |= PFI_GS_UTIL;
-    if ((k = rd(s, i, s->reasons ? s->reasons(d, &ull) : 0, "clocks_event_reasons", s->reasons != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->reasons ? s->reasons(d, &ull) : 0, "clocks_event_reasons",
+                s->reasons != NULL, err, &rc)) < 0)
+        return rc;
     if (k) o->throttle_reasons = ull, o->have |= PFI_GS_THROTTLE;
     nvmlMemory_t mm;
-    if ((k = rd(s, i, s->mem ? s->mem(d, &mm) : 0, "memory_info", s->mem != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->mem ? s->mem(d, &mm) : 0, "memory_info", s->mem != NULL, err, &rc)) < 0)
+        return rc;
     if (k) o->fb_used_mib = (double)mm.used / 1048576.0, o->have |= PFI_GS_MEM;
-    if ((k = rd(s, i, s->temp ? s->temp(d, NVML_TEMPERATURE_GPU, &u) : 0, "temperature", s->temp != NULL, err, &rc)) < 0) return rc;
+    if ((k = rd(s, i, s->temp ? s->temp(d, NVML_TEMPERATURE_GPU, &u) : 0, "temperature",
+                s->temp != NULL, err, &rc)) < 0)
+        return rc;
     if (k) o->temp_c = u, o->have |= PFI_GS_TEMP;
     if (s->fields) {
         nvmlFieldValue_t fv;
         memset(&fv, 0, sizeof fv);
         fv.fieldId = NVML_FI_DEV_POWER_INSTANT;
         nvmlReturn_t r = s->fields(d, 1, &fv);
-        if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS) o->power_instant_w = fv.value.uiVal / 1000.0, o->have |= PFI_GS_POWER_INSTANT;
-        else if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_NO_PERMISSION &&
-                 r != NVML_ERROR_INVALID_ARGUMENT)
+        if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS)
+            o->power_instant_w = fv.value.uiVal / 1000.0, o->have |= PFI_GS_POWER_INSTANT;
+        else if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED &&
+                 r != NVML_ERROR_NO_PERMISSION && r != NVML_ERROR_INVALID_ARGUMENT)
             return map_err(s, r, err, "nvmlDeviceGetFieldValues", i);
         else note(s, i, "field_power_instant");
     } else note(s, i, "field_power_instant");
@@ -164,8 +185,11 @@ static pfi_status n_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
     unsigned lo = 0, hi = 0;
     if (s->constraints && s->constraints(s->dev[i], &lo, &hi) == NVML_SUCCESS &&
         !(cap_w * 1000.0 >= lo - 0.5 && cap_w * 1000.0 <= hi + 0.5))
-        return pfi_errorf(err, PFI_ERANGE, "GPU %zu: cap %g W outside the device's %g..%g W", i, cap_w, lo / 1000.0, hi / 1000.0);
-    if (!s->set_limit) return pfi_errorf(err, PFI_EUNSUPP, "NVML: nvmlDeviceSetPowerManagementLimit is missing from the library");
+        return pfi_errorf(err, PFI_ERANGE, "GPU %zu: cap %g W outside the device's %g..%g W", i,
+                          cap_w, lo / 1000.0, hi / 1000.0);
+    if (!s->set_limit)
+        return pfi_errorf(err, PFI_EUNSUPP,
+                          "NVML: nvmlDeviceSetPowerManagementLimit is missing from the library");
     nvmlReturn_t r = s->set_limit(s->dev[i], (unsigned)(cap_w * 1000.0 + 0.5));
     if (r) return map_err(s, r, err, "nvmlDeviceSetPowerManagementLimit", i);
     return PFI_OK;
@@ -174,7 +198,8 @@ static pfi_status n_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
 /* NVML's process list: on INSUFFICIENT_SIZE it writes nothing and reports
  * the count it needs, so ask again with that many (plus room for processes
  * that start between the calls), a bounded number of times. */
-static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err)
+static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
+                          pfi_error *err)
 {
     nv *s = st;
     if (!s->procs && !s->procs_v1) {
@@ -228,7 +253,10 @@ static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_
     return PFI_OK;
 }
 
-static const char *n_unsupported(void *st, size_t i) { return ((nv *)st)->unsupported[i]; }
+static const char *n_unsupported(void *st, size_t i)
+{
+    return ((nv *)st)->unsupported[i];
+}
 
 static void n_close(void *st)
 {
@@ -239,7 +267,8 @@ static void n_close(void *st)
     free(s);
 }
 
-static const pfi_gpu_ops nvml_ops = {"nvml", n_count, n_info, n_sample, n_set_cap, n_procs, n_unsupported, n_close};
+static const pfi_gpu_ops nvml_ops = {"nvml",    n_count, n_info,        n_sample,
+                                     n_set_cap, n_procs, n_unsupported, n_close};
 
 /* the first of the names the library exports */
 static void *sym(void *dl, const char *a, const char *b, const char *c)
@@ -252,7 +281,8 @@ static void *sym(void *dl, const char *a, const char *b, const char *c)
 
 pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **out, pfi_error *err)
 {
-    if (opts && *opts) return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
+    if (opts && *opts)
+        return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
     const char *lib = getenv("PFI_NVML_LIBRARY");
     if (!lib || !*lib) lib = "libnvidia-ml.so.1";
     nv *s = calloc(1, sizeof *s);
@@ -261,45 +291,60 @@ pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **o
     if (!s->dl) {
         const char *e = dlerror();
         free(s);
-        return pfi_errorf(err, PFI_ENOTFOUND, "NVML: cannot load %s: %s (no NVIDIA driver here? try --backend sim)", lib,
-                          e ? e : "unknown error");
+        return pfi_errorf(err, PFI_ENOTFOUND,
+                          "NVML: cannot load %s: %s (no NVIDIA driver here? try --backend sim)",
+                          lib, e ? e : "unknown error");
     }
     nvmlInit_fn init = (nvmlInit_fn)sym(s->dl, "nvmlInit_v2", "nvmlInit", NULL);
-    nvmlDeviceGetCount_fn count = (nvmlDeviceGetCount_fn)sym(s->dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL);
-    nvmlDeviceGetHandleByIndex_fn handle =
-        (nvmlDeviceGetHandleByIndex_fn)sym(s->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", NULL);
+    nvmlDeviceGetCount_fn count =
+        (nvmlDeviceGetCount_fn)sym(s->dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL);
+    nvmlDeviceGetHandleByIndex_fn handle = (nvmlDeviceGetHandleByIndex_fn)sym(
+        s->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", NULL);
     s->shutdown = (nvmlShutdown_fn)sym(s->dl, "nvmlShutdown", NULL, NULL);
     s->errstr = (nvmlErrorString_fn)sym(s->dl, "nvmlErrorString", NULL, NULL);
     s->uuid = (nvmlDeviceGetUUID_fn)sym(s->dl, "nvmlDeviceGetUUID", NULL, NULL);
     s->name = (nvmlDeviceGetName_fn)sym(s->dl, "nvmlDeviceGetName", NULL, NULL);
     s->power = (nvmlDeviceGetPowerUsage_fn)sym(s->dl, "nvmlDeviceGetPowerUsage", NULL, NULL);
-    s->energy = (nvmlDeviceGetTotalEnergyConsumption_fn)sym(s->dl, "nvmlDeviceGetTotalEnergyConsumption", NULL, NULL);
-    s->constraints = (nvmlDeviceGetPowerManagementLimitConstraints_fn)sym(s->dl, "nvmlDeviceGetPowerManagementLimitConstraints", NULL, NULL);
-    s->def_limit = (nvmlDeviceGetPowerManagementDefaultLimit_fn)sym(s->dl, "nvmlDeviceGetPowerManagementDefaultLimit", NULL, NULL);
-    s->limit = (nvmlDeviceGetPowerManagementLimit_fn)sym(s->dl, "nvmlDeviceGetPowerManagementLimit", NULL, NULL);
-    s->enforced = (nvmlDeviceGetEnforcedPowerLimit_fn)sym(s->dl, "nvmlDeviceGetEnforcedPowerLimit", NULL, NULL);
-    s->set_limit = (nvmlDeviceSetPowerManagementLimit_fn)sym(s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
+    s->energy = (nvmlDeviceGetTotalEnergyConsumption_fn)sym(
+        s->dl, "nvmlDeviceGetTotalEnergyConsumption", NULL, NULL);
+    s->constraints = (nvmlDeviceGetPowerManagementLimitConstraints_fn)sym(
+        s->dl, "nvmlDeviceGetPowerManagementLimitConstraints", NULL, NULL);
+    s->def_limit = (nvmlDeviceGetPowerManagementDefaultLimit_fn)sym(
+        s->dl, "nvmlDeviceGetPowerManagementDefaultLimit", NULL, NULL);
+    s->limit = (nvmlDeviceGetPowerManagementLimit_fn)sym(s->dl, "nvmlDeviceGetPowerManagementLimit",
+                                                         NULL, NULL);
+    s->enforced = (nvmlDeviceGetEnforcedPowerLimit_fn)sym(s->dl, "nvmlDeviceGetEnforcedPowerLimit",
+                                                          NULL, NULL);
+    s->set_limit = (nvmlDeviceSetPowerManagementLimit_fn)sym(
+        s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
     s->clock = (nvmlDeviceGetClockInfo_fn)sym(s->dl, "nvmlDeviceGetClockInfo", NULL, NULL);
-    s->util = (nvmlDeviceGetUtilizationRates_fn)sym(s->dl, "nvmlDeviceGetUtilizationRates", NULL, NULL);
-    s->reasons = (nvmlDeviceGetCurrentClocksEventReasons_fn)sym(s->dl, "nvmlDeviceGetCurrentClocksEventReasons",
-                                                               "nvmlDeviceGetCurrentClocksThrottleReasons", NULL);
+    s->util =
+        (nvmlDeviceGetUtilizationRates_fn)sym(s->dl, "nvmlDeviceGetUtilizationRates", NULL, NULL);
+    s->reasons = (nvmlDeviceGetCurrentClocksEventReasons_fn)sym(
+        s->dl, "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons", NULL);
     s->mem = (nvmlDeviceGetMemoryInfo_fn)sym(s->dl, "nvmlDeviceGetMemoryInfo", NULL, NULL);
     s->temp = (nvmlDeviceGetTemperature_fn)sym(s->dl, "nvmlDeviceGetTemperature", NULL, NULL);
     s->fields = (nvmlDeviceGetFieldValues_fn)sym(s->dl, "nvmlDeviceGetFieldValues", NULL, NULL);
     /* _v2 first: some R535 drivers' _v3 writes 32-byte records (with a
        confidential-computing field) where its header says 24, which misreads
        PIDs; _v2 writes the 24-byte nvmlProcessInfo_t everywhere */
-    s->procs = (nvmlDeviceGetComputeRunningProcesses_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses_v2",
-                                                           "nvmlDeviceGetComputeRunningProcesses_v3", NULL);
-    s->procs_v1 = (nvmlDeviceGetComputeRunningProcesses_v1_fn)sym(s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
+    s->procs = (nvmlDeviceGetComputeRunningProcesses_fn)sym(
+        s->dl, "nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses_v3",
+        NULL);
+    s->procs_v1 = (nvmlDeviceGetComputeRunningProcesses_v1_fn)sym(
+        s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
     if (!init || !count || !handle || !s->uuid) {
         dlclose(s->dl);
         free(s);
-        return pfi_errorf(err, PFI_EUNSUPP, "NVML: %s lacks nvmlInit/nvmlDeviceGetCount/GetHandleByIndex/GetUUID", lib);
+        return pfi_errorf(err, PFI_EUNSUPP,
+                          "NVML: %s lacks nvmlInit/nvmlDeviceGetCount/GetHandleByIndex/GetUUID",
+                          lib);
     }
     nvmlReturn_t r = init();
     if (r) {
-        pfi_status st = pfi_errorf(err, PFI_EIO, "NVML: nvmlInit: %s (NVML error %d)", msg(s, r), r);
+        pfi_status st =
+            pfi_errorf(err, PFI_EIO, "NVML: nvmlInit: %s (NVML error %d)", msg(s, r), r);
         dlclose(s->dl);
         free(s);
         return st;
@@ -307,7 +352,8 @@ pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **o
     unsigned n = 0;
     r = count(&n);
     if (r) {
-        pfi_status st = pfi_errorf(err, PFI_EIO, "NVML: nvmlDeviceGetCount: %s (NVML error %d)", msg(s, r), r);
+        pfi_status st =
+            pfi_errorf(err, PFI_EIO, "NVML: nvmlDeviceGetCount: %s (NVML error %d)", msg(s, r), r);
         n_close(s);
         return st;
     }

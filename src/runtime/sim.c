@@ -20,11 +20,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gpu_internal.h"
 #include "atomic.h"
 #include "clock.h"
-#include "recon.h"
+#include "gpu_internal.h"
 #include "pfi/steplog.h"
+#include "recon.h"
 #include "util.h"
 
 #define SIM_MAX_GPUS 64
@@ -33,15 +33,15 @@
 
 typedef struct sim_gpu {
     double cap_w;
-    double x0, x1, t0;      /* clock lag: from x0 towards x1 since t0 */
+    double x0, x1, t0; /* clock lag: from x0 towards x1 since t0 */
     double energy_j, t_last;
-    int job;                /* index into jobs, -1 idle */
+    int job; /* index into jobs, -1 idle */
 } sim_gpu;
 
 typedef struct sim_job {
     char id[64];
     const pfi_recon_group *g;
-    size_t a, b;            /* GPUs a..b */
+    size_t a, b; /* GPUs a..b */
     int running;
     double t_start, t_logged, load_s;
     long step;
@@ -67,7 +67,10 @@ static double clock_at(const sim *s, const sim_gpu *g, double t)
     return g->x1 + (g->x0 - g->x1) * (s->tau > 0 ? exp(-dt / s->tau) : 0);
 }
 
-static int training(const sim_job *j, double t) { return j->running && t - j->t_start >= j->load_s; }
+static int training(const sim_job *j, double t)
+{
+    return j->running && t - j->t_start >= j->load_s;
+}
 
 /* the clock the model's controller settles at for this GPU's cap */
 static double target_x(const sim *s, size_t i)
@@ -113,7 +116,9 @@ static pfi_status save_state(sim *s, pfi_error *err)
 static pfi_status load_state(sim *s, pfi_error *err)
 {
     FILE *f = fopen(s->state, "r");
-    if (!f) return errno == ENOENT ? PFI_OK : pfi_errorf(err, PFI_EIO, "%s: %s", s->state, strerror(errno));
+    if (!f)
+        return errno == ENOENT ? PFI_OK
+                               : pfi_errorf(err, PFI_EIO, "%s: %s", s->state, strerror(errno));
     json_error_t je;
     json_t *o = json_loadf(f, 0, &je);
     fclose(f);
@@ -121,18 +126,24 @@ static pfi_status load_state(sim *s, pfi_error *err)
     json_t *a = json_object_get(o, "caps_w");
     pfi_status st = PFI_OK;
     if (!json_is_array(a) || json_array_size(a) != s->n)
-        st = pfi_errorf(err, PFI_EINVAL, "%s: field 'caps_w': expected %zu caps (one per simulated GPU)", s->state, s->n);
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "%s: field 'caps_w': expected %zu caps (one per simulated GPU)", s->state,
+                        s->n);
     for (size_t i = 0; !st && i < s->n; i++) {
         double c = json_number_value(json_array_get(a, i));
         if (!(c >= s->hw->min_cap_w && c <= s->hw->tdp_w))
-            st = pfi_errorf(err, PFI_ERANGE, "%s: caps_w[%zu] = %g outside %g..%g W", s->state, i, c, s->hw->min_cap_w, s->hw->tdp_w);
+            st = pfi_errorf(err, PFI_ERANGE, "%s: caps_w[%zu] = %g outside %g..%g W", s->state, i,
+                            c, s->hw->min_cap_w, s->hw->tdp_w);
         else s->gpu[i].cap_w = c;
     }
     json_decref(o);
     return st;
 }
 
-static size_t s_count(void *st) { return ((sim *)st)->n; }
+static size_t s_count(void *st)
+{
+    return ((sim *)st)->n;
+}
 
 static pfi_status s_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
 {
@@ -158,7 +169,8 @@ static void write_steps(sim *s, sim_job *j, double t)
         j->t_logged += dt;
         double noisy = tps * (1 + s->noise * gsl_ran_gaussian_ziggurat(s->rng, 1.0));
         char line[256];
-        pfi_steplog_format(line, sizeof line, j->t_logged, noisy > 0 ? noisy : 0, NAN, NAN, ++j->step);
+        pfi_steplog_format(line, sizeof line, j->t_logged, noisy > 0 ? noisy : 0, NAN, NAN,
+                           ++j->step);
         fputs(line, j->log); /* the line ends in a newline */
     }
     fflush(j->log);
@@ -169,7 +181,8 @@ static void follow_state(sim *s, double t)
 {
     struct stat sb;
     if (!s->state[0] || stat(s->state, &sb) != 0) return;
-    if (sb.st_mtim.tv_sec == s->state_mtime.tv_sec && sb.st_mtim.tv_nsec == s->state_mtime.tv_nsec) return;
+    if (sb.st_mtim.tv_sec == s->state_mtime.tv_sec && sb.st_mtim.tv_nsec == s->state_mtime.tv_nsec)
+        return;
     double old[SIM_MAX_GPUS];
     for (size_t i = 0; i < s->n; i++) old[i] = s->gpu[i].cap_w;
     if (load_state(s, NULL) != PFI_OK) return;
@@ -200,7 +213,8 @@ static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *e
         d[PFI_M_SM_CLOCK] = 345;
         d[PFI_M_MEM_CLOCK] = s->hw->mem_clock_mhz;
         d[PFI_M_GPU_TEMP] = 33;
-        d[PFI_M_FB_USED] = j && j->running ? fmin(j->g->job.fb_mib, 600 + 700.0 * (t - j->t_start)) : 0;
+        d[PFI_M_FB_USED] =
+            j && j->running ? fmin(j->g->job.fb_mib, 600 + 700.0 * (t - j->t_start)) : 0;
     }
     double p = d[PFI_M_POWER_USAGE] * (1 + s->noise * gsl_ran_gaussian_ziggurat(s->rng, 1.0));
     if (g->t_last > 0 && t > g->t_last) g->energy_j += p * (t - g->t_last);
@@ -217,8 +231,9 @@ static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *e
     /* NVML's SW_POWER_CAP clocks-event bit (0x4) while the cap holds the clock down */
     out->throttle_reasons = clock_at(s, g, t) < 0.999 ? 0x4 : 0;
     for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) out->prof[m] = d[m];
-    out->have = PFI_GS_POWER | PFI_GS_POWER_INSTANT | PFI_GS_ENERGY | PFI_GS_CAP | PFI_GS_ENFORCED | PFI_GS_CLOCKS |
-                PFI_GS_UTIL | PFI_GS_THROTTLE | PFI_GS_MEM | PFI_GS_TEMP | PFI_GS_PROF;
+    out->have = PFI_GS_POWER | PFI_GS_POWER_INSTANT | PFI_GS_ENERGY | PFI_GS_CAP | PFI_GS_ENFORCED |
+                PFI_GS_CLOCKS | PFI_GS_UTIL | PFI_GS_THROTTLE | PFI_GS_MEM | PFI_GS_TEMP |
+                PFI_GS_PROF;
     return PFI_OK;
 }
 
@@ -226,8 +241,8 @@ static pfi_status s_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
 {
     sim *s = st;
     if (!(cap_w >= s->hw->min_cap_w && cap_w <= s->hw->tdp_w))
-        return pfi_errorf(err, PFI_ERANGE, "GPU %zu: cap %g W outside the device's %g..%g W", i, cap_w, s->hw->min_cap_w,
-                          s->hw->tdp_w);
+        return pfi_errorf(err, PFI_ERANGE, "GPU %zu: cap %g W outside the device's %g..%g W", i,
+                          cap_w, s->hw->min_cap_w, s->hw->tdp_w);
     double t = pfi_clock_now();
     follow_state(s, t);
     s->gpu[i].cap_w = cap_w;
@@ -235,7 +250,8 @@ static pfi_status s_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
     return save_state(s, err);
 }
 
-static pfi_status s_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n, pfi_error *err)
+static pfi_status s_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
+                          pfi_error *err)
 {
     sim *s = st;
     *n = 0;
@@ -260,12 +276,15 @@ static void s_close(void *st)
     free(s);
 }
 
-static const pfi_gpu_ops sim_ops = {"sim", s_count, s_info, s_sample, s_set_cap, s_procs, NULL, s_close};
+static const pfi_gpu_ops sim_ops = {"sim",     s_count, s_info, s_sample,
+                                    s_set_cap, s_procs, NULL,   s_close};
 
 pfi_status pfi_sim_job_start(void *st, size_t k, const char *steplog, pfi_error *err)
 {
     sim *s = st;
-    if (k >= s->nj) return pfi_errorf(err, PFI_ENOTFOUND, "simulated job %zu: no such job (%zu jobs)", k, s->nj);
+    if (k >= s->nj)
+        return pfi_errorf(err, PFI_ENOTFOUND, "simulated job %zu: no such job (%zu jobs)", k,
+                          s->nj);
     sim_job *j = &s->job[k];
     if (j->log) fclose(j->log), j->log = NULL;
     if (steplog && steplog != j->steplog) snprintf(j->steplog, sizeof j->steplog, "%s", steplog);
@@ -273,10 +292,10 @@ pfi_status pfi_sim_job_start(void *st, size_t k, const char *steplog, pfi_error 
         char tmp[sizeof j->steplog];
         snprintf(tmp, sizeof tmp, "%s/%s.jsonl", s->steplogs, j->id);
         memcpy(j->steplog, tmp, sizeof tmp);
-    }
-    else j->steplog[0] = '\0';
+    } else j->steplog[0] = '\0';
     if (j->steplog[0] && !(j->log = fopen(j->steplog, "a")))
-        return pfi_errorf(err, PFI_EIO, "%s: cannot open the step log: %s", j->steplog, strerror(errno));
+        return pfi_errorf(err, PFI_EIO, "%s: cannot open the step log: %s", j->steplog,
+                          strerror(errno));
     double t = pfi_clock_now();
     j->running = 1;
     j->t_start = j->t_logged = t;
@@ -302,12 +321,19 @@ pfi_status pfi_sim_job_stop(void *st, size_t k, pfi_error *err)
     return PFI_OK;
 }
 
-size_t pfi_sim_jobs(void *st) { return ((sim *)st)->nj; }
+size_t pfi_sim_jobs(void *st)
+{
+    return ((sim *)st)->nj;
+}
 
-pfi_status pfi_sim_job_info(void *st, size_t k, size_t *first, size_t *last, const char **id, const char **group, pfi_error *err)
+pfi_status pfi_sim_job_info(void *st, size_t k, size_t *first, size_t *last, const char **id,
+                            const char **group, pfi_error *err)
 {
     sim *s = st;
-    if (k >= s->nj) return pfi_errorf(err, PFI_ENOTFOUND, "simulated job %zu: no such job (%zu jobs; add job=ID:GROUP@A-B)", k, s->nj);
+    if (k >= s->nj)
+        return pfi_errorf(err, PFI_ENOTFOUND,
+                          "simulated job %zu: no such job (%zu jobs; add job=ID:GROUP@A-B)", k,
+                          s->nj);
     *first = s->job[k].a;
     *last = s->job[k].b;
     *id = s->job[k].id;
@@ -344,8 +370,8 @@ static int parse_num(const char *v, double lo, double hi, double *out)
     return 0;
 }
 
-pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, const pfi_gpu_ops **ops, void **out,
-                            pfi_error *err)
+pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
+                            const pfi_gpu_ops **ops, void **out, pfi_error *err)
 {
     pfi_recon *recon = (pfi_recon *)recon_c;
     sim *s = calloc(1, sizeof *s);
@@ -359,7 +385,10 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, c
     const char *model = "H200";
     char buf[4096], models[16] = "H200";
     snprintf(buf, sizeof buf, "%s", opts ? opts : "");
-    struct { char id[64], group[96]; size_t a, b; } jobs[SIM_MAX_JOBS];
+    struct {
+        char id[64], group[96];
+        size_t a, b;
+    } jobs[SIM_MAX_JOBS];
     size_t nj = 0;
     pfi_status st = PFI_OK;
     char *save = NULL;
@@ -368,18 +397,24 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, c
         const char *v = eq ? eq + 1 : "";
         if (eq) *eq = '\0';
         if (!strcmp(kv, "gpus")) {
-            if (parse_uint(v, 1, SIM_MAX_GPUS, &s->n)) st = pfi_errorf(err, PFI_EINVAL, "sim option gpus=%s: expected 1..%d", v, SIM_MAX_GPUS);
+            if (parse_uint(v, 1, SIM_MAX_GPUS, &s->n))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option gpus=%s: expected 1..%d", v,
+                                SIM_MAX_GPUS);
         } else if (!strcmp(kv, "model")) {
             snprintf(models, sizeof models, "%s", v);
             model = models;
         } else if (!strcmp(kv, "tau")) {
-            if (parse_num(v, 0, 3600, &s->tau)) st = pfi_errorf(err, PFI_EINVAL, "sim option tau=%s: expected 0..3600 s", v);
+            if (parse_num(v, 0, 3600, &s->tau))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option tau=%s: expected 0..3600 s", v);
         } else if (!strcmp(kv, "load")) {
-            if (parse_num(v, 0, 3600, &s->load_s)) st = pfi_errorf(err, PFI_EINVAL, "sim option load=%s: expected 0..3600 s", v);
+            if (parse_num(v, 0, 3600, &s->load_s))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option load=%s: expected 0..3600 s", v);
         } else if (!strcmp(kv, "noise")) {
-            if (parse_num(v, 0, 0.5, &s->noise)) st = pfi_errorf(err, PFI_EINVAL, "sim option noise=%s: expected 0..0.5", v);
+            if (parse_num(v, 0, 0.5, &s->noise))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option noise=%s: expected 0..0.5", v);
         } else if (!strcmp(kv, "seed")) {
-            if (parse_uint(v, 0, (size_t)1 << 62, &seed)) st = pfi_errorf(err, PFI_EINVAL, "sim option seed=%s: not a number", v);
+            if (parse_uint(v, 0, (size_t)1 << 62, &seed))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option seed=%s: not a number", v);
         } else if (!strcmp(kv, "state")) {
             snprintf(s->state, sizeof s->state, "%s", v);
         } else if (!strcmp(kv, "steplogs")) {
@@ -391,10 +426,15 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, c
             const char *colon = strchr(v, ':'), *at = strrchr(v, '@');
             unsigned long a, b;
             int used = 0;
-            if (nj == SIM_MAX_JOBS) st = pfi_errorf(err, PFI_ERANGE, "sim: at most %d jobs", SIM_MAX_JOBS);
-            else if (!colon || !at || at < colon || colon == v || at == colon + 1 || sscanf(at + 1, "%lu-%lu%n", &a, &b, &used) != 2 ||
-                     at[1 + used] != '\0' || a > b)
-                st = pfi_errorf(err, PFI_EINVAL, "sim option job=%s: expected ID:GROUP@FIRST-LAST (e.g. 17:moe-ft-qwen30ba3b-x8@0-7)", v);
+            if (nj == SIM_MAX_JOBS)
+                st = pfi_errorf(err, PFI_ERANGE, "sim: at most %d jobs", SIM_MAX_JOBS);
+            else if (!colon || !at || at < colon || colon == v || at == colon + 1 ||
+                     sscanf(at + 1, "%lu-%lu%n", &a, &b, &used) != 2 || at[1 + used] != '\0' ||
+                     a > b)
+                st = pfi_errorf(err, PFI_EINVAL,
+                                "sim option job=%s: expected ID:GROUP@FIRST-LAST (e.g. "
+                                "17:moe-ft-qwen30ba3b-x8@0-7)",
+                                v);
             else {
                 int li = (int)(colon - v), lg = (int)(at - colon - 1);
                 if (li > 63) li = 63;
@@ -406,10 +446,14 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, c
                 nj++;
             }
         } else {
-            st = pfi_errorf(err, PFI_EINVAL, "unknown sim option '%s' (gpus, model, job, tau, load, noise, seed, state, steplogs, idle)", kv);
+            st = pfi_errorf(err, PFI_EINVAL,
+                            "unknown sim option '%s' (gpus, model, job, tau, load, noise, seed, "
+                            "state, steplogs, idle)",
+                            kv);
         }
     }
-    if (!st && !(s->hw = pfi_hw_get(model))) st = pfi_errorf(err, PFI_EINVAL, "sim option model=%s: expected H200 or H100", model);
+    if (!st && !(s->hw = pfi_hw_get(model)))
+        st = pfi_errorf(err, PFI_EINVAL, "sim option model=%s: expected H200 or H100", model);
     for (size_t i = 0; !st && i < s->n; i++) {
         s->gpu[i].cap_w = s->hw->tdp_w;
         s->gpu[i].x0 = s->gpu[i].x1 = 1;
@@ -417,21 +461,25 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c, c
     }
     for (size_t k = 0; !st && k < nj; k++) {
         if (!recon) {
-            st = pfi_errorf(err, PFI_EINVAL, "sim option job=: the reconstruction's groups were not loaded");
+            st = pfi_errorf(err, PFI_EINVAL,
+                            "sim option job=: the reconstruction's groups were not loaded");
             break;
         }
         const pfi_recon_group *g = pfi_recon_find(recon, jobs[k].group, s->hw->gpu_model);
         if (!g) {
-            st = pfi_errorf(err, PFI_ENOTFOUND, "sim option job=%s:%s: no %s group of that name in the reconstruction", jobs[k].id,
-                            jobs[k].group, s->hw->gpu_model);
+            st = pfi_errorf(err, PFI_ENOTFOUND,
+                            "sim option job=%s:%s: no %s group of that name in the reconstruction",
+                            jobs[k].id, jobs[k].group, s->hw->gpu_model);
             break;
         }
         if (jobs[k].b >= s->n) {
-            st = pfi_errorf(err, PFI_ERANGE, "sim option job=%s: GPUs %zu-%zu, but there are %zu", jobs[k].id, jobs[k].a, jobs[k].b, s->n);
+            st = pfi_errorf(err, PFI_ERANGE, "sim option job=%s: GPUs %zu-%zu, but there are %zu",
+                            jobs[k].id, jobs[k].a, jobs[k].b, s->n);
             break;
         }
         for (size_t i = jobs[k].a; i <= jobs[k].b && !st; i++)
-            if (s->gpu[i].job >= 0) st = pfi_errorf(err, PFI_EINVAL, "sim: GPU %zu is in two jobs", i);
+            if (s->gpu[i].job >= 0)
+                st = pfi_errorf(err, PFI_EINVAL, "sim: GPU %zu is in two jobs", i);
         if (st) break;
         sim_job *j = &s->job[k];
         memcpy(j->id, jobs[k].id, sizeof j->id);

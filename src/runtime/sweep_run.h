@@ -41,28 +41,28 @@ typedef struct pfi_sweep_log {
 } pfi_sweep_log;
 
 typedef struct pfi_sweep_opts {
-    const char *out;                /* DIR: DIR/<cap>W/ (created) */
-    const char *backend;            /* "nvml" or "sim[:OPTIONS]" (gpu.h) */
-    const struct pfi_recon *recon;  /* the reconstruction a sim job= needs, else NULL */
-    size_t sim_job;                 /* sim: which simulated job */
-    const char *gpus;               /* GPU indices "0,1,..."; NULL: all (sim: the job's) */
-    const char *caps;               /* per-GPU caps in W "700,500,..."; NULL: the default
-                                       limit down to the minimum in 100 W steps */
+    const char *out;               /* DIR: DIR/<cap>W/ (created) */
+    const char *backend;           /* "nvml" or "sim[:OPTIONS]" (gpu.h) */
+    const struct pfi_recon *recon; /* the reconstruction a sim job= needs, else NULL */
+    size_t sim_job;                /* sim: which simulated job */
+    const char *gpus;              /* GPU indices "0,1,..."; NULL: all (sim: the job's) */
+    const char *caps;              /* per-GPU caps in W "700,500,..."; NULL: the default
+                                      limit down to the minimum in 100 W steps */
     double duration_s, interval_s, pause_s;
-    const char *group;              /* NULL: the sim job's group, else "sweep" */
-    const char *arch, *task, *model;/* metadata for run.json (NULL: none) */
-    char **command;                 /* argv, NULL-terminated; NULL: the simulated job */
-    const char *agent_url;          /* the node agent; NULL: http://127.0.0.1:9477 if it answers */
-    int no_agent;                   /* set caps directly even if an agent answers */
-    const char *token_file;         /* the agent's bearer token */
-    const char *state_file;         /* direct mode: the caps before the sweep */
+    const char *group;               /* NULL: the sim job's group, else "sweep" */
+    const char *arch, *task, *model; /* metadata for run.json (NULL: none) */
+    char **command;                  /* argv, NULL-terminated; NULL: the simulated job */
+    const char *agent_url;           /* the node agent; NULL: http://127.0.0.1:9477 if it answers */
+    int no_agent;                    /* set caps directly even if an agent answers */
+    const char *token_file;          /* the agent's bearer token */
+    const char *state_file;          /* direct mode: the caps before the sweep */
     pfi_sweep_log log;
 } pfi_sweep_opts;
 
 typedef struct pfi_sweep_result {
-    int usage;     /* the error reported was a usage error */
-    int signal;    /* the sweep was stopped by this signal (caps restored) */
-    size_t runs;   /* run directories written */
+    int usage;   /* the error reported was a usage error */
+    int signal;  /* the sweep was stopped by this signal (caps restored) */
+    size_t runs; /* run directories written */
 } pfi_sweep_result;
 
 /* Every run, then the caps restored. PFI_OK when every run is written;

@@ -29,11 +29,11 @@
  * Built without libslurm (the SPANK symbols come from the Slurm process). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,7 +51,8 @@ static int flex_cb(int val, const char *arg, int remote)
     char *end;
     long v = arg ? strtol(arg, &end, 10) : -1;
     if (!arg || *end || v < 0 || v > 3) {
-        slurm_error("pfi: --power-flex=%s: expected a tier 0..3 (0: no reduction, 1: <=10%%, 2: <=25%%, 3: <=50%% throughput loss)",
+        slurm_error("pfi: --power-flex=%s: expected a tier 0..3 (0: no reduction, 1: <=10%%, 2: "
+                    "<=25%%, 3: <=50%% throughput loss)",
                     arg ? arg : "");
         return -1;
     }
@@ -59,9 +60,13 @@ static int flex_cb(int val, const char *arg, int remote)
     return 0;
 }
 
-static struct spank_option flex_opt = {
-    "power-flex", "0-3",
-    "pfi power-flexibility tier for grid events: 0 no reduction, 1 <=10%, 2 <=25%, 3 <=50% throughput loss", 1, 0, flex_cb};
+static struct spank_option flex_opt = {"power-flex",
+                                       "0-3",
+                                       "pfi power-flexibility tier for grid events: 0 no "
+                                       "reduction, 1 <=10%, 2 <=25%, 3 <=50% throughput loss",
+                                       1,
+                                       0,
+                                       flex_cb};
 
 /* Plugin arguments reach every callback; in the job-script context
  * (job_prolog/job_epilog) slurm_spank_init is not called, so each
@@ -128,7 +133,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         spank_setenv(sp, "PFI_FLEX", v, 1);
     }
     uint32_t id = job_id(sp);
-    if (id && job_steplog(id, v, sizeof v) == 0) spank_setenv(sp, "PFI_STEPLOG", v, 0); /* a job that sets its own keeps it */
+    if (id && job_steplog(id, v, sizeof v) == 0)
+        spank_setenv(sp, "PFI_STEPLOG", v, 0); /* a job that sets its own keeps it */
     return 0;
 }
 
@@ -139,9 +145,13 @@ static int dir_ok(const char *dir, int leaf, char *why, size_t wn)
     struct stat st;
     if (lstat(dir, &st)) return snprintf(why, wn, "%s: %s", dir, strerror(errno)), -1;
     if (!S_ISDIR(st.st_mode)) return snprintf(why, wn, "%s: not a directory", dir), -1;
-    if (st.st_uid != 0) return snprintf(why, wn, "%s: owned by uid %lu, not root", dir, (unsigned long)st.st_uid), -1;
+    if (st.st_uid != 0)
+        return snprintf(why, wn, "%s: owned by uid %lu, not root", dir, (unsigned long)st.st_uid),
+               -1;
     if ((st.st_mode & 022) && (leaf || !(st.st_mode & S_ISVTX)))
-        return snprintf(why, wn, "%s: writable by group or others%s", dir, leaf ? "" : " and not sticky"), -1;
+        return snprintf(why, wn, "%s: writable by group or others%s", dir,
+                        leaf ? "" : " and not sticky"),
+               -1;
     return 0;
 }
 
@@ -154,16 +164,21 @@ int pfi_spank_dir_chain_ok(const char *dir, char *why, size_t wn)
 {
     char real[PATH_MAX], given[PATH_MAX];
     if (dir[0] != '/') return snprintf(why, wn, "%s: not an absolute path", dir), -1;
-    if (snprintf(given, sizeof given, "%s", dir) >= (int)sizeof given) return snprintf(why, wn, "path too long"), -1;
+    if (snprintf(given, sizeof given, "%s", dir) >= (int)sizeof given)
+        return snprintf(why, wn, "path too long"), -1;
     for (char *p = given + 1;; p++)
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
             struct stat st;
             if (lstat(given, &st)) return snprintf(why, wn, "%s: %s", given, strerror(errno)), -1;
-            if (st.st_uid != 0) return snprintf(why, wn, "%s: owned by uid %lu, not root", given, (unsigned long)st.st_uid), -1;
+            if (st.st_uid != 0)
+                return snprintf(why, wn, "%s: owned by uid %lu, not root", given,
+                                (unsigned long)st.st_uid),
+                       -1;
             if (S_ISDIR(st.st_mode) && c && (st.st_mode & 022) && !(st.st_mode & S_ISVTX))
-                return snprintf(why, wn, "%s: writable by group or others and not sticky", given), -1;
+                return snprintf(why, wn, "%s: writable by group or others and not sticky", given),
+                       -1;
             *p = c;
             if (!c) break;
         }
@@ -192,7 +207,9 @@ static int dirs_ok(char *why, size_t wn)
     snprintf(d, sizeof d, "%s/steplogs", rundir);
     mkdir(d, 0755);
     struct stat st;
-    if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && (st.st_mode & 07777) == 01777) chmod(d, 0755);
+    if (lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+        (st.st_mode & 07777) == 01777)
+        chmod(d, 0755);
     return dir_ok(d, 1, why, wn);
 }
 
@@ -211,7 +228,8 @@ static int make_steplog(uint32_t id, uid_t uid, gid_t gid, char *path, size_t n)
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -1;
     char name[64];
     int k = snprintf(name, sizeof name, "%u-", id);
-    for (size_t i = 0; i < sizeof rnd; i++) k += snprintf(name + k, sizeof name - (size_t)k, "%02x", rnd[i]);
+    for (size_t i = 0; i < sizeof rnd; i++)
+        k += snprintf(name + k, sizeof name - (size_t)k, "%02x", rnd[i]);
     snprintf(name + k, sizeof name - (size_t)k, ".jsonl");
     int dfd = open_dir("steplogs");
     if (dfd < 0) return -1;
@@ -234,7 +252,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (!id) return 0;
     char why[1200];
     if (dirs_ok(why, sizeof why)) {
-        slurm_error("pfi: rundir %s is not safe for root to write in (%s): job %u gets no job file", rundir, why, id);
+        slurm_error("pfi: rundir %s is not safe for root to write in (%s): job %u gets no job file",
+                    rundir, why, id);
         return 0; /* never fail a job for this */
     }
     const char *gpus = getenv("SLURM_JOB_GPUS"), *fl = getenv("SPANK_PFI_FLEX");
@@ -247,7 +266,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         long a = strtol(p, &end, 10), b = a;
         if (end == p) break;
         if (*end == '-') b = strtol(end + 1, &end, 10);
-        for (long g = a; g <= b && n + 16 < sizeof list; g++) n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", n ? ", " : "", g);
+        for (long g = a; g <= b && n + 16 < sizeof list; g++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", n ? ", " : "", g);
         p = *end == ',' ? end + 1 : end;
         if (*p && *p != ',' && (*p < '0' || *p > '9')) break;
     }
@@ -260,7 +280,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (have_uid) {
         snprintf(uidf, sizeof uidf, ", \"uid\": %lu", (unsigned long)uid);
         if (make_steplog(id, uid, gid, steplog, sizeof steplog))
-            slurm_error("pfi: job %u: cannot create its step log in %s/steplogs: %s", id, rundir, strerror(errno));
+            slurm_error("pfi: job %u: cannot create its step log in %s/steplogs: %s", id, rundir,
+                        strerror(errno));
     } else {
         slurm_error("pfi: job %u: Slurm gave no S_JOB_UID: no step log", id);
     }
@@ -305,14 +326,16 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     if (!id) return 0;
     char why[1200];
     if (dirs_ok(why, sizeof why)) {
-        slurm_error("pfi: rundir %s is not safe for root to remove files in (%s): job %u's files are left", rundir, why, id);
+        slurm_error(
+            "pfi: rundir %s is not safe for root to remove files in (%s): job %u's files are left",
+            rundir, why, id);
         return 0;
     }
     char steplog[1200], prefix[1100], name[64];
     /* the step log we made for it (only a file of ours in steplogs/) */
     snprintf(prefix, sizeof prefix, "%s/steplogs/", rundir);
-    if (job_steplog(id, steplog, sizeof steplog) == 0 && !strncmp(steplog, prefix, strlen(prefix)) &&
-        !strchr(steplog + strlen(prefix), '/')) {
+    if (job_steplog(id, steplog, sizeof steplog) == 0 &&
+        !strncmp(steplog, prefix, strlen(prefix)) && !strchr(steplog + strlen(prefix), '/')) {
         int dfd = open_dir("steplogs");
         if (dfd >= 0) {
             unlinkat(dfd, steplog + strlen(prefix), 0);
@@ -321,7 +344,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
     }
     snprintf(name, sizeof name, "%u.json", id);
     int dfd = open_dir("jobs");
-    if (dfd < 0 || (unlinkat(dfd, name, 0) != 0 && errno != ENOENT)) slurm_error("pfi: %s/jobs/%s: %s", rundir, name, strerror(errno));
+    if (dfd < 0 || (unlinkat(dfd, name, 0) != 0 && errno != ENOENT))
+        slurm_error("pfi: %s/jobs/%s: %s", rundir, name, strerror(errno));
     if (dfd >= 0) close(dfd);
     return 0;
 }

@@ -10,8 +10,8 @@
 
 #include <glpk.h>
 
-#include "pfi/alloc.h"
 #include "allocsim.h"
+#include "pfi/alloc.h"
 #include "util.h"
 
 static pfi_curve mk(const double *caps, const double *p, const double *t, size_t n)
@@ -79,7 +79,8 @@ static double glpk_opt(const pfi_alloc_job *jobs, size_t n, double budget)
     for (size_t i = 0; i < n; i++) nvar += (int)jobs[i].curve->n * 2 - 1;
     glp_add_rows(lp, nrows + nvar);
     glp_add_cols(lp, nvar);
-    int *ia = malloc((size_t)(nvar * 8 + 16) * sizeof *ia), *ja = malloc((size_t)(nvar * 8 + 16) * sizeof *ja);
+    int *ia = malloc((size_t)(nvar * 8 + 16) * sizeof *ia),
+        *ja = malloc((size_t)(nvar * 8 + 16) * sizeof *ja);
     double *ar = malloc((size_t)(nvar * 8 + 16) * sizeof *ar);
     int ne = 0, col = 0;
     row = 1;
@@ -150,7 +151,8 @@ static void exact_vs_glpk(void **s)
             total_max += p[5];
             total_min += p[0];
         }
-        double budget = total_min + (total_max - total_min) * (0.1 + 0.8 * (double)(pfi_mix64(st++) % 1000) / 1000.0);
+        double budget = total_min + (total_max - total_min) *
+                                        (0.1 + 0.8 * (double)(pfi_mix64(st++) % 1000) / 1000.0);
         double P[8], exact;
         assert_int_equal(pfi_alloc_exact(jobs, n, budget, 0, P, &exact, 0, NULL), PFI_OK);
         double g = glpk_opt(jobs, n, budget);
@@ -170,7 +172,9 @@ static void exact_vs_glpk(void **s)
         if (r.total_tokens_true < exact * (1 - 1e-9)) worse++;
         for (size_t i = 0; i < n; i++) pfi_curve_dispose(&cv[i]);
     }
-    print_message("envelope oracle below the exact optimum in %d of 60 non-concave instances (bounded by its certificate)\n", worse);
+    print_message("envelope oracle below the exact optimum in %d of 60 non-concave instances "
+                  "(bounded by its certificate)\n",
+                  worse);
 }
 
 static void proportional(void **s)
@@ -276,11 +280,13 @@ static void closed_loop_and_sweeps(void **s)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     pfi_alloc_out out[N];
-    assert_int_equal(pfi_alloc_closed_loop(jobs, N, budget, &o, 5, 0.002, 3, out, NULL, totals, NULL), PFI_OK);
+    assert_int_equal(
+        pfi_alloc_closed_loop(jobs, N, budget, &o, 5, 0.002, 3, out, NULL, totals, NULL), PFI_OK);
     double oracle;
     double budgets[1] = {budget};
     assert_int_equal(pfi_oracle_sweep(jobs, N, budgets, 1, 0, &oracle, NULL, NULL), PFI_OK);
-    print_message("closed loop: pfi-aware %.1f -> %.1f after 5 rounds (oracle %.1f)\n", totals[0], totals[5], oracle);
+    print_message("closed loop: pfi-aware %.1f -> %.1f after 5 rounds (oracle %.1f)\n", totals[0],
+                  totals[5], oracle);
     assert_true(totals[5] > totals[0]);
     assert_true(oracle - totals[5] < 0.5 * (oracle - totals[0]));
     /* the sweeps agree with one-shot allocations */
@@ -336,14 +342,18 @@ static void closed_loop_flat_prior_and_sla(void **s)
     pfi_alloc_result r;
     double totals[4];
     for (double cut = 0.05; cut <= 0.30; cut += 0.05) {
-        assert_int_equal(pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, out, &r, totals, NULL), PFI_OK);
+        assert_int_equal(
+            pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, out, &r, totals, NULL),
+            PFI_OK);
         size_t v = 0;
         for (int i = 0; i < N; i++) v += (size_t)out[i].sla_violated;
         assert_int_equal(r.sla_violations, v);
         assert_near(r.total_tokens_true, totals[3], 1e-6 * totals[3]);
         /* without out[], the result alone is still filled in */
         pfi_alloc_result r2;
-        assert_int_equal(pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, NULL, &r2, NULL, NULL), PFI_OK);
+        assert_int_equal(
+            pfi_alloc_closed_loop(jobs, N, (1 - cut) * sum, &o, 3, 0.002, 5, NULL, &r2, NULL, NULL),
+            PFI_OK);
         assert_int_equal(r2.sla_violations, r.sla_violations);
         assert_int_equal(r2.feasible, r.feasible);
         assert_near(r2.total_tokens_true, r.total_tokens_true, 1e-6 * r.total_tokens_true);
@@ -375,7 +385,8 @@ static void weights_never_zeroed(void **s)
     assert_non_null(strstr(e.msg, "#2: PFI -2.88"));
     double bs[1] = {5000}, tot[1];
     assert_int_equal(pfi_prop_sweep(jobs, 2, bs, 1, &o, tot, NULL, NULL, &e), PFI_EINVAL);
-    assert_int_equal(pfi_alloc_closed_loop(jobs, 2, 5000, &o, 2, 0.002, 1, out, &r, NULL, &e), PFI_EINVAL);
+    assert_int_equal(pfi_alloc_closed_loop(jobs, 2, 5000, &o, 2, 0.002, 1, out, &r, NULL, &e),
+                     PFI_EINVAL);
     /* named jobs, NaN, and the count beyond the first three */
     jobs[0].pfi_pred = NAN;
     assert_int_equal(pfi_allocate(jobs, 2, 5000, &o, out, &r, &e), PFI_EINVAL);
@@ -422,9 +433,12 @@ static void weights_never_zeroed(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(oracle_concave_bruteforce), cmocka_unit_test(exact_vs_glpk),
-        cmocka_unit_test(proportional), cmocka_unit_test(sla_and_caps),
-        cmocka_unit_test(closed_loop_and_sweeps), cmocka_unit_test(closed_loop_flat_prior_and_sla),
+        cmocka_unit_test(oracle_concave_bruteforce),
+        cmocka_unit_test(exact_vs_glpk),
+        cmocka_unit_test(proportional),
+        cmocka_unit_test(sla_and_caps),
+        cmocka_unit_test(closed_loop_and_sweeps),
+        cmocka_unit_test(closed_loop_flat_prior_and_sla),
         cmocka_unit_test(weights_never_zeroed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

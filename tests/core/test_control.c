@@ -14,12 +14,12 @@
 static void budget_ramps(void **s)
 {
     (void)s;
-    assert_near(pfi_pc_budget(100, 70, 5, 10, 50, 10, 20), 100, 1e-12);   /* before */
-    assert_near(pfi_pc_budget(100, 70, 15, 10, 50, 10, 20), 85, 1e-12);   /* half the ramp */
+    assert_near(pfi_pc_budget(100, 70, 5, 10, 50, 10, 20), 100, 1e-12); /* before */
+    assert_near(pfi_pc_budget(100, 70, 15, 10, 50, 10, 20), 85, 1e-12); /* half the ramp */
     assert_near(pfi_pc_budget(100, 70, 30, 10, 50, 10, 20), 70, 1e-12);
-    assert_near(pfi_pc_budget(100, 70, 60, 10, 50, 10, 20), 85, 1e-12);   /* ramping down */
+    assert_near(pfi_pc_budget(100, 70, 60, 10, 50, 10, 20), 85, 1e-12); /* ramping down */
     assert_near(pfi_pc_budget(100, 70, 80, 10, 50, 10, 20), 100, 1e-12);
-    assert_near(pfi_pc_budget(100, 70, 10, 10, 50, 0, 0), 70, 1e-12);     /* no ramp: at once */
+    assert_near(pfi_pc_budget(100, 70, 10, 10, 50, 0, 0), 70, 1e-12); /* no ramp: at once */
 }
 
 /* the plant: job i draws min(uncapped_i, true_r_i x cap x gpus) x dip_i */
@@ -27,7 +27,10 @@ typedef struct plant {
     double uncapped[4], true_r[4], dip[4];
 } plant;
 
-static double draw(const plant *p, int i, const pfi_pc_job *j) { return fmin(p->uncapped[i], p->true_r[i] * j->cap_w * j->gpus) * p->dip[i]; }
+static double draw(const plant *p, int i, const pfi_pc_job *j)
+{
+    return fmin(p->uncapped[i], p->true_r[i] * j->cap_w * j->gpus) * p->dip[i];
+}
 
 static void closed_loop_with_dip(void **s)
 {
@@ -73,8 +76,10 @@ static void closed_loop_with_dip(void **s)
         assert_true(feasible);
         for (int i = 0; i < 4; i++) J[i].cap_w = out[i].cap_w;
     }
-    print_message("worst excess over target after two periods: %.3f%%; feedback term %.1f W\n", 100 * worst_after, I);
-    assert_true(worst_after <= 0.02);       /* within target + 2% two periods after the start, and after the dip */
+    print_message("worst excess over target after two periods: %.3f%%; feedback term %.1f W\n",
+                  100 * worst_after, I);
+    assert_true(worst_after <=
+                0.02); /* within target + 2% two periods after the start, and after the dip */
     /* the learned ratios are the plant's (the dip did not disturb them) */
     for (int i = 0; i < 4; i++)
         if (J[i].cap_w < 699) assert_near(J[i].ratio, P.true_r[i], 0.01);
@@ -105,7 +110,7 @@ static void sla_and_infeasible(void **s)
     int feasible;
     assert_int_equal(pfi_pc_allocate(J, 2, 4400, 0, 0, &o, out, &feasible, NULL), PFI_OK);
     assert_true(feasible);
-    assert_near(out[0].cap_w, 700, 0);            /* Flex 0 keeps the device maximum */
+    assert_near(out[0].cap_w, 700, 0); /* Flex 0 keeps the device maximum */
     assert_near(out[0].target_w, 2600, 1);
     assert_near(out[0].target_w + out[1].target_w, 4400, 1);
     /* Flex 3's floor (P_max (1 - 0.8 x 0.5)) makes 4000 W infeasible */
@@ -149,8 +154,10 @@ static void times(void **s)
     assert_int_equal(pfi_rfc3339_parse("2026-12-02T19:30:00.5+01:30", &t), 0);
     assert_near(t, 1796234400.5, 1e-6);
     assert_int_equal(pfi_rfc3339_parse("2024-02-29T00:00:00Z", &t), 0);
-    static const char *const bad[] = {"2026-12-02", "2026-13-02T18:00:00Z", "2025-02-29T00:00:00Z", "2026-12-02T18:00:00",
-                                      "2026-12-02T25:00:00Z", "2026-12-02T18:00:00+1", "x026-12-02T18:00:00Z", "2026-12-02T18:00:00Zjunk"};
+    static const char *const bad[] = {"2026-12-02",           "2026-13-02T18:00:00Z",
+                                      "2025-02-29T00:00:00Z", "2026-12-02T18:00:00",
+                                      "2026-12-02T25:00:00Z", "2026-12-02T18:00:00+1",
+                                      "x026-12-02T18:00:00Z", "2026-12-02T18:00:00Zjunk"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (pfi_rfc3339_parse(bad[i], &t) == 0) fail_msg("%s parsed", bad[i]);
     char b[40];
@@ -171,7 +178,8 @@ static void events(void **s)
 {
     (void)s;
     pfi_grid_event ev;
-    const char *ok = "{\"id\":\"e-1\",\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":3600,\"reduction_pct\":30,\"ramp_s\":60}";
+    const char *ok = "{\"id\":\"e-1\",\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":3600,"
+                     "\"reduction_pct\":30,\"ramp_s\":60}";
     assert_int_equal(pfi_grid_event_parse(ok, strlen(ok), &ev, NULL), PFI_OK);
     assert_string_equal(ev.id, "e-1");
     assert_int_equal(ev.kind, PFI_EV_REDUCTION);
@@ -191,25 +199,32 @@ static void events(void **s)
     static const char *const bad[][2] = {
         {"{", "event"},
         {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60}", "exactly one"},
-        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1,\"target_kw\":5}", "exactly one"},
+        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1,\"target_kw\":5}",
+         "exactly one"},
         {"{\"duration_s\":60,\"level\":1}", "start: missing"},
         {"{\"start\":\"tomorrow\",\"duration_s\":60,\"level\":1}", "start: expected an RFC 3339"},
         {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":0,\"level\":1}", "duration_s"},
         {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":4}", "level"},
-        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"reduction_pct\":95}", "reduction_pct"},
+        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"reduction_pct\":95}",
+         "reduction_pct"},
         {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"target_kw\":-1}", "target_kw"},
-        {"{\"id\":\"a b\",\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1}", "id:"},
-        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1,\"colour\":1}", "colour: unknown field"}};
+        {"{\"id\":\"a b\",\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1}",
+         "id:"},
+        {"{\"start\":\"2026-12-02T18:00:00Z\",\"duration_s\":60,\"level\":1,\"colour\":1}",
+         "colour: unknown field"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pfi_error e;
         assert_int_not_equal(pfi_grid_event_parse(bad[i][0], strlen(bad[i][0]), &ev, &e), PFI_OK);
-        if (!strstr(e.msg, bad[i][1])) fail_msg("'%s' -> '%s' (expected '%s')", bad[i][0], e.msg, bad[i][1]);
+        if (!strstr(e.msg, bad[i][1]))
+            fail_msg("'%s' -> '%s' (expected '%s')", bad[i][0], e.msg, bad[i][1]);
     }
     /* OpenADR 3 */
-    const char *adr = "{\"objectType\":\"EVENT\",\"operation\":\"POST\",\"object\":{\"id\":\"adr-7\",\"programID\":\"p1\","
-                      "\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT2H\"},"
-                      "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"PRICE\",\"values\":[0.3]},"
-                      "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[900]}]}]}}";
+    const char *adr =
+        "{\"objectType\":\"EVENT\",\"operation\":\"POST\",\"object\":{\"id\":\"adr-7\","
+        "\"programID\":\"p1\","
+        "\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT2H\"},"
+        "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"PRICE\",\"values\":[0.3]},"
+        "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[900]}]}]}}";
     int del;
     assert_int_equal(pfi_openadr_event_parse(adr, strlen(adr), 150, &ev, &del, NULL), PFI_OK);
     assert_false(del);
@@ -218,31 +233,45 @@ static void events(void **s)
     assert_near(ev.target_kw, 750, 1e-9); /* site limit minus the non-GPU offset */
     assert_near(ev.duration_s, 7200, 0);
     assert_string_equal(ev.source, "openadr");
-    const char *simple = "{\"id\":\"adr-8\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT30M\"},"
+    const char *simple = "{\"id\":\"adr-8\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\","
+                         "\"duration\":\"PT30M\"},"
                          "\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[3]}]}]}";
     assert_int_equal(pfi_openadr_event_parse(simple, strlen(simple), 0, &ev, &del, NULL), PFI_OK);
     assert_int_equal(ev.kind, PFI_EV_LEVEL);
     assert_int_equal(ev.level, 3);
-    const char *d = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":\"adr-7\"}}";
+    const char *d =
+        "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":\"adr-7\"}}";
     assert_int_equal(pfi_openadr_event_parse(d, strlen(d), 0, &ev, &del, NULL), PFI_OK);
     assert_true(del);
     assert_string_equal(ev.id, "adr-7");
     static const char *const badadr[][2] = {
         {"{\"objectType\":\"PROGRAM\",\"operation\":\"POST\",\"object\":{}}", "only EVENT"},
-        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"PRICE\",\"values\":[1]}]}]}", "no IMPORT_CAPACITY_LIMIT"},
-        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"P1M\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}", "duration"},
-        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[100]}]}]}", "below the non-GPU offset"},
-        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[7]}]}]}", "SIMPLE level"}};
+        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
+         "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"PRICE\",\"values\":[1]}]}]}",
+         "no IMPORT_CAPACITY_LIMIT"},
+        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
+         "\"P1M\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
+         "duration"},
+        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
+         "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":["
+         "100]}]}]}",
+         "below the non-GPU offset"},
+        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
+         "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[7]}]}]}",
+         "SIMPLE level"}};
     for (size_t i = 0; i < sizeof badadr / sizeof *badadr; i++) {
         pfi_error e;
-        assert_int_not_equal(pfi_openadr_event_parse(badadr[i][0], strlen(badadr[i][0]), 150, &ev, &del, &e), PFI_OK);
+        assert_int_not_equal(
+            pfi_openadr_event_parse(badadr[i][0], strlen(badadr[i][0]), 150, &ev, &del, &e),
+            PFI_OK);
         if (!strstr(e.msg, badadr[i][1])) fail_msg("'%s' -> '%s'", badadr[i][0], e.msg);
     }
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(budget_ramps), cmocka_unit_test(closed_loop_with_dip), cmocka_unit_test(sla_and_infeasible),
-                                       cmocka_unit_test(times), cmocka_unit_test(events)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(budget_ramps), cmocka_unit_test(closed_loop_with_dip),
+        cmocka_unit_test(sla_and_infeasible), cmocka_unit_test(times), cmocka_unit_test(events)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,9 +23,11 @@ static int setup(void **st)
     (void)st;
     pfi_table *t = pfi_table_new();
     pfi_table_add_file(t, "synthetic.csv");
-    static const char *const num_names[] = {"gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
+    static const char *const num_names[] = {
+        "gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
     for (int g = 0; g < NG; g++) {
-        double k = 0.15 + 0.08 * g, tmax = 1000 * (1 + g % 3), caps[3] = {300, 500, 700}, p[3], tk[3];
+        double k = 0.15 + 0.08 * g, tmax = 1000 * (1 + g % 3), caps[3] = {300, 500, 700}, p[3],
+               tk[3];
         for (int i = 0; i < 3; i++) {
             p[i] = 0.95 * 8 * caps[i];
             tk[i] = tmax * (1 - k * (700 - caps[i]) / 400);
@@ -36,7 +38,11 @@ static int setup(void **st)
         pfi_curve_dispose(&c);
         char name[16];
         snprintf(name, sizeof name, "g%d", g);
-        const char *text[] = {"gpu_model", "H200", "group", name, "arch", g % 2 ? "moe" : "dense", "task", g % 4 < 2 ? "ft" : "pt", NULL};
+        const char *text[] = {"gpu_model", "H200",
+                              "group",     name,
+                              "arch",      g % 2 ? "moe" : "dense",
+                              "task",      g % 4 < 2 ? "ft" : "pt",
+                              NULL};
         for (int i = 0; i < 3; i++) {
             double v[] = {8, caps[i], p[i], tk[i], 2 * r.pfi + 1, k};
             tu_row(t, text, num_names, v, 6);
@@ -63,7 +69,8 @@ static void clusters(void **st)
     size_t train[NG];
     int cl[NG];
     for (size_t i = 0; i < NG; i++) train[i] = i;
-    pfi_fit_clusters(&S, train, NG, NULL, cl); /* arch-task: dense-ft, moe-ft, dense-pt, moe-pt, ... */
+    pfi_fit_clusters(&S, train, NG, NULL,
+                     cl); /* arch-task: dense-ft, moe-ft, dense-pt, moe-pt, ... */
     for (size_t i = 0; i < NG; i++) assert_int_equal(cl[i], (int)(i % 4));
     pfi_fit_clusters(&S, train, NG, "group", cl);
     for (size_t i = 0; i < NG; i++) assert_int_equal(cl[i], (int)i);
@@ -115,7 +122,8 @@ static void ols_exact(void **st)
 static void eval_other_groups(void **st)
 {
     (void)st;
-    /* train on the 5 groups of lowest feature value; evaluate on all 8, one of them without a target */
+    /* train on the 5 groups of lowest feature value; evaluate on all 8, one of them without a
+     * target */
     size_t order[NG], train[5];
     for (size_t i = 0; i < NG; i++) order[i] = i;
     for (size_t i = 1; i < NG; i++)
@@ -195,8 +203,12 @@ static void curve_errors(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(clusters),         cmocka_unit_test(features),      cmocka_unit_test(ols_exact),
-        cmocka_unit_test(eval_other_groups), cmocka_unit_test(ablation_needs_columns), cmocka_unit_test(curve_errors),
+        cmocka_unit_test(clusters),
+        cmocka_unit_test(features),
+        cmocka_unit_test(ols_exact),
+        cmocka_unit_test(eval_other_groups),
+        cmocka_unit_test(ablation_needs_columns),
+        cmocka_unit_test(curve_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

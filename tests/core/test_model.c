@@ -43,7 +43,8 @@ static void linear_exact(void **s)
 static void cross_validation(void **s)
 {
     (void)s;
-    double X[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8] = {2.1, 3.9, 6.2, 8.1, 9.8, 12.2, 13.9, 16.1}, yh[8];
+    double X[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8] = {2.1, 3.9, 6.2, 8.1, 9.8, 12.2, 13.9, 16.1},
+           yh[8];
     assert_int_equal(pfi_cross_validate(X, y, 8, 1, NULL, yh, NULL), PFI_OK);
     /* hand refit without point 0 */
     pfi_linear m;
@@ -158,13 +159,16 @@ static void model_file_errors(void **s)
         {"{\"format_version\": 2}", "'format_version': expected 1"},
         {"{\"format_version\": 1, \"kind\": \"tree\"}", "'kind'"},
         {"{\"format_version\": 1, \"kind\": \"pfi-ols\", \"features\": []}", "'features'"},
-        {"{\"format_version\": 1, \"kind\": \"pfi-ols\", \"features\": [{\"name\": \"x\", \"min\": 0, \"max\": 1}],"
+        {"{\"format_version\": 1, \"kind\": \"pfi-ols\", \"features\": [{\"name\": \"x\", \"min\": "
+         "0, \"max\": 1}],"
          " \"intercept\": 1, \"coefficients\": [\"a\"], \"clamp\": {\"min\": 0.1, \"max\": 3}}",
          "'coefficients'[0]: not a finite number"},
-        {"{\"format_version\": 1, \"kind\": \"pfi-ols\", \"features\": [{\"name\": \"x\", \"min\": 0, \"max\": 1}],"
+        {"{\"format_version\": 1, \"kind\": \"pfi-ols\", \"features\": [{\"name\": \"x\", \"min\": "
+         "0, \"max\": 1}],"
          " \"intercept\": 1, \"coefficients\": [2], \"clamp\": {\"min\": -1, \"max\": 3}}",
          "'clamp': needs 0 < min < max"},
-        {"{\"format_version\": 1, \"kind\": \"curve\", \"features\": [{\"name\": \"x\", \"min\": 0, \"max\": 1}],"
+        {"{\"format_version\": 1, \"kind\": \"curve\", \"features\": [{\"name\": \"x\", \"min\": "
+         "0, \"max\": 1}],"
          " \"grid_cap_frac\": [0.5, 0.9], \"throughput\": [], \"power\": []}",
          "must end at 1"},
     };
@@ -188,8 +192,8 @@ static void model_file_errors(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(linear_exact),    cmocka_unit_test(cross_validation),
-        cmocka_unit_test(clamp_and_ranges), cmocka_unit_test(curve_model),
+        cmocka_unit_test(linear_exact),      cmocka_unit_test(cross_validation),
+        cmocka_unit_test(clamp_and_ranges),  cmocka_unit_test(curve_model),
         cmocka_unit_test(model_file_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

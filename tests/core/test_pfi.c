@@ -301,7 +301,8 @@ static void subgrid(void **s)
     pfi_eq1_result r;
     pfi_eq1(&sub, &r);
     double expect = ((1 - 1600 / 5000.) / (1 - 0.5) + (1 - 3800 / 5000.) / (1 - 0.93) +
-                     (1 - 4600 / 5000.) / (1 - 0.98)) / 3;
+                     (1 - 4600 / 5000.) / (1 - 0.98)) /
+                    3;
     assert_near(r.pfi, expect, 1e-12);
     pfi_curve_dispose(&sub);
     double bad[] = {200, 550, 700};
@@ -386,11 +387,11 @@ static void noise_estimate(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(eq1_hand_cases),  cmocka_unit_test(eq1_exclusion),
-        cmocka_unit_test(area_variant),    cmocka_unit_test(elasticity_variant),
-        cmocka_unit_test(ci_coverage),     cmocka_unit_test(ci_reproducible),
-        cmocka_unit_test(ci_flat_curve),   cmocka_unit_test(ci_contains_estimate),
-        cmocka_unit_test(subgrid),         cmocka_unit_test(robust_verdicts),
+        cmocka_unit_test(eq1_hand_cases), cmocka_unit_test(eq1_exclusion),
+        cmocka_unit_test(area_variant),   cmocka_unit_test(elasticity_variant),
+        cmocka_unit_test(ci_coverage),    cmocka_unit_test(ci_reproducible),
+        cmocka_unit_test(ci_flat_curve),  cmocka_unit_test(ci_contains_estimate),
+        cmocka_unit_test(subgrid),        cmocka_unit_test(robust_verdicts),
         cmocka_unit_test(noise_estimate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

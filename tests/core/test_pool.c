@@ -21,7 +21,8 @@ static int setup(void **st)
     (void)st;
     pfi_table *t = pfi_table_new();
     pfi_table_add_file(t, "synthetic.csv");
-    static const char *const num_names[] = {"gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
+    static const char *const num_names[] = {
+        "gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
     for (int g = 0; g < NG; g++) {
         double k = 0.2 + 0.1 * g, tmax = 1000 * (1 + g), caps[3] = {300, 500, 700}, p[3], tk[3];
         for (int i = 0; i < 3; i++) {
@@ -34,7 +35,9 @@ static int setup(void **st)
         pfi_curve_dispose(&c);
         char name[16];
         snprintf(name, sizeof name, "g%d", g);
-        const char *text[] = {"gpu_model", "H200", "group", name, "arch", g % 2 ? "moe" : "dense", "task", g < 3 ? "ft" : "pt", NULL};
+        const char *text[] = {
+            "gpu_model",         "H200", "group", name, "arch", g % 2 ? "moe" : "dense", "task",
+            g < 3 ? "ft" : "pt", NULL};
         for (int i = 0; i < 3; i++) {
             double v[] = {8, caps[i], p[i], tk[i], 2 * r.pfi + 1, k};
             tu_row(t, text, num_names, v, 6);
@@ -83,16 +86,19 @@ static void lacks(void **st)
     (void)st;
     char col[64];
     pfi_pool_opts o = {.target = "pfi", .features = "slope,nosuch"};
-    assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_PFI_AWARE, col, sizeof col), PFI_POOL_LACK_PFI_FIT);
+    assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_PFI_AWARE, col, sizeof col),
+                     PFI_POOL_LACK_PFI_FIT);
     assert_string_equal(col, "nosuch");
-    assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_CURVE_AWARE, col, sizeof col), PFI_POOL_LACK_CURVE_FIT);
+    assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_CURVE_AWARE, col, sizeof col),
+                     PFI_POOL_LACK_CURVE_FIT);
     assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_DCGM, col, sizeof col), 0);
     o.model = "m.json"; /* a model needs no in-sample features */
     assert_int_equal(pfi_pool_lacks(&S, &o, PFI_STRAT_PFI_AWARE, col, sizeof col), 0);
     o.strategies = BIT(PFI_STRAT_CLOSED_LOOP);
     pfi_error e;
     assert_int_equal(pfi_pool_check(&S, &o, &e), PFI_ENOTFOUND);
-    assert_non_null(strstr(e.msg, "closed-loop needs predicted curves: the table has no column 'nosuch'"));
+    assert_non_null(
+        strstr(e.msg, "closed-loop needs predicted curves: the table has no column 'nosuch'"));
     pfi_pfi_source s;
     assert_int_equal(pfi_pfi_source_parse("measured-robust", &s), 0);
     assert_int_equal(s, PFI_PFI_MEASURED_ROBUST);
@@ -102,7 +108,8 @@ static void lacks(void **st)
 static void pfi_sources_agree(void **st)
 {
     (void)st;
-    pfi_pool_opts o = {.target = "pfi", .strategies = BIT(PFI_STRAT_PFI_AWARE), .pfi = PFI_PFI_MEASURED};
+    pfi_pool_opts o = {
+        .target = "pfi", .strategies = BIT(PFI_STRAT_PFI_AWARE), .pfi = PFI_PFI_MEASURED};
     pfi_pool A, B, C;
     assert_int_equal(pfi_pool_build(&S, use_all, NG, &o, NULL, NULL, &A, NULL, NULL), PFI_OK);
     o.pfi = PFI_PFI_PREDICTED; /* in-sample fit of dram_copy_product: exact */
@@ -144,7 +151,8 @@ static void bad_weight_named(void **st)
     (void)st;
     double keep = S.robust[2];
     S.robust[2] = NAN;
-    pfi_pool_opts o = {.target = "pfi", .strategies = BIT(PFI_STRAT_PFI_AWARE), .pfi = PFI_PFI_MEASURED_ROBUST};
+    pfi_pool_opts o = {
+        .target = "pfi", .strategies = BIT(PFI_STRAT_PFI_AWARE), .pfi = PFI_PFI_MEASURED_ROBUST};
     pfi_pool P;
     pfi_error e;
     assert_int_not_equal(pfi_pool_build(&S, use_all, NG, &o, NULL, NULL, &P, NULL, &e), PFI_OK);
@@ -157,7 +165,8 @@ static void bad_weight_named(void **st)
 static void predicted_curves(void **st)
 {
     (void)st;
-    pfi_pool_opts o = {.target = "pfi", .features = "slope", .strategies = BIT(PFI_STRAT_CURVE_AWARE)};
+    pfi_pool_opts o = {
+        .target = "pfi", .features = "slope", .strategies = BIT(PFI_STRAT_CURVE_AWARE)};
     pfi_pool P;
     assert_int_equal(pfi_pool_build(&S, use_all, NG, &o, NULL, NULL, &P, NULL, NULL), PFI_OK);
     assert_non_null(P.pred);
@@ -169,7 +178,9 @@ static void predicted_curves(void **st)
         assert_near(u->tokens_per_s, P.jobs[i].tokens_per_s_max, 1e-6);
         double k = 0.2 + 0.1 * i;
         for (size_t q = 0; q < c->n; q++)
-            assert_near(c->pts[q].tokens_per_s, P.jobs[i].tokens_per_s_max * (1 - k * (700 - c->pts[q].cap_w) / 400), 1e-6 * P.jobs[i].tokens_per_s_max);
+            assert_near(c->pts[q].tokens_per_s,
+                        P.jobs[i].tokens_per_s_max * (1 - k * (700 - c->pts[q].cap_w) / 400),
+                        1e-6 * P.jobs[i].tokens_per_s_max);
     }
     pfi_pool_dispose(&P);
     /* a scalar model is no curve model */
@@ -186,8 +197,11 @@ static void predicted_curves(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(jobs), cmocka_unit_test(lacks), cmocka_unit_test(pfi_sources_agree),
-        cmocka_unit_test(bad_weight_named), cmocka_unit_test(predicted_curves),
+        cmocka_unit_test(jobs),
+        cmocka_unit_test(lacks),
+        cmocka_unit_test(pfi_sources_agree),
+        cmocka_unit_test(bad_weight_named),
+        cmocka_unit_test(predicted_curves),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

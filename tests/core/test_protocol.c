@@ -27,9 +27,11 @@ static void binning_and_carry(void **s)
         int64_t t = 1000000000LL + k * 5000;
         assert_int_equal(pfi_bins_add(b, g0, PFI_M_POWER_USAGE, t + 100, 100 + k, NULL), PFI_OK);
         assert_int_equal(pfi_bins_add(b, g0, PFI_M_GPU_UTIL, t + 100, 90, NULL), PFI_OK);
-        /* B misses its scrape in bin 2 (carried from bin 1) and bins 4,5 (dropped: only one interval carried) */
+        /* B misses its scrape in bin 2 (carried from bin 1) and bins 4,5 (dropped: only one
+         * interval carried) */
         if (k != 2 && k < 4) {
-            assert_int_equal(pfi_bins_add(b, g1, PFI_M_POWER_USAGE, t + 3000, 200 + k, NULL), PFI_OK);
+            assert_int_equal(pfi_bins_add(b, g1, PFI_M_POWER_USAGE, t + 3000, 200 + k, NULL),
+                             PFI_OK);
             assert_int_equal(pfi_bins_add(b, g1, PFI_M_GPU_UTIL, t + 3000, 60, NULL), PFI_OK);
         }
     }
@@ -74,7 +76,8 @@ static void bins_two_samples_and_growth(void **s)
     pfi_series_dispose(&sr);
     /* an absurd span is refused, not allocated */
     pfi_error e;
-    assert_int_equal(pfi_bins_add(b, g, PFI_M_POWER_USAGE, 50000 + 5000LL * 5000000, 1, &e), PFI_ERANGE);
+    assert_int_equal(pfi_bins_add(b, g, PFI_M_POWER_USAGE, 50000 + 5000LL * 5000000, 1, &e),
+                     PFI_ERANGE);
     assert_non_null(strstr(e.msg, "spans more than 1000"));
     /* metrics: sums for bytes */
     int g2 = pfi_bins_gpu(b, "V", 1);
@@ -192,8 +195,10 @@ static void cap_check(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(binning_and_carry), cmocka_unit_test(bins_two_samples_and_growth),
-        cmocka_unit_test(phases),            cmocka_unit_test(aggregation),
+        cmocka_unit_test(binning_and_carry),
+        cmocka_unit_test(bins_two_samples_and_growth),
+        cmocka_unit_test(phases),
+        cmocka_unit_test(aggregation),
         cmocka_unit_test(cap_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,8 +11,8 @@
 #include "calibrate.h"
 #include "pfi/csv.h"
 #include "pfi/pfi.h"
-#include "recon_io.h"
 #include "pfi/stats.h"
+#include "recon_io.h"
 #include "util.h"
 
 static pfi_recon R;
@@ -20,7 +20,7 @@ static pfi_synth_opts O;
 
 typedef struct gres {
     double pfi, pfi4;
-    pfi_run_summary unc;  /* uncapped run */
+    pfi_run_summary unc; /* uncapped run */
     double sm_clock[PFI_RECON_MAX_CAPS], power_w[PFI_RECON_MAX_CAPS], tokens[PFI_RECON_MAX_CAPS];
 } gres;
 static gres *G;
@@ -45,7 +45,8 @@ static int setup(void **s)
                 fprintf(stderr, "%s\n", e.msg);
                 return -1;
             }
-            pts[k] = (pfi_point){g->caps_w[k], sm.power_w, sm.tokens_per_s, sm.power_w_sem, sm.tokens_per_s_sem, 1};
+            pts[k] = (pfi_point){g->caps_w[k],   sm.power_w,          sm.tokens_per_s,
+                                 sm.power_w_sem, sm.tokens_per_s_sem, 1};
             G[i].sm_clock[k] = sm.metric[PFI_M_SM_CLOCK];
             G[i].power_w[k] = sm.power_w;
             G[i].tokens[k] = sm.tokens_per_s;
@@ -103,7 +104,8 @@ static void eq1_targets(void **s)
         const pfi_recon_group *g = &R.g[i];
         double tol = !strcmp(g->split, "h100") ? 0.03 : 0.02;
         if (fabs(G[i].pfi - g->pfi_target) > tol)
-            fail_msg("%s (%s): PFI %.4f, published %.2f (+-%.2f)", g->group, g->gpu_model, G[i].pfi, g->pfi_target, tol);
+            fail_msg("%s (%s): PFI %.4f, published %.2f (+-%.2f)", g->group, g->gpu_model, G[i].pfi,
+                     g->pfi_target, tol);
     }
 }
 
@@ -123,7 +125,8 @@ static void table9_targets(void **s)
             assert_true(e > 0.05 && e < 0.17);
             continue;
         }
-        if (e > 0.05) fail_msg("%s: 4-cap PFI %.4f, table 9 %.3f", g->group, G[i].pfi4, g->pfi4_target);
+        if (e > 0.05)
+            fail_msg("%s: 4-cap PFI %.4f, table 9 %.3f", g->group, G[i].pfi4, g->pfi4_target);
     }
     assert_int_equal(checked, 16);
 }
@@ -151,7 +154,8 @@ static void group_statistics(void **s)
     const double med[3] = {1.27, 1.43, 2.10};
     for (int f = 0; f < 3; f++) {
         double m = pfi_quantile_select(fam[f], (size_t)nf[f], 0.5);
-        if (fabs(m - med[f]) > 0.03) fail_msg("family %d median %.4f, published %.2f", f, m, med[f]);
+        if (fabs(m - med[f]) > 0.03)
+            fail_msg("family %d median %.4f, published %.2f", f, m, med[f]);
     }
     assert_int_equal(nf[0], 14);
     assert_int_equal(nf[1], 7);
@@ -201,19 +205,25 @@ static void plausibility(void **s)
         const pfi_recon_group *g = &R.g[i];
         const pfi_run_summary *u = &G[i].unc;
         double per_gpu = u->power_w / g->gpus;
-        if (per_gpu < 350 || per_gpu > 700) fail_msg("%s: uncapped %.1f W per GPU", g->group, per_gpu);
+        if (per_gpu < 350 || per_gpu > 700)
+            fail_msg("%s: uncapped %.1f W per GPU", g->group, per_gpu);
         /* throughput per GPU follows MFU x peak / FLOPs per token: MFU 5%..60% */
-        double mfu = u->tokens_per_s * g->job.flops_per_token / (g->gpus * g->hw->bf16_dense_tflops * 1e12);
+        double mfu =
+            u->tokens_per_s * g->job.flops_per_token / (g->gpus * g->hw->bf16_dense_tflops * 1e12);
         if (mfu < 0.05 || mfu > 0.6) fail_msg("%s: uncapped MFU %.3f", g->group, mfu);
         for (int k = 1; k < g->ncaps; k++) {
             if (G[i].sm_clock[k] < G[i].sm_clock[k - 1] - 1e-9)
-                fail_msg("%s: SM clock falls from %.0f to %.0f MHz as the cap rises", g->group, G[i].sm_clock[k - 1], G[i].sm_clock[k]);
-            if (G[i].power_w[k] <= G[i].power_w[k - 1] || G[i].tokens[k] <= G[i].tokens[k - 1] * 0.995)
+                fail_msg("%s: SM clock falls from %.0f to %.0f MHz as the cap rises", g->group,
+                         G[i].sm_clock[k - 1], G[i].sm_clock[k]);
+            if (G[i].power_w[k] <= G[i].power_w[k - 1] ||
+                G[i].tokens[k] <= G[i].tokens[k - 1] * 0.995)
                 fail_msg("%s: power or throughput not increasing with the cap", g->group);
         }
         /* a cap is an upper bound on the measured power */
         for (int k = 0; k < g->ncaps; k++)
-            if (G[i].power_w[k] > g->caps_w[k] * g->gpus * 1.02) fail_msg("%s: %.0f W over the %g W cap", g->group, G[i].power_w[k] / g->gpus, g->caps_w[k]);
+            if (G[i].power_w[k] > g->caps_w[k] * g->gpus * 1.02)
+                fail_msg("%s: %.0f W over the %g W cap", g->group, G[i].power_w[k] / g->gpus,
+                         g->caps_w[k]);
     }
 }
 

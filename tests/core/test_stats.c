@@ -99,9 +99,9 @@ static void adjustments(void **s)
     for (int i = 0; i < 5; i++) assert_near(a[i], h[i], 1e-12);
     double p2[] = {0.0006, 0.0568, 0.1020}; /* the paper's Dunn p_raw */
     pfi_holm(p2, 3, a);
-    assert_near(a[0], 0.0018, 1e-9);  /* paper: p_holm 0.0017 from unrounded p */
-    assert_near(a[1], 0.1136, 1e-9);  /* paper: 0.1137 */
-    assert_near(a[2], 0.1136, 1e-9);  /* monotone: max(0.1136, 0.1020) */
+    assert_near(a[0], 0.0018, 1e-9); /* paper: p_holm 0.0017 from unrounded p */
+    assert_near(a[1], 0.1136, 1e-9); /* paper: 0.1137 */
+    assert_near(a[2], 0.1136, 1e-9); /* monotone: max(0.1136, 0.1020) */
 }
 
 static void ols(void **s)

@@ -47,7 +47,10 @@ static void vec_growth(void **s)
 static void vec_push_and_resize(void **s)
 {
     (void)s;
-    struct pair { int a; double b; } *v = NULL;
+    struct pair {
+        int a;
+        double b;
+    } *v = NULL;
     size_t n = 0, cap = 0;
     for (int i = 0; i < 100; i++) {
         struct pair x = {i, i * 0.5};
@@ -223,9 +226,10 @@ static void buf_oom(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(vec_growth),  cmocka_unit_test(vec_push_and_resize), cmocka_unit_test(vec_overflow),
-        cmocka_unit_test(vec_oom),     cmocka_unit_test(buf_text),            cmocka_unit_test(buf_long_printf),
-        cmocka_unit_test(buf_limit),   cmocka_unit_test(buf_oom),
+        cmocka_unit_test(vec_growth),   cmocka_unit_test(vec_push_and_resize),
+        cmocka_unit_test(vec_overflow), cmocka_unit_test(vec_oom),
+        cmocka_unit_test(buf_text),     cmocka_unit_test(buf_long_printf),
+        cmocka_unit_test(buf_limit),    cmocka_unit_test(buf_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,12 +20,13 @@ static void rules(void **s)
     pfi_lease_grant(&L, "a", 5, 30, 100);
     assert_true(pfi_lease_live(&L, 129.9));
     assert_false(pfi_lease_live(&L, 130));
-    assert_int_equal(pfi_lease_admit(&L, "a", 5, 110, &why), PFI_LEASE_ADMIT);  /* renewal */
-    assert_int_equal(pfi_lease_admit(&L, "b", 4, 110, &why), PFI_LEASE_STALE);  /* older */
+    assert_int_equal(pfi_lease_admit(&L, "a", 5, 110, &why), PFI_LEASE_ADMIT); /* renewal */
+    assert_int_equal(pfi_lease_admit(&L, "b", 4, 110, &why), PFI_LEASE_STALE); /* older */
     assert_non_null(strstr(why.msg, "older"));
-    assert_int_equal(pfi_lease_admit(&L, "b", 5, 110, &why), PFI_LEASE_BUSY);   /* same generation, other controller */
+    assert_int_equal(pfi_lease_admit(&L, "b", 5, 110, &why),
+                     PFI_LEASE_BUSY); /* same generation, other controller */
     assert_non_null(strstr(why.msg, "holds the lease"));
-    assert_int_equal(pfi_lease_admit(&L, "b", 6, 110, &why), PFI_LEASE_ADMIT);  /* take-over */
+    assert_int_equal(pfi_lease_admit(&L, "b", 6, 110, &why), PFI_LEASE_ADMIT); /* take-over */
     pfi_lease_grant(&L, "b", 6, 30, 110);
     assert_int_equal(L.generation_max, 6);
     /* after expiry: anything not older than the highest accepted */
@@ -46,7 +47,8 @@ static void generation_step(void **s)
     const long long step = PFI_LEASE_GENERATION_STEP;
     assert_int_equal(step, 1LL << 20);
     assert_int_equal(pfi_lease_admit(&L, "x", 1LL << 53, 100, &why), PFI_LEASE_TOO_FAR);
-    assert_non_null(strstr(why.msg, "generation: 9007199254740992 is more than 1048576 above generation_max 0"));
+    assert_non_null(strstr(
+        why.msg, "generation: 9007199254740992 is more than 1048576 above generation_max 0"));
     assert_int_equal(pfi_lease_admit(&L, "x", step + 1, 100, &why), PFI_LEASE_TOO_FAR);
     assert_int_equal(pfi_lease_admit(&L, "x", step, 100, &why), PFI_LEASE_ADMIT);
     pfi_lease_grant(&L, "a", 7, 30, 100);
@@ -85,7 +87,7 @@ static void state_file(void **s)
     assert_true(M.active);
     assert_string_equal(M.controller, "ctl");
     assert_int_equal(M.generation, 9);
-    assert_near(M.expires_at, 5060, 1e-9); /* the file keeps wall-clock time */
+    assert_near(M.expires_at, 5060, 1e-9);   /* the file keeps wall-clock time */
     pfi_lease_mono_from_wall(&M, 8600, 300); /* after a reboot, the wall clock an hour on */
     assert_near(M.expires_mono, 300 - 3540, 1e-9);
     assert_int_equal(M.n, 1);
@@ -94,9 +96,13 @@ static void state_file(void **s)
     assert_near(M.gpu[0].cap_w, 420, 1e-9);
     static const char *const bad[][2] = {
         {"{", "state"},
-        {"{\"format_version\":2,\"generation_max\":0,\"lease\":null,\"gpus\":[]}", "format_version"},
-        {"{\"format_version\":1,\"generation_max\":0,\"lease\":null,\"gpus\":[{\"uuid\":\"x\",\"baseline_w\":-1,\"cap_w\":300}]}", "gpus[0]"},
-        {"{\"format_version\":1,\"generation_max\":0,\"lease\":{\"controller\":\"c\"},\"gpus\":[]}", "lease"}};
+        {"{\"format_version\":2,\"generation_max\":0,\"lease\":null,\"gpus\":[]}",
+         "format_version"},
+        {"{\"format_version\":1,\"generation_max\":0,\"lease\":null,\"gpus\":[{\"uuid\":\"x\","
+         "\"baseline_w\":-1,\"cap_w\":300}]}",
+         "gpus[0]"},
+        {"{\"format_version\":1,\"generation_max\":0,\"lease\":{\"controller\":\"c\"},\"gpus\":[]}",
+         "lease"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         FILE *f = fopen(path, "w");
         fputs(bad[i][0], f);
@@ -147,25 +153,41 @@ static void caps_body(void **s)
         {"{\"lease_s\":60,\"controller\":\"\",\"generation\":1}", "controller: empty"},
         {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":-1}", "generation"},
         {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1.5}", "generation"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"extra\":1}", "extra: unknown field"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":{}}", "gpus: expected an array"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"cap_w\":300}]}", "gpus[0]: give exactly one"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"uuid\":\"x\",\"cap_w\":300}]}", "exactly one"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0}]}", "gpus[0].cap_w: missing"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":-5}]}", "gpus[0].cap_w"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":\"300\"}]}", "gpus[0].cap_w"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":300,\"x\":1}]}", "gpus[0].x"},
-        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"jobs\":[{\"cap_w\":300}]}", "jobs[0].job_id: missing"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"extra\":1}",
+         "extra: unknown field"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":{}}",
+         "gpus: expected an array"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"cap_w\":300}]}",
+         "gpus[0]: give exactly one"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"uuid\":"
+         "\"x\",\"cap_w\":300}]}",
+         "exactly one"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0}]}",
+         "gpus[0].cap_w: missing"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":-"
+         "5}]}",
+         "gpus[0].cap_w"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":"
+         "\"300\"}]}",
+         "gpus[0].cap_w"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":"
+         "300,\"x\":1}]}",
+         "gpus[0].x"},
+        {"{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"jobs\":[{\"cap_w\":300}]}",
+         "jobs[0].job_id: missing"},
         {"{\"lease_s\":60,\"lease_s\":30,\"controller\":\"c\",\"generation\":1}", "duplicate"},
         {"{\"lease_s\":60,\"controller\":\"a\\u0001b\",\"generation\":1}", "control characters"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pfi_error e;
         assert_int_not_equal(pfi_caps_request_parse(bad[i][0], strlen(bad[i][0]), &r, &e), PFI_OK);
-        if (!strstr(e.msg, bad[i][1])) fail_msg("'%s' -> '%s' (expected '%s')", bad[i][0], e.msg, bad[i][1]);
+        if (!strstr(e.msg, bad[i][1]))
+            fail_msg("'%s' -> '%s' (expected '%s')", bad[i][0], e.msg, bad[i][1]);
     }
     /* too many entries */
     char big[8192] = "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[";
-    for (int i = 0; i < 65; i++) snprintf(big + strlen(big), sizeof big - strlen(big), "%s{\"index\":%d,\"cap_w\":300}", i ? "," : "", i);
+    for (int i = 0; i < 65; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s{\"index\":%d,\"cap_w\":300}",
+                 i ? "," : "", i);
     strcat(big, "]}");
     pfi_error e;
     assert_int_equal(pfi_caps_request_parse(big, strlen(big), &r, &e), PFI_ERANGE);
@@ -174,6 +196,7 @@ static void caps_body(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(rules), cmocka_unit_test(generation_step), cmocka_unit_test(state_file), cmocka_unit_test(caps_body)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(rules), cmocka_unit_test(generation_step),
+                                       cmocka_unit_test(state_file), cmocka_unit_test(caps_body)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

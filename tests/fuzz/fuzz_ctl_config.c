@@ -28,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (cfg.nagents < 1 || cfg.nagents > CTL_MAX_AGENTS) abort();
     for (size_t i = 0; i < cfg.nagents; i++)
-        if (strlen(cfg.agents[i].url) >= sizeof cfg.agents[i].url || !cfg.agents[i].name[0]) abort();
+        if (strlen(cfg.agents[i].url) >= sizeof cfg.agents[i].url || !cfg.agents[i].name[0])
+            abort();
     finite_in(cfg.period_s, 0.05, 3600);
     finite_in(cfg.lease_s, 2 * cfg.period_s, 86400);
     finite_in(cfg.tolerance_pct, 0, 50);

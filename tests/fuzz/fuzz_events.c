@@ -17,12 +17,17 @@ static void within_bounds(const pfi_grid_event *ev)
     if (n == 0 || n > 63) abort();
     if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0) abort();
     if (ev->open_ended) {
-        if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= 3650 * 86400.0))) abort();
+        if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= 3650 * 86400.0)))
+            abort();
     } else if (!(ev->duration_s >= 1 && ev->duration_s <= 7 * 86400.0)) {
         abort();
     }
-    if (ev->kind == PFI_EV_TARGET_KW && !(isfinite(ev->target_kw) && ev->target_kw > 0 && ev->target_kw < 1e6)) abort();
-    if (ev->kind == PFI_EV_REDUCTION && !(isfinite(ev->reduction_pct) && ev->reduction_pct > 0 && ev->reduction_pct <= 90)) abort();
+    if (ev->kind == PFI_EV_TARGET_KW &&
+        !(isfinite(ev->target_kw) && ev->target_kw > 0 && ev->target_kw < 1e6))
+        abort();
+    if (ev->kind == PFI_EV_REDUCTION &&
+        !(isfinite(ev->reduction_pct) && ev->reduction_pct > 0 && ev->reduction_pct <= 90))
+        abort();
     if (ev->kind == PFI_EV_LEVEL && (ev->level < 0 || ev->level > 3)) abort();
     if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400)) abort();
     if (!isnan(ev->ramp_down_s) && !(ev->ramp_down_s >= 0 && ev->ramp_down_s <= 86400)) abort();
@@ -36,7 +41,8 @@ static void round_trip(const pfi_grid_event *ev)
     pfi_error err;
     char *s = pfi_grid_event_format(ev);
     if (!s || pfi_grid_event_parse(s, strlen(s), &ev2, &err) != PFI_OK) abort();
-    if (strcmp(ev->id, ev2.id) || ev->kind != ev2.kind || fabs(ev->start - ev2.start) > 1e-3 || ev->open_ended != ev2.open_ended ||
+    if (strcmp(ev->id, ev2.id) || ev->kind != ev2.kind || fabs(ev->start - ev2.start) > 1e-3 ||
+        ev->open_ended != ev2.open_ended ||
         fabs(ev->duration_s - ev2.duration_s) > 1e-6 * fmax(1, ev->duration_s))
         abort();
     free(s);

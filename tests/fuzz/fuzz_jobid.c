@@ -14,7 +14,11 @@ static int clean_utf8(const unsigned char *s)
 {
     while (*s) {
         if (*s < 0x20 || *s == 0x7f) return 0;
-        size_t n = *s < 0x80 ? 1 : (*s & 0xE0) == 0xC0 ? 2 : (*s & 0xF0) == 0xE0 ? 3 : (*s & 0xF8) == 0xF0 ? 4 : 0;
+        size_t n = *s < 0x80             ? 1
+                   : (*s & 0xE0) == 0xC0 ? 2
+                   : (*s & 0xF0) == 0xE0 ? 3
+                   : (*s & 0xF8) == 0xF0 ? 4
+                                         : 0;
         if (!n || (n > 1 && *s < 0xC2)) return 0;
         for (size_t k = 1; k < n; k++)
             if ((s[k] & 0xC0) != 0x80) return 0;

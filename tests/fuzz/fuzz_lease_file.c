@@ -20,14 +20,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (a.n > PFI_LEASE_MAX_GPUS || a.generation > a.generation_max) abort();
     for (size_t i = 0; i < a.n; i++)
-        if (!a.gpu[i].changed || !(a.gpu[i].baseline_w > 0) || !isfinite(a.gpu[i].cap_w) || !a.gpu[i].uuid[0]) abort();
+        if (!a.gpu[i].changed || !(a.gpu[i].baseline_w > 0) || !isfinite(a.gpu[i].cap_w) ||
+            !a.gpu[i].uuid[0])
+            abort();
     char *s = pfi_lease_format(&a);
     if (!s) abort();
     if (pfi_lease_parse(s, strlen(s), "again.json", &b, &err) != PFI_OK) abort();
     free(s);
     if (b.n != a.n || b.active != a.active || b.generation_max != a.generation_max) abort();
-    if (a.active && (b.generation != a.generation || b.expires_at != a.expires_at || strcmp(a.controller, b.controller))) abort();
+    if (a.active && (b.generation != a.generation || b.expires_at != a.expires_at ||
+                     strcmp(a.controller, b.controller)))
+        abort();
     for (size_t i = 0; i < a.n; i++)
-        if (strcmp(a.gpu[i].uuid, b.gpu[i].uuid) || a.gpu[i].baseline_w != b.gpu[i].baseline_w || a.gpu[i].cap_w != b.gpu[i].cap_w) abort();
+        if (strcmp(a.gpu[i].uuid, b.gpu[i].uuid) || a.gpu[i].baseline_w != b.gpu[i].baseline_w ||
+            a.gpu[i].cap_w != b.gpu[i].cap_w)
+            abort();
     return 0;
 }

@@ -10,8 +10,9 @@ static pfi_status sink(void *ud, const pfi_sample *s, pfi_error *err)
 {
     pfi_bins *b = ud;
     char key[64];
-    int n = snprintf(key, sizeof key, "%.*s:%.*s", (int)(s->host.n > 20 ? 20 : s->host.n), s->host.p ? s->host.p : "",
-                     (int)(s->gpu.n > 20 ? 20 : s->gpu.n), s->gpu.p ? s->gpu.p : "");
+    int n = snprintf(key, sizeof key, "%.*s:%.*s", (int)(s->host.n > 20 ? 20 : s->host.n),
+                     s->host.p ? s->host.p : "", (int)(s->gpu.n > 20 ? 20 : s->gpu.n),
+                     s->gpu.p ? s->gpu.p : "");
     int g = pfi_bins_gpu(b, key, (size_t)n);
     if (g < 0) return PFI_ENOMEM;
     return pfi_bins_add(b, g, s->metric, s->t_ms, s->value, err);

@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(s);
     if (b.n != a.n || b.pid != a.pid) abort();
     for (size_t i = 0; i < a.n; i++)
-        if (strcmp(a.gpu[i].uuid, b.gpu[i].uuid) || a.gpu[i].index != b.gpu[i].index || a.gpu[i].cap_w != b.gpu[i].cap_w ||
-            !(a.gpu[i].cap_w > 0) || !isfinite(a.gpu[i].cap_w))
+        if (strcmp(a.gpu[i].uuid, b.gpu[i].uuid) || a.gpu[i].index != b.gpu[i].index ||
+            a.gpu[i].cap_w != b.gpu[i].cap_w || !(a.gpu[i].cap_w > 0) || !isfinite(a.gpu[i].cap_w))
             abort();
     return 0;
 }

@@ -22,7 +22,8 @@ static int setup(void **s)
     char sp[4096], pp[4096];
     setenv("PFI_DATA_DIR", PFI_SOURCE_DIR "/data", 1);
     if (pfi_data_path(NULL, "reconstruction/spec.csv", sp, sizeof sp, NULL) ||
-        pfi_data_path(NULL, "reconstruction/params.csv", pp, sizeof pp, NULL) || pfi_recon_load(sp, pp, &R, NULL))
+        pfi_data_path(NULL, "reconstruction/params.csv", pp, sizeof pp, NULL) ||
+        pfi_recon_load(sp, pp, &R, NULL))
         return -1;
     return 0;
 }
@@ -37,10 +38,13 @@ static int teardown(void **s)
 static void sim_dynamics(void **s)
 {
     (void)s;
-    assert_int_equal(pfi_clock_set(200, 1767225600, NULL), PFI_OK); /* 200x: tau = 2 s takes 10 ms */
+    assert_int_equal(pfi_clock_set(200, 1767225600, NULL),
+                     PFI_OK); /* 200x: tau = 2 s takes 10 ms */
     pfi_gpu *g;
     pfi_error e;
-    assert_int_equal(pfi_gpu_open("sim:gpus=4,job=7:moe-ft-qwen30ba3b-x8@0-3,noise=0,tau=2", &R, &g, &e), PFI_OK);
+    assert_int_equal(
+        pfi_gpu_open("sim:gpus=4,job=7:moe-ft-qwen30ba3b-x8@0-3,noise=0,tau=2", &R, &g, &e),
+        PFI_OK);
     assert_string_equal(pfi_gpu_backend(g), "sim");
     assert_int_equal(pfi_gpu_count(g), 4);
     pfi_gpu_info in;
@@ -61,7 +65,9 @@ static void sim_dynamics(void **s)
        that took longer to get the sample skips that check rather than fail it */
     assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
     if (pfi_clock_now() - t_set < 0.2) assert_true(b.power_w > 450);
-    else print_message("sample %.2f clock s after the cap change: lag check skipped\n", pfi_clock_now() - t_set);
+    else
+        print_message("sample %.2f clock s after the cap change: lag check skipped\n",
+                      pfi_clock_now() - t_set);
     pfi_clock_sleep(24); /* 12 tau */
     assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
     assert_true(b.power_w <= 400 && b.power_w > 330);
@@ -98,7 +104,8 @@ static void sim_steplog_and_state(void **s)
     char spec[1024], log[200], state[200];
     snprintf(state, sizeof state, "%s/hw.json", dir);
     snprintf(log, sizeof log, "%s/steps.jsonl", dir);
-    snprintf(spec, sizeof spec, "sim:gpus=2,job=a:dense-ft-llama70b-x8-compile@0-1,idle,state=%s", state);
+    snprintf(spec, sizeof spec, "sim:gpus=2,job=a:dense-ft-llama70b-x8-compile@0-1,idle,state=%s",
+             state);
     pfi_gpu *g;
     assert_int_equal(pfi_gpu_open(spec, &R, &g, NULL), PFI_OK);
     assert_int_equal(pfi_gpu_set_cap(g, 1, 450, NULL), PFI_OK);
@@ -141,11 +148,17 @@ static void sim_bad_options(void **s)
 {
     (void)s;
     static const char *const bad[][2] = {
-        {"sim:gpus=0", "gpus"},        {"sim:gpus=x", "gpus"},         {"sim:model=A100", "model"},
-        {"sim:tau=-1", "tau"},         {"sim:frobnicate=1", "unknown"}, {"sim:job=17", "ID:GROUP@"},
-        {"sim:job=1:nope@0-1", "nope"}, {"sim:gpus=2,job=1:moe-ft-qwen30ba3b-x8@0-3", "GPUs"},
+        {"sim:gpus=0", "gpus"},
+        {"sim:gpus=x", "gpus"},
+        {"sim:model=A100", "model"},
+        {"sim:tau=-1", "tau"},
+        {"sim:frobnicate=1", "unknown"},
+        {"sim:job=17", "ID:GROUP@"},
+        {"sim:job=1:nope@0-1", "nope"},
+        {"sim:gpus=2,job=1:moe-ft-qwen30ba3b-x8@0-3", "GPUs"},
         {"sim:job=1:moe-ft-qwen30ba3b-x8@0-3,job=2:moe-ft-qwen30ba3b-x8@2-4", "two jobs"},
-        {"gpu-magic", "unknown GPU backend"}, {"nvml:x", "no options"}};
+        {"gpu-magic", "unknown GPU backend"},
+        {"nvml:x", "no options"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pfi_gpu *g = NULL;
         pfi_error e;
@@ -181,9 +194,12 @@ static void nvml_double(void **s)
     assert_near(in.cap_default_w, 700, 1e-9);
     pfi_gpu_sample x;
     assert_int_equal(pfi_gpu_sample_get(g, 0, &x, NULL), PFI_OK);
-    assert_true((x.have & (PFI_GS_POWER | PFI_GS_CAP | PFI_GS_ENFORCED | PFI_GS_CLOCKS | PFI_GS_UTIL | PFI_GS_MEM | PFI_GS_ENERGY)) ==
-                (PFI_GS_POWER | PFI_GS_CAP | PFI_GS_ENFORCED | PFI_GS_CLOCKS | PFI_GS_UTIL | PFI_GS_MEM | PFI_GS_ENERGY));
-    assert_false(x.have & (PFI_GS_TEMP | PFI_GS_POWER_INSTANT | PFI_GS_PROF)); /* unsupported: left out */
+    assert_true((x.have & (PFI_GS_POWER | PFI_GS_CAP | PFI_GS_ENFORCED | PFI_GS_CLOCKS |
+                           PFI_GS_UTIL | PFI_GS_MEM | PFI_GS_ENERGY)) ==
+                (PFI_GS_POWER | PFI_GS_CAP | PFI_GS_ENFORCED | PFI_GS_CLOCKS | PFI_GS_UTIL |
+                 PFI_GS_MEM | PFI_GS_ENERGY));
+    assert_false(x.have &
+                 (PFI_GS_TEMP | PFI_GS_POWER_INSTANT | PFI_GS_PROF)); /* unsupported: left out */
     assert_near(x.cap_w, 700, 1e-9);
     assert_true(x.power_w > 550 && x.power_w < 700);
     assert_near(x.fb_used_mib, 60000, 1e-6);
@@ -212,7 +228,8 @@ static void nvml_double(void **s)
         char procs[4096];
         size_t off = 0;
         for (unsigned k = 0; k < 100; k++)
-            off += (size_t)snprintf(procs + off, sizeof procs - off, "%s2:%u", k ? "," : "", 10000 + k);
+            off += (size_t)snprintf(procs + off, sizeof procs - off, "%s2:%u", k ? "," : "",
+                                    10000 + k);
         setenv("FAKE_NVML_PROCS", procs, 1);
         assert_int_equal(pfi_gpu_open("nvml", NULL, &g, NULL), PFI_OK);
         pfi_gpu_proc many[128];
@@ -249,7 +266,8 @@ static void clock_scale(void **s)
     double w0 = pfi_wall_monotonic(), c0 = pfi_clock_now();
     pfi_clock_sleep(5); /* 0.1 s of wall time */
     double dw = pfi_wall_monotonic() - w0, dc = pfi_clock_now() - c0;
-    assert_true(dw >= 0.09 && dw < 2.5); /* scaled: unscaled would be 5 s; generous for a loaded machine */
+    assert_true(dw >= 0.09 &&
+                dw < 2.5); /* scaled: unscaled would be 5 s; generous for a loaded machine */
     assert_near(dc / dw, 50, 5);
     pfi_error e;
     assert_int_equal(pfi_clock_set(0, NAN, &e), PFI_ERANGE);
@@ -263,8 +281,9 @@ static void clock_scale(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sim_dynamics), cmocka_unit_test(sim_steplog_and_state), cmocka_unit_test(sim_bad_options),
-        cmocka_unit_test(nvml_double), cmocka_unit_test(clock_scale),
+        cmocka_unit_test(sim_dynamics),    cmocka_unit_test(sim_steplog_and_state),
+        cmocka_unit_test(sim_bad_options), cmocka_unit_test(nvml_double),
+        cmocka_unit_test(clock_scale),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

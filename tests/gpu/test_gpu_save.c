@@ -61,15 +61,28 @@ typedef struct seen {
     long failed_i;
 } seen;
 
-static void r_lost(void *ud, const char *p, const pfi_error *why) { ((seen *)ud)->lost++; (void)p; (void)why; }
-static void r_found(void *ud, const char *p) { ((seen *)ud)->found++; (void)p; }
-static void r_oor(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_gpu_info *in, const char *which, double v, double repl)
+static void r_lost(void *ud, const char *p, const pfi_error *why)
+{
+    ((seen *)ud)->lost++;
+    (void)p;
+    (void)why;
+}
+static void r_found(void *ud, const char *p)
+{
+    ((seen *)ud)->found++;
+    (void)p;
+}
+static void r_oor(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_gpu_info *in,
+                  const char *which, double v, double repl)
 {
     ((seen *)ud)->out_of_range++;
     assert_string_equal(which, "baseline_w");
     assert_near(repl, 700, 0);
 }
-static void r_restored(void *ud, size_t k, const pfi_saved_cap *c, long i, double from_w) { ((seen *)ud)->restored++; }
+static void r_restored(void *ud, size_t k, const pfi_saved_cap *c, long i, double from_w)
+{
+    ((seen *)ud)->restored++;
+}
 static void r_failed(void *ud, size_t k, const pfi_saved_cap *c, long i, const pfi_error *e)
 {
     ((seen *)ud)->failed++;
@@ -182,7 +195,8 @@ static void never_through_a_link(void **st)
     fclose(t);
     assert_string_equal(buf, "keep\n");
     size_t pending;
-    assert_int_equal(pfi_gpu_restore(g, &f, 0, NULL, &pending, NULL), PFI_OK); /* the writer's end, from memory */
+    assert_int_equal(pfi_gpu_restore(g, &f, 0, NULL, &pending, NULL),
+                     PFI_OK); /* the writer's end, from memory */
     assert_int_equal(pending, 0);
     assert_int_not_equal(access(path, F_OK), 0);
     unlink(target);
@@ -216,7 +230,10 @@ static void corrupt_and_out_of_range(void **st)
     assert_int_equal(pfi_gpu_info_get(g, 1, &in, NULL), PFI_OK);
     assert_int_equal(pfi_gpu_set_cap(g, 1, 400, NULL), PFI_OK);
     char text[600];
-    snprintf(text, sizeof text, "{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 1, \"uuid\": \"%s\", \"cap_w\": 9999}]}", in.uuid);
+    snprintf(text, sizeof text,
+             "{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 1, \"uuid\": \"%s\", "
+             "\"cap_w\": 9999}]}",
+             in.uuid);
     write_file(text);
     r = report(&x);
     assert_int_equal(pfi_gpu_restore(g, &f, 1, &r, &pending, NULL), PFI_OK);
@@ -224,7 +241,8 @@ static void corrupt_and_out_of_range(void **st)
     assert_int_equal(x.restored, 1);
     assert_near(cap_of(g, 1), 700, 1e-9);
     /* a GPU not on this node: reported, kept, and so is the file */
-    write_file("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 0, \"uuid\": \"GPU-elsewhere\", \"cap_w\": 500}]}");
+    write_file("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 0, \"uuid\": "
+               "\"GPU-elsewhere\", \"cap_w\": 500}]}");
     r = report(&x);
     assert_int_equal(pfi_gpu_restore(g, &f, 1, &r, &pending, NULL), PFI_OK);
     assert_int_equal(pending, 1);
@@ -275,8 +293,9 @@ static void check_and_defaults(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(save_crash_restore),       cmocka_unit_test(write_ahead_fails), cmocka_unit_test(never_through_a_link),
-        cmocka_unit_test(corrupt_and_out_of_range), cmocka_unit_test(check_and_defaults),
+        cmocka_unit_test(save_crash_restore),   cmocka_unit_test(write_ahead_fails),
+        cmocka_unit_test(never_through_a_link), cmocka_unit_test(corrupt_and_out_of_range),
+        cmocka_unit_test(check_and_defaults),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

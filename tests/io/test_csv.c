@@ -2,9 +2,9 @@
  * table reader on good and bad input (each error names file, line, column). */
 #include "../testutil.h"
 
+#include "num.h"
 #include "pfi/csv.h"
 #include "pfi/groups.h"
-#include "num.h"
 #include "pfi/pfi.h"
 #include "pfi/sweep.h"
 
@@ -169,8 +169,9 @@ static void sweep_good(void **s)
     (void)s;
     pfi_table *t = pfi_table_new();
     pfi_error e;
-    assert_int_equal(read_text(t, HDR "g,H200,8,700,100,5000\r\ng,H200,8,600,98,4750\r\n"
-                                      "g,H200,8,600,96,4850\r\n",
+    assert_int_equal(read_text(t,
+                               HDR "g,H200,8,700,100,5000\r\ng,H200,8,600,98,4750\r\n"
+                                   "g,H200,8,600,96,4850\r\n",
                                &e),
                      PFI_OK);
     assert_int_equal(pfi_table_nrows(t), 3);
@@ -188,8 +189,9 @@ static void sweep_good(void **s)
     pfi_table_free(t);
     /* groups are keyed by (gpu_model, group): the same name on H100 and H200 */
     t = pfi_table_new();
-    assert_int_equal(read_text(t, HDR "g,H200,8,700,100,5000\ng,H100,8,700,80,5000\n"
-                                      "g,H200,8,600,90,4000\ng,H100,8,600,70,4000\n",
+    assert_int_equal(read_text(t,
+                               HDR "g,H200,8,700,100,5000\ng,H100,8,700,80,5000\n"
+                                   "g,H200,8,600,90,4000\ng,H100,8,600,70,4000\n",
                                &e),
                      PFI_OK);
     assert_int_equal(pfi_groups_build(t, &gs, &e), PFI_OK);
@@ -199,9 +201,10 @@ static void sweep_good(void **s)
     pfi_table_free(t);
     /* optional telemetry columns may be empty; extra metadata kept as text */
     t = pfi_table_new();
-    assert_int_equal(read_text(t, "group,gpu_model,gpus,cap_w,tokens_per_s,power_w,"
-                                  "DCGM_FI_PROF_DRAM_ACTIVE,note\n"
-                                  "g,H200,8,700,100,5000,0.5,hello\ng,H200,8,600,90,4000,,x\n",
+    assert_int_equal(read_text(t,
+                               "group,gpu_model,gpus,cap_w,tokens_per_s,power_w,"
+                               "DCGM_FI_PROF_DRAM_ACTIVE,note\n"
+                               "g,H200,8,700,100,5000,0.5,hello\ng,H200,8,600,90,4000,,x\n",
                                &e),
                      PFI_OK);
     long c = pfi_table_col(t, "DCGM_FI_PROF_DRAM_ACTIVE");
@@ -276,8 +279,9 @@ static void zeus(void **s)
     assert_null(pfi_zeus_gpu_model("x/trace.csv", buf, sizeof buf));
     /* a Zeus header in a file that does not name the GPU is an error */
     t = pfi_table_new();
-    const char *z = "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
-                    "a,b,8,adam,100,10,90\n";
+    const char *z =
+        "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+        "a,b,8,adam,100,10,90\n";
     assert_int_not_equal(read_text(t, z, &e), PFI_OK);
     assert_non_null(strstr(e.msg, "--gpu-model"));
     pfi_table_free(t);
@@ -289,8 +293,9 @@ static void zeus(void **s)
     pfi_reader_close(&r);
     pfi_table_free(t);
     t = pfi_table_new();
-    const char *zbad = "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
-                       "a,b,8,adam,100,0,90\n";
+    const char *zbad =
+        "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+        "a,b,8,adam,100,0,90\n";
     pfi_reader_init_mem(&r, zbad, strlen(zbad), "t.csv", 0);
     assert_int_not_equal(pfi_sweep_read_reader(t, &r, &o, NULL, &e), PFI_OK);
     assert_non_null(strstr(e.msg, "t.csv:2: column 'time_per_epoch': must be positive"));
@@ -304,8 +309,12 @@ static void zeus_noise_default(void **s)
     (void)s;
     pfi_table *t = pfi_table_new();
     pfi_error e;
-    assert_int_equal(pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_a40.csv", NULL, NULL, &e), PFI_OK);
-    assert_int_equal(pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_v100.csv", NULL, NULL, &e), PFI_OK);
+    assert_int_equal(
+        pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_a40.csv", NULL, NULL, &e),
+        PFI_OK);
+    assert_int_equal(
+        pfi_sweep_read(t, PFI_SOURCE_DIR "/data/zeus/summary_power_v100.csv", NULL, NULL, &e),
+        PFI_OK);
     pfi_groups gs;
     assert_int_equal(pfi_groups_build(t, &gs, &e), PFI_OK);
     const pfi_curve *cv[200];
@@ -317,8 +326,9 @@ static void zeus_noise_default(void **s)
     }
     pfi_noise_estimate ne;
     pfi_estimate_noise(cv, gpus, gs.n, 1.2, &ne);
-    print_message("A40+V100 between-run noise: power %.4f, throughput %.4f (%zu points, %zu groups)\n",
-                  ne.rel_sd_power, ne.rel_sd_tokens, ne.n_points, ne.n_groups);
+    print_message(
+        "A40+V100 between-run noise: power %.4f, throughput %.4f (%zu points, %zu groups)\n",
+        ne.rel_sd_power, ne.rel_sd_tokens, ne.n_points, ne.n_groups);
     assert_near(ne.rel_sd_power, PFI_ROBUST_DEFAULT_REL_SEM_POWER, 0.0005);
     assert_near(ne.rel_sd_tokens, PFI_ROBUST_DEFAULT_REL_SEM_TOKENS, 0.0005);
     assert_int_equal(gs.n, 121);
@@ -329,9 +339,10 @@ static void zeus_noise_default(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(csv_basic),  cmocka_unit_test(csv_errors), cmocka_unit_test(reader_lines),
-        cmocka_unit_test(numbers),    cmocka_unit_test(sweep_good), cmocka_unit_test(sweep_bad),
-        cmocka_unit_test(zeus),       cmocka_unit_test(zeus_noise_default),
+        cmocka_unit_test(csv_basic),    cmocka_unit_test(csv_errors),
+        cmocka_unit_test(reader_lines), cmocka_unit_test(numbers),
+        cmocka_unit_test(sweep_good),   cmocka_unit_test(sweep_bad),
+        cmocka_unit_test(zeus),         cmocka_unit_test(zeus_noise_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

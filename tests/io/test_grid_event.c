@@ -18,19 +18,24 @@ static void expect_bad(const char *json, const char *field)
     pfi_grid_event ev;
     pfi_error e;
     if (pfi_grid_event_parse(json, strlen(json), &ev, &e) == PFI_OK) fail_msg("accepted: %s", json);
-    if (!strstr(e.msg, field) || strchr(e.msg, '\n')) fail_msg("'%s' -> '%s' (expected '%s')", json, e.msg, field);
+    if (!strstr(e.msg, field) || strchr(e.msg, '\n'))
+        fail_msg("'%s' -> '%s' (expected '%s')", json, e.msg, field);
 }
 
 static void expect_bad_adr(const char *dur, const char *payload, const char *field)
 {
     char j[1024];
     snprintf(j, sizeof j,
-             "{\"id\":\"x\",\"intervalPeriod\":{" START ",\"duration\":\"%s\"},\"intervals\":[{\"payloads\":[%s]}]}", dur, payload);
+             "{\"id\":\"x\",\"intervalPeriod\":{" START
+             ",\"duration\":\"%s\"},\"intervals\":[{\"payloads\":[%s]}]}",
+             dur, payload);
     pfi_grid_event ev;
     pfi_error e;
     int del;
-    if (pfi_openadr_event_parse(j, strlen(j), 10, &ev, &del, &e) == PFI_OK) fail_msg("accepted: %s", j);
-    if (!strstr(e.msg, field) || strchr(e.msg, '\n')) fail_msg("'%s' -> '%s' (expected '%s')", j, e.msg, field);
+    if (pfi_openadr_event_parse(j, strlen(j), 10, &ev, &del, &e) == PFI_OK)
+        fail_msg("accepted: %s", j);
+    if (!strstr(e.msg, field) || strchr(e.msg, '\n'))
+        fail_msg("'%s' -> '%s' (expected '%s')", j, e.msg, field);
 }
 
 /* parse, check every bound, format, parse again: the same event */
@@ -57,12 +62,14 @@ static void canonical(void **s)
     assert_int_equal(pfi_grid_event_parse(week, strlen(week), &ev, NULL), PFI_OK);
     round_trip(&ev);
     expect_bad("{" START ",\"duration_s\":604801,\"level\":1}", "duration_s");
-    expect_bad("{" START ",\"duration_s\":2764800,\"level\":1}", "duration_s"); /* the fuzzer's 32 days */
+    expect_bad("{" START ",\"duration_s\":2764800,\"level\":1}",
+               "duration_s"); /* the fuzzer's 32 days */
     expect_bad("{" START ",\"duration_s\":0.5,\"level\":1}", "duration_s");
     expect_bad("{" START ",\"duration_s\":1e300,\"level\":1}", "duration_s");
     expect_bad("{" START ",\"duration_s\":1e400,\"level\":1}", "event"); /* JSON overflow */
     expect_bad("{" START ",\"duration_s\":60,\"target_kw\":1e6}", "target_kw");
-    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":8.9e12}", "target_kw"); /* the fuzzer's */
+    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":8.9e12}",
+               "target_kw"); /* the fuzzer's */
     expect_bad("{" START ",\"duration_s\":60,\"target_kw\":0}", "target_kw");
     expect_bad("{" START ",\"level\":1}", "duration_s: missing");
     expect_bad("{" START ",\"open_ended\":false,\"level\":1}", "duration_s: missing");
@@ -100,7 +107,8 @@ static void openadr(void **s)
     pfi_grid_event ev;
     int del;
     const char *week = "{\"id\":\"a\",\"intervalPeriod\":{" START ",\"duration\":\"P7D\"},"
-                       "\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000009]}]}]}";
+                       "\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+                       "\"values\":[1000009]}]}]}";
     assert_int_equal(pfi_openadr_event_parse(week, strlen(week), 10, &ev, &del, NULL), PFI_OK);
     assert_near(ev.duration_s, 604800, 0);
     assert_near(ev.target_kw, 999999, 1e-6);
@@ -120,7 +128,8 @@ static void openadr(void **s)
     expect_bad_adr("PinfD", lvl, "intervalPeriod.duration");
     expect_bad_adr("P1234567890123D", lvl, "intervalPeriod.duration");
     expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[8.9e12]}", "values[0]");
-    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000010]}", "values[0]");
+    expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000010]}",
+                   "values[0]");
     expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1e400]}", "OpenADR");
     expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[-5]}", "values[0]");
     double t;

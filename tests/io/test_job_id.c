@@ -102,10 +102,8 @@ static void cgroup_not_slurm(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(valid_ids),
-        cmocka_unit_test(invalid_ids),
-        cmocka_unit_test(cgroup_v1),
-        cmocka_unit_test(cgroup_v2),
+        cmocka_unit_test(valid_ids),        cmocka_unit_test(invalid_ids),
+        cmocka_unit_test(cgroup_v1),        cmocka_unit_test(cgroup_v2),
         cmocka_unit_test(cgroup_not_slurm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

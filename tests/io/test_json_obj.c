@@ -31,9 +31,10 @@ static pfi_status read_rec(const char *s, rec *r, const pfi_jopts *o, pfi_error 
 {
     memset(r, 0, sizeof *r);
     const pfi_jkey keys[] = {
-        {"x", PFI_J_NUMBER, PFI_J_REQUIRED | PFI_J_LO_OPEN, &r->x, .lo = 0, .hi = 10, .seen = &r->seen_x},
-        {"n", PFI_J_INTEGER, 0, &r->n, .lo = 0, .hi = 9007199254740992.0, .expect = "expected an integer 0..2^53",
-         .code = PFI_ERANGE},
+        {"x", PFI_J_NUMBER, PFI_J_REQUIRED | PFI_J_LO_OPEN, &r->x, .lo = 0, .hi = 10,
+         .seen = &r->seen_x},
+        {"n", PFI_J_INTEGER, 0, &r->n, .lo = 0, .hi = 9007199254740992.0,
+         .expect = "expected an integer 0..2^53", .code = PFI_ERANGE},
         {"small", PFI_J_INTEGER, 0, &r->small, sizeof r->small, .lo = -1, .hi = 3},
         {"flag", PFI_J_BOOL, .dst = &r->flag},
         {"name", PFI_J_STRING, 0, r->name, .size = sizeof r->name},
@@ -50,8 +51,11 @@ static void types_and_ranges(void **s)
     (void)s;
     rec r;
     pfi_error e;
-    assert_int_equal(read_rec("{\"x\": 2.5, \"n\": 9007199254740992, \"small\": 3, \"flag\": true, \"name\": \"abcdefg\", "
-                              "\"copy\": \"c\"}", &r, NULL, &e), PFI_OK);
+    assert_int_equal(read_rec("{\"x\": 2.5, \"n\": 9007199254740992, \"small\": 3, \"flag\": true, "
+                              "\"name\": \"abcdefg\", "
+                              "\"copy\": \"c\"}",
+                              &r, NULL, &e),
+                     PFI_OK);
     assert_near(r.x, 2.5, 0);
     assert_true(r.n == 9007199254740992LL);
     assert_int_equal(r.small, 3);
@@ -96,7 +100,8 @@ static void missing_and_null(void **s)
     assert_string_equal(e.msg, "x: expected a number in 0..10");
     /* needed: absent reads as the wrong type */
     double v = 0;
-    pfi_jkey k[] = {{"v", PFI_J_NUMBER, PFI_J_NEEDED, &v, .lo = 0, .hi = 1, .expect = "expected a fraction"}};
+    pfi_jkey k[] = {
+        {"v", PFI_J_NUMBER, PFI_J_NEEDED, &v, .lo = 0, .hi = 1, .expect = "expected a fraction"}};
     json_t *j = parse("{}");
     assert_int_equal(PFI_JSON_OBJ_READ(j, k, NULL, &e), PFI_EINVAL);
     assert_string_equal(e.msg, "v: expected a fraction");
@@ -133,7 +138,11 @@ static void unknown_keys(void **s)
     /* as warnings: all of them, then the keys */
     pfi_log log = {on_warn, NULL, 0};
     nwarn = 0;
-    pfi_jopts w = {.prefix = "d/run.json", .quoted = 1, .unknown = PFI_J_UNKNOWN_WARN, .unknown_text = "ignored", .log = &log};
+    pfi_jopts w = {.prefix = "d/run.json",
+                   .quoted = 1,
+                   .unknown = PFI_J_UNKNOWN_WARN,
+                   .unknown_text = "ignored",
+                   .log = &log};
     assert_int_equal(read_rec("{\"a\": 1, \"b\": 2, \"x\": 1}", &r, &w, &e), PFI_OK);
     assert_int_equal(nwarn, 2);
     assert_string_equal(lastwarn, "d/run.json: unknown key 'b' ignored");
@@ -141,7 +150,8 @@ static void unknown_keys(void **s)
     assert_int_equal(read_rec("{\"a\": 1, \"x\": 1}", &r, &ig, &e), PFI_OK);
 }
 
-static pfi_status check_between(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status check_between(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
 {
     (void)k;
     assert_null(v);
@@ -206,8 +216,11 @@ static void names(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(types_and_ranges), cmocka_unit_test(missing_and_null), cmocka_unit_test(unknown_keys),
-        cmocka_unit_test(table_order),      cmocka_unit_test(names),
+        cmocka_unit_test(types_and_ranges),
+        cmocka_unit_test(missing_and_null),
+        cmocka_unit_test(unknown_keys),
+        cmocka_unit_test(table_order),
+        cmocka_unit_test(names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,8 +46,7 @@ static int noarg_cb(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
 #define OPT_T sub_args
 static const pfi_opt sub_options[] = {
     OPT_FILENAME('o', "output", path, "FILE", "write to FILE"),
-    OPT_BOOLEAN(0, "sub-flag", flag, "a flag of the included table"),
-    OPT_END()};
+    OPT_BOOLEAN(0, "sub-flag", flag, "a flag of the included table"), OPT_END()};
 #undef OPT_T
 
 #define OPT_T t_args
@@ -103,7 +102,10 @@ static void parse_with(run *r, const pfi_opts *spec, const char *const *args)
     fclose(err);
 }
 
-static void parse(run *r, const char *const *args) { parse_with(r, &t_spec, args); }
+static void parse(run *r, const char *const *args)
+{
+    parse_with(r, &t_spec, args);
+}
 
 static void done(run *r)
 {
@@ -119,9 +121,10 @@ static void every_kind(void **s)
 {
     (void)s;
     run r;
-    parse(&r, ARGS("-v", "--quiet", "--name", "x", "--file=f.csv", "--mode", "slow", "--hint", "zzz", "--where", "a=1",
-                   "--where=b=2", "--ratio", "0.25", "--minutes", "1.5", "--count", "7", "--big", "123456789012", "--size",
-                   "42", "--bytes-mb", "1.5", "--seed", "12345678901234567890", "--pair", "1,2", "--no-arg-cb", "-o", "out",
+    parse(&r, ARGS("-v", "--quiet", "--name", "x", "--file=f.csv", "--mode", "slow", "--hint",
+                   "zzz", "--where", "a=1", "--where=b=2", "--ratio", "0.25", "--minutes", "1.5",
+                   "--count", "7", "--big", "123456789012", "--size", "42", "--bytes-mb", "1.5",
+                   "--seed", "12345678901234567890", "--pair", "1,2", "--no-arg-cb", "-o", "out",
                    "--sub-flag", "operand"));
     assert_string_equal(r.err, "");
     assert_int_equal(r.rc, PFI_OPTS_OK);
@@ -320,7 +323,9 @@ static char *generated(int what)
     pfi_opts_sub sub = {"t", "the test program", &t_spec};
     if (what == 0) pfi_opts_help(&t_spec, f);
     else if (what == 1) pfi_opts_man(&t_spec, f);
-    else assert_int_equal(pfi_opts_completion(what == 2 ? "bash" : "zsh", "p", &sub, 1, "--help", f), 0);
+    else
+        assert_int_equal(pfi_opts_completion(what == 2 ? "bash" : "zsh", "p", &sub, 1, "--help", f),
+                         0);
     fclose(f);
     return buf;
 }
@@ -401,7 +406,7 @@ static void suggestions(void **s)
     assert_string_equal(pfi_opts_suggest("idnex", c, 6), "index"); /* a transposition is one edit */
     assert_string_equal(pfi_opts_suggest("ingets", c, 6), "ingest");
     assert_string_equal(pfi_opts_suggest("rec", c, 6), "record"); /* a unique prefix */
-    assert_null(pfi_opts_suggest("in", c, 6));                    /* a prefix of two, and too short */
+    assert_null(pfi_opts_suggest("in", c, 6)); /* a prefix of two, and too short */
     assert_null(pfi_opts_suggest("frobnicate", c, 6));
     assert_null(pfi_opts_suggest("xy", c, 6)); /* two edits of a two-letter word is no suggestion */
     assert_null(pfi_opts_suggest("", c, 6));
@@ -410,11 +415,16 @@ static void suggestions(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_kind),       cmocka_unit_test(equals_and_separate),
-        cmocka_unit_test(short_clusters_and_operands), cmocka_unit_test(double_dash_ends_options),
-        cmocka_unit_test(missing_argument), cmocka_unit_test(unknown_options),
-        cmocka_unit_test(bad_values),       cmocka_unit_test(help_and_stop),
-        cmocka_unit_test(generated_help),   cmocka_unit_test(completions),
+        cmocka_unit_test(every_kind),
+        cmocka_unit_test(equals_and_separate),
+        cmocka_unit_test(short_clusters_and_operands),
+        cmocka_unit_test(double_dash_ends_options),
+        cmocka_unit_test(missing_argument),
+        cmocka_unit_test(unknown_options),
+        cmocka_unit_test(bad_values),
+        cmocka_unit_test(help_and_stop),
+        cmocka_unit_test(generated_help),
+        cmocka_unit_test(completions),
         cmocka_unit_test(suggestions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,8 +11,9 @@ static void parse_lines(void **s)
     (void)s;
     pfi_sample x;
     const char *what = NULL;
-    const char *l = "DCGM_FI_DEV_POWER_USAGE{gpu=\"3\",UUID=\"GPU-abc\",device=\"nvidia3\",modelName=\"NVIDIA "
-                    "H200\",Hostname=\"node-7\",container=\"\",namespace=\"\",pod=\"\"} 512.25";
+    const char *l =
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"3\",UUID=\"GPU-abc\",device=\"nvidia3\",modelName=\"NVIDIA "
+        "H200\",Hostname=\"node-7\",container=\"\",namespace=\"\",pod=\"\"} 512.25";
     assert_int_equal(pfi_prom_parse_line(l, strlen(l), &x, &what), 1);
     assert_int_equal(x.metric, PFI_M_POWER_USAGE);
     assert_true(x.value == 512.25);
@@ -22,7 +23,8 @@ static void parse_lines(void **s)
     assert_memory_equal(x.host.p, "node-7", 6);
     assert_memory_equal(x.gpu.p, "3", 1);
     /* escaped quotes and backslashes in a label value; trailing comma; timestamp */
-    const char *l2 = "DCGM_FI_PROF_DRAM_ACTIVE{note=\"a \\\"q\\\" \\\\\",gpu=\"0\",} 0.5 1767225600123";
+    const char *l2 =
+        "DCGM_FI_PROF_DRAM_ACTIVE{note=\"a \\\"q\\\" \\\\\",gpu=\"0\",} 0.5 1767225600123";
     assert_int_equal(pfi_prom_parse_line(l2, strlen(l2), &x, &what), 1);
     assert_true(x.value == 0.5);
     assert_true(x.t_ms == 1767225600123LL);
@@ -41,13 +43,14 @@ static void parse_lines(void **s)
     assert_int_equal(pfi_prom_parse_line("# HELP x y", 10, &x, &what), 0);
     assert_int_equal(pfi_prom_parse_line("", 0, &x, &what), 0);
     /* syntax errors */
-    const char *bad[] = {"DCGM_FI_DEV_GPU_UTIL{gpu=0} 1",     "DCGM_FI_DEV_GPU_UTIL{gpu=\"0} 1",
-                         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\" 1", "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"}",
+    const char *bad[] = {"DCGM_FI_DEV_GPU_UTIL{gpu=0} 1",       "DCGM_FI_DEV_GPU_UTIL{gpu=\"0} 1",
+                         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\" 1",    "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"}",
                          "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} abc", "DCGM_FI_DEV_GPU_UTIL 1 12.5",
-                         "DCGM_FI_DEV_GPU_UTIL 1 2 3",        "DCGM_FI_DEV_GPU_UTIL{=\"0\"} 1"};
+                         "DCGM_FI_DEV_GPU_UTIL 1 2 3",          "DCGM_FI_DEV_GPU_UTIL{=\"0\"} 1"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         what = NULL;
-        if (pfi_prom_parse_line(bad[i], strlen(bad[i]), &x, &what) != -1) fail_msg("accepted: %s", bad[i]);
+        if (pfi_prom_parse_line(bad[i], strlen(bad[i]), &x, &what) != -1)
+            fail_msg("accepted: %s", bad[i]);
         assert_non_null(what);
     }
 }
@@ -96,7 +99,8 @@ static void reading(void **s)
     assert_int_equal(read_text("DCGM_FI_DEV_GPU_UTIL 1\n", &c, &e, &log), PFI_EPARSE);
     assert_non_null(strstr(e.msg, "m.prom:1: sample without a timestamp"));
     /* a malformed line in the middle is an error; as the truncated last line, a warning */
-    const char *mid = "DCGM_FI_DEV_GPU_UTIL 1 1000\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0 1\nDCGM_FI_DEV_GPU_UTIL 1 2000\n";
+    const char *mid = "DCGM_FI_DEV_GPU_UTIL 1 1000\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0 "
+                      "1\nDCGM_FI_DEV_GPU_UTIL 1 2000\n";
     assert_int_equal(read_text(mid, &c, &e, &log), PFI_EPARSE);
     assert_non_null(strstr(e.msg, "m.prom:2: unterminated label value"));
     const char *end = "DCGM_FI_DEV_GPU_UTIL 1 1000\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0";
@@ -122,14 +126,16 @@ static void steplog(void **s)
     assert_true(isnan(sl.mfu[1]));
     pfi_steplog_dispose(&sl);
     pfi_reader_close(&r);
-    const char *bad[][2] = {{"{\"tokens_per_s\": 1}\n", "s.jsonl:1: key 't_s': missing"},
-                            {"{\"t_s\": 1, \"tokens_per_s\": -5}\n", "s.jsonl:1: key 'tokens_per_s'"},
-                            {"{\"t_s\": 1}\n", "s.jsonl:1: no throughput"},
-                            {"{\"t_s\": 2, \"tokens_per_s\": 1}\n{\"t_s\": 1, \"tokens_per_s\": 1}\n", "s.jsonl:2: key 't_s': goes backwards"},
-                            {"{\"t_s\": 1, \"tokens_per_s\": NaN}\n", "s.jsonl:1:"},
-                            {"{\"t_s\": 1, \"tokens_per_s\": 1, \"mfu\": 1.5}\n", "key 'mfu'"},
-                            {"[1,2]\n", "s.jsonl:1: not a JSON object"},
-                            {"{\"t_s\": \"x\", \"tokens_per_s\": 1}\n{\"t_s\": 1}\n", "key 't_s': not a number"}};
+    const char *bad[][2] = {
+        {"{\"tokens_per_s\": 1}\n", "s.jsonl:1: key 't_s': missing"},
+        {"{\"t_s\": 1, \"tokens_per_s\": -5}\n", "s.jsonl:1: key 'tokens_per_s'"},
+        {"{\"t_s\": 1}\n", "s.jsonl:1: no throughput"},
+        {"{\"t_s\": 2, \"tokens_per_s\": 1}\n{\"t_s\": 1, \"tokens_per_s\": 1}\n",
+         "s.jsonl:2: key 't_s': goes backwards"},
+        {"{\"t_s\": 1, \"tokens_per_s\": NaN}\n", "s.jsonl:1:"},
+        {"{\"t_s\": 1, \"tokens_per_s\": 1, \"mfu\": 1.5}\n", "key 'mfu'"},
+        {"[1,2]\n", "s.jsonl:1: not a JSON object"},
+        {"{\"t_s\": \"x\", \"tokens_per_s\": 1}\n{\"t_s\": 1}\n", "key 't_s': not a number"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         pfi_reader_init_mem(&r, bad[i][0], strlen(bad[i][0]), "s.jsonl", 0);
         if (pfi_steplog_read(&r, &sl, NULL, &e) == PFI_OK) fail_msg("accepted %s", bad[i][0]);
@@ -138,7 +144,8 @@ static void steplog(void **s)
     }
     char buf[256];
     pfi_steplog_format(buf, sizeof buf, 12.5, 1000, 0.4, NAN, 3);
-    assert_string_equal(buf, "{\"t_s\": 12.500, \"step\": 3, \"tokens_per_s\": 1000.00, \"mfu\": 0.4000}\n");
+    assert_string_equal(
+        buf, "{\"t_s\": 12.500, \"step\": 3, \"tokens_per_s\": 1000.00, \"mfu\": 0.4000}\n");
 }
 
 int main(void)

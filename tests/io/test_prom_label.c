@@ -18,10 +18,13 @@ static void escapes(void **s)
     assert_string_equal(pfi_prom_label(b, sizeof b, "a\\b"), "a\\\\b");
     assert_string_equal(pfi_prom_label(b, sizeof b, "a\nb"), "a\\nb");
     assert_string_equal(pfi_prom_label(b, sizeof b, "a\rb\tc\x7f"), "a?b?c?");
-    /* UTF-8 kept; bytes that are not UTF-8 (overlong, surrogate, lone continuation, truncated) replaced */
-    assert_string_equal(pfi_prom_label(b, sizeof b, "NVIDIA H200 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
-                        "NVIDIA H200 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
-    assert_string_equal(pfi_prom_label(b, sizeof b, "\xc0\xaf|\xed\xa0\x80|\x80|\xe2\x82"), "??|???|?|??");
+    /* UTF-8 kept; bytes that are not UTF-8 (overlong, surrogate, lone continuation, truncated)
+     * replaced */
+    assert_string_equal(
+        pfi_prom_label(b, sizeof b, "NVIDIA H200 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+        "NVIDIA H200 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    assert_string_equal(pfi_prom_label(b, sizeof b, "\xc0\xaf|\xed\xa0\x80|\x80|\xe2\x82"),
+                        "??|???|?|??");
 }
 
 static void truncation(void **s)
@@ -40,7 +43,8 @@ static void forged_id_stays_one_sample(void **s)
     (void)s;
     const char *id = "1\"} 1\nDCGM_FI_DEV_POWER_USAGE{UUID=\"forged\"} 9999\n#";
     char b[256], line[512];
-    snprintf(line, sizeof line, "DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-1\",job=\"%s\"} 50", pfi_prom_label(b, sizeof b, id));
+    snprintf(line, sizeof line, "DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-1\",job=\"%s\"} 50",
+             pfi_prom_label(b, sizeof b, id));
     assert_null(strchr(line, '\n'));
     pfi_sample x;
     const char *what = NULL;

@@ -35,8 +35,8 @@ static void fmt_matches_printf(void **s)
         double mant = (double)(u >> 11) / 9007199254740992.0;
         int e = (int)((u >> 3) % 26) - 12;
         double v = (mant + 0.05) * pow(10, e) * ((u & 1) ? -1 : 1);
-        if (i % 7 == 0) v = round(v * 1000) / 1000;          /* short decimals */
-        if (i % 11 == 0) v = round(v);                        /* integers */
+        if (i % 7 == 0) v = round(v * 1000) / 1000; /* short decimals */
+        if (i % 11 == 0) v = round(v);              /* integers */
         expect_printf(v, &checked);
         /* any bit pattern: subnormals, huge values, infinities */
         uint64_t bits = lcg(&st);
@@ -57,11 +57,38 @@ static void fmt_matches_printf(void **s)
     }
     /* exact binary ties: 10 digits then a 5 */
     for (int k = 0; k < 20000; k++) expect_printf(123456789.25 + k * 0.5, &checked);
-    static const double edge[] = {0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-300, 1e-7, 1e-5,
-                                  9.99999999995e-5, 1e-4, 0.00010000000005, 0.1, 0.5, 1, 1.5, 9.9999999999,
-                                  9.99999999995, 10, 700, 123456789.25, 999999999.5, 999999999.9999, 1e9, 1e10,
-                                  9999999999.5, 1e15, 1e21, 1e22, 1.7976931348623157e308, 4503599627370497.0,
-                                  INFINITY, -INFINITY};
+    static const double edge[] = {0.0,
+                                  -0.0,
+                                  5e-324,
+                                  -5e-324,
+                                  2.2250738585072014e-308,
+                                  1e-300,
+                                  1e-7,
+                                  1e-5,
+                                  9.99999999995e-5,
+                                  1e-4,
+                                  0.00010000000005,
+                                  0.1,
+                                  0.5,
+                                  1,
+                                  1.5,
+                                  9.9999999999,
+                                  9.99999999995,
+                                  10,
+                                  700,
+                                  123456789.25,
+                                  999999999.5,
+                                  999999999.9999,
+                                  1e9,
+                                  1e10,
+                                  9999999999.5,
+                                  1e15,
+                                  1e21,
+                                  1e22,
+                                  1.7976931348623157e308,
+                                  4503599627370497.0,
+                                  INFINITY,
+                                  -INFINITY};
     for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
         expect_printf(edge[i], &checked);
         expect_printf(-edge[i], &checked);

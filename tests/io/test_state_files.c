@@ -26,8 +26,10 @@ static void lease_bad(const char *text, pfi_status code, const char *msg)
 static void lease_file(void **st)
 {
     (void)st;
-    const char *ok = "{\"format_version\": 1, \"generation_max\": 5, \"lease\": {\"controller\": \"c\", \"generation\": 4, "
-                     "\"expires_at\": 1.5e9}, \"gpus\": [{\"uuid\": \"GPU-a\", \"baseline_w\": 700, \"cap_w\": 450.25}]}";
+    const char *ok = "{\"format_version\": 1, \"generation_max\": 5, \"lease\": {\"controller\": "
+                     "\"c\", \"generation\": 4, "
+                     "\"expires_at\": 1.5e9}, \"gpus\": [{\"uuid\": \"GPU-a\", \"baseline_w\": "
+                     "700, \"cap_w\": 450.25}]}";
     assert_int_equal(pfi_lease_parse(ok, strlen(ok), "s.json", &L, NULL), PFI_OK);
     assert_int_equal(L.n, 1);
     assert_true(L.active && L.gpu[0].changed);
@@ -40,28 +42,45 @@ static void lease_file(void **st)
     assert_string_equal(M.controller, "c");
     assert_near(M.expires_at, 1.5e9, 0);
     /* truncated, empty, zeroed: the file and line */
-    lease_bad("{\"format_version\": 1, \"generation_max\": 5, \"gpus\": [{\"uuid\": \"GPU-a\", \"base", PFI_EPARSE, "/var/lib/pfi/s.json:1:");
+    lease_bad(
+        "{\"format_version\": 1, \"generation_max\": 5, \"gpus\": [{\"uuid\": \"GPU-a\", \"base",
+        PFI_EPARSE, "/var/lib/pfi/s.json:1:");
     lease_bad("", PFI_EPARSE, "/var/lib/pfi/s.json:");
     lease_bad("[1, 2]", PFI_EINVAL, "expected a JSON object");
-    lease_bad("{\"format_version\": 2, \"generation_max\": 0, \"gpus\": []}", PFI_EINVAL, "format_version");
-    lease_bad("{\"format_version\": 1, \"generation_max\": -1, \"gpus\": []}", PFI_EINVAL, "generation_max");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": {}}", PFI_EINVAL, "gpus: expected an array");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"lease\": 3, \"gpus\": []}", PFI_EINVAL, "lease: expected");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 1, \"lease\": {\"controller\": \"c\", \"generation\": 2, \"expires_at\": 1}, "
-              "\"gpus\": []}", PFI_EINVAL, "lease.generation: 2 is above generation_max 1");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", \"baseline_w\": -700, \"cap_w\": 400}]}",
+    lease_bad("{\"format_version\": 2, \"generation_max\": 0, \"gpus\": []}", PFI_EINVAL,
+              "format_version");
+    lease_bad("{\"format_version\": 1, \"generation_max\": -1, \"gpus\": []}", PFI_EINVAL,
+              "generation_max");
+    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": {}}", PFI_EINVAL,
+              "gpus: expected an array");
+    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"lease\": 3, \"gpus\": []}",
+              PFI_EINVAL, "lease: expected");
+    lease_bad("{\"format_version\": 1, \"generation_max\": 1, \"lease\": {\"controller\": \"c\", "
+              "\"generation\": 2, \"expires_at\": 1}, "
+              "\"gpus\": []}",
+              PFI_EINVAL, "lease.generation: 2 is above generation_max 1");
+    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", "
+              "\"baseline_w\": -700, \"cap_w\": 400}]}",
               PFI_EINVAL, "gpus[0].baseline_w");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", \"baseline_w\": 700, \"cap_w\": \"400\"}]}",
+    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", "
+              "\"baseline_w\": 700, \"cap_w\": \"400\"}]}",
               PFI_EINVAL, "gpus[0].cap_w");
-    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", \"baseline_w\": 700, \"cap_w\": 400}, "
-              "{\"uuid\": \"GPU-a\", \"baseline_w\": 700, \"cap_w\": 300}]}", PFI_EINVAL, "gpus[1].uuid: GPU-a is listed twice");
+    lease_bad("{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"GPU-a\", "
+              "\"baseline_w\": 700, \"cap_w\": 400}, "
+              "{\"uuid\": \"GPU-a\", \"baseline_w\": 700, \"cap_w\": 300}]}",
+              PFI_EINVAL, "gpus[1].uuid: GPU-a is listed twice");
     char big[400];
-    snprintf(big, sizeof big, "{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"%0120d\", \"baseline_w\": 7, \"cap_w\": 4}]}", 0);
+    snprintf(big, sizeof big,
+             "{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [{\"uuid\": \"%0120d\", "
+             "\"baseline_w\": 7, \"cap_w\": 4}]}",
+             0);
     lease_bad(big, PFI_EINVAL, "gpus[0].uuid");
     /* more GPUs than the state holds */
     char *many = malloc(20000);
     size_t n = (size_t)sprintf(many, "{\"format_version\": 1, \"generation_max\": 0, \"gpus\": [");
-    for (int i = 0; i <= PFI_LEASE_MAX_GPUS; i++) n += (size_t)sprintf(many + n, "%s{\"uuid\": \"GPU-%d\", \"baseline_w\": 7, \"cap_w\": 4}", i ? "," : "", i);
+    for (int i = 0; i <= PFI_LEASE_MAX_GPUS; i++)
+        n += (size_t)sprintf(many + n, "%s{\"uuid\": \"GPU-%d\", \"baseline_w\": 7, \"cap_w\": 4}",
+                             i ? "," : "", i);
     sprintf(many + n, "]}");
     lease_bad(many, PFI_ERANGE, "more than 64 GPUs");
     free(many);
@@ -81,7 +100,8 @@ static void sweep_file(void **st)
 {
     (void)st;
     pfi_sweep_state s, t;
-    const char *ok = "{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uuid\": \"GPU-a\", \"cap_w\": 650}]}";
+    const char *ok = "{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uuid\": "
+                     "\"GPU-a\", \"cap_w\": 650}]}";
     assert_int_equal(pfi_sweep_state_parse(ok, strlen(ok), "x", &s, NULL), PFI_OK);
     char *txt = pfi_sweep_state_format(&s);
     assert_int_equal(pfi_sweep_state_parse(txt, strlen(txt), "x", &t, NULL), PFI_OK);
@@ -90,10 +110,16 @@ static void sweep_file(void **st)
     assert_int_equal(t.gpu[0].index, 3);
     assert_int_equal(t.pid, 42);
     assert_near(t.gpu[0].cap_w, 650, 0);
-    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uu", "sweep-state:1:");
-    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": -3, \"uuid\": \"GPU-a\", \"cap_w\": 650}]}", "gpus[0].index");
-    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uuid\": \"GPU-a\", \"cap_w\": 0}]}", "gpus[0].cap_w");
-    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"cap_w\": 600}]}", "gpus[0].uuid");
+    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uu",
+              "sweep-state:1:");
+    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": -3, \"uuid\": "
+              "\"GPU-a\", \"cap_w\": 650}]}",
+              "gpus[0].index");
+    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"uuid\": \"GPU-a\", "
+              "\"cap_w\": 0}]}",
+              "gpus[0].cap_w");
+    sweep_bad("{\"format_version\": 1, \"pid\": 42, \"gpus\": [{\"index\": 3, \"cap_w\": 600}]}",
+              "gpus[0].uuid");
     sweep_bad("{\"format_version\": 1, \"gpus\": []}", "pid");
 }
 

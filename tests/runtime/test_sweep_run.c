@@ -27,11 +27,13 @@ static int setup(void **s)
     char sp[4096], pp[4096];
     setenv("PFI_DATA_DIR", PFI_SOURCE_DIR "/data", 1);
     if (pfi_data_path(NULL, "reconstruction/spec.csv", sp, sizeof sp, NULL) ||
-        pfi_data_path(NULL, "reconstruction/params.csv", pp, sizeof pp, NULL) || pfi_recon_load(sp, pp, &R, NULL) || !mkdtemp(dir))
+        pfi_data_path(NULL, "reconstruction/params.csv", pp, sizeof pp, NULL) ||
+        pfi_recon_load(sp, pp, &R, NULL) || !mkdtemp(dir))
         return -1;
     snprintf(hw, sizeof hw, "%s/hw.json", dir);
     snprintf(state, sizeof state, "%s/sweep-state.json", dir);
-    snprintf(spec, sizeof spec, "sim:gpus=4,job=1:moe-ft-qwen30ba3b-x8@0-3,noise=0,load=5,state=%s", hw);
+    snprintf(spec, sizeof spec, "sim:gpus=4,job=1:moe-ft-qwen30ba3b-x8@0-3,noise=0,load=5,state=%s",
+             hw);
     return pfi_clock_set(300, 1767225600, NULL) == PFI_OK ? 0 : -1;
 }
 
@@ -70,8 +72,17 @@ static void error(void *ud, int usage, const char *m)
 static pfi_sweep_opts opts(const char *out, const char *caps, said *x)
 {
     memset(x, 0, sizeof *x);
-    pfi_sweep_opts o = {.out = out, .backend = spec, .recon = &R, .caps = caps, .duration_s = 60, .interval_s = 5, .pause_s = 0,
-                        .task = "ft", .no_agent = 1, .state_file = state, .log = {note, error, NULL, x}};
+    pfi_sweep_opts o = {.out = out,
+                        .backend = spec,
+                        .recon = &R,
+                        .caps = caps,
+                        .duration_s = 60,
+                        .interval_s = 5,
+                        .pause_s = 0,
+                        .task = "ft",
+                        .no_agent = 1,
+                        .state_file = state,
+                        .log = {note, error, NULL, x}};
     return o;
 }
 
@@ -131,7 +142,8 @@ static void short_sweep(void **st)
         snprintf(p, sizeof p, "%s/%dW/telemetry.prom", out, caps[k]);
         assert_true(file_has(p, "DCGM_FI_DEV_POWER_USAGE{gpu=\"3\""));
     }
-    assert_non_null(strstr(x.all, "run 1/2: cap 700 W on 4 GPUs")); /* descending: the uncapped run first */
+    assert_non_null(
+        strstr(x.all, "run 1/2: cap 700 W on 4 GPUs")); /* descending: the uncapped run first */
     assert_non_null(strstr(x.all, "caps restored"));
     /* every cap as the sweep found it, no state file left */
     assert_near(hw_cap(0), 700, 1e-9);
@@ -154,7 +166,10 @@ static void stale_state_restored_first(void **st)
     pfi_gpu_close(g);
     snprintf(u, sizeof u, "%s", in.uuid);
     FILE *f = fopen(state, "w");
-    fprintf(f, "{\"format_version\": 1, \"pid\": 4242, \"gpus\": [{\"index\": 2, \"uuid\": \"%s\", \"cap_w\": 600}]}\n", u);
+    fprintf(f,
+            "{\"format_version\": 1, \"pid\": 4242, \"gpus\": [{\"index\": 2, \"uuid\": \"%s\", "
+            "\"cap_w\": 600}]}\n",
+            u);
     fclose(f);
     char out[300];
     snprintf(out, sizeof out, "%s/s2", dir);
@@ -196,7 +211,9 @@ static void refusals_change_nothing(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(short_sweep), cmocka_unit_test(stale_state_restored_first), cmocka_unit_test(refusals_change_nothing),
+        cmocka_unit_test(short_sweep),
+        cmocka_unit_test(stale_state_restored_first),
+        cmocka_unit_test(refusals_change_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

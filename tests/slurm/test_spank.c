@@ -20,8 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <slurm/spank.h>
+
+#include <cmocka.h>
 
 /* ---- the Slurm side, as the plugin sees it ---- */
 static uint32_t g_id;
@@ -30,9 +31,20 @@ static gid_t g_gid;
 static int g_have_uid = 1;
 static char g_err[2048], g_steplog_env[1200];
 
-spank_context_t spank_context(void) { return S_CTX_JOB_SCRIPT; }
-spank_err_t spank_option_register(spank_t sp, struct spank_option *opt) { (void)sp, (void)opt; return ESPANK_SUCCESS; }
-spank_err_t spank_job_control_setenv(spank_t sp, const char *n, const char *v, int o) { (void)sp, (void)n, (void)v, (void)o; return ESPANK_SUCCESS; }
+spank_context_t spank_context(void)
+{
+    return S_CTX_JOB_SCRIPT;
+}
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+    (void)sp, (void)opt;
+    return ESPANK_SUCCESS;
+}
+spank_err_t spank_job_control_setenv(spank_t sp, const char *n, const char *v, int o)
+{
+    (void)sp, (void)n, (void)v, (void)o;
+    return ESPANK_SUCCESS;
+}
 spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite)
 {
     (void)sp, (void)overwrite;
@@ -133,7 +145,8 @@ static void prolog_task_epilog(void **st)
     snprintf(prefix, sizeof prefix, "%s/steplogs/4242-", run);
     assert_int_equal(strncmp(steplog, prefix, strlen(prefix)), 0);
     const char *r = steplog + strlen(prefix);
-    for (int i = 0; i < 32; i++) assert_true((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'f'));
+    for (int i = 0; i < 32; i++)
+        assert_true((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'f'));
     assert_string_equal(r + 32, ".jsonl");
     struct stat s;
     assert_int_equal(lstat(steplog, &s), 0);
@@ -265,7 +278,8 @@ static void earlier_1777_steplogs_tightened(void **st)
 int main(void)
 {
     if (geteuid() != 0) {
-        printf("SKIP: the SPANK plugin runs as root; this test needs root (chown, root-owned directories)\n");
+        printf("SKIP: the SPANK plugin runs as root; this test needs root (chown, root-owned "
+               "directories)\n");
         return 77;
     }
     const struct CMUnitTest t[] = {

@@ -51,7 +51,8 @@ static long match(const pfi_table *t, char *keys)
             snprintf(k, sizeof k, "%.*s", (int)(eq - kv[i]), kv[i]);
             long c = pfi_table_col(t, k);
             if (c < 0) return -1;
-            if (pfi_table_coltype(t, (size_t)c) == PFI_COL_TEXT) all = !strcmp(pfi_table_text(t, (size_t)c, r), eq + 1);
+            if (pfi_table_coltype(t, (size_t)c) == PFI_COL_TEXT)
+                all = !strcmp(pfi_table_text(t, (size_t)c, r), eq + 1);
             else all = fabs(pfi_table_num(t, (size_t)c, r) - atof(eq + 1)) < 1e-9;
         }
         if (all) {
@@ -71,10 +72,12 @@ int main(int argc, char **argv)
     char data[4096];
     snprintf(data, sizeof data, "%s/data", argv[1]);
     pfi_table *s = load(argv[1], "summary.csv");
-    pfi_table *t6 = load(argv[2], "table6_h200_pfi.csv"), *t7 = load(argv[2], "table7_h200_validation_pfi.csv");
+    pfi_table *t6 = load(argv[2], "table6_h200_pfi.csv"),
+              *t7 = load(argv[2], "table7_h200_validation_pfi.csv");
     size_t checked = 0, paper_checked = 0;
     for (size_t r = 0; r < pfi_table_nrows(s); r++) {
-        const char *src = text(s, "source", r), *item = text(s, "item", r), *sec = text(s, "section", r);
+        const char *src = text(s, "source", r), *item = text(s, "item", r),
+                   *sec = text(s, "section", r);
         double shown = pfi_table_get(s, (long)r, "pfi");
         /* the paper column of the per-group rows */
         if (sec && item && (!strcmp(sec, "table 6") || !strcmp(sec, "table 7"))) {
@@ -82,7 +85,8 @@ int main(int argc, char **argv)
             long pr = pfi_table_find_row(pt, "group_id", item, NULL, NULL);
             double paper = pfi_table_get(s, (long)r, "paper");
             if (pr < 0 || fabs(pfi_table_get(pt, pr, "pfi") - paper) > 1e-12) {
-                fprintf(stderr, "check_summary: %s %s: paper %g is not data/paper's value\n", sec, item, paper);
+                fprintf(stderr, "check_summary: %s %s: paper %g is not data/paper's value\n", sec,
+                        item, paper);
                 return 1;
             }
             paper_checked++;
@@ -94,7 +98,9 @@ int main(int argc, char **argv)
         if (!bar1 || !bar2) continue;
         *bar1 = *bar2 = '\0';
         /* derived values (several files, several rows, an aggregate) are recomputed elsewhere */
-        if (strchr(buf, ',') || strchr(bar1 + 1, ',') || !strchr(bar1 + 1, '=') || strchr(bar2 + 1, '(')) continue;
+        if (strchr(buf, ',') || strchr(bar1 + 1, ',') || !strchr(bar1 + 1, '=') ||
+            strchr(bar2 + 1, '('))
+            continue;
         pfi_table *t = load(data, buf);
         long row = match(t, bar1 + 1);
         if (row < 0) {
@@ -107,7 +113,8 @@ int main(int argc, char **argv)
         pfi_table_free(t);
         int same = (isnan(v) && isnan(shown)) || fabs(v - shown) <= 1e-9 * fmax(1, fabs(v));
         if (!same) {
-            fprintf(stderr, "check_summary: row %zu (%s): summary shows %.12g, %s has %.12g\n", r + 2, item, shown, src, v);
+            fprintf(stderr, "check_summary: row %zu (%s): summary shows %.12g, %s has %.12g\n",
+                    r + 2, item, shown, src, v);
             return 1;
         }
         checked++;
@@ -115,9 +122,11 @@ int main(int argc, char **argv)
     pfi_table_free(s);
     pfi_table_free(t6);
     pfi_table_free(t7);
-    printf("checked %zu summary values against their sources, %zu paper values\n", checked, paper_checked);
+    printf("checked %zu summary values against their sources, %zu paper values\n", checked,
+           paper_checked);
     if (checked < (size_t)atol(argv[3])) {
-        fprintf(stderr, "check_summary: only %zu rows checked, expected at least %s\n", checked, argv[3]);
+        fprintf(stderr, "check_summary: only %zu rows checked, expected at least %s\n", checked,
+                argv[3]);
         return 1;
     }
     return 0;

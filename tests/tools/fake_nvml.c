@@ -54,7 +54,8 @@ static void load(void)
     const char *st = getenv("FAKE_NVML_STATE");
     FILE *f = st ? fopen(st, "r") : NULL;
     if (!f) return;
-    for (unsigned i = 0; i < MAXG && fscanf(f, "%u", &limit_mw[i]) == 1; i++) {}
+    for (unsigned i = 0; i < MAXG && fscanf(f, "%u", &limit_mw[i]) == 1; i++) {
+    }
     fclose(f);
 }
 
@@ -71,8 +72,10 @@ static void save(void)
     rename(tmp, st);
 }
 
-#define DEV_OK(d) if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT
-#define UNSUP(name) if (unsupported(name)) return NVML_ERROR_NOT_SUPPORTED
+#define DEV_OK(d)                                                                                  \
+    if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT
+#define UNSUP(name)                                                                                \
+    if (unsupported(name)) return NVML_ERROR_NOT_SUPPORTED
 
 API nvmlReturn_t nvmlInit_v2(void)
 {
@@ -85,7 +88,10 @@ API nvmlReturn_t nvmlInit_v2(void)
     t_init = now();
     return NVML_SUCCESS;
 }
-API nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
+API nvmlReturn_t nvmlShutdown(void)
+{
+    return NVML_SUCCESS;
+}
 API const char *nvmlErrorString(nvmlReturn_t r)
 {
     switch (r) {
@@ -138,7 +144,8 @@ API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned lo
     *mj = (unsigned long long)(power_w(d->idx) * (now() - t_init) * 1000.0) + 1000000ull;
     return NVML_SUCCESS;
 }
-API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned *lo, unsigned *hi)
+API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned *lo,
+                                                              unsigned *hi)
 {
     DEV_OK(d);
     *lo = 200000;
@@ -180,7 +187,9 @@ API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetClockInfo");
-    *mhz = type == NVML_CLOCK_MEM ? 2619 : (unsigned)(1980 * (limit_mw[d->idx] < 650000 ? limit_mw[d->idx] / 650000.0 : 1));
+    *mhz = type == NVML_CLOCK_MEM
+               ? 2619
+               : (unsigned)(1980 * (limit_mw[d->idx] < 650000 ? limit_mw[d->idx] / 650000.0 : 1));
     return NVML_SUCCESS;
 }
 API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
@@ -228,7 +237,8 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     }
     return NVML_SUCCESS;
 }
-API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *p)
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
+                                                         nvmlProcessInfo_t *p)
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");

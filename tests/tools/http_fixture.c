@@ -8,22 +8,27 @@
  * 500 and /metrics' text by turns, starting with 500. With a second
  * argument FILE, /file serves FILE's current contents (JSON; e.g. an
  * OpenADR VTN's events for the controller's poller). */
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
-static void on_term(int s) { (void)s; stop = 1; }
+static void on_term(int s)
+{
+    (void)s;
+    stop = 1;
+}
 static long scrapes, flaky;
 static const char *g_file;
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *data, size_t *size, void **ptr)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *size, void **ptr)
 {
     (void)cls, (void)method, (void)version, (void)data, (void)size, (void)ptr;
     char body[8192];
@@ -35,10 +40,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                            "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"};
         double v[] = {500.0 + (double)k, 97, 60000, 700};
         for (int i = 0; i < 4; i++) {
-            n += (size_t)snprintf(body + n, sizeof body - n, "# HELP %s x\n# TYPE %s gauge\n", m[i], m[i]);
+            n += (size_t)snprintf(body + n, sizeof body - n, "# HELP %s x\n# TYPE %s gauge\n", m[i],
+                                  m[i]);
             for (int g = 0; g < 2; g++)
                 n += (size_t)snprintf(body + n, sizeof body - n,
-                                      "%s{gpu=\"%d\",UUID=\"GPU-f%d\",Hostname=\"fixture\"} %g\n", m[i], g, g, v[i]);
+                                      "%s{gpu=\"%d\",UUID=\"GPU-f%d\",Hostname=\"fixture\"} %g\n",
+                                      m[i], g, g, v[i]);
         }
     } else if (g_file && strcmp(url, "/file") == 0) {
         FILE *f = fopen(g_file, "r");
@@ -64,8 +71,9 @@ int main(int argc, char **argv)
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = 0;
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, NULL,
-                                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, NULL,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a, MHD_OPTION_END);
     if (!d) return 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     FILE *f = fopen(argv[1], "w");

@@ -24,11 +24,18 @@ int main(int argc, char **argv)
     }
     long n = atol(argv[2]);
     static const char *const bodies[] = {
-        "{", "[]", "null", "{\"lease_s\":\"x\",\"controller\":\"c\",\"generation\":1}",
-        "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":1e9}]}",
+        "{",
+        "[]",
+        "null",
+        "{\"lease_s\":\"x\",\"controller\":\"c\",\"generation\":1}",
+        "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":0,\"cap_w\":"
+        "1e9}]}",
         "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"bogus\":true}",
-        "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":99,\"cap_w\":300}]}",
-        "{\"lease_s\":60,\"controller\":\"c\",\"gener", "\x01\x02\xff\xfe garbage", ""};
+        "{\"lease_s\":60,\"controller\":\"c\",\"generation\":1,\"gpus\":[{\"index\":99,\"cap_w\":"
+        "300}]}",
+        "{\"lease_s\":60,\"controller\":\"c\",\"gener",
+        "\x01\x02\xff\xfe garbage",
+        ""};
     const size_t nb = sizeof bodies / sizeof *bodies;
     CURL *c = curl_easy_init();
     char url[1024], auth[512], bad_auth[] = "Authorization: Bearer not-the-token-0000000";

@@ -42,7 +42,10 @@ typedef struct vals {
 static int dips = 1;
 static double cap = 700, enforced = NAN;
 
-static int is_train(int k) { return k >= WARM + START && k < WARM + START + TRAIN; }
+static int is_train(int k)
+{
+    return k >= WARM + START && k < WARM + START + TRAIN;
+}
 
 static vals at(int k, int g, int ngpu, const char *fault)
 {
@@ -58,12 +61,15 @@ static vals at(int k, int g, int ngpu, const char *fault)
     } else if (is_train(k)) {
         int i = k - WARM - START;
         v.fb = 60000, v.util = 97, v.power = 500 + 10 * (i % 10) + g, v.sm = 1700 + (i % 10) * 10;
-        v.temp = 60, v.gr = 0.9, v.smact = 0.8, v.occ = 0.4, v.tens = 0.5, v.dram = 0.3 + 0.01 * (i % 10);
+        v.temp = 60, v.gr = 0.9, v.smact = 0.8, v.occ = 0.4, v.tens = 0.5,
+        v.dram = 0.3 + 0.01 * (i % 10);
         v.copy = 40 + (i % 10);
         /* the dips avoid i % 10 == 9, the scrapes that make up the top 10%:
          * with or without them the top-10% answers are the same */
-        if (dips && i >= 120 && i < 129) v.util = 40, v.power = 300, v.sm = 1400, v.dram = 0.1, v.copy = 10;
-        if (dips && i >= 240 && i < 246) v.util = 0, v.power = 150, v.sm = 1980, v.dram = 0.0, v.copy = 0;
+        if (dips && i >= 120 && i < 129)
+            v.util = 40, v.power = 300, v.sm = 1400, v.dram = 0.1, v.copy = 10;
+        if (dips && i >= 240 && i < 246)
+            v.util = 0, v.power = 150, v.sm = 1980, v.dram = 0.0, v.copy = 0;
         if (fault && strcmp(fault, "notrain") == 0) v.util = 45;
     } else {
         v.fb = 60000, v.power = 100, v.sm = 1980;
@@ -87,17 +93,24 @@ static double top10(double *x, int n)
     return s / k;
 }
 
-static const char *names[] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
-                              "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
-                              "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
-                              "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-                              "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_MEM_COPY_UTIL",
+static const char *names[] = {"DCGM_FI_DEV_GPU_UTIL",
+                              "DCGM_FI_DEV_FB_USED",
+                              "DCGM_FI_DEV_POWER_USAGE",
+                              "DCGM_FI_DEV_SM_CLOCK",
+                              "DCGM_FI_DEV_MEM_CLOCK",
+                              "DCGM_FI_DEV_GPU_TEMP",
+                              "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                              "DCGM_FI_PROF_SM_ACTIVE",
+                              "DCGM_FI_PROF_SM_OCCUPANCY",
+                              "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                              "DCGM_FI_PROF_DRAM_ACTIVE",
+                              "DCGM_FI_DEV_MEM_COPY_UTIL",
                               "DCGM_FI_DEV_ENFORCED_POWER_LIMIT"};
 enum { NM = 13 };
 static double get(const vals *v, int m)
 {
-    const double a[NM] = {v->util, v->fb, v->power, v->sm, v->mem, v->temp, v->gr,
-                          v->smact, v->occ, v->tens, v->dram, v->copy, v->limit};
+    const double a[NM] = {v->util,  v->fb,  v->power, v->sm,   v->mem,  v->temp, v->gr,
+                          v->smact, v->occ, v->tens,  v->dram, v->copy, v->limit};
     return a[m];
 }
 
@@ -130,14 +143,18 @@ int main(int argc, char **argv)
     /* manifest */
     snprintf(path, sizeof path, "%s/run.json", dir);
     FILE *f = fopen(path, "w");
-    const char *ext = !strcmp(format, "prometheus") ? "prom" : !strcmp(format, "query_range") ? "json" : "csv";
-    fprintf(f, "{\"group\": \"test-group\", \"gpu_model\": \"H200\", \"gpus\": %d, \"cap_w\": %g,\n"
-               " \"arch\": \"moe\", \"task\": \"ft\", \"model\": \"test-model\", \"split\": \"headline\",\n"
-               " \"metadata\": {\"seq_len\": 4096, \"note\": \"mktrace\"},\n \"telemetry\": [",
+    const char *ext = !strcmp(format, "prometheus")    ? "prom"
+                      : !strcmp(format, "query_range") ? "json"
+                                                       : "csv";
+    fprintf(f,
+            "{\"group\": \"test-group\", \"gpu_model\": \"H200\", \"gpus\": %d, \"cap_w\": %g,\n"
+            " \"arch\": \"moe\", \"task\": \"ft\", \"model\": \"test-model\", \"split\": "
+            "\"headline\",\n"
+            " \"metadata\": {\"seq_len\": 4096, \"note\": \"mktrace\"},\n \"telemetry\": [",
             fault && !strcmp(fault, "gpus") ? ngpu + 1 : ngpu, cap);
     for (int h = 0; h < hosts; h++)
-        fprintf(f, "%s{\"path\": \"tel-%d.%s\", \"format\": \"%s\", \"host\": \"node-%d\"}", h ? ", " : "", h,
-                ext, format, h);
+        fprintf(f, "%s{\"path\": \"tel-%d.%s\", \"format\": \"%s\", \"host\": \"node-%d\"}",
+                h ? ", " : "", h, ext, format, h);
     fprintf(f, "],\n \"steplog\": \"steps.jsonl\"}\n");
     fclose(f);
     /* telemetry, one file per host */
@@ -145,15 +162,20 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/tel-%d.%s", dir, h, ext);
         f = fopen(path, "w");
         if (!strcmp(format, "nvidia-smi"))
-            fprintf(f, "timestamp, index, uuid, power.draw [W], enforced.power.limit [W], clocks.sm [MHz], "
-                       "clocks.mem [MHz], utilization.gpu [%%], utilization.memory [%%], memory.used [MiB]\n");
-        if (!strcmp(format, "query_range")) fprintf(f, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
+            fprintf(f, "timestamp, index, uuid, power.draw [W], enforced.power.limit [W], "
+                       "clocks.sm [MHz], "
+                       "clocks.mem [MHz], utilization.gpu [%%], utilization.memory [%%], "
+                       "memory.used [MiB]\n");
+        if (!strcmp(format, "query_range"))
+            fprintf(f, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[");
         int first_series = 1;
         int nloops = !strcmp(format, "query_range") ? NM * gph : NS;
         for (int L = 0; L < nloops; L++) {
             if (!strcmp(format, "query_range")) {
                 int m = L / gph, gl = L % gph, g = h * gph + gl;
-                fprintf(f, "%s{\"metric\":{\"__name__\":\"%s\",\"gpu\":\"%d\",\"UUID\":\"GPU-%04d\",\"Hostname\":\"node-%d\"},\"values\":[",
+                fprintf(f,
+                        "%s{\"metric\":{\"__name__\":\"%s\",\"gpu\":\"%d\",\"UUID\":\"GPU-%04d\","
+                        "\"Hostname\":\"node-%d\"},\"values\":[",
                         first_series ? "" : ",", names[m], gl, g, h);
                 first_series = 0;
                 for (int k = 0; k < NS; k++) {
@@ -169,7 +191,8 @@ int main(int argc, char **argv)
             long long t = T0 + (long long)k * 5000 + 200 + 4600LL * h / hosts;
             if (fault && !strcmp(fault, "backwards") && k == 200) t -= 60000;
             if (!strcmp(format, "prometheus")) {
-                if (!stamps && !(fault && !strcmp(fault, "nots"))) fprintf(f, "# pfi-scrape-time %lld\n", t);
+                if (!stamps && !(fault && !strcmp(fault, "nots")))
+                    fprintf(f, "# pfi-scrape-time %lld\n", t);
                 for (int m = 0; m < NM; m++) {
                     fprintf(f, "# HELP %s test\n# TYPE %s gauge\n", names[m], names[m]);
                     for (int gl = 0; gl < gph; gl++) {
@@ -177,8 +200,10 @@ int main(int argc, char **argv)
                         if (fault && !strcmp(fault, "vanish") && g == 1 && k > NS / 2) continue;
                         vals v = at(k, g, ngpu, fault);
                         fprintf(f,
-                                "%s{gpu=\"%d\",UUID=\"GPU-%04d\",pci_bus_id=\"00000000:%02X:00.0\",device=\"nvidia%d\","
-                                "modelName=\"NVIDIA H200\",Hostname=\"node-%d\",DCGM_FI_DRIVER_VERSION=\"550.54.15\","
+                                "%s{gpu=\"%d\",UUID=\"GPU-%04d\",pci_bus_id=\"00000000:%02X:00.0\","
+                                "device=\"nvidia%d\","
+                                "modelName=\"NVIDIA "
+                                "H200\",Hostname=\"node-%d\",DCGM_FI_DRIVER_VERSION=\"550.54.15\","
                                 "container=\"\",namespace=\"\",pod=\"\"} %.10g",
                                 names[m], gl, g, 0x18 + gl, gl, h, get(&v, m));
                         if (stamps) fprintf(f, " %lld", t);
@@ -195,9 +220,12 @@ int main(int argc, char **argv)
                     time_t sec = (time_t)(t / 1000);
                     struct tm tm;
                     gmtime_r(&sec, &tm);
-                    fprintf(f, "%04d/%02d/%02d %02d:%02d:%02d.%03d, %d, GPU-%04d, %.2f, %.2f, %.0f, %.0f, %.0f, %.0f, %.0f\n",
-                            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                            (int)(t % 1000), gl, g, v.power, v.limit, v.sm, v.mem, v.util, v.copy, v.fb);
+                    fprintf(f,
+                            "%04d/%02d/%02d %02d:%02d:%02d.%03d, %d, GPU-%04d, %.2f, %.2f, %.0f, "
+                            "%.0f, %.0f, %.0f, %.0f\n",
+                            tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                            tm.tm_sec, (int)(t % 1000), gl, g, v.power, v.limit, v.sm, v.mem,
+                            v.util, v.copy, v.fb);
                 }
             }
         }
@@ -228,7 +256,10 @@ int main(int argc, char **argv)
         if (fault && !strcmp(fault, "nan") && step == 50)
             fprintf(f, "{\"t_s\": %.3f, \"tokens_per_s\": NaN}\n", t + shift);
         else
-            fprintf(f, "{\"t_s\": %.3f, \"step\": %ld, \"tokens_per_s\": %.1f, \"mfu\": 0.41, \"loss\": 2.0}\n", t + shift, step, v);
+            fprintf(f,
+                    "{\"t_s\": %.3f, \"step\": %ld, \"tokens_per_s\": %.1f, \"mfu\": 0.41, "
+                    "\"loss\": 2.0}\n",
+                    t + shift, step, v);
         if (t >= ts0 && t < ts1) tps[nt++] = v;
     }
     fclose(f);

@@ -34,7 +34,7 @@ static double now_s(void)
 
 typedef struct {
     int fd;
-    int connected; /* the request start was sent */
+    int connected;   /* the request start was sent */
     double retry_at; /* closed: open again after this */
 } slot;
 
@@ -62,8 +62,9 @@ int main(int argc, char **argv)
     struct sockaddr_in to = {.sin_family = AF_INET}, from = {.sin_family = AF_INET};
     long port = strtol(argv[2], NULL, 10), n = strtol(argv[4], NULL, 10);
     double dur = strtod(argv[5], NULL), every = strtod(argv[6], NULL);
-    if (inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 || inet_pton(AF_INET, argv[3], &from.sin_addr) != 1 || port < 1 ||
-        port > 65535 || n < 1 || n > MAX_CONN || !(dur > 0 && dur <= 600) || !(every >= 0.05 && every <= 60)) {
+    if (inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 ||
+        inet_pton(AF_INET, argv[3], &from.sin_addr) != 1 || port < 1 || port > 65535 || n < 1 ||
+        n > MAX_CONN || !(dur > 0 && dur <= 600) || !(every >= 0.05 && every <= 60)) {
         fprintf(stderr, "slowloris: bad arguments\n");
         return 2;
     }
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
                 char b[512];
                 ssize_t k = recv(s[i].fd, b, sizeof b, 0);
                 if (k <= 0 && !(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) dead = 1;
-                else if (k > 0) dead = 1; /* the server answered (e.g. an error): not slow any more */
+                else if (k > 0)
+                    dead = 1; /* the server answered (e.g. an error): not slow any more */
             }
             if (!dead && !s[i].connected && (pf[i].revents & POLLOUT)) {
                 if (send(s[i].fd, start, sizeof start - 1, MSG_NOSIGNAL) < 0) dead = 1;
@@ -124,6 +126,7 @@ int main(int argc, char **argv)
     }
     for (long i = 0; i < n; i++)
         if (s[i].fd >= 0) close(s[i].fd);
-    printf("attempted %llu connected %llu server_closed %llu max_open %ld\n", attempted, connected, closed, max_open);
+    printf("attempted %llu connected %llu server_closed %llu max_open %ld\n", attempted, connected,
+           closed, max_open);
     return 0;
 }

@@ -29,7 +29,8 @@
 #define AGENT_STEPLOG_MAX_BYTES (256 * 1024)
 
 typedef struct agent_cfg {
-    const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir, *jobs_file, *job_env;
+    const char *backend, *listen, *port_file, *token_file, *state_file, *model_path, *jobs_dir,
+        *jobs_file, *job_env;
     const char *mapping_dir, *tls_cert, *tls_key, *log_path, *dcgm_url, *data_dir;
     const char *control_listen, *control_port_file; /* PUT /v1/caps on its own listener */
     const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
@@ -48,17 +49,18 @@ typedef struct agent_gpu {
 
 typedef struct agent_job {
     char id[64], steplog[1024], source[16];
-    int tier;                         /* SLA flex tier from the job file (Slurm --power-flex), -1 */
+    int tier; /* SLA flex tier from the job file (Slurm --power-flex), -1 */
     size_t gpu[AGENT_MAX_GPUS], ngpus;
-    long long uid;                    /* the job's user: its step log must be theirs (AGENT_UID_*) */
+    long long uid; /* the job's user: its step log must be theirs (AGENT_UID_*) */
     long steplog_off;
-    unsigned long long steplog_dev, steplog_ino; /* the file read last: another one is read from its start */
-    char steplog_why[200];            /* why the step log was last refused (logged once) */
-    double tokens_per_s, tokens_t;    /* latest step-log throughput (NaN) and its time */
-    double power_w;                   /* sum over the job's GPUs, latest sample */
-    double feat[PFI_M_COUNT];         /* training-phase means of GPU-averaged metrics */
+    unsigned long long steplog_dev,
+        steplog_ino;               /* the file read last: another one is read from its start */
+    char steplog_why[200];         /* why the step log was last refused (logged once) */
+    double tokens_per_s, tokens_t; /* latest step-log throughput (NaN) and its time */
+    double power_w;                /* sum over the job's GPUs, latest sample */
+    double feat[PFI_M_COUNT];      /* training-phase means of GPU-averaged metrics */
     double feat_n;
-    double pfi_pred;                  /* NaN when no model or a feature is missing */
+    double pfi_pred; /* NaN when no model or a feature is missing */
     char pfi_note[128];
     int seen;
 } agent_job;
@@ -72,7 +74,8 @@ typedef struct agent {
     agent_job job[AGENT_MAX_JOBS];
     size_t njobs;
     pfi_lease_state lease;
-    pfi_gpu_state_file sf;            /* the GPU layer's view of the state file: lease.gpu are the saved caps */
+    pfi_gpu_state_file
+        sf; /* the GPU layer's view of the state file: lease.gpu are the saved caps */
     pfi_modelfile model;
     int have_model;
     char token[300], read_token[300];
@@ -81,12 +84,13 @@ typedef struct agent {
     /* counters */
     unsigned long long cap_changes, rejected, samples;
     double sampling_cpu_s, started_at;
-    int save_pending;                 /* the last state save failed: retried by the lease thread */
-    double save_retry_at_s;           /* monotonic s */
-    double restore_retry_at_s, restore_delay_s; /* a failed restore: next try (monotonic s), back-off */
+    int save_pending;       /* the last state save failed: retried by the lease thread */
+    double save_retry_at_s; /* monotonic s */
+    double restore_retry_at_s,
+        restore_delay_s; /* a failed restore: next try (monotonic s), back-off */
     int port, control_port;
     struct pfi_httpd *httpd, *control_httpd;
-    int sim_started[16];              /* simulated jobs the agent started for a job file */
+    int sim_started[16]; /* simulated jobs the agent started for a job file */
     FILE *log;
 } agent;
 

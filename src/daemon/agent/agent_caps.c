@@ -31,12 +31,14 @@ static char *err_json(const char *msg)
 int agent_save_state(agent *a)
 {
     pfi_error e;
-    pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(), pfi_clock_mono()); /* the file keeps wall time */
+    pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(),
+                             pfi_clock_mono()); /* the file keeps wall time */
     if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
         /* the file may now say more than the devices do (e.g. a write-ahead
            of caps that were then undone): keep trying (agent_check_lease),
            so a restart cannot apply what was reported as not done */
-        if (!a->save_pending) agent_log(a, "error: cannot save the state file (retrying): %s", e.msg);
+        if (!a->save_pending)
+            agent_log(a, "error: cannot save the state file (retrying): %s", e.msg);
         a->save_pending = 1;
         return -1;
     }
@@ -54,7 +56,10 @@ static double current_cap(agent *a, size_t i)
 }
 
 /* the state file as the GPU layer writes it: the lease with its GPUs */
-static pfi_status store_state(const pfi_gpu_state_file *f, pfi_error *err) { return pfi_lease_save(&((agent *)f->ud)->lease, f->path, err); }
+static pfi_status store_state(const pfi_gpu_state_file *f, pfi_error *err)
+{
+    return pfi_lease_save(&((agent *)f->ud)->lease, f->path, err);
+}
 
 static pfi_status load_lease(const pfi_gpu_state_file *f, int *found, pfi_error *err)
 {
@@ -64,7 +69,8 @@ static pfi_status load_lease(const pfi_gpu_state_file *f, int *found, pfi_error 
 static void state_file_init(agent *a)
 {
     if (a->sf.store) return; /* once */
-    pfi_gpu_state_file_init(&a->sf, a->cfg.state_file, a->lease.gpu, &a->lease.n, PFI_LEASE_MAX_GPUS);
+    pfi_gpu_state_file_init(&a->sf, a->cfg.state_file, a->lease.gpu, &a->lease.n,
+                            PFI_LEASE_MAX_GPUS);
     a->sf.load = load_lease;
     a->sf.store = store_state;
     a->sf.ud = a;
@@ -83,7 +89,9 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         return 400;
     }
     if (rq.lease_s > a->cfg.max_lease_s) {
-        snprintf(msg, sizeof msg, "lease_s: %g s is longer than this agent allows (%g s, --max-lease)", rq.lease_s, a->cfg.max_lease_s);
+        snprintf(msg, sizeof msg,
+                 "lease_s: %g s is longer than this agent allows (%g s, --max-lease)", rq.lease_s,
+                 a->cfg.max_lease_s);
         *resp = err_json(msg);
         a->rejected++;
         return 400;
@@ -93,7 +101,8 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     pfi_error why;
     pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, &why);
     if (v != PFI_LEASE_ADMIT) {
-        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller, rq.generation, why.msg);
+        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller,
+                  rq.generation, why.msg);
         *resp = err_json(why.msg);
         a->rejected++;
         return v == PFI_LEASE_TOO_FAR ? 400 : 409;
@@ -110,9 +119,11 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             i = x->index;
         }
         if (i < 0) {
-            snprintf(msg, sizeof msg, "gpus[%zu]: no GPU %s%s on this node", k, x->uuid[0] ? "with UUID " : "with index ",
-                     x->uuid[0] ? x->uuid : "");
-            if (!x->uuid[0]) snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%ld (%zu GPUs)", x->index, a->n);
+            snprintf(msg, sizeof msg, "gpus[%zu]: no GPU %s%s on this node", k,
+                     x->uuid[0] ? "with UUID " : "with index ", x->uuid[0] ? x->uuid : "");
+            if (!x->uuid[0])
+                snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%ld (%zu GPUs)", x->index,
+                         a->n);
             *resp = err_json(msg);
             a->rejected++;
             return 422;
@@ -129,15 +140,17 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         size_t idx[AGENT_MAX_GPUS];
         int m = agent_job_gpus(a, rq.jobs[k].job_id, idx, AGENT_MAX_GPUS);
         if (m <= 0) {
-            snprintf(msg, sizeof msg, "jobs[%zu].job_id: no job '%s' on this node", k, rq.jobs[k].job_id);
+            snprintf(msg, sizeof msg, "jobs[%zu].job_id: no job '%s' on this node", k,
+                     rq.jobs[k].job_id);
             *resp = err_json(msg);
             a->rejected++;
             return 422;
         }
         for (int q = 0; q < m; q++) {
             if (!isnan(want[idx[q]]) && fabs(want[idx[q]] - rq.jobs[k].cap_w) > 1e-9) {
-                snprintf(msg, sizeof msg, "jobs[%zu]: GPU %zu of job %s already has a different cap in this request", k, idx[q],
-                         rq.jobs[k].job_id);
+                snprintf(msg, sizeof msg,
+                         "jobs[%zu]: GPU %zu of job %s already has a different cap in this request",
+                         k, idx[q], rq.jobs[k].job_id);
                 *resp = err_json(msg);
                 a->rejected++;
                 return 422;
@@ -147,9 +160,10 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     }
     for (size_t i = 0; i < a->n; i++) {
         const pfi_gpu_info *in = &a->g[i].info;
-        if (!isnan(want[i]) && !(want[i] >= in->cap_min_w - 1e-9 && want[i] <= in->cap_max_w + 1e-9)) {
-            snprintf(msg, sizeof msg, "GPU %zu (%s): cap %g W outside the device's %g..%g W", i, in->uuid, want[i], in->cap_min_w,
-                     in->cap_max_w);
+        if (!isnan(want[i]) &&
+            !(want[i] >= in->cap_min_w - 1e-9 && want[i] <= in->cap_max_w + 1e-9)) {
+            snprintf(msg, sizeof msg, "GPU %zu (%s): cap %g W outside the device's %g..%g W", i,
+                     in->uuid, want[i], in->cap_min_w, in->cap_max_w);
             *resp = err_json(msg);
             a->rejected++;
             return 422;
@@ -182,17 +196,21 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         idx[nch++] = i;
         lg->cap_w = target[i];
     }
-    int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) && a->lease.generation == rq.generation;
+    int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) &&
+                  a->lease.generation == rq.generation;
     int taken_over = a->lease.active && !renewed && pfi_lease_live(&a->lease, now);
     pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
     /* the baselines of the GPUs about to change (the caps found now) are
        saved, and the file written, before any device is touched */
     if (pfi_gpu_save(a->gpu, idx, nch, &a->sf, &e)) {
-        agent_log(a, "error: cannot save the state file, so no cap is changed (controller %s, generation %lld): %s", rq.controller,
-                  rq.generation, e.msg);
+        agent_log(a,
+                  "error: cannot save the state file, so no cap is changed (controller %s, "
+                  "generation %lld): %s",
+                  rq.controller, rq.generation, e.msg);
         a->lease = *prev;
         free(prev);
-        snprintf(msg, sizeof msg, "cannot save the agent's state file, so no cap was changed: %s", e.msg);
+        snprintf(msg, sizeof msg, "cannot save the agent's state file, so no cap was changed: %s",
+                 e.msg);
         *resp = err_json(msg);
         return 503;
     }
@@ -200,7 +218,8 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     for (size_t i = 0; i < a->n; i++) {
         if (!change[i]) continue;
         if (pfi_gpu_set_cap(a->gpu, i, target[i], &e)) {
-            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i, target[i], e.msg);
+            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i,
+                      target[i], e.msg);
             int stuck = 0;
             for (size_t q = 0; q < nd; q++) {
                 pfi_error e2;
@@ -222,8 +241,9 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         }
         done[nd++] = i;
         a->cap_changes++;
-        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i, a->g[i].info.uuid, cur[i], target[i],
-                  rq.controller, rq.generation, isnan(want[i]) ? ", back to baseline" : "");
+        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
+                  a->g[i].info.uuid, cur[i], target[i], rq.controller, rq.generation,
+                  isnan(want[i]) ? ", back to baseline" : "");
     }
     /* GPUs now at their baseline are forgotten (if this save fails the file
      * only lists them at their baseline: harmless) */
@@ -234,20 +254,24 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     }
     if (forgot) agent_save_state(a);
     if (taken_over)
-        agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld", rq.controller, rq.generation,
-                  prev->controller, prev->generation);
-    if (!renewed) agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller, rq.generation, rq.lease_s);
+        agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld",
+                  rq.controller, rq.generation, prev->controller, prev->generation);
+    if (!renewed)
+        agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller,
+                  rq.generation, rq.lease_s);
     free(prev);
     json_t *g = json_array();
     for (size_t i = 0; i < a->n; i++) {
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid, "cap_w",
-                              lg && lg->changed ? lg->cap_w : current_cap(a, i));
+        json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid,
+                              "cap_w", lg && lg->changed ? lg->cap_w : current_cap(a, i));
         if (lg && lg->changed) json_object_set_new(x, "baseline_w", json_real(lg->baseline_w));
         json_array_append_new(g, x);
     }
-    json_t *o = json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation", (json_int_t)rq.generation,
-                          "lease_expires_at", a->lease.expires_at, "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
+    json_t *o =
+        json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation",
+                  (json_int_t)rq.generation, "lease_expires_at", a->lease.expires_at,
+                  "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
     *resp = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return 200;
@@ -278,7 +302,8 @@ typedef struct restore_ctx {
 static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, double from_w)
 {
     restore_ctx *x = ud;
-    agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w, lg->baseline_w, x->why);
+    agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w,
+              lg->baseline_w, x->why);
     x->a->cap_changes++;
     x->any = 1;
 }
@@ -287,10 +312,13 @@ static void on_failed(void *ud, size_t k, const pfi_saved_cap *lg, long i, const
 {
     restore_ctx *x = ud;
     if (i < 0) {
-        agent_log(x->a, "warning: GPU %s of the state file is not on this node; forgetting its baseline", lg->uuid);
+        agent_log(x->a,
+                  "warning: GPU %s of the state file is not on this node; forgetting its baseline",
+                  lg->uuid);
         return;
     }
-    agent_log(x->a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i, lg->baseline_w, e->msg, x->delay_s);
+    agent_log(x->a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i,
+              lg->baseline_w, e->msg, x->delay_s);
     x->failed = 1;
 }
 
@@ -310,14 +338,16 @@ void agent_restore(agent *a, const char *why)
 void agent_check_lease(agent *a)
 {
     double now = pfi_clock_mono();
-    if (a->save_pending && mono_s() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
+    if (a->save_pending &&
+        mono_s() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
         a->save_retry_at_s = mono_s() + 1;
         agent_save_state(a);
     }
     int pending = 0;
     for (size_t k = 0; k < a->lease.n; k++) pending |= a->lease.gpu[k].changed;
     if (a->lease.active && now >= a->lease.expires_mono) {
-        agent_log(a, "lease of controller %s generation %lld expired", a->lease.controller, a->lease.generation);
+        agent_log(a, "lease of controller %s generation %lld expired", a->lease.controller,
+                  a->lease.generation);
         a->lease.active = 0;
         agent_restore(a, "lease expired");
     } else if (!a->lease.active && pending && mono_s() >= a->restore_retry_at_s) {
@@ -327,15 +357,19 @@ void agent_check_lease(agent *a)
 
 /* Baselines and caps from the file that this node's devices cannot take
  * (a hand edit, another GPU model) are replaced by the device default. */
-static void on_out_of_range(void *ud, size_t k, const pfi_saved_cap *lg, long i, const pfi_gpu_info *in, const char *which, double v,
-                            double repl)
+static void on_out_of_range(void *ud, size_t k, const pfi_saved_cap *lg, long i,
+                            const pfi_gpu_info *in, const char *which, double v, double repl)
 {
     agent *a = ud;
     if (!strcmp(which, "baseline_w"))
-        agent_log(a, "warning: %s: GPU %ld %s: baseline_w %g W is outside the device's %g..%g W; using its default limit %g W",
+        agent_log(a,
+                  "warning: %s: GPU %ld %s: baseline_w %g W is outside the device's %g..%g W; "
+                  "using its default limit %g W",
                   a->cfg.state_file, i, lg->uuid, v, in->cap_min_w, in->cap_max_w, repl);
     else
-        agent_log(a, "warning: %s: GPU %ld %s: cap_w %g W is outside the device's %g..%g W; restoring its baseline",
+        agent_log(a,
+                  "warning: %s: GPU %ld %s: cap_w %g W is outside the device's %g..%g W; restoring "
+                  "its baseline",
                   a->cfg.state_file, i, lg->uuid, v, in->cap_min_w, in->cap_max_w);
 }
 
@@ -350,13 +384,19 @@ static int load_state(agent *a, int *found)
         if (*found) pfi_gpu_check_saved(a->gpu, &a->sf.saved, &r);
         return 0;
     }
-    agent_log(a, "warning: state file %s is unreadable or corrupt (%s): the GPUs' baselines are unknown, so every GPU goes back to "
-              "its device default limit; the file is kept as %s.corrupt", a->cfg.state_file, e.msg, a->cfg.state_file);
+    agent_log(a,
+              "warning: state file %s is unreadable or corrupt (%s): the GPUs' baselines are "
+              "unknown, so every GPU goes back to "
+              "its device default limit; the file is kept as %s.corrupt",
+              a->cfg.state_file, e.msg, a->cfg.state_file);
     char keep[4200];
     snprintf(keep, sizeof keep, "%s.corrupt", a->cfg.state_file);
-    if (rename(a->cfg.state_file, keep) != 0) agent_log(a, "warning: %s: cannot rename it to %s: %s", a->cfg.state_file, keep, strerror(errno));
+    if (rename(a->cfg.state_file, keep) != 0)
+        agent_log(a, "warning: %s: cannot rename it to %s: %s", a->cfg.state_file, keep,
+                  strerror(errno));
     pfi_lease_init(&a->lease);
-    pfi_gpu_saved_defaults(a->gpu, 1, &a->sf.saved); /* GPUs not at their default: the default is their baseline */
+    pfi_gpu_saved_defaults(
+        a->gpu, 1, &a->sf.saved); /* GPUs not at their default: the default is their baseline */
     agent_save_state(a); /* the device defaults are the baselines from now on, also after a crash */
     *found = 1;
     return 1;
@@ -368,7 +408,10 @@ int agent_startup_state(agent *a)
     int corrupt = load_state(a, &found);
     if (!found) {
         /* no state file: the limits in force are the baselines (an admin's own limits are kept) */
-        if (agent_save_state(a)) agent_log(a, "warning: every PUT /v1/caps is refused (503) until the state file can be written");
+        if (agent_save_state(a))
+            agent_log(
+                a,
+                "warning: every PUT /v1/caps is refused (503) until the state file can be written");
         return 0;
     }
     double now = pfi_clock_mono();
@@ -376,26 +419,35 @@ int agent_startup_state(agent *a)
     if (a->lease.active && a->lease.expires_mono - now > a->cfg.max_lease_s) {
         /* longer than any lease we grant: written before a wall-clock step
            (or by hand); honouring it could hold caps for hours */
-        agent_log(a, "state file: the lease of controller %s generation %lld ends in %.0f s, more than --max-lease %g s; dropped",
-                  a->lease.controller, a->lease.generation, a->lease.expires_mono - now, a->cfg.max_lease_s);
+        agent_log(a,
+                  "state file: the lease of controller %s generation %lld ends in %.0f s, more "
+                  "than --max-lease %g s; dropped",
+                  a->lease.controller, a->lease.generation, a->lease.expires_mono - now,
+                  a->cfg.max_lease_s);
         a->lease.active = 0;
     }
     if (!corrupt && pfi_lease_live(&a->lease, now)) {
-        agent_log(a, "state file: lease of controller %s generation %lld still live for %.0f s; honouring it",
+        agent_log(a,
+                  "state file: lease of controller %s generation %lld still live for %.0f s; "
+                  "honouring it",
                   a->lease.controller, a->lease.generation, a->lease.expires_mono - now);
         for (size_t k = 0; k < a->lease.n; k++) {
             pfi_lease_gpu *lg = &a->lease.gpu[k];
             long i = gpu_index(a, lg->uuid);
             pfi_error e;
             if (!lg->changed || i < 0) continue;
-            if (fabs(current_cap(a, (size_t)i) - lg->cap_w) >= 0.5 && pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
+            if (fabs(current_cap(a, (size_t)i) - lg->cap_w) >= 0.5 &&
+                pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
                 agent_log(a, "error: GPU %ld: re-applying %g W failed: %s", i, lg->cap_w, e.msg);
         }
         return 0;
     }
-    if (a->lease.active) agent_log(a, "state file: the lease of controller %s generation %lld has expired", a->lease.controller, a->lease.generation);
+    if (a->lease.active)
+        agent_log(a, "state file: the lease of controller %s generation %lld has expired",
+                  a->lease.controller, a->lease.generation);
     a->lease.active = 0;
-    agent_restore(a, corrupt ? "corrupt state file: device default" : "start-up without a live lease");
+    agent_restore(a,
+                  corrupt ? "corrupt state file: device default" : "start-up without a live lease");
     return 0;
 }
 
@@ -411,14 +463,23 @@ int agent_restore_and_exit(agent *a)
     int found;
     int corrupt = load_state(a, &found);
     if (!found) {
-        agent_log(a, "--restore-and-exit: no state file %s: no cap was changed by the agent; nothing to restore", a->cfg.state_file);
+        agent_log(a,
+                  "--restore-and-exit: no state file %s: no cap was changed by the agent; nothing "
+                  "to restore",
+                  a->cfg.state_file);
         return 0;
     }
-    if (a->lease.active) agent_log(a, "--restore-and-exit: ending the lease of controller %s generation %lld", a->lease.controller, a->lease.generation);
+    if (a->lease.active)
+        agent_log(a, "--restore-and-exit: ending the lease of controller %s generation %lld",
+                  a->lease.controller, a->lease.generation);
     a->lease.active = 0;
-    agent_restore(a, corrupt ? "--restore-and-exit, corrupt state file: device default" : "--restore-and-exit");
+    agent_restore(a, corrupt ? "--restore-and-exit, corrupt state file: device default"
+                             : "--restore-and-exit");
     if (agent_restore_pending(a)) {
-        agent_log(a, "error: --restore-and-exit: some GPUs could not be restored (above); %s still lists them", a->cfg.state_file);
+        agent_log(a,
+                  "error: --restore-and-exit: some GPUs could not be restored (above); %s still "
+                  "lists them",
+                  a->cfg.state_file);
         return 1;
     }
     if (agent_save_state(a)) return 1;

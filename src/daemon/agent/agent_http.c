@@ -43,14 +43,16 @@ static void handle_control(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         if (!rs->body) pfi_http_error(rs, 500, "out of memory");
         return;
     }
-    pfi_http_error(rs, 404, "no such endpoint on the control listener (PUT /v1/caps, GET /healthz)");
+    pfi_http_error(rs, 404,
+                   "no such endpoint on the control listener (PUT /v1/caps, GET /healthz)");
 }
 
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     agent *a = ud;
     int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
-    if (!strcmp(rq->url, "/metrics") || !strcmp(rq->url, "/v1/node") || !strcmp(rq->url, "/healthz")) {
+    if (!strcmp(rq->url, "/metrics") || !strcmp(rq->url, "/v1/node") ||
+        !strcmp(rq->url, "/healthz")) {
         if (!get) return pfi_http_error(rs, 405, "method not allowed (GET)");
         pthread_mutex_lock(&a->mu);
         if (!strcmp(rq->url, "/metrics")) {
@@ -70,18 +72,26 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     }
     if (!strcmp(rq->url, "/v1/caps")) {
         if (a->cfg.control_listen)
-            return pfi_http_error(rs, 404, "the control API is served on the control listener (--control-listen)");
+            return pfi_http_error(
+                rs, 404, "the control API is served on the control listener (--control-listen)");
         return handle_caps(a, rq, rs);
     }
-    pfi_http_error(rs, 404, "no such endpoint (GET /metrics, GET /v1/node, PUT /v1/caps, GET /healthz)");
+    pfi_http_error(rs, 404,
+                   "no such endpoint (GET /metrics, GET /v1/node, PUT /v1/caps, GET /healthz)");
 }
 
 int agent_http_start(agent *a)
 {
-    pfi_httpd_opts o = {.listen = a->cfg.listen ? a->cfg.listen : "127.0.0.1:9477", .tls_cert = a->cfg.tls_cert, .tls_key = a->cfg.tls_key,
-                        .max_body = a->cfg.max_body, .token = a->have_token ? a->token : NULL, .is_protected = is_protected,
-                        .read_token = a->have_read_token ? a->read_token : NULL, .tls_client_ca = a->cfg.tls_client_ca,
-                        .handle = handle, .ud = a};
+    pfi_httpd_opts o = {.listen = a->cfg.listen ? a->cfg.listen : "127.0.0.1:9477",
+                        .tls_cert = a->cfg.tls_cert,
+                        .tls_key = a->cfg.tls_key,
+                        .max_body = a->cfg.max_body,
+                        .token = a->have_token ? a->token : NULL,
+                        .is_protected = is_protected,
+                        .read_token = a->have_read_token ? a->read_token : NULL,
+                        .tls_client_ca = a->cfg.tls_client_ca,
+                        .handle = handle,
+                        .ud = a};
     pfi_error e;
     pfi_httpd *h;
     if (pfi_httpd_start(&o, &h, &a->port, &e)) {
@@ -89,7 +99,8 @@ int agent_http_start(agent *a)
         return -1;
     }
     a->httpd = h;
-    agent_log(a, "listening on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http", o.listen, a->port);
+    agent_log(a, "listening on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http", o.listen,
+              a->port);
     if (a->cfg.control_listen) {
         o.listen = a->cfg.control_listen;
         o.handle = handle_control;
@@ -99,7 +110,8 @@ int agent_http_start(agent *a)
             agent_log(a, "error: --control-listen: %s", e.msg);
             return -1;
         }
-        agent_log(a, "control API on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http", o.listen, a->control_port);
+        agent_log(a, "control API on %s://%s (port %d)", a->cfg.tls_cert ? "https" : "http",
+                  o.listen, a->control_port);
     }
     return 0;
 }

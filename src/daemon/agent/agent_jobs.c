@@ -87,17 +87,21 @@ typedef struct jmap {
 
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
-    json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"), *sl = json_object_get(j, "steplog"),
-           *tier = json_object_get(j, "tier"), *uid = json_object_get(j, "uid");
+    json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"),
+           *sl = json_object_get(j, "steplog"), *tier = json_object_get(j, "tier"),
+           *uid = json_object_get(j, "uid");
     char idbuf[64];
     if (json_is_string(id)) snprintf(idbuf, sizeof idbuf, "%s", json_string_value(id));
-    else if (json_is_integer(id)) snprintf(idbuf, sizeof idbuf, "%lld", (long long)json_integer_value(id));
+    else if (json_is_integer(id))
+        snprintf(idbuf, sizeof idbuf, "%lld", (long long)json_integer_value(id));
     else {
         agent_log(a, "warning: %s: job_id missing; entry ignored", file);
         return;
     }
     if (!pfi_job_id_valid(idbuf)) {
-        agent_log(a, "warning: %s: job_id is not [A-Za-z0-9._-]{1,63} (or is . or ..); entry ignored", file);
+        agent_log(a,
+                  "warning: %s: job_id is not [A-Za-z0-9._-]{1,63} (or is . or ..); entry ignored",
+                  file);
         return;
     }
     if (!json_is_array(gp)) {
@@ -105,13 +109,17 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         return;
     }
     /* the job's user (the Slurm plugin writes S_JOB_UID): its step log must be theirs */
-    if (uid && !(json_is_integer(uid) && json_integer_value(uid) >= 0 && json_integer_value(uid) <= 0xfffffffeLL)) {
-        agent_log(a, "warning: %s: job %s: field 'uid': expected a user id (0..4294967294); ignored", file, idbuf);
+    if (uid && !(json_is_integer(uid) && json_integer_value(uid) >= 0 &&
+                 json_integer_value(uid) <= 0xfffffffeLL)) {
+        agent_log(a,
+                  "warning: %s: job %s: field 'uid': expected a user id (0..4294967294); ignored",
+                  file, idbuf);
         return;
     }
     size_t k;
     json_t *g;
-    json_array_foreach(gp, k, g) {
+    json_array_foreach(gp, k, g)
+    {
         long i = -1;
         if (json_is_integer(g)) i = (long)json_integer_value(g);
         else if (json_is_string(g))
@@ -119,10 +127,14 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                 if (!strcmp(a->g[q].info.uuid, json_string_value(g))) i = (long)q;
         if (i < 0 || (size_t)i >= a->n) continue;
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
-        snprintf(m->steplog[i], sizeof m->steplog[0], "%s", json_is_string(sl) ? json_string_value(sl) : "");
+        snprintf(m->steplog[i], sizeof m->steplog[0], "%s",
+                 json_is_string(sl) ? json_string_value(sl) : "");
         snprintf(m->source[i], sizeof m->source[0], "jobfile");
         m->uid[i] = uid ? (long long)json_integer_value(uid) : AGENT_UID_UNKNOWN;
-        m->tier[i] = json_is_integer(tier) && json_integer_value(tier) >= 0 && json_integer_value(tier) <= 3 ? (int)json_integer_value(tier) : -1;
+        m->tier[i] =
+            json_is_integer(tier) && json_integer_value(tier) >= 0 && json_integer_value(tier) <= 3
+                ? (int)json_integer_value(tier)
+                : -1;
     }
 }
 
@@ -131,7 +143,10 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
  * is read (non-blocking, at most 1 MiB); anything else could be a user's
  * forgery (another job's GPUs, tier 0) or a FIFO that would stall the
  * mapping. Each refusal is logged once per path. */
-static int admin_owned(const struct stat *st) { return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & 022); }
+static int admin_owned(const struct stat *st)
+{
+    return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & 022);
+}
 
 static void refuse_once(agent *a, const char *path, const char *why)
 {
@@ -152,9 +167,12 @@ static void map_file(agent *a, const char *path, jmap *m)
         refuse_once(a, path, errno == ELOOP ? "a symbolic link" : strerror(errno));
         return;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !admin_owned(&st) || st.st_size > (1 << 20)) {
-        refuse_once(a, path, !S_ISREG(st.st_mode) ? "not a regular file" : st.st_size > (1 << 20) ? "larger than 1 MiB"
-                                                                                                   : "not root's, or writable by others");
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !admin_owned(&st) ||
+        st.st_size > (1 << 20)) {
+        refuse_once(a, path,
+                    !S_ISREG(st.st_mode)     ? "not a regular file"
+                    : st.st_size > (1 << 20) ? "larger than 1 MiB"
+                                             : "not root's, or writable by others");
         close(fd);
         return;
     }
@@ -193,7 +211,8 @@ static void write_mapping(agent *a)
         }
         if (f && !strcmp(have, want)) continue;
         pfi_error e;
-        if (pfi_write_file_private(path, want, strlen(want), &e)) agent_log(a, "warning: job mapping: %s", e.msg);
+        if (pfi_write_file_private(path, want, strlen(want), &e))
+            agent_log(a, "warning: job mapping: %s", e.msg);
     }
 }
 
@@ -210,13 +229,18 @@ void agent_jobs_refresh(agent *a)
         if (pfi_gpu_processes(a->gpu, i, p, 16, &np, &e)) continue;
         for (size_t k = 0; k < np; k++) {
             char id[64] = "", sl[1024] = "";
-            if (p[k].job_id[0]) snprintf(id, sizeof id, "%s", p[k].job_id); /* the backend's own (sim) */
-            else if (proc_cgroup_job(p[k].pid, id, sizeof id) && (!a->cfg.job_env || proc_env(p[k].pid, a->cfg.job_env, id, sizeof id)))
-                continue; /* in no Slurm job's cgroup, and its environment is not trusted (or names no job) */
+            if (p[k].job_id[0])
+                snprintf(id, sizeof id, "%s", p[k].job_id); /* the backend's own (sim) */
+            else if (proc_cgroup_job(p[k].pid, id, sizeof id) &&
+                     (!a->cfg.job_env || proc_env(p[k].pid, a->cfg.job_env, id, sizeof id)))
+                continue; /* in no Slurm job's cgroup, and its environment is not trusted (or names
+                             no job) */
             if (!pfi_job_id_valid(id)) {
                 if (warned_pid[i] != p[k].pid)
-                    agent_log(a, "warning: GPU %zu: process %u: its job id is not [A-Za-z0-9._-]{1,63} (or is . or ..); ignored", i,
-                              p[k].pid);
+                    agent_log(a,
+                              "warning: GPU %zu: process %u: its job id is not "
+                              "[A-Za-z0-9._-]{1,63} (or is . or ..); ignored",
+                              i, p[k].pid);
                 warned_pid[i] = p[k].pid;
                 continue;
             }
@@ -234,13 +258,18 @@ void agent_jobs_refresh(agent *a)
             char pp[32];
             struct stat pst;
             snprintf(pp, sizeof pp, "/proc/%u", p[k].pid);
-            m->uid[i] = p[k].job_id[0] ? AGENT_UID_ANY : stat(pp, &pst) == 0 ? (long long)pst.st_uid : AGENT_UID_UNKNOWN;
+            m->uid[i] = p[k].job_id[0]        ? AGENT_UID_ANY
+                        : stat(pp, &pst) == 0 ? (long long)pst.st_uid
+                                              : AGENT_UID_UNKNOWN;
         }
     }
     if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
     struct stat dst;
-    if (a->cfg.jobs_dir && (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)))
-        refuse_once(a, a->cfg.jobs_dir, "--jobs-dir is not a directory of root's (or ours) that only its owner can write");
+    if (a->cfg.jobs_dir &&
+        (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)))
+        refuse_once(
+            a, a->cfg.jobs_dir,
+            "--jobs-dir is not a directory of root's (or ours) that only its owner can write");
     else if (a->cfg.jobs_dir) {
         DIR *d = opendir(a->cfg.jobs_dir);
         if (d) {
@@ -304,8 +333,8 @@ void agent_jobs_refresh(agent *a)
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
         pfi_error e;
         if (lg && lg->changed && pfi_gpu_set_cap(a->gpu, i, lg->baseline_w, &e) == PFI_OK) {
-            agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (job %s ended: baseline restored)", i, lg->uuid, lg->cap_w, lg->baseline_w,
-                      a->g[i].job_id);
+            agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (job %s ended: baseline restored)", i,
+                      lg->uuid, lg->cap_w, lg->baseline_w, a->g[i].job_id);
             lg->changed = 0;
             lg->cap_w = lg->baseline_w;
             a->cap_changes++;
@@ -389,8 +418,10 @@ static pfi_status steplog_check(const steplog_read *r, const struct stat *st, pf
     if (!S_ISREG(st->st_mode)) return pfi_errorf(why, PFI_EPERM, "not a regular file (refused)");
     long long want = r->uid == AGENT_UID_UNKNOWN ? (long long)geteuid() : r->uid;
     if (r->uid != AGENT_UID_ANY && (long long)st->st_uid != want)
-        return pfi_errorf(why, PFI_EPERM, "owned by uid %lld, not the job's user (uid %lld%s; refused)", (long long)st->st_uid, want,
-                          r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : "");
+        return pfi_errorf(
+            why, PFI_EPERM, "owned by uid %lld, not the job's user (uid %lld%s; refused)",
+            (long long)st->st_uid, want,
+            r->uid == AGENT_UID_UNKNOWN ? ", the agent's: the job file names no uid" : "");
     return PFI_OK;
 }
 
@@ -417,7 +448,8 @@ static void steplog_read_one(steplog_read *r, char *buf)
     int fd = openat(dfd, base, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
     close(dfd);
     if (fd < 0) {
-        snprintf(r->why, sizeof r->why, "%s", errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
+        snprintf(r->why, sizeof r->why, "%s",
+                 errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
         return;
     }
     if (fstat(fd, &st) != 0 || st.st_dev != lst.st_dev || st.st_ino != lst.st_ino) {
@@ -425,7 +457,8 @@ static void steplog_read_one(steplog_read *r, char *buf)
         close(fd);
         return;
     }
-    if ((unsigned long long)st.st_dev != r->dev || (unsigned long long)st.st_ino != r->ino || st.st_size < r->off)
+    if ((unsigned long long)st.st_dev != r->dev || (unsigned long long)st.st_ino != r->ino ||
+        st.st_size < r->off)
         r->off = 0; /* another file, or truncated: from its start */
     r->dev = (unsigned long long)st.st_dev;
     r->ino = (unsigned long long)st.st_ino;
@@ -456,7 +489,7 @@ static void steplog_read_one(steplog_read *r, char *buf)
         p = done = e + 1;
     }
     if (skip && got == want) done = got; /* the whole window is one unfinished line */
-    r->off += (long)done;                 /* a last line still being written is read next round */
+    r->off += (long)done;                /* a last line still being written is read next round */
 }
 
 void agent_jobs_read_steplogs(agent *a)
@@ -484,7 +517,8 @@ void agent_jobs_read_steplogs(agent *a)
     for (size_t q = 0; q < n; q++)
         for (size_t k = 0; k < a->njobs; k++) {
             agent_job *j = &a->job[k];
-            if (strcmp(j->id, r[q].id) || strcmp(j->steplog, r[q].path)) continue; /* changed meanwhile */
+            if (strcmp(j->id, r[q].id) || strcmp(j->steplog, r[q].path))
+                continue; /* changed meanwhile */
             if (r[q].why[0] && strcmp(r[q].why, j->steplog_why))
                 agent_log(a, "warning: job %s: step log %s: %s", j->id, j->steplog, r[q].why);
             snprintf(j->steplog_why, sizeof j->steplog_why, "%s", r[q].why);
@@ -510,7 +544,8 @@ static double gpu_prof(const agent_gpu *g, int m)
     if (m == PFI_M_SM_CLOCK) return (g->last.have & PFI_GS_CLOCKS) ? g->last.sm_clock_mhz : NAN;
     if (m == PFI_M_MEM_CLOCK) return (g->last.have & PFI_GS_CLOCKS) ? g->last.mem_clock_mhz : NAN;
     if (m == PFI_M_GPU_TEMP) return (g->last.have & PFI_GS_TEMP) ? g->last.temp_c : NAN;
-    if (m == PFI_M_ENFORCED_LIMIT) return (g->last.have & PFI_GS_ENFORCED) ? g->last.enforced_w : NAN;
+    if (m == PFI_M_ENFORCED_LIMIT)
+        return (g->last.have & PFI_GS_ENFORCED) ? g->last.enforced_w : NAN;
     if (m == PFI_M_MGMT_LIMIT) return (g->last.have & PFI_GS_CAP) ? g->last.cap_w : NAN;
     return g->last.prof[m];
 }
@@ -523,10 +558,14 @@ static double feature(const agent_job *j, const char *name, int *known)
     double n = (double)j->ngpus;
     if (m >= 0) return j->feat[m] * (pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? n : 1);
     const double *f = j->feat;
-    if (!strcmp(name, pfi_derived_name(PFI_D_DRAM_COPY_PRODUCT))) return f[PFI_M_DRAM_ACTIVE] * f[PFI_M_MEM_COPY_UTIL] / 100;
-    if (!strcmp(name, pfi_derived_name(PFI_D_ARITHMETIC_INTENSITY))) return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_DRAM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_TENSOR_SM_RATIO))) return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_SM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_NVLINK_BYTES))) return (f[PFI_M_NVLINK_TX_BYTES] + f[PFI_M_NVLINK_RX_BYTES]) * n;
+    if (!strcmp(name, pfi_derived_name(PFI_D_DRAM_COPY_PRODUCT)))
+        return f[PFI_M_DRAM_ACTIVE] * f[PFI_M_MEM_COPY_UTIL] / 100;
+    if (!strcmp(name, pfi_derived_name(PFI_D_ARITHMETIC_INTENSITY)))
+        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_DRAM_ACTIVE];
+    if (!strcmp(name, pfi_derived_name(PFI_D_TENSOR_SM_RATIO)))
+        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_SM_ACTIVE];
+    if (!strcmp(name, pfi_derived_name(PFI_D_NVLINK_BYTES)))
+        return (f[PFI_M_NVLINK_TX_BYTES] + f[PFI_M_NVLINK_RX_BYTES]) * n;
     *known = 0;
     return NAN;
 }
@@ -552,7 +591,9 @@ void agent_jobs_update(agent *a)
             j->feat_n++;
             for (int m = 0; m < PFI_M_COUNT; m++) {
                 double v = avg[m] / np;
-                j->feat[m] = j->feat_n == 1 || isnan(j->feat[m]) ? v : j->feat[m] + (v - j->feat[m]) / j->feat_n;
+                j->feat[m] = j->feat_n == 1 || isnan(j->feat[m])
+                                 ? v
+                                 : j->feat[m] + (v - j->feat[m]) / j->feat_n;
             }
         }
         if (!a->have_model) continue;
@@ -564,15 +605,17 @@ void agent_jobs_update(agent *a)
             int known;
             x[q] = feature(j, a->model.features[q], &known);
             if (!known || !isfinite(x[q])) {
-                snprintf(j->pfi_note, sizeof j->pfi_note, "feature %s not measured on this node%s", a->model.features[q],
-                         known ? "" : " (needs DCGM profiling: --dcgm-url)");
+                snprintf(j->pfi_note, sizeof j->pfi_note, "feature %s not measured on this node%s",
+                         a->model.features[q], known ? "" : " (needs DCGM profiling: --dcgm-url)");
                 ok = 0;
             }
         }
         if (!j->feat_n) snprintf(j->pfi_note, sizeof j->pfi_note, "no training-phase sample yet");
         int cl = 0, oor = 0;
         j->pfi_pred = ok ? pfi_modelfile_pfi(&a->model, x, &cl, &oor) : NAN;
-        if (ok && oor) snprintf(j->pfi_note, sizeof j->pfi_note, "features outside the model's training range");
+        if (ok && oor)
+            snprintf(j->pfi_note, sizeof j->pfi_note,
+                     "features outside the model's training range");
     }
 }
 
@@ -589,13 +632,14 @@ void agent_dcgm_scrape(agent *a)
     if (pfi_agent_get(a->cfg.dcgm_url, "", 2.0, &r, &e) || r.code != 200) {
         if (r.body) pfi_http_reply_dispose(&r);
         pthread_mutex_lock(&a->mu);
-        agent_log(a, "warning: dcgm-exporter %s: %s", a->cfg.dcgm_url, r.code ? "HTTP error" : e.msg);
+        agent_log(a, "warning: dcgm-exporter %s: %s", a->cfg.dcgm_url,
+                  r.code ? "HTTP error" : e.msg);
         for (size_t i = 0; i < a->n; i++)
             for (int m = 0; m < PFI_M_COUNT; m++) a->g[i].dcgm_prof[m] = NAN;
         pthread_mutex_unlock(&a->mu);
         return;
     }
-    double (*prof)[PFI_M_COUNT] = malloc(sizeof(double) * AGENT_MAX_GPUS * PFI_M_COUNT);
+    double(*prof)[PFI_M_COUNT] = malloc(sizeof(double) * AGENT_MAX_GPUS * PFI_M_COUNT);
     if (!prof) {
         pfi_http_reply_dispose(&r);
         return;
@@ -610,7 +654,8 @@ void agent_dcgm_scrape(agent *a)
         const char *what;
         if (pfi_prom_parse_line(p, len, &s, &what) == 1 && s.uuid.n)
             for (size_t i = 0; i < a->n; i++)
-                if (strlen(a->g[i].info.uuid) == s.uuid.n && !strncmp(a->g[i].info.uuid, s.uuid.p, s.uuid.n) &&
+                if (strlen(a->g[i].info.uuid) == s.uuid.n &&
+                    !strncmp(a->g[i].info.uuid, s.uuid.p, s.uuid.n) &&
                     s.metric >= PFI_M_GR_ENGINE_ACTIVE && s.metric <= PFI_M_PCIE_RX_BYTES)
                     prof[i][s.metric] = s.value;
         p = nl ? nl + 1 : NULL;

@@ -31,42 +31,60 @@
 #include "daemon_util.h"
 #include "datapath.h"
 #include "options.h"
-#include "recon_io.h"
 #include "pfi/version.h"
+#include "recon_io.h"
 
 #define OPT_T agent_cfg
 static const pfi_opt agent_options[] = {
-    OPT_STRING(0, "backend", backend, "SPEC", "nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)"),
-    OPT_STRING(0, "listen", listen, "ADDR:PORT", "(default 127.0.0.1:9477; port 0 picks a free one)"),
+    OPT_STRING(0, "backend", backend, "SPEC",
+               "nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)"),
+    OPT_STRING(0, "listen", listen, "ADDR:PORT",
+               "(default 127.0.0.1:9477; port 0 picks a free one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
     OPT_STRING(0, "control-listen", control_listen, "ADDR:PORT",
-               "serve PUT /v1/caps only here (its own threads and connection budget, so scrapes cannot starve it)"),
-    OPT_FILENAME(0, "control-port-file", control_port_file, "FILE", "the control listener's bound port"),
-    OPT_FILENAME(0, "token-file", token_file, "FILE", "bearer token for PUT /v1/caps (mode 0600); without it caps are read-only"),
+               "serve PUT /v1/caps only here (its own threads and connection budget, so scrapes "
+               "cannot starve it)"),
+    OPT_FILENAME(0, "control-port-file", control_port_file, "FILE",
+                 "the control listener's bound port"),
+    OPT_FILENAME(0, "token-file", token_file, "FILE",
+                 "bearer token for PUT /v1/caps (mode 0600); without it caps are read-only"),
     OPT_FILENAME(0, "read-token-file", read_token_file, "FILE",
-                 "bearer token GET /metrics and /v1/node then need (this or the control token; mode 0600); without it "
+                 "bearer token GET /metrics and /v1/node then need (this or the control token; "
+                 "mode 0600); without it "
                  "reads are open"),
-    OPT_FILENAME(0, "tls-client-ca", tls_client_ca, "FILE", "with TLS: every request needs a client certificate this CA signed"),
-    OPT_FILENAME(0, "state-file", state_file, "FILE", "lease and baselines (default /var/lib/pfi/agent-state.json)"),
-    OPT_DOUBLE(0, "interval", interval_s, "S", 0.01, 3600, "sampling interval, clock seconds (default 1)"),
-    OPT_FILENAME(0, "model", model_path, "FILE", "predictor model file (pfi fit --model) for pfi_job_pfi_predicted"),
-    OPT_DIRNAME(0, "jobs-dir", jobs_dir, "DIR", "job files from the scheduler integration (DIR/*.json)"),
+    OPT_FILENAME(0, "tls-client-ca", tls_client_ca, "FILE",
+                 "with TLS: every request needs a client certificate this CA signed"),
+    OPT_FILENAME(0, "state-file", state_file, "FILE",
+                 "lease and baselines (default /var/lib/pfi/agent-state.json)"),
+    OPT_DOUBLE(0, "interval", interval_s, "S", 0.01, 3600,
+               "sampling interval, clock seconds (default 1)"),
+    OPT_FILENAME(0, "model", model_path, "FILE",
+                 "predictor model file (pfi fit --model) for pfi_job_pfi_predicted"),
+    OPT_DIRNAME(0, "jobs-dir", jobs_dir, "DIR",
+                "job files from the scheduler integration (DIR/*.json)"),
     OPT_FILENAME(0, "jobs-file", jobs_file, "FILE", "a static job mapping"),
     OPT_STRING(0, "job-env", job_env, "VAR",
-               "also take a process's job id from VAR in its environment (e.g. SLURM_JOB_ID) when its cgroup names "
+               "also take a process's job id from VAR in its environment (e.g. SLURM_JOB_ID) when "
+               "its cgroup names "
                "none: trusts the job's user; off by default"),
-    OPT_DIRNAME(0, "job-mapping-dir", mapping_dir, "DIR", "write dcgm-exporter HPC job-mapping files (one per GPU index)"),
-    OPT_STRING(0, "dcgm-url", dcgm_url, "URL", "a local dcgm-exporter's /metrics, for profiling metrics NVML lacks"),
+    OPT_DIRNAME(0, "job-mapping-dir", mapping_dir, "DIR",
+                "write dcgm-exporter HPC job-mapping files (one per GPU index)"),
+    OPT_STRING(0, "dcgm-url", dcgm_url, "URL",
+               "a local dcgm-exporter's /metrics, for profiling metrics NVML lacks"),
     OPT_FILENAME(0, "tls-cert", tls_cert, "FILE", "serve HTTPS with this certificate ..."),
     OPT_FILENAME(0, "tls-key", tls_key, "FILE", "... and this key"),
     OPT_DOUBLE(0, "max-lease", max_lease_s, "S", 1, 86400, "longest lease granted (default 3600)"),
-    OPT_SIZE(0, "max-body", max_body, "BYTES", 256, 16 << 20, "largest request body (default 65536)"),
-    OPT_BOOLEAN(0, "keep-caps-on-exit", keep_caps, "on SIGTERM keep caps and the lease (for an upgrade)"),
+    OPT_SIZE(0, "max-body", max_body, "BYTES", 256, 16 << 20,
+             "largest request body (default 65536)"),
+    OPT_BOOLEAN(0, "keep-caps-on-exit", keep_caps,
+                "on SIGTERM keep caps and the lease (for an upgrade)"),
     OPT_BOOLEAN(0, "restore-and-exit", restore_and_exit,
-                "put every GPU the state file lists back to its baseline (all to their device default if the file is "
+                "put every GPU the state file lists back to its baseline (all to their device "
+                "default if the file is "
                 "corrupt), then exit"),
     OPT_FILENAME(0, "log", log_path, "FILE", "log here instead of stderr"),
-    OPT_DOUBLE(0, "time-scale", time_scale, "X", 1e-3, 1e6, "the pfi clock's speed-up (clock.h); also $PFI_TIME_SCALE"),
+    OPT_DOUBLE(0, "time-scale", time_scale, "X", 1e-3, 1e6,
+               "the pfi clock's speed-up (clock.h); also $PFI_TIME_SCALE"),
     OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (clock.h); also $PFI_EPOCH"),
     OPT_DIRNAME(0, "data", data_dir, "DIR", "bundled data (for --backend sim with jobs)"),
     OPT_STOP(0, "version", "print the version and exit"),
@@ -86,8 +104,14 @@ static const pfi_opts agent_opts = {
 };
 
 static volatile sig_atomic_t g_stop, g_hup;
-static void on_signal(int s) { g_stop = s; }
-static void on_hup(int s) { g_hup = s; }
+static void on_signal(int s)
+{
+    g_stop = s;
+}
+static void on_hup(int s)
+{
+    g_hup = s;
+}
 
 void agent_log(agent *a, const char *fmt, ...)
 {
@@ -246,15 +270,18 @@ static int release_caps(agent *a)
         /* a device that refused: retry with back-off for a bounded time (10
            s), then exit non-zero with the state file still listing it, so
            that --restore-and-exit (ExecStopPost) or the next start restores */
-        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10; waited_s += delay_s, delay_s *= 2) {
+        for (double delay_s = 0.1, waited_s = 0; agent_restore_pending(a) && waited_s < 10;
+             waited_s += delay_s, delay_s *= 2) {
             pthread_mutex_unlock(&a->mu);
-            struct timespec ts = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
+            struct timespec ts = {(time_t)delay_s,
+                                  (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
             nanosleep(&ts, NULL);
             pthread_mutex_lock(&a->mu);
             agent_restore(a, "agent stopping (retry)");
         }
         if (agent_restore_pending(a)) {
-            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them", c->state_file);
+            agent_log(a, "error: some GPUs could not be restored at exit; %s still lists them",
+                      c->state_file);
             exit_rc = 1;
         }
     }
@@ -282,7 +309,8 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_mutex_init(&a->mu, NULL);
-    if (gethostname(a->hostname, sizeof a->hostname) != 0) snprintf(a->hostname, sizeof a->hostname, "localhost");
+    if (gethostname(a->hostname, sizeof a->hostname) != 0)
+        snprintf(a->hostname, sizeof a->hostname, "localhost");
     a->hostname[sizeof a->hostname - 1] = '\0';
     /* the reconstruction, for simulated jobs */
     pfi_recon recon = {0};
@@ -290,7 +318,8 @@ int main(int argc, char **argv)
     if (!strncmp(c->backend, "sim", 3) && strstr(c->backend, "job=")) {
         char sp[4096], pp[4096];
         if (pfi_data_path(c->data_dir, "reconstruction/spec.csv", sp, sizeof sp, &e) ||
-            pfi_data_path(c->data_dir, "reconstruction/params.csv", pp, sizeof pp, &e) || pfi_recon_load(sp, pp, &recon, &e)) {
+            pfi_data_path(c->data_dir, "reconstruction/params.csv", pp, sizeof pp, &e) ||
+            pfi_recon_load(sp, pp, &recon, &e)) {
             agent_log(a, "error: %s", e.msg);
             return 1;
         }
@@ -318,10 +347,12 @@ int main(int argc, char **argv)
     }
     int lrc = load_credentials(a);
     if (lrc) return lrc;
-    agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION, pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
+    agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION,
+              pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
     for (size_t i = 0; i < a->n; i++)
-        agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid, a->g[i].info.name, a->g[i].info.cap_min_w,
-                  a->g[i].info.cap_max_w, a->g[i].info.cap_default_w);
+        agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid,
+                  a->g[i].info.name, a->g[i].info.cap_min_w, a->g[i].info.cap_max_w,
+                  a->g[i].info.cap_default_w);
     pthread_mutex_lock(&a->mu);
     int st = agent_startup_state(a);
     pthread_mutex_unlock(&a->mu);
@@ -340,12 +371,14 @@ int main(int argc, char **argv)
     if (c->port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->port);
-        if (pfi_write_file_private(c->port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+        if (pfi_write_file_private(c->port_file, b, (size_t)k, &e))
+            agent_log(a, "error: %s", e.msg);
     }
     if (c->control_port_file && c->control_listen) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->control_port);
-        if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+        if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e))
+            agent_log(a, "error: %s", e.msg);
     }
     sampling_loop(a);
     agent_log(a, "signal %d: stopping", (int)g_stop);

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "agent.h"
-#include "clock.h"
 #include "buf.h"
+#include "clock.h"
 #include "daemon_util.h"
 #include "httpd.h"
 #include "pfi/prom.h"
@@ -24,115 +24,183 @@
 typedef char label[LABEL_MAX];
 #define L(buf, v) pfi_prom_label(buf, sizeof(label), v)
 
-
 static void head(pfi_buf *b, const char *name, const char *type, const char *help)
 {
     pfi_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void gpu_metric(pfi_buf *b, agent *a, const char *name, const char *type, const char *help, unsigned bit, int m,
-                       double (*get)(const pfi_gpu_sample *))
+static void gpu_metric(pfi_buf *b, agent *a, const char *name, const char *type, const char *help,
+                       unsigned bit, int m, double (*get)(const pfi_gpu_sample *))
 {
     int any = 0;
     label u, mn, h, j;
     L(h, a->hostname);
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        double v = m >= 0 ? (!isnan(g->dcgm_prof[m]) ? g->dcgm_prof[m] : g->last.prof[m]) : get(&g->last);
+        double v =
+            m >= 0 ? (!isnan(g->dcgm_prof[m]) ? g->dcgm_prof[m] : g->last.prof[m]) : get(&g->last);
         if (!g->sampled || (bit && !(g->last.have & bit)) || !isfinite(v)) continue;
         if (!any++) head(b, name, type, help);
-        pfi_buf_printf(b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n", name, i,
-                           L(u, g->info.uuid), L(mn, g->info.name), h, L(j, g->job_id), v);
+        pfi_buf_printf(
+            b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n",
+            name, i, L(u, g->info.uuid), L(mn, g->info.name), h, L(j, g->job_id), v);
     }
 }
 
-static double g_power(const pfi_gpu_sample *s) { return s->power_w; }
-static double g_energy(const pfi_gpu_sample *s) { return s->energy_j * 1000.0; } /* mJ, as DCGM */
-static double g_sm(const pfi_gpu_sample *s) { return s->sm_clock_mhz; }
-static double g_mem(const pfi_gpu_sample *s) { return s->mem_clock_mhz; }
-static double g_util(const pfi_gpu_sample *s) { return s->util_gpu_pct; }
-static double g_mutil(const pfi_gpu_sample *s) { return s->util_mem_pct; }
-static double g_fb(const pfi_gpu_sample *s) { return s->fb_used_mib; }
-static double g_temp(const pfi_gpu_sample *s) { return s->temp_c; }
-static double g_enf(const pfi_gpu_sample *s) { return s->enforced_w; }
-static double g_cap(const pfi_gpu_sample *s) { return s->cap_w; }
-static double g_thr(const pfi_gpu_sample *s) { return (double)s->throttle_reasons; }
+static double g_power(const pfi_gpu_sample *s)
+{
+    return s->power_w;
+}
+static double g_energy(const pfi_gpu_sample *s)
+{
+    return s->energy_j * 1000.0;
+} /* mJ, as DCGM */
+static double g_sm(const pfi_gpu_sample *s)
+{
+    return s->sm_clock_mhz;
+}
+static double g_mem(const pfi_gpu_sample *s)
+{
+    return s->mem_clock_mhz;
+}
+static double g_util(const pfi_gpu_sample *s)
+{
+    return s->util_gpu_pct;
+}
+static double g_mutil(const pfi_gpu_sample *s)
+{
+    return s->util_mem_pct;
+}
+static double g_fb(const pfi_gpu_sample *s)
+{
+    return s->fb_used_mib;
+}
+static double g_temp(const pfi_gpu_sample *s)
+{
+    return s->temp_c;
+}
+static double g_enf(const pfi_gpu_sample *s)
+{
+    return s->enforced_w;
+}
+static double g_cap(const pfi_gpu_sample *s)
+{
+    return s->cap_w;
+}
+static double g_thr(const pfi_gpu_sample *s)
+{
+    return (double)s->throttle_reasons;
+}
 
 char *agent_render_metrics(agent *a, size_t *len)
 {
     pfi_buf b = {0};
-    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", PFI_GS_POWER, -1, g_power);
-    gpu_metric(&b, a, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
-               PFI_GS_ENERGY, -1, g_energy);
-    gpu_metric(&b, a, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", PFI_GS_CLOCKS, -1, g_sm);
-    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", PFI_GS_CLOCKS, -1, g_mem);
-    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", PFI_GS_UTIL, -1, g_util);
-    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", PFI_GS_UTIL, -1, g_mutil);
-    gpu_metric(&b, a, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", PFI_GS_MEM, -1, g_fb);
-    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", PFI_GS_TEMP, -1, g_temp);
-    gpu_metric(&b, a, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).", PFI_GS_ENFORCED, -1, g_enf);
-    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).", PFI_GS_CAP, -1, g_cap);
-    gpu_metric(&b, a, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Clocks event (throttle) reasons bitmask.", PFI_GS_THROTTLE, -1,
-               g_thr);
+    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", PFI_GS_POWER, -1,
+               g_power);
+    gpu_metric(&b, a, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+               "Total energy consumption since boot (in mJ).", PFI_GS_ENERGY, -1, g_energy);
+    gpu_metric(&b, a, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
+               PFI_GS_CLOCKS, -1, g_sm);
+    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
+               PFI_GS_CLOCKS, -1, g_mem);
+    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", PFI_GS_UTIL, -1,
+               g_util);
+    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
+               PFI_GS_UTIL, -1, g_mutil);
+    gpu_metric(&b, a, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
+               PFI_GS_MEM, -1, g_fb);
+    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", PFI_GS_TEMP, -1,
+               g_temp);
+    gpu_metric(&b, a, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).",
+               PFI_GS_ENFORCED, -1, g_enf);
+    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).",
+               PFI_GS_CAP, -1, g_cap);
+    gpu_metric(&b, a, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+               "Clocks event (throttle) reasons bitmask.", PFI_GS_THROTTLE, -1, g_thr);
     for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++)
-        gpu_metric(&b, a, pfi_metric_get((pfi_metric)m)->name, "gauge", "DCGM profiling metric.", 0, m, NULL);
+        gpu_metric(&b, a, pfi_metric_get((pfi_metric)m)->name, "gauge", "DCGM profiling metric.", 0,
+                   m, NULL);
     /* pfi's own */
     label h, u, j, ctl, be;
     L(h, a->hostname);
     head(&b, "pfi_gpu_power_cap_watts", "gauge", "Current per-GPU power cap (W).");
     for (size_t i = 0; i < a->n; i++)
         if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_CAP))
-            pfi_buf_printf(&b, "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), h,
-                a->g[i].last.cap_w);
+            pfi_buf_printf(&b,
+                           "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n",
+                           i, L(u, a->g[i].info.uuid), h, a->g[i].last.cap_w);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
+        pfi_buf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i,
+                       L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
     head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i, L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
-    head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge", "Cap found before pfi changed it (only GPUs pfi changed).");
+        pfi_buf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i,
+                       L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
+    head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge",
+         "Cap found before pfi changed it (only GPUs pfi changed).");
     for (size_t k = 0; k < a->lease.n; k++)
         if (a->lease.gpu[k].changed)
-            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n", L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
+            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n",
+                           L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
     head(&b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
-    for (size_t k = 0; k < a->njobs; k++) pfi_buf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h, a->job[k].ngpus);
+    for (size_t k = 0; k < a->njobs; k++)
+        pfi_buf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h,
+                       a->job[k].ngpus);
     head(&b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
-    for (size_t k = 0; k < a->njobs; k++) pfi_buf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].power_w);
-    head(&b, "pfi_job_tokens_per_second", "gauge", "Job throughput from its step log (whole job, tokens/s).");
+    for (size_t k = 0; k < a->njobs; k++)
+        pfi_buf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n",
+                       L(j, a->job[k].id), h, a->job[k].power_w);
+    head(&b, "pfi_job_tokens_per_second", "gauge",
+         "Job throughput from its step log (whole job, tokens/s).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].tokens_per_s))
-            pfi_buf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].tokens_per_s);
-    head(&b, "pfi_job_pfi_predicted", "gauge", "Predicted PFI of the job from its telemetry (--model).");
+            pfi_buf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n",
+                           L(j, a->job[k].id), h, a->job[k].tokens_per_s);
+    head(&b, "pfi_job_pfi_predicted", "gauge",
+         "Predicted PFI of the job from its telemetry (--model).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
-            pfi_buf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n", L(j, a->job[k].id), h, a->job[k].pfi_pred);
+            pfi_buf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n",
+                           L(j, a->job[k].id), h, a->job[k].pfi_pred);
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
     head(&b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
-    pfi_buf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n", L(ctl, live ? a->lease.controller : ""), live);
+    pfi_buf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n",
+                   L(ctl, live ? a->lease.controller : ""), live);
     head(&b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
     pfi_buf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
-    head(&b, "pfi_lease_expires_in_seconds", "gauge", "Seconds until the lease ends (0 without one).");
-    pfi_buf_printf(&b, "pfi_lease_expires_in_seconds %g\n", live ? a->lease.expires_mono - mono : 0.0);
-    head(&b, "pfi_agent_cap_changes_total", "counter", "Caps the agent has set (including restores).");
+    head(&b, "pfi_lease_expires_in_seconds", "gauge",
+         "Seconds until the lease ends (0 without one).");
+    pfi_buf_printf(&b, "pfi_lease_expires_in_seconds %g\n",
+                   live ? a->lease.expires_mono - mono : 0.0);
+    head(&b, "pfi_agent_cap_changes_total", "counter",
+         "Caps the agent has set (including restores).");
     pfi_buf_printf(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
     head(&b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
     unsigned long long c2 = 0, c4 = 0, c5 = 0;
     if (a->httpd) pfi_httpd_counts(a->httpd, &c2, &c4, &c5);
-    pfi_buf_printf(&b, "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} %llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
+    pfi_buf_printf(
+        &b,
+        "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} "
+        "%llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
         c2, c4, c5);
     head(&b, "pfi_agent_slow_connections_closed_total", "counter",
-         "Connections shut down because their request did not arrive within the request timeout (slow clients).");
+         "Connections shut down because their request did not arrive within the request timeout "
+         "(slow clients).");
     pfi_buf_printf(&b, "pfi_agent_slow_connections_closed_total %llu\n",
-                       (a->httpd ? pfi_httpd_slow_closed(a->httpd) : 0) + (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
+                   (a->httpd ? pfi_httpd_slow_closed(a->httpd) : 0) +
+                       (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
     head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
     pfi_buf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
-    head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter", "CPU time spent sampling GPUs and following jobs.");
+    head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",
+         "CPU time spent sampling GPUs and following jobs.");
     pfi_buf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
     head(&b, "pfi_agent_info", "gauge", "pfi-agent build and backend.");
-    pfi_buf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n", PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
+    pfi_buf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n",
+                   PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
@@ -142,16 +210,22 @@ char *agent_render_node(agent *a)
     json_t *gs = json_array();
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        json_t *o = json_pack("{s:I,s:s,s:s,s:f,s:f,s:f}", "index", (json_int_t)i, "uuid", g->info.uuid, "name", g->info.name,
-                              "cap_min_w", g->info.cap_min_w, "cap_max_w", g->info.cap_max_w, "cap_default_w", g->info.cap_default_w);
+        json_t *o =
+            json_pack("{s:I,s:s,s:s,s:f,s:f,s:f}", "index", (json_int_t)i, "uuid", g->info.uuid,
+                      "name", g->info.name, "cap_min_w", g->info.cap_min_w, "cap_max_w",
+                      g->info.cap_max_w, "cap_default_w", g->info.cap_default_w);
         const pfi_gpu_sample *s = &g->last;
         if (g->sampled) {
             if (s->have & PFI_GS_CAP) json_object_set_new(o, "cap_w", json_real(s->cap_w));
-            if (s->have & PFI_GS_ENFORCED) json_object_set_new(o, "enforced_w", json_real(s->enforced_w));
+            if (s->have & PFI_GS_ENFORCED)
+                json_object_set_new(o, "enforced_w", json_real(s->enforced_w));
             if (s->have & PFI_GS_POWER) json_object_set_new(o, "power_w", json_real(s->power_w));
-            if (s->have & PFI_GS_CLOCKS) json_object_set_new(o, "sm_clock_mhz", json_real(s->sm_clock_mhz));
-            if (s->have & PFI_GS_UTIL) json_object_set_new(o, "util_gpu_pct", json_real(s->util_gpu_pct));
-            if (s->have & PFI_GS_MEM) json_object_set_new(o, "fb_used_mib", json_real(s->fb_used_mib));
+            if (s->have & PFI_GS_CLOCKS)
+                json_object_set_new(o, "sm_clock_mhz", json_real(s->sm_clock_mhz));
+            if (s->have & PFI_GS_UTIL)
+                json_object_set_new(o, "util_gpu_pct", json_real(s->util_gpu_pct));
+            if (s->have & PFI_GS_MEM)
+                json_object_set_new(o, "fb_used_mib", json_real(s->fb_used_mib));
             json_object_set_new(o, "sampled_at", json_real(s->t_s));
         }
         json_object_set_new(o, "job_id", g->job_id[0] ? json_string(g->job_id) : json_null());
@@ -166,27 +240,37 @@ char *agent_render_node(agent *a)
     for (size_t k = 0; k < a->njobs; k++) {
         const agent_job *j = &a->job[k];
         json_t *ix = json_array();
-        for (size_t q = 0; q < j->ngpus; q++) json_array_append_new(ix, json_integer((json_int_t)j->gpu[q]));
-        json_t *o = json_pack("{s:s,s:o,s:s,s:f}", "job_id", j->id, "gpus", ix, "source", j->source, "power_w", j->power_w);
-        json_object_set_new(o, "tokens_per_s", isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
-        json_object_set_new(o, "pfi_predicted", isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
+        for (size_t q = 0; q < j->ngpus; q++)
+            json_array_append_new(ix, json_integer((json_int_t)j->gpu[q]));
+        json_t *o = json_pack("{s:s,s:o,s:s,s:f}", "job_id", j->id, "gpus", ix, "source", j->source,
+                              "power_w", j->power_w);
+        json_object_set_new(o, "tokens_per_s",
+                            isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
+        json_object_set_new(o, "pfi_predicted",
+                            isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
         if (j->pfi_note[0]) json_object_set_new(o, "pfi_note", json_string(j->pfi_note));
         if (j->tier >= 0) json_object_set_new(o, "tier", json_integer(j->tier));
         if (j->steplog[0]) json_object_set_new(o, "steplog", json_string(j->steplog));
         json_t *f = json_object();
-        static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE, PFI_M_SM_ACTIVE, PFI_M_GPU_UTIL};
+        static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE,
+                                 PFI_M_SM_ACTIVE, PFI_M_GPU_UTIL};
         for (size_t q = 0; q < sizeof fm / sizeof *fm; q++)
-            if (isfinite(j->feat[fm[q]])) json_object_set_new(f, pfi_metric_get((pfi_metric)fm[q])->name, json_real(j->feat[fm[q]]));
+            if (isfinite(j->feat[fm[q]]))
+                json_object_set_new(f, pfi_metric_get((pfi_metric)fm[q])->name,
+                                    json_real(j->feat[fm[q]]));
         json_object_set_new(o, "training_means", f);
         json_array_append_new(js, o);
     }
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
-    json_t *lease = live ? json_pack("{s:s,s:I,s:f,s:f}", "controller", a->lease.controller, "generation", (json_int_t)a->lease.generation,
-                                     "expires_at", a->lease.expires_mono - mono + now, "expires_in_s", a->lease.expires_mono - mono)
+    json_t *lease = live ? json_pack("{s:s,s:I,s:f,s:f}", "controller", a->lease.controller,
+                                     "generation", (json_int_t)a->lease.generation, "expires_at",
+                                     a->lease.expires_mono - mono + now, "expires_in_s",
+                                     a->lease.expires_mono - mono)
                          : json_null();
-    json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:o,s:I,s:o,s:o}", "hostname", a->hostname, "backend", pfi_gpu_backend(a->gpu),
-                          "version", PFI_VERSION, "time", now, "time_scale", pfi_clock_scale(), "lease", lease, "generation_max",
+    json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:f,s:o,s:I,s:o,s:o}", "hostname", a->hostname,
+                          "backend", pfi_gpu_backend(a->gpu), "version", PFI_VERSION, "time", now,
+                          "time_scale", pfi_clock_scale(), "lease", lease, "generation_max",
                           (json_int_t)a->lease.generation_max, "gpus", gs, "jobs", js);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);

@@ -20,8 +20,8 @@
 #include <stdio.h>
 
 #include "agent_client.h"
-#include "pfi/alloc.h"
 #include "grid_event.h"
+#include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
 #define CTL_MAX_AGENTS 1024
@@ -31,14 +31,16 @@
 #define CTL_STATUS_HIST 600
 
 typedef struct ctl_cfg {
-    char listen[128], token_file[1024], tls_cert[1024], tls_key[1024], db[1024], model[1024], curve_model[1024];
+    char listen[128], token_file[1024], tls_cert[1024], tls_key[1024], db[1024], model[1024],
+        curve_model[1024];
     char schedule[1024], openadr_poll_url[1024], log[1024];
     pfi_strategy strategy;
-    double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s, lease_s;
-    double level_cut_pct[4];      /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s,
+        lease_s;
+    double level_cut_pct[4]; /* grid level -> cut (default 0, 10, 20, 30 %) */
     double openadr_poll_s;
     int default_tier, dry_run;
-    json_t *tiers;                /* {"job id": tier} */
+    json_t *tiers; /* {"job id": tier} */
     size_t nagents;
     struct {
         char name[64], url[512], token_file[1024], read_token_file[1024];
@@ -51,13 +53,13 @@ typedef struct ctl_agent {
     char name[64], url[512], token[PFI_TOKEN_MAX + 1], read_token[PFI_TOKEN_MAX + 1];
     const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults */
     int up, ever_up;
-    double last_ok_t, lease_until;   /* pfi clock */
-    double last_jobs_w;              /* its managed jobs' power at the last success */
-    double uncapped_w;               /* its managed jobs' GPUs at their maximum cap */
-    json_t *node;                    /* last /v1/node */
-    int pushed;                      /* caps of ours are on it */
-    int bad_id_logged;               /* it sent an invalid job id (logged once) */
-    long long generation;            /* our lease generation on this agent (persisted) */
+    double last_ok_t, lease_until; /* pfi clock */
+    double last_jobs_w;            /* its managed jobs' power at the last success */
+    double uncapped_w;             /* its managed jobs' GPUs at their maximum cap */
+    json_t *node;                  /* last /v1/node */
+    int pushed;                    /* caps of ours are on it */
+    int bad_id_logged;             /* it sent an invalid job id (logged once) */
+    long long generation;          /* our lease generation on this agent (persisted) */
     char err[256];
 } ctl_agent;
 
@@ -65,15 +67,15 @@ typedef struct ctl_job {
     char id[64];
     int tier, gpus, seen;
     double cap_min_w, cap_max_w, cap_w;
-    int agent_gpus[16];              /* GPUs per agent index (first 16 agents holding the job) */
+    int agent_gpus[16]; /* GPUs per agent index (first 16 agents holding the job) */
     int agent_idx[16], nagent;
     double measured_w, tokens_per_s, pfi_pred;
     double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
     size_t hist_n, hist_head;
-    double ratio;                    /* power-control state */
-    double base_w, base_tokens;      /* pre-event baseline (event start) */
-    int late;                        /* started during the event: baseline follows its
-                                        measured power until the controller first caps it */
+    double ratio;               /* power-control state */
+    double base_w, base_tokens; /* pre-event baseline (event start) */
+    int late;                   /* started during the event: baseline follows its
+                                   measured power until the controller first caps it */
     double alloc_w, alloc_cap_w;
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
     double obs_p[64], obs_t[64];
@@ -83,10 +85,10 @@ typedef struct ctl_job {
 
 typedef struct ctl_event {
     pfi_grid_event ev;
-    char status[16];                 /* scheduled, active, done, cancelled */
-    double baseline_w, target_w;     /* resolved at start */
+    char status[16];             /* scheduled, active, done, cancelled */
+    double baseline_w, target_w; /* resolved at start */
     double ramp_s, ramp_down_s;
-    double reached_t;                /* first time at or below target (NaN) */
+    double reached_t; /* first time at or below target (NaN) */
     int cancelled;
 } ctl_event;
 
@@ -106,9 +108,9 @@ typedef struct ctl {
     ctl_event event[CTL_MAX_EVENTS];
     size_t nevents;
     double integral_w;
-    int stable_periods;              /* periods with unchanged caps and budget */
-    int wake;                        /* run a period now (an event that starts now arrived) */
-    double loop_s;                   /* wall time of the last whole period: collect, cycle, push */
+    int stable_periods; /* periods with unchanged caps and budget */
+    int wake;           /* run a period now (an event that starts now arrived) */
+    double loop_s;      /* wall time of the last whole period: collect, cycle, push */
     /* the last cycle */
     double now, budget_w, measured_w, fixed_w, cycle_s;
     int active, feasible;
@@ -124,13 +126,15 @@ void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 /* ctl_config.c */
 pfi_status ctl_config_load(const char *path, ctl_cfg *cfg, pfi_error *err);
 /* the same from memory; name stands for the file in errors */
-pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg, pfi_error *err);
+pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg,
+                            pfi_error *err);
 
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
 int ctl_db_put_event(ctl *c, const ctl_event *e);
 int ctl_db_load_events(ctl *c);
-int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w, double measured_w);
+int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w,
+                  double measured_w);
 int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j);
 int ctl_db_meta_set(ctl *c, const char *key, double v);
 double ctl_db_meta_get(ctl *c, const char *key, double dflt);

@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "ctl.h"
 #include "caps_request.h"
 #include "clock.h"
+#include "ctl.h"
 #include "vec.h"
 
 /* an agent's answer: at most 64 MiB */
@@ -72,7 +72,11 @@ static int ensure(ctl *c, size_t n)
             break;
         }
     }
-    if (bad) ctl_log(c, "error: out of memory for the transfers to %zu agents; skipping this period's requests", n);
+    if (bad)
+        ctl_log(
+            c,
+            "error: out of memory for the transfers to %zu agents; skipping this period's requests",
+            n);
     return bad ? -1 : 0;
 }
 
@@ -145,9 +149,11 @@ void ctl_agents_collect(ctl *c, double timeout_s)
         ctl_agent *a = &c->agent[i];
         long code = 0;
         curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-        json_t *node = res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
+        json_t *node =
+            res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
         if (node && json_is_array(json_object_get(node, "gpus"))) {
-            if (!a->up) ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
+            if (!a->up)
+                ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
             json_decref(a->node);
             a->node = node;
             a->up = a->ever_up = 1;
@@ -155,8 +161,11 @@ void ctl_agents_collect(ctl *c, double timeout_s)
             a->err[0] = '\0';
         } else {
             json_decref(node);
-            if (a->up) ctl_log(c, "agent %s (%s) unreachable: %s", a->name, a->url, res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
-            snprintf(a->err, sizeof a->err, "%s", res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
+            if (a->up)
+                ctl_log(c, "agent %s (%s) unreachable: %s", a->name, a->url,
+                        res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
+            snprintf(a->err, sizeof a->err, "%s",
+                     res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
             a->up = 0;
         }
     }
@@ -174,8 +183,11 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
 {
     if (g > PFI_CAPS_GENERATION_MAX) { /* an agent raised before the 2^20 bound existed */
         c->generation_rejects++;
-        ctl_log(c, "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset its generation "
-                "(\"Resetting an agent's generation\" in docs/agent.md)", a->name, g, PFI_CAPS_GENERATION_MAX);
+        ctl_log(c,
+                "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset "
+                "its generation "
+                "(\"Resetting an agent's generation\" in docs/agent.md)",
+                a->name, g, PFI_CAPS_GENERATION_MAX);
         return;
     }
     if (g == a->generation || g < 0) return;
@@ -259,16 +271,22 @@ void ctl_agents_push(ctl *c, int release)
         } else {
             c->push_errors++;
             ctl_log(c, "agent %s: PUT /v1/caps failed: %s %.200s", a->name,
-                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result), g_put[i].buf.p ? g_put[i].buf.p : "");
+                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result),
+                    g_put[i].buf.p ? g_put[i].buf.p : "");
             long long gm = agent_generation_max(a);
             if (code == 409) {
                 /* someone wrote a newer generation: continue above it, on this agent only */
-                set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1, "409 from the agent");
+                set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1,
+                               "409 from the agent");
             } else if (code == 400 && g_put[i].buf.p && strstr(g_put[i].buf.p, "generation")) {
                 c->generation_rejects++;
-                ctl_log(c, "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): its lease state was reset or "
-                        "is out of reach; see \"Resetting generations\" in docs/controller.md", a->name, a->generation, gm);
-                if (gm >= 0 && gm + 1 < a->generation) set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
+                ctl_log(c,
+                        "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): "
+                        "its lease state was reset or "
+                        "is out of reach; see \"Resetting generations\" in docs/controller.md",
+                        a->name, a->generation, gm);
+                if (gm >= 0 && gm + 1 < a->generation)
+                    set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
             }
         }
         curl_multi_remove_handle(g_multi, m->easy_handle);

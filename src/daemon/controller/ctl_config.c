@@ -46,22 +46,31 @@ static pfi_status agent_check(ctl_cfg *c, size_t i, pfi_error *err)
     const char *url = c->agents[i].url;
     pfi_status st = PFI_OK;
     if (!url[0]) st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].url: missing", i);
-    else if (!c->agents[i].token_file[0]) st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].token_file: missing", i);
+    else if (!c->agents[i].token_file[0])
+        st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].token_file: missing", i);
     else if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
         st = pfi_errorf(err, PFI_EINVAL, "agents[%zu].url: expected http:// or https://", i);
-    else if (!strncmp(url, "http://", 7) && (c->agents[i].ca_file[0] || c->agents[i].client_cert[0] || c->agents[i].client_key[0]))
-        st = pfi_errorf(err, PFI_EINVAL, "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i);
+    else if (!strncmp(url, "http://", 7) &&
+             (c->agents[i].ca_file[0] || c->agents[i].client_cert[0] || c->agents[i].client_key[0]))
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i);
     else if (!c->agents[i].client_cert[0] != !c->agents[i].client_key[0])
         st = pfi_errorf(err, PFI_EINVAL, "agents[%zu]: client_cert and client_key go together", i);
     else if (!strncmp(url, "http://", 7) && !loopback_url(url) && !c->agents[i].allow_insecure_http)
         st = pfi_errorf(err, PFI_EINVAL,
-                        "agents[%zu].url: plain http to a non-loopback host would send the token in cleartext; use https:// (with "
-                        "ca_file) or set allow_insecure_http: true", i);
-    if (!st && !c->agents[i].name[0]) snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
+                        "agents[%zu].url: plain http to a non-loopback host would send the token "
+                        "in cleartext; use https:// (with "
+                        "ca_file) or set allow_insecure_http: true",
+                        i);
+    if (!st && !c->agents[i].name[0])
+        snprintf(c->agents[i].name, sizeof c->agents[i].name, "agent%zu", i);
     return st;
 }
 
-#define CFG_STR(key, dst) {key, PFI_J_STRING, 0, dst, .size = sizeof(dst)}
+#define CFG_STR(key, dst)                                                                          \
+    {                                                                                              \
+        key, PFI_J_STRING, 0, dst, .size = sizeof(dst)                                             \
+    }
 
 /* one entry of "agents": url, token_file, name; read_token_file; ca_file,
  * client_cert, client_key (https); allow_insecure_http. The control token
@@ -80,14 +89,17 @@ static pfi_status agent_entry(json_t *a, size_t i, ctl_cfg *c, pfi_error *err)
         CFG_STR("client_key", c->agents[i].client_key),
         {"allow_insecure_http", PFI_J_BOOL, .dst = &c->agents[i].allow_insecure_http},
     };
-    pfi_jopts o = {.prefix = where, .key_max = 20,
-                   .unknown_text = "unknown key (url, token_file, name, read_token_file, ca_file, client_cert, client_key, "
+    pfi_jopts o = {.prefix = where,
+                   .key_max = 20,
+                   .unknown_text = "unknown key (url, token_file, name, read_token_file, ca_file, "
+                                   "client_cert, client_key, "
                                    "allow_insecure_http)"};
     pfi_status st = PFI_JSON_OBJ_READ(a, keys, &o, err);
     return st ? st : agent_check(c, i, err);
 }
 
-static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                               pfi_error *err)
 {
     (void)name, (void)ud;
     ctl_cfg *c = k->dst;
@@ -95,7 +107,8 @@ static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, v
         return pfi_errorf(err, PFI_EINVAL, "agents: expected 1..%d agents", CTL_MAX_AGENTS);
     size_t i;
     json_t *a;
-    json_array_foreach(v, i, a) {
+    json_array_foreach(v, i, a)
+    {
         pfi_status st = agent_entry(a, i, c, err);
         if (st) return st;
         c->nagents++;
@@ -103,22 +116,27 @@ static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, v
     return PFI_OK;
 }
 
-static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                 pfi_error *err)
 {
     (void)name, (void)ud;
     pfi_strategy s;
     if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
-        (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP))
-        return pfi_errorf(err, PFI_EINVAL, "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
+        (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE &&
+         s != PFI_STRAT_CLOSED_LOOP))
+        return pfi_errorf(err, PFI_EINVAL,
+                          "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
     *(pfi_strategy *)k->dst = s;
     return PFI_OK;
 }
 
-static pfi_status levels_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status levels_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                               pfi_error *err)
 {
     (void)name;
     double *cut = k->dst;
-    if (!json_is_array(v) || json_array_size(v) != 4) return pfi_errorf(err, PFI_EINVAL, "levels_pct: expected 4 cuts in %% for levels 0..3");
+    if (!json_is_array(v) || json_array_size(v) != 4)
+        return pfi_errorf(err, PFI_EINVAL, "levels_pct: expected 4 cuts in %% for levels 0..3");
     for (size_t i = 0; i < 4; i++) {
         pfi_jkey one = {NULL, PFI_J_NUMBER, 0, &cut[i], .lo = 0, .hi = 90};
         pfi_status st = pfi_json_value_read(json_array_get(v, i), &one, "levels_pct[]", ud, err);
@@ -127,19 +145,24 @@ static pfi_status levels_field(const pfi_jkey *k, json_t *v, const char *name, v
     return PFI_OK;
 }
 
-static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                              pfi_error *err)
 {
     (void)name, (void)ud;
     const char *jk;
     json_t *jv;
-    json_object_foreach(v, jk, jv) if (!json_is_integer(jv) || json_integer_value(jv) < 0 || json_integer_value(jv) > 3)
-        return pfi_errorf(err, PFI_EINVAL, "tiers.%s: expected a tier 0..3", jk);
+    json_object_foreach(v, jk, jv) if (!json_is_integer(jv) || json_integer_value(jv) < 0 ||
+                                       json_integer_value(jv) >
+                                           3) return pfi_errorf(err, PFI_EINVAL,
+                                                                "tiers.%s: expected a tier 0..3",
+                                                                jk);
     *(json_t **)k->dst = json_incref(v);
     return PFI_OK;
 }
 
 /* "openadr": {"poll_url", "poll_s"} (other keys are ignored) */
-static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
+static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
 {
     (void)name;
     ctl_cfg *c = k->dst;
@@ -147,7 +170,8 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
         CFG_STR("poll_url", c->openadr_poll_url),
         {"poll_s", PFI_J_NUMBER, 0, &c->openadr_poll_s, .lo = 1, .hi = 86400},
     };
-    pfi_jopts o = {.prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
+    pfi_jopts o = {
+        .prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
     return PFI_JSON_OBJ_READ(v, keys, &o, err);
 }
 
@@ -171,7 +195,10 @@ static void defaults(ctl_cfg *c)
 static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
 {
     double tier = c->default_tier;
-#define CFG_NUM(key, dst, lo_, hi_) {key, PFI_J_NUMBER, 0, dst, .lo = lo_, .hi = hi_}
+#define CFG_NUM(key, dst, lo_, hi_)                                                                \
+    {                                                                                              \
+        key, PFI_J_NUMBER, 0, dst, .lo = lo_, .hi = hi_                                            \
+    }
     const pfi_jkey keys[] = {
         CFG_STR("listen", c->listen),
         CFG_STR("token_file", c->token_file),
@@ -193,8 +220,10 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("default_tier", &tier, -1, 3),
         {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},
-        {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field, .expect = "expected {\"job id\": tier 0..3}"},
-        {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field, .expect = "expected {\"poll_url\", \"poll_s\"}"},
+        {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,
+         .expect = "expected {\"job id\": tier 0..3}"},
+        {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
+         .expect = "expected {\"poll_url\", \"poll_s\"}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},
     };
 #undef CFG_NUM
@@ -211,7 +240,8 @@ static void one_line(char *s)
 }
 
 /* the configuration in o (NULL: je says why it did not parse) */
-static pfi_status config_from_json(json_t *o, const json_error_t *je, const char *path, ctl_cfg *c, pfi_error *err)
+static pfi_status config_from_json(json_t *o, const json_error_t *je, const char *path, ctl_cfg *c,
+                                   pfi_error *err)
 {
     defaults(c);
     pfi_error e;
@@ -224,7 +254,8 @@ static pfi_status config_from_json(json_t *o, const json_error_t *je, const char
     if (!json_is_object(o)) st = pfi_errorf(&e, PFI_EINVAL, "expected a JSON object");
     else st = read_keys(o, c, &e);
     if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
-    if (!st && c->lease_s < 2 * c->period_s) st = pfi_errorf(&e, PFI_EINVAL, "lease_s: must be at least two control periods");
+    if (!st && c->lease_s < 2 * c->period_s)
+        st = pfi_errorf(&e, PFI_EINVAL, "lease_s: must be at least two control periods");
     json_decref(o);
     if (st) {
         json_decref(c->tiers); /* not kept when the configuration is refused */
@@ -242,7 +273,8 @@ pfi_status ctl_config_load(const char *path, ctl_cfg *c, pfi_error *err)
     return config_from_json(o, &je, path, c, err);
 }
 
-pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *c, pfi_error *err)
+pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *c,
+                            pfi_error *err)
 {
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);

@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
 #include "clock.h"
+#include "ctl.h"
 #include "job_id.h"
-#include "power_control.h"
 #include "pfi/predictor.h"
+#include "power_control.h"
 
 ctl_event *ctl_event_find(ctl *c, const char *id)
 {
@@ -42,7 +42,8 @@ ctl_event *ctl_event_find(ctl *c, const char *id)
 }
 
 /* the answer to an event that is refused: the HTTP status, and the reason */
-static pfi_status refuse(int *code, int http, pfi_status st, pfi_error *err, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static pfi_status refuse(int *code, int http, pfi_status st, pfi_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 static pfi_status refuse(int *code, int http, pfi_status st, pfi_error *err, const char *fmt, ...)
 {
     if (code) *code = http;
@@ -57,18 +58,25 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error 
 {
     ctl_event *old = ctl_event_find(c, ev->id);
     double now = pfi_clock_now();
-    if (old && strcmp(old->status, "scheduled")) return refuse(code, 409, PFI_ESTATE, err, "event %s is already %s", ev->id, old->status);
+    if (old && strcmp(old->status, "scheduled"))
+        return refuse(code, 409, PFI_ESTATE, err, "event %s is already %s", ev->id, old->status);
     pfi_error pe;
-    if (pfi_grid_event_check(ev, &pe)) /* events of any origin: the API, OpenADR, a schedule, pfi demo */
+    if (pfi_grid_event_check(
+            ev, &pe)) /* events of any origin: the API, OpenADR, a schedule, pfi demo */
         return refuse(code, 400, PFI_EINVAL, err, "event %s: %s", ev->id, pe.msg);
     if (pfi_grid_event_end(ev) <= now)
-        return refuse(code, 422, PFI_ERANGE, err, "event %s ended before it arrived (start + duration_s is in the past)", ev->id);
+        return refuse(code, 422, PFI_ERANGE, err,
+                      "event %s ended before it arrived (start + duration_s is in the past)",
+                      ev->id);
     if (!old && c->nevents == CTL_MAX_EVENTS) {
         /* forget the oldest finished event */
         size_t k;
         for (k = 0; k < c->nevents; k++)
-            if (!strcmp(c->event[k].status, "done") || !strcmp(c->event[k].status, "cancelled")) break;
-        if (k == c->nevents) return refuse(code, 503, PFI_ENOMEM, err, "too many pending events (%d)", CTL_MAX_EVENTS);
+            if (!strcmp(c->event[k].status, "done") || !strcmp(c->event[k].status, "cancelled"))
+                break;
+        if (k == c->nevents)
+            return refuse(code, 503, PFI_ENOMEM, err, "too many pending events (%d)",
+                          CTL_MAX_EVENTS);
         c->event[k] = c->event[--c->nevents];
     }
     ctl_event *e = old ? old : &c->event[c->nevents++];
@@ -82,8 +90,10 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error 
     char dur[48];
     if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
     else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
-    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source, old ? "updated" : "received", ev->start - now, dur);
-    if (ev->start <= now + c->cfg.period_s) c->wake = 1; /* starts now: do not wait for the next period */
+    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source,
+            old ? "updated" : "received", ev->start - now, dur);
+    if (ev->start <= now + c->cfg.period_s)
+        c->wake = 1; /* starts now: do not wait for the next period */
     if (code) *code = old ? 200 : 201;
     return PFI_OK;
 }
@@ -120,8 +130,10 @@ static ctl_job *job_get(ctl *c, const char *id, int tier, const char *agent)
         }
     if (c->njobs == CTL_MAX_JOBS) return NULL;
     if (other && other->seen) /* both reported this period (not a job whose tier changed) */
-        ctl_log(c, "warning: job %s: agent %s reports it under tier %d, another agent under tier %d: kept as two jobs", id, agent, tier,
-                other->tier);
+        ctl_log(c,
+                "warning: job %s: agent %s reports it under tier %d, another agent under tier %d: "
+                "kept as two jobs",
+                id, agent, tier, other->tier);
     ctl_job *j = &c->job[c->njobs++];
     memset(j, 0, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", id);
@@ -136,18 +148,24 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
     json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
     size_t k;
     json_t *jj;
-    json_array_foreach(jobs, k, jj) {
+    json_array_foreach(jobs, k, jj)
+    {
         const char *id = json_string_value(json_object_get(jj, "job_id"));
         if (!id) continue;
         if (!pfi_job_id_valid(id)) {
             if (!c->agent[ai].bad_id_logged)
-                ctl_log(c, "warning: agent %s reports a job id that is not [A-Za-z0-9._-]{1,63} (or is . or ..); ignored", c->agent[ai].name);
+                ctl_log(c,
+                        "warning: agent %s reports a job id that is not [A-Za-z0-9._-]{1,63} (or "
+                        "is . or ..); ignored",
+                        c->agent[ai].name);
             c->agent[ai].bad_id_logged = 1;
             continue;
         }
         json_t *tier = json_object_get(jj, "tier");
         json_t *ct = c->cfg.tiers ? json_object_get(c->cfg.tiers, id) : NULL;
-        int tn = json_is_integer(tier) ? (int)json_integer_value(tier) : ct ? (int)json_integer_value(ct) : c->cfg.default_tier;
+        int tn = json_is_integer(tier) ? (int)json_integer_value(tier)
+                 : ct                  ? (int)json_integer_value(ct)
+                                       : c->cfg.default_tier;
         ctl_job *j = job_get(c, id, tn, c->agent[ai].name);
         if (!j) continue;
         if (!j->seen) {
@@ -167,13 +185,16 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
         size_t q;
         json_t *g;
         int n = 0;
-        json_array_foreach(json_object_get(jj, "gpus"), q, g) {
+        json_array_foreach(json_object_get(jj, "gpus"), q, g)
+        {
             json_t *gi = json_array_get(gpus, (size_t)json_integer_value(g));
-            double lo = json_number_value(json_object_get(gi, "cap_min_w")), hi = json_number_value(json_object_get(gi, "cap_max_w"));
+            double lo = json_number_value(json_object_get(gi, "cap_min_w")),
+                   hi = json_number_value(json_object_get(gi, "cap_max_w"));
             json_t *cw = json_object_get(gi, "cap_w");
             if (lo > j->cap_min_w) j->cap_min_w = lo;
             if (hi > 0 && hi < j->cap_max_w) j->cap_max_w = hi;
-            if (json_is_number(cw) && json_number_value(cw) < j->cap_w) j->cap_w = json_number_value(cw);
+            if (json_is_number(cw) && json_number_value(cw) < j->cap_w)
+                j->cap_w = json_number_value(cw);
             n++;
         }
         j->gpus += n;
@@ -228,7 +249,10 @@ static int curve_for(ctl *c, ctl_job *j, pfi_curve *out)
         if (!isfinite(x[k])) return -1;
     }
     double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
-    return pfi_curve_model_curve(&c->curve_model.curve, x, j->cap_max_w, tmax, j->base_w, out, NULL) == PFI_OK ? 0 : -1;
+    return pfi_curve_model_curve(&c->curve_model.curve, x, j->cap_max_w, tmax, j->base_w, out,
+                                 NULL) == PFI_OK
+               ? 0
+               : -1;
 }
 
 void ctl_cycle(ctl *c)
@@ -269,17 +293,24 @@ void ctl_cycle(ctl *c)
                 base += j->base_w;
             }
             e->baseline_w = base;
-            double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct : e->ev.kind == PFI_EV_LEVEL ? c->cfg.level_cut_pct[e->ev.level] : NAN;
-            e->target_w = e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000 : base * (1 - cut / 100);
+            double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
+                         : e->ev.kind == PFI_EV_LEVEL   ? c->cfg.level_cut_pct[e->ev.level]
+                                                        : NAN;
+            e->target_w =
+                e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000 : base * (1 - cut / 100);
             snprintf(e->status, sizeof e->status, "active");
             c->integral_w = 0;
-            ctl_log(c, "event %s started: baseline %.0f W of %zu jobs, target %.0f W (%.1f%% cut)%s", e->ev.id, base, c->njobs, e->target_w,
-                    base > 0 ? 100 * (1 - e->target_w / base) : 0, e->ev.dry_run || c->cfg.dry_run ? " [dry run]" : "");
+            ctl_log(c,
+                    "event %s started: baseline %.0f W of %zu jobs, target %.0f W (%.1f%% cut)%s",
+                    e->ev.id, base, c->njobs, e->target_w,
+                    base > 0 ? 100 * (1 - e->target_w / base) : 0,
+                    e->ev.dry_run || c->cfg.dry_run ? " [dry run]" : "");
             ctl_db_put_event(c, e);
         }
         if (!strcmp(e->status, "active") && !event_running(e, now)) {
             snprintf(e->status, sizeof e->status, "%s", e->cancelled ? "cancelled" : "done");
-            ctl_log(c, "event %s %s", e->ev.id, e->cancelled ? "cancelled and ramped down" : "finished");
+            ctl_log(c, "event %s %s", e->ev.id,
+                    e->cancelled ? "cancelled and ramped down" : "finished");
             ctl_db_put_event(c, e);
         }
         if (event_running(e, now)) active = 1;
@@ -311,7 +342,8 @@ void ctl_cycle(ctl *c)
     for (size_t i = 0; i < c->nevents; i++) {
         ctl_event *e = &c->event[i];
         if (!event_running(e, now)) continue;
-        double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start, pfi_grid_event_end(&e->ev), e->ramp_s, e->ramp_down_s);
+        double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start,
+                                 pfi_grid_event_end(&e->ev), e->ramp_s, e->ramp_down_s);
         if (b < budget) budget = b, gov = e;
         if (now < pfi_grid_event_end(&e->ev) && e->target_w < target) target = e->target_w;
     }
@@ -338,12 +370,15 @@ void ctl_cycle(ctl *c)
                ramping up draws a fraction of its power): until we cap it,
                its baseline is the most it has drawn uncapped */
             if (j->measured_w > j->base_w) j->base_w = j->measured_w;
-            if (isfinite(j->tokens_per_s) && !(j->tokens_per_s <= j->base_tokens)) j->base_tokens = j->tokens_per_s;
+            if (isfinite(j->tokens_per_s) && !(j->tokens_per_s <= j->base_tokens))
+                j->base_tokens = j->tokens_per_s;
         }
         if (!j->reachable) {
             double lease_until = 0;
-            for (int q = 0; q < j->nagent; q++) lease_until = fmax(lease_until, c->agent[j->agent_idx[q]].lease_until);
-            double assumed = now < lease_until ? j->measured_w : fmax(j->base_w, j->gpus * j->cap_max_w * 0.97);
+            for (int q = 0; q < j->nagent; q++)
+                lease_until = fmax(lease_until, c->agent[j->agent_idx[q]].lease_until);
+            double assumed =
+                now < lease_until ? j->measured_w : fmax(j->base_w, j->gpus * j->cap_max_w * 0.97);
             fixed += assumed;
             meas += assumed;
             continue;
@@ -364,19 +399,33 @@ void ctl_cycle(ctl *c)
         j->ratio = x->ratio;
         if (c->cfg.strategy == PFI_STRAT_CLOSED_LOOP) {
             /* observe the job where it runs (settled: at the cap we gave it last period) */
-            if (j->alloc_cap_w > 0 && fabs(j->cap_w - j->alloc_cap_w) < 0.5 && isfinite(j->tokens_per_s) && j->nobs < 64 &&
-                j->measured_w < j->base_w * 0.995) {
+            if (j->alloc_cap_w > 0 && fabs(j->cap_w - j->alloc_cap_w) < 0.5 &&
+                isfinite(j->tokens_per_s) && j->nobs < 64 && j->measured_w < j->base_w * 0.995) {
                 j->obs_p[j->nobs] = j->measured_w;
                 j->obs_t[j->nobs++] = j->tokens_per_s;
             }
-            pfi_alloc_job aj = {j->gpus, j->base_tokens > 0 ? j->base_tokens : 1, j->base_w, j->gpus * j->cap_min_w * 0.97, NULL, NULL,
-                                j->pfi_pred > 0 ? j->pfi_pred : 1, 0, 0, j->tier, j->cap_min_w, j->cap_max_w, NULL};
+            pfi_alloc_job aj = {j->gpus,
+                                j->base_tokens > 0 ? j->base_tokens : 1,
+                                j->base_w,
+                                j->gpus * j->cap_min_w * 0.97,
+                                NULL,
+                                NULL,
+                                j->pfi_pred > 0 ? j->pfi_pred : 1,
+                                0,
+                                0,
+                                j->tier,
+                                j->cap_min_w,
+                                j->cap_max_w,
+                                NULL};
             pfi_curve prior;
             int hp = c->have_curve_model && curve_for(c, j, &prior) == 0;
             if (hp) aj.pred_curve = &prior;
-            if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) == PFI_OK) x->pred_curve = &curves[np];
+            if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) ==
+                PFI_OK)
+                x->pred_curve = &curves[np];
             if (hp) pfi_curve_dispose(&prior);
-        } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model && curve_for(c, j, &curves[np]) == 0) {
+        } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model &&
+                   curve_for(c, j, &curves[np]) == 0) {
             x->pred_curve = &curves[np];
         }
         idx[np++] = k;
@@ -390,33 +439,41 @@ void ctl_cycle(ctl *c)
     o.strategy = c->cfg.strategy;
     int missing_curve = 0;
     for (size_t q = 0; q < np; q++) missing_curve |= !pj[q].pred_curve;
-    if ((o.strategy == PFI_STRAT_CURVE_AWARE || o.strategy == PFI_STRAT_CLOSED_LOOP) && missing_curve) o.strategy = PFI_STRAT_PFI_AWARE;
-    if (o.strategy == PFI_STRAT_CLOSED_LOOP) o.strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
+    if ((o.strategy == PFI_STRAT_CURVE_AWARE || o.strategy == PFI_STRAT_CLOSED_LOOP) &&
+        missing_curve)
+        o.strategy = PFI_STRAT_PFI_AWARE;
+    if (o.strategy == PFI_STRAT_CLOSED_LOOP)
+        o.strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
     int feasible = 1;
     pfi_error e;
     if (pfi_pc_allocate(pj, np, budget, fixed, c->integral_w, &o, po, &feasible, &e))
         ctl_log(c, "error: allocation: %s", e.msg);
-    else
-    {
+    else {
         int same = fabs(budget - c->budget_w) <= 0.005 * budget;
         for (size_t q = 0; q < np; q++) {
             ctl_job *j = &c->job[idx[q]];
-            if (fabs(j->alloc_cap_w - po[q].cap_w) >= 0.5 || fabs(j->cap_w - po[q].cap_w) >= 0.5) same = 0;
+            if (fabs(j->alloc_cap_w - po[q].cap_w) >= 0.5 || fabs(j->cap_w - po[q].cap_w) >= 0.5)
+                same = 0;
             j->alloc_w = po[q].target_w;
             j->alloc_cap_w = po[q].cap_w;
         }
         c->stable_periods = same ? c->stable_periods + 1 : 0;
     }
-    if (!feasible && c->feasible) ctl_log(c, "warning: the target %.0f W cannot be met: every job is at its lowest allowed cap", budget);
+    if (!feasible && c->feasible)
+        ctl_log(c,
+                "warning: the target %.0f W cannot be met: every job is at its lowest allowed cap",
+                budget);
     c->feasible = feasible;
     c->budget_w = budget;
     c->measured_w = meas;
     c->fixed_w = fixed;
     if (gov) {
         double tol = 1 + c->cfg.tolerance_pct / 100;
-        if (isnan(gov->reached_t) && now >= gov->ev.start && now < pfi_grid_event_end(&gov->ev) && meas <= gov->target_w * tol) {
+        if (isnan(gov->reached_t) && now >= gov->ev.start && now < pfi_grid_event_end(&gov->ev) &&
+            meas <= gov->target_w * tol) {
             gov->reached_t = now;
-            ctl_log(c, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id, now - gov->ev.start, meas, gov->target_w);
+            ctl_log(c, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id,
+                    now - gov->ev.start, meas, gov->target_w);
             ctl_db_put_event(c, gov);
         }
         ctl_db_sample(c, gov->ev.id, now, budget, isfinite(target) ? target : gov->target_w, meas);

@@ -15,14 +15,19 @@
 static const char schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
-    "CREATE TABLE IF NOT EXISTS events(id TEXT PRIMARY KEY, json TEXT NOT NULL, source TEXT, status TEXT NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS events(id TEXT PRIMARY KEY, json TEXT NOT NULL, source TEXT, "
+    "status TEXT NOT NULL,"
     " baseline_w REAL, target_w REAL, ramp_s REAL, ramp_down_s REAL, reached_t REAL);"
-    "CREATE TABLE IF NOT EXISTS samples(event_id TEXT, t REAL, budget_w REAL, target_w REAL, measured_w REAL,"
+    "CREATE TABLE IF NOT EXISTS samples(event_id TEXT, t REAL, budget_w REAL, target_w REAL, "
+    "measured_w REAL,"
     " PRIMARY KEY(event_id, t));"
-    "CREATE TABLE IF NOT EXISTS job_samples(event_id TEXT, t REAL, job_id TEXT, tier INTEGER, power_w REAL,"
-    " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY KEY(event_id, t, job_id, tier));"
+    "CREATE TABLE IF NOT EXISTS job_samples(event_id TEXT, t REAL, job_id TEXT, tier INTEGER, "
+    "power_w REAL,"
+    " tokens_per_s REAL, cap_w REAL, alloc_w REAL, base_w REAL, base_tokens REAL, PRIMARY "
+    "KEY(event_id, t, job_id, tier));"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);"
-    "CREATE TABLE IF NOT EXISTS agent_generations(agent TEXT PRIMARY KEY, generation INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS agent_generations(agent TEXT PRIMARY KEY, generation INTEGER NOT "
+    "NULL);"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';"
     "PRAGMA user_version=1;";
@@ -48,8 +53,9 @@ int ctl_db_open(ctl *c)
     int v = db_version(c);
     if (v < 0 || v > CTL_DB_FORMAT_VERSION) {
         if (v < 0) ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->db));
-        else ctl_log(c, "error: %s: format_version %d is newer than this controller's (%d)", c->cfg.db, v,
-                     CTL_DB_FORMAT_VERSION);
+        else
+            ctl_log(c, "error: %s: format_version %d is newer than this controller's (%d)",
+                    c->cfg.db, v, CTL_DB_FORMAT_VERSION);
         return -1;
     }
     char *msg = NULL;
@@ -61,7 +67,10 @@ int ctl_db_open(ctl *c)
     return 0;
 }
 
-static double col_num(sqlite3_stmt *s, int i) { return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i); }
+static double col_num(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+}
 static void bind_num(sqlite3_stmt *s, int i, double v)
 {
     if (isnan(v)) sqlite3_bind_null(s, i);
@@ -72,13 +81,18 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(c->db,
-                           "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t) VALUES(?,?,?,?,?,?,?,?,?)"
-                           " ON CONFLICT(id) DO UPDATE SET json=excluded.json, status=excluded.status, baseline_w=excluded.baseline_w,"
-                           " target_w=excluded.target_w, ramp_s=excluded.ramp_s, ramp_down_s=excluded.ramp_down_s, reached_t=excluded.reached_t",
+                           "INSERT INTO "
+                           "events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,"
+                           "reached_t) VALUES(?,?,?,?,?,?,?,?,?)"
+                           " ON CONFLICT(id) DO UPDATE SET json=excluded.json, "
+                           "status=excluded.status, baseline_w=excluded.baseline_w,"
+                           " target_w=excluded.target_w, ramp_s=excluded.ramp_s, "
+                           "ramp_down_s=excluded.ramp_down_s, reached_t=excluded.reached_t",
                            -1, &s, NULL) != SQLITE_OK)
         return -1;
     char *j = pfi_grid_event_format(&e->ev);
-    if (!j) { /* out of bounds (ctl_event_add refuses those): never store what cannot be read back */
+    if (!j) { /* out of bounds (ctl_event_add refuses those): never store what cannot be read back
+               */
         ctl_log(c, "error: event %s cannot be stored (out of bounds)", e->ev.id);
         sqlite3_finalize(s);
         return -1;
@@ -102,8 +116,11 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
 int ctl_db_load_events(ctl *c)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t FROM events ORDER BY rowid", -1, &s,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            c->db,
+            "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t FROM "
+            "events ORDER BY rowid",
+            -1, &s, NULL) != SQLITE_OK)
         return -1;
     c->nevents = 0;
     while (sqlite3_step(s) == SQLITE_ROW && c->nevents < CTL_MAX_EVENTS) {
@@ -112,7 +129,8 @@ int ctl_db_load_events(ctl *c)
         const char *j = (const char *)sqlite3_column_text(s, 0);
         pfi_error err;
         if (!j || pfi_grid_event_parse(j, strlen(j), &e->ev, &err)) {
-            ctl_log(c, "warning: %s: a stored event does not parse (%s); skipped", c->cfg.db, j ? err.msg : "empty");
+            ctl_log(c, "warning: %s: a stored event does not parse (%s); skipped", c->cfg.db,
+                    j ? err.msg : "empty");
             continue;
         }
         snprintf(e->ev.source, sizeof e->ev.source, "%s", (const char *)sqlite3_column_text(s, 1));
@@ -128,10 +146,13 @@ int ctl_db_load_events(ctl *c)
     return 0;
 }
 
-int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w, double measured_w)
+int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w,
+                  double measured_w)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO samples VALUES(?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO samples VALUES(?,?,?,?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 2, t);
     bind_num(s, 3, budget_w);
@@ -145,7 +166,9 @@ int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, doubl
 int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 2, t);
     sqlite3_bind_text(s, 3, j->id, -1, SQLITE_TRANSIENT);
@@ -164,7 +187,9 @@ int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
 int ctl_db_meta_set(ctl *c, const char *key, double v)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -1;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 2, v);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
@@ -176,7 +201,8 @@ double ctl_db_meta_get(ctl *c, const char *key, double dflt)
 {
     sqlite3_stmt *s;
     double v = dflt;
-    if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key=?", -1, &s, NULL) != SQLITE_OK) return dflt;
+    if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key=?", -1, &s, NULL) != SQLITE_OK)
+        return dflt;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
     sqlite3_finalize(s);
@@ -187,7 +213,9 @@ int ctl_db_generation_get(ctl *c, const char *agent, long long *g)
 {
     sqlite3_stmt *s;
     int found = 0;
-    if (sqlite3_prepare_v2(c->db, "SELECT generation FROM agent_generations WHERE agent=?", -1, &s, NULL) != SQLITE_OK) return 0;
+    if (sqlite3_prepare_v2(c->db, "SELECT generation FROM agent_generations WHERE agent=?", -1, &s,
+                           NULL) != SQLITE_OK)
+        return 0;
     sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
         *g = (long long)sqlite3_column_int64(s, 0);
@@ -200,7 +228,9 @@ int ctl_db_generation_get(ctl *c, const char *agent, long long *g)
 int ctl_db_generation_set(ctl *c, const char *agent, long long g)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
     sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)g);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;

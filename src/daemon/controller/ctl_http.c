@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
 #include "buf.h"
-#include "daemon_util.h"
 #include "clock.h"
+#include "ctl.h"
+#include "daemon_util.h"
 #include "httpd.h"
 #include "pfi/prom.h"
 
@@ -30,7 +30,9 @@
 static int is_protected(void *ud, const char *method, const char *url)
 {
     (void)ud, (void)url;
-    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT") ? PFI_HTTP_CONTROL : PFI_HTTP_OPEN;
+    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT")
+               ? PFI_HTTP_CONTROL
+               : PFI_HTTP_OPEN;
 }
 
 static void json_resp(pfi_http_resp *rs, int code, json_t *o)
@@ -50,8 +52,10 @@ static json_t *event_json(const ctl_event *e)
     if (!o) o = json_pack("{s:s}", "id", e->ev.id); /* never listed without its id */
     json_object_set_new(o, "status", json_string(e->status));
     json_object_set_new(o, "source", json_string(e->ev.source));
-    json_object_set_new(o, "baseline_w", isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
-    json_object_set_new(o, "target_w", isfinite(e->target_w) ? json_real(e->target_w) : json_null());
+    json_object_set_new(o, "baseline_w",
+                        isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
+    json_object_set_new(o, "target_w",
+                        isfinite(e->target_w) ? json_real(e->target_w) : json_null());
     return o;
 }
 
@@ -61,74 +65,112 @@ static json_t *status_json(ctl *c)
     size_t shown = c->nagents < 64 ? c->nagents : 64, up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
     for (size_t i = 0; i < shown; i++)
-        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", c->agent[i].name, "url", c->agent[i].url, "up", c->agent[i].up,
-                                            "error", c->agent[i].err, "generation", (json_int_t)c->agent[i].generation));
+        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", c->agent[i].name,
+                                            "url", c->agent[i].url, "up", c->agent[i].up, "error",
+                                            c->agent[i].err, "generation",
+                                            (json_int_t)c->agent[i].generation));
     for (size_t k = 0; k < c->njobs && k < 256; k++) {
         const ctl_job *j = &c->job[k];
-        json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus", j->gpus, "power_w", j->measured_w,
-                              "cap_w", j->cap_w, "reachable", j->reachable);
-        json_object_set_new(o, "tokens_per_s", isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
-        json_object_set_new(o, "alloc_w", isfinite(j->alloc_w) ? json_real(j->alloc_w) : json_null());
-        json_object_set_new(o, "alloc_cap_w", j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
-        json_object_set_new(o, "pfi_predicted", isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
+        json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus",
+                              j->gpus, "power_w", j->measured_w, "cap_w", j->cap_w, "reachable",
+                              j->reachable);
+        json_object_set_new(o, "tokens_per_s",
+                            isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
+        json_object_set_new(o, "alloc_w",
+                            isfinite(j->alloc_w) ? json_real(j->alloc_w) : json_null());
+        json_object_set_new(o, "alloc_cap_w",
+                            j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
+        json_object_set_new(o, "pfi_predicted",
+                            isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
         json_array_append_new(jobs, o);
     }
     for (size_t i = 0; i < c->hist_n; i++)
-        json_array_append_new(hist, json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i], isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
+        json_array_append_new(hist,
+                              json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i],
+                                        isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
     for (size_t i = 0; i < c->nevents; i++) json_array_append_new(evs, event_json(&c->event[i]));
-    json_t *o = json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active, "strategy",
-                          pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run, "agents_total", (json_int_t)c->nagents,
-                          "agents_up", (json_int_t)up, "agents", ag, "jobs", jobs, "history", hist, "events", evs);
-    json_object_set_new(o, "budget_w", isfinite(c->budget_w) ? json_real(c->budget_w) : json_null());
-    json_object_set_new(o, "measured_w", isfinite(c->measured_w) ? json_real(c->measured_w) : json_null());
-    json_object_set_new(o, "unreachable_w", isfinite(c->fixed_w) ? json_real(c->fixed_w) : json_null());
+    json_t *o =
+        json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active,
+                  "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run,
+                  "agents_total", (json_int_t)c->nagents, "agents_up", (json_int_t)up, "agents", ag,
+                  "jobs", jobs, "history", hist, "events", evs);
+    json_object_set_new(o, "budget_w",
+                        isfinite(c->budget_w) ? json_real(c->budget_w) : json_null());
+    json_object_set_new(o, "measured_w",
+                        isfinite(c->measured_w) ? json_real(c->measured_w) : json_null());
+    json_object_set_new(o, "unreachable_w",
+                        isfinite(c->fixed_w) ? json_real(c->fixed_w) : json_null());
     json_object_set_new(o, "feedback_w", json_real(c->integral_w));
     json_object_set_new(o, "cycle_ms", json_real(1000 * c->cycle_s));
     return o;
 }
-
 
 static char *metrics(ctl *c, size_t *len)
 {
     pfi_buf b = {0};
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    pfi_buf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is being answered.\n# TYPE pfi_ctl_event_active gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is "
+                       "being answered.\n# TYPE pfi_ctl_event_active gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with "
+                       "ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
     if (isfinite(c->budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs (unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs "
+                       "(unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
     double m = 0;
     for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
     pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable "
+                       "agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# TYPE pfi_ctl_feedback_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# "
+                       "TYPE pfi_ctl_feedback_watts gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE pfi_ctl_agents_up gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE "
+                       "pfi_ctl_agents_up gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
-    /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped although validated */
+    /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped
+     * although validated */
     char jl[2 * 64 + 1];
 #define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->job[k].id), c->job[k].tier
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU "
+                       "power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].alloc_w)) pfi_buf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE pfi_ctl_job_cap_watts gauge\n");
+        if (isfinite(c->job[k].alloc_w))
+            pfi_buf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n",
+                           JOB_LABELS(k), c->job[k].alloc_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE "
+                       "pfi_ctl_job_cap_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (c->job[k].alloc_cap_w > 0) pfi_buf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].alloc_cap_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE pfi_ctl_job_power_watts gauge\n");
-    for (size_t k = 0; k < c->njobs; k++) pfi_buf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].measured_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE pfi_ctl_job_tokens_per_second gauge\n");
+        if (c->job[k].alloc_cap_w > 0)
+            pfi_buf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k),
+                           c->job[k].alloc_cap_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE "
+                       "pfi_ctl_job_power_watts gauge\n");
     for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].tokens_per_s)) pfi_buf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k), c->job[k].tokens_per_s);
+        pfi_buf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k),
+                       c->job[k].measured_w);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE "
+                       "pfi_ctl_job_tokens_per_second gauge\n");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (isfinite(c->job[k].tokens_per_s))
+            pfi_buf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n",
+                           JOB_LABELS(k), c->job[k].tokens_per_s);
 #undef JOB_LABELS
-    pfi_buf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE pfi_ctl_cycle_seconds gauge\n");
-    pfi_buf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE "
+                       "pfi_ctl_cycle_seconds gauge\n");
+    pfi_buf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, "
+                       "compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
+    pfi_buf_printf(
+        &b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease "
+            "generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
     pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
-    pfi_buf_printf(&b, "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total %llu\npfi_ctl_push_errors_total %llu\n", c->cycle_s, c->cycles,
-        c->pushes, c->push_errors);
+    pfi_buf_printf(&b,
+                   "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total "
+                   "%llu\npfi_ctl_push_errors_total %llu\n",
+                   c->cycle_s, c->cycles, c->pushes, c->push_errors);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
@@ -164,12 +206,13 @@ static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     ctl *c = ud;
-    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"), post = !strcmp(rq->method, "POST"),
-        del = !strcmp(rq->method, "DELETE");
+    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"),
+        post = !strcmp(rq->method, "POST"), del = !strcmp(rq->method, "DELETE");
     const char *u = rq->url;
     pthread_mutex_lock(&c->mu);
     const char *page = NULL, *ptype = NULL;
-    if (!strcmp(u, "/") || !strcmp(u, "/index.html")) page = ctl_status_page, ptype = "text/html; charset=utf-8";
+    if (!strcmp(u, "/") || !strcmp(u, "/index.html"))
+        page = ctl_status_page, ptype = "text/html; charset=utf-8";
     else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
     else if (!strcmp(u, "/page.css")) page = ctl_page_css, ptype = "text/css; charset=utf-8";
     if (page) {
@@ -193,13 +236,15 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     } else if (!strcmp(u, "/v1/events")) {
         if (get) {
             json_t *a = json_array();
-            for (size_t i = 0; i < c->nevents; i++) json_array_append_new(a, event_json(&c->event[i]));
+            for (size_t i = 0; i < c->nevents; i++)
+                json_array_append_new(a, event_json(&c->event[i]));
             json_resp(rs, 200, json_pack("{s:o}", "events", a));
         } else if (post) {
             pfi_grid_event ev;
             pfi_error e;
             int code;
-            if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+            if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e))
+                pfi_http_error(rs, 400, "%s", e.msg);
             else if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
             else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
@@ -232,7 +277,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             pfi_grid_event ev;
             pfi_error e;
             int is_del;
-            if (pfi_openadr_event_parse(rq->body, rq->len, c->cfg.non_gpu_offset_kw, &ev, &is_del, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+            if (pfi_openadr_event_parse(rq->body, rq->len, c->cfg.non_gpu_offset_kw, &ev, &is_del,
+                                        &e))
+                pfi_http_error(rs, 400, "%s", e.msg);
             else if (is_del) {
                 int code = ctl_event_cancel(c, ev.id);
                 if (code != 200) pfi_http_error(rs, code, "event %s: cannot cancel", ev.id);
@@ -244,16 +291,22 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             }
         }
     } else {
-        pfi_http_error(rs, 404, "no such endpoint (/, /v1/status, /metrics, /v1/events, /openadr3/events)");
+        pfi_http_error(rs, 404,
+                       "no such endpoint (/, /v1/status, /metrics, /v1/events, /openadr3/events)");
     }
     pthread_mutex_unlock(&c->mu);
 }
 
 int ctl_http_start(ctl *c)
 {
-    pfi_httpd_opts o = {.listen = c->cfg.listen, .tls_cert = c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL,
-                        .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL, .max_body = 1 << 20,
-                        .token = c->have_token ? c->token : NULL, .is_protected = is_protected, .handle = handle, .ud = c};
+    pfi_httpd_opts o = {.listen = c->cfg.listen,
+                        .tls_cert = c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL,
+                        .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL,
+                        .max_body = 1 << 20,
+                        .token = c->have_token ? c->token : NULL,
+                        .is_protected = is_protected,
+                        .handle = handle,
+                        .ud = c};
     pfi_error e;
     if (pfi_httpd_start(&o, &c->httpd, &c->port, &e)) {
         ctl_log(c, "error: %s", e.msg);

@@ -24,10 +24,10 @@
 
 #include <curl/curl.h>
 
-#include "ctl.h"
 #include "atomic.h"
 #include "caps_request.h"
 #include "clock.h"
+#include "ctl.h"
 #include "daemon_util.h"
 #include "options.h"
 #include "pfi/version.h"
@@ -40,13 +40,17 @@ typedef struct ctl_args {
 
 #define OPT_T ctl_args
 static const pfi_opt ctl_options[] = {
-    OPT_FILENAME(0, "config", config, "FILE", "the configuration (JSON; docs/controller.md; required)"),
+    OPT_FILENAME(0, "config", config, "FILE",
+                 "the configuration (JSON; docs/controller.md; required)"),
     OPT_FILENAME(0, "db", db, "FILE", "override the configuration's SQLite file"),
-    OPT_STRING(0, "listen", listen, "ADDR:PORT", "override the configuration's address (port 0 picks one)"),
+    OPT_STRING(0, "listen", listen, "ADDR:PORT",
+               "override the configuration's address (port 0 picks one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
     OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
-    OPT_DOUBLE(0, "time-scale", scale, "X", -INFINITY, INFINITY, "the pfi clock's speed-up (shared with the agents)"),
-    OPT_DOUBLE(0, "epoch", epoch, "T", -INFINITY, INFINITY, "the pfi clock's epoch (shared with the agents)"),
+    OPT_DOUBLE(0, "time-scale", scale, "X", -INFINITY, INFINITY,
+               "the pfi clock's speed-up (shared with the agents)"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", -INFINITY, INFINITY,
+               "the pfi clock's epoch (shared with the agents)"),
     OPT_STOP(0, "version", "print the version and exit"),
     OPT_HELP(),
     OPT_END()};
@@ -64,8 +68,14 @@ static const pfi_opts ctl_opts = {
 };
 
 static volatile sig_atomic_t g_stop, g_hup;
-static void on_signal(int s) { g_stop = s; }
-static void on_hup(int s) { g_hup = s; }
+static void on_signal(int s)
+{
+    g_stop = s;
+}
+static void on_hup(int s)
+{
+    g_hup = s;
+}
 
 void ctl_log(ctl *c, const char *fmt, ...)
 {
@@ -86,12 +96,14 @@ static void load_schedule(ctl *c)
     }
     size_t i;
     json_t *x;
-    json_array_foreach(json_is_array(a) ? a : json_object_get(a, "events"), i, x) {
+    json_array_foreach(json_is_array(a) ? a : json_object_get(a, "events"), i, x)
+    {
         char *t = json_dumps(x, JSON_COMPACT);
         pfi_grid_event ev;
         pfi_error e;
         if (!t) ctl_log(c, "warning: schedule %s: events[%zu]: out of memory", c->cfg.schedule, i);
-        else if (pfi_grid_event_parse(t, strlen(t), &ev, &e)) ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
+        else if (pfi_grid_event_parse(t, strlen(t), &ev, &e))
+            ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
         else if (!ctl_event_find(c, ev.id)) {
             snprintf(ev.source, sizeof ev.source, "schedule");
             if (ctl_event_add(c, &ev, NULL, &e)) ctl_log(c, "warning: schedule: %s", e.msg);
@@ -106,7 +118,8 @@ static void poll_openadr(ctl *c)
     pfi_http_reply r;
     pfi_error e;
     if (pfi_agent_get(c->cfg.openadr_poll_url, "", 5, &r, &e) || r.code != 200) {
-        ctl_log(c, "warning: OpenADR poll %s: %s", c->cfg.openadr_poll_url, r.code ? "HTTP error" : e.msg);
+        ctl_log(c, "warning: OpenADR poll %s: %s", c->cfg.openadr_poll_url,
+                r.code ? "HTTP error" : e.msg);
         if (r.body) pfi_http_reply_dispose(&r);
         return;
     }
@@ -116,11 +129,15 @@ static void poll_openadr(ctl *c)
     size_t i;
     json_t *x;
     pthread_mutex_lock(&c->mu);
-    json_array_foreach(json_is_array(a) ? a : NULL, i, x) {
+    json_array_foreach(json_is_array(a) ? a : NULL, i, x)
+    {
         char *t = json_dumps(x, JSON_COMPACT);
         pfi_grid_event ev;
         int del;
-        if (t && pfi_openadr_event_parse(t, strlen(t), c->cfg.non_gpu_offset_kw, &ev, &del, &e) == PFI_OK && !del && !ctl_event_find(c, ev.id))
+        if (t &&
+            pfi_openadr_event_parse(t, strlen(t), c->cfg.non_gpu_offset_kw, &ev, &del, &e) ==
+                PFI_OK &&
+            !del && !ctl_event_find(c, ev.id))
             ctl_event_add(c, &ev, NULL, NULL);
         free(t);
     }
@@ -136,7 +153,8 @@ static void resume_baselines(ctl *c)
         if (strcmp(e->status, "active")) continue;
         sqlite3_stmt *s;
         if (sqlite3_prepare_v2(c->db,
-                               "SELECT job_id, base_w, base_tokens, tier FROM job_samples WHERE event_id=? AND t=(SELECT MAX(t) FROM job_samples"
+                               "SELECT job_id, base_w, base_tokens, tier FROM job_samples WHERE "
+                               "event_id=? AND t=(SELECT MAX(t) FROM job_samples"
                                " WHERE event_id=?)",
                                -1, &s, NULL) != SQLITE_OK)
             continue;
@@ -147,15 +165,19 @@ static void resume_baselines(ctl *c)
             ctl_job *j = &c->job[c->njobs++];
             memset(j, 0, sizeof *j);
             snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(s, 0));
-            j->base_w = sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
-            j->base_tokens = sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
+            j->base_w =
+                sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
+            j->base_tokens =
+                sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
             j->tier = sqlite3_column_int(s, 3);
             j->seen = 1;
             n++;
         }
         sqlite3_finalize(s);
-        ctl_log(c, "resuming event %s (target %.0f W) with the baselines of %zu jobs; caps stay as the agents hold them", e->ev.id,
-                e->target_w, n);
+        ctl_log(c,
+                "resuming event %s (target %.0f W) with the baselines of %zu jobs; caps stay as "
+                "the agents hold them",
+                e->ev.id, e->target_w, n);
     }
 }
 
@@ -180,7 +202,8 @@ static int load_agents(ctl *c)
             return -1;
         }
         if (c->cfg.agents[i].read_token_file[0] &&
-            pfi_token_read(c->cfg.agents[i].read_token_file, a->read_token, sizeof a->read_token, &e)) {
+            pfi_token_read(c->cfg.agents[i].read_token_file, a->read_token, sizeof a->read_token,
+                           &e)) {
             ctl_log(c, "error: agents[%zu].read_token_file: %s", i, e.msg);
             return -1;
         }
@@ -189,8 +212,12 @@ static int load_agents(ctl *c)
         a->client_key = c->cfg.agents[i].client_key[0] ? c->cfg.agents[i].client_key : NULL;
     }
     if (c->cfg.curve_model[0]) {
-        if (pfi_modelfile_load(c->cfg.curve_model, &c->curve_model, &e) || c->curve_model.kind != PFI_MODELFILE_CURVE) {
-            ctl_log(c, "error: curve_model: %s", c->curve_model.kind != PFI_MODELFILE_CURVE ? "not a curve model (pfi fit --curve)" : e.msg);
+        if (pfi_modelfile_load(c->cfg.curve_model, &c->curve_model, &e) ||
+            c->curve_model.kind != PFI_MODELFILE_CURVE) {
+            ctl_log(c, "error: curve_model: %s",
+                    c->curve_model.kind != PFI_MODELFILE_CURVE
+                        ? "not a curve model (pfi fit --curve)"
+                        : e.msg);
             return -1;
         }
         c->have_curve_model = 1;
@@ -237,7 +264,8 @@ static void control_loop(ctl *c)
         if (c->hist_n == CTL_STATUS_HIST) {
             memmove(c->hist_t, c->hist_t + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_t);
             memmove(c->hist_meas, c->hist_meas + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_meas);
-            memmove(c->hist_target, c->hist_target + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_target);
+            memmove(c->hist_target, c->hist_target + 1,
+                    (CTL_STATUS_HIST - 1) * sizeof *c->hist_target);
             c->hist_n--;
         }
         double m = 0;
@@ -327,8 +355,10 @@ int main(int argc, char **argv)
         ctl_agent *a = &c->agent[i];
         long long g = 0;
         if (ctl_db_generation_get(c, a->name, &g) && !(g >= 0 && g < PFI_CAPS_GENERATION_MAX)) {
-            ctl_log(c, "warning: %s: agent %s's stored generation %lld is not one an agent accepts; starting again from 1", c->cfg.db,
-                    a->name, g);
+            ctl_log(c,
+                    "warning: %s: agent %s's stored generation %lld is not one an agent accepts; "
+                    "starting again from 1",
+                    c->cfg.db, a->name, g);
             g = 0;
         }
         a->generation = g + 1;
@@ -340,8 +370,9 @@ int main(int argc, char **argv)
     load_schedule(c);
     resume_baselines(c);
     pthread_mutex_unlock(&c->mu);
-    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION, c->nagents,
-            pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s, c->cfg.dry_run ? ", DRY RUN" : "");
+    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
+            c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
+            c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
     if (ctl_http_start(c)) return 1;
     if (port_file) {
@@ -350,7 +381,8 @@ int main(int argc, char **argv)
         if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     control_loop(c);
-    ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop, c->cfg.lease_s);
+    ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
+            c->cfg.lease_s);
     ctl_http_stop(c);
     sqlite3_close(c->db);
     if (c->log) fclose(c->log);

@@ -25,21 +25,27 @@ typedef struct series {
     size_t n, cap;
 } series;
 
-static void free_series(series *s) { free(s->t), free(s->b), free(s->tg), free(s->m); }
+static void free_series(series *s)
+{
+    free(s->t), free(s->b), free(s->tg), free(s->m);
+}
 
 /* the event's samples (none when they cannot be read); -1 when out of memory */
 static int load_series(ctl *c, const char *id, series *s)
 {
     memset(s, 0, sizeof *s);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            c->db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t",
+            -1, &st, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (s->n == s->cap) { /* four parallel arrays: one capacity */
             size_t nc = 0;
-            if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) || PFI_VEC_RESIZE(s->t, nc, NULL) ||
-                PFI_VEC_RESIZE(s->b, nc, NULL) || PFI_VEC_RESIZE(s->tg, nc, NULL) || PFI_VEC_RESIZE(s->m, nc, NULL)) {
+            if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) ||
+                PFI_VEC_RESIZE(s->t, nc, NULL) || PFI_VEC_RESIZE(s->b, nc, NULL) ||
+                PFI_VEC_RESIZE(s->tg, nc, NULL) || PFI_VEC_RESIZE(s->m, nc, NULL)) {
                 sqlite3_finalize(st);
                 free_series(s);
                 memset(s, 0, sizeof *s);
@@ -61,15 +67,19 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
 {
     series s;
     if (load_series(c, e->ev.id, &s)) return NULL; /* out of memory: 500 */
-    double start = e->ev.start, end = pfi_grid_event_end(&e->ev), tol = 1 + c->cfg.tolerance_pct / 100;
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev),
+           tol = 1 + c->cfg.tolerance_pct / 100;
     double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
     json_t *tl = json_array();
     double shed_j = 0, sum_red = 0, worst = -INFINITY;
     int nsteady = 0, met = 1, within = 0;
     for (size_t i = 0; i < s.n; i++) {
-        json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw", s.b[i] / 1000, "target_kw",
-                                            s.tg[i] / 1000, "measured_kw", s.m[i] / 1000));
-        if (i > 0) shed_j += 0.5 * ((e->baseline_w - s.m[i]) + (e->baseline_w - s.m[i - 1])) * (s.t[i] - s.t[i - 1]);
+        json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw",
+                                            s.b[i] / 1000, "target_kw", s.tg[i] / 1000,
+                                            "measured_kw", s.m[i] / 1000));
+        if (i > 0)
+            shed_j += 0.5 * ((e->baseline_w - s.m[i]) + (e->baseline_w - s.m[i - 1])) *
+                      (s.t[i] - s.t[i - 1]);
         if (s.t[i] >= steady0 && s.t[i] < end) {
             nsteady++;
             sum_red += 1 - s.m[i] / e->baseline_w;
@@ -83,8 +93,10 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_t *jobs = json_array();
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->db,
-                           "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
-                           " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id, tier ORDER BY job_id, tier",
+                           "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), "
+                           "AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
+                           " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id, "
+                           "tier ORDER BY job_id, tier",
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, e->ev.id, -1, SQLITE_TRANSIENT);
         sqlite3_bind_double(st, 2, steady0);
@@ -94,33 +106,52 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
             double bt = sqlite3_column_double(st, 2), mt = sqlite3_column_double(st, 3);
             double loss = bt > 0 && sqlite3_column_type(st, 3) != SQLITE_NULL ? 1 - mt / bt : NAN;
             double allowed = pfi_sla_loss(tier);
-            json_t *o = json_pack("{s:s,s:i,s:f,s:f,s:f,s:i}", "job_id", (const char *)sqlite3_column_text(st, 0), "tier", tier,
-                                  "baseline_w", sqlite3_column_double(st, 5), "mean_power_w", sqlite3_column_double(st, 4), "mean_cap_w",
-                                  sqlite3_column_double(st, 6), "samples", sqlite3_column_int(st, 7));
+            json_t *o = json_pack(
+                "{s:s,s:i,s:f,s:f,s:f,s:i}", "job_id", (const char *)sqlite3_column_text(st, 0),
+                "tier", tier, "baseline_w", sqlite3_column_double(st, 5), "mean_power_w",
+                sqlite3_column_double(st, 4), "mean_cap_w", sqlite3_column_double(st, 6), "samples",
+                sqlite3_column_int(st, 7));
             json_object_set_new(o, "baseline_tokens_per_s", bt > 0 ? json_real(bt) : json_null());
-            json_object_set_new(o, "mean_tokens_per_s", isfinite(mt) && sqlite3_column_type(st, 3) != SQLITE_NULL ? json_real(mt) : json_null());
-            json_object_set_new(o, "throughput_loss_pct", isfinite(loss) ? json_real(100 * loss) : json_null());
-            json_object_set_new(o, "allowed_loss_pct", tier >= 0 && allowed < 1 ? json_real(100 * allowed) : json_null());
-            json_object_set_new(o, "sla_ok", tier < 0 || !isfinite(loss) ? json_null() : json_boolean(loss <= allowed + 0.01));
+            json_object_set_new(o, "mean_tokens_per_s",
+                                isfinite(mt) && sqlite3_column_type(st, 3) != SQLITE_NULL
+                                    ? json_real(mt)
+                                    : json_null());
+            json_object_set_new(o, "throughput_loss_pct",
+                                isfinite(loss) ? json_real(100 * loss) : json_null());
+            json_object_set_new(o, "allowed_loss_pct",
+                                tier >= 0 && allowed < 1 ? json_real(100 * allowed) : json_null());
+            json_object_set_new(o, "sla_ok",
+                                tier < 0 || !isfinite(loss) ? json_null()
+                                                            : json_boolean(loss <= allowed + 0.01));
             json_array_append_new(jobs, o);
         }
         sqlite3_finalize(st);
     }
     char t0[40];
     pfi_rfc3339_format(start, t0, sizeof t0);
-    const char *kind = e->ev.kind == PFI_EV_REDUCTION ? "reduction_pct" : e->ev.kind == PFI_EV_TARGET_KW ? "target_kw" : "level";
-    double val = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw : e->ev.level;
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status", e->status, "source",
-                          e->ev.source, "start", t0, "duration_s", 0.0, "requested", "kind", kind, "value", val, "baseline_kw",
-                          e->baseline_w / 1000, "target_kw", e->target_w / 1000, "requested_reduction_pct",
-                          e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl, "jobs", jobs);
+    const char *kind = e->ev.kind == PFI_EV_REDUCTION   ? "reduction_pct"
+                       : e->ev.kind == PFI_EV_TARGET_KW ? "target_kw"
+                                                        : "level";
+    double val = e->ev.kind == PFI_EV_REDUCTION   ? e->ev.reduction_pct
+                 : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw
+                                                  : e->ev.level;
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status",
+                  e->status, "source", e->ev.source, "start", t0, "duration_s", 0.0, "requested",
+                  "kind", kind, "value", val, "baseline_kw", e->baseline_w / 1000, "target_kw",
+                  e->target_w / 1000, "requested_reduction_pct",
+                  e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl,
+                  "jobs", jobs);
     /* an open-ended event that still runs has no duration yet */
     json_object_set_new(o, "duration_s", isfinite(end) ? json_real(e->ev.duration_s) : json_null());
-    json_object_set_new(o, "time_to_target_s", isfinite(e->reached_t) ? json_real(e->reached_t - start) : json_null());
-    json_object_set_new(o, "achieved_reduction_pct", nsteady ? json_real(100 * sum_red / nsteady) : json_null());
+    json_object_set_new(o, "time_to_target_s",
+                        isfinite(e->reached_t) ? json_real(e->reached_t - start) : json_null());
+    json_object_set_new(o, "achieved_reduction_pct",
+                        nsteady ? json_real(100 * sum_red / nsteady) : json_null());
     json_object_set_new(o, "max_over_target_pct", nsteady ? json_real(100 * worst) : json_null());
     json_object_set_new(o, "steady_samples", json_integer(nsteady));
-    json_object_set_new(o, "steady_within_target_pct", nsteady ? json_real(100.0 * within / nsteady) : json_null());
+    json_object_set_new(o, "steady_within_target_pct",
+                        nsteady ? json_real(100.0 * within / nsteady) : json_null());
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_object_set_new(o, "met", json_boolean(met));
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
@@ -135,7 +166,8 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
 pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err)
 {
     series s;
-    if (load_series(c, e->ev.id, &s)) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
+    if (load_series(c, e->ev.id, &s))
+        return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
     if (s.n < 2) {
         free_series(&s);
         return pfi_errorf(err, PFI_ESTATE, "event %s has fewer than two samples", e->ev.id);
@@ -156,8 +188,22 @@ pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_erro
                         {x, s.b, s.n, "budget (with ramps)", 2, PFI_PLOT_LINE},
                         {x, s.m, s.n, "measured GPU power", 0, PFI_PLOT_LINE | PFI_PLOT_POINTS}};
     char title[160];
-    snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id, pfi_strategy_name(c->cfg.strategy));
-    pfi_panel p = {title, "time since event start (min)", "GPU power (kW)", NAN, NAN, 0, NAN, 3, NULL, 0, 0, se, 4, NULL};
+    snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id,
+             pfi_strategy_name(c->cfg.strategy));
+    pfi_panel p = {title,
+                   "time since event start (min)",
+                   "GPU power (kW)",
+                   NAN,
+                   NAN,
+                   0,
+                   NAN,
+                   3,
+                   NULL,
+                   0,
+                   0,
+                   se,
+                   4,
+                   NULL};
     pfi_status st = pfi_plot(base, 1000, 560, 1, 1, &p, 1, err);
     free(x), free(bl);
     free_series(&s);
