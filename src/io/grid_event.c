@@ -70,10 +70,10 @@ void pfi_rfc3339_format(double t, char *buf, size_t n)
     time_t s = (time_t)floor(t);
     struct tm tm;
     gmtime_r(&s, &tm);
-    char b[40];
-    strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-    int ms = (int)((t - floor(t)) * 1000);
-    if (ms) snprintf(buf, n, "%s.%03dZ", b, ms);
+    char b[24]; /* "YYYY-MM-DDTHH:MM:SS": the events' bounds keep years to 4 digits */
+    if (!strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm)) b[0] = '\0';
+    unsigned ms = (unsigned)((t - floor(t)) * 1000) % 1000u;
+    if (ms) snprintf(buf, n, "%s.%03uZ", b, ms);
     else snprintf(buf, n, "%sZ", b);
 }
 
