@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "pfi/curve.h"
+#include "pfi/pfi.h"
 #include "pfi/table.h"
 
 #define assert_near(a, b, tol)                                                                     \
@@ -58,6 +59,32 @@ static inline void tu_row(pfi_table *t, const char *const *text, const char *con
         long c = pfi_table_add_col(t, num_names[k], PFI_COL_NUM, NULL);
         if (c < 0) fail_msg("numeric column %s", num_names[k]);
         pfi_table_set_num(t, (size_t)c, r, num[k]);
+    }
+}
+
+/* Append one synthetic sweep group (gpu_model H200, 8 GPUs): caps 300, 500,
+ * 700 W; power 0.95 x 8 x cap; T(c) = tmax (1 - k (700 - c) / 400); numeric
+ * columns dram_copy_product = 2 PFI + 1 (an exact linear feature of its
+ * Eq. 1 PFI) and slope = k (an exact feature of its normalized curve). */
+static inline void tu_linear_group(pfi_table *t, const char *name, int moe, int ft, double k,
+                                   double tmax)
+{
+    static const char *const num_names[] = {
+        "gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
+    double caps[3] = {300, 500, 700}, p[3], tk[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = 0.95 * 8 * caps[i];
+        tk[i] = tmax * (1 - k * (700 - caps[i]) / 400);
+    }
+    pfi_curve c = tu_curve(3, caps, p, tk);
+    pfi_eq1_result r;
+    pfi_eq1(&c, &r);
+    pfi_curve_dispose(&c);
+    const char *text[] = {"gpu_model",           "H200", "group",          name, "arch",
+                          moe ? "moe" : "dense", "task", ft ? "ft" : "pt", NULL};
+    for (int i = 0; i < 3; i++) {
+        double v[] = {8, caps[i], p[i], tk[i], 2 * r.pfi + 1, k};
+        tu_row(t, text, num_names, v, 6);
     }
 }
 

@@ -65,9 +65,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* `pfi help CMD` / `pfi CMD --help`: the help generated from its table. */
 int cli_help(const char *cmd);
 
-/* Parse "a,b,c" into doubles (positive, finite). Returns count or -1. */
-int cli_parse_list(const char *s, double *out, int max);
-
 /* Read sweep tables (files or "-") into one table. --gpu-model for Zeus. */
 pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu_model);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "num.h"
 #include "pfi/groups.h"
 #include "pfi/index.h"
 
@@ -127,7 +128,7 @@ static int opt_pair(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
 {
     pfi_noise_opts *m = value;
     double v[2];
-    int n = cli_parse_list(arg, v, 2);
+    int n = pfi_parse_positive_list(arg, v, 2);
     if (n != 2 || v[0] >= 1 || v[1] >= 1)
         return pfi_opts_error(ctx, "%s: expected two relative SEMs in (0,1) as P,T",
                               pfi_opts_name(ctx)),
@@ -140,7 +141,7 @@ static int opt_pair(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, 
 static int opt_caps(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
     index_args *a = (index_args *)((char *)value - offsetof(index_args, caps));
-    a->ncaps = cli_parse_list(arg, a->caps, 64);
+    a->ncaps = pfi_parse_positive_list(arg, a->caps, 64);
     if (a->ncaps < 2)
         return pfi_opts_error(ctx,
                               "--caps: expected at least two positive caps, e.g. 200,500,600,700"),

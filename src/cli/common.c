@@ -121,23 +121,6 @@ int cli_help(const char *cmd)
     return CLI_OK;
 }
 
-int cli_parse_list(const char *s, double *out, int max)
-{
-    int n = 0;
-    const char *p = s;
-    while (*p) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        double v;
-        if (n >= max || pfi_parse_double(p, len, &v) != PFI_NUM_OK || !(v > 0)) return -1;
-        out[n++] = v;
-        if (!q) break;
-        p = q + 1;
-        if (!*p) return -1;
-    }
-    return n;
-}
-
 pfi_table *cli_read_sweeps(const char *cmd, char **paths, int n, const char *gpu_model)
 {
     pfi_table *t = pfi_table_new();

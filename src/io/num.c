@@ -112,3 +112,20 @@ const char *pfi_num_error_name(int code)
     }
     return "?";
 }
+
+int pfi_parse_positive_list(const char *s, double *out, int max)
+{
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        double v;
+        if (n >= max || pfi_parse_double(p, len, &v) != PFI_NUM_OK || !(v > 0)) return -1;
+        out[n++] = v;
+        if (!q) break;
+        p = q + 1;
+        if (!*p) return -1;
+    }
+    return n;
+}

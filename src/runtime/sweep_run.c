@@ -78,23 +78,6 @@ static int fail(const sweep *s, int usage, const char *fmt, ...)
     return -1;
 }
 
-/* "a,b,c": positive numbers; the count, or -1 */
-static int parse_list(const char *p, double *out, int max)
-{
-    int n = 0;
-    while (*p) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
-        double v;
-        if (n >= max || pfi_parse_double(p, len, &v) != PFI_NUM_OK || !(v > 0)) return -1;
-        out[n++] = v;
-        if (!q) break;
-        p = q + 1;
-        if (!*p) return -1;
-    }
-    return n;
-}
-
 static int set_caps(sweep *s, double cap_w, double lease_s)
 {
     pfi_error e;
@@ -235,7 +218,7 @@ static int select_gpus(sweep *s, size_t first, size_t last)
     pfi_error e;
     if (gpus_s) {
         double idx[PFI_SWEEP_MAX_GPUS];
-        int k = parse_list(gpus_s, idx, PFI_SWEEP_MAX_GPUS);
+        int k = pfi_parse_positive_list(gpus_s, idx, PFI_SWEEP_MAX_GPUS);
         /* parse_list rejects 0; accept indices ourselves */
         if (k < 0) {
             k = 0;
@@ -266,7 +249,7 @@ static int choose_caps(sweep *s)
 {
     double *caps = s->caps, cmin = s->info[0].cap_min_w, cdef = s->info[0].cap_default_w;
     if (s->o->caps) {
-        s->ncaps = parse_list(s->o->caps, caps, PFI_SWEEP_MAX_CAPS);
+        s->ncaps = pfi_parse_positive_list(s->o->caps, caps, PFI_SWEEP_MAX_CAPS);
         if (s->ncaps < 2)
             return fail(s, 1, "--caps %s: expected at least two caps in W", s->o->caps);
     } else {

@@ -23,30 +23,10 @@ static int setup(void **st)
     (void)st;
     pfi_table *t = pfi_table_new();
     pfi_table_add_file(t, "synthetic.csv");
-    static const char *const num_names[] = {
-        "gpus", "cap_w", "power_w", "tokens_per_s", "dram_copy_product", "slope"};
     for (int g = 0; g < NG; g++) {
-        double k = 0.15 + 0.08 * g, tmax = 1000 * (1 + g % 3), caps[3] = {300, 500, 700}, p[3],
-               tk[3];
-        for (int i = 0; i < 3; i++) {
-            p[i] = 0.95 * 8 * caps[i];
-            tk[i] = tmax * (1 - k * (700 - caps[i]) / 400);
-        }
-        pfi_curve c = tu_curve(3, caps, p, tk);
-        pfi_eq1_result r;
-        pfi_eq1(&c, &r);
-        pfi_curve_dispose(&c);
         char name[16];
         snprintf(name, sizeof name, "g%d", g);
-        const char *text[] = {"gpu_model", "H200",
-                              "group",     name,
-                              "arch",      g % 2 ? "moe" : "dense",
-                              "task",      g % 4 < 2 ? "ft" : "pt",
-                              NULL};
-        for (int i = 0; i < 3; i++) {
-            double v[] = {8, caps[i], p[i], tk[i], 2 * r.pfi + 1, k};
-            tu_row(t, text, num_names, v, 6);
-        }
+        tu_linear_group(t, name, g % 2, g % 4 < 2, 0.15 + 0.08 * g, 1000 * (1 + g % 3));
     }
     pfi_error e;
     if (pfi_groupset_build(t, &S, &e) != PFI_OK) {
