@@ -31,8 +31,8 @@ const pfi_opts cmd_status_opts = CLI_OPTS(
         "The cluster as pfi-controller sees it: its power target (the budget this period)\n"
         "against the measured GPU power, the agents up, the events not yet done, and one\n"
         "line per job. --format json prints the controller's /v1/status as it is; csv\n"
-        "the jobs only. The controller comes from --controller, $PFI_CONTROLLER or\n"
-        "/etc/pfi/pfi.conf ($PFI_CONF), as for pfi event.\n",
+        "(or -o FILE) the jobs only. The controller comes from --controller,\n"
+        "$PFI_CONTROLLER or /etc/pfi/pfi.conf ($PFI_CONF), as for pfi event.\n",
     .footer = "Exit status 0 on success, 1 on failure (one line with the controller's reason),\n"
               "2 on usage errors.\n",
     .options = status_options);
@@ -143,7 +143,8 @@ int cmd_status(int argc, char **argv)
             fwrite(r.body, 1, r.len, stdout);
             if (r.len && r.body[r.len - 1] != '\n') putchar('\n');
         }
-    } else if (a.out.fmt_set && a.out.fmt == PFI_FMT_CSV) {
+    } else if ((a.out.fmt_set && a.out.fmt == PFI_FMT_CSV) ||
+               (a.out.path && strcmp(a.out.path, "-"))) { /* a file: the jobs as rows */
         pfi_rows *rows = job_rows(st);
         rc = rows ? cli_save_rows("status", rows, &a.out) : CLI_FAIL;
         pfi_rows_free(rows);

@@ -89,6 +89,9 @@ contains "$T/out" "measured"
 contains "$T/out" "j1"
 expect_status 0 "$PFI" status --format json
 contains "$T/out" '"budget_w"'
+expect_status 0 "$PFI" status -o "$T/jobs.csv"
+contains "$T/jobs.csv" "job_id,tier,gpus,power_w"
+contains "$T/jobs.csv" "j1,3,4,"
 # a chart needs two samples of the event
 wait_for 30 "two samples of red" '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/v1/events/red/report.png")" = 200 ]'
 expect_status 0 "$PFI" event cancel red
