@@ -24,7 +24,7 @@ cat >"$T/ctl.json" <<EOF2
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
 EOF2
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-URL=http://127.0.0.1:$DPORT
+CP=$DPID; URL=http://127.0.0.1:$DPORT
 NOW=$(awk -v e="$PFI_EPOCH" -v w="$(date +%s.%N)" 'BEGIN{printf "%.0f", e + (w - e) * 20}')
 LATER=$(date -u -d "@$((NOW + 7200))" +%Y-%m-%dT%H:%M:%SZ)
 
@@ -119,4 +119,25 @@ contains "$T/body" '"duration_s":3600'
 req "{\"id\":\"both\",\"start\":\"$LATER\",\"duration\":\"PT1H\",\"duration_s\":3600,\"level\":1}"
 [ "$CODE" = 400 ] || { cat "$T/body" >&2; fail "both durations: HTTP $CODE"; }; ok
 contains "$T/body" "duration, duration_s"
+
+# ---- an https controller: its CA from ca_file in the configuration ----
+command -v openssl >/dev/null || fail "openssl is needed (scripts/bootstrap.sh test)"
+P=$T/pki; mkdir -p "$P"
+ossl() { openssl "$@" >>"$P/openssl.log" 2>&1 || { cat "$P/openssl.log" >&2; fail "openssl $1 failed"; }; }
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.pem" -days 2 -subj "/CN=pfi test CA"
+ossl req -newkey rsa:2048 -nodes -keyout "$P/ctl.key" -out "$P/ctl.csr" -subj "/CN=127.0.0.1"
+printf 'subjectAltName=IP:127.0.0.1\n' >"$P/san.ext"
+ossl x509 -req -in "$P/ctl.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/ctl.pem" -days 2 -extfile "$P/san.ext"
+stop_daemon "$CP" TERM
+sed "s|^{|{\"tls_cert\": \"$P/ctl.pem\", \"tls_key\": \"$P/ctl.key\", |" "$T/ctl.json" >"$T/ctls.json"
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctls.json" --port-file "$T/c.port"
+SURL=https://127.0.0.1:$DPORT
+printf '{"controller": "%s", "token_file": "%s", "ca_file": "%s"}\n' "$SURL" "$T/ctok" "$P/ca.pem" >"$T/tls.conf"
+PFI_CONF="$T/tls.conf" expect_status 0 "$PFI" event ls --format csv
+contains "$T/out" "tkw,api,scheduled"
+PFI_CONF="$T/tls.conf" expect_status 0 "$PFI" event cancel tkw
+PFI_CONF="$T/tls.conf" expect_status 0 "$PFI" status --controller "$SURL"
+contains "$T/out" "controller   $SURL"
+# without the CA: the certificate is not trusted, one line, exit 1
+expect_error 1 "$SURL/v1/events" "$PFI" event ls --controller "$SURL"
 done_ok
