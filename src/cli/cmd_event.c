@@ -79,7 +79,8 @@ const pfi_opts cmd_event_opts = CLI_OPTS(
         "no token; create and cancel do (a file of mode 0600).\n",
     .footer = "Exit status 0 on success, 1 on failure (one line with the controller's reason),\n"
               "2 on usage errors.\n",
-    .options = event_options);
+    .options = event_options, .operands = PFI_OPERANDS_ACTION,
+    .actions = "create|ls|show|cancel|report");
 
 /* the options an action accepts (beyond --controller, --token-file, --help) */
 static int check_applies(const char *act, const event_args *a)
