@@ -164,6 +164,19 @@ static pfi_status start_field(const pfi_jkey *k, json_t *v, const char *name, vo
     return PFI_OK;
 }
 
+/* "duration": ISO 8601 (PT1H) beside duration_s, in the same bounds */
+static pfi_status iso_duration_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                     pfi_error *err)
+{
+    (void)ud;
+    double *d = k->dst;
+    if (!json_is_string(v) || pfi_iso8601_duration(json_string_value(v), d))
+        return pfi_errorf(err, PFI_EINVAL, "%s: expected an ISO 8601 duration such as PT1H", name);
+    if (!(*d >= 1 && *d <= PFI_EVENT_MAX_OPEN_ENDED_S))
+        return pfi_errorf(err, PFI_ERANGE, "%s: expected PT1S .. P7D", name);
+    return PFI_OK;
+}
+
 pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev, pfi_error *err)
 {
     memset(ev, 0, sizeof *ev);
@@ -175,12 +188,14 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line,
                                    je.column, je.text),
                         err);
-    int have_dur = 0, have_open = 0, kind[3] = {0, 0, 0}; /* reduction_pct, target_kw, level */
+    int have_dur = 0, have_iso = 0, have_open = 0, kind[3] = {0, 0, 0}; /* reduction_pct, ... */
+    double iso_s = 0;
     const pfi_jkey keys[] = {
         {"id", PFI_J_ANY, 0, ev->id, sizeof ev->id, .fn = id_field},
         {"start", PFI_J_ANY, PFI_J_REQUIRED, &ev->start, .fn = start_field},
         {"duration_s", PFI_J_NUMBER, 0, &ev->duration_s, .lo = 1, .hi = PFI_EVENT_MAX_OPEN_ENDED_S,
          .expect = "expected 1..604800 seconds (7 days)", .code = PFI_ERANGE, .seen = &have_dur},
+        {"duration", PFI_J_ANY, 0, &iso_s, .fn = iso_duration_field, .seen = &have_iso},
         {"open_ended", PFI_J_BOOL, .dst = &have_open},
         {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev->reduction_pct, .lo = 0, .hi = 90,
          .expect = "expected a number in (0, 90]", .code = PFI_ERANGE, .seen = &kind[0]},
@@ -195,7 +210,8 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
          .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
     };
-    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | open_ended, "
+    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | duration | "
+                                      "open_ended, "
                                       "reduction_pct | target_kw | "
                                       "level, ramp_s, ramp_down_s, dry_run)"};
     pfi_status st = json_is_object(o)
@@ -203,6 +219,9 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
                         : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
     ev->open_ended = have_open;
     ev->kind = kind[2] ? PFI_EV_LEVEL : kind[1] ? PFI_EV_TARGET_KW : PFI_EV_REDUCTION;
+    if (!st && have_dur && have_iso)
+        st = pfi_errorf(err, PFI_EINVAL, "duration, duration_s: give one of them, not both");
+    if (!st && have_iso) ev->duration_s = iso_s, have_dur = 1;
     if (!st && !have_dur && !have_open)
         st = pfi_errorf(err, PFI_EINVAL,
                         "duration_s: missing (or \"open_ended\": true: until cancelled)");

@@ -5,6 +5,7 @@
  *    "reduction_pct": 30}                           cut of the measured baseline
  *   ... or "target_kw": 120                          a GPU-power target
  *   ... or "level": 2                                a grid level 0..3 -> a cut
+ *   ... "duration": "PT1H" (ISO 8601) instead of duration_s (both: an error)
  *   optional: "ramp_s", "ramp_down_s" (override the configuration), "dry_run"
  * Exactly one of reduction_pct, target_kw, level. start is RFC 3339 (Z or
  * +hh:mm offset, optional fraction); id is 1..63 characters of [A-Za-z0-9._-]

@@ -598,6 +598,11 @@ static void bash_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const p
         for (size_t i = 0; i < nsubs; i++) fprintf(out, "%s%s", i ? " " : "", subs[i].name);
         fputs("\";;\n", out);
         break;
+    case PFI_OPERANDS_ACTION:
+        fprintf(out, "        _%s_words \"", prog);
+        choice_words(out, s->opts->actions ? s->opts->actions : "");
+        fputs("\";;\n", out);
+        break;
     case PFI_OPERANDS_NONE: fputs("        ;;\n", out); break;
     }
     free(f);
@@ -707,6 +712,11 @@ static void zsh_sub(FILE *out, const char *prog, const pfi_opts_sub *s, const pf
         fputs("        '*:command:(", out);
         for (size_t i = 0; i < nsubs; i++) fprintf(out, "%s%s", i ? " " : "", subs[i].name);
         fputs(")'\n", out);
+        break;
+    case PFI_OPERANDS_ACTION:
+        fputs("        '1:action:(", out);
+        choice_words(out, s->opts->actions ? s->opts->actions : "");
+        fputs(")' '*::argument:'\n", out);
         break;
     case PFI_OPERANDS_NONE: fputs("\n", out); break; /* ends the continued line */
     }

@@ -76,6 +76,7 @@ typedef enum pfi_operands {
     PFI_OPERANDS_FILES,
     PFI_OPERANDS_COMMAND,    /* a command line (after --) */
     PFI_OPERANDS_SUBCOMMAND, /* a subcommand's name (pfi help CMD) */
+    PFI_OPERANDS_ACTION,     /* first an action of pfi_opts.actions (pfi event ls) */
 } pfi_operands;
 
 enum { PFI_OPTS_IN_ORDER = 1u }; /* options end at the first operand (a COMMAND follows) */
@@ -89,7 +90,8 @@ typedef struct pfi_opts {
     const char *footer;      /* after the options (NULL: none) */
     const pfi_opt *options;
     pfi_operands operands;
-    unsigned flags; /* PFI_OPTS_IN_ORDER */
+    const char *actions; /* PFI_OPERANDS_ACTION: "create|ls|show": completion */
+    unsigned flags;      /* PFI_OPTS_IN_ORDER */
 } pfi_opts;
 
 typedef enum pfi_opts_rc {

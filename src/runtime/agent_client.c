@@ -98,6 +98,13 @@ pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pf
 pfi_status pfi_http_request(const char *method, const char *url, const char *token,
                             const char *body, double timeout_s, pfi_http_reply *r, pfi_error *err)
 {
+    return pfi_http_request_ca(method, url, token, body, NULL, timeout_s, r, err);
+}
+
+pfi_status pfi_http_request_ca(const char *method, const char *url, const char *token,
+                               const char *body, const char *ca_file, double timeout_s,
+                               pfi_http_reply *r, pfi_error *err)
+{
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (!c) return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
@@ -112,6 +119,7 @@ pfi_status pfi_http_request(const char *method, const char *url, const char *tok
     if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     if (h) curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
     pfi_status st = perform(c, url, r, err);
     curl_slist_free_all(h);

@@ -36,6 +36,11 @@ pfi_status pfi_agent_get(const char *url, const char *path, double timeout_s, pf
  * bearer token and JSON body. */
 pfi_status pfi_http_request(const char *method, const char *url, const char *token,
                             const char *body, double timeout_s, pfi_http_reply *r, pfi_error *err);
+/* The same, with ca_file (PEM) as the trust anchors of an https url
+ * (NULL: the system's), as the pfi CLI talks to pfi-controller. */
+pfi_status pfi_http_request_ca(const char *method, const char *url, const char *token,
+                               const char *body, const char *ca_file, double timeout_s,
+                               pfi_http_reply *r, pfi_error *err);
 /* PUT /v1/caps with the bearer token. */
 pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req,
                               double timeout_s, pfi_http_reply *r, pfi_error *err);

@@ -69,6 +69,7 @@ c pfi index --format ""
 c pfi ingest --agg me
 c pfi help --completion z
 c pfi simulate --pool-w
+c pfi event c
 EOF
 bash "$T/complete.bash" "$T/pfi.bash" >"$T/completed" 2>"$T/err" || { cat "$T/err" >&2; fail "bash could not load the completion"; }
 [ ! -s "$T/err" ] || { cat "$T/err" >&2; fail "the bash completion wrote to stderr"; }
@@ -79,6 +80,7 @@ csv json table
 mean median
 zsh
 --pool-where
+create cancel
 EOF
 cmp -s "$T/completed" "$T/want" || { diff "$T/want" "$T/completed" >&2; fail "bash completion"; }; ok
 

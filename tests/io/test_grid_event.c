@@ -101,6 +101,25 @@ static void canonical(void **s)
     assert_null(pfi_grid_event_format(&ev));
 }
 
+/* "duration" in ISO 8601 beside duration_s (issue 16 item 3): one of them */
+static void iso_duration(void **s)
+{
+    (void)s;
+    pfi_grid_event ev;
+    const char *h = "{\"id\":\"h\"," START ",\"duration\":\"PT1H30M\",\"level\":2}";
+    assert_int_equal(pfi_grid_event_parse(h, strlen(h), &ev, NULL), PFI_OK);
+    assert_near(ev.duration_s, 5400, 0);
+    round_trip(&ev);
+    const char *w = "{\"id\":\"w\"," START ",\"duration\":\"P7D\",\"level\":2}";
+    assert_int_equal(pfi_grid_event_parse(w, strlen(w), &ev, NULL), PFI_OK);
+    expect_bad("{" START ",\"duration\":\"PT1H\",\"duration_s\":3600,\"level\":1}",
+               "duration, duration_s");
+    expect_bad("{" START ",\"duration\":\"1h\",\"level\":1}", "duration: expected an ISO 8601");
+    expect_bad("{" START ",\"duration\":3600,\"level\":1}", "duration: expected an ISO 8601");
+    expect_bad("{" START ",\"duration\":\"PT0S\",\"level\":1}", "duration");
+    expect_bad("{" START ",\"duration\":\"P8D\",\"level\":1}", "duration_s");
+}
+
 static void openadr(void **s)
 {
     (void)s;
@@ -143,6 +162,7 @@ static void openadr(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(canonical), cmocka_unit_test(openadr)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(canonical), cmocka_unit_test(iso_duration),
+                                       cmocka_unit_test(openadr)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,89 @@
+/* ctlconn.c — the CLI's connection to pfi-controller (ctlconn.h). */
+#include "ctlconn.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *conf_path(void)
+{
+    const char *p = getenv("PFI_CONF");
+    return p && *p ? p : PFI_CTL_CONF_DEFAULT;
+}
+
+static void set(char *dst, size_t n, const char *v)
+{
+    if (v && *v) snprintf(dst, n, "%s", v);
+}
+
+int cli_ctl_open(const char *cmd, const char *controller, const char *token_file, int need_token,
+                 cli_ctl *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *url = controller ? controller : getenv("PFI_CONTROLLER");
+    const char *tok = token_file ? token_file : getenv("PFI_TOKEN_FILE");
+    const char *path = conf_path();
+    int have_conf = 0;
+    /* the file when it is needed: something not given, or https (its CA file) */
+    if (!url || !*url || (need_token && (!tok || !*tok)) || !strncmp(url, "https:", 6)) {
+        pfi_error e;
+        pfi_status st = pfi_ctl_conf_read(path, &c->conf, &e);
+        if (st && st != PFI_ENOTFOUND) {
+            cli_error(cmd, "%s", e.msg);
+            return CLI_FAIL;
+        }
+        have_conf = !st;
+    }
+    set(c->conf.controller, sizeof c->conf.controller, url);
+    set(c->conf.token_file, sizeof c->conf.token_file, tok);
+    if (!c->conf.controller[0]) {
+        cli_error(cmd,
+                  "no controller: give --controller URL, set PFI_CONTROLLER, or \"controller\" "
+                  "in %s (%s)",
+                  path, have_conf ? "it has none" : "absent");
+        return CLI_FAIL;
+    }
+    size_t n = strlen(c->conf.controller);
+    while (n && c->conf.controller[n - 1] == '/') c->conf.controller[--n] = '\0';
+    if (!need_token) return CLI_OK;
+    if (!c->conf.token_file[0]) {
+        cli_error(cmd,
+                  "no token: give --token-file FILE, set PFI_TOKEN_FILE, or \"token_file\" in "
+                  "%s (%s)",
+                  path, have_conf ? "it has none" : "absent");
+        return CLI_FAIL;
+    }
+    pfi_error e;
+    if (pfi_token_read(c->conf.token_file, c->token, sizeof c->token, &e)) {
+        cli_error(cmd, "%s", e.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+int cli_ctl_request(const char *cmd, const cli_ctl *c, const char *method, const char *path,
+                    const char *body, pfi_http_reply *r)
+{
+    char url[2048];
+    snprintf(url, sizeof url, "%s%s", c->conf.controller, path);
+    pfi_error e;
+    if (pfi_http_request_ca(method, url, c->token[0] ? c->token : NULL, body,
+                            c->conf.ca_file[0] ? c->conf.ca_file : NULL, 30, r, &e)) {
+        cli_error(cmd, "%s", e.msg);
+        return CLI_FAIL;
+    }
+    if (r->code >= 200 && r->code < 300) return CLI_OK;
+    /* the controller's reason: {"error": "..."}, one line */
+    char why[512] = "";
+    json_t *o = json_loadb(r->body, r->len, 0, NULL);
+    const char *s = json_string_value(json_object_get(o, "error"));
+    snprintf(why, sizeof why, "%s", s ? s : "no reason given");
+    json_decref(o);
+    for (char *p = why; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    cli_error(cmd, "%s %s: HTTP %ld: %s", method, url, r->code, why);
+    pfi_http_reply_dispose(r);
+    return CLI_FAIL;
+}
