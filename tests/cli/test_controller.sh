@@ -10,7 +10,7 @@
 # (webhook, DELETE); a schedule file; dry run; metrics.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")

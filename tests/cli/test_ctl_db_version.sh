@@ -6,7 +6,7 @@
 # and the version, exit non-zero, without being changed.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 new_token "$T/atok" "$T/ctok"
 kill_daemons_on_exit
 uv() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])" "$1"; }

@@ -7,7 +7,7 @@
 # exits 0 leaving the caps under the agents' leases.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 new_token "$T/token" "$T/ctok"
 TOKEN=$(cat "$T/token")

@@ -5,7 +5,7 @@
 # target met with every job within its Flex tier, everything stopped and
 # every cap back at its baseline; bad options refused.
 . "$SRC/tests/cli/lib.sh"
-: "${PFI_AGENT:?}" "${PFI_CONTROLLER:?}"
+: "${PFI_AGENT:?}" "${PFI_CONTROLLER_BIN:?}"
 # the demo finds pfi-agent and pfi-controller next to pfi
 cd "$T" || fail "no temp dir"
 expect_error 2 "--cut" "$PFI" demo --cut 95

@@ -8,7 +8,7 @@
 # survives controller restarts, running and cancelled.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")

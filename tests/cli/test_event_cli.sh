@@ -9,8 +9,8 @@
 # in ISO 8601, and refuses it beside duration_s.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
-unset PFI_CONTROLLER PFI_TOKEN_FILE # the tests' PFI_CONTROLLER is the daemon's binary
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+unset PFI_CONTROLLER PFI_TOKEN_FILE # the controller URL and token come from the options or pfi.conf here
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s) PFI_CONF="$T/none.conf"
 new_token "$T/atok" "$T/ctok" "$T/wrong"
 CTOK=$(cat "$T/ctok")

@@ -13,7 +13,7 @@
 # Waits poll with a wall-clock deadline and fail with the daemon's log.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}" "${TOOLS:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 export PFI_TIME_SCALE=10 PFI_EPOCH=$(date +%s)
 kill_daemons_on_exit
 new_token "$T/tok" "$T/ctok"

@@ -14,7 +14,7 @@
 #     without the CA it cannot (the agent stays unreachable).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 command -v openssl >/dev/null || fail "openssl is needed (scripts/bootstrap.sh test)"
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 kill_daemons_on_exit

@@ -23,7 +23,7 @@ lacks "$T/err" "did you mean"
 expect_error 2 "pfi index: option '--ratios' needs an argument (see 'pfi help index')" "$PFI" index x.csv --ratios
 expect_error 2 "pfi index: option '--no-ci' takes no argument" "$PFI" index --no-ci=1 x.csv
 expect_error 2 "pfi-agent: unknown option '--intervall'; did you mean '--interval'?" "$PFI_AGENT" --intervall 1
-expect_error 2 "pfi-controller: unknown option '--dryrun'; did you mean '--dry-run'?" "$PFI_CONTROLLER" --dryrun
+expect_error 2 "pfi-controller: unknown option '--dryrun'; did you mean '--dry-run'?" "$PFI_CONTROLLER_BIN" --dryrun
 expect_error 2 "pfi help: --completion: 'fish' is not bash or zsh" "$PFI" help --completion fish
 
 # --- every long option of every subcommand, from the tables in the sources

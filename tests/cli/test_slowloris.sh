@@ -11,7 +11,7 @@
 # 127.0.0.1/127.0.0.2 only; bounded in count and time; stops what it started.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${TOOLS:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 SL=$TOOLS/slowloris
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 kill_daemons_on_exit

@@ -11,7 +11,7 @@
 # Slurm's uninstrumented daemons (docs/testing.md). Needs root.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${PFI_SPANK:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 for b in slurmctld slurmd munged sbatch scontrol; do command -v $b >/dev/null || fail "$b is not installed (scripts/bootstrap.sh test)"; done
 [ "$(id -u)" -eq 0 ] || fail "the Slurm test needs root"
 [ -s "$PFI_SPANK" ] || fail "the SPANK plugin was not built ($PFI_SPANK)"

@@ -6,7 +6,7 @@
 # real size. Plain build only (label "plain"): Chromium (docs/testing.md).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
-CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/bootstrap.sh test)"
 export PFI_TIME_SCALE=20 PFI_EPOCH=$(date +%s)
 new_token "$T/atok" "$T/ctok"
