@@ -43,22 +43,178 @@ void pfi_groups_dispose(pfi_groups *gs)
     gs->n = 0;
 }
 
+/* the sweep table's columns that grouping reads (-1: absent, optional) */
+typedef struct cols {
+    long g, m, gpus, cap, tok, pow, tsem, psem, arch, task, model, split;
+} cols;
+
+/* rows -> group ids by (gpu_model id, group id) with a hash map, in order
+ * of first appearance: gid[r], first[g] (the group's first row), count[g] */
+static size_t assign_groups(const pfi_table *t, const cols *c, size_t nr, size_t nslots,
+                            long *slots, uint64_t *keys, size_t *gid, size_t *first, size_t *count)
+{
+    for (size_t i = 0; i < nslots; i++) slots[i] = -1;
+    size_t ng = 0;
+    for (size_t r = 0; r < nr; r++) {
+        uint64_t key = ((uint64_t)pfi_table_text_id(t, (size_t)c->m, r) << 32) |
+                       pfi_table_text_id(t, (size_t)c->g, r);
+        size_t j = pfi_mix64(key) & (nslots - 1);
+        while (slots[j] >= 0 && keys[slots[j]] != key) j = (j + 1) & (nslots - 1);
+        if (slots[j] < 0) {
+            slots[j] = (long)ng;
+            keys[ng] = key;
+            first[ng] = r;
+            ng++;
+        }
+        gid[r] = (size_t)slots[j];
+        count[gid[r]]++;
+    }
+    return ng;
+}
+
+/* one curve point from the rows sr[k..m) that share a cap: means of power
+ * and throughput; SEMs combined from the rows' own SEMs, or from the
+ * repeats' spread when that is larger */
+static void cap_point(const pfi_table *t, const cols *c, const sort_row *sr, size_t k, size_t m,
+                      pfi_point *p)
+{
+    size_t rep = m - k;
+    double sp = 0, stok = 0, vsp = 0, vst = 0;
+    int have_psem = 1, have_tsem = 1;
+    for (size_t q = k; q < m; q++) {
+        size_t r = sr[q].row;
+        sp += pfi_table_num(t, (size_t)c->pow, r);
+        stok += pfi_table_num(t, (size_t)c->tok, r);
+        double a = c->psem >= 0 ? pfi_table_num(t, (size_t)c->psem, r) : NAN;
+        double b = c->tsem >= 0 ? pfi_table_num(t, (size_t)c->tsem, r) : NAN;
+        if (isnan(a)) have_psem = 0;
+        else vsp += a * a;
+        if (isnan(b)) have_tsem = 0;
+        else vst += b * b;
+    }
+    p->cap_w = sr[k].cap;
+    p->power_w = sp / (double)rep;
+    p->tokens_per_s = stok / (double)rep;
+    p->repeats = (int)rep;
+    p->power_w_sem = have_psem ? sqrt(vsp) / (double)rep : NAN;
+    p->tokens_per_s_sem = have_tsem ? sqrt(vst) / (double)rep : NAN;
+    if (rep >= 2) {
+        double dp = 0, dt = 0;
+        for (size_t q = k; q < m; q++) {
+            size_t r = sr[q].row;
+            double a = pfi_table_num(t, (size_t)c->pow, r) - p->power_w;
+            double b = pfi_table_num(t, (size_t)c->tok, r) - p->tokens_per_s;
+            dp += a * a;
+            dt += b * b;
+        }
+        double bp = sqrt(dp / (double)(rep - 1) / (double)rep);
+        double bt = sqrt(dt / (double)(rep - 1) / (double)rep);
+        if (isnan(p->power_w_sem) || bp > p->power_w_sem) p->power_w_sem = bp;
+        if (isnan(p->tokens_per_s_sem) || bt > p->tokens_per_s_sem) p->tokens_per_s_sem = bt;
+    }
+}
+
+static const char *text_or_empty(const pfi_table *t, long c, size_t r)
+{
+    return c >= 0 && pfi_table_coltype(t, (size_t)c) == PFI_COL_TEXT
+               ? pfi_table_text(t, (size_t)c, r)
+               : "";
+}
+
+/* group g's attributes (from its first row r0), its rows sorted by cap into
+ * sr (n of them, all with the same GPU count), and its curve from pts */
+static pfi_status fill_group(const pfi_table *t, const cols *c, pfi_group *g, size_t n, size_t r0,
+                             sort_row *sr, pfi_point *pts, pfi_error *err)
+{
+    g->nrows = n;
+    g->name = pfi_table_text(t, (size_t)c->g, r0);
+    g->gpu_model = pfi_table_text(t, (size_t)c->m, r0);
+    g->arch = text_or_empty(t, c->arch, r0);
+    g->task = text_or_empty(t, c->task, r0);
+    g->model = text_or_empty(t, c->model, r0);
+    g->split = text_or_empty(t, c->split, r0);
+    g->gpus = (int)pfi_table_num(t, (size_t)c->gpus, r0);
+    for (size_t k = 0; k < n; k++) {
+        size_t r = g->rows[k];
+        sr[k].cap = pfi_table_num(t, (size_t)c->cap, r);
+        sr[k].row = r;
+        if ((int)pfi_table_num(t, (size_t)c->gpus, r) != g->gpus) {
+            const char *f1, *f2;
+            uint64_t l1, l2;
+            pfi_table_row_origin(t, r0, &f1, &l1);
+            pfi_table_row_origin(t, r, &f2, &l2);
+            return pfi_errorf(err, PFI_EINVAL,
+                              "%s:%llu: column 'gpus': group '%s' (%s) has %g GPUs here but %d "
+                              "at %s:%llu",
+                              f2, (unsigned long long)l2, g->name, g->gpu_model,
+                              pfi_table_num(t, (size_t)c->gpus, r), g->gpus, f1,
+                              (unsigned long long)l1);
+        }
+    }
+    qsort(sr, n, sizeof *sr, cmp_row);
+    size_t np = 0;
+    for (size_t k = 0; k < n;) {
+        size_t m = k;
+        while (m < n && sr[m].cap == sr[k].cap) m++;
+        cap_point(t, c, sr, k, m, &pts[np++]);
+        if (m == n) g->n_uncapped_rows = m - k;
+        k = m;
+    }
+    for (size_t k = 0; k < n; k++) g->rows[k] = sr[k].row;
+    return pfi_curve_init(&g->curve, pts, np, err);
+}
+
+/* each group's rows and curve; sr and pts grow to the largest group */
+static pfi_status fill_groups(const pfi_table *t, const cols *c, pfi_groups *out,
+                              const size_t *first, const size_t *count, pfi_error *err)
+{
+    sort_row *sr = NULL;
+    pfi_point *pts = NULL;
+    size_t scap = 0;
+    pfi_status st = PFI_OK;
+    for (size_t gi = 0; gi < out->n && st == PFI_OK; gi++) {
+        size_t n = count[gi];
+        if (n > scap) {
+            free(sr);
+            free(pts);
+            sr = malloc(n * sizeof *sr);
+            pts = malloc(n * sizeof *pts);
+            scap = n;
+            if (!sr || !pts) {
+                st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        st = fill_group(t, c, &out->g[gi], n, first[gi], sr, pts, err);
+    }
+    free(sr);
+    free(pts);
+    return st;
+}
+
 pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err)
 {
     memset(out, 0, sizeof *out);
-    long cg = col_req(t, "group", err), cm = col_req(t, "gpu_model", err);
-    long cgpus = col_req(t, "gpus", err), ccap = col_req(t, "cap_w", err);
-    long ctok = col_req(t, "tokens_per_s", err), cpow = col_req(t, "power_w", err);
-    if (cg < 0 || cm < 0 || cgpus < 0 || ccap < 0 || ctok < 0 || cpow < 0)
+    cols c = {.g = col_req(t, "group", err),
+              .m = col_req(t, "gpu_model", err),
+              .gpus = col_req(t, "gpus", err),
+              .cap = col_req(t, "cap_w", err),
+              .tok = col_req(t, "tokens_per_s", err),
+              .pow = col_req(t, "power_w", err)};
+    if (c.g < 0 || c.m < 0 || c.gpus < 0 || c.cap < 0 || c.tok < 0 || c.pow < 0)
         return err ? err->code : PFI_EINVAL;
-    if (pfi_table_coltype(t, (size_t)cg) != PFI_COL_TEXT ||
-        pfi_table_coltype(t, (size_t)cm) != PFI_COL_TEXT)
+    if (pfi_table_coltype(t, (size_t)c.g) != PFI_COL_TEXT ||
+        pfi_table_coltype(t, (size_t)c.m) != PFI_COL_TEXT)
         return pfi_errorf(err, PFI_EINVAL, "columns group and gpu_model must be text");
-    long ctsem = pfi_table_col(t, "tokens_per_s_sem"), cpsem = pfi_table_col(t, "power_w_sem");
+    c.tsem = pfi_table_col(t, "tokens_per_s_sem");
+    c.psem = pfi_table_col(t, "power_w_sem");
+    c.arch = pfi_table_col(t, "arch");
+    c.task = pfi_table_col(t, "task");
+    c.model = pfi_table_col(t, "model");
+    c.split = pfi_table_col(t, "split");
     size_t nr = pfi_table_nrows(t);
     if (nr == 0) return pfi_errorf(err, PFI_EINVAL, "sweep table has no rows");
 
-    /* hash (model id, group id) -> group index */
     size_t nslots = 64;
     while (nslots < 2 * nr) nslots *= 2;
     long *slots = malloc(nslots * sizeof *slots);
@@ -71,22 +227,7 @@ pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err)
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory grouping %zu rows", nr);
         goto done;
     }
-    for (size_t i = 0; i < nslots; i++) slots[i] = -1;
-    size_t ng = 0;
-    for (size_t r = 0; r < nr; r++) {
-        uint64_t key = ((uint64_t)pfi_table_text_id(t, (size_t)cm, r) << 32) |
-                       pfi_table_text_id(t, (size_t)cg, r);
-        size_t j = pfi_mix64(key) & (nslots - 1);
-        while (slots[j] >= 0 && keys[slots[j]] != key) j = (j + 1) & (nslots - 1);
-        if (slots[j] < 0) {
-            slots[j] = (long)ng;
-            keys[ng] = key;
-            first[ng] = r;
-            ng++;
-        }
-        gid[r] = (size_t)slots[j];
-        count[gid[r]]++;
-    }
+    size_t ng = assign_groups(t, &c, nr, nslots, slots, keys, gid, first, count);
     out->g = calloc(ng, sizeof *out->g);
     out->row_storage = malloc(nr * sizeof *out->row_storage);
     if (!out->g || !out->row_storage) {
@@ -100,112 +241,9 @@ pfi_status pfi_groups_build(const pfi_table *t, pfi_groups *out, pfi_error *err)
         off += count[g];
         count[g] = 0;
     }
-    for (size_t r = 0; r < nr; r++) {
-        pfi_group *g = &out->g[gid[r]];
-        g->rows[count[gid[r]]++] = r;
-    }
+    for (size_t r = 0; r < nr; r++) out->g[gid[r]].rows[count[gid[r]]++] = r;
     out->n = ng;
-    long carch = pfi_table_col(t, "arch"), ctask = pfi_table_col(t, "task");
-    long cmodel = pfi_table_col(t, "model"), csplit = pfi_table_col(t, "split");
-    sort_row *sr = NULL;
-    pfi_point *pts = NULL;
-    size_t scap = 0;
-    for (size_t gi = 0; gi < ng && st == PFI_OK; gi++) {
-        pfi_group *g = &out->g[gi];
-        size_t n = count[gi];
-        g->nrows = n;
-        size_t r0 = first[gi];
-        g->name = pfi_table_text(t, (size_t)cg, r0);
-        g->gpu_model = pfi_table_text(t, (size_t)cm, r0);
-#define TXT(c)                                                                                     \
-    ((c) >= 0 && pfi_table_coltype(t, (size_t)(c)) == PFI_COL_TEXT                                 \
-         ? pfi_table_text(t, (size_t)(c), r0)                                                      \
-         : "")
-        g->arch = TXT(carch);
-        g->task = TXT(ctask);
-        g->model = TXT(cmodel);
-        g->split = TXT(csplit);
-#undef TXT
-        g->gpus = (int)pfi_table_num(t, (size_t)cgpus, r0);
-        if (n > scap) {
-            free(sr);
-            free(pts);
-            sr = malloc(n * sizeof *sr);
-            pts = malloc(n * sizeof *pts);
-            scap = n;
-            if (!sr || !pts) {
-                st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-                break;
-            }
-        }
-        for (size_t k = 0; k < n; k++) {
-            size_t r = g->rows[k];
-            sr[k].cap = pfi_table_num(t, (size_t)ccap, r);
-            sr[k].row = r;
-            if ((int)pfi_table_num(t, (size_t)cgpus, r) != g->gpus) {
-                const char *f1, *f2;
-                uint64_t l1, l2;
-                pfi_table_row_origin(t, r0, &f1, &l1);
-                pfi_table_row_origin(t, r, &f2, &l2);
-                st = pfi_errorf(err, PFI_EINVAL,
-                                "%s:%llu: column 'gpus': group '%s' (%s) has %g GPUs here but %d "
-                                "at %s:%llu",
-                                f2, (unsigned long long)l2, g->name, g->gpu_model,
-                                pfi_table_num(t, (size_t)cgpus, r), g->gpus, f1,
-                                (unsigned long long)l1);
-                break;
-            }
-        }
-        if (st) break;
-        qsort(sr, n, sizeof *sr, cmp_row);
-        size_t np = 0;
-        for (size_t k = 0; k < n;) {
-            size_t m = k;
-            while (m < n && sr[m].cap == sr[k].cap) m++;
-            size_t rep = m - k;
-            double sp = 0, stok = 0, vsp = 0, vst = 0;
-            int have_psem = 1, have_tsem = 1;
-            for (size_t q = k; q < m; q++) {
-                size_t r = sr[q].row;
-                sp += pfi_table_num(t, (size_t)cpow, r);
-                stok += pfi_table_num(t, (size_t)ctok, r);
-                double a = cpsem >= 0 ? pfi_table_num(t, (size_t)cpsem, r) : NAN;
-                double b = ctsem >= 0 ? pfi_table_num(t, (size_t)ctsem, r) : NAN;
-                if (isnan(a)) have_psem = 0;
-                else vsp += a * a;
-                if (isnan(b)) have_tsem = 0;
-                else vst += b * b;
-            }
-            pfi_point *p = &pts[np++];
-            p->cap_w = sr[k].cap;
-            p->power_w = sp / (double)rep;
-            p->tokens_per_s = stok / (double)rep;
-            p->repeats = (int)rep;
-            p->power_w_sem = have_psem ? sqrt(vsp) / (double)rep : NAN;
-            p->tokens_per_s_sem = have_tsem ? sqrt(vst) / (double)rep : NAN;
-            if (rep >= 2) {
-                double dp = 0, dt = 0;
-                for (size_t q = k; q < m; q++) {
-                    size_t r = sr[q].row;
-                    double a = pfi_table_num(t, (size_t)cpow, r) - p->power_w;
-                    double b = pfi_table_num(t, (size_t)ctok, r) - p->tokens_per_s;
-                    dp += a * a;
-                    dt += b * b;
-                }
-                double bp = sqrt(dp / (double)(rep - 1) / (double)rep);
-                double bt = sqrt(dt / (double)(rep - 1) / (double)rep);
-                if (isnan(p->power_w_sem) || bp > p->power_w_sem) p->power_w_sem = bp;
-                if (isnan(p->tokens_per_s_sem) || bt > p->tokens_per_s_sem)
-                    p->tokens_per_s_sem = bt;
-            }
-            if (m == n) g->n_uncapped_rows = rep;
-            k = m;
-        }
-        for (size_t k = 0; k < n; k++) g->rows[k] = sr[k].row;
-        st = pfi_curve_init(&g->curve, pts, np, err);
-    }
-    free(sr);
-    free(pts);
+    st = fill_groups(t, &c, out, first, count, err);
 done:
     free(slots);
     free(gid);
