@@ -123,7 +123,7 @@ int pfi_iso8601_duration(const char *s, double *seconds)
 static int id_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 63) return 0;
+    if (n == 0 || n > PFI_EVENT_ID_MAX) return 0;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-') return 0;
     return 1;
@@ -149,7 +149,7 @@ static pfi_status id_field(const pfi_jkey *k, json_t *v, const char *name, void 
     (void)ud;
     if (!json_is_string(v) || !id_ok(json_string_value(v)))
         return pfi_errorf(err, PFI_EINVAL,
-                          "%s: expected 1..63 characters of letters, digits, '.', '_', '-'", name);
+                          "%s: expected 1..140 characters of letters, digits, '.', '_', '-'", name);
     snprintf(k->dst, k->size, "%s", json_string_value(v));
     return PFI_OK;
 }
@@ -194,10 +194,13 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400,
          .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
+        {"priority", PFI_J_INTEGER, 0, &ev->priority, sizeof ev->priority, .lo = 0, .hi = 1e9,
+         .expect = "expected an integer 0..1000000000", .code = PFI_ERANGE,
+         .seen = &ev->has_priority},
     };
     pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | open_ended, "
                                       "reduction_pct | target_kw | "
-                                      "level, ramp_s, ramp_down_s, dry_run)"};
+                                      "level, ramp_s, ramp_down_s, dry_run, priority)"};
     pfi_status st = json_is_object(o)
                         ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
                         : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
@@ -352,6 +355,7 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
     if (!isnan(ev->ramp_s)) json_object_set_new(o, "ramp_s", json_real(ev->ramp_s));
     if (!isnan(ev->ramp_down_s)) json_object_set_new(o, "ramp_down_s", json_real(ev->ramp_down_s));
     if (ev->dry_run) json_object_set_new(o, "dry_run", json_true());
+    if (ev->has_priority) json_object_set_new(o, "priority", json_integer(ev->priority));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -361,7 +365,7 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
 {
     if (!id_ok(ev->id))
         return pfi_errorf(err, PFI_EINVAL,
-                          "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
+                          "id: expected 1..140 characters of letters, digits, '.', '_', '-'");
     /* RFC 3339 as parsed: years 1970..9999 (and a day of offset either side) */
     if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0)
         return pfi_errorf(err, PFI_ERANGE, "start: not a time from 1970 to 9999");
@@ -390,6 +394,8 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
         return pfi_errorf(err, PFI_EINVAL,
                           "give exactly one of reduction_pct, target_kw and level");
     }
+    if (ev->has_priority && !(ev->priority >= 0 && ev->priority <= 1000000000))
+        return pfi_errorf(err, PFI_ERANGE, "priority: expected an integer 0..1000000000");
     if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400))
         return pfi_errorf(err, PFI_ERANGE, "ramp_s: expected 0..86400 seconds");
     if (!isnan(ev->ramp_down_s) && !(ev->ramp_down_s >= 0 && ev->ramp_down_s <= 86400))

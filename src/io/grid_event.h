@@ -7,8 +7,10 @@
  *   ... or "level": 2                                a grid level 0..3 -> a cut
  *   optional: "ramp_s", "ramp_down_s" (override the configuration), "dry_run"
  * Exactly one of reduction_pct, target_kw, level. start is RFC 3339 (Z or
- * +hh:mm offset, optional fraction); id is 1..63 characters of [A-Za-z0-9._-]
- * (generated when absent).
+ * +hh:mm offset, optional fraction); id is 1..140 characters of [A-Za-z0-9._-]
+ * (generated when absent): OpenADR ids are up to 128, and an event of
+ * several intervals is stored as ID.0, ID.1, ... (openadr.h). Optional
+ * "priority": an integer >= 0, lower is more important (OpenADR's).
  *
  * Bounds (both formats; what passes can be stored and formatted back):
  * duration_s 1 s .. 7 days, unless "open_ended": true — the event runs until
@@ -37,11 +39,12 @@ extern "C" {
 #define PFI_EVENT_MAX_DURATION_S (7 * 86400.0)      /* a bounded event */
 #define PFI_EVENT_MAX_OPEN_ENDED_S (3650 * 86400.0) /* a cancelled open-ended one */
 #define PFI_EVENT_MAX_TARGET_KW 1e6
+#define PFI_EVENT_ID_MAX 140 /* characters; OpenADR's 128 and a step suffix */
 
 typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEVEL } pfi_event_kind;
 
 typedef struct pfi_grid_event {
-    char id[64];
+    char id[PFI_EVENT_ID_MAX + 1];
     double start;      /* Unix seconds */
     double duration_s; /* 0 while an open-ended event runs */
     int open_ended;    /* ends when cancelled (then duration_s is set) */
@@ -51,7 +54,8 @@ typedef struct pfi_grid_event {
     int level;                  /* PFI_EV_LEVEL */
     double ramp_s, ramp_down_s; /* NaN: the configuration's */
     int dry_run;
-    char source[16]; /* "api", "schedule", "openadr" */
+    int has_priority, priority; /* lower priority = more important; none: least */
+    char source[16];            /* "api", "schedule", "openadr" */
 } pfi_grid_event;
 
 /* RFC 3339 -> Unix seconds; -1 if malformed. */

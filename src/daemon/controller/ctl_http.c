@@ -249,7 +249,7 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
     } else if (!strncmp(u, "/v1/events/", 11)) {
-        char id[80];
+        char id[PFI_EVENT_ID_MAX + 32];
         snprintf(id, sizeof id, "%s", u + 11);
         int report = 0;
         char *sl = strchr(id, '/');
