@@ -37,6 +37,16 @@ static pfi_status reject(pfi_oadr_event *ev, pfi_oadr_reason r, pfi_error *err, 
     return PFI_EINVAL;
 }
 
+/* a rejection whose message err already holds (from the key reader) */
+static pfi_status keep(pfi_oadr_event *ev, pfi_oadr_reason r, pfi_error *err)
+{
+    ev->reason = r;
+    if (err)
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return PFI_EINVAL;
+}
+
 static pfi_status grab(const pfi_jkey *k, json_t *v, const char *name, void *ud, pfi_error *err)
 {
     (void)name, (void)ud, (void)err;
@@ -263,8 +273,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     pfi_jopts jo = {.unknown = PFI_J_UNKNOWN_IGNORE};
     if (!json_is_object(e))
         return reject(ev, PFI_OADR_R_MALFORMED, err, "object: expected an EVENT object");
-    if (PFI_JSON_OBJ_READ(e, keys, &jo, err))
-        return reject(ev, PFI_OADR_R_MALFORMED, err, "%s", err ? err->msg : "");
+    if (PFI_JSON_OBJ_READ(e, keys, &jo, err)) return keep(ev, PFI_OADR_R_MALFORMED, err);
     if (!json_is_string(id) || !oadr_id_ok(json_string_value(id)))
         return reject(ev, PFI_OADR_R_MALFORMED, err,
                       "id: expected 1..128 letters, digits, '_', '-' (an OpenADR objectID)");
@@ -290,8 +299,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
                       "duration: an event-level duration (repeating the intervals) is not "
                       "supported");
     period ep;
-    if (period_read(ip, "intervalPeriod", &ep, err))
-        return reject(ev, PFI_OADR_R_MALFORMED, err, "%s", err ? err->msg : "");
+    if (period_read(ip, "intervalPeriod", &ep, err)) return keep(ev, PFI_OADR_R_MALFORMED, err);
     if (!json_is_array(iv) || json_array_size(iv) == 0)
         return reject(ev, PFI_OADR_R_INTERVALS, err, "intervals: expected a non-empty array");
     double t = NAN, d0 = NAN;
@@ -315,7 +323,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
             return reject(ev, PFI_OADR_R_MALFORMED, err, "intervals[%zu]: expected an object", i);
         period p;
         if (period_read(json_object_get(x, "intervalPeriod"), name, &p, err))
-            return reject(ev, PFI_OADR_R_MALFORMED, err, "%s", err ? err->msg : "");
+            return keep(ev, PFI_OADR_R_MALFORMED, err);
         double st = t, d = d0;
         int open = open0;
         if (p.start && start_read(json_string_value(p.start), o->now, &st))
