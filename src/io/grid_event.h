@@ -16,17 +16,10 @@
  * duration_s 1 s .. 7 days, unless "open_ended": true — the event runs until
  * it is cancelled (no duration_s), or, as a cancelled one is stored, ended
  * after duration_s (1 s .. 10 years); target_kw finite, in (0, 1e6) kW;
- * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s. OpenADR's P9999Y
- * ("until cancelled") is not read: durations are at most P7D.
+ * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s.
  *
- * OpenADR 3 (the webhook and the poller): a notification {"objectType":
- * "EVENT", "operation": "POST"|"PUT"|"DELETE", "object": EVENT} or a bare
- * EVENT {"id", "intervalPeriod": {"start", "duration": ISO 8601 e.g. "PT1H"},
- * "intervals": [{"intervalPeriod"?, "payloads": [{"type", "values": [...]}]}]}.
- * Mapped: IMPORT_CAPACITY_LIMIT (a site limit in kW) -> target_kw = limit -
- * the configured non-GPU offset; SIMPLE (levels 0..3) -> level. The first
- * interval that carries one of them is used; other payload types are
- * ignored. Errors name the field. */
+ * OpenADR 3.0.1 and 3.1 events are read by openadr.h into one of these per
+ * interval (a step); P9999Y there is "open_ended". Errors name the field. */
 #ifndef PFI_GRID_EVENT_H
 #define PFI_GRID_EVENT_H
 
@@ -65,9 +58,6 @@ void pfi_rfc3339_format(double t, char *buf, size_t n);
 int pfi_iso8601_duration(const char *s, double *seconds);
 
 pfi_status pfi_grid_event_parse(const char *json, size_t len, pfi_grid_event *ev, pfi_error *err);
-/* OpenADR 3: *is_delete = 1 for a DELETE notification (only ev->id is set). */
-pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw,
-                                   pfi_grid_event *ev, int *is_delete, pfi_error *err);
 /* The canonical JSON of an event (malloc'd; NULL if it cannot be written). */
 char *pfi_grid_event_format(const pfi_grid_event *ev);
 /* Every bound above; a one-line error naming the field. The parsers end
