@@ -6,7 +6,8 @@
 # 8 kW as two steps, minus the non-GPU offset); an UPDATE with a newer
 # modificationDateTime changes a scheduled step's target and an active
 # event's level at once; the older version afterwards and a unit KVA are
-# refused once each, counted in pfi_ctl_openadr_rejected_total{reason}.
+# refused once each, counted in pfi_ctl_openadr_rejected_total{reason};
+# of two overlapping events the one of higher priority sets the budget.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -20,7 +21,7 @@ start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=4,job
   --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 1 --log "$T/a.log"
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5, "baseline_window_s": 20,
- "lease_s": 30, "tiers": {"j1": 3}, "non_gpu_offset_kw": 4, "openadr": {"version": "3.1", "ven_name": "ven-a"},
+ "lease_s": 30, "tiers": {"j1": 3}, "non_gpu_offset_kw": 4, "ramp_s": 0, "ramp_down_s": 0, "openadr": {"version": "3.1", "ven_name": "ven-a"},
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$(cat "$T/a.port")", "token_file": "$T/atok"}]}
 EOF
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
@@ -76,6 +77,19 @@ ev now-forever; contains "$T/ev" '"level":2'; contains "$T/ev" '"status":"active
 sed 's/"UPDATE"/"DELETE"/' "$T/upd-n.json" >"$T/del.json"
 req POST /openadr3/events "$T/del.json"; expect_code 200 "DELETE"
 wait_for 30 "now-forever to be cancelled" 'ev_is now-forever cancelled'
+
+# ---- overlapping events: the higher priority wins, even with a higher target ----
+now_icl() { # ID LIMIT_KW PRIORITY
+  printf '{"id":"%s","objectType":"EVENT","modificationDateTime":"2026-01-01T00:00:00Z","priority":%s,"intervalPeriod":{"start":"0001-01-01","duration":"P9999Y"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[%s]}]}]}' "$1" "$3" "$2" >"$T/$1.json"
+  req POST /openadr3/events "$T/$1.json"; expect_code 200 "event $1"
+}
+now_icl hi 6 0  # 2 kW GPU target, priority 0
+now_icl lo 5 3  # 1 kW, priority 3
+wait_for 30 "both to start" 'ev_is hi active && ev_is lo active'
+wait_for 30 "the budget of the priority-0 event" '[ "$(metric "$URL" pfi_ctl_target_watts)" = 2000 ]'
+sed 's/"priority":0/"priority":5/; s/2026-01-01T00:00:00Z/2026-01-02T00:00:00Z/' "$T/hi.json" >"$T/hi2.json"
+req POST /openadr3/events "$T/hi2.json"; expect_code 200 "hi demoted"
+wait_for 30 "the budget of the priority-3 event" '[ "$(metric "$URL" pfi_ctl_target_watts)" = 1000 ]'
 
 # ---- refused once per version, counted by reason ----
 req POST /openadr3/events "$FIX/bad_unit_kva.json"; expect_code 400 "unit KVA"
