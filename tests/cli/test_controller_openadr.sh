@@ -103,4 +103,13 @@ sed 's/"cap-1"/"cap-other"/; s/"ven-a"/"ven-z"/; s/"site-7"/"site-z"/' "$FIX/n31
 req POST /openadr3/events "$T/other.json"; expect_code 200 "not targeted"
 contains "$T/body" '"reason":"targets"'
 req GET /v1/events/cap-other.0; expect_code 404 "untargeted event listed"
+# for us, then a newer version for another VEN: its steps are cancelled
+ahead n31_create_targeted.json
+sed 's/"cap-1"/"cap-t"/' "$T/n31_create_targeted.json" >"$T/t1.json"
+req POST /openadr3/events "$T/t1.json"; expect_code 200 "targeted"
+ev cap-t.0; contains "$T/ev" '"status":"scheduled"'
+sed 's/"ven-a"/"ven-z"/; s/"site-7"/"site-z"/; s/2023-02-01T10:00:00.000Z/2023-02-01T12:00:00.000Z/' "$T/t1.json" >"$T/t2.json"
+req POST /openadr3/events "$T/t2.json"; expect_code 200 "retargeted away"
+ev cap-t.0; contains "$T/ev" '"status":"cancelled"'
+ev cap-t.1; contains "$T/ev" '"status":"cancelled"'
 done_ok

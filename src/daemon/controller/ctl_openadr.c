@@ -153,7 +153,7 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
     pfi_status st = pfi_oadr_parse(json, len, &o, ev, &pe);
     int report = 1, code = 200;
     pfi_oadr_verdict v = PFI_OADR_NEW;
-    if (ev->id[0])
+    if (ev->id[0] && !(!st && ev->op == PFI_OADR_OP_READ)) /* a READ is no version */
         v = pfi_oadr_book_note(&c->oadr_book, ev->id, ev->modified,
                                !st && ev->op == PFI_OADR_OP_DELETE, &report);
     if (st) {
@@ -175,7 +175,8 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
         ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
         *out = answer(ev->id, "deleted", NULL);
         json_object_set_new(*out, "status", json_string("cancelled"));
-    } else if (!ev->targeted) {
+    } else if (!ev->targeted) { /* an earlier version may have been for us */
+        cancel_steps(c, ev->id, NULL);
         rejected(c, PFI_OADR_R_TARGETS, ev->id, via,
                  "its targets name neither this VEN (ven_name) nor its resources");
         *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_TARGETS));
