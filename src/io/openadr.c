@@ -315,6 +315,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     size_t i;
     json_t *x;
     int after_open = 0;
+    size_t zero = 0; /* intervals of duration PT0S */
     json_array_foreach(iv, i, x)
     {
         char name[48];
@@ -341,6 +342,11 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
                           "intervals[%zu]: follows an interval of P9999Y (until cancelled)", i);
         if (!open && isnan(d))
             return reject(ev, PFI_OADR_R_DURATION, err, "intervalPeriod.duration: missing");
+        if (!open && d == 0) { /* PT0S: a window of no duration (the User Guide's cancel) */
+            zero++;
+            t = st;
+            continue;
+        }
         if (!open && !(d >= 1 && d <= PFI_EVENT_MAX_DURATION_S))
             return reject(ev, PFI_OADR_R_DURATION, err,
                           "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D; "
@@ -369,6 +375,11 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
                           PFI_OADR_MAX_STEPS);
         ev->step[ev->nsteps++] = s;
     }
+    if (!ev->nsteps && zero == json_array_size(iv)) {
+        ev->op = PFI_OADR_OP_DELETE; /* every interval PT0S: the event is cancelled */
+        return PFI_OK;
+    }
+    if (zero) note_add(ev, "%zu intervals of duration PT0S skipped", zero);
     if (!ev->nsteps)
         return reject(ev, PFI_OADR_R_PAYLOAD, err,
                       "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");

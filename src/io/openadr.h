@@ -16,7 +16,10 @@
  * event's start + the durations of the intervals before it; it lasts the
  * interval's own duration, else the event's. Start "0001-01-01" or
  * "0001-01-01T00:00:00" is opts->now; duration "P9999Y" is until cancelled
- * (only for the last step); any other duration must be 1 s .. 7 days.
+ * (only for the last step); PT0S is a window of no duration: such an
+ * interval is skipped, and an event whose every interval is PT0S (the User
+ * Guide's way to cancel an event) reads as a DELETE; any other duration
+ * must be 1 s .. 7 days.
  * Step ids: the event's id for one step, ID.0, ID.1, ... for several
  * (OpenADR ids cannot contain '.'). Units from payloadDescriptors: KW
  * (also when missing or null), W and MW; any other unit rejects the event.

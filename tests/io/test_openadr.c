@@ -208,6 +208,14 @@ static void operations(void **s)
     assert_string_equal(ev.id, "cap-1");
     ok("n31_read_capacity_limit.json", &o);
     assert_int_equal(ev.op, PFI_OADR_OP_READ);
+    /* start 0001-01-01 and PT0S: the User Guide's way to cancel an event */
+    const char *gone =
+        "{\"id\":\"simple-1\",\"modificationDateTime\":\"2025-03-03T00:00:00Z\","
+        "\"intervalPeriod\":{\"start\":\"0001-01-01\",\"duration\":\"PT0S\"},"
+        "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}";
+    assert_int_equal(pfi_oadr_parse(gone, strlen(gone), &o, &ev, NULL), PFI_OK);
+    assert_int_equal(ev.op, PFI_OADR_OP_DELETE);
+    assert_int_equal(ev.nsteps, 0);
     const char *del301 = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":"
                          "\"adr-1\"}}";
     assert_int_equal(pfi_oadr_parse(del301, strlen(del301), &o, &ev, NULL), PFI_OK);
