@@ -12,9 +12,9 @@
  * Output: the event's id, version (modificationDateTime), priority and its
  * steps — one pfi_grid_event per interval carrying IMPORT_CAPACITY_LIMIT
  * (target_kw = limit in kW - non_gpu_offset_kw) or SIMPLE (level 0..3).
- * Step k starts at the interval's own intervalPeriod.start, else at the
- * event's start + the durations of the intervals before it; it lasts the
- * interval's own duration, else the event's. Start "0001-01-01" or
+ * Step k starts at the interval's own intervalPeriod.start, else where
+ * the interval before it ended (the first at the event's start); it lasts
+ * the interval's own duration, else the event's. Start "0001-01-01" or
  * "0001-01-01T00:00:00" is opts->now; duration "P9999Y" is until cancelled
  * (only for the last step); PT0S is a window of no duration: such an
  * interval is skipped, and an event whose every interval is PT0S (the User
