@@ -123,7 +123,7 @@ int pfi_iso8601_duration(const char *s, double *seconds)
 static int id_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 63) return 0;
+    if (n == 0 || n > PFI_EVENT_ID_MAX) return 0;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-') return 0;
     return 1;
@@ -149,7 +149,7 @@ static pfi_status id_field(const pfi_jkey *k, json_t *v, const char *name, void 
     (void)ud;
     if (!json_is_string(v) || !id_ok(json_string_value(v)))
         return pfi_errorf(err, PFI_EINVAL,
-                          "%s: expected 1..63 characters of letters, digits, '.', '_', '-'", name);
+                          "%s: expected 1..140 characters of letters, digits, '.', '_', '-'", name);
     snprintf(k->dst, k->size, "%s", json_string_value(v));
     return PFI_OK;
 }
@@ -209,11 +209,14 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400,
          .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
+        {"priority", PFI_J_INTEGER, 0, &ev->priority, sizeof ev->priority, .lo = 0, .hi = 1e9,
+         .expect = "expected an integer 0..1000000000", .code = PFI_ERANGE,
+         .seen = &ev->has_priority},
     };
     pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | duration | "
                                       "open_ended, "
                                       "reduction_pct | target_kw | "
-                                      "level, ramp_s, ramp_down_s, dry_run)"};
+                                      "level, ramp_s, ramp_down_s, dry_run, priority)"};
     pfi_status st = json_is_object(o)
                         ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
                         : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
@@ -230,126 +233,6 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
     if (!st && !ev->id[0]) gen_id(ev);
     if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(o);
-    return one_line(st, err);
-}
-
-pfi_status pfi_openadr_event_parse(const char *text, size_t len, double offset_kw,
-                                   pfi_grid_event *ev, int *is_delete, pfi_error *err)
-{
-    memset(ev, 0, sizeof *ev);
-    ev->ramp_s = ev->ramp_down_s = NAN;
-    snprintf(ev->source, sizeof ev->source, "openadr");
-    *is_delete = 0;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root)
-        return one_line(pfi_errorf(err, PFI_EPARSE, "OpenADR: line %d column %d: %s", je.line,
-                                   je.column, je.text),
-                        err);
-    pfi_status st = PFI_OK;
-    json_t *e = root;
-    if (!json_is_object(root)) st = pfi_errorf(err, PFI_EINVAL, "OpenADR: expected a JSON object");
-    else if (json_object_get(root, "objectType")) {
-        const char *ot = json_string_value(json_object_get(root, "objectType"));
-        const char *op = json_string_value(json_object_get(root, "operation"));
-        e = json_object_get(root, "object");
-        if (!ot || strcmp(ot, "EVENT"))
-            st = pfi_errorf(err, PFI_EINVAL, "objectType: only EVENT notifications are handled");
-        else if (!op || (strcmp(op, "POST") && strcmp(op, "PUT") && strcmp(op, "DELETE")))
-            st = pfi_errorf(err, PFI_EINVAL, "operation: expected POST, PUT or DELETE");
-        else if (!json_is_object(e))
-            st = pfi_errorf(err, PFI_EINVAL, "object: expected the EVENT object");
-        else if (!strcmp(op, "DELETE")) *is_delete = 1;
-    }
-    const char *id = st ? NULL : json_string_value(json_object_get(e, "id"));
-    if (!st && (!id || !id_ok(id)))
-        st = pfi_errorf(err, PFI_EINVAL,
-                        "object.id: expected an id of letters, digits, '.', '_', '-'");
-    if (!st) snprintf(ev->id, sizeof ev->id, "%s", id);
-    if (st || *is_delete) {
-        json_decref(root);
-        return one_line(st, err);
-    }
-    json_t *ip = json_object_get(e, "intervalPeriod"), *iv = json_object_get(e, "intervals");
-    const char *start = json_string_value(json_object_get(ip, "start")),
-               *dur = json_string_value(json_object_get(ip, "duration"));
-    if (!json_is_array(iv) || json_array_size(iv) == 0)
-        st = pfi_errorf(err, PFI_EINVAL, "intervals: expected a non-empty array");
-    size_t i;
-    json_t *x;
-    int found = 0;
-    if (!st) json_array_foreach(iv, i, x)
-        {
-            json_t *ipi = json_object_get(x, "intervalPeriod");
-            const char *s2 = json_string_value(json_object_get(ipi, "start")),
-                       *d2 = json_string_value(json_object_get(ipi, "duration"));
-            if (s2) start = s2;
-            if (d2) dur = d2;
-            size_t k;
-            json_t *pl;
-            json_array_foreach(json_object_get(x, "payloads"), k, pl)
-            {
-                const char *type = json_string_value(json_object_get(pl, "type"));
-                json_t *val = json_array_get(json_object_get(pl, "values"), 0);
-                if (!type || !val) continue;
-                if (!strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
-                    if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
-                        !(json_number_value(val) > 0)) {
-                        st = pfi_errorf(err, PFI_EINVAL,
-                                        "intervals[%zu].payloads[%zu].values[0]: "
-                                        "IMPORT_CAPACITY_LIMIT must be a positive kW",
-                                        i, k);
-                        break;
-                    }
-                    ev->kind = PFI_EV_TARGET_KW;
-                    ev->target_kw = json_number_value(val) - offset_kw;
-                    if (!(ev->target_kw > 0)) {
-                        st = pfi_errorf(
-                            err, PFI_ERANGE,
-                            "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW "
-                            "is below the non-GPU offset %g kW",
-                            i, k, json_number_value(val), offset_kw);
-                        break;
-                    }
-                    if (!(ev->target_kw < PFI_EVENT_MAX_TARGET_KW)) {
-                        st = pfi_errorf(
-                            err, PFI_ERANGE,
-                            "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT %g kW: "
-                            "a GPU target of 1e6 kW or more",
-                            i, k, json_number_value(val));
-                        break;
-                    }
-                    found = 1;
-                } else if (!strcmp(type, "SIMPLE")) {
-                    if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-                        json_integer_value(val) > 3) {
-                        st = pfi_errorf(
-                            err, PFI_EINVAL,
-                            "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be 0..3", i,
-                            k);
-                        break;
-                    }
-                    ev->kind = PFI_EV_LEVEL;
-                    ev->level = (int)json_integer_value(val);
-                    found = 1;
-                }
-                if (found) break;
-            }
-            if (found || st) break;
-        }
-    if (!st && !found)
-        st = pfi_errorf(err, PFI_EINVAL, "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
-    if (!st && (!start || pfi_rfc3339_parse(start, &ev->start)))
-        st = pfi_errorf(err, PFI_EINVAL, "intervalPeriod.start: expected RFC 3339");
-    if (!st && (!dur || pfi_iso8601_duration(dur, &ev->duration_s)))
-        st = pfi_errorf(err, PFI_EINVAL,
-                        "intervalPeriod.duration: expected an ISO 8601 duration such as PT1H");
-    if (!st && !(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S))
-        st = pfi_errorf(err, PFI_ERANGE,
-                        "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D)",
-                        dur);
-    if (!st) st = pfi_grid_event_check(ev, err);
-    json_decref(root);
     return one_line(st, err);
 }
 
@@ -371,6 +254,7 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
     if (!isnan(ev->ramp_s)) json_object_set_new(o, "ramp_s", json_real(ev->ramp_s));
     if (!isnan(ev->ramp_down_s)) json_object_set_new(o, "ramp_down_s", json_real(ev->ramp_down_s));
     if (ev->dry_run) json_object_set_new(o, "dry_run", json_true());
+    if (ev->has_priority) json_object_set_new(o, "priority", json_integer(ev->priority));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -380,7 +264,7 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
 {
     if (!id_ok(ev->id))
         return pfi_errorf(err, PFI_EINVAL,
-                          "id: expected 1..63 characters of letters, digits, '.', '_', '-'");
+                          "id: expected 1..140 characters of letters, digits, '.', '_', '-'");
     /* RFC 3339 as parsed: years 1970..9999 (and a day of offset either side) */
     if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0)
         return pfi_errorf(err, PFI_ERANGE, "start: not a time from 1970 to 9999");
@@ -409,6 +293,8 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
         return pfi_errorf(err, PFI_EINVAL,
                           "give exactly one of reduction_pct, target_kw and level");
     }
+    if (ev->has_priority && !(ev->priority >= 0 && ev->priority <= 1000000000))
+        return pfi_errorf(err, PFI_ERANGE, "priority: expected an integer 0..1000000000");
     if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400))
         return pfi_errorf(err, PFI_ERANGE, "ramp_s: expected 0..86400 seconds");
     if (!isnan(ev->ramp_down_s) && !(ev->ramp_down_s >= 0 && ev->ramp_down_s <= 86400))

@@ -8,24 +8,19 @@
  *   ... "duration": "PT1H" (ISO 8601) instead of duration_s (both: an error)
  *   optional: "ramp_s", "ramp_down_s" (override the configuration), "dry_run"
  * Exactly one of reduction_pct, target_kw, level. start is RFC 3339 (Z or
- * +hh:mm offset, optional fraction); id is 1..63 characters of [A-Za-z0-9._-]
- * (generated when absent).
+ * +hh:mm offset, optional fraction); id is 1..140 characters of [A-Za-z0-9._-]
+ * (generated when absent): OpenADR ids are up to 128, and an event of
+ * several intervals is stored as ID.0, ID.1, ... (openadr.h). Optional
+ * "priority": an integer >= 0, lower is more important (OpenADR's).
  *
  * Bounds (both formats; what passes can be stored and formatted back):
  * duration_s 1 s .. 7 days, unless "open_ended": true — the event runs until
  * it is cancelled (no duration_s), or, as a cancelled one is stored, ended
  * after duration_s (1 s .. 10 years); target_kw finite, in (0, 1e6) kW;
- * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s. OpenADR's P9999Y
- * ("until cancelled") is not read: durations are at most P7D.
+ * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s.
  *
- * OpenADR 3 (the webhook and the poller): a notification {"objectType":
- * "EVENT", "operation": "POST"|"PUT"|"DELETE", "object": EVENT} or a bare
- * EVENT {"id", "intervalPeriod": {"start", "duration": ISO 8601 e.g. "PT1H"},
- * "intervals": [{"intervalPeriod"?, "payloads": [{"type", "values": [...]}]}]}.
- * Mapped: IMPORT_CAPACITY_LIMIT (a site limit in kW) -> target_kw = limit -
- * the configured non-GPU offset; SIMPLE (levels 0..3) -> level. The first
- * interval that carries one of them is used; other payload types are
- * ignored. Errors name the field. */
+ * OpenADR 3.0.1 and 3.1 events are read by openadr.h into one of these per
+ * interval (a step); P9999Y there is "open_ended". Errors name the field. */
 #ifndef PFI_GRID_EVENT_H
 #define PFI_GRID_EVENT_H
 
@@ -38,11 +33,12 @@ extern "C" {
 #define PFI_EVENT_MAX_DURATION_S (7 * 86400.0)      /* a bounded event */
 #define PFI_EVENT_MAX_OPEN_ENDED_S (3650 * 86400.0) /* a cancelled open-ended one */
 #define PFI_EVENT_MAX_TARGET_KW 1e6
+#define PFI_EVENT_ID_MAX 140 /* characters; OpenADR's 128 and a step suffix */
 
 typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEVEL } pfi_event_kind;
 
 typedef struct pfi_grid_event {
-    char id[64];
+    char id[PFI_EVENT_ID_MAX + 1];
     double start;      /* Unix seconds */
     double duration_s; /* 0 while an open-ended event runs */
     int open_ended;    /* ends when cancelled (then duration_s is set) */
@@ -52,7 +48,8 @@ typedef struct pfi_grid_event {
     int level;                  /* PFI_EV_LEVEL */
     double ramp_s, ramp_down_s; /* NaN: the configuration's */
     int dry_run;
-    char source[16]; /* "api", "schedule", "openadr" */
+    int has_priority, priority; /* lower priority = more important; none: least */
+    char source[16];            /* "api", "schedule", "openadr" */
 } pfi_grid_event;
 
 /* RFC 3339 -> Unix seconds; -1 if malformed. */
@@ -62,9 +59,6 @@ void pfi_rfc3339_format(double t, char *buf, size_t n);
 int pfi_iso8601_duration(const char *s, double *seconds);
 
 pfi_status pfi_grid_event_parse(const char *json, size_t len, pfi_grid_event *ev, pfi_error *err);
-/* OpenADR 3: *is_delete = 1 for a DELETE notification (only ev->id is set). */
-pfi_status pfi_openadr_event_parse(const char *json, size_t len, double non_gpu_offset_kw,
-                                   pfi_grid_event *ev, int *is_delete, pfi_error *err);
 /* The canonical JSON of an event (malloc'd; NULL if it cannot be written). */
 char *pfi_grid_event_format(const pfi_grid_event *ev);
 /* Every bound above; a one-line error naming the field. The parsers end

@@ -9,7 +9,23 @@
 #include "../testutil.h"
 
 #include "grid_event.h"
+#include "openadr.h"
 #include "power_control.h"
+
+/* the controller's OpenADR model (openadr.h): the first step, or the id of a DELETE */
+static pfi_oadr_event adr_ev;
+static pfi_status adr_parse(const char *j, double offset_kw, pfi_grid_event *ev, int *del,
+                            pfi_error *e)
+{
+    pfi_oadr_opts o = {.now = 1.7e9, .non_gpu_offset_kw = offset_kw};
+    pfi_status st = pfi_oadr_parse(j, strlen(j), &o, &adr_ev, e);
+    if (st) return st;
+    *del = adr_ev.op == PFI_OADR_OP_DELETE;
+    memset(ev, 0, sizeof *ev);
+    if (*del || adr_ev.nsteps == 0) snprintf(ev->id, sizeof ev->id, "%s", adr_ev.id);
+    else *ev = adr_ev.step[0];
+    return PFI_OK;
+}
 
 static void budget_ramps(void **s)
 {
@@ -226,7 +242,7 @@ static void events(void **s)
         "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"PRICE\",\"values\":[0.3]},"
         "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[900]}]}]}}";
     int del;
-    assert_int_equal(pfi_openadr_event_parse(adr, strlen(adr), 150, &ev, &del, NULL), PFI_OK);
+    assert_int_equal(adr_parse(adr, 150, &ev, &del, NULL), PFI_OK);
     assert_false(del);
     assert_string_equal(ev.id, "adr-7");
     assert_int_equal(ev.kind, PFI_EV_TARGET_KW);
@@ -236,12 +252,12 @@ static void events(void **s)
     const char *simple = "{\"id\":\"adr-8\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\","
                          "\"duration\":\"PT30M\"},"
                          "\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[3]}]}]}";
-    assert_int_equal(pfi_openadr_event_parse(simple, strlen(simple), 0, &ev, &del, NULL), PFI_OK);
+    assert_int_equal(adr_parse(simple, 0, &ev, &del, NULL), PFI_OK);
     assert_int_equal(ev.kind, PFI_EV_LEVEL);
     assert_int_equal(ev.level, 3);
     const char *d =
         "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":\"adr-7\"}}";
-    assert_int_equal(pfi_openadr_event_parse(d, strlen(d), 0, &ev, &del, NULL), PFI_OK);
+    assert_int_equal(adr_parse(d, 0, &ev, &del, NULL), PFI_OK);
     assert_true(del);
     assert_string_equal(ev.id, "adr-7");
     static const char *const badadr[][2] = {
@@ -261,9 +277,7 @@ static void events(void **s)
          "SIMPLE level"}};
     for (size_t i = 0; i < sizeof badadr / sizeof *badadr; i++) {
         pfi_error e;
-        assert_int_not_equal(
-            pfi_openadr_event_parse(badadr[i][0], strlen(badadr[i][0]), 150, &ev, &del, &e),
-            PFI_OK);
+        assert_int_not_equal(adr_parse(badadr[i][0], 150, &ev, &del, &e), PFI_OK);
         if (!strstr(e.msg, badadr[i][1])) fail_msg("'%s' -> '%s'", badadr[i][0], e.msg);
     }
 }

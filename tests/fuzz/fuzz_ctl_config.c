@@ -38,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     finite_in(cfg.ramp_down_s, 0, 86400);
     finite_in(cfg.baseline_window_s, 0.1, 86400);
     finite_in(cfg.openadr_poll_s, 1, 86400);
+    if (cfg.openadr_version != PFI_OADR_V3_1 && cfg.openadr_version != PFI_OADR_V3_0_1) abort();
+    if (cfg.openadr_nresources > CTL_OADR_MAX_RESOURCES) abort();
+    for (size_t i = 0; i < cfg.openadr_nresources; i++)
+        if (!cfg.openadr_resources[i][0]) abort();
     for (int i = 0; i < 4; i++) finite_in(cfg.level_cut_pct[i], 0, 90);
     if (cfg.default_tier < -1 || cfg.default_tier > 3) abort();
     if (cfg.tiers && !json_is_object(cfg.tiers)) abort();

@@ -1,5 +1,6 @@
-/* fuzz_events.c — libFuzzer target: grid events (canonical JSON and OpenADR
- * 3 notifications). Any input fails with a message or parses; whatever
+/* fuzz_events.c — libFuzzer target: grid events (canonical JSON, and OpenADR
+ * 3.0.1 / 3.1 EVENTs and notifications through openadr.h, every step). Any
+ * input fails with a message (and, for OpenADR, a reason) or parses; whatever
  * either parser accepts is within the bounds (grid_event.h, written out
  * here again rather than calling pfi_grid_event_check: issue 14 item 9
  * found an infinite duration, a 32-day event and an 8.9e12 kW target), and
@@ -10,11 +11,13 @@
 #include <string.h>
 
 #include "grid_event.h"
+#include "openadr.h"
 
 static void within_bounds(const pfi_grid_event *ev)
 {
     size_t n = strlen(ev->id);
-    if (n == 0 || n > 63) abort();
+    if (n == 0 || n > PFI_EVENT_ID_MAX) abort();
+    if (ev->has_priority && (ev->priority < 0 || ev->priority > 1000000000)) abort();
     if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0) abort();
     if (ev->open_ended) {
         if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= 3650 * 86400.0)))
@@ -42,7 +45,8 @@ static void round_trip(const pfi_grid_event *ev)
     char *s = pfi_grid_event_format(ev);
     if (!s || pfi_grid_event_parse(s, strlen(s), &ev2, &err) != PFI_OK) abort();
     if (strcmp(ev->id, ev2.id) || ev->kind != ev2.kind || fabs(ev->start - ev2.start) > 1e-3 ||
-        ev->open_ended != ev2.open_ended ||
+        ev->open_ended != ev2.open_ended || ev->has_priority != ev2.has_priority ||
+        (ev->has_priority && ev->priority != ev2.priority) ||
         fabs(ev->duration_s - ev2.duration_s) > 1e-6 * fmax(1, ev->duration_s))
         abort();
     free(s);
@@ -52,20 +56,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pfi_grid_event ev;
     pfi_error err;
-    int del;
     if (pfi_grid_event_parse((const char *)data, size, &ev, &err) == PFI_OK) {
         within_bounds(&ev);
         round_trip(&ev);
     } else if (!err.msg[0] || strchr(err.msg, '\n')) {
         abort();
     }
-    if (pfi_openadr_event_parse((const char *)data, size, 10, &ev, &del, &err) == PFI_OK) {
-        if (!del) {
-            within_bounds(&ev);
-            round_trip(&ev);
+    static pfi_oadr_event oev;
+    static const char *const res[] = {"site-7"};
+    for (int v = 0; v < 2; v++) {
+        pfi_oadr_opts o = {.version = v ? PFI_OADR_V3_0_1 : PFI_OADR_V3_1,
+                           .now = 1.7e9,
+                           .non_gpu_offset_kw = 10,
+                           .ven_name = "ven-a",
+                           .resources = res,
+                           .nresources = 1};
+        if (pfi_oadr_parse((const char *)data, size, &o, &oev, &err) == PFI_OK) {
+            if (oev.reason != PFI_OADR_OK || oev.nsteps > PFI_OADR_MAX_STEPS) abort();
+            if (oev.op == PFI_OADR_OP_UPSERT && oev.nsteps == 0) abort();
+            for (size_t k = 0; k < oev.nsteps; k++) {
+                within_bounds(&oev.step[k]);
+                round_trip(&oev.step[k]);
+            }
+        } else if (!err.msg[0] || strchr(err.msg, '\n') || oev.reason == PFI_OADR_OK ||
+                   oev.reason >= PFI_OADR_NREASONS) {
+            abort();
         }
-    } else if (!err.msg[0] || strchr(err.msg, '\n')) {
-        abort();
     }
     return 0;
 }

@@ -8,7 +8,8 @@
  * configuration), ctl_db.c (SQLite: events, samples, state), ctl_agents.c
  * (collecting /v1/node from every agent with curl multi, pushing caps),
  * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
- * feedback, faults), ctl_http.c (the API and the status page), ctl_report.c
+ * feedback, faults), ctl_http.c (the API and the status page), ctl_openadr.c
+ * (OpenADR events from the webhook and the poller), ctl_report.c
  * (an event's measurement and verification, JSON and PNG). One mutex guards
  * the controller's state; HTTP handlers and the loop share it. */
 #ifndef PFI_CTL_H
@@ -21,6 +22,7 @@
 
 #include "agent_client.h"
 #include "grid_event.h"
+#include "openadr.h"
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
@@ -29,6 +31,7 @@
 #define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
 #define CTL_MAX_EVENTS 64
 #define CTL_STATUS_HIST 600
+#define CTL_OADR_MAX_RESOURCES 16
 
 typedef struct ctl_cfg {
     char listen[128], token_file[1024], tls_cert[1024], tls_key[1024], db[1024], model[1024],
@@ -39,6 +42,10 @@ typedef struct ctl_cfg {
         lease_s;
     double level_cut_pct[4]; /* grid level -> cut (default 0, 10, 20, 30 %) */
     double openadr_poll_s;
+    int openadr_version; /* pfi_oadr_version: 3.1 (default) or 3.0.1 */
+    char openadr_ven_name[PFI_OADR_ID_MAX + 1];
+    char openadr_resources[CTL_OADR_MAX_RESOURCES][PFI_OADR_ID_MAX + 1];
+    size_t openadr_nresources;
     int default_tier, dry_run;
     json_t *tiers; /* {"job id": tier} */
     size_t nagents;
@@ -117,6 +124,8 @@ typedef struct ctl {
     double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
     size_t hist_n;
     unsigned long long cycles, pushes, push_errors, generation_rejects;
+    pfi_oadr_book oadr_book;                             /* OpenADR versions seen */
+    unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     struct pfi_httpd *httpd;
     int port;
 } ctl;
@@ -157,6 +166,16 @@ void ctl_cycle(ctl *c);
 pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error *err);
 int ctl_event_cancel(ctl *c, const char *id);
 ctl_event *ctl_event_find(ctl *c, const char *id);
+
+/* ctl_openadr.c (lock held): one OpenADR EVENT or notification from the
+ * webhook or the poller (via: "webhook", "poll"). Returns the HTTP status
+ * that answers it and sets *answer (a JSON object: the event's id, what was
+ * done, its steps as listed by /v1/events) or err. */
+int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **answer,
+                     pfi_error *err);
+json_t *ctl_event_json(const ctl_event *e);
+/* the target in W of an event that is active (its baseline resolved) */
+double ctl_event_target_w(const ctl *c, const ctl_event *e);
 
 /* ctl_report.c (lock held) */
 char *ctl_report_json(ctl *c, const ctl_event *e);

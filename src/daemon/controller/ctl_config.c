@@ -160,7 +160,43 @@ static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, vo
     return PFI_OK;
 }
 
-/* "openadr": {"poll_url", "poll_s"} (other keys are ignored) */
+/* "version": "3.1" (or "3.1.1") | "3.0.1" */
+static pfi_status oadr_version_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                     pfi_error *err)
+{
+    (void)ud;
+    const char *s = json_string_value(v);
+    if (s && (!strcmp(s, "3.1") || !strcmp(s, "3.1.1"))) *(int *)k->dst = PFI_OADR_V3_1;
+    else if (s && !strcmp(s, "3.0.1")) *(int *)k->dst = PFI_OADR_V3_0_1;
+    else return pfi_errorf(err, PFI_EINVAL, "%s: expected \"3.1\" or \"3.0.1\"", name);
+    return PFI_OK;
+}
+
+/* "resources": ["name", ...]: at most CTL_OADR_MAX_RESOURCES of 1..128 characters */
+static pfi_status oadr_resources_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                       pfi_error *err)
+{
+    (void)ud;
+    ctl_cfg *c = k->dst;
+    size_t i;
+    json_t *x;
+    if (json_array_size(v) > CTL_OADR_MAX_RESOURCES)
+        return pfi_errorf(err, PFI_EINVAL, "%s: at most %d resources", name,
+                          CTL_OADR_MAX_RESOURCES);
+    json_array_foreach(v, i, x)
+    {
+        const char *s = json_string_value(x);
+        if (!s || !s[0] || strlen(s) > PFI_OADR_ID_MAX)
+            return pfi_errorf(err, PFI_EINVAL, "%s[%zu]: expected a name of 1..128 characters",
+                              name, i);
+        snprintf(c->openadr_resources[i], sizeof c->openadr_resources[i], "%s", s);
+    }
+    c->openadr_nresources = json_array_size(v);
+    return PFI_OK;
+}
+
+/* "openadr": {"poll_url", "poll_s", "version", "ven_name", "resources"} (other keys are
+ * ignored) */
 static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                 pfi_error *err)
 {
@@ -169,6 +205,9 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
     const pfi_jkey keys[] = {
         CFG_STR("poll_url", c->openadr_poll_url),
         {"poll_s", PFI_J_NUMBER, 0, &c->openadr_poll_s, .lo = 1, .hi = 86400},
+        {"version", PFI_J_STRING, 0, &c->openadr_version, .fn = oadr_version_field},
+        CFG_STR("ven_name", c->openadr_ven_name),
+        {"resources", PFI_J_ARRAY, 0, c, .fn = oadr_resources_field},
     };
     pfi_jopts o = {
         .prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};

@@ -23,6 +23,7 @@
  *  5. The control law (power_control.h): budget, feedback with anti-windup,
  *     learned power/cap ratios, allocation by the configured strategy, caps.
  * The lock is held; the network I/O happens around this in ctl_main.c. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -39,6 +40,22 @@ ctl_event *ctl_event_find(ctl *c, const char *id)
     for (size_t i = 0; i < c->nevents; i++)
         if (!strcmp(c->event[i].ev.id, id)) return &c->event[i];
     return NULL;
+}
+
+double ctl_event_target_w(const ctl *c, const ctl_event *e)
+{
+    double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
+                 : e->ev.kind == PFI_EV_LEVEL   ? c->cfg.level_cut_pct[e->ev.level]
+                                                : NAN;
+    return e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000
+                                          : e->baseline_w * (1 - cut / 100);
+}
+
+/* an event's rank among overlapping ones: its priority (lower is more
+   important), events without one after every prioritized one */
+static long long rank(const ctl_event *e)
+{
+    return e->ev.has_priority ? e->ev.priority : (long long)1 << 40;
 }
 
 /* the answer to an event that is refused: the HTTP status, and the reason */
@@ -293,11 +310,7 @@ void ctl_cycle(ctl *c)
                 base += j->base_w;
             }
             e->baseline_w = base;
-            double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
-                         : e->ev.kind == PFI_EV_LEVEL   ? c->cfg.level_cut_pct[e->ev.level]
-                                                        : NAN;
-            e->target_w =
-                e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000 : base * (1 - cut / 100);
+            e->target_w = ctl_event_target_w(c, e);
             snprintf(e->status, sizeof e->status, "active");
             c->integral_w = 0;
             ctl_log(c,
@@ -336,12 +349,18 @@ void ctl_cycle(ctl *c)
         c->cycle_s = pfi_wall_monotonic() - t0;
         return;
     }
-    /* the budget: the most stringent running event */
+    /* the budget: among the running events of the highest priority (the
+       lowest number; events without a priority rank last), the most
+       stringent */
+    long long best = LLONG_MAX;
+    for (size_t i = 0; i < c->nevents; i++)
+        if (event_running(&c->event[i], now) && rank(&c->event[i]) < best)
+            best = rank(&c->event[i]);
     double budget = INFINITY, target = INFINITY;
     ctl_event *gov = NULL;
     for (size_t i = 0; i < c->nevents; i++) {
         ctl_event *e = &c->event[i];
-        if (!event_running(e, now)) continue;
+        if (!event_running(e, now) || rank(e) != best) continue;
         double b = pfi_pc_budget(e->baseline_w, e->target_w, now, e->ev.start,
                                  pfi_grid_event_end(&e->ev), e->ramp_s, e->ramp_down_s);
         if (b < budget) budget = b, gov = e;

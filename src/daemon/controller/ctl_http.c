@@ -9,7 +9,7 @@
  *   GET  /v1/events/ID              one event;   DELETE: cancel it
  *   GET  /v1/events/ID/report       measurement and verification (JSON)
  *   GET  /v1/events/ID/report.png   the same as a chart
- *   POST /openadr3/events           OpenADR 3 webhook (EVENT notifications)
+ *   POST /openadr3/events           OpenADR 3.0.1/3.1 webhook (EVENTs, notifications)
  *   GET  /healthz */
 #include <math.h>
 #include <stdarg.h>
@@ -44,7 +44,7 @@ static void json_resp(pfi_http_resp *rs, int code, json_t *o)
     rs->code = code;
 }
 
-static json_t *event_json(const ctl_event *e)
+json_t *ctl_event_json(const ctl_event *e)
 {
     char *t = pfi_grid_event_format(&e->ev);
     json_t *o = t ? json_loads(t, 0, NULL) : NULL;
@@ -88,7 +88,8 @@ static json_t *status_json(ctl *c)
         json_array_append_new(hist,
                               json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i],
                                         isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
-    for (size_t i = 0; i < c->nevents; i++) json_array_append_new(evs, event_json(&c->event[i]));
+    for (size_t i = 0; i < c->nevents; i++)
+        json_array_append_new(evs, ctl_event_json(&c->event[i]));
     json_t *o =
         json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active,
                   "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run,
@@ -130,6 +131,15 @@ static char *metrics(ctl *c, size_t *len)
     pfi_buf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE "
                        "pfi_ctl_agents_up gauge\n");
     pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_openadr_rejected_total OpenADR event versions not acted "
+                       "on, by reason (each logged once).\n# TYPE pfi_ctl_openadr_rejected_total "
+                       "counter\n");
+    for (int r = 1; r < PFI_OADR_NREASONS; r++) {
+        char rl[64];
+        pfi_buf_printf(&b, "pfi_ctl_openadr_rejected_total{reason=\"%s\"} %llu\n",
+                       pfi_prom_label(rl, sizeof rl, pfi_oadr_reason_name((pfi_oadr_reason)r)),
+                       c->oadr_rejected[r]);
+    }
     /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped
      * although validated */
     char jl[2 * 64 + 1];
@@ -237,7 +247,7 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         if (get) {
             json_t *a = json_array();
             for (size_t i = 0; i < c->nevents; i++)
-                json_array_append_new(a, event_json(&c->event[i]));
+                json_array_append_new(a, ctl_event_json(&c->event[i]));
             json_resp(rs, 200, json_pack("{s:o}", "events", a));
         } else if (post) {
             pfi_grid_event ev;
@@ -246,10 +256,10 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e))
                 pfi_http_error(rs, 400, "%s", e.msg);
             else if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
-            else json_resp(rs, code, event_json(ctl_event_find(c, ev.id)));
+            else json_resp(rs, code, ctl_event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
     } else if (!strncmp(u, "/v1/events/", 11)) {
-        char id[80];
+        char id[PFI_EVENT_ID_MAX + 32];
         snprintf(id, sizeof id, "%s", u + 11);
         int report = 0;
         char *sl = strchr(id, '/');
@@ -263,32 +273,22 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         else if (del && !report) {
             int code = ctl_event_cancel(c, id);
             if (code != 200) pfi_http_error(rs, code, "event %s is already %s", id, e->status);
-            else json_resp(rs, 200, event_json(e));
+            else json_resp(rs, 200, ctl_event_json(e));
         } else if (!get) pfi_http_error(rs, 405, "method not allowed");
         else if (report == 1) {
             rs->body = ctl_report_json(c, e);
             rs->len = rs->body ? strlen(rs->body) : 0;
             rs->code = 200;
         } else if (report == 2) png(c, e, rs);
-        else json_resp(rs, 200, event_json(e));
+        else json_resp(rs, 200, ctl_event_json(e));
     } else if (!strcmp(u, "/openadr3/events")) {
         if (!post) pfi_http_error(rs, 405, "method not allowed (POST)");
         else {
-            pfi_grid_event ev;
+            json_t *answer = NULL;
             pfi_error e;
-            int is_del;
-            if (pfi_openadr_event_parse(rq->body, rq->len, c->cfg.non_gpu_offset_kw, &ev, &is_del,
-                                        &e))
-                pfi_http_error(rs, 400, "%s", e.msg);
-            else if (is_del) {
-                int code = ctl_event_cancel(c, ev.id);
-                if (code != 200) pfi_http_error(rs, code, "event %s: cannot cancel", ev.id);
-                else json_resp(rs, 200, json_pack("{s:s,s:s}", "id", ev.id, "status", "cancelled"));
-            } else {
-                int code;
-                if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
-                else json_resp(rs, 200, event_json(ctl_event_find(c, ev.id)));
-            }
+            int code = ctl_openadr_take(c, rq->body, rq->len, "webhook", &answer, &e);
+            if (answer) json_resp(rs, code, answer);
+            else pfi_http_error(rs, code, "%s", e.msg);
         }
     } else {
         pfi_http_error(rs, 404,

@@ -132,13 +132,9 @@ static void poll_openadr(ctl *c)
     json_array_foreach(json_is_array(a) ? a : NULL, i, x)
     {
         char *t = json_dumps(x, JSON_COMPACT);
-        pfi_grid_event ev;
-        int del;
-        if (t &&
-            pfi_openadr_event_parse(t, strlen(t), c->cfg.non_gpu_offset_kw, &ev, &del, &e) ==
-                PFI_OK &&
-            !del && !ctl_event_find(c, ev.id))
-            ctl_event_add(c, &ev, NULL, NULL);
+        json_t *answer = NULL;
+        if (t) ctl_openadr_take(c, t, strlen(t), "poll", &answer, &e); /* logs what it refuses */
+        json_decref(answer);
         free(t);
     }
     pthread_mutex_unlock(&c->mu);
@@ -384,6 +380,7 @@ int main(int argc, char **argv)
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
+    pfi_oadr_book_free(&c->oadr_book);
     sqlite3_close(c->db);
     if (c->log) fclose(c->log);
     return 0;

@@ -187,7 +187,7 @@ pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_erro
                         {x, s.tg, s.n, "target", 3, PFI_PLOT_LINE},
                         {x, s.b, s.n, "budget (with ramps)", 2, PFI_PLOT_LINE},
                         {x, s.m, s.n, "measured GPU power", 0, PFI_PLOT_LINE | PFI_PLOT_POINTS}};
-    char title[160];
+    char title[PFI_EVENT_ID_MAX + 96];
     snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id,
              pfi_strategy_name(c->cfg.strategy));
     pfi_panel p = {title,

@@ -1,0 +1,189 @@
+/* ctl_openadr.c — OpenADR 3 events into controller events (docs/controller.md,
+ * "OpenADR 3"). The webhook and the poller hand each EVENT or notification
+ * here; the model (openadr.h) reads it, the book of versions decides
+ * whether it is new, and each step of a new version becomes a controller
+ * event: the event's id for one step, ID.0, ID.1, ... for several.
+ *
+ * A newer version replaces the steps of the old one: steps that are gone
+ * are cancelled, scheduled ones are replaced, an active one keeps running
+ * with the new target and end at once (its start and baseline stay).
+ * Every version that is not acted on is logged once, with its reason, and
+ * counted in pfi_ctl_openadr_rejected_total{reason}. The lock is held. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ctl.h"
+
+static void rejected(ctl *c, pfi_oadr_reason r, const char *id, const char *via, const char *msg)
+{
+    c->oadr_rejected[r]++;
+    ctl_log(c, "OpenADR event %s (%s): not acted on (%s): %s", id[0] ? id : "(no id)", via,
+            pfi_oadr_reason_name(r), msg);
+}
+
+/* is the controller event e a step of the OpenADR event id? */
+static int step_of(const ctl_event *e, const char *id)
+{
+    size_t n = strlen(id);
+    if (strcmp(e->ev.source, "openadr") || strncmp(e->ev.id, id, n)) return 0;
+    const char *p = e->ev.id + n;
+    if (!*p) return 1;
+    if (*p++ != '.' || !*p) return 0;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+static int ended(const ctl_event *e)
+{
+    return !strcmp(e->status, "done") || !strcmp(e->status, "cancelled");
+}
+
+static json_t *answer(const char *id, const char *result, const char *reason)
+{
+    json_t *o = json_pack("{s:s,s:s}", "id", id, "result", result);
+    if (o && reason) json_object_set_new(o, "reason", json_string(reason));
+    return o;
+}
+
+/* the steps of an event that is deleted or replaced: cancelled (keep: a
+   new version's steps that stay) */
+static void cancel_steps(ctl *c, const char *id, const pfi_oadr_event *keep)
+{
+    for (size_t i = 0; i < c->nevents; i++) {
+        ctl_event *e = &c->event[i];
+        if (!step_of(e, id) || ended(e)) continue;
+        int kept = 0;
+        for (size_t k = 0; keep && k < keep->nsteps; k++)
+            kept |= !strcmp(keep->step[k].id, e->ev.id) &&
+                    pfi_grid_event_end(&keep->step[k]) > pfi_clock_now();
+        if (!kept) ctl_event_cancel(c, e->ev.id);
+    }
+}
+
+/* an active step takes the new version's target and end now */
+static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
+{
+    double start = e->ev.start, end = pfi_grid_event_end(s);
+    e->ev = *s;
+    e->ev.start = start;
+    if (!s->open_ended) e->ev.duration_s = fmin(fmax(1, end - start), PFI_EVENT_MAX_DURATION_S);
+    e->target_w = ctl_event_target_w(c, e);
+    e->reached_t = NAN;
+    ctl_log(c, "event %s (openadr) updated while active: target %.0f W, %s", e->ev.id, e->target_w,
+            e->ev.open_ended ? "until cancelled" : "new end");
+    ctl_db_put_event(c, e);
+    c->wake = 1;
+}
+
+static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out, pfi_error *err)
+{
+    double now = pfi_clock_now();
+    cancel_steps(c, ev->id, ev);
+    json_t *steps = json_array();
+    size_t taken = 0, past = 0, refused = 0;
+    int code = 200;
+    pfi_error last;
+    last.msg[0] = '\0';
+    for (size_t k = 0; k < ev->nsteps; k++) {
+        const pfi_grid_event *s = &ev->step[k];
+        if (pfi_grid_event_end(s) <= now) {
+            past++;
+            continue;
+        }
+        ctl_event *e = ctl_event_find(c, s->id);
+        if (e && !strcmp(e->status, "active") && !e->cancelled) {
+            retarget(c, e, s);
+        } else {
+            if (e && strcmp(e->status, "scheduled")) /* an ended step of an earlier version */
+                *e = c->event[--c->nevents];
+            int sc;
+            pfi_error pe;
+            if (ctl_event_add(c, s, &sc, &pe)) {
+                refused++;
+                code = sc;
+                last = pe;
+                continue;
+            }
+        }
+        taken++;
+        json_array_append_new(steps, ctl_event_json(ctl_event_find(c, s->id)));
+    }
+    if (refused) {
+        char m[sizeof last.msg + 64];
+        snprintf(m, sizeof m, "%zu of %zu steps refused: %s", refused, ev->nsteps, last.msg);
+        rejected(c, PFI_OADR_R_REFUSED, ev->id, via, m);
+    }
+    if (!taken) {
+        json_decref(steps);
+        if (!refused) {
+            rejected(c, PFI_OADR_R_ENDED, ev->id, via, "every interval ended before it arrived");
+            *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_ENDED));
+            return 200;
+        }
+        *err = last;
+        return code;
+    }
+    if (past) ctl_log(c, "OpenADR event %s: %zu intervals already over, skipped", ev->id, past);
+    *out = answer(ev->id, "applied", NULL);
+    json_object_set_new(*out, "events", steps);
+    return 200;
+}
+
+int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **out,
+                     pfi_error *err)
+{
+    *out = NULL;
+    const char *res[CTL_OADR_MAX_RESOURCES];
+    for (size_t i = 0; i < c->cfg.openadr_nresources; i++) res[i] = c->cfg.openadr_resources[i];
+    pfi_oadr_opts o = {.version = (pfi_oadr_version)c->cfg.openadr_version,
+                       .now = pfi_clock_now(),
+                       .non_gpu_offset_kw = c->cfg.non_gpu_offset_kw,
+                       .ven_name = c->cfg.openadr_ven_name,
+                       .resources = res,
+                       .nresources = c->cfg.openadr_nresources};
+    pfi_oadr_event *ev = malloc(sizeof *ev);
+    if (!ev) {
+        pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        return 503;
+    }
+    pfi_error pe;
+    pfi_status st = pfi_oadr_parse(json, len, &o, ev, &pe);
+    int report = 1, code = 200;
+    pfi_oadr_verdict v = PFI_OADR_NEW;
+    if (ev->id[0] && !(!st && ev->op == PFI_OADR_OP_READ)) /* a READ is no version */
+        v = pfi_oadr_book_note(&c->oadr_book, ev->id, ev->modified,
+                               !st && ev->op == PFI_OADR_OP_DELETE, &report);
+    if (st) {
+        if (report) rejected(c, ev->reason, ev->id, via, pe.msg);
+        *err = pe;
+        code = 400;
+    } else if (v == PFI_OADR_SAME) {
+        *out = answer(ev->id, "unchanged", NULL); /* a repeated poll or delivery */
+    } else if (v == PFI_OADR_OLDER) {
+        if (report)
+            rejected(c, PFI_OADR_R_STALE, ev->id, via,
+                     "an older modificationDateTime than the version we have");
+        *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_STALE));
+    } else if (ev->op == PFI_OADR_OP_READ) {
+        rejected(c, PFI_OADR_R_OPERATION, ev->id, via, "a READ notification asks nothing of us");
+        *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_OPERATION));
+    } else if (ev->op == PFI_OADR_OP_DELETE) {
+        cancel_steps(c, ev->id, NULL);
+        ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
+        *out = answer(ev->id, "deleted", NULL);
+        json_object_set_new(*out, "status", json_string("cancelled"));
+    } else if (!ev->targeted) { /* an earlier version may have been for us */
+        cancel_steps(c, ev->id, NULL);
+        rejected(c, PFI_OADR_R_TARGETS, ev->id, via,
+                 "its targets name neither this VEN (ven_name) nor its resources");
+        *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_TARGETS));
+    } else {
+        if (ev->note[0]) ctl_log(c, "OpenADR event %s (%s): %s", ev->id, via, ev->note);
+        code = apply(c, ev, via, out, err);
+    }
+    free(ev);
+    return code;
+}

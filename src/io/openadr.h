@@ -1,0 +1,136 @@
+/* openadr.h — OpenADR 3.0.1 and 3.1 events as a VEN reads them
+ * (docs/controller.md, "OpenADR 3"; the specification's examples are in
+ * tests/openadr3/).
+ *
+ * Input: a bare EVENT object (as GET /events serves it), a 3.0.1
+ * notification {"objectType": "EVENT", "operation": "POST"|"PUT"|"DELETE",
+ * "object": EVENT} or a 3.1 notification (operation "CREATE"|"READ"|
+ * "UPDATE"|"DELETE"). Both sets of operations are read whatever the
+ * configured version (they share only DELETE, which means the same);
+ * the version decides the form of `targets`.
+ *
+ * Output: the event's id, version (modificationDateTime), priority and its
+ * steps — one pfi_grid_event per interval carrying IMPORT_CAPACITY_LIMIT
+ * (target_kw = limit in kW - non_gpu_offset_kw) or SIMPLE (level 0..3).
+ * Step k starts at the interval's own intervalPeriod.start, else where
+ * the interval before it ended (the first at the event's start); it lasts
+ * the interval's own duration, else the event's. Start "0001-01-01" or
+ * "0001-01-01T00:00:00" is opts->now; duration "P9999Y" is until cancelled
+ * (only for the last step); PT0S is a window of no duration: such an
+ * interval is skipped, and an event whose every interval is PT0S (the User
+ * Guide's way to cancel an event) reads as a DELETE; any other duration
+ * must be 1 s .. 7 days.
+ * Step ids: the event's id for one step, ID.0, ID.1, ... for several
+ * (OpenADR ids cannot contain '.'). Units from payloadDescriptors: KW
+ * (also when missing or null), W and MW; any other unit rejects the event.
+ * A 3.1 event-level `duration` (looping the intervals) is not supported:
+ * such an event is rejected (reason "loop").
+ *
+ * Every rejection has one reason from a small fixed set (the label of
+ * pfi_ctl_openadr_rejected_total) and a one-line message. */
+#ifndef PFI_OPENADR_H
+#define PFI_OPENADR_H
+
+#include <stddef.h>
+
+#include "grid_event.h"
+#include "pfi/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PFI_OADR_ID_MAX 128   /* the specification's objectID */
+#define PFI_OADR_MAX_STEPS 96 /* e.g. a day of 15-minute intervals */
+
+typedef enum pfi_oadr_version { PFI_OADR_V3_1 = 0, PFI_OADR_V3_0_1 } pfi_oadr_version;
+
+typedef enum pfi_oadr_op {
+    PFI_OADR_OP_UPSERT = 0, /* a bare EVENT, POST, PUT, CREATE, UPDATE */
+    PFI_OADR_OP_DELETE,
+    PFI_OADR_OP_READ /* 3.1: a read was made; nothing to do */
+} pfi_oadr_op;
+
+typedef enum pfi_oadr_reason {
+    PFI_OADR_OK = 0,
+    PFI_OADR_R_MALFORMED, /* not an EVENT, bad JSON, id, time or value */
+    PFI_OADR_R_OPERATION, /* an operation that asks nothing of us (READ) */
+    PFI_OADR_R_UNIT,      /* a unit other than KW, W, MW */
+    PFI_OADR_R_DURATION,  /* over 7 days (not P9999Y), under 1 s, missing */
+    PFI_OADR_R_LOOP,      /* 3.1 event-level duration */
+    PFI_OADR_R_INTERVALS, /* no intervals */
+    PFI_OADR_R_PAYLOAD,   /* no IMPORT_CAPACITY_LIMIT or SIMPLE, or a value out of range */
+    PFI_OADR_R_TARGETS,   /* not for this VEN or its resources */
+    PFI_OADR_R_STALE,     /* an older version than the one we have */
+    PFI_OADR_R_ENDED,     /* every step ended before it arrived */
+    PFI_OADR_R_REFUSED,   /* the controller refused a step (e.g. too many events) */
+    PFI_OADR_NREASONS
+} pfi_oadr_reason;
+
+/* the label value of a reason ("unit", "duration", ...) */
+const char *pfi_oadr_reason_name(pfi_oadr_reason r);
+
+typedef struct pfi_oadr_opts {
+    pfi_oadr_version version;
+    double now;               /* Unix seconds: what 0001-01-01 means */
+    double non_gpu_offset_kw; /* subtracted from IMPORT_CAPACITY_LIMIT */
+    const char *ven_name;     /* NULL or "": targets are not checked */
+    const char *const *resources;
+    size_t nresources;
+} pfi_oadr_opts;
+
+typedef struct pfi_oadr_event {
+    char id[PFI_OADR_ID_MAX + 1]; /* "" when it could not be read */
+    pfi_oadr_op op;
+    double modified; /* modificationDateTime, 0 when absent */
+    int has_priority, priority;
+    int targeted; /* for us (or no targets) */
+    size_t nsteps;
+    pfi_grid_event step[PFI_OADR_MAX_STEPS];
+    pfi_oadr_reason reason; /* why it is rejected (PFI_OADR_OK: it is not) */
+    char note[160];         /* payloads or intervals that were skipped, and why */
+} pfi_oadr_event;
+
+/* Parse one EVENT or notification. PFI_OK: ev describes it (ev->targeted
+ * says whether it is for us; a DELETE or READ has id and version only).
+ * Otherwise ev->reason and err say why, with ev->id and ev->modified set
+ * when they could be read. */
+pfi_status pfi_oadr_parse(const char *json, size_t len, const pfi_oadr_opts *opts,
+                          pfi_oadr_event *ev, pfi_error *err);
+
+/* The versions seen, per event id: a newer modificationDateTime replaces,
+ * the same or an older one is ignored, each ignored or rejected version is
+ * reported once. */
+typedef struct pfi_oadr_seen {
+    char id[PFI_OADR_ID_MAX + 1];
+    double modified; /* the newest version seen */
+    double reported; /* the last version reported as ignored (NaN: none) */
+    int deleted;
+} pfi_oadr_seen;
+
+typedef struct pfi_oadr_book {
+    pfi_oadr_seen *v;
+    size_t n, cap;
+} pfi_oadr_book;
+
+typedef enum pfi_oadr_verdict {
+    PFI_OADR_NEW = 0, /* first version of the id */
+    PFI_OADR_NEWER,   /* replaces the version we have */
+    PFI_OADR_SAME,    /* the version we have (a repeated poll or delivery) */
+    PFI_OADR_OLDER    /* older than the version we have */
+} pfi_oadr_verdict;
+
+/* Record (id, modified) and say what it is to the version we have. *report
+ * is 1 the first time a SAME or OLDER version is seen as such after an
+ * OLDER one (OLDER: once per version), and for NEW and NEWER. A DELETE
+ * passes deleted = 1: the id stays known so that the same version served
+ * again does not come back. Returns PFI_OADR_NEW without recording when out
+ * of memory. */
+pfi_oadr_verdict pfi_oadr_book_note(pfi_oadr_book *b, const char *id, double modified, int deleted,
+                                    int *report);
+void pfi_oadr_book_free(pfi_oadr_book *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
