@@ -1,9 +1,11 @@
 #!/bin/sh
 # test_page_events.sh — an operator can run an event from the status page
-# (issue 16 item 4): three simulated agents, two overlapping events (one
-# open-ended) and a planned one cancelled; headless Chromium must show,
+# (issue 16 item 4): three simulated agents, three overlapping events (one
+# open-ended, one short that ends), a planned one cancelled and one still
+# scheduled; headless Chromium must show,
 # within a deadline, every event with its id and status, the active ones
-# with "until cancelled" or their time left, the deeper cut marked as the
+# with "until cancelled" or their time left, the ended one with its
+# steady-window verdict, the deepest cut marked as the
 # one that sets the target, met / not met, the chart's axis labels and its
 # tolerance band, each job's loss against its baseline with its tier's
 # limit, and the agents' last answer and lease generation; and a screenshot
@@ -46,6 +48,10 @@ post() { # JSON: POST it, expect 201
 }
 post "{\"id\":\"a-open\",\"start\":\"$(ISO 0)\",\"open_ended\":true,\"reduction_pct\":15}"
 post "{\"id\":\"b-deep\",\"start\":\"$(ISO 0)\",\"duration_s\":3600,\"reduction_pct\":30}"
+# the deepest cut while it runs: a period's samples are kept under the event
+# that sets the target, and an ended event's verdict is read from them
+post "{\"id\":\"c-short\",\"start\":\"$(ISO 0)\",\"duration_s\":40,\"reduction_pct\":40}"
+post "{\"id\":\"d-later\",\"start\":\"$(ISO 7200)\",\"duration_s\":600,\"target_kw\":9}"
 code=$(curl -s -o "$T/body" -w '%{http_code}' -X DELETE -H "Authorization: Bearer $CTOK" "$URL/v1/events/planned-1")
 [ "$code" = 200 ] || fail "cancel planned-1: HTTP $code"; ok
 
@@ -53,8 +59,9 @@ code=$(curl -s -o "$T/body" -w '%{http_code}' -X DELETE -H "Authorization: Beare
 page_has_all() {
   chromium_dom "$URL/"
   for want in '<td>a-open</td>' '<td>b-deep</td>' '<td>planned-1</td>' '<td>api</td>' '<td>schedule</td>' \
-    '>active (' '>cancelled<' 'until cancelled' '<tr class="gov"><td>b-deep</td>' '>sets the target<' \
-    '2 events active' 'set by event b-deep' 'id="xlabel"' '>time (minutes before now' 'GPU power (kW)</text>' \
+    '<td>c-short</td>' '<td>d-later</td>' '>active (' '>cancelled<' '>done<' '>scheduled<' 'starts in 1h ' \
+    ' (steady window)<' 'until cancelled' '<tr class="gov"><td>b-deep</td>' '>sets the target<' \
+    '2 events active: ' 'set by event b-deep' 'id="xlabel"' '>time (minutes before now' 'GPU power (kW)</text>' \
     '<g id="band" class="band"><polygon' '<g id="target"><polyline' '(tier 3 allows −50%)' '(tier 1 allows −10%)' \
     '(tier 0 allows no loss)' '>lease generation<' ' ago<' '<td>j4</td>'; do
     grep -qF -- "$want" "$T/dom" || { MISSING=$want; return 1; }
@@ -63,7 +70,7 @@ page_has_all() {
   # a loss against the baseline: a signed percentage before the tier's limit
   grep -qE '>[−+]?[0-9]+\.[0-9]% \(tier 2 allows −25%\)' "$T/dom" || { MISSING="j2's loss"; return 1; }
   rows=$(grep -o '<tr[^>]*><td>[^<]*</td><td>\(api\|schedule\|openadr\)</td>' "$T/dom" | wc -l)
-  [ "$rows" -ge 3 ] || { MISSING="3 event rows (have $rows)"; return 1; }
+  [ "$rows" -ge 5 ] || { MISSING="5 event rows (have $rows)"; return 1; }
 }
 MISSING=
 end=$(($(date +%s) + 90))
