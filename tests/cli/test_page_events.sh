@@ -89,6 +89,7 @@ contains "$T/status.json" '"tolerance_pct":'
 contains "$T/status.json" '"sets_target":true'
 contains "$T/status.json" '"until_cancelled":true'
 contains "$T/status.json" '"last_ok_age_s":'
+contains "$T/status.json" '"feasible":'
 # shellcheck disable=SC2086
 timeout 120 chromium $CHROMIUM_FLAGS --user-data-dir="$T/c2" --virtual-time-budget=4000 --window-size=1100,1400 --screenshot="$T/shot.png" "$URL/" >/dev/null 2>&1 \
   || fail "chromium --screenshot failed"

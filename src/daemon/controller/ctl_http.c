@@ -187,6 +187,7 @@ static json_t *status_json(ctl *c)
     json_object_set_new(o, "clock_now", json_real(now));
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_object_set_new(o, "governing_event", c->gov_id[0] ? json_string(c->gov_id) : json_null());
+    json_object_set_new(o, "feasible", c->active ? json_boolean(c->feasible) : json_null());
     return o;
 }
 
