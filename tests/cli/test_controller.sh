@@ -101,6 +101,14 @@ echo "event at target after $k periods: measured $M W, target $B W"
 wait_for 30 "job j1 capped" 'num "$(acap $P1 0)" "<" 700'
 [ "$(acap $P1 5)" = "700" ] || fail "Flex 0 job j2 was capped ($(acap $P1 5) W)"; ok
 contains "$T/a1.log" "controller pfi-controller@"
+# what the status page shows of it (/v1/status, keys added for the page)
+curl -s -m 5 "$URL/v1/status" >"$T/st"
+contains "$T/st" '"governing_event":"ev30"'
+contains "$T/st" '"sets_target":true'
+contains "$T/st" '"tolerance_pct":2'
+grep -Eq '"met":(true|false),"met_basis":"now"' "$T/st" || fail "no met / not met for ev30 in /v1/status"; ok
+grep -Eq '"job_id":"j1","tier":3,.*"loss_pct":-?[0-9.]+,"allowed_loss_pct":50' "$T/st" || fail "no loss for j1 in /v1/status"; ok
+contains "$T/st" '"last_ok_age_s":'
 
 # ---- a job starts mid-event, and ends ----
 printf '{"job_id": "late", "gpus": [4, 5, 6, 7], "steplog": "%s/late.jsonl"}\n' "$T" >"$T/jobs2/late.json"
@@ -152,6 +160,9 @@ cp "$T/body" "$T/report.json"
 # disturbances (a job starting uncapped, an agent lost past its lease with a
 # Flex 0 job holding its power) put some periods over target: reported, not hidden
 contains "$T/report.json" '"met": false'
+# the status page's verdict of an ended event is the report's
+curl -s -m 5 "$URL/v1/status" | tr '{' '\n' | grep '"id":"ev30"' >"$T/st"
+contains "$T/st" '"met":false,"met_basis":"steady window"'
 w=$(sed -n 's/.*"steady_within_target_pct": \([0-9.]*\).*/\1/p' "$T/report.json")
 awk -v w="$w" 'BEGIN{exit !(w >= 60 && w < 100)}' || fail "steady periods within target: $w%"; ok
 echo "ev30 (with a job start, an agent loss, a controller restart): $w% of steady periods within target"

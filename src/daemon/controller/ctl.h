@@ -97,6 +97,10 @@ typedef struct ctl_event {
     double ramp_s, ramp_down_s;
     double reached_t; /* first time at or below target (NaN) */
     int cancelled;
+    /* the report's verdict once it ended (ctl_report_verdict), kept: a
+       finished event's samples do not change; the status page asks every second */
+    int verdict_known, verdict_met, verdict_steady;
+    double verdict_mean_w;
 } ctl_event;
 
 typedef struct ctl {
@@ -121,6 +125,8 @@ typedef struct ctl {
     /* the last cycle */
     double now, budget_w, measured_w, fixed_w, cycle_s;
     int active, feasible;
+    char gov_id[PFI_EVENT_ID_MAX + 1]; /* the running event whose budget is the cycle's
+                                                       (the lowest); "" */
     double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
     size_t hist_n;
     unsigned long long cycles, pushes, push_errors, generation_rejects;
@@ -177,7 +183,20 @@ json_t *ctl_event_json(const ctl_event *e);
 /* the target in W of an event that is active (its baseline resolved) */
 double ctl_event_target_w(const ctl *c, const ctl_event *e);
 
+/* The one rule for "at target": measured power at or below the target plus
+ * tolerance_pct. The cycle's time to target, the report's steady-window
+ * verdict and the status page's met / not met all use it. */
+static inline int ctl_within_target(const ctl *c, double measured_w, double target_w)
+{
+    return measured_w <= target_w * (1 + c->cfg.tolerance_pct / 100);
+}
+
 /* ctl_report.c (lock held) */
+/* the report's verdict on e from its samples: *met (every steady-window
+ * period within target, 0 without one), *mean_w (mean measured power over
+ * the steady window, NaN without one); returns the steady samples, -1 when
+ * out of memory */
+int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w);
 char *ctl_report_json(ctl *c, const ctl_event *e);
 /* the chart of event e as PNG (and SVG) files base.png, base.svg */
 pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);

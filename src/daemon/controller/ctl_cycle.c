@@ -343,6 +343,7 @@ void ctl_cycle(ctl *c)
             j->alloc_w = NAN;
         }
     c->active = active;
+    c->gov_id[0] = 0;
     if (!active) {
         c->budget_w = c->measured_w = c->fixed_w = NAN;
         c->stable_periods = 0;
@@ -487,9 +488,9 @@ void ctl_cycle(ctl *c)
     c->measured_w = meas;
     c->fixed_w = fixed;
     if (gov) {
-        double tol = 1 + c->cfg.tolerance_pct / 100;
+        snprintf(c->gov_id, sizeof c->gov_id, "%s", gov->ev.id);
         if (isnan(gov->reached_t) && now >= gov->ev.start && now < pfi_grid_event_end(&gov->ev) &&
-            meas <= gov->target_w * tol) {
+            ctl_within_target(c, meas, gov->target_w)) {
             gov->reached_t = now;
             ctl_log(c, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id,
                     now - gov->ev.start, meas, gov->target_w);

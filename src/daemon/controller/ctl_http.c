@@ -59,16 +59,81 @@ json_t *ctl_event_json(const ctl_event *e)
     return o;
 }
 
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* what the status page shows of an event beyond GET /v1/events: its end,
+ * time left, achieved power, met / not met by the controller's one rule
+ * (ctl_within_target: now while it runs, the report's steady-window verdict
+ * once it ended) and whether it is the event whose budget the last period
+ * used (several may overlap: the lowest budget wins) */
+static json_t *status_event_json(ctl *c, ctl_event *e, double now)
+{
+    json_t *o = ctl_event_json(e);
+    double end = pfi_grid_event_end(&e->ev);
+    char buf[40];
+    int scheduled = !strcmp(e->status, "scheduled"), active = !strcmp(e->status, "active");
+    if (isfinite(end)) pfi_rfc3339_format(end, buf, sizeof buf);
+    json_object_set_new(o, "end", isfinite(end) ? json_string(buf) : json_null());
+    json_object_set_new(o, "until_cancelled", json_boolean(e->ev.open_ended && !isfinite(end)));
+    json_object_set_new(o, "starts_in_s", scheduled ? json_real(e->ev.start - now) : json_null());
+    json_object_set_new(o, "time_left_s",
+                        (scheduled || active) && isfinite(end) ? json_real(fmax(0, end - now))
+                                                               : json_null());
+    const char *phase = !active                         ? NULL
+                        : now >= end                    ? "ramp down"
+                        : now < e->ev.start + e->ramp_s ? "ramp"
+                                                        : "steady";
+    json_object_set_new(o, "phase", phase ? json_string(phase) : json_null());
+    json_object_set_new(o, "sets_target",
+                        json_boolean(active && c->gov_id[0] && !strcmp(c->gov_id, e->ev.id)));
+    json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
+    json_t *achieved = json_null(), *met = json_null();
+    const char *basis = NULL;
+    if (active && c->active && isfinite(c->measured_w) && isfinite(e->target_w)) {
+        achieved = json_real(c->measured_w);
+        met = json_boolean(ctl_within_target(c, c->measured_w, e->target_w));
+        basis = "now";
+    } else if (!scheduled && !active && isfinite(e->target_w)) {
+        if (!e->verdict_known) {
+            int m = 0;
+            double w = NAN;
+            int n = ctl_report_verdict(c, e, &m, &w);
+            if (n >= 0) {
+                e->verdict_known = 1;
+                e->verdict_met = m;
+                e->verdict_steady = n;
+                e->verdict_mean_w = w;
+            }
+        }
+        if (e->verdict_known && e->verdict_steady > 0) {
+            achieved = num_or_null(e->verdict_mean_w);
+            met = json_boolean(e->verdict_met);
+            basis = "steady window";
+        }
+    }
+    json_object_set_new(o, "achieved_w", achieved);
+    json_object_set_new(o, "met", met);
+    json_object_set_new(o, "met_basis", basis ? json_string(basis) : json_null());
+    return o;
+}
+
 static json_t *status_json(ctl *c)
 {
     json_t *ag = json_array(), *jobs = json_array(), *hist = json_array(), *evs = json_array();
     size_t shown = c->nagents < 64 ? c->nagents : 64, up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    for (size_t i = 0; i < shown; i++)
-        json_array_append_new(ag, json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", c->agent[i].name,
-                                            "url", c->agent[i].url, "up", c->agent[i].up, "error",
-                                            c->agent[i].err, "generation",
-                                            (json_int_t)c->agent[i].generation));
+    double now = pfi_clock_now();
+    for (size_t i = 0; i < shown; i++) {
+        const ctl_agent *a = &c->agent[i];
+        json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", a->name, "url", a->url, "up", a->up,
+                              "error", a->err, "generation", (json_int_t)a->generation);
+        json_object_set_new(o, "last_ok_age_s",
+                            a->ever_up ? json_real(fmax(0, now - a->last_ok_t)) : json_null());
+        json_array_append_new(ag, o);
+    }
     for (size_t k = 0; k < c->njobs && k < 256; k++) {
         const ctl_job *j = &c->job[k];
         json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus",
@@ -82,6 +147,22 @@ static json_t *status_json(ctl *c)
                             j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
         json_object_set_new(o, "pfi_predicted",
                             isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
+        /* against its baseline while an event runs (the report's rule: its
+           tier's allowed loss, 1 percentage point for measurement noise) */
+        int during = c->active && isfinite(j->base_w);
+        double loss = during && j->base_tokens > 0 && isfinite(j->tokens_per_s)
+                          ? 1 - j->tokens_per_s / j->base_tokens
+                          : NAN,
+               allowed = pfi_sla_loss(j->tier);
+        json_object_set_new(o, "baseline_w", during ? num_or_null(j->base_w) : json_null());
+        json_object_set_new(o, "baseline_tokens_per_s",
+                            during && j->base_tokens > 0 ? json_real(j->base_tokens) : json_null());
+        json_object_set_new(o, "loss_pct", num_or_null(100 * loss));
+        json_object_set_new(o, "allowed_loss_pct",
+                            j->tier >= 0 && allowed < 1 ? json_real(100 * allowed) : json_null());
+        json_object_set_new(
+            o, "over_limit",
+            j->tier < 0 || !isfinite(loss) ? json_null() : json_boolean(!(loss <= allowed + 0.01)));
         json_array_append_new(jobs, o);
     }
     for (size_t i = 0; i < c->hist_n; i++)
@@ -89,7 +170,7 @@ static json_t *status_json(ctl *c)
                               json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i],
                                         isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
     for (size_t i = 0; i < c->nevents; i++)
-        json_array_append_new(evs, ctl_event_json(&c->event[i]));
+        json_array_append_new(evs, status_event_json(c, &c->event[i], now));
     json_t *o =
         json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active,
                   "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run,
@@ -103,6 +184,10 @@ static json_t *status_json(ctl *c)
                         isfinite(c->fixed_w) ? json_real(c->fixed_w) : json_null());
     json_object_set_new(o, "feedback_w", json_real(c->integral_w));
     json_object_set_new(o, "cycle_ms", json_real(1000 * c->cycle_s));
+    json_object_set_new(o, "clock_now", json_real(now));
+    json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
+    json_object_set_new(o, "governing_event", c->gov_id[0] ? json_string(c->gov_id) : json_null());
+    json_object_set_new(o, "feasible", c->active ? json_boolean(c->feasible) : json_null());
     return o;
 }
 

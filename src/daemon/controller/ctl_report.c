@@ -63,13 +63,36 @@ static int load_series(ctl *c, const char *id, series *s)
     return 0;
 }
 
+/* the steady window: from ramp_s + two control periods after the start to the end */
+static double steady_start(const ctl *c, const ctl_event *e)
+{
+    return e->ev.start + e->ramp_s + 2 * c->cfg.period_s;
+}
+
+int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w)
+{
+    series s;
+    if (load_series(c, e->ev.id, &s)) return -1;
+    double steady0 = steady_start(c, e), end = pfi_grid_event_end(&e->ev), sum = 0;
+    int n = 0, ok = 1;
+    for (size_t i = 0; i < s.n; i++)
+        if (s.t[i] >= steady0 && s.t[i] < end) {
+            n++;
+            sum += s.m[i];
+            if (!ctl_within_target(c, s.m[i], s.tg[i])) ok = 0;
+        }
+    free_series(&s);
+    *met = n && ok;
+    *mean_w = n ? sum / n : NAN;
+    return n;
+}
+
 char *ctl_report_json(ctl *c, const ctl_event *e)
 {
     series s;
     if (load_series(c, e->ev.id, &s)) return NULL; /* out of memory: 500 */
-    double start = e->ev.start, end = pfi_grid_event_end(&e->ev),
-           tol = 1 + c->cfg.tolerance_pct / 100;
-    double steady0 = start + e->ramp_s + 2 * c->cfg.period_s;
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
+    double steady0 = steady_start(c, e);
     json_t *tl = json_array();
     double shed_j = 0, sum_red = 0, worst = -INFINITY;
     int nsteady = 0, met = 1, within = 0;
@@ -85,7 +108,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
             sum_red += 1 - s.m[i] / e->baseline_w;
             double over = s.m[i] / s.tg[i] - 1;
             if (over > worst) worst = over;
-            if (s.m[i] > s.tg[i] * tol) met = 0;
+            if (!ctl_within_target(c, s.m[i], s.tg[i])) met = 0;
             else within++;
         }
     }
