@@ -14,8 +14,9 @@ for b in "$dir"/bench/bench_*; do
   echo "== $(basename "$b")"
   case "$b" in
     # the controller benchmark runs a farm of 1,000 fake agents and the
-    # controller as two processes: pinning both to one core would measure the farm
-    *bench_controller) "$b" ;;
+    # controller as two processes, the OpenADR one a controller, 4 agents and
+    # a fixture VTN: pinning them to one core would measure their contention
+    *bench_controller|*bench_openadr) "$b" ;;
     *) taskset -c 0 "$b" 2>/dev/null || "$b" ;;
   esac
 done

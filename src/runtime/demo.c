@@ -198,6 +198,11 @@ static int start_controller(demo *d)
                             "token_file", d->ctok, "db", db, "control_period_s", 5.0,
                             "baseline_window_s", 40.0, "ramp_s", 30.0, "ramp_down_s", 30.0,
                             "lease_s", 30.0, "agents", ag, "tiers", tj);
+    /* OpenADR's SIMPLE level 3 is this cut: the controller maps it on the
+       baseline it measures, as it does the API's reduction_pct */
+    if (d->o->openadr)
+        json_object_set_new(cfg, "levels_pct",
+                            json_pack("[f,f,f,f]", 0.0, 10.0, 20.0, d->o->cut_pct));
     int wr = json_dump_file(cfg, path, JSON_INDENT(1));
     json_decref(cfg);
     if (wr) return fail(d, "%s: cannot write", path);
@@ -222,7 +227,29 @@ static int start_controller(demo *d)
     return 0;
 }
 
-/* once the jobs have loaded and the controller has measured baselines */
+/* the event as a VTN serves it (OpenADR 3.1): one SIMPLE interval at
+ * level 3, which the demo's levels_pct maps to the cut; the ids and dates
+ * a VTN adds */
+static char *openadr_event(const pfi_grid_event *ev)
+{
+    char now[40], t0[40];
+    pfi_rfc3339_format(pfi_clock_now(), now, sizeof now);
+    pfi_rfc3339_format(ev->start, t0, sizeof t0);
+    char dur[32];
+    snprintf(dur, sizeof dur, "PT%.0fS", ev->duration_s);
+    json_t *o = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s,s:[{s:s,s:s}],s:{s:s,s:s},s:[{s:i,s:[{s:s,s:[i]}]}]}", "id",
+        ev->id, "objectType", "EVENT", "programID", "pfi-demo", "eventName", "pfi demo",
+        "createdDateTime", now, "modificationDateTime", now, "payloadDescriptors", "objectType",
+        "EVENT_PAYLOAD_DESCRIPTOR", "payloadType", "SIMPLE", "intervalPeriod", "start", t0,
+        "duration", dur, "intervals", "id", 0, "payloads", "type", "SIMPLE", "values", 3);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return t;
+}
+
+/* once the jobs have loaded and the controller has measured baselines:
+ * POST /v1/events (201), or the OpenADR webhook (200, "applied") */
 static int post_event(demo *d)
 {
     double t_ready = pfi_clock_now() + 50;
@@ -239,17 +266,18 @@ static int post_event(demo *d)
     ev->kind = PFI_EV_REDUCTION;
     ev->reduction_pct = d->o->cut_pct;
     ev->ramp_s = ev->ramp_down_s = NAN;
-    char *body = pfi_grid_event_format(ev), url[128];
-    snprintf(url, sizeof url, "%s/v1/events", d->url);
+    int oadr = d->o->openadr;
+    char *body = oadr ? openadr_event(ev) : pfi_grid_event_format(ev), url[128];
+    snprintf(url, sizeof url, "%s%s", d->url, oadr ? "/openadr3/events" : "/v1/events");
     pfi_http_reply r;
+    memset(&r, 0, sizeof r);
     int rc = 0;
-    if (!body || pfi_http_request("POST", url, token, body, 5, &r, &e) || r.code != 201) {
+    if (!body || pfi_http_request("POST", url, token, body, 5, &r, &e) ||
+        r.code != (oadr ? 200 : 201) || (oadr && !strstr(r.body, "\"applied\""))) {
         rc = fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg,
                   r.body ? r.body : "", d->clog);
-        if (r.body) pfi_http_reply_dispose(&r);
-    } else {
-        pfi_http_reply_dispose(&r);
     }
+    if (r.body) pfi_http_reply_dispose(&r);
     free(body);
     return rc;
 }
@@ -260,6 +288,14 @@ static void timeline(demo *d)
 {
     FILE *out = d->o->out;
     double start = d->ev.start, dur = d->ev.duration_s, base_tok[NAG];
+    if (d->o->openadr)
+        fprintf(out,
+                "\n  grid event %s: %g%% cut, sent as an OpenADR 3.1 EVENT (SIMPLE level 3) to "
+                "POST /openadr3/events\n",
+                d->ev.id, d->o->cut_pct);
+    else
+        fprintf(out, "\n  grid event %s: %g%% cut, sent to POST /v1/events\n", d->ev.id,
+                d->o->cut_pct);
     fprintf(out, "\n  %-8s %-11s %-11s  %s\n", "t (min)", "target kW", "measured kW",
             "tokens/s per job (change vs before the event)");
     for (int i = 0; i < NAG; i++) base_tok[i] = NAN;

@@ -20,6 +20,10 @@ typedef struct pfi_demo_opts {
     double cut_pct;    /* the grid event's reduction */
     const char *dir;   /* working directory (created); NULL: a temporary one, removed unless keep */
     int keep;
+    /* post the event as an OpenADR 3.1 EVENT to the controller's webhook
+       (POST /openadr3/events: a SIMPLE level the controller's levels_pct
+       maps to cut_pct) instead of POST /v1/events */
+    int openadr;
     /* the agents' predictor: written to model_path, fitted on data the
        callback may keep in dir; 0 on success */
     int (*fit_model)(void *ud, const char *dir, const char *model_path);
