@@ -105,16 +105,30 @@ pfi_status pfi_http_request_ca(const char *method, const char *url, const char *
                                const char *body, const char *ca_file, double timeout_s,
                                pfi_http_reply *r, pfi_error *err)
 {
+    char auth[PFI_TOKEN_MAX + 32];
+    const char *hdr[2] = {NULL, NULL};
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdr[0] = auth;
+    }
+    return pfi_http_request_ex(method, url, hdr, body, body ? "application/json" : NULL, ca_file,
+                               timeout_s, r, err);
+}
+
+pfi_status pfi_http_request_ex(const char *method, const char *url, const char *const *headers,
+                               const char *body, const char *content_type, const char *ca_file,
+                               double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (!c) return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
-    char auth[PFI_TOKEN_MAX + 32];
     struct curl_slist *h = NULL;
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
+    for (size_t i = 0; headers && headers[i]; i++) h = curl_slist_append(h, headers[i]);
+    char ct[128];
+    if (body && content_type) {
+        snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+        h = curl_slist_append(h, ct);
     }
-    if (body) h = curl_slist_append(h, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
     if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
