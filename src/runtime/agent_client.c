@@ -12,7 +12,16 @@
 
 #include "buf.h"
 
+static pfi_status secret_check(const char *path, char *buf, size_t k, size_t min, size_t max,
+                               char *token, size_t n, pfi_error *err);
+
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err)
+{
+    return pfi_secret_read(path, 16, PFI_TOKEN_MAX, token, n, err);
+}
+
+pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token, size_t n,
+                           pfi_error *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -28,17 +37,31 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
         return pfi_errorf(err, PFI_EPERM, "%s: mode %04o lets others read the token; chmod 600 it",
                           path, (unsigned)(sb.st_mode & 07777));
     }
-    char buf[PFI_TOKEN_MAX + 8];
-    ssize_t k = read(fd, buf, sizeof buf - 1);
+    size_t cap = max + 8;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return pfi_errorf(err, PFI_ENOMEM, "%s: out of memory", path);
+    }
+    ssize_t k = read(fd, buf, cap - 1);
     close(fd);
-    if (k < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    pfi_status st = k < 0 ? pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno))
+                          : secret_check(path, buf, (size_t)k, min, max, token, n, err);
+    memset(buf, 0, cap);
+    free(buf);
+    return st;
+}
+
+static pfi_status secret_check(const char *path, char *buf, size_t k, size_t min, size_t max,
+                               char *token, size_t n, pfi_error *err)
+{
     buf[k] = '\0';
     size_t len = strcspn(buf, "\r\n");
     buf[len] = '\0';
-    if (len < 16 || len > PFI_TOKEN_MAX)
+    if (len < min || len > max)
         return pfi_errorf(err, PFI_EINVAL,
-                          "%s: the token must be 16..%d characters on the first line", path,
-                          PFI_TOKEN_MAX);
+                          "%s: the token must be %zu..%zu characters on the first line", path, min,
+                          max);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
             return pfi_errorf(err, PFI_EINVAL, "%s: the token has spaces or control characters",

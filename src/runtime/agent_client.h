@@ -20,6 +20,10 @@ extern "C" {
 #define PFI_TOKEN_MAX 256
 
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err);
+/* The same rules for a secret of min..max characters (e.g. an OAuth2
+ * client id and secret, 1..4096: vtn_client.h). */
+pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token, size_t n,
+                           pfi_error *err);
 
 typedef struct pfi_http_reply {
     long code;  /* HTTP status, 0 when no answer */
