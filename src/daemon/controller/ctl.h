@@ -39,6 +39,15 @@ typedef struct ctl_cfg {
         lease_s;
     double level_cut_pct[4]; /* grid level -> cut (default 0, 10, 20, 30 %) */
     double openadr_poll_s;
+    char openadr_version[8]; /* "3.1" (default) or "3.0.1" */
+    struct {                 /* the VTN conversation (ctl_vtn.c); vtn_url "": none */
+        char vtn_url[1024], token_url[1024], client_id_file[1024], client_secret_file[1024];
+        char ven_name[129], program_id[129], callback_url[1024], callback_token_file[1024];
+        char ca_file[1024];
+        char targets[16][129];
+        size_t ntargets;
+        int allow_insecure_http;
+    } vtn;
     int default_tier, dry_run;
     json_t *tiers; /* {"job id": tier} */
     size_t nagents;
@@ -119,6 +128,12 @@ typedef struct ctl {
     unsigned long long cycles, pushes, push_errors, generation_rejects;
     struct pfi_httpd *httpd;
     int port;
+    /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
+       the webhook accepts besides token ("": none); its thread */
+    char callback_token[PFI_TOKEN_MAX + 1];
+    pthread_t vtn_thread;
+    int vtn_running;
+    volatile int vtn_stop;
 } ctl;
 
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -162,6 +177,16 @@ ctl_event *ctl_event_find(ctl *c, const char *id);
 char *ctl_report_json(ctl *c, const ctl_event *e);
 /* the chart of event e as PNG (and SVG) files base.png, base.svg */
 pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);
+
+/* ctl_main.c: the events of a VTN's answer (a JSON array of EVENTs), each
+ * through the OpenADR parser as the poller hands them; the count listed
+ * (lock not held) */
+size_t ctl_openadr_ingest(ctl *c, const char *body);
+
+/* ctl_vtn.c: the callback token (read or made), then a thread that
+ * registers, subscribes and polls the VTN (cfg.vtn); 0, or -1 (logged) */
+int ctl_vtn_start(ctl *c);
+void ctl_vtn_stop(ctl *c);
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);

@@ -160,7 +160,79 @@ static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, vo
     return PFI_OK;
 }
 
-/* "openadr": {"poll_url", "poll_s"} (other keys are ignored) */
+static pfi_status version_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
+{
+    (void)name, (void)ud;
+    const char *s = json_string_value(v);
+    if (!s || (strcmp(s, "3.0.1") && strcmp(s, "3.1")))
+        return pfi_errorf(err, PFI_EINVAL, "openadr.version: expected \"3.0.1\" or \"3.1\"");
+    snprintf(k->dst, k->size, "%s", s);
+    return PFI_OK;
+}
+
+static pfi_status targets_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
+{
+    (void)name, (void)ud;
+    ctl_cfg *c = k->dst;
+    size_t n = sizeof c->vtn.targets / sizeof *c->vtn.targets, i;
+    json_t *x;
+    if (json_array_size(v) > n)
+        return pfi_errorf(err, PFI_EINVAL, "openadr.targets: at most %zu targets", n);
+    json_array_foreach(v, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t || !t[0] || strlen(t) > 128)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "openadr.targets[%zu]: expected a string of 1..128 characters", i);
+        snprintf(c->vtn.targets[i], sizeof c->vtn.targets[i], "%s", t);
+    }
+    c->vtn.ntargets = json_array_size(v);
+    return PFI_OK;
+}
+
+/* the checks between the VTN's keys */
+static pfi_status vtn_check(const ctl_cfg *c, pfi_error *err)
+{
+    const char *urls[] = {c->vtn.vtn_url, c->vtn.token_url, c->vtn.callback_url};
+    const char *keys[] = {"vtn_url", "token_url", "callback_url"};
+    if (!c->vtn.vtn_url[0]) {
+        if (c->vtn.token_url[0] || c->vtn.client_id_file[0] || c->vtn.client_secret_file[0] ||
+            c->vtn.ven_name[0] || c->vtn.callback_url[0] || c->vtn.program_id[0])
+            return pfi_errorf(err, PFI_EINVAL, "openadr: the VTN's keys need vtn_url");
+        return PFI_OK;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        const char *u = urls[i];
+        if (!u[0]) continue;
+        if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
+            return pfi_errorf(err, PFI_EINVAL, "openadr.%s: expected http:// or https://", keys[i]);
+        if (i < 2 && !strncmp(u, "http://", 7) && !loopback_url(u) && !c->vtn.allow_insecure_http)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "openadr.%s: plain http to a non-loopback host would send the "
+                              "credentials in cleartext; use https:// or set "
+                              "allow_insecure_http: true",
+                              keys[i]);
+    }
+    if (!c->vtn.client_id_file[0] || !c->vtn.client_secret_file[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr: vtn_url needs client_id_file and client_secret_file");
+    if (!c->vtn.ven_name[0]) return pfi_errorf(err, PFI_EINVAL, "openadr.ven_name: missing");
+    if (c->vtn.callback_url[0] && !c->vtn.callback_token_file[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr.callback_url: needs callback_token_file (the token the VTN "
+                          "sends with its callbacks)");
+    if (c->vtn.callback_url[0] && !strcmp(c->openadr_version, "3.0.1") && !c->vtn.program_id[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr.callback_url: a 3.0.1 subscription needs program_id");
+    return PFI_OK;
+}
+
+/* "openadr": the plain poller {"poll_url", "poll_s"} and the VTN (vtn_url,
+ * version, token_url, client_id_file, client_secret_file, ven_name,
+ * program_id, targets, callback_url, callback_token_file, ca_file,
+ * allow_insecure_http); other keys are ignored */
 static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                 pfi_error *err)
 {
@@ -169,10 +241,24 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
     const pfi_jkey keys[] = {
         CFG_STR("poll_url", c->openadr_poll_url),
         {"poll_s", PFI_J_NUMBER, 0, &c->openadr_poll_s, .lo = 1, .hi = 86400},
+        {"version", PFI_J_STRING, 0, c->openadr_version, sizeof c->openadr_version,
+         .fn = version_field},
+        CFG_STR("vtn_url", c->vtn.vtn_url),
+        CFG_STR("token_url", c->vtn.token_url),
+        CFG_STR("client_id_file", c->vtn.client_id_file),
+        CFG_STR("client_secret_file", c->vtn.client_secret_file),
+        CFG_STR("ven_name", c->vtn.ven_name),
+        CFG_STR("program_id", c->vtn.program_id),
+        {"targets", PFI_J_ARRAY, 0, c, .fn = targets_field},
+        CFG_STR("callback_url", c->vtn.callback_url),
+        CFG_STR("callback_token_file", c->vtn.callback_token_file),
+        CFG_STR("ca_file", c->vtn.ca_file),
+        {"allow_insecure_http", PFI_J_BOOL, .dst = &c->vtn.allow_insecure_http},
     };
     pfi_jopts o = {
         .prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
-    return PFI_JSON_OBJ_READ(v, keys, &o, err);
+    pfi_status st = PFI_JSON_OBJ_READ(v, keys, &o, err);
+    return st ? st : vtn_check(c, err);
 }
 
 static void defaults(ctl_cfg *c)
@@ -187,6 +273,7 @@ static void defaults(ctl_cfg *c)
     c->lease_s = NAN;
     c->default_tier = -1;
     c->openadr_poll_s = 60;
+    snprintf(c->openadr_version, sizeof c->openadr_version, "3.1");
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
 }
@@ -223,7 +310,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,
          .expect = "expected {\"job id\": tier 0..3}"},
         {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
-         .expect = "expected {\"poll_url\", \"poll_s\"}"},
+         .expect = "expected {\"poll_url\", \"poll_s\", \"vtn_url\", ...}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},
     };
 #undef CFG_NUM

@@ -123,10 +123,16 @@ static void poll_openadr(ctl *c)
         if (r.body) pfi_http_reply_dispose(&r);
         return;
     }
-    json_t *a = json_loads(r.body, 0, NULL);
+    ctl_openadr_ingest(c, r.body);
     pfi_http_reply_dispose(&r);
-    if (!a) return;
-    size_t i;
+}
+
+size_t ctl_openadr_ingest(ctl *c, const char *body)
+{
+    pfi_error e;
+    json_t *a = json_loads(body, 0, NULL);
+    if (!a) return 0;
+    size_t i, n = json_is_array(a) ? json_array_size(a) : 0;
     json_t *x;
     pthread_mutex_lock(&c->mu);
     json_array_foreach(json_is_array(a) ? a : NULL, i, x)
@@ -143,6 +149,7 @@ static void poll_openadr(ctl *c)
     }
     pthread_mutex_unlock(&c->mu);
     json_decref(a);
+    return n;
 }
 
 /* a restarted controller: each job's baseline for the event that is running */
@@ -374,13 +381,15 @@ int main(int argc, char **argv)
             c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
-    if (ctl_http_start(c)) return 1;
+    /* the callback token first: the webhook accepts it from the start */
+    if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
     if (port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", c->port);
         if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     control_loop(c);
+    ctl_vtn_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
