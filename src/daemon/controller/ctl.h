@@ -47,6 +47,7 @@ typedef struct ctl_cfg {
         char targets[16][129];
         size_t ntargets;
         int allow_insecure_http;
+        double report_s; /* a report's interval (default 900 s) */
     } vtn;
     int default_tier, dry_run;
     json_t *tiers; /* {"job id": tier} */
@@ -156,6 +157,16 @@ double ctl_db_meta_get(ctl *c, const char *key, double dflt);
 /* an agent's lease generation (INTEGER): 1 if stored (*g set), 0 if not */
 int ctl_db_generation_get(ctl *c, const char *agent, long long *g);
 int ctl_db_generation_set(ctl *c, const char *agent, long long g);
+/* OpenADR 3 reports (vtn_reports): 1 if event_id has one, 0 if not, -1 on
+ * error; put (kept if there); the oldest not accepted (malloc'd body, its
+ * event into event_id) or NULL; done: accepted as report_id, or (NULL) one
+ * more failed try */
+int ctl_db_report_has(ctl *c, const char *event_id);
+int ctl_db_report_put(ctl *c, const char *event_id, const char *body);
+char *ctl_db_report_next(ctl *c, char *event_id, size_t n);
+int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id);
+/* an event's samples (pfi clock time, measured W; NaN: none), at most max */
+size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
 /* ctl_agents.c (without the lock: network I/O) */
 void ctl_agents_collect(ctl *c, double timeout_s);

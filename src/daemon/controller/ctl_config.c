@@ -232,7 +232,7 @@ static pfi_status vtn_check(const ctl_cfg *c, pfi_error *err)
 /* "openadr": the plain poller {"poll_url", "poll_s"} and the VTN (vtn_url,
  * version, token_url, client_id_file, client_secret_file, ven_name,
  * program_id, targets, callback_url, callback_token_file, ca_file,
- * allow_insecure_http); other keys are ignored */
+ * allow_insecure_http, report_interval_s); other keys are ignored */
 static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                 pfi_error *err)
 {
@@ -254,6 +254,7 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
         CFG_STR("callback_token_file", c->vtn.callback_token_file),
         CFG_STR("ca_file", c->vtn.ca_file),
         {"allow_insecure_http", PFI_J_BOOL, .dst = &c->vtn.allow_insecure_http},
+        {"report_interval_s", PFI_J_NUMBER, 0, &c->vtn.report_s, .lo = 1, .hi = 86400},
     };
     pfi_jopts o = {
         .prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
@@ -274,6 +275,7 @@ static void defaults(ctl_cfg *c)
     c->default_tier = -1;
     c->openadr_poll_s = 60;
     snprintf(c->openadr_version, sizeof c->openadr_version, "3.1");
+    c->vtn.report_s = 900;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
 }

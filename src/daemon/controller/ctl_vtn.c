@@ -10,7 +10,14 @@
  * set) and polls GET /events every poll_s wall seconds as a fallback,
  * handing each event to the OpenADR parser like the plain poller
  * (ctl_openadr_ingest). A step that fails is retried after 1 s, doubling
- * up to poll_s. Each step is logged once done ("VTN: ..."). */
+ * up to poll_s. Each step is logged once done ("VTN: ...").
+ *
+ * Reports: when an OpenADR event has run (done, or cancelled after it
+ * started), its REPORT — per report_interval_s of the event: DEMAND (mean
+ * measured GPU power, kW), BASELINE (the event's baseline, kW), DELTA_USAGE
+ * (measured less baseline energy, kWh) of the resource "pfi-gpus" — is kept
+ * in SQLite (vtn_reports) and sent (POST /reports) until the VTN accepts it
+ * (2xx with an id), a failed try again after 1 s, doubling up to an hour. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -70,6 +77,115 @@ typedef struct vtn_run {
     const char *targets[16];
 } vtn_run;
 
+/* the REPORT of event e (lock held): a malloc'd JSON text, or NULL when it
+ * has nothing to report (no sample, no baseline) */
+static char *build_report(ctl *c, const ctl_event *e, int v301)
+{
+    const ctl_cfg *g = &c->cfg;
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev), R = g->vtn.report_s;
+    if (!isfinite(e->baseline_w) || !(end > start)) return NULL;
+    size_t nb = (size_t)fmin(ceil((end - start) / R), 10000), max = 200000;
+    double *t = malloc(max * sizeof *t), *m = malloc(max * sizeof *m);
+    double *sum = calloc(nb, sizeof *sum), *cnt = calloc(nb, sizeof *cnt);
+    char *out = NULL;
+    size_t n = t && m && sum && cnt ? ctl_db_samples(c, e->ev.id, t, m, max) : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(m[i]) || t[i] < start || t[i] >= end) continue;
+        size_t b = (size_t)((t[i] - start) / R);
+        if (b < nb) sum[b] += m[i], cnt[b]++;
+    }
+    json_t *iv = json_array();
+    double base_kw = e->baseline_w / 1000;
+    for (size_t b = 0; b < nb && iv; b++) {
+        if (!cnt[b]) continue;
+        double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;
+        char ts[40], dur[40];
+        pfi_rfc3339_format(b0, ts, sizeof ts);
+        snprintf(dur, sizeof dur, "PT%.0fS", fmax(1, round(len)));
+        json_array_append_new(
+            iv, json_pack("{s:I,s:{s:s,s:s},s:[{s:s,s:[f]},{s:s,s:[f]},{s:s,s:[f]}]}", "id",
+                          (json_int_t)b, "intervalPeriod", "start", ts, "duration", dur, "payloads",
+                          "type", "DEMAND", "values", kw, "type", "BASELINE", "values", base_kw,
+                          "type", "DELTA_USAGE", "values", (kw - base_kw) * len / 3600));
+    }
+    if (iv && json_array_size(iv)) {
+        json_t *desc = json_array();
+        const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE"};
+        const char *units[] = {"KW", "KW", "KWH"};
+        const char *reading[] = {"MEAN", "DIRECT_READ", "SUMMED"};
+        for (size_t i = 0; i < 3; i++)
+            json_array_append_new(desc,
+                                  json_pack("{s:s,s:s,s:s,s:s}", "objectType",
+                                            "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", types[i],
+                                            "readingType", reading[i], "units", units[i]));
+        char name[128];
+        snprintf(name, sizeof name, "pfi %s", e->ev.id);
+        json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", e->ev.id, "clientName",
+                              g->vtn.ven_name, "reportName", name, "payloadDescriptors", desc,
+                              "resources", "resourceName", "pfi-gpus", "intervals", iv);
+        if (r && v301) {
+            json_object_set_new(r, "objectType", json_string("REPORT"));
+            json_object_set_new(r, "programID", json_string(g->vtn.program_id));
+        }
+        out = r ? json_dumps(r, JSON_COMPACT) : NULL;
+        json_decref(r);
+    }
+    json_decref(iv);
+    free(t), free(m), free(sum), free(cnt);
+    return out;
+}
+
+/* keep the report of every OpenADR event that has run and has none yet
+ * (lock held) */
+static void keep_reports(ctl *c, int v301)
+{
+    for (size_t i = 0; i < c->nevents; i++) {
+        const ctl_event *e = &c->event[i];
+        if (strcmp(e->ev.source, "openadr") ||
+            (strcmp(e->status, "done") && strcmp(e->status, "cancelled")) ||
+            ctl_db_report_has(c, e->ev.id) != 0)
+            continue;
+        char *body = build_report(c, e, v301);
+        if (body && ctl_db_report_put(c, e->ev.id, body) == 0)
+            ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", e->ev.id);
+        free(body);
+    }
+}
+
+/* send the oldest report not yet accepted: 1 sent and accepted, 0 none
+ * due, -1 failed (logged) */
+static int send_report(ctl *c, pfi_vtn *v)
+{
+    char id[64];
+    pthread_mutex_lock(&c->mu);
+    char *body = ctl_db_report_next(c, id, sizeof id);
+    pthread_mutex_unlock(&c->mu);
+    if (!body) return 0;
+    pfi_http_reply r;
+    pfi_error e;
+    pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
+    free(body);
+    json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
+    const char *rid = json_string_value(json_object_get(o, "id"));
+    pthread_mutex_lock(&c->mu);
+    if (rid) {
+        ctl_db_report_done(c, id, rid);
+        ctl_log(c, "VTN: report for event %s accepted (report %.128s)", id, rid);
+    } else {
+        ctl_db_report_done(c, id, NULL);
+        char why[64];
+        snprintf(why, sizeof why,
+                 r.code >= 200 && r.code < 300 ? "HTTP %ld without a report id" : "HTTP %ld",
+                 r.code);
+        ctl_log(c, "warning: VTN POST /reports for event %s: %s; kept, sent again later", id,
+                st ? e.msg : why);
+    }
+    pthread_mutex_unlock(&c->mu);
+    json_decref(o);
+    if (!st) pfi_http_reply_dispose(&r);
+    return rid ? 1 : -1;
+}
+
 /* sleep up to s wall seconds, less when the controller stops */
 static void nap(ctl *c, double s)
 {
@@ -98,7 +214,9 @@ static void *vtn_thread(void *arg)
     pfi_vtn v;
     pfi_vtn_init(&v, &vc);
     int registered = 0, subscribed = !g->vtn.callback_url[0];
-    double backoff = 1, next_poll = 0;
+    double backoff = 1, next_poll = 0, report_backoff = 1, next_report = 0;
+    int v301 = !strcmp(g->openadr_version, "3.0.1");
+    int reports = !v301 || g->vtn.program_id[0]; /* a 3.0.1 report names its program */
     unsigned long fetches = 0, retries = 0;
     while (!c->vtn_stop) {
         pfi_error e;
@@ -144,6 +262,20 @@ static void *vtn_thread(void *arg)
                         v.token_fetches);
             pthread_mutex_unlock(&c->mu);
             fetches = v.token_fetches, retries = v.retries_401;
+        }
+        /* reports on their own backoff: also while polling fails */
+        if (registered && subscribed && reports && pfi_wall_monotonic() >= next_report) {
+            pthread_mutex_lock(&c->mu);
+            keep_reports(c, v301);
+            pthread_mutex_unlock(&c->mu);
+            int k = send_report(c, &v);
+            if (k < 0) {
+                next_report = pfi_wall_monotonic() + report_backoff;
+                report_backoff = fmin(2 * report_backoff, 3600);
+            } else {
+                report_backoff = 1;
+                next_report = pfi_wall_monotonic() + (k ? 0 : 1);
+            }
         }
         if (st) {
             pthread_mutex_lock(&c->mu);
