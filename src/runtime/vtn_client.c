@@ -81,6 +81,9 @@ static pfi_status discover(pfi_vtn *v, pfi_error *err)
     if (!t || (strncmp(t, "https://", 8) && strncmp(t, "http://", 7)) ||
         strlen(t) >= sizeof v->token_url)
         st = pfi_errorf(err, PFI_EPARSE, "%s: HTTP %ld: no usable tokenURL", url, r.code);
+    else if (!strncmp(v->cfg.vtn_url, "https://", 8) && strncmp(t, "https://", 8))
+        /* the client secret would leave TLS because the answer said so */
+        st = pfi_errorf(err, PFI_EPERM, "%s: tokenURL %.200s is not https like the VTN", url, t);
     else snprintf(v->token_url, sizeof v->token_url, "%s", t);
     json_decref(o);
     pfi_http_reply_dispose(&r);

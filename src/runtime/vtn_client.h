@@ -5,7 +5,8 @@
  *   token         OAuth2 client credentials: POST grant_type=client_credentials
  *                 with client_id and client_secret form-encoded in the body
  *                 (the spec's clientCredentialRequest) to the token endpoint
- *                 (configured, else GET {vtn}/auth/server's tokenURL); the
+ *                 (configured, else GET {vtn}/auth/server's tokenURL, which
+ *                 must be https when the VTN is); the
  *                 token is kept and fetched again before it expires
  *                 (expires_in); a 401 from any request fetches a new token
  *                 once and retries that request once.

@@ -231,6 +231,35 @@ static void v301_bodies(void **s)
     pfi_vtn_dispose(&v);
 }
 
+static pfi_status https_vtn_send(void *ud, const char *method, const char *url,
+                                 const char *const *headers, const char *body, const char *ctype,
+                                 double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
+    fake *f = ud;
+    f->requests++;
+    memset(r, 0, sizeof *r);
+    if (strstr(url, "/auth/server")) answer(r, 200, "{\"tokenURL\":\"http://auth.test/token\"}");
+    else answer(r, 200, "{\"access_token\":\"t\",\"token_type\":\"Bearer\"}");
+    return PFI_OK;
+}
+
+/* an https VTN that names a plain http token endpoint: the secret is not sent */
+static void token_url_stays_https(void **s)
+{
+    (void)s;
+    fake f = {0};
+    pfi_vtn_cfg c = cfg_for(&f);
+    c.vtn_url = "https://vtn.test/api";
+    c.send = https_vtn_send;
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    assert_int_equal(pfi_vtn_token(&v, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "is not https like the VTN"));
+    assert_int_equal(f.requests, 1); /* /auth/server only */
+    pfi_vtn_dispose(&v);
+}
+
 static void url_escape(void **s)
 {
     (void)s;
@@ -248,6 +277,7 @@ int main(void)
         cmocka_unit_test(one_refresh_one_retry_on_401),
         cmocka_unit_test(v301_bodies),
         cmocka_unit_test(url_escape),
+        cmocka_unit_test(token_url_stays_https),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
