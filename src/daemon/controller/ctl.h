@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "agent_client.h"
@@ -134,7 +135,7 @@ typedef struct ctl {
     char callback_token[PFI_TOKEN_MAX + 1];
     pthread_t vtn_thread;
     int vtn_running;
-    volatile int vtn_stop;
+    atomic_int vtn_stop;
 } ctl;
 
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
