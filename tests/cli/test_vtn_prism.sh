@@ -88,8 +88,9 @@ for V in 3.1.1 3.0.1; do
     wait_for 30 "$step ($V)" 'grep -qF "$step" "$T/ctl.log"'; ok
   done
   # a second poll: the token is reused
-  wait_for 10 "a second poll ($V)" '[ "$(grep -c "VTN: polled events" "$T/ctl.log")" -ge 2 ]'
+  wait_for 10 "a second poll ($V)" '[ "$(grep -c "HTTP SERVER\] get /events " "$T/prism.log")" -ge 2 ]'
   [ "$(grep -c "VTN: access token fetched" "$T/ctl.log")" = 1 ] || fail "a token per request ($V)"; ok
+  [ "$(grep -c "HTTP SERVER\] post /auth/token " "$T/prism.log")" = 1 ] || fail "more than one token request ($V)"; ok
   # the callback token: made once, 0600, 64 hex characters
   [ "$(stat -c %a "$T/cbtok")" = 600 ] || fail "callback token file mode $(stat -c %a "$T/cbtok")"; ok
   grep -qE '^[0-9a-f]{64}$' "$T/cbtok" || fail "callback token: $(cat "$T/cbtok")"; ok

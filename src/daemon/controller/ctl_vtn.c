@@ -10,7 +10,8 @@
  * set) and polls GET /events every poll_s wall seconds as a fallback,
  * handing each event to the OpenADR parser like the plain poller
  * (ctl_openadr_ingest). A step that fails is retried after 1 s, doubling
- * up to poll_s. Each step is logged once done ("VTN: ...").
+ * up to poll_s. Each step is logged once done ("VTN: ..."; a poll when
+ * the number of events listed changed).
  *
  * Reports: when an OpenADR event has run (done, or cancelled after it
  * started), its REPORT — per report_interval_s of the event: DEMAND (mean
@@ -218,6 +219,7 @@ static void *vtn_thread(void *arg)
     int v301 = !strcmp(g->openadr_version, "3.0.1");
     int reports = !v301 || g->vtn.program_id[0]; /* a 3.0.1 report names its program */
     unsigned long fetches = 0, retries = 0;
+    long long listed = -1; /* events the last poll listed */
     while (!c->vtn_stop) {
         pfi_error e;
         pfi_status st = PFI_OK;
@@ -248,9 +250,12 @@ static void *vtn_thread(void *arg)
                 next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
                 size_t n = ctl_openadr_ingest(c, body);
                 free(body);
-                pthread_mutex_lock(&c->mu);
-                ctl_log(c, "VTN: polled events: %zu listed", n);
-                pthread_mutex_unlock(&c->mu);
+                if ((long long)n != listed) { /* the first poll, then changes only */
+                    pthread_mutex_lock(&c->mu);
+                    ctl_log(c, "VTN: polled events: %zu listed", n);
+                    pthread_mutex_unlock(&c->mu);
+                }
+                listed = (long long)n;
             }
         }
         if (v.token_fetches != fetches || v.retries_401 != retries) {
