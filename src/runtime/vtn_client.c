@@ -319,6 +319,11 @@ pfi_status pfi_vtn_subscribe(pfi_vtn *v, int *created, pfi_error *err)
 
 pfi_status pfi_vtn_events(pfi_vtn *v, char **body, pfi_error *err)
 {
+    return pfi_vtn_events_page(v, 0, body, err);
+}
+
+pfi_status pfi_vtn_events_page(pfi_vtn *v, size_t skip, char **body, pfi_error *err)
+{
     *body = NULL;
     pfi_buf q = {.max = 64 << 10};
     char esc[3 * 128 + 1];
@@ -338,6 +343,8 @@ pfi_status pfi_vtn_events(pfi_vtn *v, char **body, pfi_error *err)
                 pfi_buf_printf(&q, "%c%s=%s", sep, v->cfg.v301 ? "targetValues" : "targets", esc);
         sep = '&';
     }
+    if (skip) fail |= pfi_buf_printf(&q, "%cskip=%zu", sep, skip), sep = '&';
+    fail |= pfi_buf_printf(&q, "%climit=%d", sep, PFI_VTN_PAGE);
     size_t n;
     char *path = fail ? NULL : pfi_buf_take(&q, &n);
     if (!path) {

@@ -15,7 +15,8 @@
  *   subscription  GET /subscriptions?clientName=NAME; POST /subscriptions
  *                 (EVENT: CREATE, UPDATE, DELETE to the callback URL with the
  *                 VEN's own bearer token) when none has our callback URL.
- *   events        GET /events (programID, targets filters), the body as is.
+ *   events        GET /events (programID, targets filters; pages of 50 with
+ *                 skip and limit), the body as is.
  *
  * Every request to the VTN carries the bearer token. The transport is a
  * function (libcurl by default) so that tests can stand in for the VTN. */
@@ -82,8 +83,11 @@ pfi_status pfi_vtn_register(pfi_vtn *v, pfi_error *err);
 /* the subscription to EVENT operations: v->subscription_id (*created: 1 if
  * posted now, 0 if one was there) */
 pfi_status pfi_vtn_subscribe(pfi_vtn *v, int *created, pfi_error *err);
-/* GET /events with the filters: *body (malloc'd) a JSON array of EVENTs */
+#define PFI_VTN_PAGE 50 /* events per page: the spec's largest limit */
+/* GET /events with the filters, limit=PFI_VTN_PAGE: *body (malloc'd) a JSON
+ * array of EVENTs; _page: from the skip-th on (skip=N) */
 pfi_status pfi_vtn_events(pfi_vtn *v, char **body, pfi_error *err);
+pfi_status pfi_vtn_events_page(pfi_vtn *v, size_t skip, char **body, pfi_error *err);
 
 /* text with every character outside [A-Za-z0-9-._~] as %XX, into out[n];
  * -1 if it does not fit */

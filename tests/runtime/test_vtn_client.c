@@ -141,7 +141,7 @@ static void conversation(void **s)
     assert_string_equal(body, "[{\"id\":\"e1\"}]");
     free(body);
     assert_string_equal(f.last_url, "GET http://vtn.test/api/events?programID=prog-1"
-                                    "&targets=group%201&targets=site-2");
+                                    "&targets=group%201&targets=site-2&limit=50");
     assert_int_equal(v.token_fetches, 1); /* one token for all of it */
     /* listed VEN: kept, nothing posted */
     f.listed = 1;
@@ -226,8 +226,12 @@ static void v301_bodies(void **s)
     char *body;
     assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
     free(body);
-    assert_string_equal(f.last_url, "GET http://vtn.test/api/events?programID=prog-1"
-                                    "&targetType=GROUP&targetValues=group%201&targetValues=site-2");
+    assert_string_equal(f.last_url,
+                        "GET http://vtn.test/api/events?programID=prog-1"
+                        "&targetType=GROUP&targetValues=group%201&targetValues=site-2&limit=50");
+    assert_int_equal(pfi_vtn_events_page(&v, 100, &body, &e), PFI_OK);
+    free(body);
+    assert_non_null(strstr(f.last_url, "&skip=100&limit=50"));
     pfi_vtn_dispose(&v);
 }
 

@@ -246,10 +246,17 @@ static void *vtn_thread(void *arg)
         } else if (pfi_wall_monotonic() >= next_poll) {
             step = "GET /events";
             char *body;
-            if (!(st = pfi_vtn_events(&v, &body, &e))) {
+            size_t n = 0, k = PFI_VTN_PAGE;
+            /* page after page while pages are full, at most 20 (1000 events) */
+            for (int page = 0; !st && k == PFI_VTN_PAGE && page < 20; page++) {
+                if (!(st = pfi_vtn_events_page(&v, n, &body, &e))) {
+                    k = ctl_openadr_ingest(c, body);
+                    n += k;
+                    free(body);
+                }
+            }
+            if (!st) {
                 next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
-                size_t n = ctl_openadr_ingest(c, body);
-                free(body);
                 if ((long long)n != listed) { /* the first poll, then changes only */
                     pthread_mutex_lock(&c->mu);
                     ctl_log(c, "VTN: polled events: %zu listed", n);
