@@ -5,7 +5,10 @@
 #   scripts/bootstrap.sh test   the above, plus what the test suite needs
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
 #                               clang-format-14 for the format check,
-#                               Slurm + munge, Chromium, mmdebstrap)
+#                               Slurm + munge, Chromium, mmdebstrap, nodejs +
+#                               npm: scripts/prism.sh installs Stoplight Prism,
+#                               the OpenADR 3 mock VTN, under build/prism
+#                               when its test first runs)
 #
 # Idempotent: it asks dpkg which packages are missing and installs only those,
 # so a second run on a ready machine does nothing and needs no network.
@@ -16,7 +19,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev
   libplplot-dev plplot-driver-cairo"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
-  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap"
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;

@@ -12,7 +12,16 @@
 
 #include "buf.h"
 
+static pfi_status secret_check(const char *path, char *buf, size_t k, size_t min, size_t max,
+                               char *token, size_t n, pfi_error *err);
+
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err)
+{
+    return pfi_secret_read(path, 16, PFI_TOKEN_MAX, token, n, err);
+}
+
+pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token, size_t n,
+                           pfi_error *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -28,17 +37,31 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
         return pfi_errorf(err, PFI_EPERM, "%s: mode %04o lets others read the token; chmod 600 it",
                           path, (unsigned)(sb.st_mode & 07777));
     }
-    char buf[PFI_TOKEN_MAX + 8];
-    ssize_t k = read(fd, buf, sizeof buf - 1);
+    size_t cap = max + 8;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return pfi_errorf(err, PFI_ENOMEM, "%s: out of memory", path);
+    }
+    ssize_t k = read(fd, buf, cap - 1);
     close(fd);
-    if (k < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
+    pfi_status st = k < 0 ? pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno))
+                          : secret_check(path, buf, (size_t)k, min, max, token, n, err);
+    memset(buf, 0, cap);
+    free(buf);
+    return st;
+}
+
+static pfi_status secret_check(const char *path, char *buf, size_t k, size_t min, size_t max,
+                               char *token, size_t n, pfi_error *err)
+{
     buf[k] = '\0';
     size_t len = strcspn(buf, "\r\n");
     buf[len] = '\0';
-    if (len < 16 || len > PFI_TOKEN_MAX)
+    if (len < min || len > max)
         return pfi_errorf(err, PFI_EINVAL,
-                          "%s: the token must be 16..%d characters on the first line", path,
-                          PFI_TOKEN_MAX);
+                          "%s: the token must be %zu..%zu characters on the first line", path, min,
+                          max);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)buf[i] <= 0x20 || buf[i] == 0x7f)
             return pfi_errorf(err, PFI_EINVAL, "%s: the token has spaces or control characters",
@@ -105,16 +128,30 @@ pfi_status pfi_http_request_ca(const char *method, const char *url, const char *
                                const char *body, const char *ca_file, double timeout_s,
                                pfi_http_reply *r, pfi_error *err)
 {
+    char auth[PFI_TOKEN_MAX + 32];
+    const char *hdr[2] = {NULL, NULL};
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdr[0] = auth;
+    }
+    return pfi_http_request_ex(method, url, hdr, body, body ? "application/json" : NULL, ca_file,
+                               timeout_s, r, err);
+}
+
+pfi_status pfi_http_request_ex(const char *method, const char *url, const char *const *headers,
+                               const char *body, const char *content_type, const char *ca_file,
+                               double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (!c) return pfi_errorf(err, PFI_ENOMEM, "libcurl: init failed");
-    char auth[PFI_TOKEN_MAX + 32];
     struct curl_slist *h = NULL;
-    if (token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        h = curl_slist_append(h, auth);
+    for (size_t i = 0; headers && headers[i]; i++) h = curl_slist_append(h, headers[i]);
+    char ct[128];
+    if (body && content_type) {
+        snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+        h = curl_slist_append(h, ct);
     }
-    if (body) h = curl_slist_append(h, "Content-Type: application/json");
     curl_easy_setopt(c, CURLOPT_URL, url);
     if (strcmp(method, "GET")) curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body) curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);

@@ -20,6 +20,10 @@ extern "C" {
 #define PFI_TOKEN_MAX 256
 
 pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *err);
+/* The same rules for a secret of min..max characters (e.g. an OAuth2
+ * client id and secret, 1..4096: vtn_client.h). */
+pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token, size_t n,
+                           pfi_error *err);
 
 typedef struct pfi_http_reply {
     long code;  /* HTTP status, 0 when no answer */
@@ -41,6 +45,13 @@ pfi_status pfi_http_request(const char *method, const char *url, const char *tok
 pfi_status pfi_http_request_ca(const char *method, const char *url, const char *token,
                                const char *body, const char *ca_file, double timeout_s,
                                pfi_http_reply *r, pfi_error *err);
+/* The same with any headers (a NULL-terminated list of "Name: value"
+ * lines, or NULL) and the body's Content-Type (e.g. a form's
+ * "application/x-www-form-urlencoded"), as the OpenADR VTN client
+ * (vtn_client.h) talks to a VTN and its token endpoint. */
+pfi_status pfi_http_request_ex(const char *method, const char *url, const char *const *headers,
+                               const char *body, const char *content_type, const char *ca_file,
+                               double timeout_s, pfi_http_reply *r, pfi_error *err);
 /* PUT /v1/caps with the bearer token. */
 pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req,
                               double timeout_s, pfi_http_reply *r, pfi_error *err);

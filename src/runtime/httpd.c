@@ -179,6 +179,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                                       : "no token is configured: this endpoint is disabled");
             return send_resp(h, c, &rs);
         }
+        if (need == PFI_HTTP_WEBHOOK && !pfi_bearer_ok(auth, h->o.token) &&
+            !pfi_bearer_ok(auth, h->o.webhook_token)) {
+            *ctx = &ANSWERED;
+            pfi_http_error(&rs, 401, "missing or wrong bearer token");
+            return send_resp(h, c, &rs);
+        }
         if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) &&
             !pfi_bearer_ok(auth, h->o.token)) {
             *ctx = &ANSWERED;

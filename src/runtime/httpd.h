@@ -54,14 +54,17 @@ typedef struct pfi_httpd_opts {
                                   certificate it signed (mTLS); needs TLS */
     const char *token;         /* control token; NULL: control requests get 401 */
     const char *read_token;    /* NULL: read requests are open */
+    const char *webhook_token; /* PFI_HTTP_WEBHOOK: accepted besides the control token
+                                  (e.g. the bearer token an OpenADR VTN was given) */
     /* what this request needs: PFI_HTTP_OPEN, PFI_HTTP_READ (the read or the
-       control token, when a read token is configured) or PFI_HTTP_CONTROL */
+       control token, when a read token is configured), PFI_HTTP_CONTROL or
+       PFI_HTTP_WEBHOOK (the control or the webhook token) */
     int (*is_protected)(void *ud, const char *method, const char *url);
     void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
     void *ud;
 } pfi_httpd_opts;
 
-enum { PFI_HTTP_OPEN = 0, PFI_HTTP_CONTROL = 1, PFI_HTTP_READ = 2 };
+enum { PFI_HTTP_OPEN = 0, PFI_HTTP_CONTROL = 1, PFI_HTTP_READ = 2, PFI_HTTP_WEBHOOK = 3 };
 
 typedef struct pfi_httpd pfi_httpd;
 

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "agent_client.h"
@@ -46,6 +47,16 @@ typedef struct ctl_cfg {
     char openadr_ven_name[PFI_OADR_ID_MAX + 1];
     char openadr_resources[CTL_OADR_MAX_RESOURCES][PFI_OADR_ID_MAX + 1];
     size_t openadr_nresources;
+    struct { /* the VTN conversation (ctl_vtn.c); vtn_url "": none;
+                the VEN name and version are the openadr_ ones */
+        char vtn_url[1024], token_url[1024], client_id_file[1024], client_secret_file[1024];
+        char program_id[129], callback_url[1024], callback_token_file[1024];
+        char ca_file[1024];
+        char targets[16][129];
+        size_t ntargets;
+        int allow_insecure_http;
+        double report_s; /* a report's interval (default 900 s) */
+    } vtn;
     int default_tier, dry_run;
     json_t *tiers; /* {"job id": tier} */
     size_t nagents;
@@ -134,6 +145,12 @@ typedef struct ctl {
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     struct pfi_httpd *httpd;
     int port;
+    /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
+       the webhook accepts besides token ("": none); its thread */
+    char callback_token[PFI_TOKEN_MAX + 1];
+    pthread_t vtn_thread;
+    int vtn_running;
+    atomic_int vtn_stop;
 } ctl;
 
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -156,6 +173,16 @@ double ctl_db_meta_get(ctl *c, const char *key, double dflt);
 /* an agent's lease generation (INTEGER): 1 if stored (*g set), 0 if not */
 int ctl_db_generation_get(ctl *c, const char *agent, long long *g);
 int ctl_db_generation_set(ctl *c, const char *agent, long long g);
+/* OpenADR 3 reports (vtn_reports): 1 if event_id has one, 0 if not, -1 on
+ * error; put (kept if there); the oldest not accepted (malloc'd body, its
+ * event into event_id) or NULL; done: accepted as report_id, or (NULL) one
+ * more failed try */
+int ctl_db_report_has(ctl *c, const char *event_id);
+int ctl_db_report_put(ctl *c, const char *event_id, const char *body);
+char *ctl_db_report_next(ctl *c, char *event_id, size_t n);
+int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id);
+/* an event's samples (pfi clock time, measured W; NaN: none), at most max */
+size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
 /* ctl_agents.c (without the lock: network I/O) */
 void ctl_agents_collect(ctl *c, double timeout_s);
@@ -200,6 +227,16 @@ int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w);
 char *ctl_report_json(ctl *c, const ctl_event *e);
 /* the chart of event e as PNG (and SVG) files base.png, base.svg */
 pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);
+
+/* ctl_main.c: the events of a VTN's answer (a JSON array of EVENTs), each
+ * through the OpenADR parser as the poller hands them; the count listed
+ * (lock not held) */
+size_t ctl_openadr_ingest(ctl *c, const char *body);
+
+/* ctl_vtn.c: the callback token (read or made), then a thread that
+ * registers, subscribes and polls the VTN (cfg.vtn); 0, or -1 (logged) */
+int ctl_vtn_start(ctl *c);
+void ctl_vtn_stop(ctl *c);
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);

@@ -195,8 +195,68 @@ static pfi_status oadr_resources_field(const pfi_jkey *k, json_t *v, const char 
     return PFI_OK;
 }
 
-/* "openadr": {"poll_url", "poll_s", "version", "ven_name", "resources"} (other keys are
- * ignored) */
+static pfi_status targets_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
+{
+    (void)name, (void)ud;
+    ctl_cfg *c = k->dst;
+    size_t n = sizeof c->vtn.targets / sizeof *c->vtn.targets, i;
+    json_t *x;
+    if (json_array_size(v) > n)
+        return pfi_errorf(err, PFI_EINVAL, "openadr.targets: at most %zu targets", n);
+    json_array_foreach(v, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t || !t[0] || strlen(t) > 128)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "openadr.targets[%zu]: expected a string of 1..128 characters", i);
+        snprintf(c->vtn.targets[i], sizeof c->vtn.targets[i], "%s", t);
+    }
+    c->vtn.ntargets = json_array_size(v);
+    return PFI_OK;
+}
+
+/* the checks between the VTN's keys */
+static pfi_status vtn_check(const ctl_cfg *c, pfi_error *err)
+{
+    const char *urls[] = {c->vtn.vtn_url, c->vtn.token_url, c->vtn.callback_url};
+    const char *keys[] = {"vtn_url", "token_url", "callback_url"};
+    if (!c->vtn.vtn_url[0]) {
+        if (c->vtn.token_url[0] || c->vtn.client_id_file[0] || c->vtn.client_secret_file[0] ||
+            c->vtn.callback_url[0] || c->vtn.program_id[0])
+            return pfi_errorf(err, PFI_EINVAL, "openadr: the VTN's keys need vtn_url");
+        return PFI_OK;
+    }
+    for (size_t i = 0; i < 3; i++) {
+        const char *u = urls[i];
+        if (!u[0]) continue;
+        if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
+            return pfi_errorf(err, PFI_EINVAL, "openadr.%s: expected http:// or https://", keys[i]);
+        if (i < 2 && !strncmp(u, "http://", 7) && !loopback_url(u) && !c->vtn.allow_insecure_http)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "openadr.%s: plain http to a non-loopback host would send the "
+                              "credentials in cleartext; use https:// or set "
+                              "allow_insecure_http: true",
+                              keys[i]);
+    }
+    if (!c->vtn.client_id_file[0] || !c->vtn.client_secret_file[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr: vtn_url needs client_id_file and client_secret_file");
+    if (!c->openadr_ven_name[0]) return pfi_errorf(err, PFI_EINVAL, "openadr.ven_name: missing");
+    if (c->vtn.callback_url[0] && !c->vtn.callback_token_file[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr.callback_url: needs callback_token_file (the token the VTN "
+                          "sends with its callbacks)");
+    if (c->vtn.callback_url[0] && c->openadr_version == PFI_OADR_V3_0_1 && !c->vtn.program_id[0])
+        return pfi_errorf(err, PFI_EINVAL,
+                          "openadr.callback_url: a 3.0.1 subscription needs program_id");
+    return PFI_OK;
+}
+
+/* "openadr": the plain poller {"poll_url", "poll_s"}, what the VEN is ("version",
+ * "ven_name", "resources") and the VTN (vtn_url, token_url, client_id_file,
+ * client_secret_file, program_id, targets, callback_url, callback_token_file, ca_file,
+ * allow_insecure_http, report_interval_s); other keys are ignored */
 static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                 pfi_error *err)
 {
@@ -208,10 +268,22 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
         {"version", PFI_J_STRING, 0, &c->openadr_version, .fn = oadr_version_field},
         CFG_STR("ven_name", c->openadr_ven_name),
         {"resources", PFI_J_ARRAY, 0, c, .fn = oadr_resources_field},
+        CFG_STR("vtn_url", c->vtn.vtn_url),
+        CFG_STR("token_url", c->vtn.token_url),
+        CFG_STR("client_id_file", c->vtn.client_id_file),
+        CFG_STR("client_secret_file", c->vtn.client_secret_file),
+        CFG_STR("program_id", c->vtn.program_id),
+        {"targets", PFI_J_ARRAY, 0, c, .fn = targets_field},
+        CFG_STR("callback_url", c->vtn.callback_url),
+        CFG_STR("callback_token_file", c->vtn.callback_token_file),
+        CFG_STR("ca_file", c->vtn.ca_file),
+        {"allow_insecure_http", PFI_J_BOOL, .dst = &c->vtn.allow_insecure_http},
+        {"report_interval_s", PFI_J_NUMBER, 0, &c->vtn.report_s, .lo = 1, .hi = 86400},
     };
     pfi_jopts o = {
         .prefix = "openadr", .table_order = 1, .unknown = PFI_J_UNKNOWN_IGNORE, .ud = ud};
-    return PFI_JSON_OBJ_READ(v, keys, &o, err);
+    pfi_status st = PFI_JSON_OBJ_READ(v, keys, &o, err);
+    return st ? st : vtn_check(c, err);
 }
 
 static void defaults(ctl_cfg *c)
@@ -226,6 +298,7 @@ static void defaults(ctl_cfg *c)
     c->lease_s = NAN;
     c->default_tier = -1;
     c->openadr_poll_s = 60;
+    c->vtn.report_s = 900;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
 }
@@ -262,7 +335,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,
          .expect = "expected {\"job id\": tier 0..3}"},
         {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
-         .expect = "expected {\"poll_url\", \"poll_s\"}"},
+         .expect = "expected {\"poll_url\", \"poll_s\", \"vtn_url\", ...}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},
     };
 #undef CFG_NUM

@@ -1,10 +1,10 @@
 /* ctl_db.c — the controller's records in SQLite (WAL): events (so they
  * survive restarts), per-period samples of every event (cluster and per job,
  * for the report), each agent's lease generation (INTEGER, one row per
- * agent name) and a few state values (the feedback term) so a restarted
- * controller resumes an event without lifting caps. The database's format
- * version is SQLite's user_version (PRAGMA): 0 (a database from before
- * versions were kept) is read as 1 and marked 1; a newer one is refused. */
+ * agent name), the OpenADR 3 reports not yet accepted by the VTN, and a few state values (the
+ * feedback term) so a restarted controller resumes an event without lifting caps. The database's
+ * format version is SQLite's user_version (PRAGMA): 0 (a database from before versions were kept)
+ * is read as 1 and marked 1; a newer one is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +28,9 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value REAL);"
     "CREATE TABLE IF NOT EXISTS agent_generations(agent TEXT PRIMARY KEY, generation INTEGER NOT "
     "NULL);"
+    /* OpenADR 3 reports to the VTN, kept until it accepted them (ctl_vtn.c) */
+    "CREATE TABLE IF NOT EXISTS vtn_reports(event_id TEXT PRIMARY KEY, body TEXT NOT NULL,"
+    " tries INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, report_id TEXT);"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';"
     "PRAGMA user_version=1;";
@@ -237,4 +240,80 @@ int ctl_db_generation_set(ctl *c, const char *agent, long long g)
     if (rc) ctl_log(c, "error: saving agent %s's generation: %s", agent, sqlite3_errmsg(c->db));
     sqlite3_finalize(s);
     return rc;
+}
+
+int ctl_db_report_has(ctl *c, const char *event_id)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM vtn_reports WHERE event_id=?", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return r;
+}
+
+int ctl_db_report_put(ctl *c, const char *event_id, const char *body)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "INSERT OR IGNORE INTO vtn_reports(event_id, body) VALUES(?,?)",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, body, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return r;
+}
+
+/* the least tried first: a report the VTN keeps refusing holds up no other */
+char *ctl_db_report_next(ctl *c, char *event_id, size_t n)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(
+            c->db,
+            "SELECT event_id, body FROM vtn_reports WHERE accepted=0 ORDER BY tries, rowid"
+            " LIMIT 1",
+            -1, &s, NULL) != SQLITE_OK)
+        return NULL;
+    char *body = NULL;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        snprintf(event_id, n, "%s", (const char *)sqlite3_column_text(s, 0));
+        body = strdup((const char *)sqlite3_column_text(s, 1));
+    }
+    sqlite3_finalize(s);
+    return body;
+}
+
+int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id)
+{
+    sqlite3_stmt *s;
+    const char *q = report_id ? "UPDATE vtn_reports SET accepted=1, report_id=? WHERE event_id=?"
+                              : "UPDATE vtn_reports SET tries=tries+1 WHERE event_id=?";
+    if (sqlite3_prepare_v2(c->db, q, -1, &s, NULL) != SQLITE_OK) return -1;
+    int k = 1;
+    if (report_id) sqlite3_bind_text(s, k++, report_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, k, event_id, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return r;
+}
+
+size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT t, measured_w FROM samples WHERE event_id=? ORDER BY t LIMIT ?",
+                           -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+    size_t n = 0;
+    while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+        t[n] = col_num(s, 0);
+        measured_w[n++] = col_num(s, 1);
+    }
+    sqlite3_finalize(s);
+    return n;
 }

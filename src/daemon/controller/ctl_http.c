@@ -29,10 +29,11 @@
  * browser, which sends no bearer token: keep the port on the operators' network) */
 static int is_protected(void *ud, const char *method, const char *url)
 {
-    (void)ud, (void)url;
-    return !strcmp(method, "POST") || !strcmp(method, "DELETE") || !strcmp(method, "PUT")
-               ? PFI_HTTP_CONTROL
-               : PFI_HTTP_OPEN;
+    (void)ud;
+    if (strcmp(method, "POST") && strcmp(method, "DELETE") && strcmp(method, "PUT"))
+        return PFI_HTTP_OPEN;
+    /* the VTN's callbacks carry the token our subscription gave it (ctl_vtn.c) */
+    return !strcmp(url, "/openadr3/events") ? PFI_HTTP_WEBHOOK : PFI_HTTP_CONTROL;
 }
 
 static void json_resp(pfi_http_resp *rs, int code, json_t *o)
@@ -389,6 +390,7 @@ int ctl_http_start(ctl *c)
                         .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL,
                         .max_body = 1 << 20,
                         .token = c->have_token ? c->token : NULL,
+                        .webhook_token = c->callback_token[0] ? c->callback_token : NULL,
                         .is_protected = is_protected,
                         .handle = handle,
                         .ud = c};

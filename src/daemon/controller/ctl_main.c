@@ -123,13 +123,28 @@ static void poll_openadr(ctl *c)
         if (r.body) pfi_http_reply_dispose(&r);
         return;
     }
-    json_t *a = json_loads(r.body, 0, NULL);
+    ctl_openadr_ingest(c, r.body);
     pfi_http_reply_dispose(&r);
-    if (!a) return;
-    size_t i;
+}
+
+size_t ctl_openadr_ingest(ctl *c, const char *body)
+{
+    pfi_error e;
+    json_error_t je;
+    json_t *a = json_loads(body, 0, &je);
+    if (!json_is_array(a)) { /* never dropped silently: logged and counted */
+        pthread_mutex_lock(&c->mu);
+        c->oadr_rejected[PFI_OADR_R_MALFORMED]++;
+        ctl_log(c, "OpenADR poll: answer not acted on (malformed): %s",
+                a ? "not a JSON list of events" : je.text);
+        pthread_mutex_unlock(&c->mu);
+        json_decref(a);
+        return 0;
+    }
+    size_t i, n = json_array_size(a);
     json_t *x;
     pthread_mutex_lock(&c->mu);
-    json_array_foreach(json_is_array(a) ? a : NULL, i, x)
+    json_array_foreach(a, i, x)
     {
         char *t = json_dumps(x, JSON_COMPACT);
         json_t *answer = NULL;
@@ -139,6 +154,7 @@ static void poll_openadr(ctl *c)
     }
     pthread_mutex_unlock(&c->mu);
     json_decref(a);
+    return n;
 }
 
 /* a restarted controller: each job's baseline for the event that is running */
@@ -370,13 +386,15 @@ int main(int argc, char **argv)
             c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
-    if (ctl_http_start(c)) return 1;
+    /* the callback token first: the webhook accepts it from the start */
+    if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
     if (port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", c->port);
         if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     control_loop(c);
+    ctl_vtn_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);

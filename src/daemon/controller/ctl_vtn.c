@@ -1,0 +1,346 @@
+/* ctl_vtn.c — pfi-controller as an OpenADR 3 VEN talking to its VTN
+ * (docs/controller.md "OpenADR 3: the VTN"; the client is vtn_client.h).
+ *
+ * At start-up the callback token — the bearer token the subscription gives
+ * the VTN, which the webhook POST /openadr3/events then accepts besides the
+ * controller's own token — is read from callback_token_file, or made (32
+ * random bytes as hex) and written there with mode 0600 when the file does
+ * not exist. A thread then, until the controller stops: fetches a token,
+ * registers the VEN, subscribes to EVENT operations (when callback_url is
+ * set) and polls GET /events every poll_s wall seconds as a fallback,
+ * handing each event to the OpenADR parser like the plain poller
+ * (ctl_openadr_ingest). A step that fails is retried after 1 s, doubling
+ * up to poll_s. Each step is logged once done ("VTN: ..."; a poll when
+ * the number of events listed changed).
+ *
+ * Reports: when an OpenADR event has run (done, or cancelled after it
+ * started), its REPORT — per report_interval_s of the event: DEMAND (mean
+ * measured GPU power, kW), BASELINE (the event's baseline, kW), DELTA_USAGE
+ * (measured less baseline energy, kWh) of the resource "pfi-gpus" — is kept
+ * in SQLite (vtn_reports) and sent (POST /reports) until the VTN accepts it
+ * (2xx with an id), a failed try again after 1 s, doubling up to an hour. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "ctl.h"
+#include "vtn_client.h"
+
+/* a secret file: the token file's rules (regular, not a symlink, mode 0600
+ * or stricter, one line without spaces); the callback token 16..256
+ * characters like every token, a client id or secret 1..4096 (the spec) */
+static int read_secret(ctl *c, const char *key, const char *path, size_t min, size_t max, char *out,
+                       size_t n)
+{
+    pfi_error e;
+    if (pfi_secret_read(path, min, max, out, n, &e) == PFI_OK) return 0;
+    ctl_log(c, "error: openadr.%s: %s", key, e.msg);
+    return -1;
+}
+
+/* the callback token: read, or made and written when the file is absent */
+static int callback_token(ctl *c)
+{
+    const char *path = c->cfg.vtn.callback_token_file;
+    if (access(path, F_OK) != 0 && errno == ENOENT) {
+        unsigned char r[32];
+        char hex[65];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            ctl_log(c, "error: openadr.callback_token_file: no random bytes: %s", strerror(errno));
+            return -1;
+        }
+        for (size_t i = 0; i < sizeof r; i++) snprintf(hex + 2 * i, 3, "%02x", r[i]);
+        hex[64] = '\n';
+        /* created here, 0600 from the start; never through a symlink */
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int bad = fd < 0 || write(fd, hex, 65) != 65 || fsync(fd) != 0;
+        int why = errno;
+        if (fd >= 0) close(fd);
+        if (bad) {
+            if (fd >= 0) unlink(path);
+            ctl_log(c, "error: openadr.callback_token_file: %s: %s", path, strerror(why));
+            return -1;
+        }
+        ctl_log(c, "VTN: callback token made in %s (mode 0600)", path);
+    }
+    return read_secret(c, "callback_token_file", path, 16, PFI_TOKEN_MAX, c->callback_token,
+                       sizeof c->callback_token);
+}
+
+typedef struct vtn_run {
+    ctl *c;
+    char id[PFI_VTN_SECRET_MAX + 1], secret[PFI_VTN_SECRET_MAX + 1];
+    const char *targets[16];
+} vtn_run;
+
+/* the REPORT of event e (lock held): a malloc'd JSON text, or NULL when it
+ * has nothing to report (no sample, no baseline) */
+static char *build_report(ctl *c, const ctl_event *e, int v301)
+{
+    const ctl_cfg *g = &c->cfg;
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev), R = g->vtn.report_s;
+    if (!isfinite(e->baseline_w) || !(end > start)) return NULL;
+    size_t nb = (size_t)fmin(ceil((end - start) / R), 10000), max = 200000;
+    double *t = malloc(max * sizeof *t), *m = malloc(max * sizeof *m);
+    double *sum = calloc(nb, sizeof *sum), *cnt = calloc(nb, sizeof *cnt);
+    char *out = NULL;
+    size_t n = t && m && sum && cnt ? ctl_db_samples(c, e->ev.id, t, m, max) : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(m[i]) || t[i] < start || t[i] >= end) continue;
+        size_t b = (size_t)((t[i] - start) / R);
+        if (b < nb) sum[b] += m[i], cnt[b]++;
+    }
+    json_t *iv = json_array();
+    double base_kw = e->baseline_w / 1000;
+    for (size_t b = 0; b < nb && iv; b++) {
+        if (!cnt[b]) continue;
+        double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;
+        char ts[40], dur[40];
+        pfi_rfc3339_format(b0, ts, sizeof ts);
+        snprintf(dur, sizeof dur, "PT%.0fS", fmax(1, round(len)));
+        json_array_append_new(
+            iv, json_pack("{s:I,s:{s:s,s:s},s:[{s:s,s:[f]},{s:s,s:[f]},{s:s,s:[f]}]}", "id",
+                          (json_int_t)b, "intervalPeriod", "start", ts, "duration", dur, "payloads",
+                          "type", "DEMAND", "values", kw, "type", "BASELINE", "values", base_kw,
+                          "type", "DELTA_USAGE", "values", (kw - base_kw) * len / 3600));
+    }
+    if (iv && json_array_size(iv)) {
+        json_t *desc = json_array();
+        const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE"};
+        const char *units[] = {"KW", "KW", "KWH"};
+        const char *reading[] = {"MEAN", "DIRECT_READ", "SUMMED"};
+        for (size_t i = 0; i < 3; i++)
+            json_array_append_new(desc,
+                                  json_pack("{s:s,s:s,s:s,s:s}", "objectType",
+                                            "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", types[i],
+                                            "readingType", reading[i], "units", units[i]));
+        char name[128];
+        snprintf(name, sizeof name, "pfi %s", e->ev.id);
+        json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", e->ev.id, "clientName",
+                              g->openadr_ven_name, "reportName", name, "payloadDescriptors", desc,
+                              "resources", "resourceName", "pfi-gpus", "intervals", iv);
+        if (r && v301) {
+            json_object_set_new(r, "objectType", json_string("REPORT"));
+            json_object_set_new(r, "programID", json_string(g->vtn.program_id));
+        }
+        out = r ? json_dumps(r, JSON_COMPACT) : NULL;
+        json_decref(r);
+    }
+    json_decref(iv);
+    free(t), free(m), free(sum), free(cnt);
+    return out;
+}
+
+/* keep the report of every OpenADR event that has run and has none yet
+ * (lock held) */
+static void keep_reports(ctl *c, int v301)
+{
+    for (size_t i = 0; i < c->nevents; i++) {
+        const ctl_event *e = &c->event[i];
+        if (strcmp(e->ev.source, "openadr") ||
+            (strcmp(e->status, "done") && strcmp(e->status, "cancelled")) ||
+            ctl_db_report_has(c, e->ev.id) != 0)
+            continue;
+        char *body = build_report(c, e, v301);
+        if (body && ctl_db_report_put(c, e->ev.id, body) == 0)
+            ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", e->ev.id);
+        free(body);
+    }
+}
+
+/* send the oldest report not yet accepted: 1 sent and accepted, 0 none
+ * due, -1 failed (logged) */
+static int send_report(ctl *c, pfi_vtn *v)
+{
+    char id[64];
+    pthread_mutex_lock(&c->mu);
+    char *body = ctl_db_report_next(c, id, sizeof id);
+    pthread_mutex_unlock(&c->mu);
+    if (!body) return 0;
+    pfi_http_reply r;
+    pfi_error e;
+    pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
+    free(body);
+    json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
+    const char *rid = json_string_value(json_object_get(o, "id"));
+    pthread_mutex_lock(&c->mu);
+    if (rid) {
+        ctl_db_report_done(c, id, rid);
+        ctl_log(c, "VTN: report for event %s accepted (report %.128s)", id, rid);
+    } else {
+        ctl_db_report_done(c, id, NULL);
+        char why[64];
+        snprintf(why, sizeof why,
+                 r.code >= 200 && r.code < 300 ? "HTTP %ld without a report id" : "HTTP %ld",
+                 r.code);
+        ctl_log(c, "warning: VTN POST /reports for event %s: %s; kept, sent again later", id,
+                st ? e.msg : why);
+    }
+    pthread_mutex_unlock(&c->mu);
+    json_decref(o);
+    if (!st) pfi_http_reply_dispose(&r);
+    return rid ? 1 : -1;
+}
+
+/* sleep up to s wall seconds, less when the controller stops */
+static void nap(ctl *c, double s)
+{
+    double end = pfi_wall_monotonic() + s;
+    while (!c->vtn_stop && pfi_wall_monotonic() < end) usleep(50 * 1000);
+}
+
+static void *vtn_thread(void *arg)
+{
+    vtn_run *run = arg;
+    ctl *c = run->c;
+    const ctl_cfg *g = &c->cfg;
+    pfi_vtn_cfg vc = {.vtn_url = g->vtn.vtn_url,
+                      .v301 = g->openadr_version == PFI_OADR_V3_0_1,
+                      .token_url = g->vtn.token_url,
+                      .client_id = run->id,
+                      .client_secret = run->secret,
+                      .ven_name = g->openadr_ven_name,
+                      .program_id = g->vtn.program_id,
+                      .callback_url = g->vtn.callback_url,
+                      .callback_token = c->callback_token,
+                      .targets = run->targets,
+                      .ntargets = g->vtn.ntargets,
+                      .ca_file = g->vtn.ca_file[0] ? g->vtn.ca_file : NULL,
+                      .timeout_s = 10};
+    pfi_vtn v;
+    pfi_vtn_init(&v, &vc);
+    int registered = 0, subscribed = !g->vtn.callback_url[0];
+    double backoff = 1, next_poll = 0, report_backoff = 1, next_report = 0;
+    int v301 = g->openadr_version == PFI_OADR_V3_0_1;
+    int reports = !v301 || g->vtn.program_id[0]; /* a 3.0.1 report names its program */
+    unsigned long fetches = 0, retries = 0;
+    long long listed = -1; /* events the last poll listed */
+    while (!c->vtn_stop) {
+        pfi_error e;
+        pfi_status st = PFI_OK;
+        const char *step = "";
+        if (!registered) {
+            step = "registration";
+            if (!(st = pfi_vtn_register(&v, &e))) {
+                registered = 1;
+                pthread_mutex_lock(&c->mu);
+                ctl_log(c, "VTN: registered as VEN %s (id %s)", g->openadr_ven_name, v.ven_id);
+                pthread_mutex_unlock(&c->mu);
+            }
+        } else if (!subscribed) {
+            step = "subscription";
+            int created;
+            if (!(st = pfi_vtn_subscribe(&v, &created, &e))) {
+                subscribed = 1;
+                pthread_mutex_lock(&c->mu);
+                ctl_log(c, "VTN: subscribed to EVENT (subscription %s, %s), callback %s",
+                        v.subscription_id, created ? "created" : "already there",
+                        g->vtn.callback_url);
+                pthread_mutex_unlock(&c->mu);
+            }
+        } else if (pfi_wall_monotonic() >= next_poll) {
+            step = "GET /events";
+            char *body;
+            size_t n = 0, k = PFI_VTN_PAGE;
+            /* page after page while pages are full, at most 20 (1000 events) */
+            for (int page = 0; !st && k == PFI_VTN_PAGE && page < 20; page++) {
+                if (!(st = pfi_vtn_events_page(&v, n, &body, &e))) {
+                    k = ctl_openadr_ingest(c, body);
+                    n += k;
+                    free(body);
+                }
+            }
+            if (!st) {
+                next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
+                if ((long long)n != listed) { /* the first poll, then changes only */
+                    pthread_mutex_lock(&c->mu);
+                    ctl_log(c, "VTN: polled events: %zu listed", n);
+                    pthread_mutex_unlock(&c->mu);
+                }
+                listed = (long long)n;
+            }
+        }
+        if (v.token_fetches != fetches || v.retries_401 != retries) {
+            pthread_mutex_lock(&c->mu);
+            if (v.retries_401 != retries)
+                ctl_log(c, "VTN: a request was refused (401): new token, request retried once");
+            if (v.token_fetches != fetches)
+                ctl_log(c, "VTN: access token fetched from %s (%lu so far)", v.token_url,
+                        v.token_fetches);
+            pthread_mutex_unlock(&c->mu);
+            fetches = v.token_fetches, retries = v.retries_401;
+        }
+        /* reports on their own backoff: also while polling fails */
+        if (registered && subscribed && reports && pfi_wall_monotonic() >= next_report) {
+            pthread_mutex_lock(&c->mu);
+            keep_reports(c, v301);
+            pthread_mutex_unlock(&c->mu);
+            int k = send_report(c, &v);
+            if (k < 0) {
+                next_report = pfi_wall_monotonic() + report_backoff;
+                report_backoff = fmin(2 * report_backoff, 3600);
+            } else {
+                report_backoff = 1;
+                next_report = pfi_wall_monotonic() + (k ? 0 : 1);
+            }
+        }
+        if (st) {
+            pthread_mutex_lock(&c->mu);
+            ctl_log(c, "warning: VTN %s: %s; again in %g s", step, e.msg, backoff);
+            pthread_mutex_unlock(&c->mu);
+            nap(c, backoff);
+            backoff = fmin(2 * backoff, g->openadr_poll_s);
+            continue;
+        }
+        backoff = 1;
+        if (registered && subscribed) nap(c, fmax(0, fmin(next_poll - pfi_wall_monotonic(), 0.2)));
+    }
+    pfi_vtn_dispose(&v);
+    memset(run->secret, 0, sizeof run->secret);
+    free(run);
+    return NULL;
+}
+
+int ctl_vtn_start(ctl *c)
+{
+    const ctl_cfg *g = &c->cfg;
+    if (!g->vtn.vtn_url[0]) return 0;
+    if (g->vtn.callback_url[0] && callback_token(c)) return -1;
+    vtn_run *run = calloc(1, sizeof *run);
+    if (!run) {
+        ctl_log(c, "error: out of memory");
+        return -1;
+    }
+    run->c = c;
+    if (read_secret(c, "client_id_file", g->vtn.client_id_file, 1, PFI_VTN_SECRET_MAX, run->id,
+                    sizeof run->id) ||
+        read_secret(c, "client_secret_file", g->vtn.client_secret_file, 1, PFI_VTN_SECRET_MAX,
+                    run->secret, sizeof run->secret)) {
+        free(run);
+        return -1;
+    }
+    for (size_t i = 0; i < g->vtn.ntargets; i++) run->targets[i] = g->vtn.targets[i];
+    c->vtn_stop = 0;
+    if (pthread_create(&c->vtn_thread, NULL, vtn_thread, run)) {
+        ctl_log(c, "error: cannot start the VTN thread");
+        free(run);
+        return -1;
+    }
+    c->vtn_running = 1;
+    ctl_log(c, "VTN: %s (OpenADR %s), VEN %s", g->vtn.vtn_url,
+            g->openadr_version == PFI_OADR_V3_0_1 ? "3.0.1" : "3.1", g->openadr_ven_name);
+    return 0;
+}
+
+void ctl_vtn_stop(ctl *c)
+{
+    if (!c->vtn_running) return;
+    c->vtn_stop = 1;
+    pthread_join(c->vtn_thread, NULL);
+    c->vtn_running = 0;
+}

@@ -1,0 +1,287 @@
+/* test_vtn_client.c — the OpenADR 3 VTN client (vtn_client.h) against a
+ * fake VTN in place of libcurl: the token endpoint found through
+ * /auth/server, client credentials form-encoded in the body, the bearer
+ * token on every request, the token fetched again before it expires and
+ * after a 401 (exactly one new token and one retry), registration only
+ * when the VEN is not listed, the subscription with our callback URL and
+ * token, the events filters of 3.1 and 3.0.1. */
+#include "../testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vtn_client.h"
+
+typedef struct fake {
+    double now;
+    double expires_in; /* 0: the token endpoint sends none */
+    int issued;        /* tokens issued: "tok-<issued>" */
+    int valid;         /* the token the VTN accepts (0: none, always 401) */
+    int refuse_all;    /* every bearer token is refused */
+    int listed;        /* GET /vens lists our VEN */
+    int requests;      /* to the VTN (not the token endpoint) */
+    char last_url[512], last_body[2048], last_auth[256], form[512], form_type[128];
+} fake;
+
+static double fake_clock(void *ud)
+{
+    return ((fake *)ud)->now;
+}
+
+static void answer(pfi_http_reply *r, long code, const char *body)
+{
+    r->code = code;
+    r->body = strdup(body);
+    r->len = strlen(body);
+}
+
+static pfi_status fake_send(void *ud, const char *method, const char *url,
+                            const char *const *headers, const char *body, const char *ctype,
+                            double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
+    (void)timeout_s, (void)err;
+    fake *f = ud;
+    memset(r, 0, sizeof *r);
+    if (!strcmp(url, "http://vtn.test/api/auth/server")) {
+        answer(r, 200, "{\"tokenURL\":\"http://auth.test/token\"}");
+        return PFI_OK;
+    }
+    if (!strcmp(url, "http://auth.test/token")) {
+        assert_string_equal(method, "POST");
+        snprintf(f->form, sizeof f->form, "%s", body);
+        snprintf(f->form_type, sizeof f->form_type, "%s", ctype);
+        char b[128];
+        f->issued++;
+        f->valid = f->refuse_all ? 0 : f->issued;
+        if (f->expires_in > 0)
+            snprintf(b, sizeof b,
+                     "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\",\"expires_in\":%g}",
+                     f->issued, f->expires_in);
+        else
+            snprintf(b, sizeof b, "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\"}",
+                     f->issued);
+        answer(r, 200, b);
+        return PFI_OK;
+    }
+    f->requests++;
+    snprintf(f->last_url, sizeof f->last_url, "%s %s", method, url);
+    snprintf(f->last_body, sizeof f->last_body, "%s", body ? body : "");
+    f->last_auth[0] = '\0';
+    for (size_t i = 0; headers && headers[i]; i++)
+        if (!strncmp(headers[i], "Authorization: ", 15))
+            snprintf(f->last_auth, sizeof f->last_auth, "%s", headers[i] + 15);
+    char want[64];
+    snprintf(want, sizeof want, "Bearer tok-%d", f->valid);
+    if (!f->valid || strcmp(f->last_auth, want)) {
+        answer(r, 401, "{\"title\":\"unauthorized\"}");
+        return PFI_OK;
+    }
+    if (!strncmp(url, "http://vtn.test/api/vens?", 25) && !strcmp(method, "GET"))
+        answer(r, 200, f->listed ? "[{\"id\":\"ven-7\",\"venName\":\"ven 1\"}]" : "[]");
+    else if (!strcmp(url, "http://vtn.test/api/vens") && !strcmp(method, "POST"))
+        answer(r, 201, "{\"id\":\"ven-1\",\"objectType\":\"VEN\",\"venName\":\"ven 1\"}");
+    else if (!strncmp(url, "http://vtn.test/api/subscriptions?", 34))
+        answer(r, 200,
+               "[{\"id\":\"sub-0\",\"clientName\":\"ven 1\",\"objectOperations\":"
+               "[{\"callbackUrl\":\"https://elsewhere/cb\"}]}]");
+    else if (!strcmp(url, "http://vtn.test/api/subscriptions"))
+        answer(r, 201, "{\"id\":\"sub-1\"}");
+    else if (!strncmp(url, "http://vtn.test/api/events", 26)) answer(r, 200, "[{\"id\":\"e1\"}]");
+    else answer(r, 404, "{}");
+    return PFI_OK;
+}
+
+static pfi_vtn_cfg cfg_for(fake *f)
+{
+    static const char *targets[] = {"group 1", "site-2"};
+    pfi_vtn_cfg c = {.vtn_url = "http://vtn.test/api",
+                     .client_id = "ven client",
+                     .client_secret = "s&cret=1",
+                     .ven_name = "ven 1",
+                     .program_id = "prog-1",
+                     .callback_url = "http://127.0.0.1:9480/openadr3/events",
+                     .callback_token = "cbtoken-0123456789abcdef",
+                     .targets = targets,
+                     .ntargets = 2,
+                     .send = fake_send,
+                     .clock = fake_clock,
+                     .ud = f};
+    return c;
+}
+
+static void conversation(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 3600};
+    pfi_vtn_cfg c = cfg_for(&f);
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    assert_int_equal(pfi_vtn_register(&v, &e), PFI_OK);
+    assert_string_equal(v.token_url, "http://auth.test/token");
+    assert_string_equal(f.form, "grant_type=client_credentials&client_id=ven%20client"
+                                "&client_secret=s%26cret%3D1");
+    assert_string_equal(f.form_type, "application/x-www-form-urlencoded");
+    assert_string_equal(v.ven_id, "ven-1"); /* not listed: posted */
+    assert_string_equal(f.last_url, "POST http://vtn.test/api/vens");
+    assert_string_equal(f.last_body, "{\"objectType\":\"VEN_VEN_REQUEST\",\"venName\":\"ven 1\"}");
+    assert_string_equal(f.last_auth, "Bearer tok-1");
+    int created;
+    assert_int_equal(pfi_vtn_subscribe(&v, &created, &e), PFI_OK);
+    assert_int_equal(created, 1); /* the listed one sends elsewhere */
+    assert_string_equal(v.subscription_id, "sub-1");
+    assert_non_null(
+        strstr(f.last_body, "\"callbackUrl\":\"http://127.0.0.1:9480/openadr3/events\""));
+    assert_non_null(strstr(f.last_body, "\"bearerToken\":\"cbtoken-0123456789abcdef\""));
+    assert_non_null(strstr(f.last_body, "\"programID\":\"prog-1\""));
+    assert_non_null(strstr(f.last_body, "\"objects\":[\"EVENT\"]"));
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    assert_string_equal(body, "[{\"id\":\"e1\"}]");
+    free(body);
+    assert_string_equal(f.last_url, "GET http://vtn.test/api/events?programID=prog-1"
+                                    "&targets=group%201&targets=site-2&limit=50");
+    assert_int_equal(v.token_fetches, 1); /* one token for all of it */
+    /* listed VEN: kept, nothing posted */
+    f.listed = 1;
+    assert_int_equal(pfi_vtn_register(&v, &e), PFI_OK);
+    assert_string_equal(v.ven_id, "ven-7");
+    assert_string_equal(f.last_url, "GET http://vtn.test/api/vens?venName=ven%201");
+    pfi_vtn_dispose(&v);
+}
+
+static void renewed_before_expiry(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 100};
+    pfi_vtn_cfg c = cfg_for(&f);
+    c.token_url = "http://auth.test/token"; /* configured: no discovery */
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    f.now = 89; /* renewed at 100 - min(60, 10) = 90 */
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    assert_int_equal(v.token_fetches, 1);
+    f.now = 91;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    assert_int_equal(v.token_fetches, 2);
+    assert_string_equal(f.last_auth, "Bearer tok-2");
+    assert_int_equal(v.retries_401, 0); /* never sent an expired token */
+    pfi_vtn_dispose(&v);
+}
+
+static void one_refresh_one_retry_on_401(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 0}; /* no expires_in: kept until a 401 */
+    pfi_vtn_cfg c = cfg_for(&f);
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    f.now = 1e6;
+    f.valid = 0; /* the VTN revoked tok-1 */
+    f.requests = 0;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    assert_int_equal(f.requests, 2); /* refused, then retried */
+    assert_int_equal(v.token_fetches, 2);
+    assert_int_equal(v.retries_401, 1);
+    assert_string_equal(f.last_auth, "Bearer tok-2");
+    /* a VTN that refuses every token: one new token, one retry, then the 401 */
+    f.refuse_all = 1;
+    f.valid = 0;
+    f.requests = 0;
+    pfi_http_reply r;
+    assert_int_equal(pfi_vtn_request(&v, "GET", "/programs", NULL, &r, &e), PFI_OK);
+    assert_int_equal(r.code, 401);
+    pfi_http_reply_dispose(&r);
+    assert_int_equal(f.requests, 2);
+    assert_int_equal(v.token_fetches, 3);
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_EPERM);
+    assert_null(body);
+    assert_non_null(strstr(e.msg, "GET /events: HTTP 401"));
+    pfi_vtn_dispose(&v);
+}
+
+static void v301_bodies(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 3600};
+    pfi_vtn_cfg c = cfg_for(&f);
+    c.v301 = 1;
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    assert_int_equal(pfi_vtn_register(&v, &e), PFI_OK);
+    assert_string_equal(f.last_body, "{\"objectType\":\"VEN\",\"venName\":\"ven 1\"}");
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    assert_string_equal(f.last_url,
+                        "GET http://vtn.test/api/events?programID=prog-1"
+                        "&targetType=GROUP&targetValues=group%201&targetValues=site-2&limit=50");
+    assert_int_equal(pfi_vtn_events_page(&v, 100, &body, &e), PFI_OK);
+    free(body);
+    assert_non_null(strstr(f.last_url, "&skip=100&limit=50"));
+    pfi_vtn_dispose(&v);
+}
+
+static pfi_status https_vtn_send(void *ud, const char *method, const char *url,
+                                 const char *const *headers, const char *body, const char *ctype,
+                                 double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
+    fake *f = ud;
+    f->requests++;
+    memset(r, 0, sizeof *r);
+    if (strstr(url, "/auth/server")) answer(r, 200, "{\"tokenURL\":\"http://auth.test/token\"}");
+    else answer(r, 200, "{\"access_token\":\"t\",\"token_type\":\"Bearer\"}");
+    return PFI_OK;
+}
+
+/* an https VTN that names a plain http token endpoint: the secret is not sent */
+static void token_url_stays_https(void **s)
+{
+    (void)s;
+    fake f = {0};
+    pfi_vtn_cfg c = cfg_for(&f);
+    c.vtn_url = "https://vtn.test/api";
+    c.send = https_vtn_send;
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    assert_int_equal(pfi_vtn_token(&v, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "is not https like the VTN"));
+    assert_int_equal(f.requests, 1); /* /auth/server only */
+    pfi_vtn_dispose(&v);
+}
+
+static void url_escape(void **s)
+{
+    (void)s;
+    char url[16];
+    assert_int_equal(pfi_url_escape("a b/c", url, sizeof url), 0);
+    assert_string_equal(url, "a%20b%2Fc");
+    assert_int_equal(pfi_url_escape("0123456789", url, 10), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(conversation),
+        cmocka_unit_test(renewed_before_expiry),
+        cmocka_unit_test(one_refresh_one_retry_on_401),
+        cmocka_unit_test(v301_bodies),
+        cmocka_unit_test(url_escape),
+        cmocka_unit_test(token_url_stays_https),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
