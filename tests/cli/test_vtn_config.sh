@@ -31,8 +31,8 @@ VTN='"vtn_url": "http://127.0.0.1:9", "client_id_file": "'$T/cid'", "client_secr
 
 # ---- configuration errors (exit 1, one line naming the key) ----
 cfg '"version": "3.2"'
-expect_error 1 'openadr.version: expected "3.0.1" or "3.1"' "$CTL" --config "$T/c.json"
-cfg '"ven_name": "v1"'
+expect_error 1 'openadr.version: expected "3.1" or "3.0.1"' "$CTL" --config "$T/c.json"
+cfg '"program_id": "p1"' # ven_name alone is the event model's: no VTN needed
 expect_error 1 "openadr: the VTN's keys need vtn_url" "$CTL" --config "$T/c.json"
 cfg '"vtn_url": "http://127.0.0.1:9", "ven_name": "v1"'
 expect_error 1 "openadr: vtn_url needs client_id_file and client_secret_file" "$CTL" --config "$T/c.json"
