@@ -143,6 +143,7 @@ typedef struct ctl {
     unsigned long long cycles, pushes, push_errors, generation_rejects;
     pfi_oadr_book oadr_book;                             /* OpenADR versions seen */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
+    unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
     struct pfi_httpd *httpd;
     int port;
     /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
@@ -181,6 +182,7 @@ int ctl_db_report_has(ctl *c, const char *event_id);
 int ctl_db_report_put(ctl *c, const char *event_id, const char *body);
 char *ctl_db_report_next(ctl *c, char *event_id, size_t n);
 int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id);
+int ctl_db_report_refused(ctl *c, const char *event_id);
 /* an event's samples (pfi clock time, measured W; NaN: none), at most max */
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 

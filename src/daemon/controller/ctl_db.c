@@ -31,6 +31,7 @@ static const char schema[] =
     /* OpenADR 3 reports to the VTN, kept until it accepted them (ctl_vtn.c) */
     "CREATE TABLE IF NOT EXISTS vtn_reports(event_id TEXT PRIMARY KEY, body TEXT NOT NULL,"
     " tries INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, report_id TEXT);"
+    /* accepted: 0 to send, 1 accepted (report_id), 2 refused by the VTN (4xx) */
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';"
     "PRAGMA user_version=1;";
@@ -284,6 +285,20 @@ char *ctl_db_report_next(ctl *c, char *event_id, size_t n)
     }
     sqlite3_finalize(s);
     return body;
+}
+
+/* the VTN refused the report (a 4xx answer): kept, never sent again
+ * (accepted = 2) */
+int ctl_db_report_refused(ctl *c, const char *event_id)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "UPDATE vtn_reports SET accepted=2 WHERE event_id=?", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return rc;
 }
 
 int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id)

@@ -226,6 +226,10 @@ static char *metrics(ctl *c, size_t *len)
                        pfi_prom_label(rl, sizeof rl, pfi_oadr_reason_name((pfi_oadr_reason)r)),
                        c->oadr_rejected[r]);
     }
+    pfi_buf_printf(&b, "# HELP pfi_ctl_openadr_reports_refused_total REPORTs the VTN refused "
+                       "(4xx): logged, kept, not sent again.\n# TYPE "
+                       "pfi_ctl_openadr_reports_refused_total counter\n");
+    pfi_buf_printf(&b, "pfi_ctl_openadr_reports_refused_total %llu\n", c->reports_refused);
     /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped
      * although validated */
     char jl[2 * 64 + 1];

@@ -169,9 +169,17 @@ static int send_report(ctl *c, pfi_vtn *v)
     json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
     const char *rid = json_string_value(json_object_get(o, "id"));
     pthread_mutex_lock(&c->mu);
+    /* a 4xx (401 was retried with a new token already; 408 and 429 say
+       "later") will not change by sending the same report again */
+    int refused = !st && r.code >= 400 && r.code < 500 && r.code != 408 && r.code != 429;
     if (rid) {
         ctl_db_report_done(c, id, rid);
         ctl_log(c, "VTN: report for event %s accepted (report %.128s)", id, rid);
+    } else if (refused) {
+        ctl_db_report_refused(c, id);
+        c->reports_refused++;
+        ctl_log(c, "warning: VTN POST /reports for event %s: HTTP %ld: refused, not sent again", id,
+                r.code);
     } else {
         ctl_db_report_done(c, id, NULL);
         char why[64];
@@ -184,7 +192,7 @@ static int send_report(ctl *c, pfi_vtn *v)
     pthread_mutex_unlock(&c->mu);
     json_decref(o);
     if (!st) pfi_http_reply_dispose(&r);
-    return rid ? 1 : -1;
+    return rid || refused ? 1 : -1;
 }
 
 /* sleep up to s wall seconds, less when the controller stops */
@@ -283,7 +291,7 @@ static void *vtn_thread(void *arg)
             int k = send_report(c, &v);
             if (k < 0) {
                 next_report = pfi_wall_monotonic() + report_backoff;
-                report_backoff = fmin(2 * report_backoff, 3600);
+                report_backoff = fmin(2 * report_backoff, 300); /* 1 s doubling to 5 min */
             } else {
                 report_backoff = 1;
                 next_report = pfi_wall_monotonic() + (k ? 0 : 1);

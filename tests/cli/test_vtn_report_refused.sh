@@ -1,0 +1,87 @@
+#!/bin/sh
+# test_vtn_report_refused.sh — a REPORT the VTN refuses with a 4xx is logged,
+# counted (pfi_ctl_openadr_reports_refused_total) and not sent again, while
+# the VEN goes on polling (issue 16: "a 4xx answer is not retried but logged
+# and counted"). The VTN is a small python3 fixture that answers the token,
+# registration and polling requests as a VTN does and every POST /reports
+# with 400; Prism (test_vtn_prism.sh) cannot be made to refuse one.
+. "$SRC/tests/cli/lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+new_token "$T/atok" "$T/ctok"
+CTOK=$(cat "$T/ctok")
+printf 'pfi-ven-client\n' >"$T/cid"
+printf 'pfi-ven-secret\n' >"$T/csecret"
+chmod 600 "$T/cid" "$T/csecret"
+kill_daemons_on_exit
+cat >"$T/vtn.py" <<'PY'
+import http.server, json, sys
+portfile, countdir = sys.argv[1], sys.argv[2]
+def bump(name):
+    p = countdir + "/" + name
+    try: n = int(open(p).read())
+    except FileNotFoundError: n = 0
+    open(p, "w").write(str(n + 1))
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, code, obj):
+        b = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n)
+    def do_GET(self):
+        path = self.path.split("?")[0]
+        if path == "/events": bump("events"); self.reply(200, [])
+        elif path in ("/vens", "/subscriptions"): self.reply(200, [])
+        else: self.reply(404, {"title": "Not Found", "status": 404})
+    def do_POST(self):
+        self.body()
+        path = self.path.split("?")[0]
+        if path == "/auth/token":
+            self.reply(200, {"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600})
+        elif path == "/vens": self.reply(201, {"id": "ven-1", "objectType": "VEN", "venName": "pfi-test-ven"})
+        elif path == "/subscriptions": self.reply(201, {"id": "sub-1", "objectType": "SUBSCRIPTION"})
+        elif path == "/reports": bump("reports"); self.reply(400, {"title": "Bad Request", "status": 400, "detail": "refused by the fixture"})
+        else: self.reply(404, {"title": "Not Found", "status": 404})
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(portfile + ".tmp", "w").write(str(s.server_address[1]))
+import os; os.rename(portfile + ".tmp", portfile)
+s.serve_forever()
+PY
+mkdir "$T/counts"
+start_daemon "fixture VTN" "$T/vtn.log" "$T/vtn.port" python3 "$T/vtn.py" "$T/vtn.port" "$T/counts"
+VTN=http://127.0.0.1:$DPORT
+start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --state-file "$T/a.state" --interval 0.5 --log "$T/a.log"
+AP=$DPORT
+cat >"$T/ctl.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 0.5,
+ "baseline_window_s": 2, "tiers": {"j1": 3},
+ "openadr": {"vtn_url": "$VTN", "token_url": "$VTN/auth/token",
+             "client_id_file": "$T/cid", "client_secret_file": "$T/csecret",
+             "ven_name": "pfi-test-ven", "poll_s": 1, "report_interval_s": 2},
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
+EOF
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+URL=http://127.0.0.1:$DPORT
+wait_for 30 "the VEN to register" 'grep -qF "VTN: registered as VEN pfi-test-ven (id ven-1)" "$T/ctl.log"'; ok
+S=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Bearer $CTOK" -H 'Content-Type: application/json' \
+  --data-binary '{"objectType":"EVENT","id":"ev-refused","intervalPeriod":{"start":"'$S'","duration":"PT2S"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.5]}]}]}' \
+  "$URL/openadr3/events")
+[ "$c" = 200 ] || { cat "$T/body" >&2; fail "webhook event: HTTP $c"; }; ok
+wait_for 60 "the refused report" 'grep -qF "warning: VTN POST /reports for event ev-refused: HTTP 400: refused, not sent again" "$T/ctl.log"'; ok
+[ "$(cat "$T/counts/reports")" = 1 ] || fail "reports sent: $(cat "$T/counts/reports")"; ok
+# the VEN goes on: five more polls, and still one POST /reports
+polls=$(cat "$T/counts/events")
+wait_for 30 "five more polls" '[ "$(cat "$T/counts/events")" -ge $((polls + 5)) ]'; ok
+[ "$(cat "$T/counts/reports")" = 1 ] || fail "a refused report was sent again ($(cat "$T/counts/reports") times)"; ok
+m=$(curl -s -m 5 "$URL/metrics")
+printf '%s\n' "$m" | grep -qx 'pfi_ctl_openadr_reports_refused_total 1' ||
+  { printf '%s\n' "$m" | grep refused >&2; fail "refused reports not counted"; }; ok
+done_ok
