@@ -29,6 +29,7 @@
 
 #include "agent_client.h"
 #include "bench_common.h"
+#include "bench_procs.h"
 #include "caps_request.h"
 #include "httpd.h"
 
@@ -93,14 +94,21 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         return;
     }
     if (!strcmp(rest, "v1/caps") && !strcmp(rq->method, "PUT")) {
-        static pfi_caps_request r; /* large; one request at a time (internal thread) */
+        /* large, and the server's threads answer requests at once: one each */
+        pfi_caps_request *r = malloc(sizeof *r);
         pfi_error e;
-        if (pfi_caps_request_parse(rq->body, rq->len, &r, &e)) {
+        if (!r) {
+            pfi_http_error(rs, 500, "out of memory");
+            return;
+        }
+        if (pfi_caps_request_parse(rq->body, rq->len, r, &e)) {
+            free(r);
             pfi_http_error(rs, 400, "%s", e.msg);
             return;
         }
         double c = 700;
-        for (size_t k = 0; k < r.njobs; k++) c = r.jobs[k].cap_w;
+        for (size_t k = 0; k < r->njobs; k++) c = r->jobs[k].cap_w;
+        free(r);
         pthread_mutex_lock(&g_mu);
         g_farm[i].cap_w = c;
         if (c < 699 && !(g_farm[i].capped_at > 0)) g_farm[i].capped_at = bench_now();
@@ -111,34 +119,6 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         return;
     }
     pfi_http_error(rs, 405, "not here");
-}
-
-static pid_t spawn(char *const argv[], const char *log)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        FILE *f = freopen(log, "w", stderr);
-        (void)f;
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    return p;
-}
-
-static int read_port(const char *path, pid_t pid)
-{
-    for (int i = 0; i < 400; i++) {
-        FILE *f = fopen(path, "r");
-        int port = 0;
-        if (f && fscanf(f, "%d", &port) == 1 && port > 0) {
-            fclose(f);
-            return port;
-        }
-        if (f) fclose(f);
-        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
-        usleep(25000);
-    }
-    return -1;
 }
 
 static double metric(const char *url, const char *name)
@@ -221,6 +201,7 @@ static void scale_bench(const char *ctl_bin, const char *dir)
     pfi_httpd_opts o = {.listen = "127.0.0.1:0",
                         .max_body = 1 << 20,
                         .max_connections = 4 * NFARM,
+                        .max_per_ip = 4 * NFARM, /* every agent of the farm is 127.0.0.1 */
                         .token = tok,
                         .is_protected = farm_protected,
                         .handle = farm_handle};
@@ -247,8 +228,8 @@ static void scale_bench(const char *ctl_bin, const char *dir)
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    pid_t p = spawn(argv, log);
-    int cport = read_port(portf, p);
+    pid_t p = bench_spawn(argv, log);
+    int cport = bench_read_port(portf, p);
     if (cport < 0) {
         printf("bench controller 1000 agents: controller did not start (see %s)\n", log);
         pfi_httpd_stop(h);
@@ -331,30 +312,12 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
     make_token(tokf, tok, sizeof tok);
     int n = 0;
     for (int i = 0; i < 4; i++) {
-        char be[256], portf[512], state[512], log[512];
+        char be[256];
         snprintf(be, sizeof be, "sim:gpus=8,job=job%d:%s@0-7,load=0,seed=%d", i + 1, jobs[i],
                  i + 1);
-        snprintf(portf, sizeof portf, "%s/a%d.port", dir, i);
-        snprintf(state, sizeof state, "%s/a%d.state", dir, i);
-        snprintf(log, sizeof log, "%s/a%d.log", dir, i);
-        char *argv[] = {(char *)agent_bin,
-                        "--backend",
-                        be,
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--port-file",
-                        portf,
-                        "--token-file",
-                        tokf,
-                        "--state-file",
-                        state,
-                        "--interval",
-                        "0.5",
-                        NULL};
-        ap[i] = spawn(argv, log);
-        int port = read_port(portf, ap[i]);
+        int port = bench_start_agent(agent_bin, dir, i, be, tokf, "0.5", &ap[i]);
         if (port < 0) {
-            printf("bench controller demo: agent %d did not start (see %s)\n", i, log);
+            printf("bench controller demo: agent %d did not start (see %s/a%d.log)\n", i, dir, i);
             for (int k = 0; k <= i; k++) kill(ap[k], SIGTERM), waitpid(ap[k], NULL, 0);
             return;
         }
@@ -379,8 +342,8 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    pid_t p = spawn(argv, log);
-    int cport = read_port(portf, p);
+    pid_t p = bench_spawn(argv, log);
+    int cport = bench_read_port(portf, p);
     if (cport >= 0) {
         char url[64];
         snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);

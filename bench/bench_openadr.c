@@ -49,6 +49,7 @@
 
 #include "agent_client.h"
 #include "bench_common.h"
+#include "bench_procs.h"
 #include "clock.h"
 #include "grid_event.h"
 #include "httpd.h"
@@ -59,34 +60,6 @@
 #define NBAD 1000
 #define NKINDS 20
 #define VALID_KIND 10 /* responses of this kind also carry a valid event */
-
-static pid_t spawn(char *const argv[], const char *log)
-{
-    pid_t p = fork();
-    if (p == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    return p;
-}
-
-static int read_port(const char *path, pid_t pid)
-{
-    for (int i = 0; i < 400; i++) {
-        FILE *f = fopen(path, "r");
-        int port = 0;
-        if (f) {
-            int ok = fscanf(f, "%d", &port) == 1 && port > 0;
-            fclose(f);
-            if (ok) return port;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
-        usleep(25000);
-    }
-    return -1;
-}
 
 static void make_token(const char *path, char *tok, size_t n)
 {
@@ -195,30 +168,12 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
     snprintf(tokf, sizeof tokf, "%s/token", dir);
     make_token(tokf, tok, sizeof tok);
     for (int i = 0; i < NAG; i++) {
-        char be[1024], portf[512], state[512], log[512];
+        char be[1024];
         snprintf(be, sizeof be, "sim:gpus=8,job=job%d:%s@0-7,load=0,seed=%d,state=%s/hw%d.json",
                  i + 1, jobs[i], i + 1, dir, i);
-        snprintf(portf, sizeof portf, "%s/a%d.port", dir, i);
-        snprintf(state, sizeof state, "%s/a%d.state", dir, i);
-        snprintf(log, sizeof log, "%s/a%d.log", dir, i);
-        char *argv[] = {(char *)agent_bin,
-                        "--backend",
-                        be,
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--port-file",
-                        portf,
-                        "--token-file",
-                        tokf,
-                        "--state-file",
-                        state,
-                        "--interval",
-                        "2",
-                        NULL};
-        ap[i] = spawn(argv, log);
-        int port = read_port(portf, ap[i]);
+        int port = bench_start_agent(agent_bin, dir, i, be, tokf, "2", &ap[i]);
         if (port < 0) {
-            printf("bench openadr latency: agent %d did not start (see %s)\n", i, log);
+            printf("bench openadr latency: agent %d did not start (see %s/a%d.log)\n", i, dir, i);
             goto out;
         }
         snprintf(urls[i], sizeof urls[i], "http://127.0.0.1:%d", port);
@@ -241,8 +196,8 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    cp = spawn(argv, log);
-    int cport = read_port(portf, cp);
+    cp = bench_spawn(argv, log);
+    int cport = bench_read_port(portf, cp);
     if (cport < 0) {
         printf("bench openadr latency: controller did not start (see %s)\n", log);
         goto out;
@@ -594,10 +549,10 @@ static int malformed_vtn(const char *ctl_bin, const char *dir)
     setenv("PFI_TIME_SCALE", scale_s, 1);
     setenv("PFI_EPOCH", epoch_s, 1);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    p = spawn(argv, log);
+    p = bench_spawn(argv, log);
     unsetenv("PFI_TIME_SCALE");
     unsetenv("PFI_EPOCH");
-    int cport = read_port(portf, p);
+    int cport = bench_read_port(portf, p);
     if (cport < 0) {
         printf("bench openadr malformed: controller did not start (see %s)\n", log);
         goto out;

@@ -1,0 +1,73 @@
+/* bench_procs.h — starting the daemons a benchmark measures: a process
+ * with its output in a log file, its kernel-chosen port from its port file,
+ * and a pfi-agent on the sim backend as the demo starts one. */
+#ifndef PFI_BENCH_PROCS_H
+#define PFI_BENCH_PROCS_H
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* argv[0] with stdout and stderr in log */
+static inline pid_t bench_spawn(char *const argv[], const char *log)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 1), dup2(fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return p;
+}
+
+/* the port pid wrote to path, waiting up to 10 s; -1 when it exited first */
+static inline int bench_read_port(const char *path, pid_t pid)
+{
+    for (int i = 0; i < 400; i++) {
+        FILE *f = fopen(path, "r");
+        int port = 0;
+        if (f) {
+            int ok = fscanf(f, "%d", &port) == 1 && port > 0;
+            fclose(f);
+            if (ok) return port;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
+        usleep(25000);
+    }
+    return -1;
+}
+
+/* pfi-agent number i on backend (sim:...), its files dir/aI.{port,state,log},
+ * token file tokf, sampling every interval_s: its port, or -1 (*pid set
+ * either way) */
+static inline int bench_start_agent(const char *agent_bin, const char *dir, int i,
+                                    const char *backend, const char *tokf, const char *interval_s,
+                                    pid_t *pid)
+{
+    char be[1024], portf[512], state[512], log[512];
+    snprintf(be, sizeof be, "%s", backend);
+    snprintf(portf, sizeof portf, "%s/a%d.port", dir, i);
+    snprintf(state, sizeof state, "%s/a%d.state", dir, i);
+    snprintf(log, sizeof log, "%s/a%d.log", dir, i);
+    char *argv[] = {(char *)agent_bin,
+                    "--backend",
+                    be,
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--port-file",
+                    portf,
+                    "--token-file",
+                    (char *)tokf,
+                    "--state-file",
+                    state,
+                    "--interval",
+                    (char *)interval_s,
+                    NULL};
+    *pid = bench_spawn(argv, log);
+    return bench_read_port(portf, *pid);
+}
+
+#endif
