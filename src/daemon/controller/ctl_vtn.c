@@ -119,7 +119,7 @@ static char *build_report(ctl *c, const ctl_event *e, int v301)
                                   json_pack("{s:s,s:s,s:s,s:s}", "objectType",
                                             "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", types[i],
                                             "readingType", reading[i], "units", units[i]));
-        char name[128];
+        char name[sizeof e->ev.id + 4]; /* "pfi " and the event id */
         snprintf(name, sizeof name, "pfi %s", e->ev.id);
         json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", e->ev.id, "clientName",
                               g->openadr_ven_name, "reportName", name, "payloadDescriptors", desc,
