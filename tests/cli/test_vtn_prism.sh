@@ -108,7 +108,7 @@ for V in 3.1.1 3.0.1; do
   # once an event has run, its REPORT (DEMAND, BASELINE, DELTA_USAGE per 2 s) goes to the VTN
   EV=rep-$(echo $V | tr . -)
   post_event "$EV"
-  wait_for 30 "the report of $EV ($V)" 'grep -qF "VTN: report for event $EV accepted (report " "$T/ctl.log"'; ok
+  wait_for 30 "the report of $EV ($V)" 'grep -qF "VTN: report for event $EV#0 accepted (report " "$T/ctl.log"'; ok
   # every request Prism saw
   for r in "post /auth/token" "get /vens" "post /vens" "get /subscriptions" "post /subscriptions" "get /events" "post /reports"; do
     grep -qF "[HTTP SERVER] $r " "$T/prism.log" || { tail -40 "$T/prism.log" >&2; fail "Prism saw no $r ($V)"; }; ok
@@ -118,13 +118,13 @@ for V in 3.1.1 3.0.1; do
     # by the next controller once a VTN answers
     post_event rep-kept
     stop_prism
-    wait_for 30 "a failed report" 'grep -qF "warning: VTN POST /reports for event rep-kept: " "$T/ctl.log"'
-    wait_for 30 "a second try" '[ "$(grep -cF "warning: VTN POST /reports for event rep-kept: " "$T/ctl.log")" -ge 2 ]'
+    wait_for 30 "a failed report" 'grep -qF "warning: VTN POST /reports for event rep-kept#0: " "$T/ctl.log"'
+    wait_for 30 "a second try" '[ "$(grep -cF "warning: VTN POST /reports for event rep-kept#0: " "$T/ctl.log")" -ge 2 ]'
     stop_daemon "$CPID"
     start_prism
     start_ctl
-    wait_for 30 "the kept report sent after a restart" 'grep -qF "VTN: report for event rep-kept accepted (report " "$T/ctl.log"'; ok
-    [ "$(grep -c "VTN: report for event $EV accepted" "$T/ctl.log")" = 1 ] || fail "an accepted report was sent again"; ok
+    wait_for 30 "the kept report sent after a restart" 'grep -qF "VTN: report for event rep-kept#0 accepted (report " "$T/ctl.log"'; ok
+    [ "$(grep -c "VTN: report for event $EV#0 accepted" "$T/ctl.log")" = 1 ] || fail "an accepted report was sent again"; ok
   fi
   stop_daemon "$CPID"
   stop_prism

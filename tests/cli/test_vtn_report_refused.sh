@@ -1,10 +1,14 @@
 #!/bin/sh
-# test_vtn_report_refused.sh — a REPORT the VTN refuses with a 4xx is logged,
-# counted (pfi_ctl_openadr_reports_refused_total) and not sent again, while
-# the VEN goes on polling (issue 16: "a 4xx answer is not retried but logged
-# and counted"). The VTN is a small python3 fixture that answers the token,
-# registration and polling requests as a VTN does and every POST /reports
-# with 400; Prism (test_vtn_prism.sh) cannot be made to refuse one.
+# test_vtn_report_refused.sh — reports interval by interval, and a refused
+# one: a REPORT the VTN refuses with a 4xx is logged, counted
+# (pfi_ctl_openadr_reports_refused_total) and not sent again, while the VEN
+# goes on polling (issue 16: "a 4xx answer is not retried but logged and
+# counted"); an event's report interval is reported once it is over, while
+# the event still runs, each interval in a REPORT of its own. The VTN is a
+# small python3 fixture that answers the token, registration and polling
+# requests as a VTN does, accepts the reports of events "ok-*" and refuses
+# the others with 400; Prism (test_vtn_prism.sh) cannot be made to refuse
+# one.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -39,13 +43,21 @@ class H(http.server.BaseHTTPRequestHandler):
         elif path in ("/vens", "/subscriptions"): self.reply(200, [])
         else: self.reply(404, {"title": "Not Found", "status": 404})
     def do_POST(self):
-        self.body()
+        self.last_body = self.body()
         path = self.path.split("?")[0]
         if path == "/auth/token":
             self.reply(200, {"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600})
         elif path == "/vens": self.reply(201, {"id": "ven-1", "objectType": "VEN", "venName": "pfi-test-ven"})
         elif path == "/subscriptions": self.reply(201, {"id": "sub-1", "objectType": "SUBSCRIPTION"})
-        elif path == "/reports": bump("reports"); self.reply(400, {"title": "Bad Request", "status": 400, "detail": "refused by the fixture"})
+        elif path == "/reports":
+            r = json.loads(self.last_body or b"{}")
+            if str(r.get("eventID", "")).startswith("ok-"):
+                bump("ok_reports")
+                iv = r["resources"][0]["intervals"]
+                open(countdir + "/ok_intervals", "a").write(" ".join(str(x["id"]) for x in iv) + "\n")
+                self.reply(201, {"id": "rep-%d" % len(open(countdir + "/ok_intervals").readlines()), "objectType": "REPORT"})
+            else:
+                bump("reports"); self.reply(400, {"title": "Bad Request", "status": 400, "detail": "refused by the fixture"})
         else: self.reply(404, {"title": "Not Found", "status": 404})
     def log_message(self, *a): pass
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -75,7 +87,7 @@ c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Beare
   --data-binary '{"objectType":"EVENT","id":"ev-refused","intervalPeriod":{"start":"'$S'","duration":"PT2S"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.5]}]}]}' \
   "$URL/openadr3/events")
 [ "$c" = 200 ] || { cat "$T/body" >&2; fail "webhook event: HTTP $c"; }; ok
-wait_for 60 "the refused report" 'grep -qF "warning: VTN POST /reports for event ev-refused: HTTP 400: refused, not sent again" "$T/ctl.log"'; ok
+wait_for 60 "the refused report" 'grep -qF "warning: VTN POST /reports for event ev-refused#0: HTTP 400: refused, not sent again" "$T/ctl.log"'; ok
 [ "$(cat "$T/counts/reports")" = 1 ] || fail "reports sent: $(cat "$T/counts/reports")"; ok
 # the VEN goes on: five more polls, and still one POST /reports
 polls=$(cat "$T/counts/events")
@@ -84,4 +96,17 @@ wait_for 30 "five more polls" '[ "$(cat "$T/counts/events")" -ge $((polls + 5)) 
 m=$(curl -s -m 5 "$URL/metrics")
 printf '%s\n' "$m" | grep -qx 'pfi_ctl_openadr_reports_refused_total 1' ||
   { printf '%s\n' "$m" | grep refused >&2; fail "refused reports not counted"; }; ok
+# interval by interval: a 6 s event, 2 s report intervals; interval 0 is
+# reported (and accepted) while the event still runs
+S=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Bearer $CTOK" -H 'Content-Type: application/json' \
+  --data-binary '{"objectType":"EVENT","id":"ok-long","intervalPeriod":{"start":"'$S'","duration":"PT6S"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.5]}]}]}' \
+  "$URL/openadr3/events")
+[ "$c" = 200 ] || { cat "$T/body" >&2; fail "webhook event ok-long: HTTP $c"; }; ok
+wait_for 30 "interval 0 of ok-long reported" 'grep -qF "VTN: report for event ok-long#0 accepted (report " "$T/ctl.log"'; ok
+st=$(curl -s -m 5 "$URL/v1/events/ok-long" | sed -n 's/.*"status": *"\([a-z]*\)".*/\1/p')
+[ "$st" = active ] || fail "interval 0 was reported only once the event was $st"; ok
+wait_for 30 "ok-long done and fully reported" 'grep -qF "VTN: report for event ok-long#2 accepted (report " "$T/ctl.log"'; ok
+# one REPORT per interval, each carrying only its own interval
+[ "$(sort "$T/counts/ok_intervals" | tr '\n' ' ')" = "0 1 2 " ] || fail "intervals reported: $(cat "$T/counts/ok_intervals")"; ok
 done_ok

@@ -31,7 +31,8 @@ static const char schema[] =
     /* OpenADR 3 reports to the VTN, kept until it accepted them (ctl_vtn.c) */
     "CREATE TABLE IF NOT EXISTS vtn_reports(event_id TEXT PRIMARY KEY, body TEXT NOT NULL,"
     " tries INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, report_id TEXT);"
-    /* accepted: 0 to send, 1 accepted (report_id), 2 refused by the VTN (4xx) */
+    /* event_id: "EVENTID#k", report interval k; accepted: 0 to send, 1 accepted
+       (report_id), 2 refused by the VTN (4xx), 3 nothing to report */
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';"
     "PRAGMA user_version=1;";
@@ -258,11 +259,16 @@ int ctl_db_report_has(ctl *c, const char *event_id)
 int ctl_db_report_put(ctl *c, const char *event_id, const char *body)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR IGNORE INTO vtn_reports(event_id, body) VALUES(?,?)",
+    /* an empty body: an interval with nothing to report, kept so that it is
+       not looked at again, never sent (accepted = 3) */
+    if (sqlite3_prepare_v2(c->db,
+                           "INSERT OR IGNORE INTO vtn_reports(event_id, body, accepted) "
+                           "VALUES(?,?,?)",
                            -1, &s, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, body, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 3, body[0] ? 0 : 3);
     int r = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     sqlite3_finalize(s);
     return r;

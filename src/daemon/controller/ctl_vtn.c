@@ -78,9 +78,11 @@ typedef struct vtn_run {
     const char *targets[16];
 } vtn_run;
 
-/* the REPORT of event e (lock held): a malloc'd JSON text, or NULL when it
- * has nothing to report (no sample, no baseline) */
-static char *build_report(ctl *c, const ctl_event *e, int v301)
+/* the REPORT of event e's report intervals [b_lo, b_hi) (each
+ * report_interval_s long, from the event's start; lock held): a malloc'd
+ * JSON text, or NULL when it has nothing to report (no sample, no
+ * baseline) */
+static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, size_t b_hi)
 {
     const ctl_cfg *g = &c->cfg;
     double start = e->ev.start, end = pfi_grid_event_end(&e->ev), R = g->vtn.report_s;
@@ -97,7 +99,7 @@ static char *build_report(ctl *c, const ctl_event *e, int v301)
     }
     json_t *iv = json_array();
     double base_kw = e->baseline_w / 1000;
-    for (size_t b = 0; b < nb && iv; b++) {
+    for (size_t b = b_lo; b < nb && b < b_hi && iv; b++) {
         if (!cnt[b]) continue;
         double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;
         char ts[40], dur[40];
@@ -136,20 +138,34 @@ static char *build_report(ctl *c, const ctl_event *e, int v301)
     return out;
 }
 
-/* keep the report of every OpenADR event that has run and has none yet
- * (lock held) */
+/* keep a report for every report interval of every OpenADR event that has
+ * ended: while an event runs, each interval once it is over (so a report
+ * goes out within a second or two of its interval's end: the VTN thread
+ * looks every second); when the event is done or cancelled, the rest, the
+ * last one short. Each is kept under "EVENTID#k" (k: the interval); an
+ * interval without samples is kept as nothing to send (lock held). */
 static void keep_reports(ctl *c, int v301)
 {
+    double now = pfi_clock_now(), R = c->cfg.vtn.report_s;
     for (size_t i = 0; i < c->nevents; i++) {
         const ctl_event *e = &c->event[i];
-        if (strcmp(e->ev.source, "openadr") ||
-            (strcmp(e->status, "done") && strcmp(e->status, "cancelled")) ||
-            ctl_db_report_has(c, e->ev.id) != 0)
+        int active = !strcmp(e->status, "active");
+        if (strcmp(e->ev.source, "openadr") || !isfinite(e->baseline_w) ||
+            (!active && strcmp(e->status, "done") && strcmp(e->status, "cancelled")))
             continue;
-        char *body = build_report(c, e, v301);
-        if (body && ctl_db_report_put(c, e->ev.id, body) == 0)
-            ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", e->ev.id);
-        free(body);
+        double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
+        double span = active ? fmin(end, now) - start : end - start;
+        if (!(span > 0)) continue;
+        size_t due = (size_t)fmin(active ? floor(span / R) : ceil(span / R), 10000);
+        for (size_t k = 0; k < due; k++) {
+            char key[sizeof e->ev.id + 24];
+            snprintf(key, sizeof key, "%s#%zu", e->ev.id, k);
+            if (ctl_db_report_has(c, key) != 0) continue;
+            char *body = build_report(c, e, v301, k, k + 1);
+            if (ctl_db_report_put(c, key, body ? body : "") == 0 && body)
+                ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", key);
+            free(body);
+        }
     }
 }
 
@@ -157,7 +173,7 @@ static void keep_reports(ctl *c, int v301)
  * due, -1 failed (logged) */
 static int send_report(ctl *c, pfi_vtn *v)
 {
-    char id[64];
+    char id[sizeof(((ctl_event *)0)->ev.id) + 24]; /* "EVENTID#k" */
     pthread_mutex_lock(&c->mu);
     char *body = ctl_db_report_next(c, id, sizeof id);
     pthread_mutex_unlock(&c->mu);
@@ -294,7 +310,8 @@ static void *vtn_thread(void *arg)
                 report_backoff = fmin(2 * report_backoff, 300); /* 1 s doubling to 5 min */
             } else {
                 report_backoff = 1;
-                next_report = pfi_wall_monotonic() + (k ? 0 : 1);
+                /* a report is due at most a control period after its interval ends */
+                next_report = pfi_wall_monotonic() + (k ? 0 : fmin(1, g->period_s / 2));
             }
         }
         if (st) {
