@@ -255,10 +255,43 @@ static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const p
     return PFI_OK;
 }
 
+/* reportDescriptors: [{"payloadType", "units", ...}]: the payloads pfi
+ * measures that are asked for (DEMAND, BASELINE, DELTA_USAGE; READING in a
+ * power unit, KW/W/MW or none; USAGE in an energy unit, KWH or none), and
+ * what it cannot measure, named for a log line ("READING in VOLTS"); a
+ * value that is not such an array asks for nothing special */
+static void report_descriptors(json_t *rd, pfi_oadr_event *ev)
+{
+    static const char *const ours[] = {"DEMAND", "BASELINE", "DELTA_USAGE", "READING", "USAGE"};
+    size_t i, len = 0;
+    json_t *d;
+    ev->report_mask = 0;
+    ev->report_unmeasured[0] = '\0';
+    if (!json_is_array(rd)) return;
+    json_array_foreach(rd, i, d)
+    {
+        const char *t = json_string_value(json_object_get(d, "payloadType"));
+        const char *u = json_string_value(json_object_get(d, "units"));
+        if (!t) continue;
+        int k = 0;
+        while (k < 5 && strcmp(t, ours[k])) k++;
+        int power = !u || !strcmp(u, "KW") || !strcmp(u, "W") || !strcmp(u, "MW");
+        int energy = !u || !strcmp(u, "KWH") || !strcmp(u, "WH") || !strcmp(u, "MWH");
+        if (k < 3 || (k == 3 && power) || (k == 4 && energy)) {
+            ev->report_mask |= 1u << k;
+        } else if (len + strlen(t) + 50 < sizeof ev->report_unmeasured) {
+            len +=
+                (size_t)snprintf(ev->report_unmeasured + len, sizeof ev->report_unmeasured - len,
+                                 "%s%.24s%s%.16s", len ? ", " : "", t, u ? " in " : "", u ? u : "");
+        }
+    }
+    if (!ev->report_mask && len) ev->report_mask = PFI_OADR_REPORT_NONE;
+}
+
 static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *ev, pfi_error *err)
 {
     json_t *id = NULL, *mod = NULL, *ot = NULL, *ip = NULL, *iv = NULL, *desc = NULL, *tg = NULL,
-           *dur = NULL, *prio = NULL;
+           *dur = NULL, *prio = NULL, *rd = NULL;
     const pfi_jkey keys[] = {
         {"id", PFI_J_ANY, 0, &id, .fn = grab},
         {"modificationDateTime", PFI_J_ANY, 0, &mod, .fn = grab},
@@ -269,6 +302,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
         {"intervalPeriod", PFI_J_ANY, 0, &ip, .fn = grab},
         {"intervals", PFI_J_ANY, 0, &iv, .fn = grab},
         {"duration", PFI_J_ANY, 0, &dur, .fn = grab},
+        {"reportDescriptors", PFI_J_ANY, 0, &rd, .fn = grab},
     };
     pfi_jopts jo = {.unknown = PFI_J_UNKNOWN_IGNORE};
     if (!json_is_object(e))
@@ -294,6 +328,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
         return reject(ev, PFI_OADR_R_MALFORMED, err, "payloadDescriptors: expected an array");
     if (targets_read(tg, o, ev, err)) return PFI_EINVAL;
     if (ev->op != PFI_OADR_OP_UPSERT) return PFI_OK; /* the rest is not needed */
+    report_descriptors(rd, ev);
     if (dur && !json_is_null(dur))
         return reject(ev, PFI_OADR_R_LOOP, err,
                       "duration: an event-level duration (repeating the intervals) is not "

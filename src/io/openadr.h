@@ -70,6 +70,19 @@ typedef enum pfi_oadr_reason {
 /* the label value of a reason ("unit", "duration", ...) */
 const char *pfi_oadr_reason_name(pfi_oadr_reason r);
 
+/* the REPORT payloads pfi measures: DEMAND (KW), BASELINE (KW), DELTA_USAGE
+ * (KWH) are sent when an event has no reportDescriptors; READING in a power
+ * unit (KW) and USAGE (KWH) only when asked for */
+enum {
+    PFI_OADR_REPORT_DEMAND = 1,
+    PFI_OADR_REPORT_BASELINE = 2,
+    PFI_OADR_REPORT_DELTA_USAGE = 4,
+    PFI_OADR_REPORT_READING = 8,
+    PFI_OADR_REPORT_USAGE = 16,
+    PFI_OADR_REPORT_DEFAULT = 7,
+    PFI_OADR_REPORT_NONE = 32 /* reportDescriptors ask only for what pfi cannot measure */
+};
+
 typedef struct pfi_oadr_opts {
     pfi_oadr_version version;
     double now;               /* Unix seconds: what 0001-01-01 means */
@@ -87,6 +100,11 @@ typedef struct pfi_oadr_event {
     int targeted; /* for us (or no targets) */
     size_t nsteps;
     pfi_grid_event step[PFI_OADR_MAX_STEPS];
+    /* reportDescriptors: which of the payloads pfi reports it asks for
+       (PFI_OADR_REPORT_*; 0 when it has none: all three), and the payload
+       types it asks for that pfi cannot measure (e.g. "VOLTS, KVAR") */
+    unsigned report_mask;
+    char report_unmeasured[96];
     pfi_oadr_reason reason; /* why it is rejected (PFI_OADR_OK: it is not) */
     char note[160];         /* payloads or intervals that were skipped, and why */
 } pfi_oadr_event;

@@ -19,7 +19,7 @@ printf 'pfi-ven-secret\n' >"$T/csecret"
 chmod 600 "$T/cid" "$T/csecret"
 kill_daemons_on_exit
 cat >"$T/vtn.py" <<'PY'
-import http.server, json, sys
+import http.server, json, os, sys
 portfile, countdir = sys.argv[1], sys.argv[2]
 def bump(name):
     p = countdir + "/" + name
@@ -51,11 +51,16 @@ class H(http.server.BaseHTTPRequestHandler):
         elif path == "/subscriptions": self.reply(201, {"id": "sub-1", "objectType": "SUBSCRIPTION"})
         elif path == "/reports":
             r = json.loads(self.last_body or b"{}")
+            n_ok = len(open(countdir + "/ok_types").readlines()) if os.path.exists(countdir + "/ok_types") else 0
             if str(r.get("eventID", "")).startswith("ok-"):
                 bump("ok_reports")
                 iv = r["resources"][0]["intervals"]
-                open(countdir + "/ok_intervals", "a").write(" ".join(str(x["id"]) for x in iv) + "\n")
-                self.reply(201, {"id": "rep-%d" % len(open(countdir + "/ok_intervals").readlines()), "objectType": "REPORT"})
+                if r["eventID"] == "ok-long":
+                    open(countdir + "/ok_intervals", "a").write(" ".join(str(x["id"]) for x in iv) + "\n")
+                types = sorted(p["type"] for p in iv[0]["payloads"])
+                desc = sorted(d["payloadType"] for d in r["payloadDescriptors"])
+                open(countdir + "/ok_types", "a").write("%s %s %s\n" % (r["eventID"], ",".join(types), ",".join(desc)))
+                self.reply(201, {"id": "rep-%d" % (n_ok + 1), "objectType": "REPORT"})
             else:
                 bump("reports"); self.reply(400, {"title": "Bad Request", "status": 400, "detail": "refused by the fixture"})
         else: self.reply(404, {"title": "Not Found", "status": 404})
@@ -109,4 +114,15 @@ st=$(curl -s -m 5 "$URL/v1/events/ok-long" | sed -n 's/.*"status": *"\([a-z]*\)"
 wait_for 30 "ok-long done and fully reported" 'grep -qF "VTN: report for event ok-long#2 accepted (report " "$T/ctl.log"'; ok
 # one REPORT per interval, each carrying only its own interval
 [ "$(sort "$T/counts/ok_intervals" | tr '\n' ' ')" = "0 1 2 " ] || fail "intervals reported: $(cat "$T/counts/ok_intervals")"; ok
+grep -qx "ok-long BASELINE,DELTA_USAGE,DEMAND BASELINE,DELTA_USAGE,DEMAND" "$T/counts/ok_types" ||
+  fail "without reportDescriptors: $(grep ok-long "$T/counts/ok_types" | head -1)"; ok
+# reportDescriptors: READING in KW is what pfi measures, READING in VOLTS and KVAR it cannot
+S=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Bearer $CTOK" -H 'Content-Type: application/json' \
+  --data-binary '{"objectType":"EVENT","id":"ok-rd","intervalPeriod":{"start":"'$S'","duration":"PT2S"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.5]}]}],"reportDescriptors":[{"payloadType":"READING","units":"VOLTS"},{"payloadType":"READING","units":"KW"},{"payloadType":"READING","units":"KVAR"}]}' \
+  "$URL/openadr3/events")
+[ "$c" = 200 ] || { cat "$T/body" >&2; fail "webhook event ok-rd: HTTP $c"; }; ok
+contains "$T/ctl.log" "OpenADR event ok-rd: reportDescriptors ask for READING in VOLTS, READING in KVAR: pfi cannot measure them, not reported"
+wait_for 30 "ok-rd reported" 'grep -qF "VTN: report for event ok-rd#0 accepted (report " "$T/ctl.log"'; ok
+grep -qx "ok-rd READING READING" "$T/counts/ok_types" || fail "with reportDescriptors: $(grep ok-rd "$T/counts/ok_types")"; ok
 done_ok

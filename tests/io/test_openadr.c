@@ -78,6 +78,31 @@ static void capacity_limit(void **s)
         if (f < 2) assert_near(ev.modified, t3339("2023-02-01T10:00:00Z"), 1e-6);
         assert_non_null(strstr(ev.note, "EXPORT_CAPACITY_LIMIT payloads ignored"));
     }
+    /* reportDescriptors (the capacity example asks for READING in VOLTS, KW
+       and KVAR): READING in KW is reported, the other two cannot be */
+    ok("vtn_capacity_limit_event.json", &o);
+    assert_int_equal(ev.report_mask, PFI_OADR_REPORT_READING);
+    assert_string_equal(ev.report_unmeasured, "READING in VOLTS, READING in KVAR");
+    ok("vtn_simple_event.json", &o); /* none: the default three */
+    assert_int_equal(ev.report_mask, 0);
+    assert_string_equal(ev.report_unmeasured, "");
+    const char *rdesc =
+        "{\"id\":\"rd\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"
+        "\"PT1H\"},\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}],"
+        "\"reportDescriptors\":[%s]}";
+    char buf[1024];
+    snprintf(buf, sizeof buf, rdesc,
+             "{\"payloadType\":\"DEMAND\"},{\"payloadType\":\"USAGE\",\"units\":\"KWH\"},"
+             "{\"payloadType\":\"BASELINE\"},{\"payloadType\":\"DELTA_USAGE\"}");
+    assert_int_equal(pfi_oadr_parse(buf, strlen(buf), &o, &ev, NULL), PFI_OK);
+    assert_int_equal(ev.report_mask, PFI_OADR_REPORT_DEMAND | PFI_OADR_REPORT_USAGE |
+                                         PFI_OADR_REPORT_BASELINE | PFI_OADR_REPORT_DELTA_USAGE);
+    snprintf(buf, sizeof buf, rdesc,
+             "{\"payloadType\":\"READING\",\"units\":\"KVAR\"},{\"payloadType\":\"STORAGE_"
+             "CHARGE_LEVEL\"}");
+    assert_int_equal(pfi_oadr_parse(buf, strlen(buf), &o, &ev, NULL), PFI_OK);
+    assert_int_equal(ev.report_mask, PFI_OADR_REPORT_NONE); /* only what pfi cannot measure */
+    assert_string_equal(ev.report_unmeasured, "READING in KVAR, STORAGE_CHARGE_LEVEL");
     /* an interval's own intervalPeriod.start wins */
     const char *own =
         "{\"id\":\"own\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"

@@ -112,6 +112,9 @@ typedef struct ctl_event {
        finished event's samples do not change; the status page asks every second */
     int verdict_known, verdict_met, verdict_steady;
     double verdict_mean_w;
+    /* OpenADR: the payloads its reportDescriptors ask for (PFI_OADR_REPORT_*;
+       0: all three). Not kept across a restart (then all three). */
+    unsigned report_mask;
 } ctl_event;
 
 typedef struct ctl {

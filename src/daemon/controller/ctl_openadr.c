@@ -109,7 +109,9 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
             }
         }
         taken++;
-        json_array_append_new(steps, ctl_event_json(ctl_event_find(c, s->id)));
+        ctl_event *added = ctl_event_find(c, s->id);
+        if (added) added->report_mask = ev->report_mask;
+        json_array_append_new(steps, ctl_event_json(added));
     }
     if (refused) {
         char m[sizeof last.msg + 64];
@@ -127,6 +129,11 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
         return code;
     }
     if (past) ctl_log(c, "OpenADR event %s: %zu intervals already over, skipped", ev->id, past);
+    if (ev->report_unmeasured[0])
+        ctl_log(c,
+                "OpenADR event %s: reportDescriptors ask for %s: pfi cannot measure %s, not "
+                "reported",
+                ev->id, ev->report_unmeasured, strchr(ev->report_unmeasured, ',') ? "them" : "it");
     *out = answer(ev->id, "applied", NULL);
     json_object_set_new(*out, "events", steps);
     return 200;

@@ -99,28 +99,35 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
     }
     json_t *iv = json_array();
     double base_kw = e->baseline_w / 1000;
-    for (size_t b = b_lo; b < nb && b < b_hi && iv; b++) {
+    /* what the event's reportDescriptors ask for (all three without them) */
+    unsigned want = e->report_mask ? e->report_mask : PFI_OADR_REPORT_DEFAULT;
+    const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE", "READING", "USAGE"};
+    const char *units[] = {"KW", "KW", "KWH", "KW", "KWH"};
+    const char *reading[] = {"MEAN", "DIRECT_READ", "SUMMED", "MEAN", "SUMMED"};
+    for (size_t b = b_lo; b < nb && b < b_hi && iv && !(want & PFI_OADR_REPORT_NONE); b++) {
         if (!cnt[b]) continue;
         double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;
+        double v[5] = {kw, base_kw, (kw - base_kw) * len / 3600, kw, kw * len / 3600};
         char ts[40], dur[40];
         pfi_rfc3339_format(b0, ts, sizeof ts);
         snprintf(dur, sizeof dur, "PT%.0fS", fmax(1, round(len)));
-        json_array_append_new(
-            iv, json_pack("{s:I,s:{s:s,s:s},s:[{s:s,s:[f]},{s:s,s:[f]},{s:s,s:[f]}]}", "id",
-                          (json_int_t)b, "intervalPeriod", "start", ts, "duration", dur, "payloads",
-                          "type", "DEMAND", "values", kw, "type", "BASELINE", "values", base_kw,
-                          "type", "DELTA_USAGE", "values", (kw - base_kw) * len / 3600));
+        json_t *pl = json_array();
+        for (int k = 0; k < 5; k++)
+            if (want & (1u << k))
+                json_array_append_new(pl,
+                                      json_pack("{s:s,s:[f]}", "type", types[k], "values", v[k]));
+        json_array_append_new(iv, json_pack("{s:I,s:{s:s,s:s},s:o}", "id", (json_int_t)b,
+                                            "intervalPeriod", "start", ts, "duration", dur,
+                                            "payloads", pl));
     }
     if (iv && json_array_size(iv)) {
         json_t *desc = json_array();
-        const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE"};
-        const char *units[] = {"KW", "KW", "KWH"};
-        const char *reading[] = {"MEAN", "DIRECT_READ", "SUMMED"};
-        for (size_t i = 0; i < 3; i++)
-            json_array_append_new(desc,
-                                  json_pack("{s:s,s:s,s:s,s:s}", "objectType",
-                                            "REPORT_PAYLOAD_DESCRIPTOR", "payloadType", types[i],
-                                            "readingType", reading[i], "units", units[i]));
+        for (size_t i = 0; i < 5; i++)
+            if (want & (1u << i))
+                json_array_append_new(desc, json_pack("{s:s,s:s,s:s,s:s}", "objectType",
+                                                      "REPORT_PAYLOAD_DESCRIPTOR", "payloadType",
+                                                      types[i], "readingType", reading[i], "units",
+                                                      units[i]));
         char name[sizeof e->ev.id + 4]; /* "pfi " and the event id */
         snprintf(name, sizeof name, "pfi %s", e->ev.id);
         json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", e->ev.id, "clientName",
