@@ -115,6 +115,7 @@ typedef struct ctl_event {
     /* OpenADR: the payloads its reportDescriptors ask for (PFI_OADR_REPORT_*;
        0: all three). Not kept across a restart (then all three). */
     unsigned report_mask;
+    size_t reports_kept; /* report intervals 0..reports_kept-1 are in the table (ctl_vtn.c) */
 } ctl_event;
 
 typedef struct ctl {

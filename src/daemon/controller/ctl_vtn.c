@@ -155,7 +155,7 @@ static void keep_reports(ctl *c, int v301)
 {
     double now = pfi_clock_now(), R = c->cfg.vtn.report_s;
     for (size_t i = 0; i < c->nevents; i++) {
-        const ctl_event *e = &c->event[i];
+        ctl_event *e = &c->event[i];
         int active = !strcmp(e->status, "active");
         if (strcmp(e->ev.source, "openadr") || !isfinite(e->baseline_w) ||
             (!active && strcmp(e->status, "done") && strcmp(e->status, "cancelled")))
@@ -164,14 +164,22 @@ static void keep_reports(ctl *c, int v301)
         double span = active ? fmin(end, now) - start : end - start;
         if (!(span > 0)) continue;
         size_t due = (size_t)fmin(active ? floor(span / R) : ceil(span / R), 10000);
-        for (size_t k = 0; k < due; k++) {
+        /* intervals below reports_kept are in the table already: a finished
+           event costs nothing here once its last interval is kept */
+        for (size_t k = e->reports_kept; k < due; k++) {
             char key[sizeof e->ev.id + 24];
             snprintf(key, sizeof key, "%s#%zu", e->ev.id, k);
-            if (ctl_db_report_has(c, key) != 0) continue;
-            char *body = build_report(c, e, v301, k, k + 1);
-            if (ctl_db_report_put(c, key, body ? body : "") == 0 && body)
-                ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", key);
-            free(body);
+            int have = ctl_db_report_has(c, key);
+            if (have < 0) break; /* the database: tried again next time */
+            if (!have) {
+                char *body = build_report(c, e, v301, k, k + 1);
+                int put = ctl_db_report_put(c, key, body ? body : "");
+                if (put == 0 && body)
+                    ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", key);
+                free(body);
+                if (put) break;
+            }
+            e->reports_kept = k + 1;
         }
     }
 }
