@@ -49,6 +49,12 @@ typedef struct cli_out {
 extern const pfi_opt cli_out_options[];
 #define CLI_OUT_DOC "the common output options (see COMMON OPTIONS)"
 
+/* --gpu-model NAME into the args struct's gpu_model (the commands that read
+ * sweep tables; OPT_T must be that struct) */
+#define CLI_OPT_GPU_MODEL                                                                          \
+    OPT_STRING(0, "gpu-model", gpu_model, "NAME",                                                  \
+               "GPU model for a Zeus trace whose file name does not say it")
+
 void cli_out_init(cli_out *o);
 /* Default format when --format is absent: table on a terminal, else csv. */
 pfi_format cli_out_format(const cli_out *o);

@@ -55,8 +55,7 @@ static const pfi_opt allocate_options[] = {
     OPT_CALLBACK_CHOICES(0, "objective", ao.normalized, "tokens|normalized",
                          "maximize total tokens/s (default) or sum T/T_max", cli_opt_objective),
     OPT_LIST(0, "only", only, "COL=V[,V]", "use only matching groups (repeatable)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
-               "GPU model for a Zeus trace whose file name does not say it"),
+    CLI_OPT_GPU_MODEL,
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};

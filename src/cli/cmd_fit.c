@@ -39,8 +39,7 @@ static const pfi_opt fit_options[] = {
     OPT_BOOLEAN(0, "curve", curve, "the curve predictor (kind \"curve\")"),
     OPT_FILENAME(0, "model", model_path, "FILE", "write the model file (JSON, docs/formats.md)"),
     OPT_DIRNAME(0, "data", data, "DIR", "where paper/table3_predictor_ablation.csv is (ablation)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
-               "GPU model for a Zeus trace whose file name does not say it"),
+    CLI_OPT_GPU_MODEL,
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};

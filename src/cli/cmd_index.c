@@ -177,8 +177,7 @@ static const pfi_opt index_options[] = {
     OPT_BOOLEAN(0, "estimate-noise", est,
                 "print the between-run noise estimated from runs whose cap does not bind, instead "
                 "of the index"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
-               "GPU model for a Zeus trace whose file name does not say it"),
+    CLI_OPT_GPU_MODEL,
     OPT_LIST(0, "where", where, "COL=VALUE", "keep only rows matching (repeatable)"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),

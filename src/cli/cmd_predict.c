@@ -20,9 +20,7 @@ typedef struct predict_args {
 #define OPT_T predict_args
 static const pfi_opt predict_options[] = {
     OPT_LIST(0, "only", only, "COL=V[,V]", "predict only matching groups (repeatable)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
-               "GPU model for a Zeus trace whose file name does not say it"),
-    OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC), OPT_HELP(), OPT_END()};
+    CLI_OPT_GPU_MODEL, OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC), OPT_HELP(), OPT_END()};
 #undef OPT_T
 
 const pfi_opts cmd_predict_opts = CLI_OPTS(

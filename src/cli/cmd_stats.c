@@ -32,8 +32,7 @@ static const pfi_opt stats_options[] = {
                "column (e.g. dataset)"),
     OPT_STRING(0, "key-feature", key, "NAME",
                "for subgroup and leverage (default dram_copy_product)"),
-    OPT_STRING(0, "gpu-model", gpu_model, "NAME",
-               "GPU model for a Zeus trace whose file name does not say it"),
+    CLI_OPT_GPU_MODEL,
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
