@@ -152,3 +152,26 @@ chromium_dom() {
     || { tail -5 "$T/chrome.err" >&2; fail "chromium --dump-dom failed"; }
   DOM_POINTS=$(sed -n 's/.*<body data-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
 }
+
+# the demo's outcome in $T/demo.out and $T/pfi-demo-report.*, whichever path
+# its event took (test_demo.sh, test_demo_openadr.sh): a timeline before,
+# during and after the event; measured power within 2% of the target in its
+# steady part; 4 jobs, none over its tier; the report met, 30% asked, 28-35%
+# achieved, a PNG chart; no daemon of the demo left in DIR
+demo_outcome() {
+  n=$(grep -cE '^ +[+-][0-9]+\.[0-9] ' "$T/demo.out")
+  [ "$n" -ge 15 ] || fail "timeline has $n rows"; ok
+  awk '$1 ~ /^\+[0-9]/ && $1+0 >= 2 && $1+0 <= 9.5 { if ($3 > $2 * 1.02) bad++; n++ } END { exit !(n >= 10 && bad == 0) }' "$T/demo.out" \
+    || fail "measured power above target + 2% during the event"; ok
+  grep -E '^    job[0-9] Flex' "$T/demo.out" >"$T/jobs"
+  lines "$T/jobs" 4
+  lacks "$T/jobs" "VIOLATED"
+  R="$T/pfi-demo-report.json"
+  [ -s "$R" ] || fail "no pfi-demo-report.json"; ok
+  contains "$R" '"met": true'
+  contains "$R" '"requested_reduction_pct": 30'
+  ach=$(grep -o '"achieved_reduction_pct": [0-9.]*' "$R" | awk '{print $2}')
+  awk -v a="$ach" 'BEGIN { exit !(a >= 28 && a <= 35) }' || fail "achieved reduction $ach%"; ok
+  [ "$(head -c 8 "$T/pfi-demo-report.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "pfi-demo-report.png is not a PNG"; ok
+  ! pgrep -f "$1" >/dev/null || fail "a daemon of the demo is still running"; ok
+}

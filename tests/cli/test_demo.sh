@@ -20,29 +20,12 @@ contains "$T/demo.out" "tokens/s per job"
 contains "$T/demo.out" "MET (tolerance 2%)"
 contains "$T/demo.out" "every GPU is back at its 700 W baseline"
 contains "$T/err" "reconstruction"
-# the timeline has rows before, during and after the event
-n=$(grep -cE '^ +[+-][0-9]+\.[0-9] ' "$T/demo.out")
-[ "$n" -ge 15 ] || fail "timeline has $n rows"; ok
-# during the event, measured power is within 2% of the target (steady part)
-awk '$1 ~ /^\+[0-9]/ && $1+0 >= 2 && $1+0 <= 9.5 { if ($3 > $2 * 1.02) bad++; n++ } END { exit !(n >= 10 && bad == 0) }' "$T/demo.out" \
-  || fail "measured power above target + 2% during the event"; ok
-# every job within its tier
-grep -E '^    job[0-9] Flex' "$T/demo.out" >"$T/jobs"
-lines "$T/jobs" 4
-lacks "$T/jobs" "VIOLATED"
+demo_outcome "$T/d"
+# every job within its tier, by its loss
 awk '{ split($4, a, "%"); split($6, b, "%"); if (a[1] + 0 < b[1] + 0) exit 1 }' "$T/jobs" || fail "a job lost more than its tier allows"; ok
-# the report files
-R="$T/pfi-demo-report.json"
-[ -s "$R" ] || fail "no pfi-demo-report.json"; ok
 contains "$R" '"status": "done"'
-contains "$R" '"met": true'
-contains "$R" '"requested_reduction_pct": 30'
 contains "$R" '"energy_shed_kwh"'
-ach=$(grep -o '"achieved_reduction_pct": [0-9.]*' "$R" | awk '{print $2}')
-awk -v a="$ach" 'BEGIN { exit !(a >= 28 && a <= 35) }' || fail "achieved reduction $ach%"; ok
-[ "$(head -c 8 "$T/pfi-demo-report.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "pfi-demo-report.png is not a PNG"; ok
-# kept: the controller's SQLite and logs; no daemon left running
+# kept: the controller's SQLite and logs
 [ -s "$T/d/controller.db" ] || ls "$T/d" >&2
 ls "$T/d" | grep -q '\.db$' || fail "--keep lost the controller database"; ok
-! pgrep -f "$T/d" >/dev/null || fail "a daemon of the demo is still running"; ok
 done_ok
