@@ -231,7 +231,13 @@ static double glpk_lp(const pfi_alloc_job *jobs, size_t n, double budget, double
 }
 #endif
 
-static void oracle_scale(void)
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void oracle_scale(int with_glpk)
 {
     size_t sizes[] = {10000, 100000, 1000000};
     for (int s = 0; s < 3; s++) {
@@ -239,14 +245,27 @@ static void oracle_scale(void)
         double sum;
         pfi_alloc_job *jobs = concave_jobs(sizes[s], &cv, &sum);
         double b = 0.7 * sum, tot, gap;
-        double t0 = bench_now();
-        pfi_oracle_sweep(jobs, sizes[s], &b, 1, 0, &tot, &gap, NULL);
-        double t = bench_now() - t0;
+        /* the median of several runs (the first one pays for page faults) */
+        enum { RUNS = 9 };
+        double ts[RUNS];
+        int runs = sizes[s] >= 1000000 ? 5 : RUNS;
+        for (int r = 0; r < runs; r++) {
+            double t0 = bench_now();
+            pfi_oracle_sweep(jobs, sizes[s], &b, 1, 0, &tot, &gap, NULL);
+            ts[r] = bench_now() - t0;
+        }
+        qsort(ts, (size_t)runs, sizeof *ts, cmp_double);
+        double t = ts[runs / 2];
         char name[64];
         snprintf(name, sizeof name, "oracle_%zu_jobs_x6_caps_ms", sizes[s]);
-        BENCH_RESULT(name, t * 1000, "ms", s == 1 ? "< 100 ms" : "reported");
+        BENCH_RESULT(name, t * 1000, "ms",
+                     s == 0   ? "<= 1.3 ms (GLPK / 3000)"
+                     : s == 1 ? "< 100 ms"
+                              : "< 1000 ms");
+        printf("  (median of %d runs; min %.3f ms, max %.3f ms)\n", runs, ts[0] * 1000,
+               ts[runs - 1] * 1000);
 #ifdef PFI_HAVE_GLPK
-        if (s == 0) {
+        if (s == 0 && with_glpk) {
             double v;
             double tg = glpk_lp(jobs, sizes[s], b, &v);
             printf("  GLPK simplex on the same 10,000-job LP: %.3f s (objective %.6g vs oracle "
@@ -320,11 +339,16 @@ static void exact_on_zeus(const char *data)
     pfi_table_free(t);
 }
 
-int main(void)
+/* `bench_alloc oracle`: only the oracle's scaling (no GLPK, no data) */
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "oracle") == 0) {
+        oracle_scale(0);
+        return 0;
+    }
     const char *data = getenv("PFI_DATA_DIR");
     if (data) paper_simulation(data);
     if (data) exact_on_zeus(data);
-    oracle_scale();
+    oracle_scale(1);
     return 0;
 }

@@ -57,7 +57,9 @@ void jc_free(jcurve *j)
     j->n = 0;
 }
 
-pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
+/* j's points in store (2 x c->n doubles, the caller's) */
+static pfi_status jc_build_in(const pfi_curve *c, double scale, jcurve *j, double *store,
+                              pfi_error *err)
 {
     memset(j, 0, sizeof *j);
     if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
@@ -65,10 +67,9 @@ pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
     double sp[64], st[64], sw[64];
     double *p = n <= 64 ? sp : malloc(n * sizeof *p), *t = n <= 64 ? st : malloc(n * sizeof *t);
     double *w = n <= 64 ? sw : malloc(n * sizeof *w);
-    j->p = malloc(2 * n * sizeof *j->p);
-    if (!p || !t || !w || !j->p) {
+    j->p = store;
+    if (!p || !t || !w) {
         if (n > 64) free(p), free(t), free(w);
-        free(j->p);
         j->p = NULL;
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
@@ -99,6 +100,17 @@ pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
     j->lo = j->p[0];
     j->hi = j->p[j->n - 1];
     return PFI_OK;
+}
+
+pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
+{
+    memset(j, 0, sizeof *j);
+    if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
+    double *store = malloc(2 * c->n * sizeof *store);
+    if (!store) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status st = jc_build_in(c, scale, j, store, err);
+    if (st) free(store);
+    return st;
 }
 
 double jc_at(const jcurve *j, double p)
@@ -225,6 +237,16 @@ pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pf
 
 /* ---- preparing a workload for one strategy ---- */
 
+/* the curve a strategy believes: the oracle the true one, the curve-aware
+ * ones their prediction, the proportional ones none */
+static const pfi_curve *belief_curve(const pfi_alloc_job *j, const pfi_alloc_opts *o)
+{
+    if (o->strategy == PFI_STRAT_ORACLE) return j->curve;
+    if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP)
+        return j->pred_curve;
+    return NULL;
+}
+
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
                      prepared *pj, pfi_error *err)
 {
@@ -242,6 +264,17 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
+    /* every curve's points in one block (one allocation, not two per job) */
+    size_t points = 0, used = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pfi_curve *bc = belief_curve(&jobs[i], o);
+        if (want_true && jobs[i].curve) points += jobs[i].curve->n;
+        if (bc && !(o->strategy == PFI_STRAT_ORACLE && want_true && jobs[i].curve)) points += bc->n;
+    }
+    if (!st && !(pj->store = malloc((2 * points + 1) * sizeof *pj->store))) {
+        prep_free(pj);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < n && !st; i++) {
         const pfi_alloc_job *j = &jobs[i];
         double scale = o->normalized ? 1.0 / j->tokens_per_s_max : 1.0;
@@ -249,15 +282,17 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         pj->tmax[i] = j->tokens_per_s_max * scale;
         pj->hi[i] = j->power_max_w;
         if (want_true && j->curve) {
-            if ((st = jc_build(j->curve, scale, &pj->jc[i], err))) break;
+            if ((st = jc_build_in(j->curve, scale, &pj->jc[i], pj->store + 2 * used, err))) break;
+            used += j->curve->n;
             pj->hi[i] = pj->jc[i].hi;
         }
-        /* the curve the strategy believes */
-        const pfi_curve *bc = NULL;
-        if (o->strategy == PFI_STRAT_ORACLE) bc = j->curve;
-        else if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP)
-            bc = j->pred_curve;
-        if (bc && (st = jc_build(bc, scale, &pj->belief[i], err))) break;
+        /* the curve the strategy believes (the oracle's: the true one, shared) */
+        const pfi_curve *bc = belief_curve(j, o);
+        if (bc && o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) pj->belief[i] = pj->jc[i];
+        else if (bc) {
+            if ((st = jc_build_in(bc, scale, &pj->belief[i], pj->store + 2 * used, err))) break;
+            used += bc->n;
+        }
         /* floors: the lowest reachable power and the SLA */
         double lo = j->power_min_w;
         if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) lo = fmax(lo, pj->jc[i].lo);
@@ -284,10 +319,7 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
 
 void prep_free(prepared *pj)
 {
-    if (pj->jc)
-        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->jc[i]);
-    if (pj->belief)
-        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->belief[i]);
+    free(pj->store); /* every curve's points */
     free(pj->jc);
     free(pj->belief);
     free(pj->floor);
@@ -374,42 +406,86 @@ static int cmp_dref(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
- * env_total[k] (the envelope value) and feasible[k] */
-pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
-                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err)
+/* The slope below which every segment is removed whole when delta watts go
+ * from segments taken in ascending slope: a quickselect on slope weighted by
+ * length (expected linear time; one budget needs no more order than that).
+ * Reorders s. INFINITY when every segment goes. */
+static double threshold_slope(seg *s, size_t ns, double delta)
 {
-    size_t n = pj->n, cap = 0;
-    for (size_t i = 0; i < n; i++) cap += curves[i].n + 2;
-    seg *s = malloc((cap ? cap : 1) * sizeof *s);
-    double *vp = malloc((cap ? cap : 1) * sizeof *vp), *vt = malloc((cap ? cap : 1) * sizeof *vt);
-    double *removed = calloc(n ? n : 1, sizeof *removed);
-    dref *d = malloc((nb ? nb : 1) * sizeof *d);
-    if (!s || !vp || !vt || !removed || !d) {
-        free(s), free(vp), free(vt), free(removed), free(d);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    size_t ns = 0;
-    double sum_hi = 0, top_total = 0, shed_cap = 0;
-    for (size_t i = 0; i < n; i++) {
-        double lo = pj->floor[i], hi = pj->hi[i];
-        sum_hi += hi;
-        shed_cap += hi - lo;
-        top_total += jc_at(&curves[i], hi);
-        size_t m = jc_envelope(&curves[i], lo, hi, vp, vt, cap);
-        for (size_t v = m; v-- > 1;) { /* top segment first */
-            double len = vp[v] - vp[v - 1];
-            if (len <= 0) continue;
-            s[ns++] = (seg){(vt[v] - vt[v - 1]) / len, len, i};
+    size_t lo = 0, hi = ns;
+    uint64_t rng = 0x9E3779B97F4A7C15ULL; /* fixed: the same pivots every run */
+    double r = delta;
+    while (lo < hi) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        double pv = s[lo + (size_t)((rng >> 33) % (hi - lo))].slope;
+        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < pv, [lt,i) == pv, [gt,hi) > pv */
+        double below = 0, at = 0;
+        while (i < gt) {
+            seg x = s[i];
+            if (x.slope < pv) {
+                s[i++] = s[lt];
+                s[lt++] = x;
+                below += x.len;
+            } else if (x.slope > pv) {
+                s[i] = s[--gt];
+                s[gt] = x;
+            } else {
+                at += x.len;
+                i++;
+            }
+        }
+        if (r < below) hi = lt;
+        else if (r <= below + at) return pv;
+        else {
+            r -= below + at;
+            lo = gt;
         }
     }
-    if (sort_segs(s, ns) != 0) {
-        free(s), free(vp), free(vt), free(removed), free(d);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    return INFINITY;
+}
+
+/* one budget: the segments below the threshold slope whole, then those at
+ * it by job, as the sorted path of several budgets takes them (the same
+ * allocation up to rounding; within one job, equal slopes are
+ * interchangeable). Returns -1 when memory ran out. */
+static int greedy_one(const prepared *pj, seg *s, size_t ns, double delta, double top_total,
+                      double *removed, double *P, double *env_total)
+{
+    double lam = delta > 0 ? threshold_slope(s, ns, delta) : -INFINITY;
+    double done = 0, loss = 0;
+    size_t nties = 0;
+    for (size_t k = 0; k < ns; k++)
+        if (s[k].slope < lam) {
+            removed[s[k].job] += s[k].len;
+            loss += s[k].slope * s[k].len;
+            done += s[k].len;
+        } else if (s[k].slope == lam) nties++;
+    for (size_t i = 0; i < pj->n; i++) P[i] = pj->hi[i] - removed[i];
+    double env = top_total - loss;
+    seg *ties = malloc((nties ? nties : 1) * sizeof *ties);
+    if (!ties) return -1;
+    nties = 0;
+    for (size_t k = 0; k < ns; k++)
+        if (s[k].slope == lam) ties[nties++] = s[k];
+    qsort(ties, nties, sizeof *ties, cmp_seg);
+    for (size_t k = 0; k < nties && done < delta; k++) {
+        double take = done + ties[k].len <= delta + 1e-12 ? ties[k].len : delta - done;
+        P[ties[k].job] -= take;
+        env -= ties[k].slope * take;
+        done += take;
+        if (take < ties[k].len) break;
     }
-    for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
-    qsort(d, nb, sizeof *d, cmp_dref);
-    size_t si = 0;
+    free(ties);
+    if (env_total) *env_total = env;
+    return 0;
+}
+
+/* several budgets: one pass over the segments sorted by slope */
+static void greedy_sorted(const prepared *pj, const seg *s, size_t ns, const dref *d, size_t nb,
+                          double shed_cap, double top_total, double *removed, double *P,
+                          double *env_total, int *feasible)
+{
+    size_t n = pj->n, si = 0;
     double done = 0, part = 0, loss = 0; /* loss: envelope tokens removed by whole segments */
     for (size_t q = 0; q < nb; q++) {
         double delta = d[q].delta;
@@ -434,8 +510,54 @@ pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const doubl
         if (env_total) env_total[k] = env;
         if (feasible) feasible[k] = ok;
     }
-    free(s), free(vp), free(vt), free(removed), free(d);
-    return PFI_OK;
+}
+
+/* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
+ * env_total[k] (the envelope value) and feasible[k] */
+pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
+                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err)
+{
+    size_t n = pj->n, cap = 0, widest = 1; /* all segments; the most points of one curve */
+    for (size_t i = 0; i < n; i++) {
+        cap += curves[i].n + 2;
+        if (curves[i].n + 2 > widest) widest = curves[i].n + 2;
+    }
+    seg *s = malloc((cap ? cap : 1) * sizeof *s);
+    double *vp = malloc(widest * sizeof *vp), *vt = malloc(widest * sizeof *vt);
+    double *removed = calloc(n ? n : 1, sizeof *removed);
+    dref *d = malloc((nb ? nb : 1) * sizeof *d);
+    if (!s || !vp || !vt || !removed || !d) {
+        free(s), free(vp), free(vt), free(removed), free(d);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    size_t ns = 0;
+    double sum_hi = 0, top_total = 0, shed_cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        double lo = pj->floor[i], hi = pj->hi[i];
+        sum_hi += hi;
+        shed_cap += hi - lo;
+        top_total += jc_at(&curves[i], hi);
+        size_t m = jc_envelope(&curves[i], lo, hi, vp, vt, widest);
+        for (size_t v = m; v-- > 1;) { /* top segment first */
+            double len = vp[v] - vp[v - 1];
+            if (len <= 0) continue;
+            s[ns++] = (seg){(vt[v] - vt[v - 1]) / len, len, i};
+        }
+    }
+    free(vp), free(vt);
+    int fail = 0;
+    if (nb == 1) {
+        double delta = sum_hi - budgets[0];
+        if (feasible) feasible[0] = delta <= shed_cap + 1e-6;
+        delta = delta > shed_cap ? shed_cap : delta < 0 ? 0 : delta;
+        fail = greedy_one(pj, s, ns, delta, top_total, removed, P, env_total);
+    } else if (!(fail = sort_segs(s, ns))) {
+        for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
+        qsort(d, nb, sizeof *d, cmp_dref);
+        greedy_sorted(pj, s, ns, d, nb, shed_cap, top_total, removed, P, env_total, feasible);
+    }
+    free(s), free(removed), free(d);
+    return fail ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 
 /* ---- proportional strategies with water-filling ---- */

@@ -23,7 +23,8 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
 typedef struct prepared {
     size_t n;
     jcurve *jc;     /* true curves (n == 0 when unknown) */
-    jcurve *belief; /* the strategy's curves (oracle: none; it uses jc) */
+    jcurve *belief; /* the strategy's curves (the oracle's: views of jc) */
+    double *store;  /* the points of every curve above, one block */
     double *floor, *hi, *weight, *scale, *tmax;
 } prepared;
 

@@ -68,6 +68,40 @@ static void oracle_concave_bruteforce(void **s)
     pfi_curve_dispose(&b);
 }
 
+/* one budget takes the selection path, several the sorted one: the same
+ * totals, with ties (identical jobs), at no cut, at a full cut and beyond */
+static void oracle_one_budget_equals_sorted(void **s)
+{
+    (void)s;
+    enum { N = 300 };
+    pfi_curve c[N];
+    pfi_alloc_job jobs[N];
+    double sum_max = 0;
+    for (size_t i = 0; i < N; i++) {
+        double caps[5], p[5], t[5], e = 0.3 + 0.1 * (double)(i % 6); /* i % 6: ties */
+        for (int k = 0; k < 5; k++) {
+            caps[k] = 200 + 100 * k;
+            p[k] = 8 * (150 + 0.75 * caps[k]);
+            t[k] = 1000 * pow(p[k] / 5400.0, i % 7 == 3 ? 1.4 : e); /* some convex */
+        }
+        c[i] = mk(caps, p, t, 5);
+        jobs[i] = job_of(&c[i], 8);
+        sum_max += jobs[i].power_max_w;
+    }
+    double budgets[] = {1.2 * sum_max, sum_max,       0.9 * sum_max, 0.77 * sum_max,
+                        0.7 * sum_max, 0.5 * sum_max, 0.1 * sum_max};
+    size_t nb = sizeof budgets / sizeof *budgets;
+    double all[16], gaps[16];
+    assert_int_equal(pfi_oracle_sweep(jobs, N, budgets, nb, 0, all, gaps, NULL), PFI_OK);
+    for (size_t k = 0; k < nb; k++) {
+        double one, gap;
+        assert_int_equal(pfi_oracle_sweep(jobs, N, &budgets[k], 1, 0, &one, &gap, NULL), PFI_OK);
+        assert_near(one, all[k], 1e-9 * all[k]);
+        assert_near(gap, gaps[k], 1e-6 * all[k]);
+    }
+    for (size_t i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
+}
+
 /* GLPK MILP: lambda formulation with segment binaries (SOS2) */
 static double glpk_opt(const pfi_alloc_job *jobs, size_t n, double budget)
 {
@@ -434,6 +468,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(oracle_concave_bruteforce),
+        cmocka_unit_test(oracle_one_budget_equals_sorted),
         cmocka_unit_test(exact_vs_glpk),
         cmocka_unit_test(proportional),
         cmocka_unit_test(sla_and_caps),
