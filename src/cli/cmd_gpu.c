@@ -2,7 +2,7 @@
  * them, changing nothing (issue 17 item 7). The backend is opened
  * read-only (pfi_gpu_open_read_only: every write refused, and NVML's
  * setters never even looked up), then per GPU: UUID, name, power (NVML's
- * power usage, a 1 s average on current drivers, and the instant field
+ * power usage, a 1 s average on Ampere except GA100 and newer, and the instant field
  * NVML_FI_DEV_POWER_INSTANT where the driver has it), power limits
  * (current, default, min, max, enforced), SM and memory clocks, and the
  * compute processes. A value the driver or library lacks is "n/a" (null
@@ -36,14 +36,14 @@ static const pfi_opt gpu_options[] = {
 const pfi_opts cmd_gpu_opts = CLI_OPTS(
     gpu, .usage = "pfi gpu info [--backend SPEC] [--json]",
     .description =
-        "The node's GPUs, read-only: index, UUID, name; power (the driver's power usage,\n"
-        "a 1 s average on current drivers, and the instant value NVML_FI_DEV_POWER_INSTANT\n"
-        "where the driver has it); power limits (current, default, min, max and enforced:\n"
-        "an enforced limit below the current one was set out of band, by the BMC or\n"
-        "another tool); SM and memory clocks; the compute processes (pid, memory). A\n"
-        "value the driver lacks prints as n/a. Nothing is changed: the backend is opened\n"
-        "read-only and no NVML setter is even looked up. scripts/nvml-smoke.sh runs it\n"
-        "on a real GPU (docs/agent.md).\n",
+        "The node's GPUs, read-only: index, UUID, name; power (NVML's power usage, a 1 s\n"
+        "average on Ampere (not GA100) and newer, and the instant value\n"
+        "NVML_FI_DEV_POWER_INSTANT where the driver has it); power limits (current,\n"
+        "default, min, max and enforced: an enforced limit below the current one was set\n"
+        "out of band, by the BMC or another tool); SM and memory clocks; the compute\n"
+        "processes (pid, memory). A value the driver lacks prints as n/a. Nothing is\n"
+        "changed: the backend is opened read-only and no NVML setter is even looked up.\n"
+        "scripts/nvml-smoke.sh runs it on a real GPU (docs/agent.md).\n",
     .footer = "Exit status 0 on success, 1 when the GPUs cannot be read (no driver), 2 on usage\n"
               "errors.\n",
     .options = gpu_options);
