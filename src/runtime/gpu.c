@@ -6,8 +6,8 @@
 
 #include "gpu_internal.h"
 
-pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
-                        pfi_error *err)
+static pfi_status gpu_open(const char *spec, const struct pfi_recon *recon, int read_only,
+                           pfi_gpu **out, pfi_error *err)
 {
     *out = NULL;
     const pfi_gpu_ops *ops = NULL;
@@ -15,7 +15,7 @@ pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu
     pfi_status rc;
     if (!spec) spec = "nvml";
     if (!strcmp(spec, "nvml") || !strncmp(spec, "nvml:", 5))
-        rc = pfi_gpu_nvml_open(spec[4] ? spec + 5 : "", &ops, &st, err);
+        rc = pfi_gpu_nvml_open(spec[4] ? spec + 5 : "", read_only, &ops, &st, err);
     else if (!strcmp(spec, "sim") || !strncmp(spec, "sim:", 4))
         rc = pfi_gpu_sim_open(spec[3] ? spec + 4 : "", recon, &ops, &st, err);
     else
@@ -29,9 +29,27 @@ pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu
     }
     g->ops = ops;
     g->st = st;
+    g->read_only = read_only;
     pthread_mutex_init(&g->mu, NULL);
     *out = g;
     return PFI_OK;
+}
+
+pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
+                        pfi_error *err)
+{
+    return gpu_open(spec, recon, 0, out, err);
+}
+
+pfi_status pfi_gpu_open_read_only(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
+                                  pfi_error *err)
+{
+    return gpu_open(spec, recon, 1, out, err);
+}
+
+int pfi_gpu_is_read_only(const pfi_gpu *g)
+{
+    return g->read_only;
 }
 
 void pfi_gpu_close(pfi_gpu *g)
@@ -74,6 +92,8 @@ pfi_status pfi_gpu_sample_get(pfi_gpu *g, size_t i, pfi_gpu_sample *s, pfi_error
 
 pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err)
 {
+    if (g->read_only)
+        return pfi_errorf(err, PFI_EPERM, "GPU %zu: opened read-only: cap %g W not set", i, cap_w);
     LOCKED(g->ops->set_cap(g->st, i, cap_w, err));
 }
 

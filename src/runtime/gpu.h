@@ -78,6 +78,13 @@ typedef struct pfi_gpu_proc {
 
 pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
                         pfi_error *err);
+/* The same, read-only: every write (pfi_gpu_set_cap, so also a restore)
+ * is refused with PFI_EPERM before it reaches the backend, and the NVML
+ * backend does not even look up a setter (nvmlDeviceSet*), so nothing can
+ * change a device: what `pfi gpu info` uses. */
+pfi_status pfi_gpu_open_read_only(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
+                                  pfi_error *err);
+int pfi_gpu_is_read_only(const pfi_gpu *g);
 void pfi_gpu_close(pfi_gpu *g);
 const char *pfi_gpu_backend(const pfi_gpu *g); /* "nvml" or "sim" */
 size_t pfi_gpu_count(const pfi_gpu *g);

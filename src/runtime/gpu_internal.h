@@ -23,9 +23,12 @@ struct pfi_gpu {
     const pfi_gpu_ops *ops;
     void *st;
     pthread_mutex_t mu;
+    int read_only; /* pfi_gpu_open_read_only: set_cap refused */
 };
 
-pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **st, pfi_error *err);
+/* read_only: the setters are never looked up */
+pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops **ops, void **st,
+                             pfi_error *err);
 pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon,
                             const pfi_gpu_ops **ops, void **st, pfi_error *err);
 /* simulator extras (st is the sim's state) */

@@ -4,7 +4,9 @@
  * back to older ones. NVML errors become pfi errors carrying NVML's own
  * message. A read that answers NOT_SUPPORTED or NO_PERMISSION leaves its
  * field out of the sample and is recorded per device (pfi_gpu_unsupported);
- * it is never fatal. Setting a limit converts W to NVML's mW. */
+ * it is never fatal. Setting a limit converts W to NVML's mW. Opened
+ * read-only (pfi_gpu_open_read_only) the setter is never looked up. No
+ * Set*, Reset* or persistence-mode function is called anywhere else. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +281,8 @@ static void *sym(void *dl, const char *a, const char *b, const char *c)
     return f;
 }
 
-pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **out, pfi_error *err)
+pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops **ops, void **out,
+                             pfi_error *err)
 {
     if (opts && *opts)
         return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
@@ -315,8 +318,10 @@ pfi_status pfi_gpu_nvml_open(const char *opts, const pfi_gpu_ops **ops, void **o
                                                          NULL, NULL);
     s->enforced = (nvmlDeviceGetEnforcedPowerLimit_fn)sym(s->dl, "nvmlDeviceGetEnforcedPowerLimit",
                                                           NULL, NULL);
-    s->set_limit = (nvmlDeviceSetPowerManagementLimit_fn)sym(
-        s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
+    /* read-only: no setter is even looked up, so none can be called */
+    s->set_limit = read_only ? NULL
+                             : (nvmlDeviceSetPowerManagementLimit_fn)sym(
+                                   s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
     s->clock = (nvmlDeviceGetClockInfo_fn)sym(s->dl, "nvmlDeviceGetClockInfo", NULL, NULL);
     s->util =
         (nvmlDeviceGetUtilizationRates_fn)sym(s->dl, "nvmlDeviceGetUtilizationRates", NULL, NULL);

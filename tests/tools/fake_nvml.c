@@ -11,8 +11,21 @@
  *                               (e.g. nvmlDeviceGetFieldValues)
  *   FAKE_NVML_NO_PERMISSION=1   nvmlDeviceSetPowerManagementLimit answers NO_PERMISSION
  *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded)
+ *   FAKE_NVML_ENFORCED=FILE     enforced limits (mW, one line per device; 0 or no
+ *                               line: the management limit), read at every call:
+ *                               a limit set out of band (a BMC, another tool)
+ *   FAKE_NVML_SETTER_LOG=FILE   every call of a function that changes a device
+ *                               (nvmlDeviceSet*, Reset*, persistence mode) appends
+ *                               its name here; fake_nvml_setter_calls() counts them
+ *                               in this process. Read-only tests assert none.
  * Power follows the limit: min(limit, 650 W) x 0.93 plus a few watts of
- * ripple; energy integrates it over wall time. */
+ * ripple; energy integrates it over wall time.
+ *
+ * Built a second time with -DFAKE_NVML_OLD (libfake_nvml_old.so): an old
+ * driver's library, without nvmlDeviceGetFieldValues, GetEnforcedPowerLimit,
+ * GetPowerManagementDefaultLimit, GetTotalEnergyConsumption and the
+ * versioned process lists (only the unversioned one): what is missing must
+ * read as absent, never fail. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +83,37 @@ static void save(void)
     for (unsigned i = 0; i < ngpu; i++) fprintf(f, "%u\n", limit_mw[i]);
     fclose(f);
     rename(tmp, st);
+}
+
+static unsigned setter_calls;
+
+/* a call that would change a device: counted, and logged to FAKE_NVML_SETTER_LOG */
+static void setter(const char *fn)
+{
+    setter_calls++;
+    const char *p = getenv("FAKE_NVML_SETTER_LOG");
+    FILE *f = p ? fopen(p, "a") : NULL;
+    if (!f) return;
+    fprintf(f, "%s\n", fn);
+    fclose(f);
+}
+
+API unsigned fake_nvml_setter_calls(void)
+{
+    return setter_calls;
+}
+
+/* the enforced limit FAKE_NVML_ENFORCED sets for device i, or 0 */
+__attribute__((unused)) static unsigned enforced_override(unsigned i)
+{
+    const char *p = getenv("FAKE_NVML_ENFORCED");
+    FILE *f = p ? fopen(p, "r") : NULL;
+    unsigned v = 0, k = 0, x;
+    if (!f) return 0;
+    while (fscanf(f, "%u", &x) == 1)
+        if (k++ == i) v = x;
+    fclose(f);
+    return v;
 }
 
 #define DEV_OK(d)                                                                                  \
@@ -137,6 +181,7 @@ API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw)
     *mw = (unsigned)(power_w(d->idx) * 1000);
     return NVML_SUCCESS;
 }
+#ifndef FAKE_NVML_OLD
 API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
 {
     DEV_OK(d);
@@ -144,6 +189,7 @@ API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned lo
     *mj = (unsigned long long)(power_w(d->idx) * (now() - t_init) * 1000.0) + 1000000ull;
     return NVML_SUCCESS;
 }
+#endif
 API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned *lo,
                                                               unsigned *hi)
 {
@@ -152,12 +198,14 @@ API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, un
     *hi = 700000;
     return NVML_SUCCESS;
 }
+#ifndef FAKE_NVML_OLD
 API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
     *mw = 700000;
     return NVML_SUCCESS;
 }
+#endif
 API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
@@ -165,16 +213,20 @@ API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned *mw)
     *mw = limit_mw[d->idx];
     return NVML_SUCCESS;
 }
+#ifndef FAKE_NVML_OLD
 API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetEnforcedPowerLimit");
     load();
-    *mw = limit_mw[d->idx];
+    unsigned o = enforced_override(d->idx);
+    *mw = o ? o : limit_mw[d->idx];
     return NVML_SUCCESS;
 }
+#endif
 API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
 {
+    setter("nvmlDeviceSetPowerManagementLimit");
     DEV_OK(d);
     if (getenv("FAKE_NVML_NO_PERMISSION")) return NVML_ERROR_NO_PERMISSION;
     if (mw < 200000 || mw > 700000) return NVML_ERROR_INVALID_ARGUMENT;
@@ -223,6 +275,7 @@ API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned *
     *c = 61;
     return NVML_SUCCESS;
 }
+#ifndef FAKE_NVML_OLD
 API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_t *v)
 {
     DEV_OK(d);
@@ -237,13 +290,14 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     }
     return NVML_SUCCESS;
 }
-API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
-                                                         nvmlProcessInfo_t *p)
+#endif
+/* the compute processes of FAKE_NVML_PROCS on device d, as NVML lists
+ * them: count first; when the caller's array is too small, write nothing,
+ * report the number needed and return INSUFFICIENT_SIZE. put(p, k, pid)
+ * writes record k. */
+static nvmlReturn_t procs(nvmlDevice_t d, unsigned *count, void *p,
+                          void (*put)(void *p, unsigned k, unsigned pid))
 {
-    DEV_OK(d);
-    UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");
-    /* As NVML does: count first; when the caller's array is too small, write
-     * nothing, report the number needed and return INSUFFICIENT_SIZE. */
     const char *env = getenv("FAKE_NVML_PROCS");
     unsigned need = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -254,11 +308,7 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigne
             int used = 0;
             if (sscanf(s, "%u:%u%n", &gi, &pid, &used) != 2) break;
             if (gi == d->idx) {
-                if (pass == 1) {
-                    p[n].pid = pid;
-                    p[n].usedGpuMemory = 60000ull << 20;
-                    p[n].gpuInstanceId = p[n].computeInstanceId = 0xffffffffu;
-                }
+                if (pass == 1) put(p, n, pid);
                 n++;
             }
             s += used;
@@ -275,3 +325,60 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigne
     *count = need;
     return NVML_SUCCESS;
 }
+#ifndef FAKE_NVML_OLD
+static void put_v3(void *p, unsigned k, unsigned pid)
+{
+    nvmlProcessInfo_t *r = (nvmlProcessInfo_t *)p + k;
+    r->pid = pid;
+    r->usedGpuMemory = 60000ull << 20;
+    r->gpuInstanceId = r->computeInstanceId = 0xffffffffu;
+}
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *count,
+                                                         nvmlProcessInfo_t *p)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");
+    return procs(d, count, p, put_v3);
+}
+#else
+static void put_v1(void *p, unsigned k, unsigned pid)
+{
+    nvmlProcessInfo_v1_t *r = (nvmlProcessInfo_v1_t *)p + k;
+    r->pid = pid;
+    r->usedGpuMemory = 30000ull << 20;
+}
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned *count,
+                                                      nvmlProcessInfo_v1_t *p)
+{
+    DEV_OK(d);
+    return procs(d, count, p, put_v1);
+}
+#endif
+
+/* functions that change a device and pfi never calls: here only to be
+ * counted if it ever did (FAKE_NVML_SETTER_LOG) */
+#define SETTER(name, ...)                                                                          \
+    API nvmlReturn_t name(nvmlDevice_t d, __VA_ARGS__)                                             \
+    {                                                                                              \
+        (void)d;                                                                                   \
+        setter(#name);                                                                             \
+        return NVML_ERROR_NO_PERMISSION;                                                           \
+    }
+SETTER(nvmlDeviceSetPersistenceMode, int mode)
+SETTER(nvmlDeviceSetComputeMode, int mode)
+SETTER(nvmlDeviceSetApplicationsClocks, unsigned mem_mhz, unsigned sm_mhz)
+SETTER(nvmlDeviceSetGpuLockedClocks, unsigned min_mhz, unsigned max_mhz)
+SETTER(nvmlDeviceSetMemoryLockedClocks, unsigned min_mhz, unsigned max_mhz)
+SETTER(nvmlDeviceSetPowerManagementLimit_v2, void *limit)
+SETTER(nvmlDeviceSetEccMode, int ecc)
+SETTER(nvmlDeviceSetGpuOperationMode, int mode)
+#define RESETTER(name)                                                                             \
+    API nvmlReturn_t name(nvmlDevice_t d)                                                          \
+    {                                                                                              \
+        (void)d;                                                                                   \
+        setter(#name);                                                                             \
+        return NVML_ERROR_NO_PERMISSION;                                                           \
+    }
+RESETTER(nvmlDeviceResetApplicationsClocks)
+RESETTER(nvmlDeviceResetGpuLockedClocks)
+RESETTER(nvmlDeviceResetMemoryLockedClocks)

@@ -45,6 +45,7 @@ typedef struct agent_gpu {
     int sampled;
     double dcgm_prof[PFI_M_COUNT]; /* from a local dcgm-exporter (NaN if none) */
     char job_id[64];
+    int limit_out_of_band; /* enforced < the cap (agent_check_enforced): logged at each change */
 } agent_gpu;
 
 typedef struct agent_job {
@@ -103,6 +104,9 @@ void agent_restore(agent *a, const char *why);
 /* 1 while some GPU is not back at its baseline (a device refused) */
 int agent_restore_pending(const agent *a);
 void agent_check_lease(agent *a);
+/* a limit set out of band (the BMC, another tool): each GPU whose enforced
+ * limit is more than 1 W below its cap, logged once per change */
+void agent_check_enforced(agent *a);
 int agent_startup_state(agent *a);
 /* --restore-and-exit: every changed GPU back to its baseline (device defaults
  * if the state file is corrupt); the exit status */

@@ -486,3 +486,27 @@ int agent_restore_and_exit(agent *a)
     agent_log(a, "--restore-and-exit: every GPU is at its baseline");
     return 0;
 }
+
+/* The enforced limit is the one the GPU obeys: the lowest of ours and any
+ * other (the BMC's, a power brake, another tool's). Below our cap, the GPU
+ * runs at less than the controller believes it gave: logged at each change
+ * (either way) and exported (agent_render.c). */
+#define ENFORCED_TOL_W 1.0
+void agent_check_enforced(agent *a)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        agent_gpu *g = &a->g[i];
+        const pfi_gpu_sample *s = &g->last;
+        if (!g->sampled || !(s->have & PFI_GS_CAP) || !(s->have & PFI_GS_ENFORCED)) continue;
+        int oob = s->enforced_w < s->cap_w - ENFORCED_TOL_W;
+        if (oob && !g->limit_out_of_band)
+            agent_log(a,
+                      "warning: GPU %zu %s: enforced power limit %.0f W is below the cap %.0f W: "
+                      "a limit set out of band (BMC or another tool)",
+                      i, g->info.uuid, s->enforced_w, s->cap_w);
+        else if (!oob && g->limit_out_of_band)
+            agent_log(a, "GPU %zu %s: enforced power limit %.0f W is back at the cap %.0f W", i,
+                      g->info.uuid, s->enforced_w, s->cap_w);
+        g->limit_out_of_band = oob;
+    }
+}

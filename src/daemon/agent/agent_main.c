@@ -142,6 +142,7 @@ static void sample_round(agent *a, int refresh)
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < a->n; i++)
         if (ok[i]) a->g[i].last = s[i], a->g[i].sampled = 1;
+    agent_check_enforced(a);
     if (refresh) agent_jobs_refresh(a);
     pthread_mutex_unlock(&a->mu);
     agent_jobs_read_steplogs(a); /* the user's files: not under the lock */

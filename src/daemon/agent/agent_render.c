@@ -129,6 +129,24 @@ char *agent_render_metrics(agent *a, size_t *len)
             pfi_buf_printf(&b,
                            "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n",
                            i, L(u, a->g[i].info.uuid), h, a->g[i].last.cap_w);
+    /* the enforced limit, and whether it is below the cap (set out of band) */
+    head(&b, "pfi_gpu_power_limit_enforced_watts", "gauge",
+         "Power limit the GPU enforces (W): the lowest of the cap and any other limit.");
+    for (size_t i = 0; i < a->n; i++)
+        if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_ENFORCED))
+            pfi_buf_printf(&b,
+                           "pfi_gpu_power_limit_enforced_watts{gpu=\"%zu\",uuid=\"%s\","
+                           "hostname=\"%s\"} %g\n",
+                           i, L(u, a->g[i].info.uuid), h, a->g[i].last.enforced_w);
+    head(&b, "pfi_gpu_out_of_band_limit", "gauge",
+         "1 when the enforced limit is more than 1 W below the cap: set by the BMC or another "
+         "tool.");
+    for (size_t i = 0; i < a->n; i++)
+        if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_ENFORCED) &&
+            (a->g[i].last.have & PFI_GS_CAP))
+            pfi_buf_printf(
+                &b, "pfi_gpu_out_of_band_limit{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n", i,
+                L(u, a->g[i].info.uuid), h, a->g[i].limit_out_of_band);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
         pfi_buf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i,
