@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "daemon_util.h"
 #include "datapath.h"
+#include "httpd.h"
 #include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
@@ -129,6 +130,12 @@ static void on_hup(int s)
 
 /* the log (daemon_util.h): one agent per process */
 static pfi_daemon_log g_log;
+
+/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
+static void httpd_log(const char *msg)
+{
+    pfi_daemon_logf(&g_log, "warning: %s", msg);
+}
 
 void agent_log(agent *a, const char *fmt, ...)
 {
@@ -328,6 +335,7 @@ int main(int argc, char **argv)
        kill the agent between setting up and its restore path */
     pfi_daemon_signals(on_signal, on_hup);
     pfi_daemon_log_init(&g_log, "pfi-agent");
+    pfi_httpd_log_to(httpd_log);
     if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
         agent_log(a, "error: %s", e.msg);
         return 2;

@@ -34,6 +34,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "daemon_util.h"
+#include "httpd.h"
 #include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
@@ -88,6 +89,12 @@ static void on_hup(int s)
 
 /* the log (daemon_util.h): one controller per process */
 static pfi_daemon_log g_log;
+
+/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
+static void httpd_log(const char *msg)
+{
+    pfi_daemon_logf(&g_log, "warning: %s", msg);
+}
 
 void ctl_log(ctl *c, const char *fmt, ...)
 {
@@ -382,6 +389,7 @@ int main(int argc, char **argv)
     static ctl C;
     ctl *c = &C;
     pfi_daemon_log_init(&g_log, "pfi-controller");
+    pfi_httpd_log_to(httpd_log);
     pfi_error e;
     if (pfi_clock_set(scale, epoch, &e)) {
         ctl_log(c, "error: %s", e.msg);
