@@ -16,7 +16,7 @@
 set -eu
 
 RUN_PKGS="gcc make cmake pkg-config libc6-dev
-  libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev
+  libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   libplplot-dev plplot-driver-cairo"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm

@@ -45,8 +45,9 @@ static const pfi_opt sweep_options[] = {
     OPT_FILENAME(0, "state-file", state, "FILE",
                  "direct mode: previous caps (default /var/lib/pfi/sweep-state.json)"),
     OPT_SIZE(0, "sim-job", sim_job, "K", 0, 15, "--backend sim: which simulated job (default 0)"),
-    OPT_DOUBLE(0, "time-scale", scale, "X", 1e-3, 1e6, "the pfi clock's speed-up (clock.h)"),
-    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (clock.h)"),
+    OPT_DOUBLE(0, "time-scale", scale, "X", 1e-3, 1e6,
+               "the pfi clock's speed-up, for tests and demos (docs/agent.md)"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (docs/agent.md)"),
     OPT_DIRNAME(0, "data", data, "DIR", "bundled data (for --backend sim with jobs)"),
     OPT_HELP(),
     OPT_END()};

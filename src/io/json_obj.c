@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
+
 static const pfi_jopts no_opts;
 
 const char *pfi_json_obj_name(const pfi_jopts *o, const char *key, char *buf, size_t n)
@@ -133,16 +135,34 @@ static pfi_status missing(const pfi_jkey *k, const pfi_jopts *o, pfi_error *err)
     return wrong(k, name, err);
 }
 
-static pfi_status unknown(const char *key, const pfi_jopts *o, pfi_error *err)
+/* "; did you mean 'KEY'?" for the table's key closest to a misspelt one
+ * (pfi_opts_suggest, as for options), or "" */
+static const char *did_you_mean(const char *key, const pfi_jkey *keys, size_t nkeys, char *buf,
+                                size_t n)
 {
-    char name[PFI_ERROR_MSG_MAX];
+    const char *cands[64];
+    size_t m = 0;
+    for (size_t i = 0; i < nkeys && m < sizeof cands / sizeof *cands; i++)
+        if (keys[i].key) cands[m++] = keys[i].key;
+    const char *s = pfi_opts_suggest(key, cands, m);
+    if (!s) return "";
+    snprintf(buf, n, "; did you mean '%s'?", s);
+    return buf;
+}
+
+static pfi_status unknown(const char *key, const pfi_jkey *keys, size_t nkeys, const pfi_jopts *o,
+                          pfi_error *err)
+{
+    char name[PFI_ERROR_MSG_MAX], mean[128];
     switch (o->unknown) {
     case PFI_J_UNKNOWN_ERROR:
-        return pfi_errorf(err, PFI_EINVAL, "%s: %s", pfi_json_obj_name(o, key, name, sizeof name),
-                          o->unknown_text ? o->unknown_text : "unknown key");
+        return pfi_errorf(err, PFI_EINVAL, "%s: %s%s", pfi_json_obj_name(o, key, name, sizeof name),
+                          o->unknown_text ? o->unknown_text : "unknown key",
+                          did_you_mean(key, keys, nkeys, mean, sizeof mean));
     case PFI_J_UNKNOWN_WARN:
-        pfi_warnf(o->log, "%s: unknown key '%s' %s", o->prefix ? o->prefix : "", key,
-                  o->unknown_text ? o->unknown_text : "ignored");
+        pfi_warnf(o->log, "%s: unknown key '%s' %s%s", o->prefix ? o->prefix : "", key,
+                  o->unknown_text ? o->unknown_text : "ignored",
+                  did_you_mean(key, keys, nkeys, mean, sizeof mean));
         break;
     case PFI_J_UNKNOWN_IGNORE: break;
     }
@@ -170,7 +190,7 @@ pfi_status pfi_json_obj_read(json_t *o, const pfi_jkey *keys, size_t nkeys, cons
     json_object_foreach(o, key, v)
     {
         const pfi_jkey *k = find(keys, nkeys, key);
-        pfi_status st = !k                  ? unknown(key, opts, err)
+        pfi_status st = !k                  ? unknown(key, keys, nkeys, opts, err)
                         : opts->table_order ? PFI_OK
                                             : read_key(k, v, opts, err);
         if (st) return st;

@@ -16,7 +16,9 @@
  * Messages are "NAME: TEXT". NAME is the key ("KEY"), under a prefix
  * ("PREFIX.KEY", e.g. "gpus[2].cap_w"), or in run.json's style
  * ("PREFIX: key 'KEY'"). TEXT is "missing", the entry's expect text (or a
- * default per type) for a wrong type or range, or the unknown-key text.
+ * default per type) for a wrong type or range, or the unknown-key text,
+ * followed by "; did you mean 'KEY'?" when a key of the table is close
+ * (pfi_opts_suggest, options.h: at most two edits, or a prefix of one).
  *
  * Order: by default the object's keys are read in the object's order (the
  * first bad key is the error), then the required keys that were absent, in

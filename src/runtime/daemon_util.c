@@ -1,42 +1,142 @@
-/* daemon_util.c — the daemons' log line, log reopening and signals
- * (daemon_util.h). */
+/* daemon_util.c — the daemons' log (stderr, the journal, a file or
+ * syslog), log reopening and signals (daemon_util.h). */
 #include "daemon_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap)
+/* a decimal number without sign or blanks, up to a stop character */
+static int parse_u64(const char *s, char stop, unsigned long long *v, const char **end)
 {
-    if (!f) f = stderr;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char when[40];
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(f, "%s.%03ldZ %s: ", when, ts.tv_nsec / 1000000, who);
-    vfprintf(f, fmt, ap);
-    fputc('\n', f);
+    if (!isdigit((unsigned char)*s)) return 0;
+    errno = 0;
+    char *e;
+    *v = strtoull(s, &e, 10);
+    if (errno || *e != stop) return 0;
+    *end = e;
+    return 1;
+}
+
+int pfi_journal_stream_is(const char *value, int fd)
+{
+    unsigned long long dev, ino;
+    const char *p;
+    if (!value || !parse_u64(value, ':', &dev, &p) || !parse_u64(p + 1, '\0', &ino, &p)) return 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return 0;
+    return (unsigned long long)sb.st_dev == dev && (unsigned long long)sb.st_ino == ino;
+}
+
+int pfi_daemon_log_level(const char *msg)
+{
+    if (!strncmp(msg, "error:", 6)) return PFI_LOG_ERR;
+    if (!strncmp(msg, "warning:", 8)) return PFI_LOG_WARNING;
+    return PFI_LOG_INFO;
+}
+
+void pfi_daemon_log_init(pfi_daemon_log *l, const char *who)
+{
+    memset(l, 0, sizeof *l);
+    l->who = who;
+    l->stderr_journal = pfi_journal_stream_is(getenv("JOURNAL_STREAM"), STDERR_FILENO);
+    l->starting = 1;
+}
+
+pfi_status pfi_daemon_log_open(pfi_daemon_log *l, const char *path, int use_syslog, pfi_error *err)
+{
+    if (path) {
+        FILE *f = fopen(path, "ae"); /* close-on-exec */
+        if (!f) return pfi_errorf(err, PFI_EIO, "%s: cannot open: %s", path, strerror(errno));
+        l->file = f;
+        l->path = path;
+    } else if (use_syslog) {
+        openlog(l->who, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+        l->use_syslog = 1;
+    }
+    return PFI_OK;
+}
+
+void pfi_daemon_log_started(pfi_daemon_log *l)
+{
+    __atomic_store_n(&l->starting, 0, __ATOMIC_RELAXED);
+}
+
+void pfi_daemon_log_close(pfi_daemon_log *l)
+{
+    if (l->file) fclose(l->file);
+    if (l->use_syslog) closelog();
+    l->file = NULL;
+    l->use_syslog = 0;
+}
+
+/* "2026-12-02T18:00:00.123Z WHO: MSG\n" or "<N>MSG\n" (journal) to f, in one write */
+static void put_line(FILE *f, const char *who, int journal, int level, const char *msg)
+{
+    if (journal) {
+        fprintf(f, "<%d>%s\n", level, msg);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char when[40];
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        fprintf(f, "%s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, who, msg);
+    }
     fflush(f);
 }
 
-pfi_status pfi_daemon_log_reopen(FILE *f, const char *path, pfi_error *err)
+void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap)
 {
-    if (!f) return pfi_errorf(err, PFI_ESTATE, "%s: no log file open", path);
-    int fd =
-        open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666); /* as fopen "a" */
-    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(errno));
-    fflush(f);
+    char small[1024], *msg = small;
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1)))
+        vsnprintf(msg, (size_t)n + 1, fmt, aq);
+    else if (!msg) msg = small; /* out of memory: the message cut short */
+    va_end(aq);
+    int level = pfi_daemon_log_level(msg);
+    if (l->use_syslog) syslog(level, "%s", msg);
+    else if (l->file) put_line(l->file, l->who, 0, level, msg);
+    else put_line(stderr, l->who, l->stderr_journal, level, msg);
+    if ((l->use_syslog || l->file) && level <= PFI_LOG_ERR &&
+        __atomic_load_n(&l->starting, __ATOMIC_RELAXED)) {
+        if (l->stderr_journal) fprintf(stderr, "<%d>%s\n", level, msg);
+        else fprintf(stderr, "%s: %s\n", l->who, msg);
+        fflush(stderr);
+    }
+    if (msg != small) free(msg);
+}
+
+void pfi_daemon_logf(pfi_daemon_log *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pfi_daemon_vlog(l, fmt, ap);
+    va_end(ap);
+}
+
+pfi_status pfi_daemon_log_reopen(pfi_daemon_log *l, pfi_error *err)
+{
+    if (!l->file) return pfi_errorf(err, PFI_ESTATE, "no log file open");
+    int fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+                  0666); /* as fopen "a" */
+    if (fd < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", l->path, strerror(errno));
+    fflush(l->file);
     /* the same FILE now writes to the new file: dup2 swaps atomically */
-    int r = dup2(fd, fileno(f));
+    int r = dup2(fd, fileno(l->file));
     int e = errno;
     close(fd);
-    if (r < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", path, strerror(e));
+    if (r < 0) return pfi_errorf(err, PFI_EIO, "%s: %s", l->path, strerror(e));
     return PFI_OK;
 }
 

@@ -1,7 +1,23 @@
-/* daemon_util.h — small pieces both daemons need the same way: the log
- * line format ("2026-12-02T18:00:00.123Z pfi-agent: message", UTC,
- * flushed), reopening the log file on SIGHUP, and their signals. (HTTP
- * bodies are built in a pfi_buf, buf.h.) */
+/* daemon_util.h — small pieces both daemons need the same way: their log,
+ * reopening the log file on SIGHUP, and their signals. (HTTP bodies are
+ * built in a pfi_buf, buf.h.)
+ *
+ * The log. A message's priority is read from its first word, the daemons'
+ * existing convention: "error: ..." is LOG_ERR (3), "warning: ..." is
+ * LOG_WARNING (4), anything else LOG_INFO (6) (pfi_daemon_log_level; no
+ * caller passes a level, so a new message needs nothing but its prefix).
+ * Where a line goes:
+ *   - --syslog: syslog(3), facility LOG_DAEMON, the message's priority;
+ *   - --log FILE: "2026-12-02T18:00:00.123Z pfi-agent: message" (UTC);
+ *   - stderr when it is systemd's journal (JOURNAL_STREAM names stderr's
+ *     device and inode, systemd.exec(5)): "<3>message", the sd-daemon(3)
+ *     priority prefix and no timestamp or name (the journal has both);
+ *   - stderr otherwise: as the file.
+ * While the daemon starts (until pfi_daemon_log_started), an error logged
+ * to a file or syslog is also written to stderr ("pfi-agent: error: ...",
+ * or "<3>error: ..." to the journal), so that a daemon that fails to start
+ * always says why where it was started. Lines are written whole (one
+ * write per line), flushed. */
 #ifndef PFI_DAEMON_UTIL_H
 #define PFI_DAEMON_UTIL_H
 
@@ -15,13 +31,45 @@
 extern "C" {
 #endif
 
-/* One log line from `who` to f (stderr when NULL). */
-void pfi_daemon_vlog(FILE *f, const char *who, const char *fmt, va_list ap);
+/* priorities: syslog(3)'s numbers, sd-daemon(3)'s "<N>" prefixes */
+enum { PFI_LOG_ERR = 3, PFI_LOG_WARNING = 4, PFI_LOG_INFO = 6, PFI_LOG_DEBUG = 7 };
 
-/* Reopen the log file f at path (SIGHUP, after logrotate renamed it): the
- * FILE stays the same, so threads logging meanwhile need no lock. On
- * failure f is unchanged and err says why (one line). */
-pfi_status pfi_daemon_log_reopen(FILE *f, const char *path, pfi_error *err);
+typedef struct pfi_daemon_log {
+    const char *who;    /* "pfi-agent" */
+    const char *path;   /* the log file (NULL: none) */
+    FILE *file;         /* open on path */
+    int use_syslog;     /* --syslog */
+    int stderr_journal; /* stderr is systemd's journal stream */
+    int starting;       /* errors also to stderr (read and written atomically) */
+} pfi_daemon_log;
+
+/* Logging to stderr as `who` (the journal's format when JOURNAL_STREAM
+ * names stderr), in start-up mode. */
+void pfi_daemon_log_init(pfi_daemon_log *l, const char *who);
+/* Then to the file path (when not NULL) or to syslog (use_syslog); not
+ * both (the caller refuses that as a usage error). On failure the log
+ * stays on stderr and err says why (one line naming the file). */
+pfi_status pfi_daemon_log_open(pfi_daemon_log *l, const char *path, int use_syslog, pfi_error *err);
+/* Start-up is over: errors now go only where the log goes. */
+void pfi_daemon_log_started(pfi_daemon_log *l);
+void pfi_daemon_log_close(pfi_daemon_log *l);
+
+/* One message (see above). */
+void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap);
+void pfi_daemon_logf(pfi_daemon_log *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A message's priority from its first word (see above). */
+int pfi_daemon_log_level(const char *msg);
+
+/* 1 if value (JOURNAL_STREAM, "DEV:INODE" in decimal) names the file open
+ * on fd (its st_dev and st_ino), else 0 (NULL, malformed, another file). */
+int pfi_journal_stream_is(const char *value, int fd);
+
+/* Reopen the log file (SIGHUP, after logrotate renamed it): the FILE stays
+ * the same, so threads logging meanwhile need no lock. On failure the log
+ * is unchanged and err says why (one line); without a log file it is an
+ * error too (PFI_ESTATE). */
+pfi_status pfi_daemon_log_reopen(pfi_daemon_log *l, pfi_error *err);
 
 /* The daemons' signals: SIGTERM, SIGINT and SIGQUIT call stop (stop and
  * restore), SIGHUP calls hup (reopen the log), SIGPIPE is ignored. The

@@ -291,6 +291,13 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+static void (*g_log_fn)(const char *msg);
+
+void pfi_httpd_log_to(void (*fn)(const char *msg))
+{
+    g_log_fn = fn;
+}
+
 /* libmicrohttpd's own messages, at most one line a second: a flood of
  * "connection limit" refusals under attack must not flood the log */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -308,8 +315,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t k = strlen(msg);
     while (k && (msg[k - 1] == '\n' || msg[k - 1] == '\r')) msg[--k] = '\0';
-    if (quiet) fprintf(stderr, "httpd: %s (%llu similar messages suppressed)\n", msg, quiet);
-    else fprintf(stderr, "httpd: %s\n", msg);
+    char line[600];
+    if (quiet)
+        snprintf(line, sizeof line, "httpd: %s (%llu similar messages suppressed)", msg, quiet);
+    else snprintf(line, sizeof line, "httpd: %s", msg);
+    if (g_log_fn) g_log_fn(line);
+    else fprintf(stderr, "%s\n", line);
 }
 
 static char *slurp(const char *path)

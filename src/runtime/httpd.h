@@ -70,6 +70,11 @@ typedef struct pfi_httpd pfi_httpd;
 
 pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port, pfi_error *err);
 void pfi_httpd_stop(pfi_httpd *h);
+/* Where libmicrohttpd's own messages go (at most one a second per server),
+ * for the whole process: fn gets one line without a newline; NULL (the
+ * default): "httpd: MESSAGE" on stderr. Set it before starting a server
+ * (the daemons send them to their log). */
+void pfi_httpd_log_to(void (*fn)(const char *msg));
 /* counters: 2xx, 4xx, 5xx */
 void pfi_httpd_counts(pfi_httpd *h, unsigned long long *c2, unsigned long long *c4,
                       unsigned long long *c5);

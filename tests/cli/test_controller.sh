@@ -40,11 +40,11 @@ EOF
 }
 # ---- configuration errors ----
 cfg "$T/c.json" ', "colour": 1'
-expect_error 1 "colour: unknown key" "$CTL" --config "$T/c.json"
+expect_error 2 "colour: unknown key" "$CTL" --config "$T/c.json"
 cfg "$T/c.json" ', "strategy": "magic"'
-expect_error 1 "strategy" "$CTL" --config "$T/c.json"
+expect_error 2 "strategy" "$CTL" --config "$T/c.json"
 printf '{"agents": []}' >"$T/c.json"
-expect_error 1 "agents" "$CTL" --config "$T/c.json"
+expect_error 2 "agents" "$CTL" --config "$T/c.json"
 expect_error 2 "--config FILE is required" "$CTL"
 
 # ---- start ----

@@ -70,17 +70,17 @@ cfg() { # FILE AGENT-JSON
 EOF
 }
 cfg "$T/bad1.json" "{\"name\": \"n1\", \"url\": \"http://node1.invalid:9477\", \"token_file\": \"$T/atok\"}"
-expect_error 1 "cleartext" "$CTL" --config "$T/bad1.json"
+expect_error 2 "cleartext" "$CTL" --config "$T/bad1.json"
 for u in "http://127.0.0.1@node1.invalid:9477" "http://127.example.invalid:9477" "http://localhost.invalid:9477" "http://[::2]:9477"; do
   cfg "$T/bad1.json" "{\"name\": \"n1\", \"url\": \"$u\", \"token_file\": \"$T/atok\"}"
-  expect_error 1 "cleartext" "$CTL" --config "$T/bad1.json"
+  expect_error 2 "cleartext" "$CTL" --config "$T/bad1.json"
 done
 cfg "$T/bad2.json" "{\"name\": \"n1\", \"url\": \"http://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"ca_file\": \"$P/ca.pem\"}"
-expect_error 1 "need an https:// url" "$CTL" --config "$T/bad2.json"
+expect_error 2 "need an https:// url" "$CTL" --config "$T/bad2.json"
 cfg "$T/bad3.json" "{\"name\": \"n1\", \"url\": \"https://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"client_cert\": \"$P/ctl.pem\"}"
-expect_error 1 "go together" "$CTL" --config "$T/bad3.json"
+expect_error 2 "go together" "$CTL" --config "$T/bad3.json"
 cfg "$T/bad4.json" "{\"name\": \"n1\", \"url\": \"https://127.0.0.1:1\", \"token_file\": \"$T/atok\", \"colour\": 1}"
-expect_error 1 "agents[0].colour: unknown key" "$CTL" --config "$T/bad4.json"
+expect_error 2 "agents[0].colour: unknown key" "$CTL" --config "$T/bad4.json"
 
 # ---- without the agent's CA the controller cannot reach it
 cfg "$T/noca.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"

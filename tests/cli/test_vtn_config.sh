@@ -29,29 +29,29 @@ EOF
 }
 VTN='"vtn_url": "http://127.0.0.1:9", "client_id_file": "'$T/cid'", "client_secret_file": "'$T/csecret'", "ven_name": "v1"'
 
-# ---- configuration errors (exit 1, one line naming the key) ----
+# ---- configuration errors (exit 2, one line naming the key) ----
 cfg '"version": "3.2"'
-expect_error 1 'openadr.version: expected "3.1" or "3.0.1"' "$CTL" --config "$T/c.json"
+expect_error 2 'openadr.version: expected "3.1" or "3.0.1"' "$CTL" --config "$T/c.json"
 cfg '"program_id": "p1"' # ven_name alone is the event model's: no VTN needed
-expect_error 1 "openadr: the VTN's keys need vtn_url" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr: the VTN's keys need vtn_url" "$CTL" --config "$T/c.json"
 cfg '"vtn_url": "http://127.0.0.1:9", "ven_name": "v1"'
-expect_error 1 "openadr: vtn_url needs client_id_file and client_secret_file" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr: vtn_url needs client_id_file and client_secret_file" "$CTL" --config "$T/c.json"
 cfg '"vtn_url": "http://127.0.0.1:9", "client_id_file": "x", "client_secret_file": "y"'
-expect_error 1 "openadr.ven_name: missing" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.ven_name: missing" "$CTL" --config "$T/c.json"
 cfg '"vtn_url": "ftp://vtn.example", "client_id_file": "x", "client_secret_file": "y", "ven_name": "v"'
-expect_error 1 "openadr.vtn_url: expected http:// or https://" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.vtn_url: expected http:// or https://" "$CTL" --config "$T/c.json"
 cfg '"vtn_url": "http://vtn.example", "client_id_file": "x", "client_secret_file": "y", "ven_name": "v"'
-expect_error 1 "openadr.vtn_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.vtn_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "token_url": "http://auth.example/token"'
-expect_error 1 "openadr.token_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.token_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "callback_url": "https://ctl.example/openadr3/events"'
-expect_error 1 "openadr.callback_url: needs callback_token_file" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.callback_url: needs callback_token_file" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "version": "3.0.1", "callback_url": "https://ctl.example/openadr3/events", "callback_token_file": "'$T/cbtok'"'
-expect_error 1 "openadr.callback_url: a 3.0.1 subscription needs program_id" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.callback_url: a 3.0.1 subscription needs program_id" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "targets": ["a", 3]'
-expect_error 1 "openadr.targets[1]: expected a string" "$CTL" --config "$T/c.json"
+expect_error 2 "openadr.targets[1]: expected a string" "$CTL" --config "$T/c.json"
 cfg "$(echo "$VTN" | sed "s/\"v1\"/\"$(head -c 129 /dev/zero | tr '\0' v)\"/")"
-expect_status 1 "$CTL" --config "$T/c.json"
+expect_status 2 "$CTL" --config "$T/c.json"
 contains "$T/err" "openadr.ven_name"
 
 # ---- secret files others can read stop the start ----

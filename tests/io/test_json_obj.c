@@ -135,6 +135,11 @@ static void unknown_keys(void **s)
     assert_string_equal(e.msg, "zz: unknown key");
     assert_int_equal(read_rec("{\"x\": -1, \"zz\": 1}", &r, NULL, &e), PFI_EINVAL);
     assert_string_equal(e.msg, "x: expected a number in 0..10");
+    /* a misspelt key: the closest of the table is suggested (pfi_opts_suggest) */
+    assert_int_equal(read_rec("{\"x\": 1, \"flga\": true}", &r, NULL, &e), PFI_EINVAL);
+    assert_string_equal(e.msg, "flga: unknown key; did you mean 'flag'?");
+    assert_int_equal(read_rec("{\"x\": 1, \"nmae\": \"a\"}", &r, &o, &e), PFI_EINVAL);
+    assert_string_equal(e.msg, "gpus[2].nmae: unknown field (expected x); did you mean 'name'?");
     /* as warnings: all of them, then the keys */
     pfi_log log = {on_warn, NULL, 0};
     nwarn = 0;
@@ -146,6 +151,8 @@ static void unknown_keys(void **s)
     assert_int_equal(read_rec("{\"a\": 1, \"b\": 2, \"x\": 1}", &r, &w, &e), PFI_OK);
     assert_int_equal(nwarn, 2);
     assert_string_equal(lastwarn, "d/run.json: unknown key 'b' ignored");
+    assert_int_equal(read_rec("{\"smal\": 1, \"x\": 1}", &r, &w, &e), PFI_OK);
+    assert_string_equal(lastwarn, "d/run.json: unknown key 'smal' ignored; did you mean 'small'?");
     pfi_jopts ig = {.unknown = PFI_J_UNKNOWN_IGNORE};
     assert_int_equal(read_rec("{\"a\": 1, \"x\": 1}", &r, &ig, &e), PFI_OK);
 }

@@ -36,7 +36,7 @@ typedef struct agent_cfg {
     const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
-    int keep_caps, restore_and_exit;
+    int keep_caps, restore_and_exit, use_syslog;
 } agent_cfg;
 
 typedef struct agent_gpu {
@@ -92,9 +92,10 @@ typedef struct agent {
     int port, control_port;
     struct pfi_httpd *httpd, *control_httpd;
     int sim_started[16]; /* simulated jobs the agent started for a job file */
-    FILE *log;
 } agent;
 
+/* one log line (daemon_util.h: its priority is its first word, "error:",
+ * "warning:" or other) */
 void agent_log(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* agent_caps.c (callers hold a->mu) */

@@ -13,7 +13,12 @@
  * agent's own state file and log). SIGTERM / SIGINT / SIGQUIT: baselines
  * are restored and the state file cleared before exit, unless
  * --keep-caps-on-exit (for an upgrade: the next agent honours the lease).
- * SIGHUP reopens the --log file (after logrotate renamed it); nothing else. */
+ * SIGHUP reopens the --log file (after logrotate renamed it); nothing else.
+ * Under systemd (notify.h): READY=1 once the first sample is taken and the
+ * API listens, WATCHDOG=1 from the sampling loop, STOPPING=1 at a stop
+ * signal. Exit status (pfi-agent(8)): 2 for a bad command line, 1 when it
+ * cannot start (GPU backend, the files its options name, the address) or
+ * a GPU could not be restored at exit, else 0. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -30,6 +35,8 @@
 #include "clock.h"
 #include "daemon_util.h"
 #include "datapath.h"
+#include "httpd.h"
+#include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
 #include "recon_io.h"
@@ -37,7 +44,9 @@
 #define OPT_T agent_cfg
 static const pfi_opt agent_options[] = {
     OPT_STRING(0, "backend", backend, "SPEC",
-               "nvml (default) or sim[:OPTIONS] (gpu.h, docs/agent.md)"),
+               "nvml (default) or sim[:OPTIONS], simulated GPUs; OPTIONS, comma-separated: "
+               "gpus=N, model=H200|H100, job=ID:GROUP@A-B, tau=S, load=S, noise=F, seed=N, "
+               "state=FILE, steplogs=DIR, idle (pfi-agent(8), docs/agent.md)"),
     OPT_STRING(0, "listen", listen, "ADDR:PORT",
                "(default 127.0.0.1:9477; port 0 picks a free one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
@@ -82,10 +91,16 @@ static const pfi_opt agent_options[] = {
                 "put every GPU the state file lists back to its baseline (all to their device "
                 "default if the file is "
                 "corrupt), then exit"),
-    OPT_FILENAME(0, "log", log_path, "FILE", "log here instead of stderr"),
+    OPT_FILENAME(0, "log", log_path, "FILE",
+                 "log here instead of stderr (SIGHUP reopens it; start-up errors also go to "
+                 "stderr)"),
+    OPT_BOOLEAN(0, "syslog", use_syslog,
+                "log to syslog (facility daemon) instead of stderr; not with --log"),
     OPT_DOUBLE(0, "time-scale", time_scale, "X", 1e-3, 1e6,
-               "the pfi clock's speed-up (clock.h); also $PFI_TIME_SCALE"),
-    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11, "the pfi clock's epoch (clock.h); also $PFI_EPOCH"),
+               "the pfi clock's speed-up, for tests and demos (docs/agent.md); also "
+               "$PFI_TIME_SCALE"),
+    OPT_DOUBLE(0, "epoch", epoch, "T", 0, 1e11,
+               "the pfi clock's epoch (docs/agent.md); also $PFI_EPOCH"),
     OPT_DIRNAME(0, "data", data_dir, "DIR", "bundled data (for --backend sim with jobs)"),
     OPT_STOP(0, "version", "print the version and exit"),
     OPT_HELP(),
@@ -113,11 +128,21 @@ static void on_hup(int s)
     g_hup = s;
 }
 
+/* the log (daemon_util.h): one agent per process */
+static pfi_daemon_log g_log;
+
+/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
+static void httpd_log(const char *msg)
+{
+    pfi_daemon_logf(&g_log, "warning: %s", msg);
+}
+
 void agent_log(agent *a, const char *fmt, ...)
 {
+    (void)a;
     va_list ap;
     va_start(ap, fmt);
-    pfi_daemon_vlog(a->log, "pfi-agent", fmt, ap);
+    pfi_daemon_vlog(&g_log, fmt, ap);
     va_end(ap);
 }
 
@@ -164,7 +189,7 @@ static void *lease_thread(void *arg)
             g_hup = 0;
             pfi_error why;
             if (!a->cfg.log_path) agent_log(a, "SIGHUP: no --log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(a->log, a->cfg.log_path, &why))
+            else if (pfi_daemon_log_reopen(&g_log, &why))
                 agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why.msg);
             else agent_log(a, "SIGHUP: log file %s reopened", a->cfg.log_path);
         }
@@ -194,7 +219,13 @@ static int options(agent_cfg *c, int argc, char **argv)
     default: return 2;
     }
     if (optind0 < argc) {
-        fprintf(stderr, "pfi-agent: unexpected argument '%s'\n", argv[optind0]);
+        fprintf(stderr, "pfi-agent: unexpected argument '%s' (see pfi-agent --help)\n",
+                argv[optind0]);
+        return 2;
+    }
+    if (c->log_path && c->use_syslog) {
+        fprintf(stderr,
+                "pfi-agent: --log and --syslog exclude each other (see pfi-agent --help)\n");
         return 2;
     }
     return -1;
@@ -241,7 +272,10 @@ static void sampling_loop(agent *a)
 {
     agent_cfg *c = &a->cfg;
     double next = pfi_clock_mono() + c->interval_s, last_refresh = pfi_clock_mono();
+    pfi_watchdog wd;
+    pfi_watchdog_init(&wd);
     while (!g_stop) {
+        pfi_watchdog_tick(&wd); /* systemd's WatchdogSec: this loop is alive */
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
         double now = pfi_clock_mono();
@@ -301,12 +335,14 @@ int main(int argc, char **argv)
     /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
        kill the agent between setting up and its restore path */
     pfi_daemon_signals(on_signal, on_hup);
+    pfi_daemon_log_init(&g_log, "pfi-agent");
+    pfi_httpd_log_to(httpd_log);
     if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
-        fprintf(stderr, "pfi-agent: %s\n", e.msg);
+        agent_log(a, "error: %s", e.msg);
         return 2;
     }
-    if (c->log_path && !(a->log = fopen(c->log_path, "a"))) {
-        fprintf(stderr, "pfi-agent: %s: %s\n", c->log_path, strerror(errno));
+    if (pfi_daemon_log_open(&g_log, c->log_path, c->use_syslog, &e)) {
+        agent_log(a, "error: --log %s", e.msg);
         return 1;
     }
     pthread_mutex_init(&a->mu, NULL);
@@ -343,7 +379,7 @@ int main(int argc, char **argv)
         int rc = agent_restore_and_exit(a);
         pfi_gpu_close(a->gpu);
         if (have_recon) pfi_recon_dispose(&recon);
-        if (a->log) fclose(a->log);
+        pfi_daemon_log_close(&g_log);
         return rc;
     }
     int lrc = load_credentials(a);
@@ -381,7 +417,12 @@ int main(int argc, char **argv)
         if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e))
             agent_log(a, "error: %s", e.msg);
     }
+    pfi_notify_ready("%zu GPUs (%s), sampling every %g s, listening on port %d", a->n,
+                     pfi_gpu_backend(a->gpu), c->interval_s, a->port);
+    pfi_daemon_log_started(&g_log);
     sampling_loop(a);
+    pfi_notify_stopping("signal %d: stopping, %s", (int)g_stop,
+                        c->keep_caps ? "caps kept under the lease" : "restoring every cap");
     agent_log(a, "signal %d: stopping", (int)g_stop);
     pthread_join(lease_tid, NULL);
     agent_http_stop(a);
@@ -389,6 +430,6 @@ int main(int argc, char **argv)
     if (a->have_model) pfi_modelfile_dispose(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_dispose(&recon);
-    if (a->log) fclose(a->log);
+    pfi_daemon_log_close(&g_log);
     return exit_rc;
 }

@@ -122,7 +122,6 @@ typedef struct ctl {
     ctl_cfg cfg;
     pthread_mutex_t mu;
     sqlite3 *db;
-    FILE *log;
     char token[PFI_TOKEN_MAX + 1];
     int have_token;
     pfi_modelfile model, curve_model;
@@ -158,6 +157,8 @@ typedef struct ctl {
     atomic_int vtn_stop;
 } ctl;
 
+/* one log line (daemon_util.h: its priority is its first word, "error:",
+ * "warning:" or other) */
 void ctl_log(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ctl_config.c */

@@ -162,7 +162,7 @@ void ctl_agents_collect(ctl *c, double timeout_s)
         } else {
             json_decref(node);
             if (a->up)
-                ctl_log(c, "agent %s (%s) unreachable: %s", a->name, a->url,
+                ctl_log(c, "warning: agent %s (%s) unreachable: %s", a->name, a->url,
                         res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
             snprintf(a->err, sizeof a->err, "%s",
                      res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
@@ -270,7 +270,7 @@ void ctl_agents_push(ctl *c, int release)
             if (!release) a->lease_until = now + lease;
         } else {
             c->push_errors++;
-            ctl_log(c, "agent %s: PUT /v1/caps failed: %s %.200s", a->name,
+            ctl_log(c, "warning: agent %s: PUT /v1/caps failed: %s %.200s", a->name,
                     m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result),
                     g_put[i].buf.p ? g_put[i].buf.p : "");
             long long gm = agent_generation_max(a);

@@ -4,10 +4,12 @@
  * as given. ctl_config_parse reads the same from memory (the fuzz target
  * tests/fuzz/fuzz_ctl_config.c). */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctl.h"
 #include "json_obj.h"
@@ -359,7 +361,9 @@ static pfi_status config_from_json(json_t *o, const json_error_t *je, const char
     pfi_error e;
     pfi_status st;
     if (!o) {
-        st = pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je->line, je->text);
+        /* no line before the text was read (a read error) */
+        if (je->line < 1) st = pfi_errorf(err, PFI_EPARSE, "%s: %s", path, je->text);
+        else st = pfi_errorf(err, PFI_EPARSE, "%s:%d: %s", path, je->line, je->text);
         if (err) one_line(err->msg);
         return st;
     }
@@ -380,8 +384,19 @@ static pfi_status config_from_json(json_t *o, const json_error_t *je, const char
 
 pfi_status ctl_config_load(const char *path, ctl_cfg *c, pfi_error *err)
 {
+    /* opened here, not by json_load_file: its "-1: unable to open PATH"
+       would name the file twice and a line that does not exist */
+    FILE *f = fopen(path, "r");
+    struct stat sb;
+    int e = !f ? errno : fstat(fileno(f), &sb) ? errno : S_ISDIR(sb.st_mode) ? EISDIR : 0;
+    if (e) {
+        if (f) fclose(f);
+        defaults(c);
+        return pfi_errorf(err, PFI_EIO, "%s: cannot open: %s", path, strerror(e));
+    }
     json_error_t je;
-    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
     return config_from_json(o, &je, path, c, err);
 }
 

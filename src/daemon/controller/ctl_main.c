@@ -11,7 +11,12 @@
  * controller without lifting caps: the agents' leases hold them for
  * lease_s, and a controller started again in that time resumes the event
  * from SQLite; if none comes back, the agents restore the baselines.
- * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else. */
+ * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else.
+ * Under systemd (notify.h): READY=1 after the first control period,
+ * WATCHDOG=1 from the control loop, STOPPING=1 at a stop signal. Exit
+ * status (pfi-controller(8)): 2 for a bad command line or configuration
+ * file, 1 when it cannot start (the files the configuration names, the
+ * database, the address), 0 after a signal. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -29,13 +34,15 @@
 #include "clock.h"
 #include "ctl.h"
 #include "daemon_util.h"
+#include "httpd.h"
+#include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
 
 typedef struct ctl_args {
     const char *config, *db, *listen, *port_file;
     double scale, epoch;
-    int dry;
+    int dry, use_syslog;
 } ctl_args;
 
 #define OPT_T ctl_args
@@ -47,6 +54,9 @@ static const pfi_opt ctl_options[] = {
                "override the configuration's address (port 0 picks one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
     OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
+    OPT_BOOLEAN(0, "syslog", use_syslog,
+                "log to syslog (facility daemon) instead of stderr; not with the configuration's "
+                "log"),
     OPT_DOUBLE(0, "time-scale", scale, "X", -INFINITY, INFINITY,
                "the pfi clock's speed-up (shared with the agents)"),
     OPT_DOUBLE(0, "epoch", epoch, "T", -INFINITY, INFINITY,
@@ -77,19 +87,35 @@ static void on_hup(int s)
     g_hup = s;
 }
 
+/* the log (daemon_util.h): one controller per process */
+static pfi_daemon_log g_log;
+
+/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
+static void httpd_log(const char *msg)
+{
+    pfi_daemon_logf(&g_log, "warning: %s", msg);
+}
+
 void ctl_log(ctl *c, const char *fmt, ...)
 {
+    (void)c;
     va_list ap;
     va_start(ap, fmt);
-    pfi_daemon_vlog(c->log, "pfi-controller", fmt, ap);
+    pfi_daemon_vlog(&g_log, fmt, ap);
     va_end(ap);
 }
 
 static void load_schedule(ctl *c)
 {
     if (!c->cfg.schedule[0]) return;
+    FILE *f = fopen(c->cfg.schedule, "r");
+    if (!f) {
+        ctl_log(c, "warning: schedule %s: cannot open: %s", c->cfg.schedule, strerror(errno));
+        return;
+    }
     json_error_t je;
-    json_t *a = json_load_file(c->cfg.schedule, 0, &je);
+    json_t *a = json_loadf(f, 0, &je);
+    fclose(f);
     if (!a) {
         ctl_log(c, "warning: schedule %s:%d: %s", c->cfg.schedule, je.line, je.text);
         return;
@@ -237,21 +263,41 @@ static int load_agents(ctl *c)
     return 0;
 }
 
+/* systemd's STATUS= line after a period: agents up, the active event */
+static void status_line(ctl *c, char *b, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t up = 0;
+    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up != 0;
+    const ctl_event *active = NULL;
+    for (size_t i = 0; i < c->nevents && !active; i++)
+        if (!strcmp(c->event[i].status, "active")) active = &c->event[i];
+    if (active)
+        snprintf(b, n, "%zu of %zu agents up; event %.64s: target %.0f W, measured %.0f W", up,
+                 c->nagents, active->ev.id, c->budget_w, c->measured_w);
+    else snprintf(b, n, "%zu of %zu agents up; no event active", up, c->nagents);
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* each control period (at once when an event starts): collect, run the
- * cycle, push caps or hand them back, poll OpenADR; SIGHUP reopens the log */
+ * cycle, push caps or hand them back, poll OpenADR; SIGHUP reopens the log.
+ * systemd: READY=1 after the first period, then its STATUS= line after
+ * each; WATCHDOG=1 from every turn of the loop. */
 static void control_loop(ctl *c)
 {
     double next = pfi_clock_now(), next_poll = next;
+    int ready = 0;
+    pfi_watchdog wd;
+    pfi_watchdog_init(&wd);
     while (!g_stop) {
+        pfi_watchdog_tick(&wd);
         if (g_hup) {
             g_hup = 0;
             pfi_error why;
-            pthread_mutex_lock(&c->mu);
             if (!c->cfg.log[0]) ctl_log(c, "SIGHUP: no log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(c->log, c->cfg.log, &why))
+            else if (pfi_daemon_log_reopen(&g_log, &why))
                 ctl_log(c, "warning: SIGHUP: %s; still logging to the old file", why.msg);
             else ctl_log(c, "SIGHUP: log file %s reopened", c->cfg.log);
-            pthread_mutex_unlock(&c->mu);
         }
         double now = pfi_clock_now();
         pthread_mutex_lock(&c->mu);
@@ -305,12 +351,21 @@ static void control_loop(ctl *c)
             next_poll = now + c->cfg.openadr_poll_s;
             poll_openadr(c);
         }
+        char st[200];
+        status_line(c, st, sizeof st);
+        if (!ready) {
+            ready = 1;
+            pfi_notify_ready("%s", st);
+            pfi_daemon_log_started(&g_log);
+        } else {
+            pfi_notify_status("%s", st);
+        }
     }
 }
 
 int main(int argc, char **argv)
 {
-    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0};
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0};
     int optind0;
     switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
     case PFI_OPTS_OK: break;
@@ -322,26 +377,38 @@ int main(int argc, char **argv)
     const char *config = A.config, *db = A.db, *listen = A.listen, *port_file = A.port_file;
     double scale = A.scale, epoch = A.epoch;
     int dry = A.dry;
+    if (optind0 < argc) {
+        fprintf(stderr, "pfi-controller: unexpected argument '%s' (see pfi-controller --help)\n",
+                argv[optind0]);
+        return 2;
+    }
     if (!config) {
         fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
         return 2;
     }
-    pfi_error e;
-    if (pfi_clock_set(scale, epoch, &e)) {
-        fprintf(stderr, "pfi-controller: %s\n", e.msg);
-        return 2;
-    }
     static ctl C;
     ctl *c = &C;
+    pfi_daemon_log_init(&g_log, "pfi-controller");
+    pfi_httpd_log_to(httpd_log);
+    pfi_error e;
+    if (pfi_clock_set(scale, epoch, &e)) {
+        ctl_log(c, "error: %s", e.msg);
+        return 2;
+    }
+    /* the configuration file: missing, unreadable or wrong, exit 2 (pfi-controller(8)) */
     if (ctl_config_load(config, &c->cfg, &e)) {
-        fprintf(stderr, "pfi-controller: %s\n", e.msg);
-        return 1;
+        ctl_log(c, "error: %s", e.msg);
+        return 2;
     }
     if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
     if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
     if (dry) c->cfg.dry_run = 1;
-    if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
-        fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
+    if (c->cfg.log[0] && A.use_syslog) {
+        ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", config);
+        return 2;
+    }
+    if (pfi_daemon_log_open(&g_log, c->cfg.log[0] ? c->cfg.log : NULL, A.use_syslog, &e)) {
+        ctl_log(c, "error: log: %s", e.msg);
         return 1;
     }
     pthread_mutex_init(&c->mu, NULL);
@@ -394,12 +461,13 @@ int main(int argc, char **argv)
         if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     control_loop(c);
+    pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
     ctl_vtn_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
     pfi_oadr_book_free(&c->oadr_book);
     sqlite3_close(c->db);
-    if (c->log) fclose(c->log);
+    pfi_daemon_log_close(&g_log);
     return 0;
 }
