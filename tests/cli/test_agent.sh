@@ -55,9 +55,10 @@ contains "$T/err" "gpus"
 start_agent
 # ---- reading ----
 curl -s "$URL/metrics" >"$T/m"
-n=$(grep -c '^DCGM_FI_DEV_POWER_USAGE{' "$T/m"); [ "$n" -eq 8 ] || fail "$n power lines"; ok
-contains "$T/m" 'pfi_job_gpus{job="17"'
-contains "$T/m" 'DCGM_FI_PROF_DRAM_ACTIVE{'
+n=$(grep -c '^pfi_gpu_power_watts{' "$T/m"); [ "$n" -eq 8 ] || fail "$n power lines"; ok
+lacks "$T/m" 'DCGM_FI_' # dcgm-exporter's names only with --export-dcgm (test_prometheus)
+contains "$T/m" 'pfi_job_gpus{hpc_job="17"'
+contains "$T/m" 'pfi_gpu_dram_active_ratio{'
 contains "$T/m" '# TYPE pfi_gpu_power_cap_watts gauge'
 [ "$(cap_of 3)" = "700" ] || fail "cap of GPU 3 is $(cap_of 3)"; ok
 req GET /v1/node
@@ -66,7 +67,7 @@ contains "$T/body" '"job_id":"17"'
 contains "$T/body" '"cap_max_w":700'
 [ "$(grep -o '"uuid"' "$T/body" | wc -l)" -eq 8 ] || fail "node view lacks GPUs"; ok
 # a step takes about 2.5 s
-wait_for 30 "throughput of job 17" 'curl -s -m 5 "$URL/metrics" | grep -qF "pfi_job_tokens_per_second{job=\"17\""'
+wait_for 30 "throughput of job 17" 'curl -s -m 5 "$URL/metrics" | grep -qF "pfi_job_tokens_per_second{hpc_job=\"17\""'
 
 # ---- bad requests: 4xx, a JSON error, nothing changed ----
 B='{"lease_s":30,"controller":"c","generation":1,"jobs":[{"job_id":"17","cap_w":400}]}'
@@ -184,8 +185,8 @@ contains "$T/body" '"source":"jobfile"'
 [ "$(cat "$T/map/2")" = "a1" ] || fail "mapping file 2: $(cat "$T/map/2")"; ok
 [ "$(cat "$T/map/6")" = "b2" ] || fail "mapping file 6: $(cat "$T/map/6")"; ok
 [ "$(cat "$T/map/5")" = "17" ] || fail "mapping file 5: $(cat "$T/map/5")"; ok
-wait_for 30 "a predicted PFI for job 17" 'curl -s -m 5 "$URL/metrics" >"$T/m"; grep -q "^pfi_job_pfi_predicted{job=\"17\"" "$T/m"'
-p=$(awk -F'[ ]' '/^pfi_job_pfi_predicted\{job="17"/{print $NF}' "$T/m")
+wait_for 30 "a predicted PFI for job 17" 'curl -s -m 5 "$URL/metrics" >"$T/m"; grep -q "^pfi_job_pfi_predicted{hpc_job=\"17\"" "$T/m"'
+p=$(awk -F'[ ]' '/^pfi_job_pfi_predicted\{hpc_job="17"/{print $NF}' "$T/m")
 [ -n "$p" ] || { grep pfi_job "$T/m" >&2; fail "no predicted PFI for job 17"; }; ok
 awk -v p="$p" 'BEGIN{exit !(p > 1 && p < 4)}' || fail "predicted PFI $p"; ok
 req PUT /v1/caps '{"lease_s":30,"controller":"w17","generation":21,"jobs":[{"job_id":"a1","cap_w":500}]}'; expect_code 200 "job a1"
