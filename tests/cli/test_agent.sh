@@ -69,6 +69,25 @@ contains "$T/body" '"cap_max_w":700'
 # a step takes about 2.5 s
 wait_for 30 "throughput of job 17" 'curl -s -m 5 "$URL/metrics" | grep -qF "pfi_job_tokens_per_second{hpc_job=\"17\""'
 
+# ---- pfi record of the agent's /metrics ingests: pfi_gpu_* names read in DCGM's units ----
+mkdir -p "$T/rec"
+expect_status 0 "$PFI" record --url "$URL/metrics" --interval 0.3 --count 8 -o "$T/rec/tel.prom"
+t0=$(awk '/^# pfi-scrape-time/ {printf "%.3f\n", $3 / 1000; exit}' "$T/rec/tel.prom")
+awk -v t0="$t0" 'BEGIN { for (i = -5; i < 60; i++) printf "{\"t_s\": %.3f, \"tokens_per_s\": %d}\n", t0 + i * 0.05, 1000 + i }' >"$T/rec/steps.jsonl"
+cat >"$T/rec/run.json" <<JSON
+{"group": "rec", "gpu_model": "H200", "gpus": 8, "cap_w": 700, "interval_s": 0.3,
+ "telemetry": [{"path": "tel.prom", "format": "prometheus"}], "steplog": "steps.jsonl"}
+JSON
+expect_status 0 "$PFI" ingest --sustain 1 --fb-threshold-gib 1 "$T/rec"
+p=$(csv_field "$T/out" group rec power_w)
+# the mean over scrapes of the 8 GPUs' summed pfi_gpu_power_watts
+want=$(awk '/^# pfi-scrape-time/ {n++} /^pfi_gpu_power_watts\{/ {s += $NF} END {print s / n}' "$T/rec/tel.prom")
+awk -v p="$p" -v w="$want" 'BEGIN { d = p - w; if (d < 0) d = -d; exit !(w > 1000 && d <= 0.05 * w) }' || fail "recorded power $p W, the scrapes' mean $want W"; ok
+sm=$(csv_field "$T/out" group rec DCGM_FI_DEV_SM_CLOCK)
+awk -v v="$sm" 'BEGIN { exit !(v > 300 && v < 3000) }' || fail "SM clock $sm, expected MHz"; ok
+fb=$(csv_field "$T/out" group rec DCGM_FI_DEV_FB_USED)
+awk -v v="$fb" 'BEGIN { exit !(v > 1000 && v < 200000) }' || fail "framebuffer $fb, expected MiB"; ok
+
 # ---- bad requests: 4xx, a JSON error, nothing changed ----
 B='{"lease_s":30,"controller":"c","generation":1,"jobs":[{"job_id":"17","cap_w":400}]}'
 req PUT /v1/caps "$B" ""; expect_code 401 "no token"
