@@ -206,7 +206,7 @@ static void head(pfi_buf *b, const char *name, const char *type, const char *hel
 /* per event {event_id} (ids come from the grid operator: escaped): its
  * target, the power achieved (now while it runs; the steady window's mean
  * once it ended) and met (0/1, the controller's one rule; not during the
- * ramp, when the target is not yet due) */
+ * ramps, when the target is not yet or no longer due) */
 static void event_metrics(ctl *c, pfi_buf *b)
 {
     double now = pfi_clock_now();
@@ -227,7 +227,7 @@ static void event_metrics(ctl *c, pfi_buf *b)
         "Power achieved against the event: measured now while it runs, the steady window's mean "
         "once it ended (W).",
         "1 when the event is met (measured at or below target plus tolerance), 0 when not; absent "
-        "during its ramp."};
+        "during its ramps."};
     char id[2 * PFI_EVENT_ID_MAX + 2];
     for (int q = 0; q < 3; q++) {
         head(b, name[q], "gauge", help[q]);
@@ -237,7 +237,7 @@ static void event_metrics(ctl *c, pfi_buf *b)
             else if (q == 1) v = json_object_get(o, "achieved_w");
             else {
                 const char *ph = json_string_value(json_object_get(o, "phase"));
-                if (!ph || strcmp(ph, "ramp")) v = json_object_get(o, "met");
+                if (!ph || !strcmp(ph, "steady")) v = json_object_get(o, "met");
             }
             double x = json_is_boolean(v)  ? (double)json_is_true(v)
                        : json_is_number(v) ? json_number_value(v)
