@@ -15,7 +15,8 @@
 #   - every rule of contrib/prometheus/pfi-rules.yml evaluates (health ok)
 #     and every PromQL expression of contrib/grafana/pfi.json (Grafana
 #     variables as .*) is accepted and, during the event, has data.
-# Prometheus runs at most 300 s and is killed at exit with the daemons.
+# Prometheus runs at most 300 s and is killed at exit with the daemons
+# (its pid is the one start_daemon watches: no wrapper to outlive).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -76,8 +77,13 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:$C"]}]
 EOF
 expect_status 0 promtool check config "$T/prometheus.yml"
-start_daemon prometheus "$T/prom.log" "" timeout 300 prometheus --config.file="$T/prometheus.yml" \
+start_daemon prometheus "$T/prom.log" "" prometheus --config.file="$T/prometheus.yml" \
   --storage.tsdb.path="$T/tsdb" --web.listen-address="127.0.0.1:$PP" --log.level=warn
+# bounded: stopped after 300 s whatever happens (and killed at exit with the daemons)
+PROM=$DPID
+(sleep 300 & echo $! >"$T/timer.pid"; wait; kill "$PROM" 2>/dev/null) >/dev/null 2>&1 &
+PIDS="$PIDS $!"
+kill_daemons_on_exit 'kill $(cat "$T/timer.pid" 2>/dev/null) 2>/dev/null'
 PURL=http://127.0.0.1:$PP
 wait_for 60 "Prometheus ready on port $PP" 'curl -s -m 2 -o /dev/null -w "%{http_code}" "$PURL/-/ready" | grep -q 200'
 # q EXPR: the series lines of an instant query in $T/q (fails on a refused query); qval: the first value
