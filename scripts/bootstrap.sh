@@ -19,7 +19,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   libplplot-dev plplot-driver-cairo"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
-  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm prometheus
   python3-torch python3-venv python3-setuptools python3-wheel"
 
 case "${1:-run}" in

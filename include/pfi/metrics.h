@@ -1,4 +1,5 @@
-/* metrics.h — the telemetry metrics pfi understands, by DCGM field name.
+/* metrics.h — the telemetry metrics pfi understands, by DCGM field name
+ * (and by the pfi_gpu_* name pfi-agent exports each under).
  *
  * Each metric has an id (pfi_metric), a DCGM name (as dcgm-exporter prints
  * it and as sweep-table columns are named) and how it is combined over a
@@ -44,11 +45,20 @@ typedef struct pfi_metric_info {
     const char *name;
     pfi_metric_agg agg;
     int feature; /* one of the paper's 13 telemetry features (or part of nvlink_bytes) */
+    /* pfi-agent's own name for it on /metrics (Prometheus conventions: base
+       units, ratios 0..1) and the factor from that unit to DCGM's (e.g. 1e-6
+       from Hz to MHz, 100 from a ratio to %) */
+    const char *pfi_name;
+    double pfi_scale;
 } pfi_metric_info;
 
 PFI_API const pfi_metric_info *pfi_metric_get(pfi_metric m);
 /* Id of a DCGM name (exact, len bytes), or -1 if unknown. */
 PFI_API int pfi_metric_lookup(const char *name, size_t len);
+
+/* Id of a pfi-agent name (pfi_gpu_..., exact), or -1; its values times
+ * pfi_metric_get(id)->pfi_scale are in the DCGM metric's unit. */
+PFI_API int pfi_metric_lookup_pfi(const char *name, size_t len);
 
 /* dcgm-exporter prints DCGM's blank sentinels (no data) as huge numbers:
  * INT32 0x7ffffff0.., INT64 0x7ffffffffffffff0.. (about 2^63) and FP64 2^47..

@@ -3,8 +3,12 @@
  * Accepts per-sample timestamps (`metric{labels} value 1767225600000`) and
  * concatenated untimestamped scrapes, each preceded by a comment line
  * `# pfi-scrape-time <unix_ms>` (what `pfi record` writes). Only the DCGM
- * metrics of metrics.h are passed on; other metrics, labels, HELP/TYPE lines
- * and comments are skipped. The labels used: `UUID`, `gpu`, `Hostname`.
+ * metrics of metrics.h are passed on, read under their DCGM names
+ * (dcgm-exporter) or pfi-agent's pfi_gpu_* names (converted to the DCGM
+ * unit); other metrics, labels, HELP/TYPE lines and comments are skipped.
+ * One input is read under one naming, the first metric's: an agent run with
+ * --export-dcgm serves the same readings under both, which must not count
+ * twice. The labels used: `UUID` or `uuid`, `gpu`, `Hostname` or `hostname`.
  * NaN, infinities and DCGM blank sentinels are missing values (skipped).
  * A malformed line is an error naming file and line, except a truncated
  * final line (no newline at the end of the input), which is skipped with a
@@ -35,6 +39,7 @@ typedef struct pfi_sample {
     int64_t t_ms;
     double value;
     uint64_t line; /* source line, for messages */
+    int pfi_named; /* 1: read under pfi-agent's pfi_gpu_* name (value in the DCGM unit) */
 } pfi_sample;
 
 typedef pfi_status (*pfi_sample_fn)(void *ud, const pfi_sample *s, pfi_error *err);

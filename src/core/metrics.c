@@ -1,27 +1,41 @@
-/* metrics.c — the table of known DCGM metrics (see metrics.h). */
+/* metrics.c — the table of known DCGM metrics and pfi-agent's names for
+ * them in base units (see metrics.h). */
 #include "pfi/metrics.h"
 
 #include <string.h>
 
 static const pfi_metric_info table[PFI_M_COUNT] = {
-    [PFI_M_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", PFI_AGG_AVG, 1},
-    [PFI_M_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", PFI_AGG_AVG, 1},
-    [PFI_M_FB_USED] = {"DCGM_FI_DEV_FB_USED", PFI_AGG_AVG, 1},
-    [PFI_M_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", PFI_AGG_AVG, 1},
-    [PFI_M_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", PFI_AGG_AVG, 1},
-    [PFI_M_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", PFI_AGG_AVG, 1},
-    [PFI_M_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", PFI_AGG_AVG, 1},
-    [PFI_M_GR_ENGINE_ACTIVE] = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", PFI_AGG_AVG, 1},
-    [PFI_M_SM_ACTIVE] = {"DCGM_FI_PROF_SM_ACTIVE", PFI_AGG_AVG, 1},
-    [PFI_M_SM_OCCUPANCY] = {"DCGM_FI_PROF_SM_OCCUPANCY", PFI_AGG_AVG, 1},
-    [PFI_M_PIPE_TENSOR_ACTIVE] = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", PFI_AGG_AVG, 1},
-    [PFI_M_DRAM_ACTIVE] = {"DCGM_FI_PROF_DRAM_ACTIVE", PFI_AGG_AVG, 1},
-    [PFI_M_NVLINK_TX_BYTES] = {"DCGM_FI_PROF_NVLINK_TX_BYTES", PFI_AGG_SUM, 1},
-    [PFI_M_NVLINK_RX_BYTES] = {"DCGM_FI_PROF_NVLINK_RX_BYTES", PFI_AGG_SUM, 1},
-    [PFI_M_PCIE_TX_BYTES] = {"DCGM_FI_PROF_PCIE_TX_BYTES", PFI_AGG_SUM, 0},
-    [PFI_M_PCIE_RX_BYTES] = {"DCGM_FI_PROF_PCIE_RX_BYTES", PFI_AGG_SUM, 0},
-    [PFI_M_ENFORCED_LIMIT] = {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", PFI_AGG_AVG, 0},
-    [PFI_M_MGMT_LIMIT] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT", PFI_AGG_AVG, 0},
+    [PFI_M_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", PFI_AGG_AVG, 1, "pfi_gpu_utilization_ratio", 100},
+    [PFI_M_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", PFI_AGG_AVG, 1,
+                             "pfi_gpu_memory_copy_utilization_ratio", 100},
+    [PFI_M_FB_USED] = {"DCGM_FI_DEV_FB_USED", PFI_AGG_AVG, 1, "pfi_gpu_framebuffer_used_bytes",
+                       1.0 / 1048576},
+    [PFI_M_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", PFI_AGG_AVG, 1, "pfi_gpu_power_watts", 1},
+    [PFI_M_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", PFI_AGG_AVG, 1, "pfi_gpu_sm_clock_hertz", 1e-6},
+    [PFI_M_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", PFI_AGG_AVG, 1, "pfi_gpu_memory_clock_hertz",
+                         1e-6},
+    [PFI_M_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", PFI_AGG_AVG, 1, "pfi_gpu_temperature_celsius", 1},
+    [PFI_M_GR_ENGINE_ACTIVE] = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", PFI_AGG_AVG, 1,
+                                "pfi_gpu_graphics_engine_active_ratio", 1},
+    [PFI_M_SM_ACTIVE] = {"DCGM_FI_PROF_SM_ACTIVE", PFI_AGG_AVG, 1, "pfi_gpu_sm_active_ratio", 1},
+    [PFI_M_SM_OCCUPANCY] = {"DCGM_FI_PROF_SM_OCCUPANCY", PFI_AGG_AVG, 1,
+                            "pfi_gpu_sm_occupancy_ratio", 1},
+    [PFI_M_PIPE_TENSOR_ACTIVE] = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", PFI_AGG_AVG, 1,
+                                  "pfi_gpu_tensor_pipe_active_ratio", 1},
+    [PFI_M_DRAM_ACTIVE] = {"DCGM_FI_PROF_DRAM_ACTIVE", PFI_AGG_AVG, 1, "pfi_gpu_dram_active_ratio",
+                           1},
+    [PFI_M_NVLINK_TX_BYTES] = {"DCGM_FI_PROF_NVLINK_TX_BYTES", PFI_AGG_SUM, 1,
+                               "pfi_gpu_nvlink_transmit_bytes_per_second", 1},
+    [PFI_M_NVLINK_RX_BYTES] = {"DCGM_FI_PROF_NVLINK_RX_BYTES", PFI_AGG_SUM, 1,
+                               "pfi_gpu_nvlink_receive_bytes_per_second", 1},
+    [PFI_M_PCIE_TX_BYTES] = {"DCGM_FI_PROF_PCIE_TX_BYTES", PFI_AGG_SUM, 0,
+                             "pfi_gpu_pcie_transmit_bytes_per_second", 1},
+    [PFI_M_PCIE_RX_BYTES] = {"DCGM_FI_PROF_PCIE_RX_BYTES", PFI_AGG_SUM, 0,
+                             "pfi_gpu_pcie_receive_bytes_per_second", 1},
+    [PFI_M_ENFORCED_LIMIT] = {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", PFI_AGG_AVG, 0,
+                              "pfi_gpu_enforced_power_limit_watts", 1},
+    [PFI_M_MGMT_LIMIT] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT", PFI_AGG_AVG, 0, "pfi_gpu_power_cap_watts",
+                          1},
 };
 
 const pfi_metric_info *pfi_metric_get(pfi_metric m)
@@ -34,6 +48,16 @@ int pfi_metric_lookup(const char *name, size_t len)
     if (len < 9 || memcmp(name, "DCGM_FI_", 8) != 0) return -1;
     for (int i = 0; i < PFI_M_COUNT; i++) {
         const char *n = table[i].name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0) return i;
+    }
+    return -1;
+}
+
+int pfi_metric_lookup_pfi(const char *name, size_t len)
+{
+    if (len < 9 || memcmp(name, "pfi_gpu_", 8) != 0) return -1;
+    for (int i = 0; i < PFI_M_COUNT; i++) {
+        const char *n = table[i].pfi_name;
         if (strlen(n) == len && memcmp(n, name, len) == 0) return i;
     }
     return -1;

@@ -50,9 +50,11 @@ int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **
         *what = "expected a metric name";
         return -1;
     }
-    int m = pfi_metric_lookup(name, nlen);
+    int m = pfi_metric_lookup(name, nlen), named = 0;
+    if (m < 0 && (m = pfi_metric_lookup_pfi(name, nlen)) >= 0) named = 1;
     if (m < 0) return 0; /* unknown metric: ignored, not validated */
     s->metric = (pfi_metric)m;
+    s->pfi_named = named;
     s->uuid.n = s->gpu.n = s->host.n = 0;
     if (p < e && *p == '{') {
         p++;
@@ -90,7 +92,8 @@ int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **
                 p = q + 1;
             }
             pfi_str val = {vs, (size_t)(q - vs)};
-            if (ll == 4 && memcmp(ln, "UUID", 4) == 0) s->uuid = val;
+            if (ll == 4 && (memcmp(ln, "UUID", 4) == 0 || memcmp(ln, "uuid", 4) == 0))
+                s->uuid = val;
             else if (ll == 3 && memcmp(ln, "gpu", 3) == 0) s->gpu = val;
             else if (ll == 8 && (memcmp(ln, "Hostname", 8) == 0 || memcmp(ln, "hostname", 8) == 0))
                 s->host = val;
@@ -123,7 +126,7 @@ int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **
     double v;
     int rc = pfi_parse_double(vs, vl, &v);
     if (rc == PFI_NUM_OK) {
-        s->value = v;
+        s->value = named ? v * pfi_metric_get(s->metric)->pfi_scale : v;
     } else if ((vl == 3 && memcmp(vs, "NaN", 3) == 0) || (vl == 4 && memcmp(vs, "+Inf", 4) == 0) ||
                (vl == 4 && memcmp(vs, "-Inf", 4) == 0) || rc == PFI_NUM_RANGE) {
         s->value = NAN;
@@ -157,6 +160,7 @@ pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_sta
     pfi_prom_stats local = {0};
     if (!stats) stats = &local;
     int64_t scrape_ms = INT64_MIN;
+    int family = -1; /* the first metric's: 0 DCGM names, 1 pfi_gpu_* names */
     char *line;
     size_t n;
     int rc;
@@ -188,6 +192,11 @@ pfi_status pfi_prom_read(pfi_reader *r, pfi_sample_fn fn, void *ud, pfi_prom_sta
             }
             return pfi_errorf(err, PFI_EPARSE, "%s:%llu: %s", r->name, (unsigned long long)lineno,
                               what);
+        }
+        if (family < 0) family = s.pfi_named;
+        if (s.pfi_named != family) { /* an agent's --export-dcgm copy of the same readings */
+            stats->skipped_unknown++;
+            continue;
         }
         if (s.t_ms == INT64_MIN) {
             if (scrape_ms == INT64_MIN)

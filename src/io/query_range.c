@@ -92,11 +92,14 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
                               r->name, i);
         }
         pfi_str name = label(metric, "__name__");
-        int m = name.n ? pfi_metric_lookup(name.p, name.n) : -1;
+        int m = name.n ? pfi_metric_lookup(name.p, name.n) : -1, named = 0;
+        if (m < 0 && name.n && (m = pfi_metric_lookup_pfi(name.p, name.n)) >= 0) named = 1;
         if (m < 0) continue;
         pfi_sample s;
         s.metric = (pfi_metric)m;
+        s.pfi_named = named;
         s.uuid = label(metric, "UUID");
+        if (!s.uuid.n) s.uuid = label(metric, "uuid");
         s.gpu = label(metric, "gpu");
         s.host = label(metric, "Hostname");
         if (!s.host.n) s.host = label(metric, "hostname");
@@ -123,7 +126,7 @@ pfi_status pfi_query_range_read(pfi_reader *r, size_t max_bytes, pfi_sample_fn f
             if (pfi_parse_double(v, strlen(v), &x) != PFI_NUM_OK) continue; /* NaN, +Inf: missing */
             if (pfi_dcgm_is_blank(x)) continue;
             s.t_ms = (int64_t)llround(t * 1000.0);
-            s.value = x;
+            s.value = named ? x * pfi_metric_get(s.metric)->pfi_scale : x;
             s.line = 0;
             if ((st = fn(ud, &s, err)) != PFI_OK) {
                 json_decref(root);

@@ -55,9 +55,10 @@ contains "$T/err" "gpus"
 start_agent
 # ---- reading ----
 curl -s "$URL/metrics" >"$T/m"
-n=$(grep -c '^DCGM_FI_DEV_POWER_USAGE{' "$T/m"); [ "$n" -eq 8 ] || fail "$n power lines"; ok
-contains "$T/m" 'pfi_job_gpus{job="17"'
-contains "$T/m" 'DCGM_FI_PROF_DRAM_ACTIVE{'
+n=$(grep -c '^pfi_gpu_power_watts{' "$T/m"); [ "$n" -eq 8 ] || fail "$n power lines"; ok
+lacks "$T/m" 'DCGM_FI_' # dcgm-exporter's names only with --export-dcgm (test_prometheus)
+contains "$T/m" 'pfi_job_gpus{hpc_job="17"'
+contains "$T/m" 'pfi_gpu_dram_active_ratio{'
 contains "$T/m" '# TYPE pfi_gpu_power_cap_watts gauge'
 [ "$(cap_of 3)" = "700" ] || fail "cap of GPU 3 is $(cap_of 3)"; ok
 req GET /v1/node
@@ -66,7 +67,26 @@ contains "$T/body" '"job_id":"17"'
 contains "$T/body" '"cap_max_w":700'
 [ "$(grep -o '"uuid"' "$T/body" | wc -l)" -eq 8 ] || fail "node view lacks GPUs"; ok
 # a step takes about 2.5 s
-wait_for 30 "throughput of job 17" 'curl -s -m 5 "$URL/metrics" | grep -qF "pfi_job_tokens_per_second{job=\"17\""'
+wait_for 30 "throughput of job 17" 'curl -s -m 5 "$URL/metrics" | grep -qF "pfi_job_tokens_per_second{hpc_job=\"17\""'
+
+# ---- pfi record of the agent's /metrics ingests: pfi_gpu_* names read in DCGM's units ----
+mkdir -p "$T/rec"
+expect_status 0 "$PFI" record --url "$URL/metrics" --interval 0.3 --count 8 -o "$T/rec/tel.prom"
+t0=$(awk '/^# pfi-scrape-time/ {printf "%.3f\n", $3 / 1000; exit}' "$T/rec/tel.prom")
+awk -v t0="$t0" 'BEGIN { for (i = -5; i < 60; i++) printf "{\"t_s\": %.3f, \"tokens_per_s\": %d}\n", t0 + i * 0.05, 1000 + i }' >"$T/rec/steps.jsonl"
+cat >"$T/rec/run.json" <<JSON
+{"group": "rec", "gpu_model": "H200", "gpus": 8, "cap_w": 700, "interval_s": 0.3,
+ "telemetry": [{"path": "tel.prom", "format": "prometheus"}], "steplog": "steps.jsonl"}
+JSON
+expect_status 0 "$PFI" ingest --sustain 1 --fb-threshold-gib 1 "$T/rec"
+p=$(csv_field "$T/out" group rec power_w)
+# the mean over scrapes of the 8 GPUs' summed pfi_gpu_power_watts
+want=$(awk '/^# pfi-scrape-time/ {n++} /^pfi_gpu_power_watts\{/ {s += $NF} END {print s / n}' "$T/rec/tel.prom")
+awk -v p="$p" -v w="$want" 'BEGIN { d = p - w; if (d < 0) d = -d; exit !(w > 1000 && d <= 0.05 * w) }' || fail "recorded power $p W, the scrapes' mean $want W"; ok
+sm=$(csv_field "$T/out" group rec DCGM_FI_DEV_SM_CLOCK)
+awk -v v="$sm" 'BEGIN { exit !(v > 300 && v < 3000) }' || fail "SM clock $sm, expected MHz"; ok
+fb=$(csv_field "$T/out" group rec DCGM_FI_DEV_FB_USED)
+awk -v v="$fb" 'BEGIN { exit !(v > 1000 && v < 200000) }' || fail "framebuffer $fb, expected MiB"; ok
 
 # ---- bad requests: 4xx, a JSON error, nothing changed ----
 B='{"lease_s":30,"controller":"c","generation":1,"jobs":[{"job_id":"17","cap_w":400}]}'
@@ -184,8 +204,8 @@ contains "$T/body" '"source":"jobfile"'
 [ "$(cat "$T/map/2")" = "a1" ] || fail "mapping file 2: $(cat "$T/map/2")"; ok
 [ "$(cat "$T/map/6")" = "b2" ] || fail "mapping file 6: $(cat "$T/map/6")"; ok
 [ "$(cat "$T/map/5")" = "17" ] || fail "mapping file 5: $(cat "$T/map/5")"; ok
-wait_for 30 "a predicted PFI for job 17" 'curl -s -m 5 "$URL/metrics" >"$T/m"; grep -q "^pfi_job_pfi_predicted{job=\"17\"" "$T/m"'
-p=$(awk -F'[ ]' '/^pfi_job_pfi_predicted\{job="17"/{print $NF}' "$T/m")
+wait_for 30 "a predicted PFI for job 17" 'curl -s -m 5 "$URL/metrics" >"$T/m"; grep -q "^pfi_job_pfi_predicted{hpc_job=\"17\"" "$T/m"'
+p=$(awk -F'[ ]' '/^pfi_job_pfi_predicted\{hpc_job="17"/{print $NF}' "$T/m")
 [ -n "$p" ] || { grep pfi_job "$T/m" >&2; fail "no predicted PFI for job 17"; }; ok
 awk -v p="$p" 'BEGIN{exit !(p > 1 && p < 4)}' || fail "predicted PFI $p"; ok
 req PUT /v1/caps '{"lease_s":30,"controller":"w17","generation":21,"jobs":[{"job_id":"a1","cap_w":500}]}'; expect_code 200 "job a1"

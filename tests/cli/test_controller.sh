@@ -199,7 +199,7 @@ req POST /openadr3/events '{"objectType":"EVENT","operation":"POST","object":{"i
 curl -s "$URL/metrics" >"$T/m"
 contains "$T/m" "pfi_ctl_agents_up 2"
 contains "$T/m" "# TYPE pfi_ctl_job_allocation_watts gauge"
-contains "$T/m" 'pfi_ctl_job_power_watts{job="j1",tier='
+contains "$T/m" 'pfi_ctl_job_power_watts{hpc_job="j1",tier='
 stop_daemon $CP TERM
 
 # ---- dry run: computed and reported, no cap pushed ----

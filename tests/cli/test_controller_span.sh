@@ -85,8 +85,8 @@ echo "job big across two agents: $(acap $P1 0) W per GPU on both"
 # (within the learned power/cap ratio); read between two pushes
 one_alloc() {
   tget "$URL/metrics" >"$T/m"
-  n=$(grep -c "^pfi_ctl_job_allocation_watts{job=\"big\"," "$T/m")
-  alloc=$(awk '/^pfi_ctl_job_allocation_watts\{job="big",/{print $2}' "$T/m")
+  n=$(grep -c "^pfi_ctl_job_allocation_watts{hpc_job=\"big\"," "$T/m")
+  alloc=$(awk '/^pfi_ctl_job_allocation_watts\{hpc_job="big",/{print $2}' "$T/m")
   c0=$(acap $P1 0)
   [ "$n" -eq 1 ] && awk -v a="$alloc" -v c="$c0" 'BEGIN{r = a / (8 * c); exit !(r > 0.8 && r <= 1.01)}'
 }

@@ -38,7 +38,7 @@ check_exposition() {
 }
 # an id that, unescaped, ends its label set and forges a cap series
 FORGED='1"} 1
-pfi_gpu_power_cap_watts{gpu="0",UUID="forged",Hostname="x"} 9999
+pfi_gpu_power_cap_watts{gpu="0",uuid="forged",hostname="x"} 9999
 #'
 IMG='<img src=x onerror=document.title=1>'
 
@@ -81,9 +81,9 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $
 [ "$CODE" = 200 ] || fail "PUT: HTTP $CODE $(cat "$T/body")"; ok
 curl -s "$AURL/metrics" >"$T/am"
 contains "$T/am" 'pfi_lease_active{controller="x\"} 1 # "} 1'
-contains "$T/am" 'pfi_job_gpus{job="sync",'
+contains "$T/am" 'pfi_job_gpus{hpc_job="sync",'
 check_exposition "$T/am"
-lacks "$T/am" 'UUID="forged"'
+lacks "$T/am" 'uuid="forged"'
 lacks "$T/am" '<img'
 curl -sI "$AURL/metrics" >"$T/ah"
 contains "$T/ah" "Content-Security-Policy: default-src 'none'"
@@ -103,7 +103,7 @@ U3=$AURL
 cat >"$T/evil.json" <<'EOF'
 {"hostname": "evil", "backend": "sim", "lease": null, "generation_max": 0,
  "gpus": [{"index": 0, "uuid": "GPU-e0", "name": "x", "cap_min_w": 200, "cap_max_w": 700, "cap_w": 700, "power_w": 300}],
- "jobs": [{"job_id": "1\"} 1\npfi_ctl_job_power_watts{job=\"forged\"} 9999\n#", "gpus": [0], "source": "process", "power_w": 300},
+ "jobs": [{"job_id": "1\"} 1\npfi_ctl_job_power_watts{hpc_job=\"forged\"} 9999\n#", "gpus": [0], "source": "process", "power_w": 300},
           {"job_id": "<img src=x onerror=document.title=1>", "gpus": [0], "source": "process", "power_w": 300},
           {"job_id": "..", "gpus": [0], "source": "process", "power_w": 300},
           {"job_id": "fine-1", "gpus": [0], "source": "process", "power_w": 300}]}
@@ -126,8 +126,8 @@ contains "$T/ctl.log" "agent evil reports a job id that is not"
 [ "$(grep -c 'agent evil reports a job id' "$T/ctl.log")" = 1 ] || fail "invalid ids logged more than once"; ok
 curl -s "$URL/metrics" >"$T/cm"
 check_exposition "$T/cm"
-contains "$T/cm" 'pfi_ctl_job_power_watts{job="77",tier="0"}'
-contains "$T/cm" 'pfi_ctl_job_power_watts{job="77",tier="3"}'
+contains "$T/cm" 'pfi_ctl_job_power_watts{hpc_job="77",tier="0"}'
+contains "$T/cm" 'pfi_ctl_job_power_watts{hpc_job="77",tier="3"}'
 lacks "$T/cm" 'forged'
 # the page: served with a policy that runs only its own script, which builds the DOM with textContent
 curl -sI "$URL/" >"$T/h"

@@ -44,7 +44,7 @@ job u5 5 "$T/sl/u5.jsonl"
 start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 \
   --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 --jobs-dir "$T/jobs" --log "$T/agent.log"
 PID=$DPID; URL=http://127.0.0.1:$DPORT
-tps() { curl -s -m 5 "$URL/metrics" | awk -v j="$1" '$1 ~ "^pfi_job_tokens_per_second[{]job=\"" j "\"" {print $2}'; }
+tps() { curl -s -m 5 "$URL/metrics" | awk -v j="$1" '$1 ~ "^pfi_job_tokens_per_second[{]hpc_job=\"" j "\"" {print $2}'; }
 has_tps() { [ -n "$(tps "$1")" ]; }
 logged() { grep -qF -- "$1" "$T/agent.log"; }
 

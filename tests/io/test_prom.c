@@ -55,6 +55,48 @@ static void parse_lines(void **s)
     }
 }
 
+/* pfi-agent's own names (base units) are read as the DCGM metric, in its unit */
+static void pfi_names(void **s)
+{
+    (void)s;
+    pfi_sample x;
+    const char *what = NULL;
+    static const struct {
+        const char *line;
+        pfi_metric m;
+        double dcgm;
+    } cases[] = {
+        {"pfi_gpu_power_watts{gpu=\"1\",uuid=\"GPU-x\",hostname=\"n7\",hpc_job=\"17\"} 512.5",
+         PFI_M_POWER_USAGE, 512.5},
+        {"pfi_gpu_sm_clock_hertz{gpu=\"1\"} 1980000000", PFI_M_SM_CLOCK, 1980},
+        {"pfi_gpu_memory_clock_hertz{gpu=\"1\"} 3.201e9", PFI_M_MEM_CLOCK, 3201},
+        {"pfi_gpu_utilization_ratio{gpu=\"1\"} 0.97", PFI_M_GPU_UTIL, 97},
+        {"pfi_gpu_memory_copy_utilization_ratio{gpu=\"1\"} 0.25", PFI_M_MEM_COPY_UTIL, 25},
+        {"pfi_gpu_framebuffer_used_bytes{gpu=\"1\"} 85899345920", PFI_M_FB_USED, 81920},
+        {"pfi_gpu_dram_active_ratio{gpu=\"1\"} 0.5", PFI_M_DRAM_ACTIVE, 0.5},
+        {"pfi_gpu_nvlink_transmit_bytes_per_second{gpu=\"1\"} 1e9", PFI_M_NVLINK_TX_BYTES, 1e9},
+        {"pfi_gpu_power_cap_watts{gpu=\"1\"} 450", PFI_M_MGMT_LIMIT, 450},
+        {"pfi_gpu_enforced_power_limit_watts{gpu=\"1\"} 440", PFI_M_ENFORCED_LIMIT, 440},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (pfi_prom_parse_line(cases[i].line, strlen(cases[i].line), &x, &what) != 1)
+            fail_msg("not read: %s", cases[i].line);
+        assert_int_equal(x.metric, cases[i].m);
+        assert_int_equal(x.pfi_named, 1);
+        if (fabs(x.value - cases[i].dcgm) > 1e-9 * fabs(cases[i].dcgm))
+            fail_msg("%s: %g, expected %g", cases[i].line, x.value, cases[i].dcgm);
+    }
+    const char *l = cases[0].line;
+    assert_int_equal(pfi_prom_parse_line(l, strlen(l), &x, &what), 1);
+    assert_memory_equal(x.uuid.p, "GPU-x", 5);
+    assert_memory_equal(x.host.p, "n7", 2);
+    /* pfi's own state and counters without a DCGM counterpart are not telemetry */
+    const char *o[] = {"pfi_gpu_energy_joules_total{gpu=\"0\"} 5", "pfi_job_power_watts 1",
+                       "pfi_gpu_power_cap_max_watts{gpu=\"0\"} 700", "pfi_gpu_power 3"};
+    for (size_t i = 0; i < sizeof o / sizeof *o; i++)
+        assert_int_equal(pfi_prom_parse_line(o[i], strlen(o[i]), &x, &what), 0);
+}
+
 typedef struct collect {
     int n;
     double sum;
@@ -110,6 +152,29 @@ static void reading(void **s)
     assert_int_equal(read_text("# pfi-scrape-time soon\n", &c, &e, &log), PFI_EPARSE);
 }
 
+/* an agent with --export-dcgm serves each reading under both names: one input
+ * is read under the naming of its first metric, never both */
+static void one_naming(void **s)
+{
+    (void)s;
+    collect c;
+    pfi_error e;
+    assert_int_equal(read_text("# pfi-scrape-time 1000\n"
+                               "pfi_gpu_power_watts{gpu=\"0\",uuid=\"G0\"} 300\n"
+                               "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"G0\"} 300\n"
+                               "pfi_gpu_power_watts{gpu=\"1\",uuid=\"G1\"} 200\n",
+                               &c, &e, NULL),
+                     0);
+    assert_int_equal(c.n, 2);
+    assert_true(c.sum == 500);
+    assert_int_equal(read_text("# pfi-scrape-time 1000\n"
+                               "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"G0\"} 300\n"
+                               "pfi_gpu_power_watts{gpu=\"0\",uuid=\"G0\"} 300\n",
+                               &c, &e, NULL),
+                     0);
+    assert_int_equal(c.n, 1);
+}
+
 static void steplog(void **s)
 {
     (void)s;
@@ -150,7 +215,8 @@ static void steplog(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(parse_lines), cmocka_unit_test(reading),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(parse_lines), cmocka_unit_test(pfi_names),
+                                       cmocka_unit_test(one_naming), cmocka_unit_test(reading),
                                        cmocka_unit_test(steplog)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@ typedef struct agent_cfg {
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
+    int export_dcgm; /* also serve dcgm-exporter's names on /metrics */
 } agent_cfg;
 
 typedef struct agent_gpu {

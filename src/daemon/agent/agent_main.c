@@ -80,6 +80,9 @@ static const pfi_opt agent_options[] = {
                 "write dcgm-exporter HPC job-mapping files (one per GPU index)"),
     OPT_STRING(0, "dcgm-url", dcgm_url, "URL",
                "a local dcgm-exporter's /metrics, for profiling metrics NVML lacks"),
+    OPT_BOOLEAN(0, "export-dcgm", export_dcgm,
+                "also serve the readings under dcgm-exporter's names and labels (DCGM_FI_*; off: "
+                "a Prometheus scraping dcgm-exporter too would count each GPU twice)"),
     OPT_FILENAME(0, "tls-cert", tls_cert, "FILE", "serve HTTPS with this certificate ..."),
     OPT_FILENAME(0, "tls-key", tls_key, "FILE", "... and this key"),
     OPT_DOUBLE(0, "max-lease", max_lease_s, "S", 1, 86400, "longest lease granted (default 3600)"),

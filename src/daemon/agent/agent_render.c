@@ -1,5 +1,8 @@
-/* agent_render.c — GET /metrics (Prometheus text: DCGM-style names for what
- * the agent reads, pfi_* for its own state) and GET /v1/node (JSON). Both
+/* agent_render.c — GET /metrics (Prometheus text: pfi_* names in base units
+ * with labels gpu, uuid, model_name, hostname, hpc_job; dcgm-exporter's own
+ * names and labels besides only with --export-dcgm, since a Prometheus that
+ * also scrapes dcgm-exporter would count every GPU twice) and GET /v1/node
+ * (JSON). Both
  * render from the last samples under the agent's lock; no device is read
  * while serving. Every label value is escaped (pfi_prom_label): job ids are
  * validated where they enter, but device and host names and a controller's
@@ -29,21 +32,63 @@ static void head(pfi_buf *b, const char *name, const char *type, const char *hel
     pfi_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void gpu_metric(pfi_buf *b, agent *a, const char *name, const char *type, const char *help,
-                       unsigned bit, int m, double (*get)(const pfi_gpu_sample *))
+/* one per-GPU reading: its pfi name (base units) and dcgm-exporter's, the
+ * sample bit that says it was read (0: a profiling metric, m), the value in
+ * the DCGM unit and the factor from it to the pfi unit */
+typedef struct gpu_series {
+    const char *name, *dcgm, *type, *help, *dcgm_help;
+    unsigned bit;
+    int m; /* pfi_metric of a profiling metric, -1 */
+    double (*get)(const pfi_gpu_sample *);
+    double to_pfi;
+} gpu_series;
+
+/* the reading's value on GPU i in the DCGM unit, NaN when not read */
+static double gpu_value(const agent_gpu *g, const gpu_series *d)
+{
+    double v = d->m >= 0 ? (!isnan(g->dcgm_prof[d->m]) ? g->dcgm_prof[d->m] : g->last.prof[d->m])
+                         : d->get(&g->last);
+    if (!g->sampled || (d->bit && !(g->last.have & d->bit))) return NAN;
+    return v;
+}
+
+/* pfi's series: {gpu, uuid, model_name, hostname, hpc_job}; no hpc_job on a
+ * GPU no job holds (an empty label is no label in Prometheus) */
+static void gpu_metric(pfi_buf *b, agent *a, const gpu_series *d)
 {
     int any = 0;
     label u, mn, h, j;
     L(h, a->hostname);
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        double v =
-            m >= 0 ? (!isnan(g->dcgm_prof[m]) ? g->dcgm_prof[m] : g->last.prof[m]) : get(&g->last);
-        if (!g->sampled || (bit && !(g->last.have & bit)) || !isfinite(v)) continue;
-        if (!any++) head(b, name, type, help);
-        pfi_buf_printf(
-            b, "%s{gpu=\"%zu\",UUID=\"%s\",modelName=\"%s\",Hostname=\"%s\",job=\"%s\"} %.6g\n",
-            name, i, L(u, g->info.uuid), L(mn, g->info.name), h, L(j, g->job_id), v);
+        double v = gpu_value(g, d);
+        if (!isfinite(v)) continue;
+        if (!any++) head(b, d->name, d->type, d->help);
+        pfi_buf_printf(b, "%s{gpu=\"%zu\",uuid=\"%s\",model_name=\"%s\",hostname=\"%s\"", d->name,
+                       i, L(u, g->info.uuid), L(mn, g->info.name), h);
+        if (g->job_id[0]) pfi_buf_printf(b, ",hpc_job=\"%s\"", L(j, g->job_id));
+        pfi_buf_printf(b, "} %.10g\n", v * d->to_pfi);
+    }
+}
+
+/* --export-dcgm: dcgm-exporter's names, units and labels {gpu, UUID, device,
+ * modelName, Hostname, hpc_job} */
+static void dcgm_metric(pfi_buf *b, agent *a, const gpu_series *d)
+{
+    int any = 0;
+    label u, mn, h, j;
+    L(h, a->hostname);
+    for (size_t i = 0; i < a->n; i++) {
+        const agent_gpu *g = &a->g[i];
+        double v = gpu_value(g, d);
+        if (!isfinite(v)) continue;
+        if (!any++) head(b, d->dcgm, d->type, d->dcgm_help);
+        pfi_buf_printf(b,
+                       "%s{gpu=\"%zu\",UUID=\"%s\",device=\"nvidia%zu\",modelName=\"%s\","
+                       "Hostname=\"%s\"",
+                       d->dcgm, i, L(u, g->info.uuid), i, L(mn, g->info.name), h);
+        if (g->job_id[0]) pfi_buf_printf(b, ",hpc_job=\"%s\"", L(j, g->job_id));
+        pfi_buf_printf(b, "} %.10g\n", v);
     }
 }
 
@@ -92,43 +137,74 @@ static double g_thr(const pfi_gpu_sample *s)
     return (double)s->throttle_reasons;
 }
 
+static const gpu_series series[] = {
+    {"pfi_gpu_power_watts", "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (W).",
+     "Power draw (in W).", PFI_GS_POWER, -1, g_power, 1},
+    {"pfi_gpu_energy_joules_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+     "Energy consumed since the driver loaded (J).", "Total energy consumption since boot (in mJ).",
+     PFI_GS_ENERGY, -1, g_energy, 1e-3},
+    {"pfi_gpu_sm_clock_hertz", "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (Hz).",
+     "SM clock frequency (in MHz).", PFI_GS_CLOCKS, -1, g_sm, 1e6},
+    {"pfi_gpu_memory_clock_hertz", "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (Hz).",
+     "Memory clock frequency (in MHz).", PFI_GS_CLOCKS, -1, g_mem, 1e6},
+    {"pfi_gpu_utilization_ratio", "DCGM_FI_DEV_GPU_UTIL", "gauge",
+     "Fraction of time a kernel ran (0..1).", "GPU utilization (in %).", PFI_GS_UTIL, -1, g_util,
+     0.01},
+    {"pfi_gpu_memory_copy_utilization_ratio", "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge",
+     "Fraction of time device memory was read or written (0..1).", "Memory utilization (in %).",
+     PFI_GS_UTIL, -1, g_mutil, 0.01},
+    {"pfi_gpu_framebuffer_used_bytes", "DCGM_FI_DEV_FB_USED", "gauge",
+     "Framebuffer memory used (bytes).", "Framebuffer memory used (in MiB).", PFI_GS_MEM, -1, g_fb,
+     1048576},
+    {"pfi_gpu_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (C).",
+     "GPU temperature (in C).", PFI_GS_TEMP, -1, g_temp, 1},
+    {"pfi_gpu_enforced_power_limit_watts", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge",
+     "Power limit the driver enforces, the lowest of every limit set (W).",
+     "Enforced power limit (in W).", PFI_GS_ENFORCED, -1, g_enf, 1},
+    {"pfi_gpu_power_cap_watts", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge",
+     "Current power cap (management limit, W).", "Power management limit (in W).", PFI_GS_CAP, -1,
+     g_cap, 1},
+    {"pfi_gpu_clock_throttle_reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+     "Clock event (throttle) reasons, NVML's bitmask.", "Clocks event (throttle) reasons bitmask.",
+     PFI_GS_THROTTLE, -1, g_thr, 1},
+};
+
+/* profiling metrics (a local dcgm-exporter's through --dcgm-url, else the
+ * backend's), under the names of metrics.h */
+static gpu_series prof_series(int m)
+{
+    const pfi_metric_info *mi = pfi_metric_get((pfi_metric)m);
+    gpu_series d = {mi->pfi_name,
+                    mi->name,
+                    "gauge",
+                    mi->agg == PFI_AGG_SUM ? "DCGM profiling metric (bytes per second)."
+                                           : "DCGM profiling metric (ratio 0..1).",
+                    "DCGM profiling metric.",
+                    0,
+                    m,
+                    NULL,
+                    1 / mi->pfi_scale};
+    return d;
+}
+
 char *agent_render_metrics(agent *a, size_t *len)
 {
     pfi_buf b = {0};
-    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", PFI_GS_POWER, -1,
-               g_power);
-    gpu_metric(&b, a, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-               "Total energy consumption since boot (in mJ).", PFI_GS_ENERGY, -1, g_energy);
-    gpu_metric(&b, a, "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-               PFI_GS_CLOCKS, -1, g_sm);
-    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
-               PFI_GS_CLOCKS, -1, g_mem);
-    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", PFI_GS_UTIL, -1,
-               g_util);
-    gpu_metric(&b, a, "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-               PFI_GS_UTIL, -1, g_mutil);
-    gpu_metric(&b, a, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-               PFI_GS_MEM, -1, g_fb);
-    gpu_metric(&b, a, "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", PFI_GS_TEMP, -1,
-               g_temp);
-    gpu_metric(&b, a, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).",
-               PFI_GS_ENFORCED, -1, g_enf);
-    gpu_metric(&b, a, "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W).",
-               PFI_GS_CAP, -1, g_cap);
-    gpu_metric(&b, a, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-               "Clocks event (throttle) reasons bitmask.", PFI_GS_THROTTLE, -1, g_thr);
-    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++)
-        gpu_metric(&b, a, pfi_metric_get((pfi_metric)m)->name, "gauge", "DCGM profiling metric.", 0,
-                   m, NULL);
+    for (size_t k = 0; k < sizeof series / sizeof *series; k++) gpu_metric(&b, a, &series[k]);
+    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
+        gpu_series d = prof_series(m);
+        gpu_metric(&b, a, &d);
+    }
+    if (a->cfg.export_dcgm) {
+        for (size_t k = 0; k < sizeof series / sizeof *series; k++) dcgm_metric(&b, a, &series[k]);
+        for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
+            gpu_series d = prof_series(m);
+            dcgm_metric(&b, a, &d);
+        }
+    }
     /* pfi's own */
     label h, u, j, ctl, be;
     L(h, a->hostname);
-    head(&b, "pfi_gpu_power_cap_watts", "gauge", "Current per-GPU power cap (W).");
-    for (size_t i = 0; i < a->n; i++)
-        if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_CAP))
-            pfi_buf_printf(&b,
-                           "pfi_gpu_power_cap_watts{gpu=\"%zu\",UUID=\"%s\",Hostname=\"%s\"} %g\n",
-                           i, L(u, a->g[i].info.uuid), h, a->g[i].last.cap_w);
     /* the enforced limit, and whether it is below the cap (set out of band) */
     head(&b, "pfi_gpu_power_limit_enforced_watts", "gauge",
          "Power limit the GPU enforces (W): the lowest of the cap and any other limit.");
@@ -149,37 +225,39 @@ char *agent_render_metrics(agent *a, size_t *len)
                 L(u, a->g[i].info.uuid), h, a->g[i].limit_out_of_band);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i,
-                       L(u, a->g[i].info.uuid), a->g[i].info.cap_min_w);
+        pfi_buf_printf(&b,
+                       "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n",
+                       i, L(u, a->g[i].info.uuid), h, a->g[i].info.cap_min_w);
     head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",UUID=\"%s\"} %g\n", i,
-                       L(u, a->g[i].info.uuid), a->g[i].info.cap_max_w);
+        pfi_buf_printf(&b,
+                       "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n",
+                       i, L(u, a->g[i].info.uuid), h, a->g[i].info.cap_max_w);
     head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge",
-         "Cap found before pfi changed it (only GPUs pfi changed).");
+         "Cap found before pfi changed it (only GPUs whose cap pfi has not restored yet).");
     for (size_t k = 0; k < a->lease.n; k++)
         if (a->lease.gpu[k].changed)
-            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{UUID=\"%s\"} %g\n",
-                           L(u, a->lease.gpu[k].uuid), a->lease.gpu[k].baseline_w);
+            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{uuid=\"%s\",hostname=\"%s\"} %g\n",
+                           L(u, a->lease.gpu[k].uuid), h, a->lease.gpu[k].baseline_w);
     head(&b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
     for (size_t k = 0; k < a->njobs; k++)
-        pfi_buf_printf(&b, "pfi_job_gpus{job=\"%s\",Hostname=\"%s\"} %zu\n", L(j, a->job[k].id), h,
-                       a->job[k].ngpus);
+        pfi_buf_printf(&b, "pfi_job_gpus{hpc_job=\"%s\",hostname=\"%s\"} %zu\n", L(j, a->job[k].id),
+                       h, a->job[k].ngpus);
     head(&b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
     for (size_t k = 0; k < a->njobs; k++)
-        pfi_buf_printf(&b, "pfi_job_power_watts{job=\"%s\",Hostname=\"%s\"} %g\n",
+        pfi_buf_printf(&b, "pfi_job_power_watts{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
                        L(j, a->job[k].id), h, a->job[k].power_w);
     head(&b, "pfi_job_tokens_per_second", "gauge",
          "Job throughput from its step log (whole job, tokens/s).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].tokens_per_s))
-            pfi_buf_printf(&b, "pfi_job_tokens_per_second{job=\"%s\",Hostname=\"%s\"} %g\n",
+            pfi_buf_printf(&b, "pfi_job_tokens_per_second{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
                            L(j, a->job[k].id), h, a->job[k].tokens_per_s);
     head(&b, "pfi_job_pfi_predicted", "gauge",
          "Predicted PFI of the job from its telemetry (--model).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
-            pfi_buf_printf(&b, "pfi_job_pfi_predicted{job=\"%s\",Hostname=\"%s\"} %g\n",
+            pfi_buf_printf(&b, "pfi_job_pfi_predicted{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
                            L(j, a->job[k].id), h, a->job[k].pfi_pred);
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
@@ -216,9 +294,11 @@ char *agent_render_metrics(agent *a, size_t *len)
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",
          "CPU time spent sampling GPUs and following jobs.");
     pfi_buf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
-    head(&b, "pfi_agent_info", "gauge", "pfi-agent build and backend.");
-    pfi_buf_printf(&b, "pfi_agent_info{version=\"%s\",backend=\"%s\",Hostname=\"%s\"} 1\n",
-                   PFI_VERSION, L(be, pfi_gpu_backend(a->gpu)), h);
+    head(&b, "pfi_agent_info", "gauge", "pfi-agent's GPU backend and host.");
+    pfi_buf_printf(&b, "pfi_agent_info{backend=\"%s\",hostname=\"%s\"} 1\n",
+                   L(be, pfi_gpu_backend(a->gpu)), h);
+    head(&b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
+    pfi_buf_printf(&b, "pfi_build_info{version=\"%s\",program=\"pfi-agent\"} 1\n", PFI_VERSION);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 

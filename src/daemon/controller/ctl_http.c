@@ -24,6 +24,7 @@
 #include "daemon_util.h"
 #include "httpd.h"
 #include "pfi/prom.h"
+#include "pfi/version.h"
 
 /* changes need the token; reads are open (the status page is read by a
  * browser, which sends no bearer token: keep the port on the operators' network) */
@@ -192,85 +193,174 @@ static json_t *status_json(ctl *c)
     return o;
 }
 
+/* one gauge's HELP and TYPE */
+static void head(pfi_buf *b, const char *name, const char *type, const char *help)
+{
+    pfi_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* events on /metrics: the running ones and those ended within this long
+ * (pfi clock), at most CTL_MAX_EVENTS; older ones are in /v1/events */
+#define CTL_METRICS_EVENT_AGE_S 3600.0
+
+/* per event {event_id} (ids come from the grid operator: escaped): its
+ * target, the power achieved (now while it runs; the steady window's mean
+ * once it ended) and met (0/1, the controller's one rule; not during the
+ * ramps, when the target is not yet or no longer due) */
+static void event_metrics(ctl *c, pfi_buf *b)
+{
+    double now = pfi_clock_now();
+    json_t *ev[CTL_MAX_EVENTS];
+    size_t n = 0;
+    for (size_t i = 0; i < c->nevents && n < CTL_MAX_EVENTS; i++) {
+        ctl_event *e = &c->event[i];
+        double end = pfi_grid_event_end(&e->ev);
+        int active = !strcmp(e->status, "active");
+        int recent = !active && strcmp(e->status, "scheduled") && isfinite(e->target_w) &&
+                     (!isfinite(end) || now - end <= CTL_METRICS_EVENT_AGE_S);
+        if (active || recent) ev[n++] = status_event_json(c, e, now);
+    }
+    static const char *const name[3] = {"pfi_ctl_event_target_watts",
+                                        "pfi_ctl_event_achieved_watts", "pfi_ctl_event_met"};
+    static const char *const help[3] = {
+        "A running or recently ended grid event's power target (W).",
+        "Power achieved against the event: measured now while it runs, the steady window's mean "
+        "once it ended (W).",
+        "1 when the event is met (measured at or below target plus tolerance), 0 when not; absent "
+        "during its ramps."};
+    char id[2 * PFI_EVENT_ID_MAX + 2];
+    for (int q = 0; q < 3; q++) {
+        head(b, name[q], "gauge", help[q]);
+        for (size_t i = 0; i < n; i++) {
+            json_t *o = ev[i], *v = NULL;
+            if (q == 0) v = json_object_get(o, "target_w");
+            else if (q == 1) v = json_object_get(o, "achieved_w");
+            else {
+                const char *ph = json_string_value(json_object_get(o, "phase"));
+                if (!ph || !strcmp(ph, "steady")) v = json_object_get(o, "met");
+            }
+            double x = json_is_boolean(v)  ? (double)json_is_true(v)
+                       : json_is_number(v) ? json_number_value(v)
+                                           : NAN;
+            if (!isfinite(x)) continue;
+            pfi_buf_printf(
+                b, "%s{event_id=\"%s\"} %g\n", name[q],
+                pfi_prom_label(id, sizeof id, json_string_value(json_object_get(o, "id"))), x);
+        }
+    }
+    for (size_t i = 0; i < n; i++) json_decref(ev[i]);
+}
+
 static char *metrics(ctl *c, size_t *len)
 {
     pfi_buf b = {0};
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    pfi_buf_printf(&b, "# HELP pfi_ctl_event_active 1 while a grid event (or its ramp down) is "
-                       "being answered.\n# TYPE pfi_ctl_event_active gauge\n");
+    head(&b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
+    pfi_buf_printf(&b, "pfi_build_info{version=\"%s\",program=\"pfi-controller\"} 1\n",
+                   PFI_VERSION);
+    head(&b, "pfi_ctl_event_active", "gauge",
+         "1 while a grid event (or its ramp down) is being answered.");
     pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_target_watts The power budget this period (target with "
-                       "ramps).\n# TYPE pfi_ctl_target_watts gauge\n");
+    head(&b, "pfi_ctl_target_watts", "gauge", "The power budget this period (target with ramps).");
     if (isfinite(c->budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_measured_watts Measured GPU power of the managed jobs "
-                       "(unreachable ones as assumed).\n# TYPE pfi_ctl_measured_watts gauge\n");
+    head(&b, "pfi_ctl_tolerance_ratio", "gauge",
+         "How far above its target an event still counts as met (tolerance_pct / 100).");
+    pfi_buf_printf(&b, "pfi_ctl_tolerance_ratio %g\n", c->cfg.tolerance_pct / 100);
+    head(&b, "pfi_ctl_measured_watts", "gauge",
+         "Measured GPU power of the managed jobs (unreachable ones as assumed).");
     double m = 0;
     for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
     pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_unreachable_watts Power assumed for jobs on unreachable "
-                       "agents.\n# TYPE pfi_ctl_unreachable_watts gauge\n");
+    head(&b, "pfi_ctl_unreachable_watts", "gauge", "Power assumed for jobs on unreachable agents.");
     pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_feedback_watts The feedback term taken off the budget.\n# "
-                       "TYPE pfi_ctl_feedback_watts gauge\n");
+    head(&b, "pfi_ctl_feedback_watts", "gauge", "The feedback term taken off the budget.");
     pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_agents_up Agents that answered this period.\n# TYPE "
-                       "pfi_ctl_agents_up gauge\n");
-    pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\npfi_ctl_agents_total %zu\n", up, c->nagents);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_openadr_rejected_total OpenADR event versions not acted "
-                       "on, by reason (each logged once).\n# TYPE pfi_ctl_openadr_rejected_total "
-                       "counter\n");
+    head(&b, "pfi_ctl_agents_up", "gauge", "Agents that answered this period.");
+    pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\n", up);
+    head(&b, "pfi_ctl_agents_configured", "gauge", "Agents in the configuration.");
+    pfi_buf_printf(&b, "pfi_ctl_agents_configured %zu\n", c->nagents);
+    head(&b, "pfi_ctl_openadr_rejected_total", "counter",
+         "OpenADR event versions not acted on, by reason (each logged once).");
     for (int r = 1; r < PFI_OADR_NREASONS; r++) {
         char rl[64];
         pfi_buf_printf(&b, "pfi_ctl_openadr_rejected_total{reason=\"%s\"} %llu\n",
                        pfi_prom_label(rl, sizeof rl, pfi_oadr_reason_name((pfi_oadr_reason)r)),
                        c->oadr_rejected[r]);
     }
-    pfi_buf_printf(&b, "# HELP pfi_ctl_openadr_reports_refused_total REPORTs the VTN refused "
-                       "(4xx): logged, kept, not sent again.\n# TYPE "
-                       "pfi_ctl_openadr_reports_refused_total counter\n");
+    head(&b, "pfi_ctl_openadr_reports_refused_total", "counter",
+         "REPORTs the VTN refused (4xx): logged, kept, not sent again.");
     pfi_buf_printf(&b, "pfi_ctl_openadr_reports_refused_total %llu\n", c->reports_refused);
-    /* per job: {job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id escaped
-     * although validated */
+    event_metrics(c, &b);
+    /* per job: {hpc_job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id
+     * escaped although validated */
     char jl[2 * 64 + 1];
 #define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->job[k].id), c->job[k].tier
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_allocation_watts A job's allocated aggregate GPU "
-                       "power.\n# TYPE pfi_ctl_job_allocation_watts gauge\n");
+#define JOB_FMT(name) name "{hpc_job=\"%s\",tier=\"%d\"} %g\n"
+    head(&b, "pfi_ctl_job_allocation_watts", "gauge", "A job's allocated aggregate GPU power.");
     for (size_t k = 0; k < c->njobs; k++)
         if (isfinite(c->job[k].alloc_w))
-            pfi_buf_printf(&b, "pfi_ctl_job_allocation_watts{job=\"%s\",tier=\"%d\"} %g\n",
-                           JOB_LABELS(k), c->job[k].alloc_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_cap_watts The per-GPU cap pushed for a job.\n# TYPE "
-                       "pfi_ctl_job_cap_watts gauge\n");
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allocation_watts"), JOB_LABELS(k),
+                           c->job[k].alloc_w);
+    head(&b, "pfi_ctl_job_cap_watts", "gauge", "The per-GPU cap pushed for a job.");
     for (size_t k = 0; k < c->njobs; k++)
         if (c->job[k].alloc_cap_w > 0)
-            pfi_buf_printf(&b, "pfi_ctl_job_cap_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k),
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_cap_watts"), JOB_LABELS(k),
                            c->job[k].alloc_cap_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_power_watts A job's measured GPU power.\n# TYPE "
-                       "pfi_ctl_job_power_watts gauge\n");
+    head(&b, "pfi_ctl_job_power_watts", "gauge", "A job's measured GPU power.");
     for (size_t k = 0; k < c->njobs; k++)
-        pfi_buf_printf(&b, "pfi_ctl_job_power_watts{job=\"%s\",tier=\"%d\"} %g\n", JOB_LABELS(k),
-                       c->job[k].measured_w);
-    pfi_buf_printf(&b, "# HELP pfi_ctl_job_tokens_per_second A job's throughput.\n# TYPE "
-                       "pfi_ctl_job_tokens_per_second gauge\n");
+        pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_power_watts"), JOB_LABELS(k), c->job[k].measured_w);
+    head(&b, "pfi_ctl_job_tokens_per_second", "gauge", "A job's throughput.");
     for (size_t k = 0; k < c->njobs; k++)
         if (isfinite(c->job[k].tokens_per_s))
-            pfi_buf_printf(&b, "pfi_ctl_job_tokens_per_second{job=\"%s\",tier=\"%d\"} %g\n",
-                           JOB_LABELS(k), c->job[k].tokens_per_s);
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_tokens_per_second"), JOB_LABELS(k),
+                           c->job[k].tokens_per_s);
+    /* against its pre-event baseline while an event runs (the status page's and the
+       report's rule) */
+    head(&b, "pfi_ctl_job_baseline_watts", "gauge",
+         "A job's pre-event baseline power (while an event runs).");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (c->active && isfinite(c->job[k].base_w))
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_watts"), JOB_LABELS(k),
+                           c->job[k].base_w);
+    head(&b, "pfi_ctl_job_baseline_tokens_per_second", "gauge",
+         "A job's pre-event baseline throughput (while an event runs).");
+    for (size_t k = 0; k < c->njobs; k++)
+        if (c->active && isfinite(c->job[k].base_w) && c->job[k].base_tokens > 0)
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_tokens_per_second"), JOB_LABELS(k),
+                           c->job[k].base_tokens);
+    head(&b, "pfi_ctl_job_throughput_loss_ratio", "gauge",
+         "A job's throughput loss against its baseline, 1 - tokens/s / baseline (while an event "
+         "runs).");
+    for (size_t k = 0; k < c->njobs; k++) {
+        const ctl_job *j = &c->job[k];
+        if (c->active && isfinite(j->base_w) && j->base_tokens > 0 && isfinite(j->tokens_per_s))
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_throughput_loss_ratio"), JOB_LABELS(k),
+                           1 - j->tokens_per_s / j->base_tokens);
+    }
+    head(&b, "pfi_ctl_job_allowed_loss_ratio", "gauge",
+         "The throughput loss a job's SLA tier allows (jobs with a limiting tier).");
+    for (size_t k = 0; k < c->njobs; k++) {
+        double allowed = pfi_sla_loss(c->job[k].tier);
+        if (c->job[k].tier >= 0 && allowed < 1)
+            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allowed_loss_ratio"), JOB_LABELS(k), allowed);
+    }
+#undef JOB_FMT
 #undef JOB_LABELS
-    pfi_buf_printf(&b, "# HELP pfi_ctl_cycle_seconds Time of the last control computation.\n# TYPE "
-                       "pfi_ctl_cycle_seconds gauge\n");
-    pfi_buf_printf(&b, "# HELP pfi_ctl_period_seconds Wall time of the last whole period: collect, "
-                       "compute, push.\n# TYPE pfi_ctl_period_seconds gauge\n");
+    head(&b, "pfi_ctl_cycle_seconds", "gauge", "Time of the last control computation.");
+    pfi_buf_printf(&b, "pfi_ctl_cycle_seconds %g\n", c->cycle_s);
+    head(&b, "pfi_ctl_period_seconds", "gauge",
+         "Wall time of the last whole period: collect, compute, push.");
     pfi_buf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
-    pfi_buf_printf(
-        &b, "# HELP pfi_ctl_generation_rejects_total Pushes an agent refused (400) for their lease "
-            "generation: an alarm.\n# TYPE pfi_ctl_generation_rejects_total counter\n");
+    head(&b, "pfi_ctl_generation_rejects_total", "counter",
+         "Pushes an agent refused (400) for their lease generation: an alarm.");
     pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
-    pfi_buf_printf(&b,
-                   "pfi_ctl_cycle_seconds %g\npfi_ctl_cycles_total %llu\npfi_ctl_pushes_total "
-                   "%llu\npfi_ctl_push_errors_total %llu\n",
-                   c->cycle_s, c->cycles, c->pushes, c->push_errors);
+    head(&b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
+    pfi_buf_printf(&b, "pfi_ctl_cycles_total %llu\n", c->cycles);
+    head(&b, "pfi_ctl_pushes_total", "counter", "Caps pushes to agents.");
+    pfi_buf_printf(&b, "pfi_ctl_pushes_total %llu\n", c->pushes);
+    head(&b, "pfi_ctl_push_errors_total", "counter", "Caps pushes that failed.");
+    pfi_buf_printf(&b, "pfi_ctl_push_errors_total %llu\n", c->push_errors);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
