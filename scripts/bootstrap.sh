@@ -8,7 +8,9 @@
 #                               Slurm + munge, Chromium, mmdebstrap, nodejs +
 #                               npm: scripts/prism.sh installs Stoplight Prism,
 #                               the OpenADR 3 mock VTN, under build/prism
-#                               when its test first runs)
+#                               when its test first runs; Prometheus and
+#                               promtool; python3-torch, -venv, -setuptools
+#                               and -wheel for the step-log hook's tests)
 #
 # Idempotent: it asks dpkg which packages are missing and installs only those,
 # so a second run on a ready machine does nothing and needs no network.
