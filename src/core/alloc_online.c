@@ -43,7 +43,8 @@ typedef struct ojob {
     double P, Pprev;  /* target now, before the last move */
     double t_last, v_last; /* the last measurement (scaled) and its variance */
     double floor;
-    int moved;
+    double D; /* trust region now, x P_max: doubles while moves go one way (to 4 x trust_frac) */
+    int moved, dir;
 } ojob;
 
 struct pfi_online {
@@ -198,6 +199,7 @@ pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
         s->local[i].t = s->local[i].p + 3;
         ojob *q = &s->j[i];
         q->pt[0] = (opoint){s->pj.hi[i], s->pj.tmax[i], 0, 0}; /* the uncapped baseline */
+        q->D = oo->trust_frac;
         q->np = 1;
         q->floor = learn_floor(s, i);
     }
@@ -268,7 +270,7 @@ static void local_model(pfi_online *s, size_t i)
 {
     ojob *q = &s->j[i];
     double pmax = s->jobs[i].power_max_w, u = s->pj.tmax[i] / pmax; /* tokens per W per unit */
-    double P = q->P, D = s->oo.trust_frac * pmax, z = s->oo.z, k = s->oo.curvature * u / pmax;
+    double P = q->P, D = q->D * pmax, z = s->oo.z, k = s->oo.curvature * u / pmax;
     const opoint *b, *c, *a;
     neighbours(s, i, P, &b, &c, &a);
     opoint cur = c ? *c : (opoint){P, q->t_last, 0, q->v_last};
@@ -355,7 +357,11 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
             if (!forced) {
                 for (size_t i = 0; i < n; i++) {
                     ojob *q = &s->j[i];
-                    if (q->moved) q->P = q->Pprev;
+                    if (q->moved) {
+                        q->P = q->Pprev;
+                        q->D = s->oo.trust_frac;
+                        q->dir = 0;
+                    }
                     q->moved = 0;
                     target_w[i] = s->targets[i] = q->P;
                 }
@@ -404,6 +410,9 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         s->t_before[i] = q->t_last;
         s->v_before[i] = q->v_last;
         if (q->moved) {
+            int dir = Pn[i] > q->P ? 1 : -1;
+            q->D = dir == q->dir ? fmin(2 * q->D, 8 * s->oo.trust_frac) : s->oo.trust_frac;
+            q->dir = dir;
             q->Pprev = q->P;
             q->P = Pn[i];
             s->moved_last = 1;
