@@ -48,7 +48,7 @@ awk -F, 'NR>1 && $2!="TOTAL" { if ($7 != 200 && $7 != 500) exit 1 }' "$T/out" ||
 # --- simulate (reduced scale): shape, oracle on top, pfi-aware >= equal at every cut, gap closed
 expect_status 0 "$PFI" simulate --workloads 15 --pool-where split=headline "$R"
 cp "$T/out" "$T/sim.csv"
-lines "$T/sim.csv" $((2 * 7 * 41 + 1))
+lines "$T/sim.csv" $((2 * 9 * 41 + 1))
 contains "$T/err" "paper: +1.5k tokens/s, 63%"
 contains "$T/err" "closed loop gap closed by round"
 awk -F, 'NR>1 { key=$1","$3; v[key","$2]=$4 } END {
@@ -117,9 +117,9 @@ contains "$T/err" "and 8 more"
 
 # --- simulate: the default set skips what the table cannot serve; named strategies must run
 expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 "$T/nodcp.csv"
-for s in pfi-aware dcgm curve-aware closed-loop; do contains "$T/err" "skipping $s: the table has no column 'dram_copy_product'"; done
-lines "$T/out" $((2 * 3 * 41 + 1))
-awk -F, 'NR>1 && $2!="oracle" && $2!="equal" && $2!="moe-ft-weighted" {exit 1}' "$T/out" || fail "simulate ran a strategy it skipped"; ok
+for s in pfi-aware dcgm curve-aware closed-loop pfi-op; do contains "$T/err" "skipping $s: the table has no column 'dram_copy_product'"; done
+lines "$T/out" $((2 * 4 * 41 + 1))
+awk -F, 'NR>1 && $2!="oracle" && $2!="equal" && $2!="moe-ft-weighted" && $2!="safe-online" {exit 1}' "$T/out" || fail "simulate ran a strategy it skipped"; ok
 expect_error 1 "dcgm weights each job by its dram_copy_product" "$PFI" simulate --workloads 3 --features power_frac --strategies oracle,equal,dcgm "$T/nodcp.csv"
 expect_error 1 "pfi-aware needs a predicted PFI" "$PFI" simulate --workloads 3 --strategies all "$T/nodcp.csv"
 expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 --pfi measured --strategies oracle,equal,pfi-aware "$T/nodcp.csv"
