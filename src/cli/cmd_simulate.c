@@ -186,7 +186,8 @@ static void score_rows(pfi_rows *SR, const pfi_allocsim_opts *so, const pfi_allo
         for (size_t k = 0; k < nc; k++) {
             const pfi_allocsim_round *o = &res->rnd[(PFI_STRAT_ORACLE * nc + k) * R1],
                                      *e = &res->rnd[(PFI_STRAT_EQUAL * nc + k) * R1];
-            double gap = o->mean_total - e->mean_total, graw = o->mean_total_raw - e->mean_total_raw;
+            double gap = o->mean_total - e->mean_total,
+                   graw = o->mean_total_raw - e->mean_total_raw;
             double pts = 100 * gap / res->mean_uncapped;
             for (int q = 0; q <= res->srounds[s]; q++) {
                 const pfi_allocsim_round *c = &res->rnd[((size_t)s * nc + k) * R1 + (size_t)q];
@@ -291,11 +292,10 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
                             "workloads_below_ref_5pct_gap",
                             "workloads_below_ref_20pct_gap",
                             "worst_vs_ref_in_gaps"};
-    pfi_celltype stt[19] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT,
-                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_NUM, PFI_CELL_INT,
-                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_INT,
-                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT,
-                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_NUM};
+    pfi_celltype stt[19] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
+                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_INT,
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM};
     pfi_rows *SR = pfi_rows_new(19, snames, stt);
     pfi_rows_table_fmt(R, 2, "%.2f");
     int rc = CLI_OK;

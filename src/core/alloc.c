@@ -14,9 +14,9 @@
 
 const char *pfi_strategy_name(pfi_strategy s)
 {
-    static const char *const n[PFI_STRAT_COUNT] = {
-        "oracle",      "equal",       "moe-ft-weighted", "pfi-aware", "dcgm",
-        "curve-aware", "closed-loop", "safe-online",     "pfi-op"};
+    static const char *const n[PFI_STRAT_COUNT] = {"oracle",      "equal",       "moe-ft-weighted",
+                                                   "pfi-aware",   "dcgm",        "curve-aware",
+                                                   "closed-loop", "safe-online", "pfi-op"};
     return (unsigned)s < PFI_STRAT_COUNT ? n[s] : "?";
 }
 
@@ -81,8 +81,7 @@ static pfi_status jc_build_ex(const pfi_curve *c, double scale, int iso_t, jcurv
         w[i] = c->pts[i].repeats > 0 ? c->pts[i].repeats : 1;
     }
     int mono = 1;
-    for (size_t i = 1; i < n && mono; i++)
-        mono = p[i] >= p[i - 1] && (!iso_t || t[i] >= t[i - 1]);
+    for (size_t i = 1; i < n && mono; i++) mono = p[i] >= p[i - 1] && (!iso_t || t[i] >= t[i - 1]);
     if (!mono) {
         pfi_isotonic_increasing(p, w, n);
         if (iso_t) pfi_isotonic_increasing(t, w, n);

@@ -40,7 +40,7 @@ typedef struct opoint {
 typedef struct ojob {
     opoint pt[MAXP];
     size_t np;
-    double P, Pprev;  /* target now, before the last move */
+    double P, Pprev;       /* target now, before the last move */
     double t_last, v_last; /* the last measurement (scaled) and its variance */
     double floor;
     double D; /* trust region now, x P_max: doubles while moves go one way (to 4 x trust_frac) */
@@ -121,8 +121,7 @@ static double learn_floor(const pfi_online *s, size_t i)
         if (a->t - s->oo.z * sd >= target) {
             double c = a->p - (a->t - s->oo.z * sd - target) / slope;
             if (c < f) f = c;
-        } else if (a->t + s->oo.z * sd < target && a->p > viol)
-            viol = a->p;
+        } else if (a->t + s->oo.z * sd < target && a->p > viol) viol = a->p;
     }
     if (f <= viol) { /* measured below the tier there: the lowest good point above it */
         f = hi;
@@ -182,8 +181,8 @@ pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
     s->t_before = malloc(n * sizeof *s->t_before);
     s->v_before = malloc(n * sizeof *s->v_before);
     s->local = calloc(n, sizeof *s->local);
-    if (!s->jobs || !s->j || !s->targets || !s->dlo || !s->dhi || !s->buf || !s->local || !s->t_before ||
-        !s->v_before) {
+    if (!s->jobs || !s->j || !s->targets || !s->dlo || !s->dhi || !s->buf || !s->local ||
+        !s->t_before || !s->v_before) {
         pfi_online_free(s);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
@@ -251,8 +250,7 @@ static void neighbours(const pfi_online *s, size_t i, double p, const opoint **b
             if (!*at || fabs(a->p - p) < fabs((*at)->p - p)) *at = a;
         } else if (a->p < p) {
             if (!*below || a->p > (*below)->p) *below = a;
-        } else if (!*above || a->p < (*above)->p)
-            *above = a;
+        } else if (!*above || a->p < (*above)->p) *above = a;
     }
 }
 
@@ -442,7 +440,8 @@ pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
 {
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].curve)
-            return pfi_errorf(err, PFI_EINVAL, "safe-online simulation needs each job's true curve");
+            return pfi_errorf(err, PFI_EINVAL,
+                              "safe-online simulation needs each job's true curve");
     pfi_online *s;
     pfi_status st = pfi_online_new(jobs, n, budget_w, o, oo, &s, err);
     if (st) return st;

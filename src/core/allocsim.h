@@ -52,15 +52,15 @@ typedef struct pfi_allocsim_cell {
  * with the tier floors enforced (the equal strategy), the gap of a workload
  * is the oracle's total less the reference's. */
 typedef struct pfi_allocsim_round {
-    double mean_total;     /* on the isotonic true curves */
-    double mean_total_raw; /* on the curves as measured */
-    double sla_violations; /* jobs below their tier, summed over workloads */
-    double sla_viol_ofeas; /* ... in workloads where the oracle is feasible */
+    double mean_total;           /* on the isotonic true curves */
+    double mean_total_raw;       /* on the curves as measured */
+    double sla_violations;       /* jobs below their tier, summed over workloads */
+    double sla_viol_ofeas;       /* ... in workloads where the oracle is feasible */
     double viol_workloads_ofeas; /* workloads with a violation among those */
-    double infeasible;     /* workloads whose floors did not fit (budget held) */
-    double over_budget;    /* workloads where even the lowest powers exceed it */
-    double below_5, below_20; /* workloads below the reference - 0.05 (0.2) x their gap */
-    double worst;          /* min over workloads of (total - reference) / mean gap */
+    double infeasible;           /* workloads whose floors did not fit (budget held) */
+    double over_budget;          /* workloads where even the lowest powers exceed it */
+    double below_5, below_20;    /* workloads below the reference - 0.05 (0.2) x their gap */
+    double worst;                /* min over workloads of (total - reference) / mean gap */
 } pfi_allocsim_round;
 
 typedef struct pfi_allocsim_result {
@@ -69,7 +69,7 @@ typedef struct pfi_allocsim_result {
     pfi_allocsim_cell *cell;    /* [strategy * ncuts + cut] */
     double loop_gap_closed[16]; /* closed loop: mean gap closed after round k at the 30% cut */
     int loop_rounds;
-    pfi_allocsim_round *rnd; /* [(strategy * ncuts + cut) * (loop_rounds + 1) + round] */
+    pfi_allocsim_round *rnd;      /* [(strategy * ncuts + cut) * (loop_rounds + 1) + round] */
     int srounds[PFI_STRAT_COUNT]; /* rounds filled per strategy (0: static) */
     double mean_uncapped;         /* mean sum of T_max (normalized: of 1) */
     double *oracle_infeasible;    /* per cut: workloads where the oracle's floors do not fit */
