@@ -28,6 +28,7 @@ void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
     pfi_alloc_opts_default(&ao);
     o->sla_curve_margin = ao.sla_curve_margin;
     pfi_online_opts_default(&o->online);
+    o->online.rounds = 15;
 }
 
 void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
@@ -112,7 +113,8 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
     size_t J = o->jobs;
     int rounds = o->loop_rounds > 15 ? 15 : o->loop_rounds < 0 ? 0 : o->loop_rounds;
-    size_t R1 = (size_t)rounds + 1;
+    int orounds = o->online.rounds > 15 ? 15 : o->online.rounds < 0 ? 0 : o->online.rounds;
+    size_t R1 = (size_t)(rounds > orounds ? rounds : orounds) + 1;
     r->rnd = calloc(PFI_STRAT_COUNT * nc * R1, sizeof *r->rnd);
     r->oracle_infeasible = calloc(nc, sizeof *r->oracle_infeasible);
     double *Pall = malloc((nc > R1 ? nc : R1) * J * sizeof *Pall);
@@ -147,9 +149,10 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     size_t k30 = (size_t)llround(0.30 / o->cut_step);
     if (k30 >= nc) k30 = nc - 1;
     r->loop_rounds = rounds;
+    r->max_rounds = (int)R1 - 1;
     for (size_t q = 0; q < PFI_STRAT_COUNT * nc * R1; q++) r->rnd[q].worst = INFINITY;
     for (int s = 0; s < PFI_STRAT_COUNT; s++)
-        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP || s == PFI_STRAT_SAFE_ONLINE ? rounds : 0;
+        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP ? rounds : s == PFI_STRAT_SAFE_ONLINE ? orounds : 0;
     double loop_sum[16] = {0};
     for (size_t wl = 0; wl < o->workloads && !st; wl++) {
         double sum_max = 0;
@@ -234,9 +237,9 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             } else if (s == PFI_STRAT_SAFE_ONLINE) {
                 for (size_t k = 0; k < nc && !st; k++) {
                     int ok = 1;
-                    st = online_simulate(w, J, budgets[k], &ao, &o->online, rounds,
+                    st = online_simulate(w, J, budgets[k], &ao, &o->online, orounds,
                                          o->seed ^ pfi_mix64(wl * 131 + k), Pall, &ok, err);
-                    for (int q = 0; q <= rounds && !st; q++) {
+                    for (int q = 0; q <= orounds && !st; q++) {
                         const double *Pq = Pall + (size_t)q * J;
                         double sum = 0;
                         for (size_t j = 0; j < J; j++) sum += Pq[j];

@@ -34,7 +34,7 @@ typedef struct pfi_allocsim_opts {
     double loop_noise;       /* 0.005 */
     double sla_curve_margin; /* curve-aware SLA margin (pfi_alloc_opts default) */
     int op_pfi_true;         /* pfi-op: PFI at the operating point from the true curve */
-    pfi_online_opts online;  /* safe-online (rounds: loop_rounds) */
+    pfi_online_opts online;  /* safe-online (rounds: 15 here) */
 } pfi_allocsim_opts;
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o);
@@ -69,7 +69,8 @@ typedef struct pfi_allocsim_result {
     pfi_allocsim_cell *cell;    /* [strategy * ncuts + cut] */
     double loop_gap_closed[16]; /* closed loop: mean gap closed after round k at the 30% cut */
     int loop_rounds;
-    pfi_allocsim_round *rnd;      /* [(strategy * ncuts + cut) * (loop_rounds + 1) + round] */
+    int max_rounds;               /* the larger of the closed loop's and safe-online's rounds */
+    pfi_allocsim_round *rnd;      /* [(strategy * ncuts + cut) * (max_rounds + 1) + round] */
     int srounds[PFI_STRAT_COUNT]; /* rounds filled per strategy (0: static) */
     double mean_uncapped;         /* mean sum of T_max (normalized: of 1) */
     double *oracle_infeasible;    /* per cut: workloads where the oracle's floors do not fit */

@@ -58,7 +58,7 @@ static void pool_dispose(pool *P)
 
 static const pfi_allocsim_round *rnd(const pfi_allocsim_result *r, int s, size_t k, int q)
 {
-    return &r->rnd[((size_t)s * r->ncuts + k) * (size_t)(r->loop_rounds + 1) + (size_t)q];
+    return &r->rnd[((size_t)s * r->ncuts + k) * (size_t)(r->max_rounds + 1) + (size_t)q];
 }
 
 /* the study on the adversarial pool: safety and monotonicity per cut */
@@ -74,7 +74,7 @@ static void run_study(double sla_flex0, int normalized)
     so.cut_step = 0.05;
     so.scenario = PFI_SCEN_RANDOM;
     so.normalized = normalized;
-    so.loop_rounds = 10;
+    so.online.rounds = 10;
     so.strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
                     (1u << PFI_STRAT_SAFE_ONLINE) | (1u << PFI_STRAT_PFI_OP);
     if (sla_flex0 >= 0) {
@@ -94,7 +94,7 @@ static void run_study(double sla_flex0, int normalized)
             for (int q = 0; q <= r.srounds[s]; q++) /* the budget is hard */
                 assert_int_equal((int)rnd(&r, s, k, q)->over_budget, 0);
         }
-        for (int q = 0; q <= r.loop_rounds; q++) {
+        for (int q = 0; q <= r.srounds[PFI_STRAT_SAFE_ONLINE]; q++) {
             const pfi_allocsim_round *c = rnd(&r, PFI_STRAT_SAFE_ONLINE, k, q);
             if (q == 0) assert_near(c->mean_total, E, 1e-9 * E); /* starts at the reference */
             if (q > 0) /* monotone across rounds, to 0.02 of the gap */
@@ -106,11 +106,11 @@ static void run_study(double sla_flex0, int normalized)
             /* SLA learned online: violations (where the oracle is feasible) fall
              * to at most a tenth of the reference's (which enforces only the
              * conservative floors, pushed below them by the hard budget) */
-            if (sla_flex0 >= 0 && q == r.loop_rounds)
+            if (sla_flex0 >= 0 && q == r.srounds[PFI_STRAT_SAFE_ONLINE])
                 assert_true(c->sla_viol_ofeas <=
                             0.1 * rnd(&r, PFI_STRAT_SAFE_ONLINE, k, 0)->sla_viol_ofeas);
         }
-        gained += rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.loop_rounds)->mean_total - E;
+        gained += rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.srounds[PFI_STRAT_SAFE_ONLINE])->mean_total - E;
     }
     assert_true(gained > 0); /* it learns something */
     pfi_allocsim_result_dispose(&r);
