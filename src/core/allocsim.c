@@ -152,7 +152,9 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     r->max_rounds = (int)R1 - 1;
     for (size_t q = 0; q < PFI_STRAT_COUNT * nc * R1; q++) r->rnd[q].worst = INFINITY;
     for (int s = 0; s < PFI_STRAT_COUNT; s++)
-        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP ? rounds : s == PFI_STRAT_SAFE_ONLINE ? orounds : 0;
+        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP   ? rounds
+                        : s == PFI_STRAT_SAFE_ONLINE ? orounds
+                                                     : 0;
     double loop_sum[16] = {0};
     for (size_t wl = 0; wl < o->workloads && !st; wl++) {
         double sum_max = 0;

@@ -110,7 +110,8 @@ static void run_study(double sla_flex0, int normalized)
                 assert_true(c->sla_viol_ofeas <=
                             0.1 * rnd(&r, PFI_STRAT_SAFE_ONLINE, k, 0)->sla_viol_ofeas);
         }
-        gained += rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.srounds[PFI_STRAT_SAFE_ONLINE])->mean_total - E;
+        gained +=
+            rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.srounds[PFI_STRAT_SAFE_ONLINE])->mean_total - E;
     }
     assert_true(gained > 0); /* it learns something */
     pfi_allocsim_result_dispose(&r);
