@@ -113,7 +113,9 @@ static double learn_floor(const pfi_online *s, size_t i)
     double target = tier_tokens(s, i), hi = s->pj.hi[i], lo = s->pj.lo[i];
     if (target < 0) return lo;
     if (s->jobs[i].sla_tier == 0) return hi;
-    double slope = s->oo.lipschitz * s->pj.tmax[i] / s->jobs[i].power_max_w; /* per W */
+    /* the Lipschitz bound per W (from the curve's top power, so that the
+     * first floor is the reference's: hi (1 - L / lipschitz)) */
+    double slope = s->oo.lipschitz * s->pj.tmax[i] / hi;
     double f = hi - (s->pj.tmax[i] - target) / slope, viol = -INFINITY;
     for (size_t k = 0; k < q->np; k++) {
         const opoint *a = &q->pt[k];
