@@ -275,21 +275,32 @@ static void local_model(pfi_online *s, size_t i)
     neighbours(s, i, P, &b, &c, &a);
     opoint cur = c ? *c : (opoint){P, q->t_last, 0, q->v_last};
     double tc = cur.t;
-    /* gain slope above */
+    /* gain slope above: the best pessimistic secant to a measured point above
+     * (a flat stretch before a rise is seen through) */
     double g = 0, up = 0;
-    if (a && P < s->pj.hi[i]) {
-        double se, sl = secant(&cur, a, &se), len = a->p - cur.p;
-        up = fmin(D, fmax(0, a->p - P));
-        g = sl - z * se - 0.5 * k * (len - up); /* chord less the shortfall a curve may have */
+    int have_up = 0;
+    const ojob *qq = &s->j[i];
+    for (size_t m = 0; m < qq->np && P < s->pj.hi[i]; m++) {
+        const opoint *x = &qq->pt[m];
+        if (x->p <= cur.p + s->oo.merge_frac * pmax) continue;
+        double se, sl = secant(&cur, x, &se), len = x->p - cur.p;
+        double step = fmin(D, fmax(0, x->p - P));
+        double gx = sl - z * se - 0.5 * k * (len - step); /* less the shortfall a curve may have */
+        if (!have_up || gx > g) g = gx, up = step, have_up = 1;
     }
-    /* loss slope below */
-    double l, se_up = 0, sl_up = a ? secant(&cur, a, &se_up) : 0;
+    /* loss slope below: the least pessimistic secant to a measured point below */
+    double l = INFINITY, se_up = 0, sl_up = a ? secant(&cur, a, &se_up) : 0;
     double len_up = a ? a->p - cur.p : 0;
-    if (b) {
-        double se, sl = secant(b, &cur, &se), len = cur.p - b->p;
-        l = sl + z * se + (len >= D ? 0.5 * k * (len - D) : k * (D - 0.5 * len));
-    } else /* the secant above, extrapolated down across the trust region */
+    for (size_t m = 0; m < qq->np; m++) {
+        const opoint *x = &qq->pt[m];
+        if (x->p >= cur.p - s->oo.merge_frac * pmax) continue;
+        double se, sl = secant(x, &cur, &se), len = cur.p - x->p;
+        double lx = sl + z * se + (len >= D ? 0.5 * k * (len - D) : k * (D - 0.5 * len));
+        if (lx < l) l = lx;
+    }
+    if (!isfinite(l)) /* the secant above, extrapolated down across the trust region */
         l = sl_up + z * se_up + k * (D + 0.5 * len_up);
+    (void)b;
     if (g > l) g = l; /* never more gain than loss on one job (concavity, noise) */
     double lo = fmax(q->floor, P - D), hi = fmin(s->pj.hi[i], P + up);
     if (P < q->floor) { /* forced up by its floor */
