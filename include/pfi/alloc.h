@@ -173,6 +173,7 @@ typedef struct pfi_online_opts {
     double curvature;   /* allowance: |d2(T/T_max)/d(P/P_max)2| assumed at most this (0.3) */
     double lipschitz;   /* largest slope d(T/T_max)/d(P/P_max) (1.25): SLA floor bound */
     double merge_frac;  /* measurements closer than this x P_max are one point (0.005) */
+    double sla_margin;  /* learned floors keep this x T_max above the tier (0.01) */
 } pfi_online_opts;
 
 PFI_API void pfi_online_opts_default(pfi_online_opts *o);

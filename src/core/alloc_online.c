@@ -74,6 +74,7 @@ void pfi_online_opts_default(pfi_online_opts *o)
     o->curvature = 0.3;
     o->lipschitz = 1.25;
     o->merge_frac = 0.005;
+    o->sla_margin = 0.01;
 }
 
 const double *pfi_online_targets(const pfi_online *s)
@@ -98,6 +99,10 @@ void pfi_online_free(pfi_online *s)
     free(s);
 }
 
+static void neighbours(const pfi_online *s, size_t i, double p, const opoint **below,
+                       const opoint **at, const opoint **above);
+static double secant(const opoint *a, const opoint *b, double *se);
+
 /* the tier's throughput (scaled), or -1 without an SLA */
 static double tier_tokens(const pfi_online *s, size_t i)
 {
@@ -117,11 +122,28 @@ static double learn_floor(const pfi_online *s, size_t i)
      * first floor is the reference's: hi (1 - L / lipschitz)) */
     double slope = s->oo.lipschitz * s->pj.tmax[i] / hi;
     double f = hi - (s->pj.tmax[i] - target) / slope, viol = -INFINITY;
+    /* a job measured steeper than the bound: its steepest secant (plus 2 SE
+     * and the curvature allowance over the secant's length) bounds it instead */
+    double kc = s->oo.curvature * s->pj.tmax[i] / (hi * hi), steep = slope;
+    for (size_t m = 0; m < q->np; m++) {
+        const opoint *b, *c, *a;
+        neighbours(s, i, q->pt[m].p, &b, &c, &a);
+        if (!a) continue;
+        double se, sl = secant(&q->pt[m], a, &se), len = a->p - q->pt[m].p;
+        double bound = sl + s->oo.z * se + kc * len;
+        if (bound > steep) steep = bound;
+    }
+    if (steep > slope) {
+        slope = steep;
+        f = hi - (s->pj.tmax[i] - target) / slope;
+    }
+    /* relaxations keep a margin over the tier (near-misses are below the noise) */
+    double margin = s->oo.sla_margin * s->pj.tmax[i];
     for (size_t k = 0; k < q->np; k++) {
         const opoint *a = &q->pt[k];
         double sd = sqrt(a->vt);
-        if (a->t - s->oo.z * sd >= target) {
-            double c = a->p - (a->t - s->oo.z * sd - target) / slope;
+        if (a->t - s->oo.z * sd >= target + margin) {
+            double c = a->p - (a->t - s->oo.z * sd - target - margin) / slope;
             if (c < f) f = c;
         } else if (a->t + s->oo.z * sd < target && a->p > viol) viol = a->p;
     }
