@@ -3,10 +3,11 @@
  * job whose throughput does not respond to power, a line): the budget holds
  * in every round; the mean total never falls between rounds by more than
  * 0.02 of the gap; no workload-round falls below the reference less 0.2 of
- * its gap; with SLA tiers the violations where the oracle is feasible fall
- * to a tenth of the reference's by round 10 (the issue's target, none at
- * round 5, is missed: docs/allocation.md); a measured violation forces the job up; a new budget
- * restarts from the reference; pfi-op sheds more from a flat top than from a line. */
+ * its gap; with SLA tiers no violation at round 5 where the oracle is
+ * feasible at cuts to 25%, and at 30% (where the learned floors may not yet
+ * fit) a tenth of the reference's by round 10 (docs/allocation.md); a measured violation forces the
+ * job up; a new budget restarts from the reference; pfi-op sheds more from a flat top than from a
+ * line. */
 #include "../testutil.h"
 
 #include "allocsim.h"
@@ -106,6 +107,9 @@ static void run_study(double sla_flex0, int normalized)
             /* SLA learned online: violations (where the oracle is feasible) fall
              * to at most a tenth of the reference's (which enforces only the
              * conservative floors, pushed below them by the hard budget) */
+            /* none at round 5 where the learned floors can fit (cuts to 25%) */
+            if (sla_flex0 >= 0 && q == 5 && r.cuts[k] < 0.25 + 1e-9)
+                assert_int_equal((int)c->sla_viol_ofeas, 0);
             if (sla_flex0 >= 0 && q == r.srounds[PFI_STRAT_SAFE_ONLINE])
                 assert_true(c->sla_viol_ofeas <=
                             0.1 * rnd(&r, PFI_STRAT_SAFE_ONLINE, k, 0)->sla_viol_ofeas);
