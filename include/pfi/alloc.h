@@ -27,6 +27,15 @@
  *   closed-loop  pfi-aware, then K rounds of: observe each job at its
  *                current power (the true curve plus noise), add the point to
  *                its curve estimate, re-optimize (pfi_alloc_closed_loop).
+ *   safe-online  from the reference (equal weight with the tier floors),
+ *                rounds of measured, pessimistic moves (pfi_online_*; below).
+ *   pfi-op       Eq. 2 weighted by the PFI at the operating point,
+ *                (1 - P/P_max) / (1 - T/T_max) at P = (1 - cut) P_max on the
+ *                predicted curve (or the true one: op_pfi_true).
+ *
+ * The budget is hard for every strategy: floors that do not fit are lowered
+ * tier by tier (Flex 3 first; docs/allocation.md), the result flagged
+ * infeasible; only when the lowest reachable powers exceed it is it exceeded.
  *
  * SLA tiers (Emerald's field trials): Flex 0 no reduction, Flex 1 <= 10%,
  * Flex 2 <= 25%, Flex 3 <= 50% throughput loss. The oracle obeys them exactly
