@@ -27,6 +27,15 @@
  *   closed-loop  pfi-aware, then K rounds of: observe each job at its
  *                current power (the true curve plus noise), add the point to
  *                its curve estimate, re-optimize (pfi_alloc_closed_loop).
+ *   safe-online  from the reference (equal weight with the tier floors),
+ *                rounds of measured, pessimistic moves (pfi_online_*; below).
+ *   pfi-op       Eq. 2 weighted by the PFI at the operating point,
+ *                (1 - P/P_max) / (1 - T/T_max) at P = (1 - cut) P_max on the
+ *                predicted curve (or the true one: op_pfi_true).
+ *
+ * The budget is hard for every strategy: floors that do not fit are lowered
+ * tier by tier (Flex 3 first; docs/allocation.md), the result flagged
+ * infeasible; only when the lowest reachable powers exceed it is it exceeded.
  *
  * SLA tiers (Emerald's field trials): Flex 0 no reduction, Flex 1 <= 10%,
  * Flex 2 <= 25%, Flex 3 <= 50% throughput loss. The oracle obeys them exactly
@@ -58,6 +67,8 @@ typedef enum pfi_strategy {
     PFI_STRAT_DCGM,
     PFI_STRAT_CURVE_AWARE,
     PFI_STRAT_CLOSED_LOOP,
+    PFI_STRAT_SAFE_ONLINE, /* measured marginals, safe moves (alloc_online.c) */
+    PFI_STRAT_PFI_OP,      /* Eq. 2 weighted by the PFI at the operating point */
     PFI_STRAT_COUNT
 } pfi_strategy;
 
@@ -87,6 +98,8 @@ typedef struct pfi_alloc_opts {
     double sla_ratio_floor;  /* pfi-aware SLA floors assume every per-cap ratio >= this
                                 (default 0.8: below the lowest seen in training) */
     double sla_curve_margin; /* curve-aware SLA floors keep this much extra T/T_max (0.06) */
+    int op_pfi_true;         /* pfi-op: the PFI at the operating point from the true curve
+                                (else from the predicted curve) */
 } pfi_alloc_opts;
 
 PFI_API void pfi_alloc_opts_default(pfi_alloc_opts *o);
@@ -145,6 +158,62 @@ PFI_API pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, do
 PFI_API pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_w,
                                             const double *tokens_per_s, size_t n, pfi_curve *out,
                                             pfi_error *err);
+
+/* ---- safe-online (alloc_online.c; docs/allocation.md, "safe-online") ----
+ * Starts from the reference (equal weight with the tier floors enforced) and,
+ * once per control period (a round), moves watts only where the measured
+ * evidence says it pays: each job's local marginal tokens/s per watt from the
+ * secants between its measured operating points, with standard errors; a move
+ * from job d to job r is made only if r's gain slope less z SE less a
+ * curvature allowance exceeds d's loss slope plus z SE plus the allowance,
+ * within a trust region. A round whose moved jobs' measured total dropped by
+ * more than z SE is reverted. SLA floors are learned from measurements (a
+ * Lipschitz bound from the best measured point); a measured violation forces
+ * the job up. The budget is hard (tier rule of docs/allocation.md). */
+typedef struct pfi_online_opts {
+    int rounds;         /* simulation (pfi_alloc_safe_online): rounds (5) */
+    double trust_frac;  /* trust region: largest move of one job in one round, x P_max (0.05) */
+    double period_s;    /* one round = one control period, s (60) */
+    double settle_s;    /* after a cap change, not measured, s (10) */
+    double step_s;      /* training step time, s (1) */
+    double step_jitter; /* coefficient of variation of one step's time (0.02) */
+    double power_noise; /* coefficient of variation of one 1 s power average (0.02) */
+    double z;           /* standard errors of caution (2) */
+    double curvature;   /* allowance: |d2(T/T_max)/d(P/P_max)2| assumed at most this (0.3) */
+    double lipschitz;   /* largest slope d(T/T_max)/d(P/P_max) (1.25): SLA floor bound */
+    double merge_frac;  /* measurements closer than this x P_max are one point (0.005) */
+    double sla_margin;  /* learned floors keep this x T_max above the tier (0.01) */
+} pfi_online_opts;
+
+PFI_API void pfi_online_opts_default(pfi_online_opts *o);
+
+typedef struct pfi_online pfi_online;
+
+/* jobs: as for pfi_allocate (the true curve is not needed; the array is
+ * copied, the curves it points to are not used after this call) */
+PFI_API pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                  const pfi_alloc_opts *o, const pfi_online_opts *oo,
+                                  pfi_online **out, pfi_error *err);
+/* the aggregate power targets now (n values) */
+PFI_API const double *pfi_online_targets(const pfi_online *s);
+/* One round: the measurements of every job at its current target after the
+ * cap settled (power_w: mean of 1 s averages; tokens_per_s: mean over steps;
+ * their standard errors), the budget now; writes the next targets. A
+ * budget changed by more than 0.1% restarts from the reference (keeping
+ * what was learned). */
+PFI_API pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_w,
+                                    const double *power_se_w, const double *tokens_per_s,
+                                    const double *tokens_se, double *target_w, pfi_error *err);
+/* the job's learned SLA floor (aggregate W) */
+PFI_API double pfi_online_floor(const pfi_online *s, size_t i);
+PFI_API void pfi_online_free(pfi_online *s);
+
+/* Simulation on the true curves with the measurement model of oo (seeded):
+ * totals[k] = true total after round k (k = 0: the reference). */
+PFI_API pfi_status pfi_alloc_safe_online(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                         const pfi_alloc_opts *o, const pfi_online_opts *oo,
+                                         int rounds, uint64_t seed, pfi_alloc_out *out,
+                                         pfi_alloc_result *res, double *totals, pfi_error *err);
 
 /* ---- fast paths for the simulator: every cut of one workload at once ---- */
 

@@ -30,8 +30,12 @@ static const pfi_opt allocate_options[] = {
     OPT_DOUBLE(0, "target-w", target_w, "W", 0, 1e12,
                "or an absolute budget of aggregate GPU power (W)"),
     OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy,
-                         "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop",
-                         "the allocation strategy (default pfi-aware)", opt_strategy),
+                         "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop|"
+                         "safe-online|pfi-op",
+                         "the allocation strategy (default safe-online: 5 simulated rounds of "
+                         "measured moves from the equal-weight reference on the measured curves; "
+                         "docs/allocation.md)",
+                         opt_strategy),
     OPT_CALLBACK_CHOICES(0, "pfi", po.pfi, "predicted|measured|measured-robust",
                          "the PFI pfi-aware (and closed-loop's start) weights by: predicted "
                          "(default), or each group's "
@@ -242,6 +246,7 @@ static int allocate_run(const char *cmd, allocate_args *a, char **paths, int npa
     if (isnan(a->cut) == isnan(a->target_w))
         return cli_usage_error(cmd, "give exactly one of --cut and --target-w");
     a->po.strategies = 1u << a->ao.strategy;
+    a->ao.op_pfi_true = a->po.pfi != PFI_PFI_PREDICTED;
     pfi_groupset S;
     if (cli_gset_load(cmd, paths, npaths, a->gpu_model, &S)) return CLI_FAIL;
     size_t *use = malloc(S.gs.n * sizeof *use), n = 0;
@@ -268,6 +273,7 @@ int cmd_allocate(int argc, char **argv)
     cli_out_init(&a.out);
     a.cut = a.target_w = NAN;
     pfi_alloc_opts_default(&a.ao);
+    a.ao.strategy = PFI_STRAT_SAFE_ONLINE;
     a.po = (pfi_pool_opts){.target = "pfi", .pfi = PFI_PFI_PREDICTED};
     int first, rc = cli_parse(&cmd_allocate_opts, &a, argc, argv, &first);
     if (rc < 0) rc = allocate_run("allocate", &a, argv + first, argc - first);

@@ -257,19 +257,28 @@ static int stages_simulate(repro *r, const char *wl, const char *fleet, const ch
         "allocation simulation: %s workloads x 100 jobs x 41 cuts, both scenarios, every strategy",
         wl);
     if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
-            "--loop-csv", dpath(r, "recon_closed_loop.csv"), "-o", dpath(r, "recon_simulate.csv"),
+            "--loop-csv", dpath(r, "recon_closed_loop.csv"), "--score-csv",
+            dpath(r, "recon_scores.csv"), "-o", dpath(r, "recon_simulate.csv"),
             dpath(r, "recon_sweep.csv"), NULL))
+        return -1;
+    stage(r, "  ... pfi-op with the PFI at the operating point from the measured curves");
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
+            "--pfi", "measured", "--strategies", "oracle,equal,pfi-op", "--score-csv",
+            dpath(r, "recon_scores_pfi_op_true.csv"), "-o",
+            dpath(r, "recon_simulate_pfi_op_true.csv"), dpath(r, "recon_sweep.csv"), NULL))
         return -1;
     stage(r, "  ... with SLA tiers (Flex 0/1/2/3 = 10/30/30/30%%)");
     if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
-            "--sla-mix", "0.1,0.3,0.3,0.3", "-o", dpath(r, "recon_simulate_sla.csv"),
-            dpath(r, "recon_sweep.csv"), NULL))
+            "--sla-mix", "0.1,0.3,0.3,0.3", "--score-csv", dpath(r, "recon_scores_sla.csv"), "-o",
+            dpath(r, "recon_simulate_sla.csv"), dpath(r, "recon_sweep.csv"), NULL))
         return -1;
     stage(r, "  ... out of sample: validation + H100 jobs, and a fresh fleet of %s jobs", fleet);
     if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",
             dpath(r, "recon_model.json"), "--curve-model", dpath(r, "recon_curve_model.json"),
             "--pool-where", "split=validation,h100", "--strategies",
-            "oracle,equal,moe-ft-weighted,pfi-aware,dcgm,curve-aware,closed-loop", "-o",
+            "oracle,equal,moe-ft-weighted,pfi-aware,dcgm,curve-aware,closed-loop,safe-online,pfi-"
+            "op",
+            "--score-csv", dpath(r, "recon_scores_oos.csv"), "-o",
             dpath(r, "recon_simulate_oos.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
         run(r, "synth", "--summary", "--fleet", fleet, "--seed", r->seed, "--minutes", mins, "-o",
             dpath(r, "fleet_sweep.csv"), NULL) ||
@@ -298,9 +307,41 @@ static int stages_zeus(repro *r, const char *wl, char zeus[4][4096])
             "--scenario", "random", "--cut-max", "0.3", "--model", dpath(r, "zeus_model.json"),
             "--curve-model", dpath(r, "zeus_curve_model.json"), "--pool-where",
             "gpu_model=P100,RTX6000", "--strategies",
-            "oracle,equal,pfi-aware,curve-aware,closed-loop", "-o", dpath(r, "zeus_simulate.csv"),
-            zeus[0], zeus[1], zeus[2], zeus[3], NULL))
+            "oracle,equal,pfi-aware,curve-aware,closed-loop,safe-online,pfi-op", "--score-csv",
+            dpath(r, "zeus_scores.csv"), "-o", dpath(r, "zeus_simulate.csv"), zeus[0], zeus[1],
+            zeus[2], zeus[3], NULL))
         return -1;
+    /* safe-online and pfi-op beside the others: A40 + V100 (where safe-online's
+     * defaults were chosen), the held-out pair with the default tier mix, and
+     * pfi-op from the measured curves (fitting nothing) */
+    stage(r, "  ... safe-online and pfi-op: A40 + V100 (development), held out with SLA tiers, "
+             "pfi-op from the measured curves");
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
+            "--scenario", "random", "--cut-max", "0.3", "--model", dpath(r, "zeus_model.json"),
+            "--curve-model", dpath(r, "zeus_curve_model.json"), "--pool-where",
+            "gpu_model=A40,V100", "--strategies",
+            "oracle,equal,pfi-aware,curve-aware,closed-loop,safe-online,pfi-op", "--score-csv",
+            dpath(r, "zeus_dev_scores.csv"), "-o", dpath(r, "zeus_dev_simulate.csv"), zeus[0],
+            zeus[1], zeus[2], zeus[3], NULL) ||
+        run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
+            "--scenario", "random", "--cut-max", "0.3", "--model", dpath(r, "zeus_model.json"),
+            "--curve-model", dpath(r, "zeus_curve_model.json"), "--pool-where",
+            "gpu_model=P100,RTX6000", "--sla-mix", "0.1,0.3,0.3,0.3", "--strategies",
+            "oracle,equal,pfi-aware,curve-aware,closed-loop,safe-online,pfi-op", "--score-csv",
+            dpath(r, "zeus_scores_sla.csv"), "-o", dpath(r, "zeus_simulate_sla.csv"), zeus[0],
+            zeus[1], zeus[2], zeus[3], NULL))
+        return -1;
+    for (int dev = 0; dev < 2; dev++)
+        if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
+                "--scenario", "random", "--cut-max", "0.3", "--pfi", "measured", "--pool-where",
+                dev ? "gpu_model=A40,V100" : "gpu_model=P100,RTX6000", "--strategies",
+                "oracle,equal,pfi-op", "--score-csv",
+                dpath(r, dev ? "zeus_dev_scores_pfi_op_true.csv" : "zeus_scores_pfi_op_true.csv"),
+                "-o",
+                dpath(r,
+                      dev ? "zeus_dev_simulate_pfi_op_true.csv" : "zeus_simulate_pfi_op_true.csv"),
+                zeus[0], zeus[1], zeus[2], zeus[3], NULL))
+            return -1;
     return 0;
 }
 

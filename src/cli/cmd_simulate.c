@@ -15,7 +15,7 @@ typedef struct simulate_args {
     pfi_allocsim_opts so;
     pfi_pool_opts po;
     int scen_mask, strats_given;
-    const char *gpu_model, *loop_csv;
+    const char *gpu_model, *loop_csv, *score_csv;
     pfi_opt_list pool_w;
 } simulate_args;
 
@@ -78,7 +78,7 @@ static const pfi_opt simulate_options[] = {
     OPT_DOUBLE(0, "cut-step", so.cut_step, "S", 0.001, 0.5, "cut step (default 0.01)"),
     OPT_CALLBACK(0, "strategies", so.strategies, "LIST|all",
                  "comma list of oracle, equal, moe-ft-weighted, pfi-aware, dcgm, curve-aware, "
-                 "closed-loop; default: "
+                 "closed-loop, safe-online, pfi-op; default: "
                  "all of them less (with a warning) those the table lacks a column for; a strategy "
                  "named here (or all) "
                  "without its column is an error",
@@ -112,6 +112,24 @@ static const pfi_opt simulate_options[] = {
     CLI_OPT_GPU_MODEL,
     OPT_FILENAME(0, "loop-csv", loop_csv, "FILE",
                  "write the closed loop's gap closed per round at the 30% cut"),
+    OPT_FILENAME(0, "score-csv", score_csv, "FILE",
+                 "write the scores per strategy, cut and round (docs/allocation.md, "
+                 "\"Scoring\"): gap closed against the reference on isotonic and raw curves, "
+                 "scored cells, SLA, budget and safety counts"),
+    OPT_INTEGER(0, "online-rounds", so.online.rounds, "K", 0, 15,
+                "safe-online rounds (default 15; the main table shows the last)"),
+    OPT_DOUBLE(0, "online-trust", so.online.trust_frac, "F", 0.001, 1,
+               "safe-online: trust region, x P_max per round (default 0.05)"),
+    OPT_DOUBLE(0, "online-jitter", so.online.step_jitter, "CV", 0, 1,
+               "safe-online: step-time coefficient of variation (default 0.02)"),
+    OPT_DOUBLE(0, "online-power-noise", so.online.power_noise, "CV", 0, 1,
+               "safe-online: noise of one 1 s power average (default 0.02)"),
+    OPT_DOUBLE(0, "online-curvature", so.online.curvature, "K", 0, 100,
+               "safe-online: curvature allowance (default 0.3)"),
+    OPT_DOUBLE(0, "online-period", so.online.period_s, "S", 1, 86400,
+               "safe-online: seconds per round (default 60)"),
+    OPT_DOUBLE(0, "online-settle", so.online.settle_s, "S", 0, 86400,
+               "safe-online: settling seconds after a cap change (default 10)"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -126,7 +144,8 @@ const pfi_opts cmd_simulate_opts = CLI_OPTS(
                    "throughput (mean over workloads), deficit vs the oracle, the fraction of the\n"
                    "equal-to-oracle gap closed, throughput per job recovered over equal weight,\n"
                    "SLA violations, infeasible workloads, and the oracle's certificate gap.\n"
-                   "Prints the headline (30% cut, production) beside the paper's.\n",
+                   "Prints the headline (30% cut): safe-online's gap closed by round, and\n"
+                   "pfi-aware beside the paper's.\n",
     .options = simulate_options, .operands = PFI_OPERANDS_FILES);
 
 /* one scenario's rows: per strategy and cut */
@@ -158,6 +177,48 @@ static void sim_rows(pfi_rows *R, const pfi_allocsim_opts *so, const pfi_allocsi
     }
 }
 
+/* the scores per strategy, cut and round (SR) */
+static void score_rows(pfi_rows *SR, const pfi_allocsim_opts *so, const pfi_allocsim_result *res,
+                       int sc)
+{
+    size_t nc = res->ncuts, R1 = (size_t)res->max_rounds + 1;
+    if ((so->strategies & 3u) != 3u) return;
+    for (int s = 0; s < PFI_STRAT_COUNT; s++) {
+        if (!(so->strategies & (1u << s))) continue;
+        for (size_t k = 0; k < nc; k++) {
+            const pfi_allocsim_round *o = &res->rnd[(PFI_STRAT_ORACLE * nc + k) * R1],
+                                     *e = &res->rnd[(PFI_STRAT_EQUAL * nc + k) * R1];
+            double gap = o->mean_total - e->mean_total,
+                   graw = o->mean_total_raw - e->mean_total_raw;
+            double pts = 100 * gap / res->mean_uncapped;
+            for (int q = 0; q <= res->srounds[s]; q++) {
+                const pfi_allocsim_round *c = &res->rnd[((size_t)s * nc + k) * R1 + (size_t)q];
+                size_t r = pfi_rows_add(SR);
+                pfi_rows_text(SR, r, 0, sc ? "production" : "random");
+                pfi_rows_text(SR, r, 1, pfi_strategy_name((pfi_strategy)s));
+                pfi_rows_num(SR, r, 2, res->cuts[k]);
+                pfi_rows_int(SR, r, 3, q);
+                pfi_rows_num(SR, r, 4, c->mean_total);
+                pfi_rows_num(SR, r, 5, c->mean_total_raw);
+                pfi_rows_num(SR, r, 6, pts);
+                pfi_rows_int(SR, r, 7, pts >= 0.1);
+                pfi_rows_num(SR, r, 8, gap > 0 ? (c->mean_total - e->mean_total) / gap : NAN);
+                pfi_rows_num(SR, r, 9,
+                             graw > 0 ? (c->mean_total_raw - e->mean_total_raw) / graw : NAN);
+                pfi_rows_int(SR, r, 10, (long long)c->sla_violations);
+                pfi_rows_int(SR, r, 11, (long long)c->sla_viol_ofeas);
+                pfi_rows_int(SR, r, 12, (long long)c->viol_workloads_ofeas);
+                pfi_rows_int(SR, r, 13, (long long)c->infeasible);
+                pfi_rows_int(SR, r, 14, (long long)c->over_budget);
+                pfi_rows_int(SR, r, 15, (long long)res->oracle_infeasible[k]);
+                pfi_rows_int(SR, r, 16, (long long)c->below_5);
+                pfi_rows_int(SR, r, 17, (long long)c->below_20);
+                pfi_rows_num(SR, r, 18, c->worst);
+            }
+        }
+    }
+}
+
 /* stderr: CPU seconds per strategy, the headline at the 30% cut beside the
  * paper's, the closed loop's gap closed by round (also into LR) */
 static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, int sc, pfi_rows *LR)
@@ -172,6 +233,24 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
     fprintf(stderr, "\n");
     /* the headline: the 30% cut */
     size_t k30 = (size_t)llround(0.30 / so->cut_step);
+    unsigned need = 1u << PFI_STRAT_ORACLE | 1u << PFI_STRAT_EQUAL | 1u << PFI_STRAT_SAFE_ONLINE;
+    if (k30 < nc && (so->strategies & need) == need) {
+        size_t R1 = (size_t)res->max_rounds + 1;
+        const pfi_allocsim_round *o = &res->rnd[(PFI_STRAT_ORACLE * nc + k30) * R1],
+                                 *e = &res->rnd[(PFI_STRAT_EQUAL * nc + k30) * R1],
+                                 *c = &res->rnd[(PFI_STRAT_SAFE_ONLINE * nc + k30) * R1];
+        int last = res->srounds[PFI_STRAT_SAFE_ONLINE], r5 = last < 5 ? last : 5;
+        double gap = o->mean_total - e->mean_total;
+        fprintf(stderr,
+                "pfi simulate: %s, 30%% cut: safe-online closes %.4g%% of the gap from the "
+                "reference (equal weight with the tier floors) to the oracle by round %d, "
+                "%.4g%% by round %d; %+.4g %s per job over the reference\n",
+                sc ? "production mix" : "random mix",
+                gap > 0 ? 100 * (c[r5].mean_total - e->mean_total) / gap : NAN, r5,
+                gap > 0 ? 100 * (c[last].mean_total - e->mean_total) / gap : NAN, last,
+                (c[last].mean_total - e->mean_total) / (double)so->jobs,
+                so->normalized ? "(normalized)" : "tokens/s");
+    }
     if (!(k30 < nc && (so->strategies & 1u) && (so->strategies & (1u << PFI_STRAT_EQUAL)) &&
           (so->strategies & (1u << PFI_STRAT_PFI_AWARE))))
         return;
@@ -214,6 +293,30 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
     const char *lnames[] = {"scenario", "round", "gap_closed"};
     pfi_celltype lt[] = {PFI_CELL_TEXT, PFI_CELL_INT, PFI_CELL_NUM};
     pfi_rows *LR = pfi_rows_new(3, lnames, lt);
+    const char *snames[] = {"scenario",
+                            "strategy",
+                            "cut",
+                            "round",
+                            "total",
+                            "total_raw",
+                            "gap_points",
+                            "scored",
+                            "gap_closed",
+                            "gap_closed_raw",
+                            "sla_violations",
+                            "sla_violations_oracle_feasible",
+                            "violating_workloads_oracle_feasible",
+                            "infeasible_workloads",
+                            "over_budget_workloads",
+                            "oracle_infeasible_workloads",
+                            "workloads_below_ref_5pct_gap",
+                            "workloads_below_ref_20pct_gap",
+                            "worst_vs_ref_in_gaps"};
+    pfi_celltype stt[19] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
+                            PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_INT,
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM};
+    pfi_rows *SR = pfi_rows_new(19, snames, stt);
     pfi_rows_table_fmt(R, 2, "%.2f");
     int rc = CLI_OK;
     for (int sc = 0; sc < 2 && rc == CLI_OK; sc++) {
@@ -227,6 +330,7 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
             break;
         }
         sim_rows(R, &a->so, &res, sc);
+        score_rows(SR, &a->so, &res, sc);
         sim_report(a, &res, sc, LR);
         pfi_allocsim_result_dispose(&res);
     }
@@ -235,6 +339,11 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
         cli_out lo2 = {PFI_FMT_CSV, 1, a->loop_csv};
         rc = cli_save_rows(cmd, LR, &lo2);
     }
+    if (rc == CLI_OK && a->score_csv) {
+        cli_out so2 = {PFI_FMT_CSV, 1, a->score_csv};
+        rc = cli_save_rows(cmd, SR, &so2);
+    }
+    pfi_rows_free(SR);
     pfi_rows_free(R);
     pfi_rows_free(LR);
     return rc;
@@ -260,6 +369,7 @@ static void drop_unsupported(const char *cmd, simulate_args *a, pfi_groupset *S)
                       : "");
     }
     a->po.strategies = a->so.strategies;
+    a->so.op_pfi_true = a->po.pfi != PFI_PFI_PREDICTED;
 }
 
 static int simulate_run(const char *cmd, simulate_args *a, char **paths, int npaths)

@@ -14,8 +14,9 @@
 
 const char *pfi_strategy_name(pfi_strategy s)
 {
-    static const char *const n[PFI_STRAT_COUNT] = {
-        "oracle", "equal", "moe-ft-weighted", "pfi-aware", "dcgm", "curve-aware", "closed-loop"};
+    static const char *const n[PFI_STRAT_COUNT] = {"oracle",      "equal",       "moe-ft-weighted",
+                                                   "pfi-aware",   "dcgm",        "curve-aware",
+                                                   "closed-loop", "safe-online", "pfi-op"};
     return (unsigned)s < PFI_STRAT_COUNT ? n[s] : "?";
 }
 
@@ -57,8 +58,9 @@ void jc_free(jcurve *j)
     j->n = 0;
 }
 
-/* j's points in store (2 x c->n doubles, the caller's) */
-static pfi_status jc_build_in(const pfi_curve *c, double scale, jcurve *j, double *store,
+/* j's points in store (2 x c->n doubles, the caller's); throughput made
+ * monotone too when iso_t */
+static pfi_status jc_build_in(const pfi_curve *c, double scale, int iso_t, jcurve *j, double *store,
                               pfi_error *err)
 {
     memset(j, 0, sizeof *j);
@@ -80,10 +82,10 @@ static pfi_status jc_build_in(const pfi_curve *c, double scale, jcurve *j, doubl
         w[i] = c->pts[i].repeats > 0 ? c->pts[i].repeats : 1;
     }
     int mono = 1;
-    for (size_t i = 1; i < n && mono; i++) mono = p[i] >= p[i - 1] && t[i] >= t[i - 1];
+    for (size_t i = 1; i < n && mono; i++) mono = p[i] >= p[i - 1] && (!iso_t || t[i] >= t[i - 1]);
     if (!mono) {
         pfi_isotonic_increasing(p, w, n);
-        pfi_isotonic_increasing(t, w, n);
+        if (iso_t) pfi_isotonic_increasing(t, w, n);
     }
     j->t = j->p + n;
     for (size_t i = 0; i < n; i++) {
@@ -102,13 +104,13 @@ static pfi_status jc_build_in(const pfi_curve *c, double scale, jcurve *j, doubl
     return PFI_OK;
 }
 
-pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
+pfi_status jc_build_raw(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
 {
     memset(j, 0, sizeof *j);
     if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
     double *store = malloc(2 * c->n * sizeof *store);
     if (!store) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    pfi_status st = jc_build_in(c, scale, j, store, err);
+    pfi_status st = jc_build_in(c, scale, 0, j, store, err);
     if (st) free(store);
     return st;
 }
@@ -182,7 +184,8 @@ static int proportional(pfi_strategy s)
 {
     return s == PFI_STRAT_EQUAL || s == PFI_STRAT_MOE_FT || s == PFI_STRAT_PFI_AWARE ||
            s == PFI_STRAT_DCGM ||
-           s == PFI_STRAT_CLOSED_LOOP; /* the closed loop starts from pfi-aware */
+           s == PFI_STRAT_CLOSED_LOOP; /* the closed loop starts from pfi-aware; pfi-op's weight
+                                          depends on the cut (pfi_op_weight) */
 }
 
 /* job i's weight (NaN or <= 0 when it has none: see pfi_alloc_check_weights) */
@@ -242,7 +245,8 @@ pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pf
 static const pfi_curve *belief_curve(const pfi_alloc_job *j, const pfi_alloc_opts *o)
 {
     if (o->strategy == PFI_STRAT_ORACLE) return j->curve;
-    if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP)
+    if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP ||
+        (o->strategy == PFI_STRAT_PFI_OP && !o->op_pfi_true))
         return j->pred_curve;
     return NULL;
 }
@@ -259,7 +263,9 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
     pj->weight = malloc(n * sizeof *pj->weight);
     pj->scale = malloc(n * sizeof *pj->scale);
     pj->tmax = malloc(n * sizeof *pj->tmax);
-    if (!pj->jc || !pj->belief || !pj->floor || !pj->hi || !pj->weight || !pj->scale || !pj->tmax) {
+    pj->lo = malloc(n * sizeof *pj->lo);
+    if (!pj->jc || !pj->belief || !pj->floor || !pj->hi || !pj->weight || !pj->scale || !pj->tmax ||
+        !pj->lo) {
         prep_free(pj);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
@@ -282,7 +288,8 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         pj->tmax[i] = j->tokens_per_s_max * scale;
         pj->hi[i] = j->power_max_w;
         if (want_true && j->curve) {
-            if ((st = jc_build_in(j->curve, scale, &pj->jc[i], pj->store + 2 * used, err))) break;
+            if ((st = jc_build_in(j->curve, scale, 1, &pj->jc[i], pj->store + 2 * used, err)))
+                break;
             used += j->curve->n;
             pj->hi[i] = pj->jc[i].hi;
         }
@@ -290,20 +297,22 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         const pfi_curve *bc = belief_curve(j, o);
         if (bc && o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) pj->belief[i] = pj->jc[i];
         else if (bc) {
-            if ((st = jc_build_in(bc, scale, &pj->belief[i], pj->store + 2 * used, err))) break;
+            if ((st = jc_build_in(bc, scale, 1, &pj->belief[i], pj->store + 2 * used, err))) break;
             used += bc->n;
         }
         /* floors: the lowest reachable power and the SLA */
         double lo = j->power_min_w;
         if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) lo = fmax(lo, pj->jc[i].lo);
         if (bc) lo = fmax(lo, pj->belief[i].lo);
+        if (lo > pj->hi[i]) lo = pj->hi[i];
+        pj->lo[i] = lo;
         double L = pfi_sla_loss(j->sla_tier);
         if (j->sla_tier >= 0 && L < 1) {
             double f;
             if (j->sla_tier == 0) f = pj->hi[i];
             else if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n)
                 f = jc_power_for(&pj->jc[i], (1 - L) * pj->tmax[i] * (1 + 1e-12));
-            else if (bc)
+            else if (bc && o->strategy != PFI_STRAT_PFI_OP)
                 f = jc_power_for(&pj->belief[i],
                                  fmin(1.0, 1 - L + o->sla_curve_margin) * pj->tmax[i]);
             else f = pj->hi[i] * (1 - L * o->sla_ratio_floor);
@@ -311,15 +320,31 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         }
         if (lo > pj->hi[i]) lo = pj->hi[i];
         pj->floor[i] = lo;
-        pj->weight[i] = eq2_weight(j, o); /* finite and positive: checked above */
+        pj->weight[i] = eq2_weight(j, o); /* finite and positive: checked above (pfi-op: per cut) */
     }
     if (st) prep_free(pj);
     return st;
 }
 
+pfi_status prep_raw(const pfi_alloc_job *jobs, prepared *pj, pfi_error *err)
+{
+    pj->raw = calloc(pj->n ? pj->n : 1, sizeof *pj->raw);
+    if (!pj->raw) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; i < pj->n; i++)
+        if (jobs[i].curve) {
+            pfi_status st = jc_build_raw(jobs[i].curve, pj->scale[i], &pj->raw[i], err);
+            if (st) return st;
+        }
+    return PFI_OK;
+}
+
 void prep_free(prepared *pj)
 {
-    free(pj->store); /* every curve's points */
+    if (pj->raw) /* built one by one (prep_raw) */
+        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->raw[i]);
+    free(pj->raw);
+    free(pj->lo);
+    free(pj->store); /* every other curve's points */
     free(pj->jc);
     free(pj->belief);
     free(pj->floor);
@@ -628,7 +653,96 @@ pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, doub
     return PFI_OK;
 }
 
+/* ---- the hard budget ---- */
+
+int hold_budget(const prepared *pj, const pfi_alloc_job *jobs, const double *floor, double budget,
+                double *P)
+{
+    size_t n = pj->n;
+    if (!floor) floor = pj->floor;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += P[i] = floor[i];
+    double short_w = sum - budget;
+    static const int order[] = {-1, 3, 2, 1, 0}; /* no SLA (room 0 unless online), Flex 3 first */
+    for (int q = 0; q < 5 && short_w > 0; q++) {
+        double room = 0;
+        for (size_t i = 0; i < n; i++) {
+            int t = jobs[i].sla_tier >= 0 && jobs[i].sla_tier <= 3 ? jobs[i].sla_tier : -1;
+            if (t == order[q] && P[i] > pj->lo[i]) room += P[i] - pj->lo[i];
+        }
+        if (room <= 0) continue;
+        double f = short_w >= room ? 1.0 : short_w / room;
+        for (size_t i = 0; i < n; i++) {
+            int t = jobs[i].sla_tier >= 0 && jobs[i].sla_tier <= 3 ? jobs[i].sla_tier : -1;
+            if (t == order[q] && P[i] > pj->lo[i]) P[i] -= f * (P[i] - pj->lo[i]);
+        }
+        short_w -= f * room;
+    }
+    return short_w > 1e-9 * (budget > 1 ? budget : 1) ? -1 : 0;
+}
+
 /* ---- evaluation on the true curves ---- */
+
+double raw_total(const prepared *pj, const double *P)
+{
+    double s = 0;
+    for (size_t i = 0; pj->raw && i < pj->n; i++)
+        if (pj->raw[i].n) s += jc_at(&pj->raw[i], P[i]);
+    return s;
+}
+
+double pfi_op_weight(const prepared *pj, const pfi_alloc_job *j, size_t i, double cut,
+                     const pfi_alloc_opts *o)
+{
+    const jcurve *c = o->op_pfi_true ? &pj->jc[i] : &pj->belief[i];
+    if (!c->n) return NAN;
+    if (cut < 0.01) cut = 0.01; /* the ratio's limit at the top: its value at a 1% cut */
+    double top = jc_at(c, j->power_max_w);
+    if (!(top > 0)) return NAN;
+    double loss = 1 - jc_at(c, (1 - cut) * j->power_max_w) / top;
+    /* a flat curve (no loss) sheds as if its PFI were 100; a job cannot shed
+     * beyond its floor (water-filling clips it) */
+    double pfi = loss > cut / 100 ? cut / loss : 100;
+    if (pfi < 0.01) pfi = 0.01;
+    return j->power_max_w / (o->normalized ? 1.0 : j->tokens_per_s_max) * pfi;
+}
+
+pfi_status strategy_sweep(const pfi_alloc_job *jobs, const prepared *pj, const double *budgets,
+                          size_t nb, const pfi_alloc_opts *o, double *P, int *feasible, int *over,
+                          pfi_error *err)
+{
+    size_t n = pj->n;
+    pfi_status st = PFI_OK;
+    if (o->strategy == PFI_STRAT_ORACLE)
+        st = envelope_greedy(pj, pj->jc, budgets, nb, P, NULL, feasible, err);
+    else if (o->strategy == PFI_STRAT_CURVE_AWARE)
+        st = envelope_greedy(pj, pj->belief, budgets, nb, P, NULL, feasible, err);
+    else if (o->strategy == PFI_STRAT_PFI_OP) {
+        double *w = malloc((n ? n : 1) * sizeof *w), sum_max = 0;
+        if (!w) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) sum_max += jobs[i].power_max_w;
+        prepared q = *pj;
+        q.weight = w;
+        for (size_t k = 0; k < nb && !st; k++) {
+            double cut = sum_max > 0 ? 1 - budgets[k] / sum_max : 0;
+            for (size_t i = 0; i < n && !st; i++) {
+                w[i] = pfi_op_weight(pj, &jobs[i], i, cut, o);
+                if (!(w[i] > 0 && isfinite(w[i])))
+                    st = pfi_errorf(err, PFI_EINVAL,
+                                    "pfi-op: job %s has no %s curve to take its PFI from",
+                                    jobs[i].name ? jobs[i].name : "?",
+                                    o->op_pfi_true ? "measured" : "predicted");
+            }
+            if (!st) st = water_fill(&q, &budgets[k], 1, P + k * n, &feasible[k], err);
+        }
+        free(w);
+    } else st = water_fill(pj, budgets, nb, P, feasible, err);
+    for (size_t k = 0; k < nb && !st; k++) {
+        int r = feasible[k] ? 0 : hold_budget(pj, jobs, NULL, budgets[k], P + k * n);
+        if (over) over[k] = r < 0;
+    }
+    return st;
+}
 
 double true_total(const prepared *pj, const double *P, size_t *violations,
                   const pfi_alloc_job *jobs)
@@ -657,14 +771,20 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
     pfi_status st = prep_jobs(jobs, n, &o, 1, &pj, err);
     if (st) return st;
     double *P = malloc((nb * n + 1) * sizeof *P), *env = malloc((nb ? nb : 1) * sizeof *env);
-    if (!P || !env) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, NULL, err);
+    int *feas = malloc((nb ? nb : 1) * sizeof *feas);
+    if (!P || !env || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, feas, err);
     for (size_t k = 0; !st && k < nb; k++) {
         double t = true_total(&pj, P + k * n, NULL, jobs);
-        if (totals) totals[k] = t;
         if (gaps) gaps[k] = env[k] - t > 0 ? env[k] - t : 0;
+        if (!feas[k]) { /* the hard budget; the envelope bound no longer applies */
+            hold_budget(&pj, jobs, NULL, budgets[k], P + k * n);
+            t = true_total(&pj, P + k * n, NULL, jobs);
+            if (gaps) gaps[k] = 0;
+        }
+        if (totals) totals[k] = t;
     }
-    free(P), free(env);
+    free(P), free(env), free(feas);
     prep_free(&pj);
     return st;
 }
@@ -679,11 +799,7 @@ pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *bud
     double *P = malloc((nb * n + 1) * sizeof *P);
     int *feas = malloc((nb ? nb : 1) * sizeof *feas);
     if (!P || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    if (!st) {
-        if (o->strategy == PFI_STRAT_CURVE_AWARE)
-            st = envelope_greedy(&pj, pj.belief, budgets, nb, P, NULL, feas, err);
-        else st = water_fill(&pj, budgets, nb, P, feas, err);
-    }
+    if (!st) st = strategy_sweep(jobs, &pj, budgets, nb, o, P, feas, NULL, err);
     for (size_t k = 0; !st && k < nb; k++) {
         size_t v;
         double t = true_total(&pj, P + k * n, &v, jobs);
@@ -763,6 +879,11 @@ pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
     if (n == 0) return pfi_errorf(err, PFI_EINVAL, "no jobs");
     if (o->strategy == PFI_STRAT_CLOSED_LOOP)
         return pfi_alloc_closed_loop(jobs, n, budget_w, o, 5, 0.005, 1, out, res, NULL, err);
+    if (o->strategy == PFI_STRAT_SAFE_ONLINE) {
+        pfi_online_opts oo;
+        pfi_online_opts_default(&oo);
+        return pfi_alloc_safe_online(jobs, n, budget_w, o, &oo, oo.rounds, 1, out, res, NULL, err);
+    }
     if (o->strategy == PFI_STRAT_ORACLE)
         for (size_t i = 0; i < n; i++)
             if (!jobs[i].curve)
@@ -781,14 +902,13 @@ pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
     if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     else if (o->strategy == PFI_STRAT_ORACLE)
         st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
-    else if (o->strategy == PFI_STRAT_CURVE_AWARE)
-        st = envelope_greedy(&pj, pj.belief, &budget_w, 1, P, NULL, &feas, err);
-    else st = water_fill(&pj, &budget_w, 1, P, &feas, err);
+    else st = strategy_sweep(jobs, &pj, &budget_w, 1, o, P, &feas, NULL, err);
+    if (!st && !feas && o->strategy == PFI_STRAT_ORACLE) hold_budget(&pj, jobs, NULL, budget_w, P);
     if (!st) {
         alloc_caps(jobs, &pj, P, o, out, res);
         res->budget_w = budget_w;
         res->feasible = feas;
-        if (o->strategy == PFI_STRAT_ORACLE) {
+        if (o->strategy == PFI_STRAT_ORACLE && feas) {
             double tt = 0;
             for (size_t i = 0; i < n; i++) tt += jc_at(&pj.jc[i], P[i]);
             res->certificate_gap = env - tt > 0 ? (env - tt) : 0;

@@ -14,7 +14,9 @@ typedef struct jcurve {
     double lo, hi;
 } jcurve;
 
-pfi_status jc_build(const pfi_curve *c, double scale, jcurve *j, pfi_error *err);
+/* a job curve in its own allocation with throughput left as measured (power made monotone in
+ * cap): the raw curve that figures are reported beside; freed by jc_free */
+pfi_status jc_build_raw(const pfi_curve *c, double scale, jcurve *j, pfi_error *err);
 void jc_free(jcurve *j);
 double jc_at(const jcurve *j, double p);
 double jc_power_for(const jcurve *j, double t);
@@ -24,13 +26,35 @@ typedef struct prepared {
     size_t n;
     jcurve *jc;     /* true curves (n == 0 when unknown) */
     jcurve *belief; /* the strategy's curves (the oracle's: views of jc) */
-    double *store;  /* the points of every curve above, one block */
+    double *store;  /* the points of jc and belief, one block */
+    jcurve *raw;    /* true curves as measured (not isotonic); NULL unless asked for */
     double *floor, *hi, *weight, *scale, *tmax;
+    double *lo; /* lowest reachable power (floor without the SLA) */
 } prepared;
 
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
                      prepared *pj, pfi_error *err);
 void prep_free(prepared *pj);
+/* also the raw true curves (pj->raw) */
+pfi_status prep_raw(const pfi_alloc_job *jobs, prepared *pj, pfi_error *err);
+/* The hard budget: when the floors do not fit (sum floor > budget), P = the
+ * floors lowered tier by tier toward the lowest reachable power, Flex 3 first,
+ * then Flex 2, 1, 0, each tier in proportion to its jobs' room (floor - lo),
+ * so that sum P = budget. Returns 0 when P holds the budget, -1 when even
+ * every job at its lowest reachable power exceeds it (P = lo). floor: the
+ * floors to start from (pj->floor when NULL). */
+int hold_budget(const prepared *pj, const pfi_alloc_job *jobs, const double *floor, double budget,
+                double *P);
+/* raw total (measured curves) at P */
+double raw_total(const prepared *pj, const double *P);
+/* the pfi-op weight of job i at budget (the cut 1 - budget / sum P_max) */
+double pfi_op_weight(const prepared *pj, const pfi_alloc_job *j, size_t i, double cut,
+                     const pfi_alloc_opts *o);
+/* sweeps with the hard budget: P[k * n + i] allocations, feasible[k] (floors fit),
+ * over[k] (even the lowest reachable powers exceed the budget) */
+pfi_status strategy_sweep(const pfi_alloc_job *jobs, const prepared *pj, const double *budgets,
+                          size_t nb, const pfi_alloc_opts *o, double *P, int *feasible, int *over,
+                          pfi_error *err);
 pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
                            size_t nb, double *P, double *env_total, int *feasible, pfi_error *err);
 pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P,
@@ -39,5 +63,11 @@ double true_total(const prepared *pj, const double *P, size_t *violations,
                   const pfi_alloc_job *jobs);
 pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P,
                       const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res);
+
+/* safe-online simulated: P[r * n + i] after round r (r = 0: the reference),
+ * r <= rounds; *feasible: the learned floors fit the budget at the end */
+pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                           const pfi_alloc_opts *o, const pfi_online_opts *oo, int rounds,
+                           uint64_t seed, double *P, int *feasible, pfi_error *err);
 
 #endif

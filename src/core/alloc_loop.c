@@ -105,6 +105,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
     gsl_rng_set(rng, (unsigned long)pfi_mix64(seed ^ 0xc105edULL));
     int feas;
     if ((st = water_fill(&pj, &budget_w, 1, P, &feas, err))) goto out;
+    if (!feas) hold_budget(&pj, jobs, NULL, budget_w, P);
     if (totals) totals[0] = true_total(&pj, P, NULL, jobs);
     for (int r = 1; r <= rounds && !st; r++) {
         /* observe at the current powers */
@@ -127,6 +128,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
         prepared pc;
         if ((st = prep_jobs(ej, n, &co, 1, &pc, err))) break;
         st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, err);
+        if (!st && !feas) hold_budget(&pc, ej, NULL, budget_w, P);
         prep_free(&pc);
         if (!st && totals) totals[r] = true_total(&pj, P, NULL, jobs);
     }

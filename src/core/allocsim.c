@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc_internal.h"
 #include "util.h"
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
@@ -26,12 +27,16 @@ void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
     o->sla_curve_margin = ao.sla_curve_margin;
+    pfi_online_opts_default(&o->online);
+    o->online.rounds = 15;
 }
 
 void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
 {
     free(r->cuts);
     free(r->cell);
+    free(r->rnd);
+    free(r->oracle_infeasible);
     memset(r, 0, sizeof *r);
 }
 
@@ -40,6 +45,50 @@ static double cpu_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* the scores of one allocation P of workload w (see pfi_allocsim_round) */
+typedef struct wl_ref {
+    double ref, orc; /* the reference's and the oracle's totals */
+    int ofeas;       /* the oracle's floors fit */
+} wl_ref;
+
+static void score(pfi_allocsim_round *c, const prepared *ev, const pfi_alloc_job *w,
+                  const double *P, const wl_ref *R, int infeas, int over, double W, double *tot,
+                  size_t *viol)
+{
+    size_t v;
+    double t = true_total(ev, P, &v, w);
+    c->mean_total += t / W;
+    c->mean_total_raw += raw_total(ev, P) / W;
+    c->sla_violations += (double)v;
+    if (R->ofeas) {
+        c->sla_viol_ofeas += (double)v;
+        c->viol_workloads_ofeas += v > 0;
+    }
+    c->infeasible += infeas;
+    c->over_budget += over;
+    /* where the floors do not fit, the oracle is the tier rule on its true
+     * floors and can fall below the reference: no gap there */
+    double gap = fmax(0, R->orc - R->ref), d = t - R->ref, eps = 1e-9 * fabs(R->ref);
+    if (d < -0.05 * gap - eps) c->below_5++;
+    if (d < -0.2 * gap - eps) c->below_20++;
+    if (d < c->worst) c->worst = d;
+    if (tot) *tot = t;
+    if (viol) *viol = v;
+}
+
+/* a static strategy's allocations for every cut (P: nc x J) */
+static pfi_status static_alloc(const pfi_alloc_job *w, size_t J, const double *budgets, size_t nc,
+                               const pfi_alloc_opts *ao, double *P, int *feas, int *over,
+                               pfi_error *err)
+{
+    prepared pj;
+    pfi_status st = prep_jobs(w, J, ao, 1, &pj, err);
+    if (st) return st;
+    st = strategy_sweep(w, &pj, budgets, nc, ao, P, feas, over, err);
+    prep_free(&pj);
+    return st;
 }
 
 pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool,
@@ -63,6 +112,16 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     r->cuts = malloc(nc * sizeof *r->cuts);
     r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
     size_t J = o->jobs;
+    int rounds = o->loop_rounds > 15 ? 15 : o->loop_rounds < 0 ? 0 : o->loop_rounds;
+    int orounds = o->online.rounds > 15 ? 15 : o->online.rounds < 0 ? 0 : o->online.rounds;
+    size_t R1 = (size_t)(rounds > orounds ? rounds : orounds) + 1;
+    r->rnd = calloc(PFI_STRAT_COUNT * nc * R1, sizeof *r->rnd);
+    r->oracle_infeasible = calloc(nc, sizeof *r->oracle_infeasible);
+    double *Pall = malloc((nc > R1 ? nc : R1) * J * sizeof *Pall);
+    int *feas = malloc(nc * sizeof *feas), *over = malloc(nc * sizeof *over);
+    wl_ref *wr = malloc(nc * sizeof *wr);
+    prepared ev;
+    memset(&ev, 0, sizeof ev);
     pfi_alloc_job *w = malloc(J * sizeof *w);
     double *budgets = malloc(nc * sizeof *budgets), *tot = malloc(nc * sizeof *tot),
            *gap = malloc(nc * sizeof *gap);
@@ -72,7 +131,7 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
     pfi_status st = PFI_OK;
     if (!r->cuts || !r->cell || !w || !budgets || !tot || !gap || !inf || !viol || !ft || !pt ||
-        !rng) {
+        !rng || !r->rnd || !r->oracle_infeasible || !Pall || !feas || !over || !wr) {
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
@@ -89,8 +148,13 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
         sla_cum[t] = (t ? sla_cum[t - 1] : 0) + (sla_total > 0 ? o->sla_mix[t] / sla_total : 0);
     size_t k30 = (size_t)llround(0.30 / o->cut_step);
     if (k30 >= nc) k30 = nc - 1;
-    int rounds = o->loop_rounds > 15 ? 15 : o->loop_rounds;
     r->loop_rounds = rounds;
+    r->max_rounds = (int)R1 - 1;
+    for (size_t q = 0; q < PFI_STRAT_COUNT * nc * R1; q++) r->rnd[q].worst = INFINITY;
+    for (int s = 0; s < PFI_STRAT_COUNT; s++)
+        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP   ? rounds
+                        : s == PFI_STRAT_SAFE_ONLINE ? orounds
+                                                     : 0;
     double loop_sum[16] = {0};
     for (size_t wl = 0; wl < o->workloads && !st; wl++) {
         double sum_max = 0;
@@ -114,6 +178,27 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             sum_max += w[j].power_max_w;
         }
         for (size_t k = 0; k < nc; k++) budgets[k] = sum_max * (1 - r->cuts[k]);
+        double W = (double)o->workloads;
+        /* the evaluation curves, the reference (equal) and the oracle */
+        pfi_alloc_opts eo;
+        pfi_alloc_opts_default(&eo);
+        eo.normalized = o->normalized;
+        eo.strategy = PFI_STRAT_EQUAL;
+        prep_free(&ev);
+        if ((st = prep_jobs(w, J, &eo, 1, &ev, err)) || (st = prep_raw(w, &ev, err))) break;
+        for (size_t j = 0; j < J; j++) r->mean_uncapped += ev.tmax[j] / W;
+        for (size_t k = 0; k < nc; k++) wr[k] = (wl_ref){NAN, NAN, 1};
+        if ((o->strategies & 3u) == 3u) {
+            if ((st = static_alloc(w, J, budgets, nc, &eo, Pall, feas, over, err))) break;
+            for (size_t k = 0; k < nc; k++) wr[k].ref = true_total(&ev, Pall + k * J, NULL, w);
+            eo.strategy = PFI_STRAT_ORACLE;
+            if ((st = static_alloc(w, J, budgets, nc, &eo, Pall, feas, over, err))) break;
+            for (size_t k = 0; k < nc; k++) {
+                wr[k].orc = true_total(&ev, Pall + k * J, NULL, w);
+                wr[k].ofeas = feas[k];
+                r->oracle_infeasible[k] += !feas[k];
+            }
+        }
         for (int s = 0; s < PFI_STRAT_COUNT && !st; s++) {
             if (!(o->strategies & (1u << s))) continue;
             double t0 = cpu_now();
@@ -125,9 +210,9 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             ao.strategy = (pfi_strategy)s;
             ao.normalized = o->normalized;
             ao.sla_curve_margin = o->sla_curve_margin;
-            if (s == PFI_STRAT_ORACLE) {
-                st = pfi_oracle_sweep(w, J, budgets, nc, o->normalized, tot, gap, err);
-            } else if (s == PFI_STRAT_CLOSED_LOOP) {
+            ao.op_pfi_true = o->op_pfi_true;
+            pfi_allocsim_round *rc = &r->rnd[(size_t)s * nc * R1];
+            if (s == PFI_STRAT_CLOSED_LOOP) {
                 double lt[16];
                 for (size_t k = 0; k < nc && !st; k++) {
                     pfi_alloc_result lr;
@@ -139,9 +224,41 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
                     inf[k] = !lr.feasible;
                     if (k == k30)
                         for (int q = 0; q <= rounds; q++) loop_sum[q] += lt[q];
+                    for (int q = 0; q <= rounds; q++) { /* totals only: no allocation kept */
+                        pfi_allocsim_round *c = &rc[k * R1 + (size_t)q];
+                        c->mean_total += lt[q] / W;
+                        c->mean_total_raw = NAN;
+                        double gp = fmax(0, wr[k].orc - wr[k].ref), d = lt[q] - wr[k].ref;
+                        if (d < -0.05 * gp - 1e-9 * fabs(wr[k].ref)) c->below_5++;
+                        if (d < -0.2 * gp - 1e-9 * fabs(wr[k].ref)) c->below_20++;
+                        if (d < c->worst) c->worst = d;
+                    }
+                    rc[k * R1 + (size_t)rounds].sla_violations += (double)lr.sla_violations;
+                    rc[k * R1 + (size_t)rounds].infeasible += !lr.feasible;
+                }
+            } else if (s == PFI_STRAT_SAFE_ONLINE) {
+                for (size_t k = 0; k < nc && !st; k++) {
+                    int ok = 1;
+                    st = online_simulate(w, J, budgets[k], &ao, &o->online, orounds,
+                                         o->seed ^ pfi_mix64(wl * 131 + k), Pall, &ok, err);
+                    for (int q = 0; q <= orounds && !st; q++) {
+                        const double *Pq = Pall + (size_t)q * J;
+                        double sum = 0;
+                        for (size_t j = 0; j < J; j++) sum += Pq[j];
+                        score(&rc[k * R1 + (size_t)q], &ev, w, Pq, &wr[k], !ok,
+                              sum > budgets[k] * (1 + 1e-9), W, &tot[k], &viol[k]);
+                    }
+                    inf[k] = !ok;
                 }
             } else {
-                st = pfi_prop_sweep(w, J, budgets, nc, &ao, tot, inf, viol, err);
+                st = static_alloc(w, J, budgets, nc, &ao, Pall, feas, over, err);
+                for (size_t k = 0; k < nc && !st; k++) {
+                    score(&rc[k * R1], &ev, w, Pall + k * J, &wr[k], !feas[k], over[k], W, &tot[k],
+                          &viol[k]);
+                    inf[k] = !feas[k];
+                }
+                if (!st && s == PFI_STRAT_ORACLE)
+                    st = pfi_oracle_sweep(w, J, budgets, nc, o->normalized, tot, gap, err);
             }
             if (st) break;
             for (size_t k = 0; k < nc; k++) {
@@ -163,7 +280,18 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
             r->loop_gap_closed[q] = O > E ? (L - E) / (O - E) : NAN;
         }
     }
+    for (int s = 0; !st && s < PFI_STRAT_COUNT; s++)
+        for (size_t k = 0; k < nc; k++) {
+            double O = r->cell[PFI_STRAT_ORACLE * nc + k].mean_total,
+                   E = r->cell[PFI_STRAT_EQUAL * nc + k].mean_total;
+            for (size_t q = 0; q < R1; q++) {
+                pfi_allocsim_round *c = &r->rnd[((size_t)s * nc + k) * R1 + q];
+                c->worst = isfinite(c->worst) && O > E ? c->worst / (O - E) : NAN;
+            }
+        }
 out:
+    prep_free(&ev);
+    free(Pall), free(feas), free(over), free(wr);
     free(w), free(budgets), free(tot), free(gap), free(inf), free(viol), free(ft), free(pt);
     if (rng) gsl_rng_free(rng);
     if (st) pfi_allocsim_result_dispose(r);

@@ -33,6 +33,8 @@ typedef struct pfi_allocsim_opts {
     int loop_rounds;         /* closed loop: 5 */
     double loop_noise;       /* 0.005 */
     double sla_curve_margin; /* curve-aware SLA margin (pfi_alloc_opts default) */
+    int op_pfi_true;         /* pfi-op: PFI at the operating point from the true curve */
+    pfi_online_opts online;  /* safe-online (rounds: 15 here) */
 } pfi_allocsim_opts;
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o);
@@ -45,12 +47,33 @@ typedef struct pfi_allocsim_cell {
     double seconds;         /* CPU time spent in this strategy (all cuts) */
 } pfi_allocsim_cell;
 
+/* Scores per strategy, cut and round (static strategies: round 0 only; the
+ * closed loop and safe-online: every round). The reference is equal weight
+ * with the tier floors enforced (the equal strategy), the gap of a workload
+ * is the oracle's total less the reference's. */
+typedef struct pfi_allocsim_round {
+    double mean_total;           /* on the isotonic true curves */
+    double mean_total_raw;       /* on the curves as measured */
+    double sla_violations;       /* jobs below their tier, summed over workloads */
+    double sla_viol_ofeas;       /* ... in workloads where the oracle is feasible */
+    double viol_workloads_ofeas; /* workloads with a violation among those */
+    double infeasible;           /* workloads whose floors did not fit (budget held) */
+    double over_budget;          /* workloads where even the lowest powers exceed it */
+    double below_5, below_20;    /* workloads below the reference - 0.05 (0.2) x their gap */
+    double worst;                /* min over workloads of (total - reference) / mean gap */
+} pfi_allocsim_round;
+
 typedef struct pfi_allocsim_result {
     size_t ncuts;
     double *cuts;
     pfi_allocsim_cell *cell;    /* [strategy * ncuts + cut] */
     double loop_gap_closed[16]; /* closed loop: mean gap closed after round k at the 30% cut */
     int loop_rounds;
+    int max_rounds;               /* the larger of the closed loop's and safe-online's rounds */
+    pfi_allocsim_round *rnd;      /* [(strategy * ncuts + cut) * (max_rounds + 1) + round] */
+    int srounds[PFI_STRAT_COUNT]; /* rounds filled per strategy (0: static) */
+    double mean_uncapped;         /* mean sum of T_max (normalized: of 1) */
+    double *oracle_infeasible;    /* per cut: workloads where the oracle's floors do not fit */
 } pfi_allocsim_result;
 
 /* pool[i].moe_ft and is_ft[i] (task) drive the scenarios. */

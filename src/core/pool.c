@@ -33,7 +33,8 @@ int pfi_pool_needs_pfi(const pfi_pool_opts *o)
 
 int pfi_pool_needs_curves(const pfi_pool_opts *o)
 {
-    return (o->strategies & (BIT(PFI_STRAT_CURVE_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0;
+    return (o->strategies & (BIT(PFI_STRAT_CURVE_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0 ||
+           ((o->strategies & BIT(PFI_STRAT_PFI_OP)) && o->pfi == PFI_PFI_PREDICTED);
 }
 
 int pfi_pfi_source_parse(const char *s, pfi_pfi_source *out)
@@ -79,7 +80,8 @@ int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s
 {
     const char *fs = o->features ? o->features : DEFAULT_FEATURES;
     int by_pfi = s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_CLOSED_LOOP;
-    int by_curve = s == PFI_STRAT_CURVE_AWARE || s == PFI_STRAT_CLOSED_LOOP;
+    int by_curve = s == PFI_STRAT_CURVE_AWARE || s == PFI_STRAT_CLOSED_LOOP ||
+                   (s == PFI_STRAT_PFI_OP && o->pfi == PFI_PFI_PREDICTED);
     if (s == PFI_STRAT_DCGM && lacks_feature(S, "dram_copy_product", col, ncol))
         return PFI_POOL_LACK_DCP;
     if (by_pfi && o->pfi == PFI_PFI_PREDICTED && !o->model && lacks_feature(S, fs, col, ncol))

@@ -10,7 +10,7 @@ R="$T/recon.csv"
 total() { awk -F, '$2=="TOTAL"{print $'"$2"'}' "$1"; }
 
 # --- one allocation per strategy
-for s in oracle equal moe-ft-weighted pfi-aware dcgm curve-aware closed-loop; do
+for s in oracle equal moe-ft-weighted pfi-aware dcgm curve-aware closed-loop safe-online pfi-op; do
   expect_status 0 "$PFI" allocate --cut 0.3 --strategy $s --only split=headline "$R"
   cp "$T/out" "$T/a-$s.csv"
   lines "$T/a-$s.csv" 27   # 25 jobs + TOTAL + header
@@ -20,11 +20,15 @@ for s in oracle equal moe-ft-weighted pfi-aware dcgm curve-aware closed-loop; do
   awk -F, 'NR>1 && $2!="TOTAL" { if ($7 != int($7) || $7 < 200 || $7 > 700 || $8 < -1e-6) exit 1 }' "$T/a-$s.csv" || fail "$s caps"; ok
 done
 oracle=$(total "$T/a-oracle.csv" 11)
-for s in equal moe-ft-weighted pfi-aware dcgm curve-aware closed-loop; do
+for s in equal moe-ft-weighted pfi-aware dcgm curve-aware closed-loop safe-online pfi-op; do
   v=$(total "$T/a-$s.csv" 11)
   awk -v o="$oracle" -v v="$v" 'BEGIN{exit !(v <= o * (1 + 1e-9))}' || fail "$s ($v) above the oracle ($oracle)"; ok
 done
 awk -v a="$(total "$T/a-pfi-aware.csv" 11)" -v e="$(total "$T/a-equal.csv" 11)" 'BEGIN{exit !(a > e)}' || fail "pfi-aware not above equal"; ok
+# safe-online (the default) starts from equal weight and only moves on measured gains
+awk -v a="$(total "$T/a-safe-online.csv" 11)" -v e="$(total "$T/a-equal.csv" 11)" 'BEGIN{exit !(a > e)}' || fail "safe-online not above equal"; ok
+expect_status 0 "$PFI" allocate --cut 0.3 --only split=headline "$R"
+cmp -s "$T/out" "$T/a-safe-online.csv" || fail "the default is not safe-online"; ok
 # equal weight cuts every job by the same fraction, except one clipped at its
 # lowest measured power (dense-ft-llama70b-x16 was measured from 500 W only);
 # the others take its excess
@@ -48,7 +52,7 @@ awk -F, 'NR>1 && $2!="TOTAL" { if ($7 != 200 && $7 != 500) exit 1 }' "$T/out" ||
 # --- simulate (reduced scale): shape, oracle on top, pfi-aware >= equal at every cut, gap closed
 expect_status 0 "$PFI" simulate --workloads 15 --pool-where split=headline "$R"
 cp "$T/out" "$T/sim.csv"
-lines "$T/sim.csv" $((2 * 7 * 41 + 1))
+lines "$T/sim.csv" $((2 * 9 * 41 + 1))
 contains "$T/err" "paper: +1.5k tokens/s, 63%"
 contains "$T/err" "closed loop gap closed by round"
 awk -F, 'NR>1 { key=$1","$3; v[key","$2]=$4 } END {
@@ -82,9 +86,9 @@ for s in oracle equal moe-ft-weighted; do
   lacks "$T/err" "infeasible"
 done
 expect_error 1 "pfi-aware needs a predicted PFI: the table has no column 'dram_copy_product' for the in-sample fit (choose features with --features" \
-  "$PFI" allocate --cut 0.2 "$T/nodcp.csv"
+  "$PFI" allocate --cut 0.2 --strategy pfi-aware "$T/nodcp.csv"
 expect_error 1 "curve-aware needs predicted curves: the table has no column 'dram_copy_product'" "$PFI" allocate --cut 0.2 --strategy curve-aware "$T/nodcp.csv"
-expect_error 1 "pfi-aware needs a predicted PFI: the table has no column 'mfu'" "$PFI" allocate --cut 0.2 --features mfu "$T/nodcp.csv"
+expect_error 1 "pfi-aware needs a predicted PFI: the table has no column 'mfu'" "$PFI" allocate --cut 0.2 --strategy pfi-aware --features mfu "$T/nodcp.csv"
 # dcgm used to shed nothing here and exit 0 ("every job is at its floor", all uncapped)
 expect_error 1 "dcgm weights each job by its dram_copy_product: the table has no column 'dram_copy_product'" \
   "$PFI" allocate --cut 0.2 --strategy dcgm --features power_frac "$T/nodcp.csv"
@@ -99,27 +103,27 @@ expect_error 1 "dcgm: 1 of 2 jobs have no finite, positive dram_copy_product to 
 
 # --- --pfi measured: pfi-aware weighted by each group's own Eq. 1 PFI:
 # shed ∝ P_max / T_max x PFI, i.e. 2240 W as 2.143 : 0.857 = 1600 : 640
-expect_status 0 "$PFI" allocate --cut 0.2 --pfi measured "$T/nodcp.csv"
+expect_status 0 "$PFI" allocate --cut 0.2 --strategy pfi-aware --pfi measured "$T/nodcp.csv"
 near "$(csv_field "$T/out" group a target_w)" 4000 1e-6
 near "$(csv_field "$T/out" group b target_w)" 4960 1e-6
-expect_status 0 "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/nodcp.csv"   # robust = Eq. 1 on two points
+expect_status 0 "$PFI" allocate --cut 0.2 --strategy pfi-aware --pfi measured-robust "$T/nodcp.csv"   # robust = Eq. 1 on two points
 near "$(csv_field "$T/out" group a target_w)" 4000 1e-6
 # a group without a finite, positive PFI (no loss when capped; a gain) is named, never weighted 0
 printf 'c,H200,8,400,1000,3200,ft\nc,H200,8,700,1000,5600,ft\nd,H200,8,400,1100,3200,ft\nd,H200,8,700,1000,5600,ft\n' | cat "$T/nodcp.csv" - >"$T/badpfi.csv"
 expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs have no finite, positive PFI to weight their share by: 'c' (H200): PFI nan; 'd' (H200): PFI nan" \
-  "$PFI" allocate --cut 0.2 --pfi measured "$T/badpfi.csv"
-expect_error 1 "2 of 4 jobs have no finite, positive PFI" "$PFI" allocate --cut 0.2 --pfi measured-robust "$T/badpfi.csv"
+  "$PFI" allocate --cut 0.2 --strategy pfi-aware --pfi measured "$T/badpfi.csv"
+expect_error 1 "2 of 4 jobs have no finite, positive PFI" "$PFI" allocate --cut 0.2 --strategy pfi-aware --pfi measured-robust "$T/badpfi.csv"
 # ... in simulate too, for the whole pool even when a draw would miss them
 expect_error 1 "--pfi measured (each group's Eq. 1 PFI): pfi-aware: 2 of 4 jobs" "$PFI" simulate --workloads 1 --jobs 1 --pfi measured "$T/badpfi.csv"
-expect_error 1 "'cifar100/shufflenetv2/16/adam' (V100): PFI nan" "$PFI" allocate --cut 0.2 --pfi measured --objective normalized "$SRC/data/zeus/summary_power_v100.csv"
+expect_error 1 "'cifar100/shufflenetv2/16/adam' (V100): PFI nan" "$PFI" allocate --cut 0.2 --strategy pfi-aware --pfi measured --objective normalized "$SRC/data/zeus/summary_power_v100.csv"
 contains "$T/err" "11 of 68 jobs"
 contains "$T/err" "and 8 more"
 
 # --- simulate: the default set skips what the table cannot serve; named strategies must run
 expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 "$T/nodcp.csv"
-for s in pfi-aware dcgm curve-aware closed-loop; do contains "$T/err" "skipping $s: the table has no column 'dram_copy_product'"; done
-lines "$T/out" $((2 * 3 * 41 + 1))
-awk -F, 'NR>1 && $2!="oracle" && $2!="equal" && $2!="moe-ft-weighted" {exit 1}' "$T/out" || fail "simulate ran a strategy it skipped"; ok
+for s in pfi-aware dcgm curve-aware closed-loop pfi-op; do contains "$T/err" "skipping $s: the table has no column 'dram_copy_product'"; done
+lines "$T/out" $((2 * 4 * 41 + 1))
+awk -F, 'NR>1 && $2!="oracle" && $2!="equal" && $2!="moe-ft-weighted" && $2!="safe-online" {exit 1}' "$T/out" || fail "simulate ran a strategy it skipped"; ok
 expect_error 1 "dcgm weights each job by its dram_copy_product" "$PFI" simulate --workloads 3 --features power_frac --strategies oracle,equal,dcgm "$T/nodcp.csv"
 expect_error 1 "pfi-aware needs a predicted PFI" "$PFI" simulate --workloads 3 --strategies all "$T/nodcp.csv"
 expect_status 0 "$PFI" simulate --workloads 3 --jobs 4 --pfi measured --strategies oracle,equal,pfi-aware "$T/nodcp.csv"

@@ -270,7 +270,18 @@ static void sla_and_caps(void **s)
     o.strategy = PFI_STRAT_ORACLE;
     pfi_alloc_out out[3];
     pfi_alloc_result r;
+    /* the floors (5400, 4200, 2300) do not fit 11340 W: the budget holds, the
+     * Flex 3 job falls below its floor first */
     assert_int_equal(pfi_allocate(jobs, 3, 0.7 * 3 * 5400, &o, out, &r, NULL), PFI_OK);
+    assert_false(r.feasible);
+    assert_near(r.total_power_w, 0.7 * 3 * 5400, 1e-6);
+    assert_near(out[0].target_w, 5400, 1e-6);
+    assert_near(out[1].target_w, 4200, 1e-6);
+    assert_near(out[2].target_w, 0.7 * 3 * 5400 - 5400 - 4200, 1e-6);
+    assert_int_equal(r.sla_violations, 1);
+    /* where they fit, every tier holds */
+    assert_int_equal(pfi_allocate(jobs, 3, 0.75 * 3 * 5400, &o, out, &r, NULL), PFI_OK);
+    assert_true(r.feasible);
     assert_near(out[0].target_w, 5400, 1e-6);
     assert_true(out[1].tokens_true >= 900 - 1e-6);
     assert_true(out[2].tokens_true >= 500 - 1e-6);
@@ -283,9 +294,16 @@ static void sla_and_caps(void **s)
     }
     /* equal weight ignores the curve: its SLA floors come from the ratio rule */
     o.strategy = PFI_STRAT_EQUAL;
-    pfi_allocate(jobs, 3, 0.7 * 3 * 5400, &o, out, &r, NULL);
+    pfi_allocate(jobs, 3, 0.75 * 3 * 5400, &o, out, &r, NULL);
     assert_near(out[0].target_w, 5400, 1e-6);
     assert_true(out[1].target_w >= 5400 * (1 - 0.1 * 0.8) - 1e-6);
+    /* its floors (5400, 4968, 3240) do not fit 0.7 x 16200: Flex 3 goes to its
+     * lowest power (1600), then Flex 1 gives up what is still missing */
+    pfi_allocate(jobs, 3, 0.7 * 3 * 5400, &o, out, &r, NULL);
+    assert_false(r.feasible);
+    assert_near(out[0].target_w, 5400, 1e-6);
+    assert_near(out[2].target_w, 1600, 1e-6);
+    assert_near(out[1].target_w, 0.7 * 3 * 5400 - 5400 - 1600, 1e-6);
     pfi_curve_dispose(&a);
     pfi_curve_dispose(&b);
     pfi_curve_dispose(&c);

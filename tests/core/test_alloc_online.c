@@ -1,0 +1,219 @@
+/* test_alloc_online.c — safe-online and the study's definitions on
+ * adversarial curves (concave, a convex piece, a flat top, noisy points, a
+ * job whose throughput does not respond to power, a line): the budget holds
+ * in every round; the mean total never falls between rounds by more than
+ * 0.02 of the gap; no workload-round falls below the reference less 0.2 of
+ * its gap; with SLA tiers no violation at round 5 where the oracle is
+ * feasible at cuts to 25%, and at 30% (where the learned floors may not yet
+ * fit) a tenth of the reference's by round 10 (docs/allocation.md); a measured violation forces the
+ * job up; a new budget restarts from the reference; pfi-op sheds more from a flat top than from a
+ * line. */
+#include "../testutil.h"
+
+#include "allocsim.h"
+#include "pfi/alloc.h"
+
+enum { NC = 6, NCURVE = 6 };
+static const double caps[NC] = {200, 300, 400, 500, 600, 700};
+static const double pw[NC] = {1600, 2400, 3200, 4000, 4800, 5600};
+/* T / T_max; slopes at most 1.26 in P/P_max units (the Lipschitz assumption) */
+static const double shapes[NCURVE][NC] = {
+    {0.55, 0.72, 0.85, 0.93, 0.98, 1.00}, /* concave */
+    {0.45, 0.47, 0.52, 0.66, 0.83, 1.00}, /* convex piece */
+    {0.60, 0.80, 0.97, 1.00, 1.00, 1.00}, /* flat top */
+    {0.50, 0.66, 0.64, 0.84, 0.82, 1.00}, /* noisy, not monotone */
+    {1.00, 1.00, 1.00, 1.00, 1.00, 1.00}, /* does not respond to power */
+    {0.29, 0.43, 0.57, 0.71, 0.86, 1.00}, /* a line (PFI 1) */
+};
+
+typedef struct pool {
+    pfi_curve c[NCURVE];
+    pfi_alloc_job j[NCURVE];
+} pool;
+
+static void pool_init(pool *P, double tmax_scale)
+{
+    for (int k = 0; k < NCURVE; k++) {
+        double t[NC];
+        for (int i = 0; i < NC; i++) t[i] = shapes[k][i] * 1000 * (1 + tmax_scale * k);
+        P->c[k] = tu_curve(NC, caps, pw, t);
+        pfi_alloc_job *j = &P->j[k];
+        memset(j, 0, sizeof *j);
+        j->gpus = 8;
+        j->tokens_per_s_max = t[NC - 1];
+        j->power_max_w = pw[NC - 1];
+        j->power_min_w = pw[0];
+        j->curve = &P->c[k];
+        j->pred_curve = &P->c[(k + 1) % NCURVE]; /* a wrong prior */
+        j->pfi_pred = 1.5;
+        j->sla_tier = -1;
+        j->cap_min_w = 200;
+        j->cap_max_w = 700;
+    }
+}
+
+static void pool_dispose(pool *P)
+{
+    for (int k = 0; k < NCURVE; k++) pfi_curve_dispose(&P->c[k]);
+}
+
+static const pfi_allocsim_round *rnd(const pfi_allocsim_result *r, int s, size_t k, int q)
+{
+    return &r->rnd[((size_t)s * r->ncuts + k) * (size_t)(r->max_rounds + 1) + (size_t)q];
+}
+
+/* the study on the adversarial pool: safety and monotonicity per cut */
+static void run_study(double sla_flex0, int normalized)
+{
+    pool P;
+    pool_init(&P, 0.3);
+    pfi_allocsim_opts so;
+    pfi_allocsim_opts_default(&so);
+    so.workloads = 40;
+    so.jobs = 12;
+    so.cut_max = 0.30;
+    so.cut_step = 0.05;
+    so.scenario = PFI_SCEN_RANDOM;
+    so.normalized = normalized;
+    so.online.rounds = 10;
+    so.strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
+                    (1u << PFI_STRAT_SAFE_ONLINE) | (1u << PFI_STRAT_PFI_OP);
+    if (sla_flex0 >= 0) {
+        so.sla_mix[0] = sla_flex0;
+        so.sla_mix[1] = so.sla_mix[2] = so.sla_mix[3] = (1 - sla_flex0) / 3;
+    }
+    pfi_allocsim_result r;
+    pfi_error e;
+    assert_int_equal(pfi_allocsim_run(P.j, NULL, NCURVE, &so, &r, &e), PFI_OK);
+    double gained = 0;
+    for (size_t k = 1; k < r.ncuts; k++) {
+        double O = rnd(&r, PFI_STRAT_ORACLE, k, 0)->mean_total,
+               E = rnd(&r, PFI_STRAT_EQUAL, k, 0)->mean_total, gap = O - E;
+        assert_true(gap >= -1e-9 * O);
+        for (int s = 0; s < PFI_STRAT_COUNT; s++) {
+            if (!(so.strategies & (1u << s))) continue;
+            for (int q = 0; q <= r.srounds[s]; q++) /* the budget is hard */
+                assert_int_equal((int)rnd(&r, s, k, q)->over_budget, 0);
+        }
+        for (int q = 0; q <= r.srounds[PFI_STRAT_SAFE_ONLINE]; q++) {
+            const pfi_allocsim_round *c = rnd(&r, PFI_STRAT_SAFE_ONLINE, k, q);
+            if (q == 0) assert_near(c->mean_total, E, 1e-9 * E); /* starts at the reference */
+            if (q > 0) /* monotone across rounds, to 0.02 of the gap */
+                assert_true(c->mean_total >= rnd(&r, PFI_STRAT_SAFE_ONLINE, k, q - 1)->mean_total -
+                                                 0.02 * gap - 1e-9 * E);
+            /* never below ref - 0.2 gap (with tiers, a move forced by a measured
+             * violation may cost throughput against a reference that violates) */
+            if (sla_flex0 < 0) assert_int_equal((int)c->below_20, 0);
+            /* SLA learned online: violations (where the oracle is feasible) fall
+             * to at most a tenth of the reference's (which enforces only the
+             * conservative floors, pushed below them by the hard budget) */
+            /* none at round 5 where the learned floors can fit (cuts to 25%) */
+            if (sla_flex0 >= 0 && q == 5 && r.cuts[k] < 0.25 + 1e-9)
+                assert_int_equal((int)c->sla_viol_ofeas, 0);
+            if (sla_flex0 >= 0 && q == r.srounds[PFI_STRAT_SAFE_ONLINE])
+                assert_true(c->sla_viol_ofeas <=
+                            0.1 * rnd(&r, PFI_STRAT_SAFE_ONLINE, k, 0)->sla_viol_ofeas);
+        }
+        gained +=
+            rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.srounds[PFI_STRAT_SAFE_ONLINE])->mean_total - E;
+    }
+    assert_true(gained > 0); /* it learns something */
+    pfi_allocsim_result_dispose(&r);
+    pool_dispose(&P);
+}
+
+static void adversarial_safety(void **s)
+{
+    (void)s;
+    run_study(-1, 0);
+    run_study(-1, 1);
+}
+
+static void adversarial_sla(void **s)
+{
+    (void)s;
+    run_study(0.1, 1);
+}
+
+/* the online API: a measured violation forces a job up; a new budget
+ * restarts from the reference; targets never exceed the budget */
+static void online_api(void **s)
+{
+    (void)s;
+    pool P;
+    pool_init(&P, 0);
+    P.j[0].sla_tier = 1; /* concave: <= 10% loss */
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    double budget = 0.75 * NCURVE * 5600;
+    pfi_online *st;
+    assert_int_equal(pfi_online_new(P.j, NCURVE, budget, &o, &oo, &st, NULL), PFI_OK);
+    const double *t0 = pfi_online_targets(st);
+    double sum = 0;
+    for (int i = 0; i < NCURVE; i++) sum += t0[i];
+    assert_near(sum, budget, 1e-6 * budget);
+    /* the reference: equal weight, the Flex 1 job at its conservative floor */
+    double f0 = pfi_online_floor(st, 0);
+    assert_near(f0, 5600 * (1 - 0.1 / 1.25), 1e-6);
+    assert_true(t0[0] >= f0 - 1e-9);
+    double p[NCURVE], pse[NCURVE], tk[NCURVE], tse[NCURVE], next[NCURVE];
+    for (int i = 0; i < NCURVE; i++) {
+        p[i] = t0[i];
+        pse[i] = 1;
+        tk[i] = 1000 * shapes[i][3];
+        tse[i] = 1;
+    }
+    /* job 0 measured at 80% of T_max at its floor: a violation, it is forced up */
+    tk[0] = 800;
+    assert_int_equal(pfi_online_round(st, budget, p, pse, tk, tse, next, NULL), PFI_OK);
+    assert_true(pfi_online_floor(st, 0) > p[0]);
+    assert_true(next[0] > p[0]);
+    sum = 0;
+    for (int i = 0; i < NCURVE; i++) sum += next[i];
+    assert_true(sum <= budget * (1 + 1e-9));
+    /* a new budget: the reference there */
+    double b2 = 0.85 * NCURVE * 5600;
+    assert_int_equal(pfi_online_round(st, b2, p, pse, tk, tse, next, NULL), PFI_OK);
+    sum = 0;
+    for (int i = 0; i < NCURVE; i++) sum += next[i];
+    assert_near(sum, b2, 1e-6 * b2);
+    pfi_online_free(st);
+    pool_dispose(&P);
+}
+
+/* pfi-op: the PFI at the operating point; the flat top sheds more than the line */
+static void pfi_op(void **s)
+{
+    (void)s;
+    pool P;
+    pool_init(&P, 0);
+    pfi_alloc_job jobs[2] = {P.j[2], P.j[5]}; /* flat top, line */
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.strategy = PFI_STRAT_PFI_OP;
+    o.op_pfi_true = 1;
+    o.normalized = 1;
+    pfi_alloc_out out[2];
+    pfi_alloc_result r;
+    double budget = 0.8 * 2 * 5600;
+    assert_int_equal(pfi_allocate(jobs, 2, budget, &o, out, &r, NULL), PFI_OK);
+    assert_near(r.total_power_w, budget, 1e-6);
+    assert_true(out[0].target_w < out[1].target_w - 500);
+    /* at a 20% cut the flat top's PFI there is 0.2 / (1 - 0.988) (capped at 100)
+     * against the line's 1: the line sheds at most a few percent of the cut */
+    assert_true(5600 - out[1].target_w < 0.1 * 0.2 * 2 * 5600);
+    pool_dispose(&P);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(adversarial_safety),
+        cmocka_unit_test(adversarial_sla),
+        cmocka_unit_test(online_api),
+        cmocka_unit_test(pfi_op),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
