@@ -204,8 +204,23 @@ PFI_API const double *pfi_online_targets(const pfi_online *s);
 PFI_API pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_w,
                                     const double *power_se_w, const double *tokens_per_s,
                                     const double *tokens_se, double *target_w, pfi_error *err);
+/* A changing job set (the controller; docs/allocation.md, "The controller").
+ * hold: job i stays at its target and is out of moves (an unreachable job;
+ * its measurements are ignored), or back in (held 0). rebudget: a new budget
+ * without a restart: the difference is spread by equal weight (P_max) over the
+ * jobs not held, within their learned floors and P_max; the last move is not
+ * judged. rejob: a new state for jobs (n), job i carrying what old's job
+ * from[i] learned and its target (from[i] < 0: a new job, at its reference
+ * share), then rebudget to budget_w; old is left as it was. */
+PFI_API void pfi_online_hold(pfi_online *s, size_t i, int held);
+PFI_API void pfi_online_rebudget(pfi_online *s, double budget_w);
+PFI_API pfi_status pfi_online_rejob(const pfi_online *old, const pfi_alloc_job *jobs, size_t n,
+                                    const long *from, double budget_w, pfi_online **out,
+                                    pfi_error *err);
 /* the job's learned SLA floor (aggregate W) */
 PFI_API double pfi_online_floor(const pfi_online *s, size_t i);
+/* the operating points job i has measured, its uncapped baseline included */
+PFI_API size_t pfi_online_points(const pfi_online *s, size_t i);
 PFI_API void pfi_online_free(pfi_online *s);
 
 /* Simulation on the true curves with the measurement model of oo (seeded):

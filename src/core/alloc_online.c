@@ -45,6 +45,7 @@ typedef struct ojob {
     double floor;
     double D; /* trust region now, x P_max: doubles while moves go one way (to 4 x trust_frac) */
     int moved, dir;
+    int held; /* out of moves at P (pfi_online_hold: e.g. an unreachable job) */
 } ojob;
 
 struct pfi_online {
@@ -80,6 +81,11 @@ void pfi_online_opts_default(pfi_online_opts *o)
 const double *pfi_online_targets(const pfi_online *s)
 {
     return s->targets;
+}
+
+size_t pfi_online_points(const pfi_online *s, size_t i)
+{
+    return i < s->n ? s->j[i].np : 0;
 }
 
 double pfi_online_floor(const pfi_online *s, size_t i)
@@ -291,6 +297,13 @@ static double secant(const opoint *a, const opoint *b, double *se)
 static void local_model(pfi_online *s, size_t i)
 {
     ojob *q = &s->j[i];
+    if (q->held) { /* pinned where it is */
+        jcurve *L = &s->local[i];
+        L->n = 1;
+        L->p[0] = L->lo = L->hi = s->dlo[i] = s->dhi[i] = q->P;
+        L->t[0] = q->t_last;
+        return;
+    }
     double pmax = s->jobs[i].power_max_w, u = s->pj.tmax[i] / pmax; /* tokens per W per unit */
     double P = q->P, D = q->D * pmax, z = s->oo.z, k = s->oo.curvature * u / pmax;
     const opoint *b, *c, *a;
@@ -386,7 +399,8 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         s->moved_last = 0;
         if (d < -s->oo.z * sqrt(v)) {
             int forced = 0;
-            for (size_t i = 0; i < n; i++) forced |= s->j[i].P < s->j[i].floor - 1e-9;
+            for (size_t i = 0; i < n; i++)
+                forced |= !s->j[i].held && s->j[i].P < s->j[i].floor - 1e-9;
             if (!forced) {
                 for (size_t i = 0; i < n; i++) {
                     ojob *q = &s->j[i];
@@ -417,7 +431,7 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         for (size_t i = 0; i < n; i++) {
             jcurve *L = &s->local[i];
             double f = s->j[i].floor;
-            if (f < L->lo) {
+            if (f < L->lo && !s->j[i].held) {
                 double sl = L->n > 1 ? (L->t[1] - L->t[0]) / (L->p[1] - L->p[0]) : 0;
                 L->t[0] -= sl * (L->p[0] - f);
                 L->p[0] = f;
@@ -464,6 +478,70 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         Pn[i] = target_w[i] = q->P;
         sum -= take;
     }
+    return PFI_OK;
+}
+
+/* ---- a changing job set (the controller: jobs arrive, leave, become unreachable) ---- */
+
+void pfi_online_hold(pfi_online *s, size_t i, int held)
+{
+    if (i >= s->n) return;
+    s->j[i].held = held != 0;
+    if (held) s->j[i].moved = 0; /* a held job's last move is not judged */
+}
+
+void pfi_online_rebudget(pfi_online *s, double budget_w)
+{
+    size_t n = s->n;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += s->j[i].P;
+    double d = budget_w - sum;
+    /* equal weight (P_max) over the jobs not held that have room, until the
+     * difference is spread or no job has room (at most n passes: each pass
+     * fills at least one job or spreads the rest) */
+    for (size_t pass = 0; pass <= n && fabs(d) > 1e-9 * fabs(budget_w); pass++) {
+        double w = 0;
+        for (size_t i = 0; i < n; i++) {
+            const ojob *q = &s->j[i];
+            double room = d > 0 ? s->pj.hi[i] - q->P : q->P - q->floor;
+            if (!q->held && room > 1e-12) w += s->jobs[i].power_max_w;
+        }
+        if (w <= 0) break;
+        double left = d;
+        for (size_t i = 0; i < n; i++) {
+            ojob *q = &s->j[i];
+            double room = d > 0 ? s->pj.hi[i] - q->P : q->P - q->floor;
+            if (q->held || room <= 1e-12) continue;
+            double x = d * s->jobs[i].power_max_w / w;
+            if (fabs(x) > room) x = d > 0 ? room : -room;
+            q->P += x;
+            left -= x;
+        }
+        d = left;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ojob *q = &s->j[i];
+        q->Pprev = q->P;
+        q->moved = 0;
+        s->targets[i] = q->P;
+    }
+    s->moved_last = 0;
+    s->budget = budget_w;
+}
+
+pfi_status pfi_online_rejob(const pfi_online *old, const pfi_alloc_job *jobs, size_t n,
+                            const long *from, double budget_w, pfi_online **out, pfi_error *err)
+{
+    pfi_status st = pfi_online_new(jobs, n, budget_w, &old->o, &old->oo, out, err);
+    if (st) return st;
+    pfi_online *s = *out;
+    for (size_t i = 0; i < n; i++) {
+        if (from[i] < 0 || (size_t)from[i] >= old->n) continue; /* new: its reference share */
+        s->j[i] = old->j[from[i]];
+        s->j[i].moved = 0;
+        s->targets[i] = s->j[i].P;
+    }
+    pfi_online_rebudget(s, budget_w);
     return PFI_OK;
 }
 

@@ -45,6 +45,26 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
     *integral_w = fmin(I, MAX_INTEGRAL_FRAC * budget_w);
 }
 
+/* shed excess_w (> 0) from the targets by equal weight (P_max), none below
+ * its lowest power (the caller made sure the lowest powers fit) */
+static void shed_equal(const pfi_alloc_job *aj, pfi_alloc_out *ja, size_t n, double excess_w)
+{
+    for (size_t pass = 0; pass <= n && excess_w > 1e-9; pass++) {
+        double w = 0, left = excess_w;
+        for (size_t i = 0; i < n; i++)
+            if (ja[i].target_w > aj[i].power_min_w + 1e-12) w += aj[i].power_max_w;
+        if (w <= 0) return;
+        for (size_t i = 0; i < n; i++) {
+            double room = ja[i].target_w - aj[i].power_min_w;
+            if (room <= 1e-12) continue;
+            double x = fmin(room, excess_w * aj[i].power_max_w / w);
+            ja[i].target_w -= x;
+            left -= x;
+        }
+        excess_w = left;
+    }
+}
+
 pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
                            double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
                            int *feasible, pfi_error *err)
@@ -58,7 +78,7 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     double floor_sum = 0;
-    int normalized = 0;
+    int normalized = 0, fixed_all = 1;
     for (size_t i = 0; i < n; i++) {
         const pfi_pc_job *j = &jobs[i];
         double r = ratio_of(j);
@@ -75,6 +95,7 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         aj[i].cap_min_w = j->cap_min_w;
         aj[i].cap_max_w = j->cap_max_w;
         floor_sum += aj[i].power_min_w;
+        fixed_all &= j->fixed_target_w > 0;
     }
     /* without every job's throughput, allocate on T/T_max */
     if (normalized)
@@ -87,6 +108,13 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
     if (b < floor_sum) {
         *feasible = 0;
         for (size_t i = 0; i < n; i++) ja[i].target_w = aj[i].power_min_w;
+    } else if (fixed_all) {
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            ja[i].target_w = fmax(jobs[i].fixed_target_w, aj[i].power_min_w);
+            sum += ja[i].target_w;
+        }
+        shed_equal(aj, ja, n, sum - b);
     } else {
         st = pfi_allocate(aj, n, b, &oo, ja, &res, err);
         if (!st && !res.feasible) *feasible = 0;

@@ -42,6 +42,9 @@ typedef struct pfi_pc_job {
     double measured_w, cap_w; /* aggregate power; current per-GPU cap */
     /* state kept across periods */
     double ratio; /* drawn / (cap x GPUs) when power-bound; 0: not learned yet */
+    /* > 0: this aggregate power target instead of the allocator's (safe-online
+       runs outside, in the controller); used only when every job has one */
+    double fixed_target_w;
 } pfi_pc_job;
 
 typedef struct pfi_pc_out {
@@ -62,7 +65,11 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
 
 /* One allocation: budget_w for the managed jobs (fixed_w already outside
  * them, integral_w the feedback term). *feasible = 0 when even every job at
- * its lowest cap exceeds the budget (then every job gets its lowest cap). */
+ * its lowest cap exceeds the budget (then every job gets its lowest cap).
+ * With a fixed_target_w on every job the targets are those (an online
+ * strategy's, computed for budget_w - fixed_w), less the feedback term and
+ * any excess over budget_w - fixed_w - integral_w, shed by equal weight
+ * (P_max) down to each job's lowest power; the caps from the learned ratios. */
 pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
                            double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
                            int *feasible, pfi_error *err);

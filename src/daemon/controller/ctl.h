@@ -10,7 +10,8 @@
  * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
  * feedback, faults), ctl_http.c (the API and the status page), ctl_openadr.c
  * (OpenADR events from the webhook and the poller), ctl_report.c
- * (an event's measurement and verification, JSON and PNG). One mutex guards
+ * (an event's measurement and verification, JSON and PNG), ctl_online.c
+ * (safe-online's state across periods, keyed by job). One mutex guards
  * the controller's state; HTTP handlers and the loop share it. */
 #ifndef PFI_CTL_H
 #define PFI_CTL_H
@@ -118,6 +119,8 @@ typedef struct ctl_event {
     size_t reports_kept; /* report intervals 0..reports_kept-1 are in the table (ctl_vtn.c) */
 } ctl_event;
 
+typedef struct ctl_online ctl_online_t; /* ctl_online.c */
+
 typedef struct ctl {
     ctl_cfg cfg;
     pthread_mutex_t mu;
@@ -136,6 +139,8 @@ typedef struct ctl {
     int stable_periods; /* periods with unchanged caps and budget */
     int wake;           /* run a period now (an event that starts now arrived) */
     double loop_s;      /* wall time of the last whole period: collect, cycle, push */
+    /* safe-online during an event (ctl_online.c; NULL: none) */
+    ctl_online_t *online;
     /* the last cycle */
     double now, budget_w, measured_w, fixed_w, cycle_s;
     int active, feasible;
@@ -206,6 +211,18 @@ void ctl_cycle(ctl *c);
 pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error *err);
 int ctl_event_cancel(ctl *c, const char *id);
 ctl_event *ctl_event_find(ctl *c, const char *id);
+
+/* ctl_online.c (lock held): safe-online's targets for this period as the
+ * managed jobs' fixed targets (pj[q] is the ctl_job idx[q]); budget_w the
+ * event's budget now, fixed_w the unreachable jobs' assumed power. end: the
+ * event is over (state freed). json: its state for /v1/status (null: none). */
+struct pfi_pc_job;
+void ctl_online_period(ctl *c, double budget_w, double fixed_w, struct pfi_pc_job *pj,
+                       const size_t *idx, size_t np);
+void ctl_online_end(ctl *c);
+json_t *ctl_online_json(const ctl *c);
+unsigned long long ctl_online_rounds(const ctl *c);
+double ctl_online_target_w(const ctl *c, const char *id, int tier); /* NaN: none */
 
 /* ctl_openadr.c (lock held): one OpenADR EVENT or notification from the
  * webhook or the poller (via: "webhook", "poll"). Returns the HTTP status

@@ -124,10 +124,11 @@ static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name,
     (void)name, (void)ud;
     pfi_strategy s;
     if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
-        (s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL && s != PFI_STRAT_CURVE_AWARE &&
-         s != PFI_STRAT_CLOSED_LOOP))
-        return pfi_errorf(err, PFI_EINVAL,
-                          "strategy: expected pfi-aware, equal, curve-aware or closed-loop");
+        (s != PFI_STRAT_SAFE_ONLINE && s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL &&
+         s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP))
+        return pfi_errorf(
+            err, PFI_EINVAL,
+            "strategy: expected safe-online, pfi-aware, equal, curve-aware or closed-loop");
     *(pfi_strategy *)k->dst = s;
     return PFI_OK;
 }
@@ -293,7 +294,7 @@ static void defaults(ctl_cfg *c)
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:9480");
     snprintf(c->db, sizeof c->db, "/var/lib/pfi/controller.db");
-    c->strategy = PFI_STRAT_PFI_AWARE;
+    c->strategy = PFI_STRAT_SAFE_ONLINE;
     c->period_s = 5;
     c->tolerance_pct = 2;
     c->baseline_window_s = 60;

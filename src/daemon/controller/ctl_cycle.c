@@ -345,6 +345,7 @@ void ctl_cycle(ctl *c)
     c->active = active;
     c->gov_id[0] = 0;
     if (!active) {
+        ctl_online_end(c);
         c->budget_w = c->measured_w = c->fixed_w = NAN;
         c->stable_periods = 0;
         c->cycle_s = pfi_wall_monotonic() - t0;
@@ -450,6 +451,7 @@ void ctl_cycle(ctl *c)
         }
         idx[np++] = k;
     }
+    if (c->cfg.strategy == PFI_STRAT_SAFE_ONLINE) ctl_online_period(c, budget, fixed, pj, idx, np);
     /* feedback only on a settled plant: the same caps and budget for a whole
        period before this one (a ramp or a new allocation is not an error to
        integrate); dips cannot wind it up either (power_control.h) */
@@ -457,6 +459,8 @@ void ctl_cycle(ctl *c)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.strategy = c->cfg.strategy;
+    if (o.strategy == PFI_STRAT_SAFE_ONLINE) /* a job without an online target: the reference */
+        o.strategy = PFI_STRAT_EQUAL;
     int missing_curve = 0;
     for (size_t q = 0; q < np; q++) missing_curve |= !pj[q].pred_curve;
     if ((o.strategy == PFI_STRAT_CURVE_AWARE || o.strategy == PFI_STRAT_CLOSED_LOOP) &&

@@ -147,6 +147,8 @@ static json_t *status_json(ctl *c)
                             isfinite(j->alloc_w) ? json_real(j->alloc_w) : json_null());
         json_object_set_new(o, "alloc_cap_w",
                             j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
+        json_object_set_new(o, "online_target_w",
+                            num_or_null(ctl_online_target_w(c, j->id, j->tier)));
         json_object_set_new(o, "pfi_predicted",
                             isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
         /* against its baseline while an event runs (the report's rule: its
@@ -190,6 +192,7 @@ static json_t *status_json(ctl *c)
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_object_set_new(o, "governing_event", c->gov_id[0] ? json_string(c->gov_id) : json_null());
     json_object_set_new(o, "feasible", c->active ? json_boolean(c->feasible) : json_null());
+    json_object_set_new(o, "online", ctl_online_json(c));
     return o;
 }
 
@@ -355,6 +358,9 @@ static char *metrics(ctl *c, size_t *len)
     head(&b, "pfi_ctl_generation_rejects_total", "counter",
          "Pushes an agent refused (400) for their lease generation: an alarm.");
     pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
+    head(&b, "pfi_ctl_online_round", "gauge",
+         "safe-online: measured rounds run in the current event (0: none, or another strategy).");
+    pfi_buf_printf(&b, "pfi_ctl_online_round %llu\n", ctl_online_rounds(c));
     head(&b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
     pfi_buf_printf(&b, "pfi_ctl_cycles_total %llu\n", c->cycles);
     head(&b, "pfi_ctl_pushes_total", "counter", "Caps pushes to agents.");

@@ -466,6 +466,7 @@ int main(int argc, char **argv)
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
+    ctl_online_end(c);
     pfi_oadr_book_free(&c->oadr_book);
     sqlite3_close(c->db);
     pfi_daemon_log_close(&g_log);

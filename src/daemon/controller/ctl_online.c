@@ -1,0 +1,337 @@
+/* ctl_online.c — safe-online in pfi-controller (docs/allocation.md, "The
+ * controller"): one pfi_online_round per control period during an event,
+ * its per-job power targets handed to pfi_pc_allocate as fixed targets (the
+ * feedback term and the learned power/cap ratios stay there).
+ *
+ * State keyed by job (id, tier), for the event:
+ *   - a job that leaves drops out; a new one starts at its reference share;
+ *     the others keep what they learned and their targets, the budget's
+ *     difference spread by equal weight (pfi_online_rejob) — no restart;
+ *   - a job on an unreachable agent keeps its target and cap and is out of
+ *     moves (pfi_online_hold); the others share the budget less its target;
+ *   - a job that reports no tokens/s (no step log) is held at its reference
+ *     share: without evidence nothing is moved.
+ * Measurements and their standard errors: the agents answer one sample a
+ * period (a 1 s power reading, tokens/s over the steps of the last second),
+ * so a job's measurement at its current cap is the mean of its samples at
+ * that cap, the first one after the cap changed discarded (settling: one
+ * control period), at most CTL_ON_SAMPLES of them. Its standard error is the
+ * sample standard deviation / sqrt(k) with k >= 3 samples (never less than a
+ * quarter of the prior's), else the prior coefficient of variation of one
+ * sample (power 2%, tokens/s 3%) / sqrt(k).
+ * A round runs when every job not held has a settled measurement (or has
+ * waited CTL_ON_WAIT periods for one: then it goes without). While the
+ * event's budget changes (a ramp) each period restarts from the reference
+ * at the new budget (pfi_online_round's rule), keeping what was learned. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "power_control.h"
+
+#define CTL_ON_SAMPLES 8
+#define CTL_ON_WAIT 3
+#define CTL_ON_CV_POWER 0.02
+#define CTL_ON_CV_TOKENS 0.03
+
+typedef struct on_job {
+    char id[64];
+    int tier;
+    pfi_alloc_job aj;
+    int no_tokens; /* no baseline throughput: held at its reference share */
+    double cap_w;  /* the cap its samples are at (0: none yet) */
+    int settled, wait;
+    double sp[CTL_ON_SAMPLES], st[CTL_ON_SAMPLES];
+    size_t ns, head;
+    int present, held;
+    size_t k; /* this period's ctl_job index */
+} on_job;
+
+struct ctl_online {
+    pfi_online *s;
+    on_job *j;
+    size_t n;
+    double event_budget_w, online_budget_w; /* last period's: the event's, the state's */
+    unsigned long long rounds, rejobs;
+    const char *action;
+    /* measured totals of the jobs not held (tokens/s, standard error): at the
+       reference allocation (the first round after a restart from it, with
+       the same jobs and budget since; NaN: none) and at the last round */
+    double ref_tok, ref_se, now_tok, now_se;
+    int at_reference; /* the targets are the reference's (not moved since) */
+};
+
+static void drop(ctl_online_t *o)
+{
+    if (!o) return;
+    pfi_online_free(o->s);
+    free(o->j);
+    free(o);
+}
+
+void ctl_online_end(ctl *c)
+{
+    drop(c->online);
+    c->online = NULL;
+}
+
+static on_job *find(ctl_online_t *o, const ctl_job *j)
+{
+    for (size_t i = 0; i < o->n; i++)
+        if (o->j[i].tier == j->tier && !strcmp(o->j[i].id, j->id)) return &o->j[i];
+    return NULL;
+}
+
+/* a new job's entry from what the controller knows at the event's start
+ * (or, for a late job, when it is first seen) */
+static void job_init(on_job *q, const ctl_job *j)
+{
+    memset(q, 0, sizeof *q);
+    snprintf(q->id, sizeof q->id, "%s", j->id);
+    q->tier = j->tier;
+    double pmax = j->base_w, pmin = j->gpus * j->cap_min_w * 0.97;
+    if (!(pmin < pmax * 0.99)) pmin = pmax * 0.5;
+    q->no_tokens = !(j->base_tokens > 0);
+    q->aj = (pfi_alloc_job){.gpus = j->gpus,
+                            .tokens_per_s_max = q->no_tokens ? 1 : j->base_tokens,
+                            .power_max_w = pmax,
+                            .power_min_w = pmin,
+                            .pfi_pred = 1,
+                            .sla_tier = j->tier,
+                            .cap_min_w = j->cap_min_w,
+                            .cap_max_w = j->cap_max_w};
+}
+
+/* this period's sample of job q (the ctl_job j): kept when the agent shows
+ * the cap we gave it for a second period running */
+static void sample(on_job *q, const ctl_job *j)
+{
+    if (!(j->alloc_cap_w > 0)) return;
+    if (fabs(q->cap_w - j->alloc_cap_w) >= 0.5) { /* a new cap: start over */
+        q->cap_w = j->alloc_cap_w;
+        q->settled = 0;
+        q->ns = q->head = 0;
+        q->wait = 0;
+    }
+    if (fabs(j->cap_w - q->cap_w) >= 0.5 || !isfinite(j->tokens_per_s) || !(j->measured_w > 0))
+        return;
+    if (!q->settled) { /* the first sample at the new cap: settling */
+        q->settled = 1;
+        return;
+    }
+    q->sp[q->head] = j->measured_w;
+    q->st[q->head] = j->tokens_per_s;
+    q->head = (q->head + 1) % CTL_ON_SAMPLES;
+    if (q->ns < CTL_ON_SAMPLES) q->ns++;
+}
+
+/* mean and standard error of k samples, with the prior cv of one sample */
+static void mean_se(const double *v, size_t k, double cv, double *mean, double *se)
+{
+    double s = 0, ss = 0;
+    for (size_t i = 0; i < k; i++) s += v[i];
+    double m = s / k;
+    for (size_t i = 0; i < k; i++) ss += (v[i] - m) * (v[i] - m);
+    double prior = cv * fabs(m);
+    double sd = k >= 3 ? fmax(sqrt(ss / (k - 1)), 0.25 * prior) : prior;
+    *mean = m;
+    *se = sd / sqrt((double)k);
+}
+
+void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, const size_t *idx,
+                       size_t np)
+{
+    ctl_online_t *o = c->online;
+    if (!o) {
+        if (!(o = c->online = calloc(1, sizeof *o))) goto fail;
+        o->ref_tok = o->ref_se = o->now_tok = o->now_se = o->event_budget_w = NAN;
+    }
+    o->action = "none";
+    /* the jobs now: kept, new, gone */
+    for (size_t i = 0; i < o->n; i++) o->j[i].present = 0;
+    on_job *nj = malloc((o->n + c->njobs + 1) * sizeof *nj);
+    long *from = malloc((o->n + c->njobs + 1) * sizeof *from);
+    if (!nj || !from) {
+        free(nj), free(from);
+        goto fail;
+    }
+    size_t m = 0;
+    int changed = 0;
+    for (size_t k = 0; k < c->njobs; k++) {
+        const ctl_job *j = &c->job[k];
+        on_job *q = find(o, j);
+        if (q) {
+            q->present = 1;
+            q->held = !j->reachable;
+            q->k = k;
+        } else if (j->reachable && j->base_w > 0 && j->gpus > 0) {
+            on_job *x = &nj[o->n + m]; /* appended below */
+            job_init(x, j);
+            x->present = 1;
+            x->k = k;
+            m++;
+            changed = 1;
+        }
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < o->n; i++)
+        if (o->j[i].present) {
+            nj[n] = o->j[i];
+            from[n++] = (long)i;
+        } else changed = 1;
+    for (size_t i = 0; i < m; i++) {
+        nj[n] = nj[o->n + i];
+        from[n++] = -1;
+    }
+    if (n == 0) {
+        free(nj), free(from);
+        pfi_online_free(o->s);
+        o->s = NULL;
+        free(o->j);
+        o->j = NULL;
+        o->n = 0;
+        return;
+    }
+    /* this period's samples */
+    for (size_t i = 0; i < n; i++)
+        if (!nj[i].held) sample(&nj[i], &c->job[nj[i].k]);
+    pfi_alloc_job *aj = malloc(n * sizeof *aj);
+    double *buf = malloc(5 * n * sizeof *buf);
+    if (!aj || !buf) {
+        free(nj), free(from), free(aj), free(buf);
+        goto fail;
+    }
+    double *pw = buf, *pse = buf + n, *tk = buf + 2 * n, *tse = buf + 3 * n, *tg = buf + 4 * n;
+    for (size_t i = 0; i < n; i++) aj[i] = nj[i].aj;
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    ao.strategy = PFI_STRAT_SAFE_ONLINE;
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    oo.period_s = c->cfg.period_s;
+    pfi_error e;
+    pfi_status st = PFI_OK;
+    /* the budget of the online state: the reachable jobs' (budget - fixed)
+       and the held jobs' targets */
+    double held_w = 0;
+    if (o->s && !changed)
+        for (size_t i = 0; i < n; i++)
+            if (nj[i].held) held_w += pfi_online_targets(o->s)[i];
+    int ramp =
+        isfinite(o->event_budget_w) && o->s && fabs(budget_w - o->event_budget_w) > 1e-3 * budget_w;
+    if (!o->s) {
+        st = pfi_online_new(aj, n, budget_w - fixed_w, &ao, &oo, &o->s, &e);
+        o->action = "reference";
+        o->at_reference = 1;
+    } else if (changed) {
+        /* the held jobs' targets from the old state */
+        for (size_t i = 0; i < n; i++)
+            if (from[i] >= 0 && nj[i].held) held_w += pfi_online_targets(o->s)[from[i]];
+        pfi_online *ns = NULL;
+        st = pfi_online_rejob(o->s, aj, n, from, budget_w - fixed_w + held_w, &ns, &e);
+        if (!st) {
+            pfi_online_free(o->s);
+            o->s = ns;
+            o->rejobs++;
+            o->action = "rejob";
+            o->at_reference = 0;
+        }
+    }
+    free(o->j);
+    o->j = nj;
+    o->n = n;
+    free(from);
+    if (!st)
+        for (size_t i = 0; i < n; i++) pfi_online_hold(o->s, i, o->j[i].held || o->j[i].no_tokens);
+    double ob = budget_w - fixed_w + held_w;
+    if (!st && !strcmp(o->action, "none")) {
+        int ready = 1;
+        for (size_t i = 0; i < n; i++) {
+            on_job *q = &o->j[i];
+            pw[i] = pse[i] = tk[i] = tse[i] = NAN;
+            if (q->held || q->no_tokens) continue;
+            if (q->ns) {
+                mean_se(q->sp, q->ns, CTL_ON_CV_POWER, &pw[i], &pse[i]);
+                mean_se(q->st, q->ns, CTL_ON_CV_TOKENS, &tk[i], &tse[i]);
+            } else if (q->wait++ < CTL_ON_WAIT) ready = 0;
+        }
+        if (ramp) { /* a new budget: pfi_online_round restarts from the reference */
+            st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, &e);
+            o->action = "reference";
+            o->at_reference = 1;
+        } else if (fabs(ob - o->online_budget_w) > 1e-3 * ob) {
+            pfi_online_rebudget(o->s, ob); /* a fault came or went */
+            o->action = "rebudget";
+            o->at_reference = 0;
+        } else if (ready) {
+            double tot = 0, var = 0;
+            int all = 1;
+            for (size_t i = 0; i < n; i++) {
+                if (o->j[i].held || o->j[i].no_tokens) continue;
+                all &= isfinite(tk[i]);
+                if (isfinite(tk[i])) tot += tk[i], var += tse[i] * tse[i];
+            }
+            o->now_tok = all ? tot : NAN;
+            o->now_se = all ? sqrt(var) : NAN;
+            if (o->at_reference) o->ref_tok = o->now_tok, o->ref_se = o->now_se;
+            st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, &e);
+            o->rounds++;
+            o->action = "round";
+            o->at_reference = 0;
+            for (size_t i = 0; i < n; i++) o->j[i].wait = 0;
+        } else o->action = "settling";
+    }
+    if (strcmp(o->action, "round") && strcmp(o->action, "settling"))
+        o->ref_tok = o->ref_se = o->now_tok = o->now_se = NAN; /* other jobs or budget */
+    o->event_budget_w = budget_w;
+    o->online_budget_w = ob;
+    free(aj), free(buf);
+    if (st) {
+        ctl_log(c, "error: safe-online: %s (this period: the reference allocator)", e.msg);
+        pfi_online_free(o->s);
+        o->s = NULL; /* the next period starts over from the reference */
+        return;
+    }
+    /* the targets, as fixed targets of the reachable jobs */
+    const double *t = pfi_online_targets(o->s);
+    for (size_t q = 0; q < np; q++) {
+        const ctl_job *j = &c->job[idx[q]];
+        on_job *x = find(o, j);
+        if (x) pj[q].fixed_target_w = t[x - o->j];
+    }
+    return;
+fail:
+    ctl_log(c, "error: out of memory: safe-online skipped this period (the reference allocator)");
+}
+
+json_t *ctl_online_json(const ctl *c)
+{
+    const ctl_online_t *o = c->online;
+    if (!o || !o->s) return json_null();
+    json_t *jobs = json_array();
+    const double *t = pfi_online_targets(o->s);
+    for (size_t i = 0; i < o->n && i < 256; i++) {
+        const on_job *q = &o->j[i];
+        json_array_append_new(jobs, json_pack("{s:s,s:i,s:f,s:f,s:b,s:i}", "job_id", q->id, "tier",
+                                              q->tier, "target_w", t[i], "floor_w",
+                                              pfi_online_floor(o->s, i), "held",
+                                              q->held || q->no_tokens, "samples", (int)q->ns));
+    }
+    return json_pack("{s:I,s:I,s:s,s:o}", "round", (json_int_t)o->rounds, "job_changes",
+                     (json_int_t)o->rejobs, "action", o->action, "jobs", jobs);
+}
+
+unsigned long long ctl_online_rounds(const ctl *c)
+{
+    return c->online ? c->online->rounds : 0;
+}
+
+double ctl_online_target_w(const ctl *c, const char *id, int tier)
+{
+    const ctl_online_t *o = c->online;
+    if (!o || !o->s) return NAN;
+    for (size_t i = 0; i < o->n; i++)
+        if (o->j[i].tier == tier && !strcmp(o->j[i].id, id)) return pfi_online_targets(o->s)[i];
+    return NAN;
+}
