@@ -313,13 +313,23 @@ json_t *ctl_online_json(const ctl *c)
     const double *t = pfi_online_targets(o->s);
     for (size_t i = 0; i < o->n && i < 256; i++) {
         const on_job *q = &o->j[i];
-        json_array_append_new(jobs, json_pack("{s:s,s:i,s:f,s:f,s:b,s:i}", "job_id", q->id, "tier",
-                                              q->tier, "target_w", t[i], "floor_w",
+        json_array_append_new(jobs, json_pack("{s:s,s:i,s:f,s:f,s:b,s:i,s:i}", "job_id", q->id,
+                                              "tier", q->tier, "target_w", t[i], "floor_w",
                                               pfi_online_floor(o->s, i), "held",
-                                              q->held || q->no_tokens, "samples", (int)q->ns));
+                                              q->held || q->no_tokens, "samples", (int)q->ns,
+                                              "points", (int)pfi_online_points(o->s, i)));
     }
-    return json_pack("{s:I,s:I,s:s,s:o}", "round", (json_int_t)o->rounds, "job_changes",
-                     (json_int_t)o->rejobs, "action", o->action, "jobs", jobs);
+    json_t *r = json_pack("{s:I,s:I,s:s,s:o}", "round", (json_int_t)o->rounds, "job_changes",
+                          (json_int_t)o->rejobs, "action", o->action, "jobs", jobs);
+    /* the measured totals (tokens/s): at the reference allocation and now */
+    json_object_set_new(r, "reference_tokens_per_s",
+                        isfinite(o->ref_tok) ? json_real(o->ref_tok) : json_null());
+    json_object_set_new(r, "reference_tokens_se",
+                        isfinite(o->ref_se) ? json_real(o->ref_se) : json_null());
+    json_object_set_new(r, "tokens_per_s",
+                        isfinite(o->now_tok) ? json_real(o->now_tok) : json_null());
+    json_object_set_new(r, "tokens_se", isfinite(o->now_se) ? json_real(o->now_se) : json_null());
+    return r;
 }
 
 unsigned long long ctl_online_rounds(const ctl *c)
