@@ -34,6 +34,10 @@ typedef struct demo {
     pid_t pids[NAG + 1];
     int ports[NAG];
     pfi_grid_event ev;
+    /* the controller's safe-online totals (tokens/s) last seen during the
+       event: at its last round, at the reference allocation (NaN: none) */
+    double on_tok, on_ref;
+    long long on_round;
 } demo;
 
 static int fail(const demo *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -329,6 +333,13 @@ static void timeline(demo *d)
         }
         fprintf(out, "\n");
         fflush(out);
+        json_t *on = json_object_get(s, "online"), *nt = json_object_get(on, "tokens_per_s"),
+               *rt = json_object_get(on, "reference_tokens_per_s");
+        if (json_is_number(nt) && json_is_number(rt)) {
+            d->on_tok = json_number_value(nt);
+            d->on_ref = json_number_value(rt);
+            d->on_round = json_integer_value(json_object_get(on, "round"));
+        }
         json_decref(s);
     }
 }
@@ -389,6 +400,19 @@ static int report(demo *d)
                                     : "");
     }
     json_decref(r);
+    /* safe-online against its counterfactual: the reference (equal weight
+       with the tier floors) is where it starts, so the controller measured
+       it in this event, for the same jobs at the same budget */
+    if (isfinite(d->on_tok) && isfinite(d->on_ref) && d->on_ref > 0)
+        fprintf(out,
+                "  throughput under the cut: %.0f tok/s; reference (equal weight) counterfactual: "
+                "%.0f tok/s (%+.1f%%)\n"
+                "    both measured by the controller: safe-online after %lld rounds, and its "
+                "first round at the reference allocation\n",
+                d->on_tok, d->on_ref, 100 * (d->on_tok / d->on_ref - 1), d->on_round);
+    else
+        fprintf(out, "  throughput under the cut: no measured safe-online round (not safe-online, "
+                     "or the event too short)\n");
     char url[400];
     snprintf(url, sizeof url, "%s/v1/events/%s/report.png", d->url, d->ev.id);
     pfi_http_reply pr;
@@ -439,6 +463,7 @@ pfi_status pfi_demo_run(const pfi_demo_opts *o)
     demo *d = calloc(1, sizeof *d);
     if (!d) return PFI_ENOMEM;
     d->o = o;
+    d->on_tok = d->on_ref = NAN;
     pfi_status st = PFI_EIO;
     if (prepare(d)) goto out;
     int ok = !start_agents(d) && !start_controller(d) && !post_event(d);

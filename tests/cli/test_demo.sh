@@ -19,6 +19,11 @@ contains "$T/demo.out" "4 agents x 8 simulated H200"
 contains "$T/demo.out" "tokens/s per job"
 contains "$T/demo.out" "MET (tolerance 2%)"
 contains "$T/demo.out" "every GPU is back at its 700 W baseline"
+# safe-online (the controller's default) against the reference (equal weight),
+# both measured in the event: the numbers parse, are finite and positive
+grep -E '^  throughput under the cut: [0-9]+ tok/s; reference \(equal weight\) counterfactual: [0-9]+ tok/s \([-+][0-9]+\.[0-9]%\)$' "$T/demo.out" >"$T/tput" ||
+  fail "no throughput-vs-reference line in the demo's report"; ok
+awk '{ x = $5 + 0; y = $11 + 0; exit !(x > 0 && y > 0 && x < 1e12 && y < 1e12) }' "$T/tput" || fail "throughput figures: $(cat "$T/tput")"; ok
 contains "$T/err" "reconstruction"
 demo_outcome "$T/d"
 # every job within its tier, by its loss
