@@ -52,6 +52,7 @@ struct ctl_online {
     pfi_online *s;
     on_job *j;
     size_t n;
+    size_t *order; /* j's indices sorted by (id, tier): lookups in O(log n) at fleet scale */
     double event_budget_w, online_budget_w; /* last period's: the event's, the state's */
     unsigned long long rounds, rejobs;
     const char *action;
@@ -67,6 +68,7 @@ static void drop(ctl_online_t *o)
     if (!o) return;
     pfi_online_free(o->s);
     free(o->j);
+    free(o->order);
     free(o);
 }
 
@@ -76,11 +78,48 @@ void ctl_online_end(ctl *c)
     c->online = NULL;
 }
 
-static on_job *find(ctl_online_t *o, const ctl_job *j)
+static int key_cmp(const char *id_a, int tier_a, const char *id_b, int tier_b)
 {
-    for (size_t i = 0; i < o->n; i++)
-        if (o->j[i].tier == j->tier && !strcmp(o->j[i].id, j->id)) return &o->j[i];
+    int r = strcmp(id_a, id_b);
+    return r ? r : (tier_a > tier_b) - (tier_a < tier_b);
+}
+
+static const on_job *sort_base; /* qsort has no context; the lock is held */
+static int order_cmp(const void *a, const void *b)
+{
+    const on_job *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+    return key_cmp(x->id, x->tier, y->id, y->tier);
+}
+
+/* o->order for o->j (0 when out of memory: then lookups find nothing) */
+static int reorder(ctl_online_t *o)
+{
+    free(o->order);
+    o->order = malloc((o->n + 1) * sizeof *o->order);
+    if (!o->order) return -1;
+    for (size_t i = 0; i < o->n; i++) o->order[i] = i;
+    sort_base = o->j;
+    qsort(o->order, o->n, sizeof *o->order, order_cmp);
+    return 0;
+}
+
+static on_job *find_key(const ctl_online_t *o, const char *id, int tier)
+{
+    size_t lo = 0, hi = o->order ? o->n : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        on_job *q = &o->j[o->order[mid]];
+        int r = key_cmp(id, tier, q->id, q->tier);
+        if (!r) return q;
+        if (r < 0) hi = mid;
+        else lo = mid + 1;
+    }
     return NULL;
+}
+
+static on_job *find(const ctl_online_t *o, const ctl_job *j)
+{
+    return find_key(o, j->id, j->tier);
 }
 
 /* a new job's entry from what the controller knows at the event's start
@@ -188,8 +227,9 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
         free(nj), free(from);
         pfi_online_free(o->s);
         o->s = NULL;
-        free(o->j);
+        free(o->j), free(o->order);
         o->j = NULL;
+        o->order = NULL;
         o->n = 0;
         return;
     }
@@ -242,6 +282,7 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     o->j = nj;
     o->n = n;
     free(from);
+    if (reorder(o)) st = pfi_errorf(&e, PFI_ENOMEM, "out of memory");
     if (!st)
         for (size_t i = 0; i < n; i++) pfi_online_hold(o->s, i, o->j[i].held || o->j[i].no_tokens);
     double ob = budget_w - fixed_w + held_w;
@@ -340,8 +381,6 @@ unsigned long long ctl_online_rounds(const ctl *c)
 double ctl_online_target_w(const ctl *c, const char *id, int tier)
 {
     const ctl_online_t *o = c->online;
-    if (!o || !o->s) return NAN;
-    for (size_t i = 0; i < o->n; i++)
-        if (o->j[i].tier == tier && !strcmp(o->j[i].id, id)) return pfi_online_targets(o->s)[i];
-    return NAN;
+    const on_job *q = o && o->s ? find_key(o, id, tier) : NULL;
+    return q ? pfi_online_targets(o->s)[q - o->j] : NAN;
 }
