@@ -46,16 +46,17 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
 }
 
 /* shed excess_w (> 0) from the targets by equal weight (P_max), none below
- * its lowest power (the caller made sure the lowest powers fit) */
-static void shed_equal(const pfi_alloc_job *aj, pfi_alloc_out *ja, size_t n, double excess_w)
+ * lo[i]; returns what could not be shed */
+static double shed_equal(const pfi_alloc_job *aj, const double *lo, pfi_alloc_out *ja, size_t n,
+                         double excess_w)
 {
     for (size_t pass = 0; pass <= n && excess_w > 1e-9; pass++) {
         double w = 0, left = excess_w;
         for (size_t i = 0; i < n; i++)
-            if (ja[i].target_w > aj[i].power_min_w + 1e-12) w += aj[i].power_max_w;
-        if (w <= 0) return;
+            if (ja[i].target_w > lo[i] + 1e-12) w += aj[i].power_max_w;
+        if (w <= 0) break;
         for (size_t i = 0; i < n; i++) {
-            double room = ja[i].target_w - aj[i].power_min_w;
+            double room = ja[i].target_w - lo[i];
             if (room <= 1e-12) continue;
             double x = fmin(room, excess_w * aj[i].power_max_w / w);
             ja[i].target_w -= x;
@@ -63,6 +64,7 @@ static void shed_equal(const pfi_alloc_job *aj, pfi_alloc_out *ja, size_t n, dou
         }
         excess_w = left;
     }
+    return excess_w;
 }
 
 pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
@@ -109,12 +111,22 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         *feasible = 0;
         for (size_t i = 0; i < n; i++) ja[i].target_w = aj[i].power_min_w;
     } else if (fixed_all) {
-        double sum = 0;
-        for (size_t i = 0; i < n; i++) {
+        /* the excess off the SLA floors first, then (the budget is hard) off
+           the lowest powers (which fit: b >= floor_sum) */
+        double sum = 0, *lo = malloc(2 * n * sizeof *lo), *lo_min = lo ? lo + n : NULL;
+        if (!lo) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        for (size_t i = 0; lo && i < n; i++) {
             ja[i].target_w = fmax(jobs[i].fixed_target_w, aj[i].power_min_w);
+            lo_min[i] = aj[i].power_min_w;
+            lo[i] = fmin(ja[i].target_w, fmax(lo_min[i], jobs[i].fixed_floor_w));
             sum += ja[i].target_w;
         }
-        shed_equal(aj, ja, n, sum - b);
+        double left = lo ? shed_equal(aj, lo, ja, n, sum - b) : 0;
+        if (left > 1e-9) {
+            *feasible = 0; /* below an SLA floor */
+            shed_equal(aj, lo_min, ja, n, left);
+        }
+        free(lo);
     } else {
         st = pfi_allocate(aj, n, b, &oo, ja, &res, err);
         if (!st && !res.feasible) *feasible = 0;

@@ -43,8 +43,9 @@ typedef struct pfi_pc_job {
     /* state kept across periods */
     double ratio; /* drawn / (cap x GPUs) when power-bound; 0: not learned yet */
     /* > 0: this aggregate power target instead of the allocator's (safe-online
-       runs outside, in the controller); used only when every job has one */
-    double fixed_target_w;
+       runs outside, in the controller); used only when every job has one.
+       fixed_floor_w: its SLA floor (aggregate W; 0: none), shed to last */
+    double fixed_target_w, fixed_floor_w;
 } pfi_pc_job;
 
 typedef struct pfi_pc_out {
@@ -69,7 +70,8 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
  * With a fixed_target_w on every job the targets are those (an online
  * strategy's, computed for budget_w - fixed_w), less the feedback term and
  * any excess over budget_w - fixed_w - integral_w, shed by equal weight
- * (P_max) down to each job's lowest power; the caps from the learned ratios. */
+ * (P_max) down to each job's fixed_floor_w, then (the budget is hard) down
+ * to its lowest power; the caps from the learned ratios. */
 pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
                            double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
                            int *feasible, pfi_error *err);

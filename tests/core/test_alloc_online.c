@@ -183,6 +183,100 @@ static void online_api(void **s)
     pool_dispose(&P);
 }
 
+/* shape k's throughput at power p (linear between the points; pool_init(_, 0)) */
+static double tok_at(int k, double p)
+{
+    if (p <= pw[0]) return 1000 * shapes[k][0];
+    for (int i = 1; i < NC; i++)
+        if (p <= pw[i])
+            return 1000 * (shapes[k][i - 1] + (shapes[k][i] - shapes[k][i - 1]) * (p - pw[i - 1]) /
+                                                  (pw[i] - pw[i - 1]));
+    return 1000 * shapes[k][NC - 1];
+}
+
+/* measure every job on its true curve at its target (no noise) and run a round */
+static void round_true(pfi_online *st, const pool *P, int n, const int *map, double budget,
+                       double *next)
+{
+    (void)P;
+    const double *t = pfi_online_targets(st);
+    double p[NCURVE], pse[NCURVE], tk[NCURVE], tse[NCURVE];
+    for (int i = 0; i < n; i++) {
+        p[i] = t[i];
+        pse[i] = 5;
+        tk[i] = tok_at(map[i], t[i]);
+        tse[i] = 5;
+    }
+    assert_int_equal(pfi_online_round(st, budget, p, pse, tk, tse, next, NULL), PFI_OK);
+}
+
+/* the controller's changing job set: a held job stays put and out of moves;
+ * a new budget by rebudget keeps the others where they were, shifted by equal
+ * weight; rejob carries the kept jobs' targets and points, a new job at its
+ * reference share, the budget held */
+static void online_jobs(void **s)
+{
+    (void)s;
+    pool P;
+    pool_init(&P, 0);
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    const int map5[5] = {0, 1, 2, 3, 5};
+    pfi_alloc_job j5[5];
+    for (int i = 0; i < 5; i++) j5[i] = P.j[map5[i]];
+    double budget = 0.7 * 5 * 5600, next[NCURVE];
+    pfi_online *st;
+    assert_int_equal(pfi_online_new(j5, 5, budget, &o, &oo, &st, NULL), PFI_OK);
+    pfi_online_hold(st, 4, 1);
+    double held = pfi_online_targets(st)[4];
+    for (int r = 0; r < 6; r++) round_true(st, &P, 5, map5, budget, next);
+    assert_near(next[4], held, 1e-9); /* held: not moved */
+    double moved = 0, sum = 0;
+    for (int i = 0; i < 5; i++) moved += fabs(next[i] - 0.7 * 5600), sum += next[i];
+    assert_true(moved > 100); /* the others did move on measured evidence */
+    assert_true(sum <= budget * (1 + 1e-9));
+    for (int i = 0; i < 4; i++) assert_true(pfi_online_points(st, i) >= 2);
+    /* rebudget: 1% more, spread by equal weight, nobody restarted */
+    double before[5];
+    memcpy(before, pfi_online_targets(st), sizeof before);
+    pfi_online_rebudget(st, budget * 1.01);
+    sum = 0;
+    for (int i = 0; i < 5; i++) {
+        double t = pfi_online_targets(st)[i];
+        sum += t;
+        if (i == 4) assert_near(t, held, 1e-9);
+        else assert_true(t >= before[i] - 1e-9 && t <= before[i] + 0.02 * budget);
+    }
+    assert_near(sum, budget * 1.01, 1e-6 * budget);
+    /* rejob: job #1 (map 1) leaves, a new job (map 4) arrives; the held one is released */
+    const int map_new[5] = {0, 2, 3, 5, 4};
+    pfi_alloc_job jn[5];
+    for (int i = 0; i < 5; i++) jn[i] = P.j[map_new[i]];
+    const long from[5] = {0, 2, 3, 4, -1};
+    pfi_online *st2;
+    assert_int_equal(pfi_online_rejob(st, jn, 5, from, budget, &st2, NULL), PFI_OK);
+    sum = 0;
+    for (int i = 0; i < 5; i++) sum += pfi_online_targets(st2)[i];
+    assert_near(sum, budget, 1e-6 * budget);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pfi_online_points(st2, i), pfi_online_points(st, from[i]));
+        /* kept jobs: their targets, shifted by at most the new job's share */
+        assert_true(fabs(pfi_online_targets(st2)[i] - pfi_online_targets(st)[from[i]]) <
+                    0.2 * 5600);
+    }
+    assert_int_equal(pfi_online_points(st2, 4), 1); /* new: only its baseline */
+    pfi_online_hold(st2, 3, 0);
+    round_true(st2, &P, 5, map_new, budget, next);
+    sum = 0;
+    for (int i = 0; i < 5; i++) sum += next[i];
+    assert_true(sum <= budget * (1 + 1e-9));
+    pfi_online_free(st2);
+    pfi_online_free(st);
+    pool_dispose(&P);
+}
+
 /* pfi-op: the PFI at the operating point; the flat top sheds more than the line */
 static void pfi_op(void **s)
 {
@@ -213,6 +307,7 @@ int main(void)
         cmocka_unit_test(adversarial_safety),
         cmocka_unit_test(adversarial_sla),
         cmocka_unit_test(online_api),
+        cmocka_unit_test(online_jobs),
         cmocka_unit_test(pfi_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -161,6 +161,67 @@ static void sla_and_infeasible(void **s)
     assert_near(I, 300, 1e-12); /* at most 30% of the budget */
 }
 
+/* an online strategy's targets handed over as fixed targets: kept as they
+ * are when they fit, the feedback term shed by equal weight (P_max) above
+ * each job's lowest power, caps from the learned ratio; a job without one:
+ * the allocator decides for all */
+static void fixed_targets(void **s)
+{
+    (void)s;
+    pfi_pc_job J[2];
+    memset(J, 0, sizeof J);
+    for (int i = 0; i < 2; i++) {
+        J[i].gpus = 4;
+        J[i].cap_min_w = 200;
+        J[i].cap_max_w = 700;
+        J[i].baseline_tokens_per_s = 100;
+        J[i].sla_tier = -1;
+        J[i].cap_w = 700;
+        J[i].ratio = 0.9;
+    }
+    J[0].baseline_w = 2400;
+    J[1].baseline_w = 1200;
+    J[0].fixed_target_w = 1500;
+    J[1].fixed_target_w = 1100;
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    o.strategy = PFI_STRAT_EQUAL;
+    pfi_pc_out out[2];
+    int feasible;
+    assert_int_equal(pfi_pc_allocate(J, 2, 3000, 100, 0, &o, out, &feasible, NULL), PFI_OK);
+    assert_true(feasible);
+    assert_near(out[0].target_w, 1500, 1e-9);
+    assert_near(out[1].target_w, 1100, 1e-9);
+    assert_near(out[0].cap_w, floor(1500 / (4 * 0.9)), 0);
+    /* 300 W of feedback over a 2600 W budget: 300 W shed, 2:1 by P_max */
+    assert_int_equal(pfi_pc_allocate(J, 2, 2700, 100, 300, &o, out, &feasible, NULL), PFI_OK);
+    assert_true(feasible);
+    assert_near(out[0].target_w, 1300, 1e-6);
+    assert_near(out[1].target_w, 1000, 1e-6);
+    /* one job cannot shed its share (its lowest power 4 x 200 x 0.9 = 720 W):
+       the other sheds the rest */
+    J[1].fixed_target_w = 760;
+    assert_int_equal(pfi_pc_allocate(J, 2, 1900, 0, 0, &o, out, &feasible, NULL), PFI_OK);
+    assert_near(out[1].target_w, 720, 1e-6);
+    assert_near(out[0].target_w + out[1].target_w, 1900, 1e-6);
+    /* an SLA floor: the other job sheds first; below every floor, infeasible */
+    J[1].fixed_target_w = 1100;
+    J[1].fixed_floor_w = 1100;
+    assert_int_equal(pfi_pc_allocate(J, 2, 2400, 0, 0, &o, out, &feasible, NULL), PFI_OK);
+    assert_true(feasible);
+    assert_near(out[1].target_w, 1100, 1e-6);
+    assert_near(out[0].target_w, 1300, 1e-6);
+    J[0].fixed_floor_w = 1500;
+    assert_int_equal(pfi_pc_allocate(J, 2, 2400, 0, 0, &o, out, &feasible, NULL), PFI_OK);
+    assert_false(feasible);
+    assert_near(out[0].target_w + out[1].target_w, 2400, 1e-6); /* the budget holds */
+    J[0].fixed_floor_w = J[1].fixed_floor_w = 0;
+    /* without a target on every job: the allocator (equal weight) for all */
+    J[1].fixed_target_w = 0;
+    assert_int_equal(pfi_pc_allocate(J, 2, 2700, 0, 0, &o, out, &feasible, NULL), PFI_OK);
+    assert_near(out[0].target_w / 2400, out[1].target_w / 1200, 1e-6);
+}
+
 static void times(void **s)
 {
     (void)s;
@@ -284,8 +345,11 @@ static void events(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(budget_ramps), cmocka_unit_test(closed_loop_with_dip),
-        cmocka_unit_test(sla_and_infeasible), cmocka_unit_test(times), cmocka_unit_test(events)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(budget_ramps),
+                                       cmocka_unit_test(closed_loop_with_dip),
+                                       cmocka_unit_test(sla_and_infeasible),
+                                       cmocka_unit_test(fixed_targets),
+                                       cmocka_unit_test(times),
+                                       cmocka_unit_test(events)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

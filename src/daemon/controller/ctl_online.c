@@ -339,7 +339,10 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     for (size_t q = 0; q < np; q++) {
         const ctl_job *j = &c->job[idx[q]];
         on_job *x = find(o, j);
-        if (x) pj[q].fixed_target_w = t[x - o->j];
+        if (x) {
+            pj[q].fixed_target_w = t[x - o->j];
+            pj[q].fixed_floor_w = pfi_online_floor(o->s, (size_t)(x - o->j));
+        }
     }
     return;
 fail:
