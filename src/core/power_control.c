@@ -112,7 +112,7 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         for (size_t i = 0; i < n; i++) ja[i].target_w = aj[i].power_min_w;
     } else if (fixed_all) {
         /* the excess off the SLA floors first, then (the budget is hard) off
-           the lowest powers (which fit: b >= floor_sum) */
+           the lowest powers (which fit: b >= floor_sum), tier by tier */
         double sum = 0, *lo = malloc(2 * n * sizeof *lo), *lo_min = lo ? lo + n : NULL;
         if (!lo) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
         for (size_t i = 0; lo && i < n; i++) {
@@ -122,9 +122,11 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
             sum += ja[i].target_w;
         }
         double left = lo ? shed_equal(aj, lo, ja, n, sum - b) : 0;
-        if (left > 1e-9) {
-            *feasible = 0; /* below an SLA floor */
-            shed_equal(aj, lo_min, ja, n, left);
+        if (left > 1e-9) *feasible = 0; /* below an SLA floor: the tier rule, Flex 3 first */
+        for (int tier = 3; tier >= 0 && left > 1e-9; tier--) {
+            for (size_t i = 0; i < n; i++)
+                if (jobs[i].sla_tier >= tier) lo[i] = lo_min[i];
+            left = shed_equal(aj, lo, ja, n, left);
         }
         free(lo);
     } else {

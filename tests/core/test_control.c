@@ -212,9 +212,13 @@ static void fixed_targets(void **s)
     assert_near(out[1].target_w, 1100, 1e-6);
     assert_near(out[0].target_w, 1300, 1e-6);
     J[0].fixed_floor_w = 1500;
+    J[0].sla_tier = 0;
+    J[1].sla_tier = 3;
     assert_int_equal(pfi_pc_allocate(J, 2, 2400, 0, 0, &o, out, &feasible, NULL), PFI_OK);
     assert_false(feasible);
     assert_near(out[0].target_w + out[1].target_w, 2400, 1e-6); /* the budget holds */
+    assert_near(out[0].target_w, 1500, 1e-6); /* Flex 3 goes below its floor, Flex 0 not */
+    J[0].sla_tier = J[1].sla_tier = -1;
     J[0].fixed_floor_w = J[1].fixed_floor_w = 0;
     /* without a target on every job: the allocator (equal weight) for all */
     J[1].fixed_target_w = 0;
