@@ -224,6 +224,11 @@ static void fixed_targets(void **s)
     J[1].fixed_target_w = 0;
     assert_int_equal(pfi_pc_allocate(J, 2, 2700, 0, 0, &o, out, &feasible, NULL), PFI_OK);
     assert_near(out[0].target_w / 2400, out[1].target_w / 1200, 1e-6);
+    o.strategy = PFI_STRAT_SAFE_ONLINE; /* the same: the reference, where it starts */
+    pfi_pc_out so[2];
+    assert_int_equal(pfi_pc_allocate(J, 2, 2700, 0, 0, &o, so, &feasible, NULL), PFI_OK);
+    assert_near(so[0].target_w, out[0].target_w, 1e-9);
+    assert_near(so[1].target_w, out[1].target_w, 1e-9);
 }
 
 static void times(void **s)

@@ -459,8 +459,6 @@ void ctl_cycle(ctl *c)
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
     o.strategy = c->cfg.strategy;
-    if (o.strategy == PFI_STRAT_SAFE_ONLINE) /* a job without an online target: the reference */
-        o.strategy = PFI_STRAT_EQUAL;
     int missing_curve = 0;
     for (size_t q = 0; q < np; q++) missing_curve |= !pj[q].pred_curve;
     if ((o.strategy == PFI_STRAT_CURVE_AWARE || o.strategy == PFI_STRAT_CLOSED_LOOP) &&
