@@ -13,9 +13,11 @@
  *     share: without evidence nothing is moved.
  * Measurements and their standard errors: the agents answer one sample a
  * period (a 1 s power reading, tokens/s over the steps of the last second),
- * so a job's measurement at its current cap is the mean of its samples at
- * that cap, the first one after the cap changed discarded (settling: one
- * control period), at most CTL_ON_SAMPLES of them. Its standard error is the
+ * so a job's measurement at its current target is the mean of its samples
+ * there (taken while the agent shows the cap the control law gave it; that
+ * cap may move by a watt with the learned power/cap ratio), the first one
+ * after the target changed discarded (settling: one control period), at
+ * most CTL_ON_SAMPLES of them. Its standard error is the
  * sample standard deviation / sqrt(k) with k >= 3 samples (never less than a
  * quarter of the prior's), else the prior coefficient of variation of one
  * sample (power 2%, tokens/s 3%) / sqrt(k).
@@ -39,8 +41,8 @@ typedef struct on_job {
     char id[64];
     int tier;
     pfi_alloc_job aj;
-    int no_tokens; /* no baseline throughput: held at its reference share */
-    double cap_w;  /* the cap its samples are at (0: none yet) */
+    int no_tokens;         /* no baseline throughput: held at its reference share */
+    double target_w, at_w; /* its target now; the target its samples are at (0: none) */
     int settled, wait;
     double sp[CTL_ON_SAMPLES], st[CTL_ON_SAMPLES];
     size_t ns, head;
@@ -146,16 +148,19 @@ static void job_init(on_job *q, const ctl_job *j)
  * the cap we gave it for a second period running */
 static void sample(on_job *q, const ctl_job *j)
 {
-    if (!(j->alloc_cap_w > 0)) return;
-    if (fabs(q->cap_w - j->alloc_cap_w) >= 0.5) { /* a new cap: start over */
-        q->cap_w = j->alloc_cap_w;
+    if (!(q->target_w > 0) || !(j->alloc_cap_w > 0)) return;
+    if (fabs(q->target_w - q->at_w) > 1e-9 * q->aj.power_max_w) { /* moved: start over */
+        q->at_w = q->target_w;
         q->settled = 0;
         q->ns = q->head = 0;
         q->wait = 0;
     }
-    if (fabs(j->cap_w - q->cap_w) >= 0.5 || !isfinite(j->tokens_per_s) || !(j->measured_w > 0))
+    /* the cap the control law gave it is on the GPUs (it follows the target;
+       it may move by a watt as the learned power/cap ratio does) */
+    if (fabs(j->cap_w - j->alloc_cap_w) >= 0.5 || !isfinite(j->tokens_per_s) ||
+        !(j->measured_w > 0))
         return;
-    if (!q->settled) { /* the first sample at the new cap: settling */
+    if (!q->settled) { /* the first sample at the new target: settling */
         q->settled = 1;
         return;
     }
@@ -336,6 +341,7 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     }
     /* the targets, as fixed targets of the reachable jobs */
     const double *t = pfi_online_targets(o->s);
+    for (size_t i = 0; i < n; i++) o->j[i].target_w = t[i];
     for (size_t q = 0; q < np; q++) {
         const ctl_job *j = &c->job[idx[q]];
         on_job *x = find(o, j);
