@@ -44,8 +44,8 @@ set(CPACK_COMPONENT_PFI_DESCRIPTION
  completions and the pfi_steplog Python hook.")
 # PLplot loads its cairo driver at run time (figures): no library links it
 set(CPACK_DEBIAN_PFI_PACKAGE_DEPENDS "plplot-driver-cairo")
-# pfi demo starts the daemons
-set(CPACK_DEBIAN_PFI_PACKAGE_SUGGESTS "pfi-agent, pfi-controller")
+# pfi demo starts the daemons; the step-log hook is Python
+set(CPACK_DEBIAN_PFI_PACKAGE_SUGGESTS "pfi-agent, pfi-controller, python3")
 set(CPACK_DEBIAN_PFI_PACKAGE_CONTROL_EXTRA ${PFI_DEB_DIR}/pfi/postinst ${PFI_DEB_DIR}/pfi/postrm
   ${PFI_DEB_DIR}/pfi/conffiles ${PFI_DEB_DIR}/pfi/triggers)
 

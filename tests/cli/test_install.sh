@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_install.sh — `make install PREFIX=...` equivalent: the binaries, the
 # Slurm plugin, the shared library (no static archive), the public headers
-# only, pkg-config file and man pages land under the prefix; every installed
+# only, pkg-config file, man pages, systemd units, the /etc samples and the
+# docs land under the prefix; every installed
 # header compiles on its own; a program that includes every installed header
 # and takes the address of every function they declare links against the
 # installed library through pkg-config only; one computes Eq. 1.
@@ -11,7 +12,9 @@ P="$T/prefix"
 cmake --install "$BUILD" --prefix "$P" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "install failed"; }
 ok
 for f in bin/pfi sbin/pfi-agent sbin/pfi-controller include/pfi/pfi.h include/pfi/curve.h include/pfi/version.h \
-  share/man/man1/pfi.1 share/man/man8/pfi-agent.8 share/man/man8/pfi-controller.8 share/man/man8/pfi-spank.8; do
+  share/man/man1/pfi.1 share/man/man8/pfi-agent.8 share/man/man8/pfi-controller.8 share/man/man8/pfi-spank.8 \
+  share/man/man5/pfi-controller.json.5 lib/systemd/system/pfi-agent.service lib/systemd/system/pfi-controller.service \
+  etc/default/pfi-agent etc/pfi/controller.json etc/pfi/pfi.conf share/doc/pfi/README.md share/doc/pfi/docs/agent.md; do
   [ -f "$P/$f" ] || fail "missing $f"; ok
 done
 ls "$P"/lib*/libpfi.so* >/dev/null 2>&1 || fail "no shared library"; ok
