@@ -127,6 +127,10 @@ in_root 600 '
   kill $a $c
   wait $a $c || true
   ls /var/lib/pfi >/debs/state
+  # an interrupted pfi sweep: its state file still lists a GPU whose cap it
+  # changed, the only record of the cap before (the purge must keep it)
+  printf "{\"format_version\": 1, \"pid\": 1, \"gpus\": [{\"index\": 0, \"uuid\": \"GPU-x\", \"cap_w\": 700}]}\n" \
+    >/var/lib/pfi/sweep-state.json
   # the operator'"'"'s own files are the operator'"'"'s to remove
   rm /etc/pfi/agent.token /etc/pfi/operator.token
 ' >"$T/run.log" 2>&1
@@ -153,6 +157,14 @@ in_root 600 '
 rc=$?
 echo "fresh root: apt-get purge exited $rc after $(( $(date +%s) - t0 )) s"
 [ $rc -eq 0 ] || { tail -n 40 "$T/purge.log" >&2; fail "apt-get purge failed"; }
+# the sweep's unrestored record is kept, with a warning; the agent's clean
+# state file and the controller's database are gone
+[ -f "$R/var/lib/pfi/sweep-state.json" ] || fail "purge removed a sweep state file that still lists a GPU"; ok
+contains "$T/purge.log" "sweep-state.json still lists GPUs"
+[ "$(ls "$R/var/lib/pfi")" = "sweep-state.json" ] || fail "left in /var/lib/pfi: $(ls "$R/var/lib/pfi")"; ok
+# the operator, having restored that GPU, removes the record
+rm "$R/var/lib/pfi/sweep-state.json"
+rmdir "$R/var/lib/pfi"
 for d in /etc/pfi /var/lib/pfi /usr/share/doc/pfi /usr/lib/$multi/pfi /usr/share/pfi /usr/include/pfi \
   /etc/default/pfi-agent /etc/slurm/plugstack.conf.d/pfi.conf /usr/lib/python3/dist-packages/pfi_steplog; do
   [ ! -e "$R$d" ] || fail "$d is left after apt-get purge"; ok
