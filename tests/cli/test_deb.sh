@@ -9,7 +9,8 @@
 # the shipped /etc files (the agent starts with /etc/default/pfi-agent's
 # options, its restore command runs with them, the controller starts with
 # /etc/pfi/controller.json) and `systemd-analyze verify` on the installed
-# units with the binaries in place (exit 0, nothing on stderr).
+# units with the binaries in place (exit 0, nothing on stderr), their
+# hardening scored by `systemd-analyze security --offline`.
 # About 30 s on a 2-core machine (the build: 20-25 s). Plain build only.
 . "$SRC/tests/cli/lib.sh"
 : "${BUILD:?}"
@@ -148,6 +149,15 @@ rc=$?
 ok
 [ ! -s "$T/verify.err" ] || { cat "$T/verify.err"; fail "systemd-analyze verify wrote to stderr"; }
 ok
+# the hardening, scored by systemd (systemd-analyze security --offline:
+# exposure 0..10, lower is safer; docs/packaging.md gives the figures): a
+# directive dropped by mistake raises it past these bounds
+for ub in pfi-agent:50 pfi-controller:25; do
+  u=${ub%%:*}
+  MANPATH="$R/usr/share/man" systemd-analyze security --offline=yes --threshold="${ub#*:}" "$T/units/$u.service" \
+    >"$T/security.out" 2>&1 || { tail -n 5 "$T/security.out"; fail "$u.service: exposure above ${ub#*:}/10"; }
+  ok
+done
 # the directives the issue asks for, as written in the packaged units
 U="$R/usr/lib/systemd/system"
 starts_line() { awk -v d="$2" 'index($0, d) == 1 { f = 1 } END { exit !f }' "$1"; }
