@@ -46,7 +46,7 @@ set(CPACK_COMPONENT_PFI_DESCRIPTION
 set(CPACK_DEBIAN_PFI_PACKAGE_DEPENDS "plplot-driver-cairo")
 # pfi demo starts the daemons; the step-log hook is Python
 set(CPACK_DEBIAN_PFI_PACKAGE_SUGGESTS "pfi-agent, pfi-controller, python3")
-set(CPACK_DEBIAN_PFI_PACKAGE_CONTROL_EXTRA ${PFI_DEB_DIR}/pfi/postinst ${PFI_DEB_DIR}/pfi/postrm
+set(CPACK_DEBIAN_PFI_PACKAGE_CONTROL_EXTRA ${PFI_DEB_DIR}/pfi/postinst ${PFI_DEB_DIR}/pfi/prerm ${PFI_DEB_DIR}/pfi/postrm
   ${PFI_DEB_DIR}/pfi/conffiles ${PFI_DEB_DIR}/pfi/triggers)
 
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME pfi-agent)

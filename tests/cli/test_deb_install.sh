@@ -3,14 +3,14 @@
 # machine (docs/packaging.md). It builds a minimal bookworm root with
 # mmdebstrap (--mode=root --variant=apt, from this machine's configured
 # mirror, as cli_test_fresh_root does), adds systemd and man-db there (for
-# systemd-analyze verify), then, as root inside it in a private mount
+# systemd-analyze verify) and python3, then, as root inside it in a private mount
 # namespace:
 #   apt-get install ./pfi_*.deb ./pfi-agent_*.deb ./pfi-controller_*.deb
 #     ./pfi-slurm_*.deb   (the Debian dependencies from the mirror; pfi-slurm
 #                          pulls the exact Slurm it was built against)
 #   pfi --version, man pfi-controller.json, pfi demo (the daemons as
 #   installed, on loopback, about 30 s), python3 -c 'import pfi_steplog'
-#   when the package has it, systemd-analyze verify on the installed units
+#   (Debian's python3) when the package has the hook, systemd-analyze verify on the installed units
 #   (exit 0, nothing on stderr); no unit was started (no systemd runs
 #   there) and the maintainer scripts made /var/lib/pfi;
 #   apt-get purge of the four, apt-get autoremove --purge of what they pulled
@@ -47,7 +47,7 @@ R="$T/root"
 trap 'rm -rf --one-file-system "$T"' EXIT
 start=$(date +%s)
 echo "fresh root: mmdebstrap bookworm into $R"
-if ! timeout 900 mmdebstrap --mode=root --variant=apt --include=ca-certificates,systemd,man-db \
+if ! timeout 900 mmdebstrap --mode=root --variant=apt --include=ca-certificates,systemd,man-db,python3 \
      bookworm "$R" >"$T/mmdebstrap.log" 2>&1; then
   tail -n 20 "$T/mmdebstrap.log" >&2
   fail "mmdebstrap could not build a Debian 12 root from this machine's mirror (is it reachable?)"
@@ -107,7 +107,11 @@ in_root 600 '
   timeout -k 10 300 pfi demo --time-scale 40 >/tmp/demo.out 2>/tmp/demo.err || { cat /tmp/demo.out /tmp/demo.err; exit 1; }
   cp /tmp/demo.out /debs/demo.out
   if [ -d /usr/lib/python3/dist-packages/pfi_steplog ]; then
-    if command -v python3 >/dev/null; then python3 -c "import pfi_steplog"; echo "python: pfi_steplog imports"; fi
+    # as an administrator would: Python writes its byte code next to the
+    # hook (the purge must remove it)
+    cd / && env -u PYTHONDONTWRITEBYTECODE python3 -c "import pfi_steplog; print(\"python: pfi_steplog from\", pfi_steplog.__file__)"
+    ls /usr/lib/python3/dist-packages/pfi_steplog/__pycache__ >/dev/null
+    cd /tmp
   fi
   systemd-analyze verify pfi-agent.service pfi-controller.service 2>/debs/verify.err
   echo "verify: exit 0"
@@ -143,6 +147,9 @@ contains "$R/debs/demo.out" "every GPU is back at its 700 W baseline"
 [ ! -s "$R/debs/verify.err" ] || { cat "$R/debs/verify.err" >&2; fail "systemd-analyze verify wrote to stderr"; }
 ok
 contains "$T/run.log" "verify: exit 0"
+if grep -q '/pfi_steplog/__init__.py$' "$R/debs/listed"; then
+  contains "$T/run.log" "python: pfi_steplog from /usr/lib/python3/dist-packages/pfi_steplog/__init__.py"
+fi
 contains "$R/debs/state" "agent-state.json"
 contains "$R/debs/state" "controller.db"
 # a demo's leftovers would stay in /tmp, which is not the packages' business
