@@ -9,7 +9,8 @@
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
 #                               clang-format-14 for the format check,
 #                               Slurm + munge, Chromium, mmdebstrap,
-#                               systemd (systemd-analyze verify), nodejs +
+#                               systemd (systemd-analyze verify), man-db
+#                               (man, groff: the man page checks), nodejs +
 #                               npm: scripts/prism.sh installs Stoplight Prism,
 #                               the OpenADR 3 mock VTN, under build/prism
 #                               when its test first runs)
@@ -24,7 +25,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libplplot-dev plplot-driver-cairo"
 DEB_PKGS="dpkg-dev libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
-  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd"
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;
