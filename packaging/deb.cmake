@@ -38,10 +38,10 @@ set(CPACK_COMPONENTS_ALL pfi agent controller)
 set(CPACK_DEBIAN_PFI_PACKAGE_NAME pfi)
 set(CPACK_COMPONENT_PFI_DESCRIPTION
   "Power Flexibility Index of LLM training jobs: command, library, data
- The pfi command (measure, predict and allocate the Power Flexibility Index
- of training jobs; pfi demo, pfi event, pfi status), libpfi.so.1 with its
- headers and pkg-config file, the bundled data, the documentation, shell
- completions and the pfi_steplog Python hook.")
+The pfi command (measure, predict and allocate the Power Flexibility Index
+of training jobs; pfi demo, pfi event, pfi status), libpfi.so.1 with its
+headers and pkg-config file, the bundled data, the documentation, shell
+completions and the pfi_steplog Python hook.")
 # PLplot loads its cairo driver at run time (figures): no library links it
 set(CPACK_DEBIAN_PFI_PACKAGE_DEPENDS "plplot-driver-cairo")
 # pfi demo starts the daemons; the step-log hook is Python
@@ -52,10 +52,10 @@ set(CPACK_DEBIAN_PFI_PACKAGE_CONTROL_EXTRA ${PFI_DEB_DIR}/pfi/postinst ${PFI_DEB
 set(CPACK_DEBIAN_AGENT_PACKAGE_NAME pfi-agent)
 set(CPACK_COMPONENT_AGENT_DESCRIPTION
   "pfi node agent: GPU power telemetry and leased power caps
- pfi-agent samples a node's NVIDIA GPUs through NVML, maps them to jobs,
- serves Prometheus metrics and sets GPU power caps under a lease from
- pfi-controller, restoring them when the lease ends or the agent stops.
- Runs as a systemd service (options in /etc/default/pfi-agent).")
+pfi-agent samples a node's NVIDIA GPUs through NVML, maps them to jobs,
+serves Prometheus metrics and sets GPU power caps under a lease from
+pfi-controller, restoring them when the lease ends or the agent stops.
+Runs as a systemd service (options in /etc/default/pfi-agent).")
 # deb-systemd-helper and deb-systemd-invoke in the maintainer scripts;
 # procps: /bin/kill, the units' ExecReload
 set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "init-system-helpers, procps")
@@ -69,10 +69,10 @@ set(CPACK_DEBIAN_AGENT_PACKAGE_CONTROL_EXTRA
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_NAME pfi-controller)
 set(CPACK_COMPONENT_CONTROLLER_DESCRIPTION
   "pfi cluster controller: grid events to leased GPU power caps
- pfi-controller receives grid events (HTTP API, OpenADR 3, a schedule),
- splits each cut across the managed jobs by their Power Flexibility Index,
- enforces it through the node agents with leased caps, verifies and reports
- it. Configuration in /etc/pfi/controller.json (pfi-controller.json(5)).")
+pfi-controller receives grid events (HTTP API, OpenADR 3, a schedule),
+splits each cut across the managed jobs by their Power Flexibility Index,
+enforces it through the node agents with leased caps, verifies and reports
+it. Configuration in /etc/pfi/controller.json (pfi-controller.json(5)).")
 # the report's PNG figures: PLplot's cairo driver (loaded at run time)
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_DEPENDS "init-system-helpers, procps, plplot-driver-cairo")
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_CONTROL_EXTRA
@@ -94,10 +94,10 @@ if(TARGET spank_pfi)
     set(CPACK_DEBIAN_SLURM_PACKAGE_NAME pfi-slurm)
     set(CPACK_COMPONENT_SLURM_DESCRIPTION
       "pfi Slurm SPANK plugin: --power-flex tiers and job-to-GPU files
- Adds --power-flex=TIER to sbatch, srun and salloc and writes the job files
- pfi-agent maps GPUs to jobs with (pfi-spank(8)). Built against Slurm
- ${PFI_SLURM_VERSION}; enabled by uncommenting
- /etc/slurm/plugstack.conf.d/pfi.conf.")
+Adds --power-flex=TIER to sbatch, srun and salloc and writes the job files
+pfi-agent maps GPUs to jobs with (pfi-spank(8)). Built against Slurm
+${PFI_SLURM_VERSION}; enabled by uncommenting
+/etc/slurm/plugstack.conf.d/pfi.conf.")
     set(CPACK_DEBIAN_SLURM_PACKAGE_DEPENDS "slurm-wlm-basic-plugins (= ${PFI_SLURM_VERSION})")
     set(CPACK_DEBIAN_SLURM_PACKAGE_CONTROL_EXTRA ${PFI_DEB_DIR}/pfi-slurm/conffiles)
   else()

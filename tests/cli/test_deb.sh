@@ -34,6 +34,13 @@ for p in pfi pfi-agent pfi-controller pfi-slurm; do
   dpkg-deb -e "$D/packages/${p}_$v-1_$arch.deb" "$T/ctl/$p"
 done
 [ "$(ls "$D"/packages/*.deb | wc -l)" -eq 4 ] || fail "more than the four packages: $(ls "$D/packages")"; ok
+# each Description: a summary, then its long lines (one leading space each,
+# not two: two mean "display verbatim")
+for p in pfi pfi-agent pfi-controller pfi-slurm; do
+  dpkg-deb -f "$D/packages/${p}_$v-1_$arch.deb" Description >"$T/desc"
+  [ "$(wc -l <"$T/desc")" -ge 3 ] && ! tail -n +2 "$T/desc" | grep -q '^  ' || { cat "$T/desc"; fail "$p: Description"; }
+  ok
+done
 
 # what each package holds
 has() { grep -qx -- "$2" "$T/$1.files" || fail "$1 lacks $2"; ok; }
