@@ -65,9 +65,10 @@ snapshot() {
 }
 snapshot "$T/before"
 
-# Everything inside runs in a private mount namespace: the mounts die with it.
+# Everything inside runs in a private mount and PID namespace: the mounts
+# die with it, and so does any daemon left running when a step fails.
 in_root() {
-  timeout "$1" unshare -m --propagation private sh -c '
+  timeout "$1" unshare -m -p -f --propagation private sh -c '
     set -e
     R=$1; shift
     mount --rbind /dev "$R/dev"
@@ -95,7 +96,7 @@ ok
 [ -d "$R/var/lib/pfi" ] || fail "the maintainer scripts did not make /var/lib/pfi"; ok
 [ -L "$R/etc/systemd/system/multi-user.target.wants/pfi-agent.service" ] || fail "pfi-agent.service not enabled"; ok
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/pfi-controller.service" ] || fail "pfi-controller enabled before it is configured"; ok
-[ -x "$R/usr/lib/$multi/pfi/spank_pfi.so" ] || [ -f "$R/usr/lib/$multi/pfi/spank_pfi.so" ] || fail "no SPANK plugin at /usr/lib/$multi/pfi"; ok
+[ -f "$R/usr/lib/$multi/pfi/spank_pfi.so" ] || fail "no SPANK plugin at /usr/lib/$multi/pfi"; ok
 
 t0=$(date +%s)
 in_root 600 '
@@ -119,15 +120,24 @@ in_root 600 '
   # service leaves for the purge): the agent on simulated GPUs, the
   # controller with the shipped /etc/pfi/controller.json and the
   # operator'"'"'s tokens; both on free ports
-  wait_file() { n=0; until [ -s "$1" ]; do n=$((n + 1)); [ $n -lt 600 ] || { echo "no $1"; return 1; }; sleep 0.05; done; }
+  # wait_file FILE PID LOG: FILE written within 30 s of wall clock, or the
+  # daemon PID exited (its LOG shown)
+  wait_file() {
+    end=$(($(date +%s) + 30))
+    until [ -s "$1" ]; do
+      kill -0 "$2" 2>/dev/null || { echo "exited before writing $1:"; cat "$3"; return 1; }
+      [ "$(date +%s)" -lt $end ] || { echo "no $1 within 30 s:"; cat "$3"; return 1; }
+      sleep 0.05
+    done
+  }
   umask 077
   for t in agent operator; do head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n" >/etc/pfi/$t.token; done
   pfi-agent --backend sim --listen 127.0.0.1:0 --port-file /tmp/agent.port 2>/tmp/agent.log &
   a=$!
   pfi-controller --config /etc/pfi/controller.json --listen 127.0.0.1:0 --port-file /tmp/ctl.port 2>/tmp/ctl.log &
   c=$!
-  wait_file /tmp/agent.port || { cat /tmp/agent.log; exit 1; }
-  wait_file /tmp/ctl.port || { cat /tmp/ctl.log; exit 1; }
+  wait_file /tmp/agent.port $a /tmp/agent.log
+  wait_file /tmp/ctl.port $c /tmp/ctl.log
   kill $a $c
   wait $a $c || true
   ls /var/lib/pfi >/debs/state
