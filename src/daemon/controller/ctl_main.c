@@ -31,6 +31,7 @@
 #include "daemon_util.h"
 #include "options.h"
 #include "pfi/version.h"
+#include "vec.h"
 
 typedef struct ctl_args {
     const char *config, *db, *listen, *port_file;
@@ -173,7 +174,8 @@ static void resume_baselines(ctl *c)
         sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(s, 2, e->ev.id, -1, SQLITE_TRANSIENT);
         size_t n = 0;
-        while (sqlite3_step(s) == SQLITE_ROW && c->njobs < CTL_MAX_JOBS) {
+        while (sqlite3_step(s) == SQLITE_ROW &&
+               !PFI_VEC_RESERVE(c->job, c->job_cap, c->njobs + 1, NULL)) {
             ctl_job *j = &c->job[c->njobs++];
             memset(j, 0, sizeof *j);
             snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(s, 0));
@@ -200,8 +202,7 @@ static int load_agents(ctl *c)
     pfi_error e;
     c->nagents = c->cfg.nagents;
     c->agent = calloc(c->nagents, sizeof *c->agent);
-    c->job = calloc(CTL_MAX_JOBS, sizeof *c->job);
-    if (!c->agent || !c->job) {
+    if (!c->agent) {
         ctl_log(c, "error: out of memory");
         return -1;
     }
@@ -262,16 +263,18 @@ static void control_loop(ctl *c)
             if (!strcmp(c->event[i].status, "scheduled") && c->event[i].ev.start <= now) wake = 1;
         pthread_mutex_unlock(&c->mu);
         if (now < next && !wake) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
+            ctl_agents_service(c); /* a trigger's caps go out at once, between periods too */
+            struct timespec ts = {0, 2 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
         }
         double w0 = pfi_wall_monotonic();
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
-        ctl_agents_collect(c, fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale())));
+        ctl_agents_collect(c);
         pthread_mutex_lock(&c->mu);
         ctl_cycle(c);
+        ctl_plan_update(c);
         c->cycles++;
         if (c->hist_n == CTL_STATUS_HIST) {
             memmove(c->hist_t, c->hist_t + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_t);
@@ -340,6 +343,9 @@ int main(int argc, char **argv)
     if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
     if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
     if (dry) c->cfg.dry_run = 1;
+    if (isnan(c->cfg.agent_timeout_s))
+        c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
+    c->plan_t = NAN;
     if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
         fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
         return 1;
@@ -399,6 +405,7 @@ int main(int argc, char **argv)
             c->cfg.lease_s);
     ctl_http_stop(c);
     pfi_oadr_book_free(&c->oadr_book);
+    ctl_config_free(&c->cfg);
     sqlite3_close(c->db);
     if (c->log) fclose(c->log);
     return 0;
