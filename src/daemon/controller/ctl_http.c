@@ -280,11 +280,11 @@ static char *metrics(ctl *c, size_t *len)
                    "once (POST /v1/trigger, events starting now).\n# TYPE "
                    "pfi_ctl_triggers_total counter\npfi_ctl_triggers_total %llu\n",
                    c->triggers);
-    pfi_buf_printf(&b,
-                   "# HELP pfi_ctl_trigger_push_seconds The last trigger: to its last "
-                   "agent's answer.\n# TYPE pfi_ctl_trigger_push_seconds gauge\n"
-                   "pfi_ctl_trigger_push_seconds %g\n",
-                   c->trigger_push_s);
+    pfi_buf_printf(&b, "# HELP pfi_ctl_trigger_push_seconds The last trigger: to its last cap "
+                       "written (the last successful PUT).\n# TYPE pfi_ctl_trigger_push_seconds "
+                       "gauge\n");
+    if (c->triggers && isfinite(c->trigger_push_s))
+        pfi_buf_printf(&b, "pfi_ctl_trigger_push_seconds %g\n", c->trigger_push_s);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
