@@ -24,9 +24,12 @@
  * one above its generation_max; so is an agent whose generation_max is out
  * of every controller's reach (2^53, persisted before the agents' bound). */
 #include <curl/curl.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -45,7 +48,8 @@ typedef struct xfer {
     pfi_buf buf; /* the answer */
     struct curl_slist *hdr;
     char *body;
-    int kind, queued, running, release;
+    int kind, queued, running, release, set_up; /* set_up: URL, headers, TLS set (once) */
+    char *sent; /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
     size_t agent;
     CURLcode res;
 } xfer;
@@ -53,15 +57,52 @@ typedef struct xfer {
 static xfer *g_x[X_KINDS]; /* per kind, one per agent */
 static CURLM *g_multi;
 static size_t g_n;
-/* the transfers waiting for a slot, in order (indexes into g_x: kind * g_n + agent) */
-static size_t *g_queue, g_qhead, g_qn, g_qcap;
+/* the transfers waiting for a slot, in order (indexes into g_x: kind * g_n + agent);
+ * a trigger's in a queue of their own, served first: they never wait behind a
+ * period's 12,500 GETs */
+typedef struct xqueue {
+    size_t *q, head, n, cap;
+} xqueue;
+static xqueue g_queue, g_trigger_queue;
 static size_t g_inflight, g_pending[X_KINDS]; /* queued or running, per kind */
+/* event-driven transfers: curl tells us its sockets (on_socket) and its
+ * timer (on_timer); epoll says which are ready; curl_multi_socket_action
+ * then works on those alone (curl_multi_perform looks at every transfer each
+ * time, which grows as transfers x wake-ups). g_wake_fd: an eventfd that
+ * ctl_agents_wake writes from any thread. */
+static int g_ep = -1, g_wake_fd = -1;
+static double g_timer_at = -1; /* monotonic s when curl wants its timeout; -1: none */
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
     xfer *x = ud;
     size_t k = sz * nm;
     return pfi_buf_add(&x->buf, p, k) ? 0 : k; /* too large or out of memory: the transfer fails */
+}
+
+static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp)
+{
+    (void)e, (void)ud;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.data.fd = s;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(g_ep, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(g_multi, s, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (sockp || (epoll_ctl(g_ep, EPOLL_CTL_ADD, s, &ev) && errno == EEXIST))
+        epoll_ctl(g_ep, EPOLL_CTL_MOD, s, &ev);
+    if (!sockp) curl_multi_assign(g_multi, s, (void *)1);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *ud)
+{
+    (void)m, (void)ud;
+    g_timer_at = timeout_ms < 0 ? -1 : pfi_wall_monotonic() + (double)timeout_ms / 1000;
+    return 0;
 }
 
 /* transfers for n agents; -1 (logged) when out of memory */
@@ -72,10 +113,23 @@ static int ensure(ctl *c, size_t n)
         /* one connection per agent (host:port); every one kept between periods */
         curl_multi_setopt(g_multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
         curl_multi_setopt(g_multi, CURLMOPT_MAXCONNECTS, (long)(n + 16));
+        curl_multi_setopt(g_multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(g_multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        g_ep = epoll_create1(EPOLL_CLOEXEC);
+        g_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.fd = g_wake_fd;
+        if (g_ep < 0 || g_wake_fd < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake_fd, &ev)) {
+            ctl_log(c, "error: epoll: %s; no requests to the agents", strerror(errno));
+            return -1;
+        }
     }
     int bad = !g_multi || g_n > 0; /* the agents are fixed at start-up: sized once */
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
-    bad = bad || PFI_VEC_RESIZE(g_queue, X_KINDS * n, NULL) != PFI_OK;
+    bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
         for (int k = 0; k < X_KINDS; k++) {
             xfer *x = &g_x[k][i];
@@ -93,7 +147,8 @@ static int ensure(ctl *c, size_t n)
             n);
         return -1;
     }
-    g_qcap = X_KINDS * n;
+    g_queue.cap = X_KINDS * n;
+    g_trigger_queue.cap = n;
     g_n = n;
     return 0;
 }
@@ -102,10 +157,11 @@ static int ensure(ctl *c, size_t n)
 static void fill(const ctl *c)
 {
     size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
-    while (g_qn && g_inflight < max) {
-        size_t q = g_queue[g_qhead];
-        g_qhead = (g_qhead + 1) % g_qcap;
-        g_qn--;
+    while ((g_trigger_queue.n || g_queue.n) && g_inflight < max) {
+        xqueue *from = g_trigger_queue.n ? &g_trigger_queue : &g_queue;
+        size_t q = from->q[from->head];
+        from->head = (from->head + 1) % from->cap;
+        from->n--;
         xfer *x = &g_x[q / g_n][q % g_n];
         x->queued = 0;
         x->running = 1;
@@ -125,7 +181,8 @@ static void enqueue(xfer *x)
     x->queued = 1;
     x->res = CURLE_OPERATION_TIMEDOUT;
     pfi_buf_clear(&x->buf);
-    g_queue[(g_qhead + g_qn++) % g_qcap] = (size_t)x->kind * g_n + x->agent;
+    xqueue *to = x->kind == X_TRIGGER ? &g_trigger_queue : &g_queue;
+    to->q[(to->head + to->n++) % to->cap] = (size_t)x->kind * g_n + x->agent;
     g_pending[x->kind]++;
 }
 
@@ -201,6 +258,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
     gethostname(host, sizeof host);
     host[sizeof host - 1] = '\0';
     static pfi_caps_request rq; /* 35 kB; only the loop's thread is here */
+    double now = pfi_clock_now();
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         if (!a->up || (release && !a->pushed)) continue;
@@ -225,17 +283,23 @@ static size_t queue_puts(ctl *c, int kind, int release)
         free(x->body);
         x->body = pfi_caps_request_format(&rq);
         if (!x->body) continue;
-        char url[600], auth[PFI_TOKEN_MAX + 32];
-        snprintf(url, sizeof url, "%s/v1/caps", a->url);
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
-        curl_slist_free_all(x->hdr);
-        x->hdr = curl_slist_append(NULL, auth);
-        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
-        curl_easy_setopt(x->h, CURLOPT_URL, url);
-        tls_opts(x->h, a);
-        curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+        /* the same caps the agent holds, with more than half of the lease left: not sent */
+        if (kind == X_PUT && !release && a->pushed && x->sent && !strcmp(x->sent, x->body) &&
+            a->lease_until - now > c->cfg.lease_s / 2)
+            continue;
+        if (!x->set_up) {
+            char url[600], auth[PFI_TOKEN_MAX + 32];
+            snprintf(url, sizeof url, "%s/v1/caps", a->url);
+            snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
+            x->hdr = curl_slist_append(NULL, auth);
+            x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+            curl_easy_setopt(x->h, CURLOPT_URL, url);
+            tls_opts(x->h, a);
+            curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+            x->set_up = x->hdr != NULL;
+        }
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
-        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
         x->release = release;
         enqueue(x);
         added++;
@@ -262,6 +326,13 @@ static void put_done(ctl *c, xfer *x, double now)
     ctl_agent *a = &c->agent[x->agent];
     long code = 0;
     curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    xfer *put = &g_x[X_PUT][x->agent];
+    free(put->sent); /* what the agent holds now: this body (a period's), else unknown */
+    put->sent = NULL;
+    if (x->res == CURLE_OK && code == 200 && x->kind == X_PUT && !x->release) {
+        put->sent = x->body;
+        x->body = NULL; /* the transfer is done with it */
+    }
     if (x->res == CURLE_OK && code == 200) {
         c->pushes++;
         if (x->kind == X_TRIGGER) c->trigger_push_s = pfi_wall_monotonic() - c->trigger_t0;
@@ -327,29 +398,49 @@ static void reap(ctl *c)
  * a trigger that arrives meanwhile joins at once */
 static void run_until(ctl *c, int kind)
 {
+    struct epoll_event ev[256];
+    int running;
     for (;;) {
         take_trigger(c);
         fill(c);
-        int running;
-        curl_multi_perform(g_multi, &running);
+        if (g_timer_at >= 0 && pfi_wall_monotonic() >= g_timer_at) {
+            g_timer_at = -1;
+            curl_multi_socket_action(g_multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
         reap(c);
         fill(c);
         size_t left = 0;
         for (int k = 0; k < X_KINDS; k++)
             if (kind == X_KINDS || k == kind) left += g_pending[k];
         if (!left) break;
-        curl_multi_poll(g_multi, NULL, 0, 50, NULL);
+        double wait_s = g_timer_at < 0 ? 0.05 : fmin(0.05, g_timer_at - pfi_wall_monotonic());
+        int n = epoll_wait(g_ep, ev, 256, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == g_wake_fd) {
+                uint64_t v;
+                if (read(g_wake_fd, &v, sizeof v) < 0) { /* drained */
+                }
+                continue;
+            }
+            int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                       (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                       (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(g_multi, ev[i].data.fd, what, &running);
+        }
+        reap(c);
     }
 }
 
 void ctl_agents_wake(void)
 {
-    if (g_multi) curl_multi_wakeup(g_multi);
+    uint64_t one = 1;
+    if (g_wake_fd >= 0 && write(g_wake_fd, &one, sizeof one) < 0) { /* already signalled */
+    }
 }
 
 void ctl_agents_service(ctl *c)
 {
-    if (ensure(c, c->nagents) || !atomic_load(&c->trigger_req)) return;
+    if (ensure(c, c->nagents) || (!atomic_load(&c->trigger_req) && !g_pending[X_TRIGGER])) return;
     run_until(c, X_TRIGGER);
 }
 
@@ -358,20 +449,21 @@ void ctl_agents_collect(ctl *c)
     if (ensure(c, c->nagents)) return;
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
-        char url[600];
-        snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
-        curl_easy_setopt(x->h, CURLOPT_URL, url);
-        curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
-        tls_opts(x->h, &c->agent[i]);
-        /* reads carry the read token when one is configured (never the control token) */
-        curl_slist_free_all(x->hdr);
-        x->hdr = NULL;
-        if (c->agent[i].read_token[0]) {
-            char auth[PFI_TOKEN_MAX + 32];
-            snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
-            x->hdr = curl_slist_append(NULL, auth);
+        if (!x->set_up) {
+            char url[600];
+            snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+            curl_easy_setopt(x->h, CURLOPT_URL, url);
+            curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+            tls_opts(x->h, &c->agent[i]);
+            /* reads carry the read token when one is configured (never the control token) */
+            if (c->agent[i].read_token[0]) {
+                char auth[PFI_TOKEN_MAX + 32];
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
+                x->hdr = curl_slist_append(NULL, auth);
+            }
+            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+            x->set_up = 1;
         }
-        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
         enqueue(x);
     }
     run_until(c, X_GET);

@@ -14,7 +14,7 @@
 #include "json_obj.h"
 #include "vec.h"
 
-/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1] or localhost. The
+/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1], localhost or *.localhost. The
  * authority runs from "://" to the first '/', '?' or '#'; a URL with
  * user information ('@') is never loopback (http://127.0.0.1@host/). */
 static int loopback_url(const char *url)
@@ -37,7 +37,9 @@ static int loopback_url(const char *url)
     }
     char *colon = strchr(host, ':');
     if (colon) *colon = '\0';
-    if (!strcmp(host, "localhost")) return 1;
+    /* localhost and its subdomains (RFC 6761 6.3; curl resolves them to loopback itself) */
+    size_t hn = strlen(host);
+    if (!strcmp(host, "localhost") || (hn > 10 && !strcmp(host + hn - 10, ".localhost"))) return 1;
     struct in_addr a4;
     return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }

@@ -524,7 +524,10 @@ void ctl_cycle(ctl *c)
             ctl_db_put_event(c, gov);
         }
         ctl_db_sample(c, gov->ev.id, now, budget, isfinite(target) ? target : gov->target_w, meas);
+        /* one transaction for the period's rows (12,500 jobs: one commit, not 12,500) */
+        sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
         for (size_t k = 0; k < c->njobs; k++) ctl_db_job_sample(c, gov->ev.id, now, &c->job[k]);
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     }
     for (size_t q = 0; q < np; q++)
         if (pj[q].pred_curve) pfi_curve_dispose(&curves[q]);

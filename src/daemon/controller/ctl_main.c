@@ -345,7 +345,7 @@ int main(int argc, char **argv)
     if (dry) c->cfg.dry_run = 1;
     if (isnan(c->cfg.agent_timeout_s))
         c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
-    c->plan_t = NAN;
+    c->plan_t = c->trigger_push_s = NAN;
     if (c->cfg.log[0] && !(c->log = fopen(c->cfg.log, "a"))) {
         fprintf(stderr, "pfi-controller: %s: %s\n", c->cfg.log, strerror(errno));
         return 1;
