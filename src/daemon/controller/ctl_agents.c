@@ -1,8 +1,10 @@
 /* ctl_agents.c — the controller's side of the agents: every control period
  * GET /v1/node from all agents, and PUT /v1/caps to those whose caps
  * change; a trigger (ctl_trigger.c) PUTs its precomputed caps at once, in
- * the middle of a period's transfers if need be. One libcurl multi handle
- * drives every transfer (one kept-alive connection per agent: at most one
+ * the middle of a period's transfers if need be. libcurl's multi interface
+ * drives every transfer, event-driven (curl_multi_socket_action on one
+ * epoll set; multi handles per shard of 64 agents, see SHARD_AGENTS), with
+ * one kept-alive connection per agent (at most one
  * connection per host:port, so a trigger's PUT to an agent whose GET is in
  * flight waits for it on the same connection instead of opening a second
  * one — 12,500 agents stay within 20,000 open files). At most
@@ -55,8 +57,19 @@ typedef struct xfer {
 } xfer;
 
 static xfer *g_x[X_KINDS]; /* per kind, one per agent */
-static CURLM *g_multi;
-static size_t g_n;
+/* The agents in shards of SHARD_AGENTS, each with its own multi handle and so
+ * its own connection cache: libcurl 7.88's curl_multi_remove_handle walks its
+ * whole cache once per finished transfer (close_connect_only), which with one
+ * cache of 5,000 connections is O(agents^2) per period and most of the
+ * controller's CPU. */
+#define SHARD_AGENTS 64
+typedef struct shard {
+    CURLM *m;
+    double timer_at; /* monotonic s when curl wants its timeout; -1: none */
+    int done;        /* a transfer may have ended: read its messages */
+} shard;
+static shard *g_sh;
+static size_t g_nsh, g_n;
 /* the transfers waiting for a slot, in order (indexes into g_x: kind * g_n + agent);
  * a trigger's in a queue of their own, served first: they never wait behind a
  * period's 12,500 GETs */
@@ -71,7 +84,7 @@ static size_t g_inflight, g_pending[X_KINDS]; /* queued or running, per kind */
  * time, which grows as transfers x wake-ups). g_wake_fd: an eventfd that
  * ctl_agents_wake writes from any thread. */
 static int g_ep = -1, g_wake_fd = -1;
-static double g_timer_at = -1; /* monotonic s when curl wants its timeout; -1: none */
+#define WAKE_KEY UINT64_MAX /* the eventfd's epoll key; sockets: shard << 32 | fd */
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -82,26 +95,28 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 
 static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp)
 {
-    (void)e, (void)ud;
+    (void)e;
+    shard *sh = ud;
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
-    ev.data.fd = s;
+    ev.data.u64 = (uint64_t)(sh - g_sh) << 32 | (uint32_t)s;
     if (what == CURL_POLL_REMOVE) {
         epoll_ctl(g_ep, EPOLL_CTL_DEL, s, NULL);
-        curl_multi_assign(g_multi, s, NULL);
+        curl_multi_assign(sh->m, s, NULL);
         return 0;
     }
     ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
     if (sockp || (epoll_ctl(g_ep, EPOLL_CTL_ADD, s, &ev) && errno == EEXIST))
         epoll_ctl(g_ep, EPOLL_CTL_MOD, s, &ev);
-    if (!sockp) curl_multi_assign(g_multi, s, (void *)1);
+    if (!sockp) curl_multi_assign(sh->m, s, (void *)1);
     return 0;
 }
 
 static int on_timer(CURLM *m, long timeout_ms, void *ud)
 {
-    (void)m, (void)ud;
-    g_timer_at = timeout_ms < 0 ? -1 : pfi_wall_monotonic() + (double)timeout_ms / 1000;
+    (void)m;
+    shard *sh = ud;
+    sh->timer_at = timeout_ms < 0 ? -1 : pfi_wall_monotonic() + (double)timeout_ms / 1000;
     return 0;
 }
 
@@ -109,24 +124,38 @@ static int on_timer(CURLM *m, long timeout_ms, void *ud)
 static int ensure(ctl *c, size_t n)
 {
     if (g_n >= n) return 0;
-    if (!g_multi && (g_multi = curl_multi_init())) {
-        /* one connection per agent (host:port); every one kept between periods */
-        curl_multi_setopt(g_multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
-        curl_multi_setopt(g_multi, CURLMOPT_MAXCONNECTS, (long)(n + 16));
-        curl_multi_setopt(g_multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-        curl_multi_setopt(g_multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    if (g_n > 0) return -1; /* the agents are fixed at start-up: sized once */
+    if (g_ep < 0) {
         g_ep = epoll_create1(EPOLL_CLOEXEC);
         g_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         struct epoll_event ev;
         memset(&ev, 0, sizeof ev);
         ev.events = EPOLLIN;
-        ev.data.fd = g_wake_fd;
+        ev.data.u64 = WAKE_KEY;
         if (g_ep < 0 || g_wake_fd < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake_fd, &ev)) {
             ctl_log(c, "error: epoll: %s; no requests to the agents", strerror(errno));
             return -1;
         }
     }
-    int bad = !g_multi || g_n > 0; /* the agents are fixed at start-up: sized once */
+    size_t nsh = (n + SHARD_AGENTS - 1) / SHARD_AGENTS;
+    int bad = PFI_VEC_RESIZE(g_sh, nsh, NULL) != PFI_OK;
+    for (size_t k = 0; !bad && k < nsh; k++) {
+        shard *sh = &g_sh[k];
+        sh->timer_at = -1;
+        sh->done = 0;
+        if (!(sh->m = curl_multi_init())) {
+            bad = 1;
+            break;
+        }
+        g_nsh = k + 1;
+        /* one connection per agent (host:port); every one kept between periods */
+        curl_multi_setopt(sh->m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+        curl_multi_setopt(sh->m, CURLMOPT_MAXCONNECTS, (long)SHARD_AGENTS + 4);
+        curl_multi_setopt(sh->m, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(sh->m, CURLMOPT_SOCKETDATA, sh);
+        curl_multi_setopt(sh->m, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(sh->m, CURLMOPT_TIMERDATA, sh);
+    }
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
     bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
@@ -138,7 +167,13 @@ static int ensure(ctl *c, size_t n)
             x->kind = k;
             x->agent = i;
             if (!(x->h = curl_easy_init())) bad = 1;
-            else curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+            else {
+                curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+                /* libcurl keeps a receive buffer per handle (16 kB by default): three
+                   handles per agent at 12,500 agents would be 600 MB; the answers are
+                   small (a node view: a few kB, read in several pieces if larger) */
+                curl_easy_setopt(x->h, CURLOPT_BUFFERSIZE, k == X_GET ? 8192L : 1024L);
+            }
         }
     if (bad) {
         ctl_log(
@@ -170,7 +205,7 @@ static void fill(const ctl *c)
         curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-        if (curl_multi_add_handle(g_multi, x->h) == CURLM_OK) g_inflight++;
+        if (curl_multi_add_handle(g_sh[x->agent / SHARD_AGENTS].m, x->h) == CURLM_OK) g_inflight++;
         else x->running = 0, x->res = CURLE_FAILED_INIT, g_pending[x->kind]--;
     }
 }
@@ -378,18 +413,23 @@ static void reap(ctl *c)
     CURLMsg *m;
     int left, locked = 0;
     double now = 0;
-    while ((m = curl_multi_info_read(g_multi, &left))) {
-        if (m->msg != CURLMSG_DONE) continue;
-        xfer *x;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-        x->res = m->data.result;
-        x->running = 0;
-        curl_multi_remove_handle(g_multi, x->h);
-        g_inflight--;
-        g_pending[x->kind]--;
-        if (x->kind == X_GET) continue;
-        if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
-        put_done(c, x, now);
+    for (size_t k = 0; k < g_nsh; k++) {
+        shard *sh = &g_sh[k];
+        if (!sh->done) continue;
+        sh->done = 0;
+        while ((m = curl_multi_info_read(sh->m, &left))) {
+            if (m->msg != CURLMSG_DONE) continue;
+            xfer *x;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            x->res = m->data.result;
+            x->running = 0;
+            curl_multi_remove_handle(sh->m, x->h);
+            g_inflight--;
+            g_pending[x->kind]--;
+            if (x->kind == X_GET) continue;
+            if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
+            put_done(c, x, now);
+        }
     }
     if (locked) pthread_mutex_unlock(&c->mu);
 }
@@ -398,14 +438,20 @@ static void reap(ctl *c)
  * a trigger that arrives meanwhile joins at once */
 static void run_until(ctl *c, int kind)
 {
-    struct epoll_event ev[256];
+    struct epoll_event ev[512];
     int running;
     for (;;) {
         take_trigger(c);
         fill(c);
-        if (g_timer_at >= 0 && pfi_wall_monotonic() >= g_timer_at) {
-            g_timer_at = -1;
-            curl_multi_socket_action(g_multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        double now = pfi_wall_monotonic(), next = now + 0.05;
+        for (size_t k = 0; k < g_nsh; k++) {
+            shard *sh = &g_sh[k];
+            if (sh->timer_at >= 0 && now >= sh->timer_at) {
+                sh->timer_at = -1;
+                curl_multi_socket_action(sh->m, CURL_SOCKET_TIMEOUT, 0, &running);
+                sh->done = 1;
+            }
+            if (sh->timer_at >= 0 && sh->timer_at < next) next = sh->timer_at;
         }
         reap(c);
         fill(c);
@@ -413,19 +459,22 @@ static void run_until(ctl *c, int kind)
         for (int k = 0; k < X_KINDS; k++)
             if (kind == X_KINDS || k == kind) left += g_pending[k];
         if (!left) break;
-        double wait_s = g_timer_at < 0 ? 0.05 : fmin(0.05, g_timer_at - pfi_wall_monotonic());
-        int n = epoll_wait(g_ep, ev, 256, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
+        double wait_s = next - pfi_wall_monotonic();
+        int n = epoll_wait(g_ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
         for (int i = 0; i < n; i++) {
-            if (ev[i].data.fd == g_wake_fd) {
+            if (ev[i].data.u64 == WAKE_KEY) {
                 uint64_t v;
                 if (read(g_wake_fd, &v, sizeof v) < 0) { /* drained */
                 }
                 continue;
             }
+            shard *sh = &g_sh[ev[i].data.u64 >> 32];
             int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                        (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                        (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-            curl_multi_socket_action(g_multi, ev[i].data.fd, what, &running);
+            curl_multi_socket_action(sh->m, (curl_socket_t)(uint32_t)ev[i].data.u64, what,
+                                     &running);
+            sh->done = 1;
         }
         reap(c);
     }
