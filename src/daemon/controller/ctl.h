@@ -71,7 +71,7 @@ typedef struct ctl_cfg {
 
 typedef struct ctl_agent {
     char name[64], url[512], token[PFI_TOKEN_MAX + 1], read_token[PFI_TOKEN_MAX + 1];
-    const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults */
+    const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults (malloc'd) */
     int up, ever_up;
     double last_ok_t, lease_until; /* pfi clock */
     double last_jobs_w;            /* its managed jobs' power at the last success */

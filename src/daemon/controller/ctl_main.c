@@ -13,6 +13,7 @@
  * from SQLite; if none comes back, the agents restore the baselines.
  * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else. */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -220,10 +221,17 @@ static int load_agents(ctl *c)
             ctl_log(c, "error: agents[%zu].read_token_file: %s", i, e.msg);
             return -1;
         }
-        a->ca_file = c->cfg.agents[i].ca_file[0] ? c->cfg.agents[i].ca_file : NULL;
-        a->client_cert = c->cfg.agents[i].client_cert[0] ? c->cfg.agents[i].client_cert : NULL;
-        a->client_key = c->cfg.agents[i].client_key[0] ? c->cfg.agents[i].client_key : NULL;
+        /* copies: the configuration's entries (5.7 kB each, mostly empty paths) are freed below */
+        const struct ctl_cfg_agent *ca = &c->cfg.agents[i];
+        if ((ca->ca_file[0] && !(a->ca_file = strdup(ca->ca_file))) ||
+            (ca->client_cert[0] && !(a->client_cert = strdup(ca->client_cert))) ||
+            (ca->client_key[0] && !(a->client_key = strdup(ca->client_key)))) {
+            ctl_log(c, "error: out of memory");
+            return -1;
+        }
     }
+    free(c->cfg.agents); /* 71 MB at 12,500 agents; nothing reads it after this */
+    c->cfg.agents = NULL;
     if (c->cfg.curve_model[0]) {
         if (pfi_modelfile_load(c->cfg.curve_model, &c->curve_model, &e) ||
             c->curve_model.kind != PFI_MODELFILE_CURVE) {
@@ -304,6 +312,9 @@ static void control_loop(ctl *c)
         pthread_mutex_lock(&c->mu);
         c->loop_s = pfi_wall_monotonic() - w0;
         pthread_mutex_unlock(&c->mu);
+        /* every period parses each agent's node view and frees the last: give the freed
+           pages back (glibc keeps them otherwise; RSS at 12,500 agents) */
+        malloc_trim(0);
         if (c->cfg.openadr_poll_url[0] && now >= next_poll) {
             next_poll = now + c->cfg.openadr_poll_s;
             poll_openadr(c);
