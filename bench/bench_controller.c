@@ -137,6 +137,8 @@ static double metric(const char *url, const char *name)
 }
 
 /* the controller's /healthz: cycles, the last period's wall time; -1 when it does not answer */
+static double g_phase[4]; /* the last /healthz's phases: collect, cycle, plan, push */
+
 static int health(const char *url, double *cycles, double *period_s)
 {
     pfi_http_reply r;
@@ -149,6 +151,9 @@ static int health(const char *url, double *cycles, double *period_s)
     if (!o) return -1;
     *cycles = json_number_value(json_object_get(o, "cycles"));
     *period_s = json_number_value(json_object_get(o, "period_s"));
+    static const char *ph[4] = {"collect", "cycle", "plan", "push"};
+    for (int k = 0; k < 4; k++)
+        g_phase[k] = json_number_value(json_object_get(json_object_get(o, "phase_s"), ph[k]));
     json_decref(o);
     return 0;
 }
@@ -279,6 +284,20 @@ static int trigger_figures(const char *log, double *ms, int max)
     return n;
 }
 
+/* a trigger's request building time, in ms, from the same lines */
+static int build_figures(const char *log, double *ms, int max)
+{
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f) && n < max) {
+        const char *p = strstr(line, "requests built in ");
+        if (p) ms[n++] = atof(p + 18);
+    }
+    if (f) fclose(f);
+    return n;
+}
+
 static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
 {
     char tokf[512], tok[128], cfg[600], portf[512], log[512], db[512], what[64];
@@ -347,7 +366,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     double t_sent;
     if (post_event(url, tok, "bench-farm", 20, &t_sent) == 0) {
         enum { MAXP = 64 };
-        double pers[MAXP];
+        double pers[MAXP], phases[4][MAXP];
         int n = 0;
         double last_cycles = cy, c_cpu0 = proc_cpu_s(p), f_cpu0 = bench_cpu(), cy0 = -1,
                t_end = bench_now() + 40;
@@ -359,6 +378,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
                 continue;
             }
             last_cycles = cy;
+            for (int k = 0; k < 4; k++) phases[k][n] = g_phase[k];
             pers[n++] = per;
         }
         double c_cpu = proc_cpu_s(p) - c_cpu0, f_cpu = bench_cpu() - f_cpu0,
@@ -384,6 +404,13 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             BENCH_RESULT(what, quant(pers, n, 0.99), "s", nfarm >= 12500 ? "< 1" : "reported");
             snprintf(what, sizeof what, "controller %ux8: period max", nfarm);
             BENCH_RESULT(what, pers[n - 1], "s", "reported");
+        }
+        if (n) {
+            for (int k = 0; k < 4; k++) qsort(phases[k], (size_t)n, sizeof **phases, cmp);
+            printf("bench controller %u agents: a period's parts (p50): collect %.3f s, cycle "
+                   "%.3f s, plan %.3f s, push %.3f s\n",
+                   nfarm, quant(phases[0], n, 0.5), quant(phases[1], n, 0.5),
+                   quant(phases[2], n, 0.5), quant(phases[3], n, 0.5));
         }
         if (periods > 0) {
             snprintf(what, sizeof what, "controller %ux8: controller CPU per period", nfarm);
@@ -411,6 +438,14 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         usleep(500000);
         double ms[64];
         int nm = trigger_figures(log, ms, 64);
+        {
+            double bms[64];
+            int nb = build_figures(log, bms, 64);
+            qsort(bms, (size_t)nb, sizeof *bms, cmp);
+            if (nb)
+                printf("bench controller %u agents: a trigger's requests built in %.1f ms (p50)\n",
+                       nfarm, quant(bms, nb, 0.5));
+        }
         qsort(ms, (size_t)nm, sizeof *ms, cmp);
         if (nm) {
             snprintf(what, sizeof what, "controller %ux8: trigger -> every cap p50", nfarm);

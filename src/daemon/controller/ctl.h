@@ -30,6 +30,7 @@
 /* no limit on agents or jobs: both are growable arrays (docs/controller.md, "Scale") */
 #define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
 #define CTL_MAX_EVENTS 64
+enum { CTL_PH_COLLECT, CTL_PH_CYCLE, CTL_PH_PLAN, CTL_PH_PUSH };
 #define CTL_PLAN_MAX 8 /* cuts in the response plan: levels 1..3, scheduled events */
 #define CTL_STATUS_HIST 600
 #define CTL_OADR_MAX_RESOURCES 16
@@ -141,6 +142,7 @@ typedef struct ctl {
     int stable_periods; /* periods with unchanged caps and budget */
     int wake;           /* run a period now (an event that starts now arrived) */
     double loop_s;      /* wall time of the last whole period: collect, cycle, push */
+    double phase_s[4];  /* its parts (CTL_PH_*) */
     /* the response plan (ctl_trigger.c): caps per job for each of these cuts */
     double plan_cut_pct[CTL_PLAN_MAX], plan_base_w;
     size_t nplan;
@@ -148,6 +150,7 @@ typedef struct ctl {
     /* triggers: one waiting for the network (ctl_agents.c), the last one's timing */
     atomic_int trigger_req;
     double trigger_t0, trigger_push_s; /* wall (monotonic) time it came; to its last answer */
+    double trigger_build_s;            /* its requests' bodies built */
     size_t trigger_agents, trigger_failed;
     char trigger_id[PFI_EVENT_ID_MAX + 1];
     unsigned long long triggers;

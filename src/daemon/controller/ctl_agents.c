@@ -292,12 +292,12 @@ static size_t queue_puts(ctl *c, int kind, int release)
     char host[64] = "controller";
     gethostname(host, sizeof host);
     host[sizeof host - 1] = '\0';
-    static pfi_caps_request rq; /* 35 kB; only the loop's thread is here */
+    static pfi_caps_request rq; /* 35 kB, zeroed once; only the loop's thread is here */
     double now = pfi_clock_now();
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         if (!a->up || (release && !a->pushed)) continue;
-        memset(&rq, 0, sizeof rq);
+        rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
         rq.lease_s = release ? 1 : c->cfg.lease_s;
         snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
         long long gm = agent_generation_max(a);
@@ -348,7 +348,9 @@ static void take_trigger(ctl *c)
 {
     if (!atomic_exchange(&c->trigger_req, 0)) return;
     pthread_mutex_lock(&c->mu);
+    double t0 = pfi_wall_monotonic();
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
+    c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
     c->trigger_push_s = NAN;
     if (!c->trigger_agents) ctl_log(c, "trigger %s: no agent to push to", c->trigger_id);
@@ -402,9 +404,9 @@ static void put_done(ctl *c, xfer *x, double now)
     if (x->kind == X_TRIGGER && g_pending[X_TRIGGER] == 0)
         ctl_log(c,
                 "trigger %s: caps pushed to %zu agents in %.1f ms (%zu failed); every cap "
-                "written %.1f ms after the trigger",
+                "written %.1f ms after the trigger (requests built in %.1f ms)",
                 c->trigger_id, c->trigger_agents, 1000 * (pfi_wall_monotonic() - c->trigger_t0),
-                c->trigger_failed, 1000 * c->trigger_push_s);
+                c->trigger_failed, 1000 * c->trigger_push_s, 1000 * c->trigger_build_s);
 }
 
 /* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */

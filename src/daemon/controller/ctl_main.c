@@ -280,9 +280,16 @@ static void control_loop(ctl *c)
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
         ctl_agents_collect(c);
+        double w1 = pfi_wall_monotonic();
         pthread_mutex_lock(&c->mu);
+        double w2 = pfi_wall_monotonic();
         ctl_cycle(c);
+        double w3 = pfi_wall_monotonic();
         ctl_plan_update(c);
+        /* where a period's time goes (GET /healthz; bench_controller prints it) */
+        c->phase_s[CTL_PH_COLLECT] = w1 - w0;
+        c->phase_s[CTL_PH_CYCLE] = w3 - w2;
+        c->phase_s[CTL_PH_PLAN] = pfi_wall_monotonic() - w3;
         c->cycles++;
         if (c->hist_n == CTL_STATUS_HIST) {
             memmove(c->hist_t, c->hist_t + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_t);
@@ -302,6 +309,7 @@ static void control_loop(ctl *c)
         for (size_t i = 0; i < c->nagents; i++) any_pushed |= c->agent[i].pushed;
         ctl_db_meta_set(c, "integral_w", c->integral_w);
         pthread_mutex_unlock(&c->mu);
+        double w4 = pfi_wall_monotonic();
         if (active && !dry_now) ctl_agents_push(c, 0);
         else if (!active && any_pushed) {
             ctl_agents_push(c, 1);
@@ -311,6 +319,7 @@ static void control_loop(ctl *c)
         }
         pthread_mutex_lock(&c->mu);
         c->loop_s = pfi_wall_monotonic() - w0;
+        c->phase_s[CTL_PH_PUSH] = pfi_wall_monotonic() - w4;
         pthread_mutex_unlock(&c->mu);
         /* every period parses each agent's node view and frees the last: give the freed
            pages back (glibc keeps them otherwise; RSS at 12,500 agents) */
