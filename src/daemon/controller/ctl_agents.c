@@ -51,6 +51,7 @@ typedef struct xfer {
     struct curl_slist *hdr;
     char *body;
     int kind, queued, running, release, set_up; /* set_up: URL, headers, TLS set (once) */
+    int cancel; /* queued, no longer to be sent (a trigger came after its body was built) */
     char *sent; /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
     size_t agent;
     CURLcode res;
@@ -199,6 +200,12 @@ static void fill(const ctl *c)
         from->n--;
         xfer *x = &g_x[q / g_n][q % g_n];
         x->queued = 0;
+        if (x->cancel) {
+            x->cancel = 0;
+            x->res = CURLE_ABORTED_BY_CALLBACK;
+            g_pending[x->kind]--;
+            continue;
+        }
         x->running = 1;
         curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(1000 * c->cfg.agent_timeout_s));
         curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(1000 * c->cfg.agent_timeout_s));
@@ -349,6 +356,11 @@ static void take_trigger(ctl *c)
     if (!atomic_exchange(&c->trigger_req, 0)) return;
     pthread_mutex_lock(&c->mu);
     double t0 = pfi_wall_monotonic();
+    /* a period's PUTs not started yet carry caps from before the trigger: sent after it,
+       they would raise what it lowered (those already sent are answered before the
+       trigger's PUT on the same connection) */
+    for (size_t i = 0; i < g_n; i++)
+        if (g_x[X_PUT][i].queued) g_x[X_PUT][i].cancel = 1;
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
     c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
