@@ -462,7 +462,15 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         }
     }
     kill(p, SIGTERM);
-    waitpid(p, NULL, 0);
+    int status = 0;
+    waitpid(p, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) { /* e.g. a sanitizer's report */
+        printf("bench controller %u agents: the controller exited with status %d; its log:\n",
+               nfarm, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "tail -n 40 '%s'", log);
+        if (system(cmd) != 0) printf("(no log)\n");
+    }
     pfi_httpd_stop(h);
 }
 
