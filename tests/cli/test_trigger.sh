@@ -7,7 +7,8 @@
 # once told, takes 5 s for every request. agent_timeout_s 3: the normal
 # path (collect every agent, then push) cannot deliver before 3 s, so caps
 # within 2 s of the POST came by the fast path; the slow agent's PUT misses
-# its deadline and it is marked down. Strict validation of the endpoint.
+# its deadline and it is marked down. Strict validation of the endpoint;
+# an agent under a *.localhost name.
 # Real time (no time scale).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
@@ -58,10 +59,14 @@ PY
 start_daemon "slow fixture agent" "$T/slow.log" "$T/slow.port" /usr/bin/python3 "$T/slow.py" "$T/slow.port" "$T/slow"
 P3=$DPORT
 
+# agent URLs: *.localhost is loopback (plain http allowed; curl resolves it itself), a name
+# that merely starts with localhost is not
+printf '{"agents": [{"url": "http://localhost.example.com:1", "token_file": "%s/atok"}]}\n' "$T" >"$T/bad.json"
+expect_error 1 "agents[0].url: plain http to a non-loopback host" "$CTL" --config "$T/bad.json"
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl.db", "control_period_s": 30,
  "baseline_window_s": 60, "lease_s": 90, "ramp_s": 0, "default_tier": 3, "agent_timeout_s": 3,
  "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
-            {"name": "n2", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
+            {"name": "n2", "url": "http://n2.localhost:%s", "token_file": "%s/atok"},
             {"name": "slow", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"}]}\n' \
   "$T" "$T" "$P1" "$T" "$P2" "$T" "$P3" "$T" >"$T/ctl.json"
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
