@@ -8,7 +8,8 @@
  * configuration), ctl_db.c (SQLite: events, samples, state), ctl_agents.c
  * (collecting /v1/node from every agent with curl multi, pushing caps),
  * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
- * feedback, faults), ctl_http.c (the API and the status page), ctl_openadr.c
+ * feedback, faults), ctl_trigger.c (the response plan and the trigger fast
+ * path), ctl_http.c (the API and the status page), ctl_openadr.c
  * (OpenADR events from the webhook and the poller), ctl_report.c
  * (an event's measurement and verification, JSON and PNG). One mutex guards
  * the controller's state; HTTP handlers and the loop share it. */
