@@ -104,7 +104,7 @@ capped "$P1" 699 && fail "agent 1 capped before any trigger"
 ok
 touch "$T/slow"
 t0=$(date +%s.%N)
-[ "$(post '{"reduction_pct": 30, "id": "fast-1"}')" = 201 ] || { cat "$T/body" >&2; fail "POST /v1/trigger"; }
+[ "$(post '{"reduction_pct": 25, "id": "fast-1"}')" = 201 ] || { cat "$T/body" >&2; fail "POST /v1/trigger"; }
 contains "$T/body" '"fast_path":true'
 contains "$T/body" '"source":"trigger"'
 contains "$T/body" '"open_ended":true'
@@ -123,7 +123,8 @@ ok
 wait_for 15 "the slow agent marked down" 'grep -q "agent slow (.*) marked down" "$T/ctl.log"'
 ok
 [ "$(metric "$URL" pfi_ctl_triggers_total)" = 1 ] || fail "pfi_ctl_triggers_total"; ok
-grep -q "trigger fast-1: 30.0% cut, caps for 3 jobs from the" "$T/ctl.log" || fail "trigger log line"; ok
+# 25% lies between the planned levels 2 and 3 (20, 30 %): each job's cap interpolated
+grep -q "trigger fast-1: 25.0% cut, caps for 3 jobs from the interpolated" "$T/ctl.log" || fail "trigger log line"; ok
 # the event it made is active (the normal loop took it over)
 wait_for 15 "event fast-1 active" 'curl -s -m 5 "$URL/v1/events/fast-1" | grep -q "\"status\":\"active\""'
 ok
@@ -144,4 +145,14 @@ num "$dt" "<" 2 || fail "the API event's caps took $dt s"
 ok
 wait_for 15 "the second trigger counted" '[ "$(metric "$URL" pfi_ctl_triggers_total)" = 2 ]'
 ok
+# 60% is beyond the plan (levels 10, 20, 30 %): equal-weight caps computed at once
+grep -q "trigger api-60: 60.0% cut, caps for [0-9]* jobs from the equal weight" "$T/ctl.log" \
+  || { grep "trigger api-60" "$T/ctl.log" >&2; fail "the 60% trigger's caps did not come from equal weight"; }
+ok
+# a level: the plan's own caps (it only lowers caps: after 60% it changes none)
+[ "$(post '{"level": 3, "id": "lvl-3"}')" = 201 ] || { cat "$T/body" >&2; fail "POST /v1/trigger level 3"; }
+contains "$T/body" '"level":3'
+wait_for 15 "the level trigger's log line" 'grep -q "trigger lvl-3: 30.0% cut, caps for [0-9]* jobs from the plan " "$T/ctl.log"'
+ok
+[ "$(metric "$URL" pfi_ctl_triggers_total)" = 3 ] || fail "pfi_ctl_triggers_total after three triggers"; ok
 done_ok
