@@ -4,8 +4,8 @@
  * the middle of a period's transfers if need be. libcurl's multi interface
  * drives every transfer, event-driven (curl_multi_socket_action on one
  * epoll set; multi handles per shard of 64 agents, see SHARD_AGENTS), with
- * one kept-alive connection per agent (at most one
- * connection per host:port, so a trigger's PUT to an agent whose GET is in
+ * one kept-alive connection per agent (at most one connection per
+ * host:port, so a trigger's PUT to an agent whose GET is in
  * flight waits for it on the same connection instead of opening a second
  * one — 12,500 agents stay within 20,000 open files). At most
  * agent_concurrency transfers are in flight at once (a burst of 12,500 new
@@ -15,7 +15,9 @@
  * starts): an agent that misses it is marked down and its caps left to its
  * lease. Called without the lock; results are stored under it; only the
  * control loop's thread calls in here (a trigger from an HTTP handler sets
- * c->trigger_req and wakes the transfers with curl_multi_wakeup).
+ * c->trigger_req and wakes the transfers through an eventfd in the epoll
+ * set). A trigger cancels the period's PUTs that have not started (their
+ * caps predate it).
  *
  * Lease generations are kept per agent (ctl_agent.generation, persisted):
  * what one agent answers never changes what is sent to another. An agent
