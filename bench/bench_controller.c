@@ -10,7 +10,8 @@
  *    allocate, PUT /v1/caps to all) and prints p50 / p99 / max (target
  *    < 1 s at 12,500), the controller's RSS (target < 1 GiB) and CPU per
  *    period, and how much CPU the farm (this process) took meanwhile: the
- *    farm shares the machine. Then BENCH_CTL_TRIGGERS (8) triggers
+ *    farm shares the machine (BENCH_CTL_PERIOD sets another period). Then
+ *    BENCH_CTL_TRIGGERS (8) triggers
  *    (POST /v1/trigger, deeper each time) and, from the controller's log,
  *    trigger -> every cap written (its last successful PUT) p50 / p99
  *    (target < 200 ms at 12,500);
@@ -339,11 +340,15 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     }
     FILE *f = fopen(cfg, "w");
     if (!f) return;
+    /* BENCH_CTL_PERIOD (1 s): a longer one shows a trigger's fan-out between periods (at
+       1 s most triggers land in a collection at 12,500 agents) */
+    const char *pe = getenv("BENCH_CTL_PERIOD");
+    double period_s = pe && atof(pe) >= 0.1 ? atof(pe) : 1;
     fprintf(f,
             "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
-            "\"control_period_s\": 1, \"baseline_window_s\": 3, \"lease_s\": 60, \"ramp_s\": 0, "
-            "\"default_tier\": 3, \"agents\": [",
-            tokf, db);
+            "\"control_period_s\": %g, \"baseline_window_s\": %g, \"lease_s\": %g, "
+            "\"ramp_s\": 0, \"default_tier\": 3, \"agents\": [",
+            tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s));
     for (unsigned i = 0; i < nfarm; i++)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
@@ -366,7 +371,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);
     double cy = 0, per = 0;
     /* baselines over the window: 4 periods */
-    while (bench_now() - t_start < 300 && (health(url, &cy, &per) || cy < 4)) usleep(100000);
+    while (bench_now() - t_start < 300 + 5 * period_s && (health(url, &cy, &per) || cy < 4))
+        usleep(100000);
     double startup_s = bench_now() - t_start;
     double t_sent;
     if (post_event(url, tok, "bench-farm", 20, &t_sent) == 0) {
@@ -374,7 +380,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         double pers[MAXP], phases[4][MAXP];
         int n = 0;
         double last_cycles = cy, c_cpu0 = proc_cpu_s(p), f_cpu0 = bench_cpu(), cy0 = -1,
-               t_end = bench_now() + 40;
+               t_end = bench_now() + 40 * period_s;
         while (bench_now() < t_end && n < 20) {
             usleep(50000);
             if (health(url, &cy, &per) || !(cy > last_cycles)) continue;
@@ -437,7 +443,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             snprintf(body, sizeof body, "{\"reduction_pct\": %d, \"duration_s\": 600}", 22 + 2 * k);
             if (post_json(url, "/v1/trigger", tok, body, 201)) break;
             double c0 = cy;
-            t_end = bench_now() + 30;
+            t_end = bench_now() + 30 * period_s;
             while (bench_now() < t_end && (health(url, &cy, &per) || cy < c0 + 2)) usleep(50000);
         }
         usleep(500000);
