@@ -62,7 +62,7 @@ P3=$DPORT
 # agent URLs: *.localhost is loopback (plain http allowed; curl resolves it itself), a name
 # that merely starts with localhost is not
 printf '{"agents": [{"url": "http://localhost.example.com:1", "token_file": "%s/atok"}]}\n' "$T" >"$T/bad.json"
-expect_error 1 "agents[0].url: plain http to a non-loopback host" "$CTL" --config "$T/bad.json"
+expect_error 2 "agents[0].url: plain http to a non-loopback host" "$CTL" --config "$T/bad.json"
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl.db", "control_period_s": 30,
  "baseline_window_s": 60, "lease_s": 90, "ramp_s": 0, "default_tier": 3, "agent_timeout_s": 3,
  "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
