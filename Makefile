@@ -6,11 +6,15 @@
 #                also compile gcc Release and MinSizeRel builds (tests
 #                included) so that every build type stays -Werror clean
 #   make bench   build and run the benchmarks (prints their figures)
-#   make install PREFIX=/usr/local   binary, library, headers, pkg-config, man pages
+#   make install PREFIX=/usr/local   binary, library, headers, pkg-config, man pages,
+#                systemd units and /etc samples (under PREFIX), docs
+#   make deb     Debian packages pfi, pfi-agent, pfi-controller, pfi-slurm in
+#                build-deb/packages/ (docs/packaging.md)
 #
 # Builds live in build/ (plain), build-asan/ (sanitizers), build-fuzz/
 # (clang + libFuzzer), build-release/ and build-minsizerel/ (compile only),
-# build-core/ (the library alone, GSL + jansson).
+# build-core/ (the library alone, GSL + jansson), build-deb/ (make deb:
+# prefix /usr, /etc, the multiarch libdir).
 # JOBS defaults to the number of CPUs.
 #
 # Tests and benchmarks are configured only when asked for: `make run` needs
@@ -23,8 +27,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 15
 
-.PHONY: run test bench install clean build build-tests build-asan build-fuzz build-release \
-        build-minsizerel build-core bootstrap-run bootstrap-test test-plain test-asan test-fuzz test-repeat
+.PHONY: run test bench install deb clean build build-tests build-asan build-fuzz build-release \
+        build-minsizerel build-core bootstrap-run bootstrap-test bootstrap-deb test-plain test-asan test-fuzz test-repeat
 
 # the main job: the whole study on the bundled data, report in report/
 run: bootstrap-run build
@@ -48,6 +52,9 @@ bootstrap-run:
 
 bootstrap-test:
 	@scripts/bootstrap.sh test
+
+bootstrap-deb:
+	@scripts/bootstrap.sh deb
 
 # PFI_TESTS is not passed here: a build/ that make test configured keeps it on
 build:
@@ -96,8 +103,18 @@ test-fuzz: build-fuzz
 bench: bootstrap-test build-tests
 	@scripts/run-bench.sh build
 
-install: build
-	@cmake --install build --prefix $(PREFIX)
+# configured with the prefix, so that the data path compiled into pfi and the
+# plugin path in pfi-spank(8) are where the files go (lib/<multiarch> for
+# /usr: GNUInstallDirs)
+install:
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j $(JOBS) -- --no-print-directory
+	@cmake --install build
+
+# Debian packages (CPack DEB; dpkg-dev for dpkg-shlibdeps) in build-deb/packages/:
+# a build of its own, for /usr, /etc and the multiarch libdir (scripts/make-deb.sh)
+deb: bootstrap-deb
+	@JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/make-deb.sh build-deb
 
 clean:
-	rm -rf build build-asan build-fuzz build-release build-minsizerel
+	rm -rf build build-asan build-fuzz build-release build-minsizerel build-deb

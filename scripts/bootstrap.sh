@@ -2,10 +2,15 @@
 # bootstrap.sh — install the Debian 12 packages pfi needs, and nothing else.
 #
 #   scripts/bootstrap.sh run    what building pfi and running its main job needs
+#   scripts/bootstrap.sh deb    the run packages, plus what make deb needs
+#                               (dpkg-dev: dpkg-shlibdeps; libslurm-dev:
+#                               the SPANK plugin's headers)
 #   scripts/bootstrap.sh test   the above, plus what the test suite needs
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
 #                               clang-format-14 for the format check,
-#                               Slurm + munge, Chromium, mmdebstrap, nodejs +
+#                               Slurm + munge, Chromium, mmdebstrap,
+#                               systemd (systemd-analyze verify), man-db
+#                               (man, groff: the man page checks), nodejs +
 #                               npm: scripts/prism.sh installs Stoplight Prism,
 #                               the OpenADR 3 mock VTN, under build/prism
 #                               when its test first runs; Prometheus and
@@ -20,14 +25,16 @@ set -eu
 RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   libplplot-dev plplot-driver-cairo"
+DEB_PKGS="dpkg-dev libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
-  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm prometheus
-  python3-torch python3-venv python3-setuptools python3-wheel"
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db
+  prometheus python3-torch python3-venv python3-setuptools python3-wheel"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;
-  test) want="$RUN_PKGS $TEST_PKGS" ;;
-  *) echo "bootstrap.sh: unknown target '$1' (expected run or test)" >&2; exit 2 ;;
+  deb)  want="$RUN_PKGS $DEB_PKGS" ;;
+  test) want="$RUN_PKGS $DEB_PKGS $TEST_PKGS" ;;
+  *) echo "bootstrap.sh: unknown target '$1' (expected run, deb or test)" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -13,7 +13,8 @@ for b in "$dir"/bench/bench_*; do
   [ -x "$b" ] || continue
   echo "== $(basename "$b")"
   case "$b" in
-    # the controller benchmark runs a farm of 1,000 fake agents and the
+    # the controller benchmark runs a farm of up to 12,500 fake agents
+    # (BENCH_CTL_AGENTS, about 4 minutes) and the
     # controller as two processes, the OpenADR one a controller, 4 agents and
     # a fixture VTN: pinning them to one core would measure their contention
     *bench_controller|*bench_openadr) "$b" ;;

@@ -11,7 +11,8 @@
  *                 gpus=N (8), model=H200|H100 (H200),
  *                 job=ID:GROUP@A-B  a job of the reconstruction on GPUs A..B
  *                                   (repeatable; GROUP of data/reconstruction),
- *                 tau=S (2, response time constant, clock seconds),
+ *                 tau=S (0.1, response time constant, clock seconds),
+ *                 delay=S (0.05, actuation delay before the response starts),
  *                 load=S (15, seconds a started job spends loading before it trains),
  *                 noise=F (0.01, relative sd of power and throughput),
  *                 seed=N (1), state=FILE (the simulated hardware's caps,

@@ -400,7 +400,8 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify, h},
         {MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)max_conn, NULL},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip == PFI_HTTPD_PER_IP_OFF ? 0 : (intptr_t)per_ip,
+         NULL}, /* 0: none */
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL},
         {h->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->cert},
         {h->cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->key},

@@ -47,7 +47,9 @@ typedef struct pfi_httpd_opts {
     const char *tls_cert, *tls_key;
     size_t max_body;
     unsigned max_connections;  /* 0: 512 */
-    unsigned max_per_ip;       /* connections from one client address; 0: 16 */
+    unsigned max_per_ip;       /* connections from one client address; 0: 16;
+                                  PFI_HTTPD_PER_IP_OFF: no limit (a farm of fake
+                                  agents on loopback, bench_controller) */
     double request_timeout_s;  /* a request must arrive within this; 0: 10 s */
     unsigned threads;          /* 0: 4 */
     const char *tls_client_ca; /* PEM CA file: every request must present a client
@@ -63,6 +65,8 @@ typedef struct pfi_httpd_opts {
     void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
     void *ud;
 } pfi_httpd_opts;
+
+#define PFI_HTTPD_PER_IP_OFF 0xffffffffu
 
 enum { PFI_HTTP_OPEN = 0, PFI_HTTP_CONTROL = 1, PFI_HTTP_READ = 2, PFI_HTTP_WEBHOOK = 3 };
 

@@ -1,10 +1,17 @@
 /* sim.c — the simulated GPU backend (gpu.h): N GPUs of one hardware profile
  * (physmodel.h), each optionally running a job of the reconstruction.
  *
- * A GPU's SM clock follows its cap with a first-order lag: after a cap
- * change at t0 the clock moves from x0 towards the model's operating clock
- * x1 as x(t) = x1 + (x0 - x1) exp(-(t - t0)/tau); power, throughput and the
- * DCGM metrics follow from the model at x(t). A job's throughput is set by
+ * The cap-to-power response model: after a cap change at t0 the SM clock
+ * holds for an actuation delay (delay=, s), then moves from x0 towards the
+ * model's operating clock x1 as x(t) = x1 + (x0 - x1) exp(-(t - t0 - delay)/tau)
+ * (tau=, s); power, throughput and the DCGM metrics follow from the model at
+ * x(t). Defaults: delay 0.05 s, tau 0.1 s (power within 2% of a 30% step
+ * after 0.05 + 0.1 ln 15 = 0.32 s). They are an assumption, not a
+ * measurement: NVIDIA's firmware enforces a new power limit within tens of
+ * milliseconds to about a second depending on the product (no public
+ * figure per model), and GridPilot reports 97 ms from a grid trigger to
+ * target power on 3 GPUs, software included; a read-only check cannot
+ * measure it (docs/agent.md, "The simulator"). A job's throughput is set by
  * its slowest GPU (synchronous training). A started job spends load= (15)
  * clock seconds loading (framebuffer filling, no kernels), then trains; while it
  * trains it appends its steps to its step log. Noise: relative Gaussian on
@@ -54,7 +61,7 @@ typedef struct sim {
     size_t n, nj;
     sim_gpu gpu[SIM_MAX_GPUS];
     sim_job job[SIM_MAX_JOBS];
-    double tau, noise, load_s;
+    double tau, delay_s, noise, load_s; /* the response model: delay_s, then tau */
     gsl_rng *rng;
     char state[512], steplogs[400];
     struct timespec state_mtime; /* another process may set caps on the same simulated hardware */
@@ -62,7 +69,7 @@ typedef struct sim {
 
 static double clock_at(const sim *s, const sim_gpu *g, double t)
 {
-    double dt = t - g->t0;
+    double dt = t - g->t0 - s->delay_s;
     if (dt < 0) dt = 0;
     return g->x1 + (g->x0 - g->x1) * (s->tau > 0 ? exp(-dt / s->tau) : 0);
 }
@@ -377,7 +384,8 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
     sim *s = calloc(1, sizeof *s);
     if (!s) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     s->n = 8;
-    s->tau = 2.0;
+    s->tau = 0.1;
+    s->delay_s = 0.05;
     s->noise = 0.01;
     s->load_s = 15;
     size_t seed = 1;
@@ -406,6 +414,9 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
         } else if (!strcmp(kv, "tau")) {
             if (parse_num(v, 0, 3600, &s->tau))
                 st = pfi_errorf(err, PFI_EINVAL, "sim option tau=%s: expected 0..3600 s", v);
+        } else if (!strcmp(kv, "delay")) {
+            if (parse_num(v, 0, 60, &s->delay_s))
+                st = pfi_errorf(err, PFI_EINVAL, "sim option delay=%s: expected 0..60 s", v);
         } else if (!strcmp(kv, "load")) {
             if (parse_num(v, 0, 3600, &s->load_s))
                 st = pfi_errorf(err, PFI_EINVAL, "sim option load=%s: expected 0..3600 s", v);
@@ -446,10 +457,11 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
                 nj++;
             }
         } else {
-            st = pfi_errorf(err, PFI_EINVAL,
-                            "unknown sim option '%s' (gpus, model, job, tau, load, noise, seed, "
-                            "state, steplogs, idle)",
-                            kv);
+            st = pfi_errorf(
+                err, PFI_EINVAL,
+                "unknown sim option '%s' (gpus, model, job, tau, delay, load, noise, seed, "
+                "state, steplogs, idle)",
+                kv);
         }
     }
     if (!st && !(s->hw = pfi_hw_get(model)))

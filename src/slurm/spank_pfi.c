@@ -25,7 +25,8 @@
  * the prolog writes nothing and says why. Files are created with openat()
  * on those directories, O_CREAT|O_EXCL|O_NOFOLLOW: never through a link.
  *
- * plugstack.conf:  optional /usr/lib/pfi/spank_pfi.so rundir=/run/pfi
+ * plugstack.conf:  optional /usr/lib/x86_64-linux-gnu/pfi/spank_pfi.so rundir=/run/pfi
+ *   (the pfi-slurm package: /etc/slurm/plugstack.conf.d/pfi.conf; pfi-spank(8))
  * Built without libslurm (the SPANK symbols come from the Slurm process). */
 #include <errno.h>
 #include <fcntl.h>

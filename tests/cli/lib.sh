@@ -51,6 +51,17 @@ near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d<=
 
 done_ok() { echo "ok: $NCHECK checks"; exit 0; }
 
+# in_chroot: true inside a chroot (the fresh-root tests skip there: no root
+# inside a root). Inside a chroot, / is not the root of PID 1's mount
+# namespace (when /proc/1/root can be read; a sandbox may forbid it), and no
+# mount in /proc/self/mountinfo has the mount point "/" (the kernel lists
+# only the mounts reachable from the process's root; a chroot into a plain
+# directory has none at "/").
+in_chroot() {
+  r1=$(stat -c %d:%i /proc/1/root/. 2>/dev/null) && [ "$r1" != "$(stat -c %d:%i /)" ] && return 0
+  ! awk '$5 == "/" { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
 # new_token FILE...: a random bearer token in each FILE, mode 0600
 new_token() { for f in "$@"; do head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$f"; chmod 600 "$f"; done; }
 # daemons started by a test go in $PIDS; on exit they are killed and $T

@@ -19,15 +19,6 @@
 # does not build another one) or without root privileges.
 . "$SRC/tests/cli/lib.sh"
 
-# Inside a chroot, / is not the root of PID 1's mount namespace (when
-# /proc/1/root can be read; a sandbox may forbid it), and no mount in
-# /proc/self/mountinfo has the mount point "/" (the kernel lists only the
-# mounts reachable from the process's root; a chroot into a plain directory
-# has none at "/").
-in_chroot() {
-  r1=$(stat -c %d:%i /proc/1/root/. 2>/dev/null) && [ "$r1" != "$(stat -c %d:%i /)" ] && return 0
-  ! awk '$5 == "/" { found = 1 } END { exit !found }' /proc/self/mountinfo
-}
 if in_chroot; then
   echo "SKIP: running inside a chroot (a fresh root already); not building another one inside it"
   exit 77

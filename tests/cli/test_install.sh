@@ -1,24 +1,37 @@
 #!/bin/sh
 # test_install.sh — `make install PREFIX=...` equivalent: the binaries, the
 # Slurm plugin, the shared library (no static archive), the public headers
-# only, pkg-config file and man pages land under the prefix; every installed
+# only, pkg-config file, man pages, systemd units, the /etc samples and the
+# docs land under the prefix; every installed
 # header compiles on its own; a program that includes every installed header
 # and takes the address of every function they declare links against the
 # installed library through pkg-config only; one computes Eq. 1.
 . "$(dirname "$0")/lib.sh"
 : "${BUILD:?}"
-P="$T/prefix"
-cmake --install "$BUILD" --prefix "$P" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "install failed"; }
+# under DESTDIR: a build configured for prefix /usr (make install
+# PREFIX=/usr) installs its /etc files at the absolute /etc, which must not
+# be this machine's
+D="$T/root"
+P="$D/prefix"
+DESTDIR="$D" cmake --install "$BUILD" --prefix /prefix >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "install failed"; }
 ok
 for f in bin/pfi sbin/pfi-agent sbin/pfi-controller include/pfi/pfi.h include/pfi/curve.h include/pfi/version.h \
-  share/man/man1/pfi.1 share/man/man8/pfi-agent.8 share/man/man8/pfi-controller.8 share/man/man8/pfi-spank.8; do
+  share/man/man1/pfi.1 share/man/man8/pfi-agent.8 share/man/man8/pfi-controller.8 share/man/man8/pfi-spank.8 \
+  share/man/man5/pfi-controller.json.5 lib/systemd/system/pfi-agent.service lib/systemd/system/pfi-controller.service \
+  share/doc/pfi/README.md share/doc/pfi/docs/agent.md; do
   [ -f "$P/$f" ] || fail "missing $f"; ok
 done
-ls "$P"/lib*/libpfi.so* >/dev/null 2>&1 || fail "no shared library"; ok
+# the /etc samples: PREFIX/etc, or /etc for prefix /usr
+for f in etc/default/pfi-agent etc/pfi/controller.json etc/pfi/pfi.conf; do
+  [ -f "$P/$f" ] || [ -f "$D/$f" ] || fail "missing $f"; ok
+done
+# the libdir: lib, lib64 or lib/<multiarch> (GNUInstallDirs for prefix /usr)
+L=$(dirname "$(find "$P/lib"* -name libpfi.so | head -n 1)")
+[ -f "$L/libpfi.so.1" ] || fail "no shared library"; ok
 # the Slurm plugin, when Slurm's headers were there at build time
-if [ -n "${PFI_SPANK:-}" ]; then ls "$P"/lib*/pfi/spank_pfi.so >/dev/null 2>&1 || fail "no SPANK plugin installed"; ok; fi
+if [ -n "${PFI_SPANK:-}" ]; then [ -f "$L/pfi/spank_pfi.so" ] || fail "no SPANK plugin installed"; ok; fi
 "$P/sbin/pfi-controller" --version | grep -q '^pfi-controller ' || fail "installed pfi-controller"; ok
-! ls "$P"/lib*/libpfi.a >/dev/null 2>&1 || fail "static archive installed (it cannot hide internal symbols)"; ok
+[ ! -e "$L/libpfi.a" ] || fail "static archive installed (it cannot hide internal symbols)"; ok
 # only the public API: include/pfi/ of the source tree, nothing internal
 inst=$(cd "$P/include/pfi" && ls *.h | grep -v '^version.h$' | sort | tr '\n' ' ')
 srch=$(cd "$SRC/include/pfi" && ls *.h | sort | tr '\n' ' ')
@@ -26,7 +39,8 @@ srch=$(cd "$SRC/include/pfi" && ls *.h | sort | tr '\n' ' ')
 for h in gpu.h httpd.h lease.h util.h num.h datapath.h; do
   [ ! -e "$P/include/pfi/$h" ] || fail "internal header $h installed"; ok
 done
-pc=$(ls "$P"/lib*/pkgconfig/pfi.pc) || fail "no pfi.pc"; ok
+pc=$L/pkgconfig/pfi.pc
+[ -f "$pc" ] || fail "no pfi.pc"; ok
 "$P/bin/pfi" --version | grep -q '^pfi ' || fail "installed binary"; ok
 cat >"$T/eq1.c" <<'C'
 #include <math.h>
@@ -73,7 +87,7 @@ if [ "${PFI_SANITIZED:-0}" != "1" ]; then
     { cat "$T/all.err"; fail "a program using every installed header does not link through pkg-config"; }
   [ "$("$T/all")" = "$n" ] || fail "API program"; ok
   # the library exports only pfi_ symbols
-  other=$(nm -D --defined-only "$(ls "$P"/lib*/libpfi.so)" | awk '{print $3}' | grep -v '^pfi_' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' || true)
+  other=$(nm -D --defined-only "$L/libpfi.so" | awk '{print $3}' | grep -v '^pfi_' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' || true)
   [ -z "$other" ] || fail "libpfi.so exports non-pfi_ symbols: $other"; ok
 fi
 done_ok

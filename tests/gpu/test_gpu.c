@@ -144,6 +144,36 @@ static void sim_steplog_and_state(void **s)
     pfi_clock_set(1, PFI_CLOCK_DEFAULT_EPOCH, NULL);
 }
 
+/* the response model's actuation delay: nothing moves for delay s, then the lag */
+static void sim_delay(void **s)
+{
+    (void)s;
+    assert_int_equal(pfi_clock_set(200, 1767225600, NULL), PFI_OK); /* 10 clock s = 50 ms */
+    pfi_gpu *g;
+    pfi_error e;
+    assert_int_equal(pfi_gpu_open("sim:gpus=2,job=7:moe-ft-qwen30ba3b-x8@0-1,noise=0,tau=0.5,"
+                                  "delay=10",
+                                  &R, &g, &e),
+                     PFI_OK);
+    pfi_clock_sleep(20); /* past loading */
+    pfi_gpu_sample a, b;
+    assert_int_equal(pfi_gpu_sample_get(g, 0, &a, NULL), PFI_OK);
+    double t_set = pfi_clock_now();
+    assert_int_equal(pfi_gpu_set_cap(g, 0, 400, NULL), PFI_OK);
+    assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
+    /* within the delay the clock has not moved: the same power exactly (a loaded
+       machine that took longer than the delay to get here skips the check) */
+    if (pfi_clock_now() - t_set < 9) assert_near(b.power_w, a.power_w, 1e-9 * a.power_w);
+    else print_message("sample after the delay: delay check skipped\n");
+    pfi_clock_sleep(17); /* delay + 14 tau */
+    assert_int_equal(pfi_gpu_sample_get(g, 0, &b, NULL), PFI_OK);
+    const pfi_recon_group *rg = pfi_recon_find(&R, "moe-ft-qwen30ba3b-x8", "H200");
+    pfi_op op;
+    pfi_phys_at_cap(rg->hw, &rg->job, 400, &op);
+    assert_near(b.power_w, op.power_w, 1e-3 * op.power_w);
+    pfi_gpu_close(g);
+}
+
 static void sim_bad_options(void **s)
 {
     (void)s;
@@ -152,6 +182,8 @@ static void sim_bad_options(void **s)
         {"sim:gpus=x", "gpus"},
         {"sim:model=A100", "model"},
         {"sim:tau=-1", "tau"},
+        {"sim:delay=-1", "delay"},
+        {"sim:delay=61", "delay"},
         {"sim:frobnicate=1", "unknown"},
         {"sim:job=17", "ID:GROUP@"},
         {"sim:job=1:nope@0-1", "nope"},
@@ -281,9 +313,9 @@ static void clock_scale(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(sim_dynamics),    cmocka_unit_test(sim_steplog_and_state),
-        cmocka_unit_test(sim_bad_options), cmocka_unit_test(nvml_double),
-        cmocka_unit_test(clock_scale),
+        cmocka_unit_test(sim_dynamics),          cmocka_unit_test(sim_delay),
+        cmocka_unit_test(sim_steplog_and_state), cmocka_unit_test(sim_bad_options),
+        cmocka_unit_test(nvml_double),           cmocka_unit_test(clock_scale),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,7 +8,8 @@
  * configuration), ctl_db.c (SQLite: events, samples, state), ctl_agents.c
  * (collecting /v1/node from every agent with curl multi, pushing caps),
  * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
- * feedback, faults), ctl_http.c (the API and the status page), ctl_openadr.c
+ * feedback, faults), ctl_trigger.c (the response plan and the trigger fast
+ * path), ctl_http.c (the API and the status page), ctl_openadr.c
  * (OpenADR events from the webhook and the poller), ctl_report.c
  * (an event's measurement and verification, JSON and PNG), ctl_online.c
  * (safe-online's state across periods, keyed by job). One mutex guards
@@ -28,10 +29,11 @@
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
-#define CTL_MAX_AGENTS 1024
-#define CTL_MAX_JOBS 4096
+/* no limit on agents or jobs: both are growable arrays (docs/controller.md, "Scale") */
 #define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
 #define CTL_MAX_EVENTS 64
+enum { CTL_PH_COLLECT, CTL_PH_CYCLE, CTL_PH_PLAN, CTL_PH_PUSH };
+#define CTL_PLAN_MAX 8 /* cuts in the response plan: levels 1..3, scheduled events */
 #define CTL_STATUS_HIST 600
 #define CTL_OADR_MAX_RESOURCES 16
 
@@ -42,7 +44,9 @@ typedef struct ctl_cfg {
     pfi_strategy strategy;
     double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s,
         lease_s;
-    double level_cut_pct[4]; /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double level_cut_pct[4];  /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double agent_timeout_s;   /* one request's deadline (NaN: from the period, 0.2..2 s) */
+    double agent_concurrency; /* requests in flight at once (default 1024) */
     double openadr_poll_s;
     int openadr_version; /* pfi_oadr_version: 3.1 (default) or 3.0.1 */
     char openadr_ven_name[PFI_OADR_ID_MAX + 1];
@@ -61,16 +65,16 @@ typedef struct ctl_cfg {
     int default_tier, dry_run;
     json_t *tiers; /* {"job id": tier} */
     size_t nagents;
-    struct {
+    struct ctl_cfg_agent {
         char name[64], url[512], token_file[1024], read_token_file[1024];
         char ca_file[1024], client_cert[1024], client_key[1024]; /* https: CA, mTLS */
         int allow_insecure_http; /* send the token over plain http to a non-loopback host */
-    } agents[CTL_MAX_AGENTS];
+    } * agents;                  /* nagents of them (malloc'd; ctl_config_free) */
 } ctl_cfg;
 
 typedef struct ctl_agent {
     char name[64], url[512], token[PFI_TOKEN_MAX + 1], read_token[PFI_TOKEN_MAX + 1];
-    const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults */
+    const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults (malloc'd) */
     int up, ever_up;
     double last_ok_t, lease_until; /* pfi clock */
     double last_jobs_w;            /* its managed jobs' power at the last success */
@@ -86,8 +90,8 @@ typedef struct ctl_job {
     char id[64];
     int tier, gpus, seen;
     double cap_min_w, cap_max_w, cap_w;
-    int agent_gpus[16]; /* GPUs per agent index (first 16 agents holding the job) */
-    int agent_idx[16], nagent;
+    int *agent_idx; /* the agents holding the job (malloc'd; every one of them) */
+    size_t nagent, agent_cap;
     double measured_w, tokens_per_s, pfi_pred;
     double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
     size_t hist_n, hist_head;
@@ -96,6 +100,8 @@ typedef struct ctl_job {
     int late;                   /* started during the event: baseline follows its
                                    measured power until the controller first caps it */
     double alloc_w, alloc_cap_w;
+    double plan_cap_w[CTL_PLAN_MAX]; /* the response plan's caps (ctl_trigger.c) */
+    double trig_cap_w;               /* the last trigger's cap (0: none) */
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
     double obs_p[64], obs_t[64];
     size_t nobs;
@@ -131,14 +137,26 @@ typedef struct ctl {
     int have_model, have_curve_model;
     ctl_agent *agent;
     size_t nagents;
-    ctl_job *job;
-    size_t njobs;
+    ctl_job *job; /* growable (vec.h) */
+    size_t njobs, job_cap;
     ctl_event event[CTL_MAX_EVENTS];
     size_t nevents;
     double integral_w;
     int stable_periods; /* periods with unchanged caps and budget */
     int wake;           /* run a period now (an event that starts now arrived) */
     double loop_s;      /* wall time of the last whole period: collect, cycle, push */
+    double phase_s[4];  /* its parts (CTL_PH_*) */
+    /* the response plan (ctl_trigger.c): caps per job for each of these cuts */
+    double plan_cut_pct[CTL_PLAN_MAX], plan_base_w;
+    size_t nplan;
+    double plan_t; /* pfi clock time it was computed (NaN: none yet) */
+    /* triggers: one waiting for the network (ctl_agents.c), the last one's timing */
+    atomic_int trigger_req;
+    double trigger_t0, trigger_push_s; /* wall (monotonic) time it came; to its last answer */
+    double trigger_build_s;            /* its requests' bodies built */
+    size_t trigger_agents, trigger_failed;
+    char trigger_id[PFI_EVENT_ID_MAX + 1];
+    unsigned long long triggers;
     /* safe-online during an event (ctl_online.c; NULL: none) */
     ctl_online_t *online;
     /* the last cycle */
@@ -171,6 +189,8 @@ pfi_status ctl_config_load(const char *path, ctl_cfg *cfg, pfi_error *err);
 /* the same from memory; name stands for the file in errors */
 pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_cfg *cfg,
                             pfi_error *err);
+/* what a loaded configuration holds (the agents, the tiers) */
+void ctl_config_free(ctl_cfg *cfg);
 
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
@@ -196,13 +216,28 @@ int ctl_db_report_refused(ctl *c, const char *event_id);
 /* an event's samples (pfi clock time, measured W; NaN: none), at most max */
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
-/* ctl_agents.c (without the lock: network I/O) */
-void ctl_agents_collect(ctl *c, double timeout_s);
-/* push per-agent caps for the jobs (cap_w per job id; NULL: release all) */
+/* ctl_agents.c (without the lock: network I/O; the control loop's thread only) */
+void ctl_agents_collect(ctl *c);
+/* push per-agent caps for the jobs (alloc_cap_w; release: hand them all back) */
 void ctl_agents_push(ctl *c, int release);
+/* push a waiting trigger's caps (c->trigger_req) now and wait for its answers */
+void ctl_agents_service(ctl *c);
+/* wake the transfers in progress (any thread): a trigger is waiting */
+void ctl_agents_wake(void);
+
+/* ctl_trigger.c (lock held): the response plan, computed at the end of each
+ * period; a trigger: caps for cut_pct % off the plan's baseline, from the
+ * plan, pushed at once by the control loop's thread. source names it in the
+ * log. 0, or -1 with err (nothing to cap yet, out of memory). */
+void ctl_plan_update(ctl *c);
+int ctl_trigger(ctl *c, const char *id, double cut_pct, pfi_error *err);
+/* the cut in % an event asks for now against the plan's baseline (NaN: none, e.g. a ramp) */
+double ctl_event_cut_pct(const ctl *c, const ctl_event *e);
 
 /* ctl_cycle.c (lock held) */
 void ctl_cycle(ctl *c);
+/* the job's predicted throughput curve from the curve model (0), or -1 */
+int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out);
 /* Schedule ev, or update the scheduled event with its id. *code (when not
  * NULL) is the HTTP status that answers it: 201 new, 200 updated; refused:
  * 409 (PFI_ESTATE: it already started or ended), 400 (PFI_EINVAL: out of

@@ -1,9 +1,23 @@
 /* ctl_agents.c — the controller's side of the agents: every control period
- * GET /v1/node from all agents at once, and PUT /v1/caps to those whose
- * caps change, with libcurl's multi interface (one kept-alive connection
- * per agent, all transfers in parallel: a period's cost does not grow with
- * the slowest agent times the number of agents). Called without the lock;
- * results are stored under it.
+ * GET /v1/node from all agents, and PUT /v1/caps to those whose caps
+ * change; a trigger (ctl_trigger.c) PUTs its precomputed caps at once, in
+ * the middle of a period's transfers if need be. libcurl's multi interface
+ * drives every transfer, event-driven (curl_multi_socket_action on one
+ * epoll set; multi handles per shard of 64 agents, see SHARD_AGENTS), with
+ * one kept-alive connection per agent (at most one connection per
+ * host:port, so a trigger's PUT to an agent whose GET is in
+ * flight waits for it on the same connection instead of opening a second
+ * one — 12,500 agents stay within 20,000 open files). At most
+ * agent_concurrency transfers are in flight at once (a burst of 12,500 new
+ * connections overflows the listeners' SYN backlogs: the kernel then retries
+ * after 1 s); the next starts as one ends, so a slow agent never holds up
+ * another. Each transfer has its own deadline (agent_timeout_s, from when it
+ * starts): an agent that misses it is marked down and its caps left to its
+ * lease. Called without the lock; results are stored under it; only the
+ * control loop's thread calls in here (a trigger from an HTTP handler sets
+ * c->trigger_req and wakes the transfers through an eventfd in the epoll
+ * set). A trigger cancels the period's PUTs that have not started (their
+ * caps predate it).
  *
  * Lease generations are kept per agent (ctl_agent.generation, persisted):
  * what one agent answers never changes what is sent to another. An agent
@@ -14,9 +28,12 @@
  * one above its generation_max; so is an agent whose generation_max is out
  * of every controller's reach (2^53, persisted before the agents' bound). */
 #include <curl/curl.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -28,16 +45,49 @@
 /* an agent's answer: at most 64 MiB */
 #define XFER_MAX_BYTES ((64u << 20) - 1)
 
+enum { X_GET, X_PUT, X_TRIGGER, X_KINDS };
+
 typedef struct xfer {
     CURL *h;
     pfi_buf buf; /* the answer */
     struct curl_slist *hdr;
     char *body;
+    int kind, queued, running, release, set_up; /* set_up: URL, headers, TLS set (once) */
+    int cancel; /* queued, no longer to be sent (a trigger came after its body was built) */
+    char *sent; /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
+    size_t agent;
+    CURLcode res;
 } xfer;
 
-static xfer *g_get, *g_put;
-static CURLM *g_multi;
-static size_t g_n;
+static xfer *g_x[X_KINDS]; /* per kind, one per agent */
+/* The agents in shards of SHARD_AGENTS, each with its own multi handle and so
+ * its own connection cache: libcurl 7.88's curl_multi_remove_handle walks its
+ * whole cache once per finished transfer (close_connect_only), which with one
+ * cache of 5,000 connections is O(agents^2) per period and most of the
+ * controller's CPU. */
+#define SHARD_AGENTS 64
+typedef struct shard {
+    CURLM *m;
+    double timer_at; /* monotonic s when curl wants its timeout; -1: none */
+    int done;        /* a transfer may have ended: read its messages */
+} shard;
+static shard *g_sh;
+static size_t g_nsh, g_n;
+/* the transfers waiting for a slot, in order (indexes into g_x: kind * g_n + agent);
+ * a trigger's in a queue of their own, served first: they never wait behind a
+ * period's 12,500 GETs */
+typedef struct xqueue {
+    size_t *q, head, n, cap;
+} xqueue;
+static xqueue g_queue, g_trigger_queue;
+static size_t g_inflight, g_pending[X_KINDS]; /* queued or running, per kind */
+/* event-driven transfers: curl tells us its sockets (on_socket) and its
+ * timer (on_timer); epoll says which are ready; curl_multi_socket_action
+ * then works on those alone (curl_multi_perform looks at every transfer each
+ * time, which grows as transfers x wake-ups). g_wake_fd: an eventfd that
+ * ctl_agents_wake writes from any thread. */
+static int g_ep = -1, g_wake_fd = -1;
+#define WAKE_KEY UINT64_MAX /* the eventfd's epoll key; sockets: shard << 32 | fd */
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -46,51 +96,138 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     return pfi_buf_add(&x->buf, p, k) ? 0 : k; /* too large or out of memory: the transfer fails */
 }
 
-static void xfer_init(xfer *x)
+static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp)
 {
-    memset(x, 0, sizeof *x);
-    x->buf.max = XFER_MAX_BYTES;
-    x->h = curl_easy_init();
+    (void)e;
+    shard *sh = ud;
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.data.u64 = (uint64_t)(sh - g_sh) << 32 | (uint32_t)s;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(g_ep, EPOLL_CTL_DEL, s, NULL);
+        curl_multi_assign(sh->m, s, NULL);
+        return 0;
+    }
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    if (sockp || (epoll_ctl(g_ep, EPOLL_CTL_ADD, s, &ev) && errno == EEXIST))
+        epoll_ctl(g_ep, EPOLL_CTL_MOD, s, &ev);
+    if (!sockp) curl_multi_assign(sh->m, s, (void *)1);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *ud)
+{
+    (void)m;
+    shard *sh = ud;
+    sh->timer_at = timeout_ms < 0 ? -1 : pfi_wall_monotonic() + (double)timeout_ms / 1000;
+    return 0;
 }
 
 /* transfers for n agents; -1 (logged) when out of memory */
 static int ensure(ctl *c, size_t n)
 {
     if (g_n >= n) return 0;
-    if (!g_multi && (g_multi = curl_multi_init())) {
-        curl_multi_setopt(g_multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
-        curl_multi_setopt(g_multi, CURLMOPT_MAXCONNECTS, (long)(n + 16));
+    if (g_n > 0) return -1; /* the agents are fixed at start-up: sized once */
+    if (g_ep < 0) {
+        g_ep = epoll_create1(EPOLL_CLOEXEC);
+        g_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.u64 = WAKE_KEY;
+        if (g_ep < 0 || g_wake_fd < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake_fd, &ev)) {
+            ctl_log(c, "error: epoll: %s; no requests to the agents", strerror(errno));
+            return -1;
+        }
     }
-    int bad = !g_multi || PFI_VEC_RESIZE(g_get, n, NULL) || PFI_VEC_RESIZE(g_put, n, NULL);
-    for (; !bad && g_n < n; g_n++) {
-        xfer_init(&g_get[g_n]);
-        xfer_init(&g_put[g_n]);
-        if (!g_get[g_n].h || !g_put[g_n].h) {
-            curl_easy_cleanup(g_get[g_n].h);
-            curl_easy_cleanup(g_put[g_n].h);
+    size_t nsh = (n + SHARD_AGENTS - 1) / SHARD_AGENTS;
+    int bad = PFI_VEC_RESIZE(g_sh, nsh, NULL) != PFI_OK;
+    for (size_t k = 0; !bad && k < nsh; k++) {
+        shard *sh = &g_sh[k];
+        sh->timer_at = -1;
+        sh->done = 0;
+        if (!(sh->m = curl_multi_init())) {
             bad = 1;
             break;
         }
+        g_nsh = k + 1;
+        /* one connection per agent (host:port); every one kept between periods */
+        curl_multi_setopt(sh->m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+        curl_multi_setopt(sh->m, CURLMOPT_MAXCONNECTS, (long)SHARD_AGENTS + 4);
+        curl_multi_setopt(sh->m, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(sh->m, CURLMOPT_SOCKETDATA, sh);
+        curl_multi_setopt(sh->m, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(sh->m, CURLMOPT_TIMERDATA, sh);
     }
-    if (bad)
+    for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
+    bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
+    for (size_t i = 0; !bad && i < n; i++)
+        for (int k = 0; k < X_KINDS; k++) {
+            xfer *x = &g_x[k][i];
+            memset(x, 0, sizeof *x);
+            x->buf.max = XFER_MAX_BYTES;
+            x->kind = k;
+            x->agent = i;
+            if (!(x->h = curl_easy_init())) bad = 1;
+            else {
+                curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+                /* libcurl keeps a receive buffer per handle (16 kB by default): three
+                   handles per agent at 12,500 agents would be 600 MB; the answers are
+                   small (a node view: a few kB, read in several pieces if larger) */
+                curl_easy_setopt(x->h, CURLOPT_BUFFERSIZE, k == X_GET ? 8192L : 1024L);
+            }
+        }
+    if (bad) {
         ctl_log(
             c,
             "error: out of memory for the transfers to %zu agents; skipping this period's requests",
             n);
-    return bad ? -1 : 0;
+        return -1;
+    }
+    g_queue.cap = X_KINDS * n;
+    g_trigger_queue.cap = n;
+    g_n = n;
+    return 0;
 }
 
-/* run the transfers added to the multi handle until all are done */
-static void run_all(double timeout_s)
+/* start queued transfers while slots are free */
+static void fill(const ctl *c)
 {
-    int running = 1;
-    double t0 = pfi_wall_monotonic();
-    while (running) {
-        curl_multi_perform(g_multi, &running);
-        if (!running) break;
-        if (pfi_wall_monotonic() - t0 > timeout_s + 1) break;
-        curl_multi_poll(g_multi, NULL, 0, 50, NULL);
+    size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
+    while ((g_trigger_queue.n || g_queue.n) && g_inflight < max) {
+        xqueue *from = g_trigger_queue.n ? &g_trigger_queue : &g_queue;
+        size_t q = from->q[from->head];
+        from->head = (from->head + 1) % from->cap;
+        from->n--;
+        xfer *x = &g_x[q / g_n][q % g_n];
+        x->queued = 0;
+        if (x->cancel) {
+            x->cancel = 0;
+            x->res = CURLE_ABORTED_BY_CALLBACK;
+            g_pending[x->kind]--;
+            continue;
+        }
+        x->running = 1;
+        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(1000 * c->cfg.agent_timeout_s));
+        curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(1000 * c->cfg.agent_timeout_s));
+        curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+        if (curl_multi_add_handle(g_sh[x->agent / SHARD_AGENTS].m, x->h) == CURLM_OK) g_inflight++;
+        else x->running = 0, x->res = CURLE_FAILED_INIT, g_pending[x->kind]--;
     }
+}
+
+static void enqueue(xfer *x)
+{
+    if (x->queued || x->running) return; /* already on its way (a trigger before the last ended) */
+    x->queued = 1;
+    x->res = CURLE_OPERATION_TIMEDOUT;
+    pfi_buf_clear(&x->buf);
+    xqueue *to = x->kind == X_TRIGGER ? &g_trigger_queue : &g_queue;
+    to->q[(to->head + to->n++) % to->cap] = (size_t)x->kind * g_n + x->agent;
+    g_pending[x->kind]++;
 }
 
 /* TLS to an agent: its CA (else the system's) and our client certificate (mTLS) */
@@ -100,76 +237,6 @@ static void tls_opts(CURL *h, const ctl_agent *a)
     if (a->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, a->ca_file);
     if (a->client_cert) curl_easy_setopt(h, CURLOPT_SSLCERT, a->client_cert);
     if (a->client_key) curl_easy_setopt(h, CURLOPT_SSLKEY, a->client_key);
-}
-
-void ctl_agents_collect(ctl *c, double timeout_s)
-{
-    if (ensure(c, c->nagents)) return;
-    for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_get[i];
-        char url[600];
-        snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
-        pfi_buf_clear(&x->buf);
-        curl_easy_setopt(x->h, CURLOPT_URL, url);
-        curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
-        tls_opts(x->h, &c->agent[i]);
-        /* reads carry the read token when one is configured (never the control token) */
-        curl_slist_free_all(x->hdr);
-        x->hdr = NULL;
-        if (c->agent[i].read_token[0]) {
-            char auth[PFI_TOKEN_MAX + 32];
-            snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
-            x->hdr = curl_slist_append(NULL, auth);
-        }
-        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
-        curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-        curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s * 1000));
-        curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(x->h, CURLOPT_PRIVATE, (void *)(uintptr_t)i);
-        curl_multi_add_handle(g_multi, x->h);
-    }
-    run_all(timeout_s);
-    CURLcode res[CTL_MAX_AGENTS];
-    for (size_t i = 0; i < c->nagents; i++) res[i] = CURLE_OPERATION_TIMEDOUT;
-    CURLMsg *m;
-    int left;
-    while ((m = curl_multi_info_read(g_multi, &left)))
-        if (m->msg == CURLMSG_DONE) {
-            void *p;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
-            res[(uintptr_t)p] = m->data.result;
-        }
-    double now = pfi_clock_now();
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_get[i];
-        curl_multi_remove_handle(g_multi, x->h);
-        ctl_agent *a = &c->agent[i];
-        long code = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-        json_t *node =
-            res[i] == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
-        if (node && json_is_array(json_object_get(node, "gpus"))) {
-            if (!a->up)
-                ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
-            json_decref(a->node);
-            a->node = node;
-            a->up = a->ever_up = 1;
-            a->last_ok_t = now;
-            a->err[0] = '\0';
-        } else {
-            json_decref(node);
-            if (a->up)
-                ctl_log(c, "warning: agent %s (%s) unreachable: %s", a->name, a->url,
-                        res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
-            snprintf(a->err, sizeof a->err, "%s",
-                     res[i] == CURLE_OK ? "bad answer" : curl_easy_strerror(res[i]));
-            a->up = 0;
-        }
-    }
-    pthread_mutex_unlock(&c->mu);
 }
 
 /* the agent's generation_max from its last /v1/node; -1 if unknown */
@@ -186,7 +253,7 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
         ctl_log(c,
                 "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset "
                 "its generation "
-                "(\"Resetting an agent's generation\" in docs/agent.md)",
+                "(\"Resetting an agent's generation\" in docs/controller.md)",
                 a->name, g, PFI_CAPS_GENERATION_MAX);
         return;
     }
@@ -196,102 +263,315 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
     ctl_db_generation_set(c, a->name, g);
 }
 
-void ctl_agents_push(ctl *c, int release)
+/* each agent's jobs (CSR: the jobs of agent i are idx[start[i] .. start[i+1])), built
+ * once per push instead of a scan of every job for every agent; -1 when out of memory */
+static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
 {
-    if (ensure(c, c->nagents)) return;
-    pthread_mutex_lock(&c->mu);
-    size_t added = 0;
+    size_t total = 0;
+    for (size_t k = 0; k < c->njobs; k++) total += c->job[k].nagent;
+    *start = calloc(c->nagents + 1, sizeof **start);
+    *idx = calloc(total + 1, sizeof **idx);
+    size_t *fillp = calloc(c->nagents + 1, sizeof *fillp);
+    if (!*start || !*idx || !fillp) {
+        free(*start), free(*idx), free(fillp);
+        return -1;
+    }
+    for (size_t k = 0; k < c->njobs; k++)
+        for (size_t q = 0; q < c->job[k].nagent; q++) (*start)[c->job[k].agent_idx[q] + 1]++;
+    for (size_t i = 0; i < c->nagents; i++) (*start)[i + 1] += (*start)[i];
+    for (size_t k = 0; k < c->njobs; k++)
+        for (size_t q = 0; q < c->job[k].nagent; q++) {
+            size_t i = (size_t)c->job[k].agent_idx[q];
+            (*idx)[(*start)[i] + fillp[i]++] = k;
+        }
+    free(fillp);
+    return 0;
+}
+
+/* queue PUT /v1/caps of one kind to every agent that is up (lock held):
+ * X_PUT the allocation (alloc_cap_w; release: hand back), X_TRIGGER the
+ * trigger's caps (trig_cap_w); the number queued */
+static size_t queue_puts(ctl *c, int kind, int release)
+{
+    size_t *start, *idx, added = 0;
+    if (agent_jobs(c, &start, &idx)) {
+        ctl_log(c, "error: out of memory: no caps pushed");
+        return 0;
+    }
     char host[64] = "controller";
     gethostname(host, sizeof host);
     host[sizeof host - 1] = '\0';
+    static pfi_caps_request rq; /* 35 kB, zeroed once; only the loop's thread is here */
+    double now = pfi_clock_now();
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         if (!a->up || (release && !a->pushed)) continue;
-        pfi_caps_request rq;
-        memset(&rq, 0, sizeof rq);
+        rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
         rq.lease_s = release ? 1 : c->cfg.lease_s;
         snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
         long long gm = agent_generation_max(a);
         if (gm > a->generation) set_generation(c, a, gm + 1, "its generation_max is above ours");
         rq.generation = a->generation;
-        for (size_t k = 0; !release && k < c->njobs && rq.njobs < PFI_CAPS_MAX_ENTRIES; k++) {
-            ctl_job *j = &c->job[k];
-            if (!j->seen || !j->reachable || !(j->alloc_cap_w > 0)) continue;
-            for (int q = 0; q < j->nagent; q++)
-                if (j->agent_idx[q] == (int)i) {
-                    snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", j->id);
-                    rq.jobs[rq.njobs].index = -1;
-                    rq.jobs[rq.njobs++].cap_w = j->alloc_cap_w;
-                }
+        for (size_t q = start[i]; !release && q < start[i + 1] && rq.njobs < PFI_CAPS_MAX_ENTRIES;
+             q++) {
+            ctl_job *j = &c->job[idx[q]];
+            double cap = kind == X_TRIGGER ? j->trig_cap_w : j->alloc_cap_w;
+            if (!j->seen || !j->reachable || !(cap > 0)) continue;
+            snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", j->id);
+            rq.jobs[rq.njobs].index = -1;
+            rq.jobs[rq.njobs++].cap_w = cap;
         }
-        xfer *x = &g_put[i];
+        if (kind == X_TRIGGER && !rq.njobs) continue;
+        xfer *x = &g_x[kind][i];
+        if (x->queued || x->running) continue;
         free(x->body);
         x->body = pfi_caps_request_format(&rq);
         if (!x->body) continue;
-        char url[600], auth[PFI_TOKEN_MAX + 32];
-        snprintf(url, sizeof url, "%s/v1/caps", a->url);
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
-        curl_slist_free_all(x->hdr);
-        x->hdr = curl_slist_append(NULL, auth);
-        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
-        pfi_buf_clear(&x->buf);
-        curl_easy_setopt(x->h, CURLOPT_URL, url);
-        tls_opts(x->h, a);
-        curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+        /* the same caps the agent holds, with more than half of the lease left: not sent */
+        if (kind == X_PUT && !release && a->pushed && x->sent && !strcmp(x->sent, x->body) &&
+            a->lease_until - now > c->cfg.lease_s / 2)
+            continue;
+        if (!x->set_up) {
+            char url[600], auth[PFI_TOKEN_MAX + 32];
+            snprintf(url, sizeof url, "%s/v1/caps", a->url);
+            snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
+            x->hdr = curl_slist_append(NULL, auth);
+            x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+            curl_easy_setopt(x->h, CURLOPT_URL, url);
+            tls_opts(x->h, a);
+            curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+            x->set_up = x->hdr != NULL;
+        }
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
-        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
-        curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-        curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, 5000L);
-        curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(x->h, CURLOPT_PRIVATE, (void *)(uintptr_t)i);
-        curl_multi_add_handle(g_multi, x->h);
+        x->release = release;
+        enqueue(x);
         added++;
     }
-    double lease = c->cfg.lease_s;
-    pthread_mutex_unlock(&c->mu);
-    if (!added) return;
-    run_all(5);
-    CURLMsg *m;
-    int left;
+    free(start), free(idx);
+    return added;
+}
+
+/* the trigger waiting (c->trigger_req): its PUTs join the transfers now */
+static void take_trigger(ctl *c)
+{
+    if (!atomic_exchange(&c->trigger_req, 0)) return;
     pthread_mutex_lock(&c->mu);
-    double now = pfi_clock_now();
-    while ((m = curl_multi_info_read(g_multi, &left))) {
-        if (m->msg != CURLMSG_DONE) continue;
-        void *p;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &p);
-        size_t i = (uintptr_t)p;
-        ctl_agent *a = &c->agent[i];
-        long code = 0;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
-        if (m->data.result == CURLE_OK && code == 200) {
-            c->pushes++;
-            a->pushed = !release;
-            if (!release) a->lease_until = now + lease;
-        } else {
-            c->push_errors++;
-            ctl_log(c, "warning: agent %s: PUT /v1/caps failed: %s %.200s", a->name,
-                    m->data.result == CURLE_OK ? "HTTP" : curl_easy_strerror(m->data.result),
-                    g_put[i].buf.p ? g_put[i].buf.p : "");
-            long long gm = agent_generation_max(a);
-            if (code == 409) {
-                /* someone wrote a newer generation: continue above it, on this agent only */
-                set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1,
-                               "409 from the agent");
-            } else if (code == 400 && g_put[i].buf.p && strstr(g_put[i].buf.p, "generation")) {
-                c->generation_rejects++;
-                ctl_log(c,
-                        "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): "
-                        "its lease state was reset or "
-                        "is out of reach; see \"Resetting generations\" in docs/controller.md",
-                        a->name, a->generation, gm);
-                if (gm >= 0 && gm + 1 < a->generation)
-                    set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
-            }
-        }
-        curl_multi_remove_handle(g_multi, m->easy_handle);
-    }
-    /* handles that never finished */
-    for (size_t i = 0; i < c->nagents; i++) curl_multi_remove_handle(g_multi, g_put[i].h);
+    double t0 = pfi_wall_monotonic();
+    /* a period's PUTs not started yet carry caps from before the trigger: sent after it,
+       they would raise what it lowered (those already sent are answered before the
+       trigger's PUT on the same connection) */
+    for (size_t i = 0; i < g_n; i++)
+        if (g_x[X_PUT][i].queued) g_x[X_PUT][i].cancel = 1;
+    c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
+    c->trigger_build_s = pfi_wall_monotonic() - t0;
+    c->trigger_failed = 0;
+    c->trigger_push_s = NAN;
+    if (!c->trigger_agents) ctl_log(c, "trigger %s: no agent to push to", c->trigger_id);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* a PUT that ended (lock held) */
+static void put_done(ctl *c, xfer *x, double now)
+{
+    ctl_agent *a = &c->agent[x->agent];
+    long code = 0;
+    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    xfer *put = &g_x[X_PUT][x->agent];
+    free(put->sent); /* what the agent holds now: this body (a period's), else unknown */
+    put->sent = NULL;
+    if (x->res == CURLE_OK && code == 200 && x->kind == X_PUT && !x->release) {
+        put->sent = x->body;
+        x->body = NULL; /* the transfer is done with it */
+    }
+    if (x->res == CURLE_OK && code == 200) {
+        c->pushes++;
+        if (x->kind == X_TRIGGER) c->trigger_push_s = pfi_wall_monotonic() - c->trigger_t0;
+        a->pushed = !x->release;
+        if (!x->release) a->lease_until = now + c->cfg.lease_s;
+    } else {
+        c->push_errors++;
+        if (x->kind == X_TRIGGER) c->trigger_failed++;
+        ctl_log(c, "warning: agent %s: PUT /v1/caps%s failed: %s %.200s", a->name,
+                x->kind == X_TRIGGER ? " (trigger)" : "",
+                x->res == CURLE_OK ? "HTTP" : curl_easy_strerror(x->res), x->buf.p ? x->buf.p : "");
+        long long gm = agent_generation_max(a);
+        if (x->res != CURLE_OK) { /* no answer within its deadline: down until it answers */
+            if (a->up) ctl_log(c, "warning: agent %s (%s) marked down", a->name, a->url);
+            a->up = 0;
+            snprintf(a->err, sizeof a->err, "PUT: %s", curl_easy_strerror(x->res));
+        } else if (code == 409) {
+            /* someone wrote a newer generation: continue above it, on this agent only */
+            set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1,
+                           "409 from the agent");
+        } else if (code == 400 && x->buf.p && strstr(x->buf.p, "generation")) {
+            c->generation_rejects++;
+            ctl_log(c,
+                    "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): "
+                    "its lease state was reset or "
+                    "is out of reach; see \"Resetting generations\" in docs/controller.md",
+                    a->name, a->generation, gm);
+            if (gm >= 0 && gm + 1 < a->generation)
+                set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
+        }
+    }
+    if (x->kind == X_TRIGGER && g_pending[X_TRIGGER] == 0)
+        ctl_log(c,
+                "trigger %s: caps pushed to %zu agents in %.1f ms (%zu failed); every cap "
+                "written %.1f ms after the trigger (requests built in %.1f ms)",
+                c->trigger_id, c->trigger_agents, 1000 * (pfi_wall_monotonic() - c->trigger_t0),
+                c->trigger_failed, 1000 * c->trigger_push_s, 1000 * c->trigger_build_s);
+}
+
+/* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */
+static void reap(ctl *c)
+{
+    CURLMsg *m;
+    int left, locked = 0;
+    double now = 0;
+    for (size_t k = 0; k < g_nsh; k++) {
+        shard *sh = &g_sh[k];
+        if (!sh->done) continue;
+        sh->done = 0;
+        while ((m = curl_multi_info_read(sh->m, &left))) {
+            if (m->msg != CURLMSG_DONE) continue;
+            xfer *x;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            x->res = m->data.result;
+            x->running = 0;
+            curl_multi_remove_handle(sh->m, x->h);
+            g_inflight--;
+            g_pending[x->kind]--;
+            if (x->kind == X_GET) continue;
+            if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
+            put_done(c, x, now);
+        }
+    }
+    if (locked) pthread_mutex_unlock(&c->mu);
+}
+
+/* run the transfers until none of kind is left (kind X_KINDS: none at all);
+ * a trigger that arrives meanwhile joins at once */
+static void run_until(ctl *c, int kind)
+{
+    struct epoll_event ev[512];
+    int running;
+    for (;;) {
+        take_trigger(c);
+        fill(c);
+        double now = pfi_wall_monotonic(), next = now + 0.05;
+        for (size_t k = 0; k < g_nsh; k++) {
+            shard *sh = &g_sh[k];
+            if (sh->timer_at >= 0 && now >= sh->timer_at) {
+                sh->timer_at = -1;
+                curl_multi_socket_action(sh->m, CURL_SOCKET_TIMEOUT, 0, &running);
+                sh->done = 1;
+            }
+            if (sh->timer_at >= 0 && sh->timer_at < next) next = sh->timer_at;
+        }
+        reap(c);
+        fill(c);
+        size_t left = 0;
+        for (int k = 0; k < X_KINDS; k++)
+            if (kind == X_KINDS || k == kind) left += g_pending[k];
+        if (!left) break;
+        double wait_s = next - pfi_wall_monotonic();
+        int n = epoll_wait(g_ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.u64 == WAKE_KEY) {
+                uint64_t v;
+                if (read(g_wake_fd, &v, sizeof v) < 0) { /* drained */
+                }
+                continue;
+            }
+            shard *sh = &g_sh[ev[i].data.u64 >> 32];
+            int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                       (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                       (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(sh->m, (curl_socket_t)(uint32_t)ev[i].data.u64, what,
+                                     &running);
+            sh->done = 1;
+        }
+        reap(c);
+    }
+}
+
+void ctl_agents_wake(void)
+{
+    uint64_t one = 1;
+    if (g_wake_fd >= 0 && write(g_wake_fd, &one, sizeof one) < 0) { /* already signalled */
+    }
+}
+
+void ctl_agents_service(ctl *c)
+{
+    if (ensure(c, c->nagents) || (!atomic_load(&c->trigger_req) && !g_pending[X_TRIGGER])) return;
+    run_until(c, X_TRIGGER);
+}
+
+void ctl_agents_collect(ctl *c)
+{
+    if (ensure(c, c->nagents)) return;
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        if (!x->set_up) {
+            char url[600];
+            snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+            curl_easy_setopt(x->h, CURLOPT_URL, url);
+            curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+            tls_opts(x->h, &c->agent[i]);
+            /* reads carry the read token when one is configured (never the control token) */
+            if (c->agent[i].read_token[0]) {
+                char auth[PFI_TOKEN_MAX + 32];
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
+                x->hdr = curl_slist_append(NULL, auth);
+            }
+            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+            x->set_up = 1;
+        }
+        enqueue(x);
+    }
+    run_until(c, X_GET);
+    /* the answers parsed outside the lock */
+    json_t **node = calloc(c->nagents + 1, sizeof *node);
+    for (size_t i = 0; node && i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        long code = 0;
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        node[i] =
+            x->res == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
+    }
+    double now = pfi_clock_now();
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        ctl_agent *a = &c->agent[i];
+        json_t *nd = node ? node[i] : NULL;
+        if (nd && json_is_array(json_object_get(nd, "gpus"))) {
+            if (!a->up)
+                ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
+            json_decref(a->node);
+            a->node = nd;
+            a->up = a->ever_up = 1;
+            a->last_ok_t = now;
+            a->err[0] = '\0';
+        } else {
+            json_decref(nd);
+            const char *why = x->res == CURLE_OK ? "bad answer" : curl_easy_strerror(x->res);
+            if (a->up) ctl_log(c, "warning: agent %s (%s) unreachable: %s", a->name, a->url, why);
+            snprintf(a->err, sizeof a->err, "%s", why);
+            a->up = 0;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(node);
+}
+
+void ctl_agents_push(ctl *c, int release)
+{
+    if (ensure(c, c->nagents)) return;
+    pthread_mutex_lock(&c->mu);
+    size_t added = queue_puts(c, X_PUT, release);
+    pthread_mutex_unlock(&c->mu);
+    if (added) run_until(c, X_PUT);
 }

@@ -8,13 +8,15 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "ctl.h"
 #include "json_obj.h"
+#include "vec.h"
 
-/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1] or localhost. The
+/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1], localhost or *.localhost. The
  * authority runs from "://" to the first '/', '?' or '#'; a URL with
  * user information ('@') is never loopback (http://127.0.0.1@host/). */
 static int loopback_url(const char *url)
@@ -37,7 +39,9 @@ static int loopback_url(const char *url)
     }
     char *colon = strchr(host, ':');
     if (colon) *colon = '\0';
-    if (!strcmp(host, "localhost")) return 1;
+    /* localhost and its subdomains (RFC 6761 6.3; curl resolves them to loopback itself) */
+    size_t hn = strlen(host);
+    if (!strcmp(host, "localhost") || (hn > 10 && !strcmp(host + hn - 10, ".localhost"))) return 1;
     struct in_addr a4;
     return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
@@ -105,8 +109,10 @@ static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, v
 {
     (void)name, (void)ud;
     ctl_cfg *c = k->dst;
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > CTL_MAX_AGENTS)
-        return pfi_errorf(err, PFI_EINVAL, "agents: expected 1..%d agents", CTL_MAX_AGENTS);
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return pfi_errorf(err, PFI_EINVAL, "agents: expected a list of 1 or more agents");
+    free(c->agents);
+    if (!(c->agents = pfi_calloc(json_array_size(v), sizeof *c->agents, err))) return PFI_ENOMEM;
     size_t i;
     json_t *a;
     json_array_foreach(v, i, a)
@@ -301,6 +307,8 @@ static void defaults(ctl_cfg *c)
     c->lease_s = NAN;
     c->default_tier = -1;
     c->openadr_poll_s = 60;
+    c->agent_timeout_s = NAN;
+    c->agent_concurrency = 1024;
     c->vtn.report_s = 900;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
@@ -333,6 +341,8 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("baseline_window_s", &c->baseline_window_s, 0.1, 86400),
         CFG_NUM("lease_s", &c->lease_s, 1, 86400),
         CFG_NUM("default_tier", &tier, -1, 3),
+        CFG_NUM("agent_timeout_s", &c->agent_timeout_s, 0.01, 60),
+        CFG_NUM("agent_concurrency", &c->agent_concurrency, 1, 1e6),
         {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},
         {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,
@@ -375,12 +385,20 @@ static pfi_status config_from_json(json_t *o, const json_error_t *je, const char
         st = pfi_errorf(&e, PFI_EINVAL, "lease_s: must be at least two control periods");
     json_decref(o);
     if (st) {
-        json_decref(c->tiers); /* not kept when the configuration is refused */
-        c->tiers = NULL;
+        ctl_config_free(c); /* not kept when the configuration is refused */
         pfi_errorf(err, st, "%s: %s", path, e.msg);
         if (err) one_line(err->msg);
     }
     return st;
+}
+
+void ctl_config_free(ctl_cfg *c)
+{
+    json_decref(c->tiers);
+    c->tiers = NULL;
+    free(c->agents);
+    c->agents = NULL;
+    c->nagents = 0;
 }
 
 pfi_status ctl_config_load(const char *path, ctl_cfg *c, pfi_error *err)

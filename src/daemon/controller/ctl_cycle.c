@@ -34,6 +34,7 @@
 #include "job_id.h"
 #include "pfi/predictor.h"
 #include "power_control.h"
+#include "vec.h"
 
 ctl_event *ctl_event_find(ctl *c, const char *id)
 {
@@ -111,6 +112,12 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error 
             old ? "updated" : "received", ev->start - now, dur);
     if (ev->start <= now + c->cfg.period_s)
         c->wake = 1; /* starts now: do not wait for the next period */
+    /* starts now without a ramp: the fast path pushes the planned caps at once */
+    double cut = ctl_event_cut_pct(c, e);
+    pfi_error te;
+    if (ev->start <= now && !ev->dry_run && !c->cfg.dry_run && isfinite(cut) &&
+        ctl_trigger(c, ev->id, cut, &te))
+        ctl_log(c, "event %s: no fast path: %s; the next period acts on it", ev->id, te.msg);
     if (code) *code = old ? 200 : 201;
     return PFI_OK;
 }
@@ -136,31 +143,45 @@ int ctl_event_cancel(ctl *c, const char *id)
     return 200;
 }
 
-/* the job (id, tier), made if new; a job is its id under one tier */
-static ctl_job *job_get(ctl *c, const char *id, int tier, const char *agent)
+/* the key of a job in the period's index: its tier and id */
+static void job_key(char *k, size_t n, const char *id, int tier)
 {
-    const ctl_job *other = NULL;
-    for (size_t k = 0; k < c->njobs; k++)
-        if (!strcmp(c->job[k].id, id)) {
-            if (c->job[k].tier == tier) return &c->job[k];
-            other = &c->job[k];
-        }
-    if (c->njobs == CTL_MAX_JOBS) return NULL;
-    if (other && other->seen) /* both reported this period (not a job whose tier changed) */
-        ctl_log(c,
-                "warning: job %s: agent %s reports it under tier %d, another agent under tier %d: "
-                "kept as two jobs",
-                id, agent, tier, other->tier);
-    ctl_job *j = &c->job[c->njobs++];
+    snprintf(k, n, "%d:%s", tier, id);
+}
+
+/* the job (id, tier), made if new; a job is its id under one tier. The
+ * index (a JSON object: key -> position) keeps this O(1) per job at 12,500
+ * agents; an id under another tier is found through the same index. */
+static ctl_job *job_get(ctl *c, json_t *index, const char *id, int tier, const char *agent)
+{
+    char key[80];
+    job_key(key, sizeof key, id, tier);
+    json_t *at = json_object_get(index, key);
+    if (at) return &c->job[json_integer_value(at)];
+    if (PFI_VEC_RESERVE(c->job, c->job_cap, c->njobs + 1, NULL)) return NULL;
+    for (int t = -1; t <= 3; t++) { /* the same id under another tier */
+        job_key(key, sizeof key, id, t);
+        json_t *o = t == tier ? NULL : json_object_get(index, key);
+        const ctl_job *other = o ? &c->job[json_integer_value(o)] : NULL;
+        if (other && other->seen) /* both reported this period (not a job whose tier changed) */
+            ctl_log(c,
+                    "warning: job %s: agent %s reports it under tier %d, another agent under tier "
+                    "%d: kept as two jobs",
+                    id, agent, tier, other->tier);
+    }
+    ctl_job *j = &c->job[c->njobs];
     memset(j, 0, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", id);
     j->tier = tier;
     j->base_w = j->base_tokens = NAN;
+    job_key(key, sizeof key, id, tier);
+    if (json_object_set_new(index, key, json_integer((json_int_t)c->njobs))) return NULL;
+    c->njobs++;
     return j;
 }
 
 /* fold one agent's node view into the jobs */
-static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
+static void take_node(ctl *c, json_t *index, size_t ai, json_t *node, int reachable)
 {
     json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
     size_t k;
@@ -183,7 +204,7 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
         int tn = json_is_integer(tier) ? (int)json_integer_value(tier)
                  : ct                  ? (int)json_integer_value(ct)
                                        : c->cfg.default_tier;
-        ctl_job *j = job_get(c, id, tn, c->agent[ai].name);
+        ctl_job *j = job_get(c, index, id, tn, c->agent[ai].name);
         if (!j) continue;
         if (!j->seen) {
             j->seen = 1;
@@ -215,10 +236,8 @@ static void take_node(ctl *c, size_t ai, json_t *node, int reachable)
             n++;
         }
         j->gpus += n;
-        if (j->nagent < 16) {
-            j->agent_idx[j->nagent] = (int)ai;
-            j->agent_gpus[j->nagent++] = n;
-        }
+        if (!PFI_VEC_RESERVE(j->agent_idx, j->agent_cap, j->nagent + 1, NULL))
+            j->agent_idx[j->nagent++] = (int)ai;
         j->measured_w += json_number_value(json_object_get(jj, "power_w"));
         json_t *t = json_object_get(jj, "tokens_per_s"), *p = json_object_get(jj, "pfi_predicted");
         if (json_is_number(t) && isnan(j->tokens_per_s)) j->tokens_per_s = json_number_value(t);
@@ -249,7 +268,7 @@ static int event_running(const ctl_event *e, double now)
 }
 
 /* the model's features from the agent's training means */
-static int curve_for(ctl *c, ctl_job *j, pfi_curve *out)
+int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out)
 {
     double x[32];
     size_t p = c->curve_model.p < 32 ? c->curve_model.p : 32;
@@ -276,9 +295,16 @@ void ctl_cycle(ctl *c)
 {
     double now = pfi_clock_now(), t0 = pfi_wall_monotonic();
     c->now = now;
-    for (size_t k = 0; k < c->njobs; k++) c->job[k].seen = 0;
+    json_t *index = json_object();
+    for (size_t k = 0; k < c->njobs; k++) {
+        char key[80];
+        c->job[k].seen = 0;
+        job_key(key, sizeof key, c->job[k].id, c->job[k].tier);
+        json_object_set_new(index, key, json_integer((json_int_t)k));
+    }
     for (size_t i = 0; i < c->nagents; i++)
-        if (c->agent[i].node) take_node(c, i, c->agent[i].node, c->agent[i].up);
+        if (c->agent[i].node) take_node(c, index, i, c->agent[i].node, c->agent[i].up);
+    json_decref(index);
     /* jobs that ended: forget them */
     for (size_t k = 0; k < c->njobs;) {
         if (c->job[k].seen) {
@@ -286,6 +312,7 @@ void ctl_cycle(ctl *c)
             continue;
         }
         ctl_log(c, "job %s is gone", c->job[k].id);
+        free(c->job[k].agent_idx);
         c->job[k] = c->job[--c->njobs];
     }
     for (size_t k = 0; k < c->njobs; k++) {
@@ -396,7 +423,7 @@ void ctl_cycle(ctl *c)
         }
         if (!j->reachable) {
             double lease_until = 0;
-            for (int q = 0; q < j->nagent; q++)
+            for (size_t q = 0; q < j->nagent; q++)
                 lease_until = fmax(lease_until, c->agent[j->agent_idx[q]].lease_until);
             double assumed =
                 now < lease_until ? j->measured_w : fmax(j->base_w, j->gpus * j->cap_max_w * 0.97);
@@ -439,14 +466,14 @@ void ctl_cycle(ctl *c)
                                 j->cap_max_w,
                                 NULL};
             pfi_curve prior;
-            int hp = c->have_curve_model && curve_for(c, j, &prior) == 0;
+            int hp = c->have_curve_model && ctl_job_curve(c, j, &prior) == 0;
             if (hp) aj.pred_curve = &prior;
             if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) ==
                 PFI_OK)
                 x->pred_curve = &curves[np];
             if (hp) pfi_curve_dispose(&prior);
         } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model &&
-                   curve_for(c, j, &curves[np]) == 0) {
+                   ctl_job_curve(c, j, &curves[np]) == 0) {
             x->pred_curve = &curves[np];
         }
         idx[np++] = k;
@@ -499,7 +526,10 @@ void ctl_cycle(ctl *c)
             ctl_db_put_event(c, gov);
         }
         ctl_db_sample(c, gov->ev.id, now, budget, isfinite(target) ? target : gov->target_w, meas);
+        /* one transaction for the period's rows (12,500 jobs: one commit, not 12,500) */
+        sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
         for (size_t k = 0; k < c->njobs; k++) ctl_db_job_sample(c, gov->ev.id, now, &c->job[k]);
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     }
     for (size_t q = 0; q < np; q++)
         if (pj[q].pred_curve) pfi_curve_dispose(&curves[q]);

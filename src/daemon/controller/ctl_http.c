@@ -9,6 +9,8 @@
  *   GET  /v1/events/ID              one event;   DELETE: cancel it
  *   GET  /v1/events/ID/report       measurement and verification (JSON)
  *   GET  /v1/events/ID/report.png   the same as a chart
+ *   POST /v1/trigger                a grid trigger now: {"level": N} | {"reduction_pct": X}
+ *                                   (ctl_trigger.c: the planned caps pushed at once)
  *   POST /openadr3/events           OpenADR 3.0.1/3.1 webhook (EVENTs, notifications)
  *   GET  /healthz */
 #include <math.h>
@@ -23,6 +25,7 @@
 #include "ctl.h"
 #include "daemon_util.h"
 #include "httpd.h"
+#include "json_obj.h"
 #include "pfi/prom.h"
 #include "pfi/version.h"
 
@@ -367,6 +370,16 @@ static char *metrics(ctl *c, size_t *len)
     pfi_buf_printf(&b, "pfi_ctl_pushes_total %llu\n", c->pushes);
     head(&b, "pfi_ctl_push_errors_total", "counter", "Caps pushes that failed.");
     pfi_buf_printf(&b, "pfi_ctl_push_errors_total %llu\n", c->push_errors);
+    /* triggers (ctl_trigger.c) */
+    head(&b, "pfi_ctl_triggers_total", "counter",
+         "Triggers whose planned caps were pushed at once (POST /v1/trigger, events starting "
+         "now).");
+    pfi_buf_printf(&b, "pfi_ctl_triggers_total %llu\n", c->triggers);
+    if (c->triggers && isfinite(c->trigger_push_s)) {
+        head(&b, "pfi_ctl_trigger_push_seconds", "gauge",
+             "The last trigger: to its last cap written (the last successful PUT).");
+        pfi_buf_printf(&b, "pfi_ctl_trigger_push_seconds %g\n", c->trigger_push_s);
+    }
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
@@ -399,6 +412,64 @@ static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
     rs->ctype = "image/png";
 }
 
+/* POST /v1/trigger: {"level": 1..3} or {"reduction_pct": (0, 90]}, optional
+ * "id" and "duration_s" (default: until cancelled with DELETE /v1/events/ID);
+ * never a ramp. It is an event that starts now (listed, reported, cancelled
+ * as any other) whose caps the fast path pushes at once. */
+static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    pfi_grid_event ev;
+    memset(&ev, 0, sizeof ev);
+    int level = 0, have_level = 0, have_pct = 0, have_dur = 0;
+    json_error_t je;
+    json_t *o = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, &je);
+    const pfi_jkey keys[] = {
+        {"level", PFI_J_INTEGER, 0, &level, sizeof level, .lo = 1, .hi = 3,
+         .expect = "expected an integer 1..3", .seen = &have_level},
+        {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev.reduction_pct, .lo = 0, .hi = 90,
+         .expect = "expected a number in (0, 90]", .seen = &have_pct},
+        {"id", PFI_J_STRING, 0, ev.id, .size = sizeof ev.id},
+        {"duration_s", PFI_J_NUMBER, 0, &ev.duration_s, .lo = 1, .hi = 604800,
+         .expect = "expected 1..604800 seconds", .seen = &have_dur},
+    };
+    pfi_jopts jo = {.prefix = "trigger",
+                    .unknown_text = "unknown field (expected level | reduction_pct, id, "
+                                    "duration_s)"};
+    pfi_error e;
+    if (!o) {
+        pfi_http_error(rs, 400, "trigger: line %d column %d: %s", je.line, je.column, je.text);
+        return;
+    }
+    pfi_status st = json_is_object(o) ? PFI_JSON_OBJ_READ(o, keys, &jo, &e)
+                                      : pfi_errorf(&e, PFI_EINVAL, "trigger: expected an object");
+    json_decref(o);
+    if (!st && have_level + have_pct != 1)
+        st = pfi_errorf(&e, PFI_EINVAL, "trigger: give exactly one of level and reduction_pct");
+    if (!st && have_level && !(c->cfg.level_cut_pct[level] > 0))
+        st = pfi_errorf(&e, PFI_EINVAL, "trigger.level: level %d cuts nothing (levels_pct)", level);
+    if (st) {
+        for (char *p = e.msg; *p; p++)
+            if ((unsigned char)*p < 0x20) *p = '?';
+        pfi_http_error(rs, 400, "%s", e.msg);
+        return;
+    }
+    double now = pfi_clock_now();
+    if (!ev.id[0]) snprintf(ev.id, sizeof ev.id, "trigger-%.0f-%llu", now * 1000, c->triggers + 1);
+    ev.start = now;
+    ev.open_ended = !have_dur;
+    ev.kind = have_level ? PFI_EV_LEVEL : PFI_EV_REDUCTION;
+    ev.level = level;
+    ev.ramp_s = 0;
+    ev.ramp_down_s = NAN;
+    snprintf(ev.source, sizeof ev.source, "trigger");
+    int code;
+    unsigned long long before = c->triggers;
+    if (ctl_event_add(c, &ev, &code, &e)) return pfi_http_error(rs, code, "%s", e.msg);
+    json_t *a = ctl_event_json(ctl_event_find(c, ev.id));
+    json_object_set_new(a, "fast_path", json_boolean(c->triggers > before));
+    json_resp(rs, code, a);
+}
+
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     ctl *c = ud;
@@ -421,7 +492,14 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             rs->csp = ctl_page_csp;
         }
     } else if (!strcmp(u, "/healthz")) {
-        json_resp(rs, 200, json_pack("{s:b}", "ok", 1));
+        /* small, for benchmarks that poll each period: /metrics grows with the jobs */
+        json_resp(rs, 200,
+                  json_pack("{s:b,s:I,s:f,s:f,s:I,s:{s:f,s:f,s:f,s:f}}", "ok", 1, "cycles",
+                            (json_int_t)c->cycles, "period_s", c->loop_s, "trigger_push_s",
+                            isfinite(c->trigger_push_s) ? c->trigger_push_s : -1.0, "triggers",
+                            (json_int_t)c->triggers, "phase_s", "collect",
+                            c->phase_s[CTL_PH_COLLECT], "cycle", c->phase_s[CTL_PH_CYCLE], "plan",
+                            c->phase_s[CTL_PH_PLAN], "push", c->phase_s[CTL_PH_PUSH]));
     } else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, status_json(c));
@@ -467,6 +545,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             rs->code = 200;
         } else if (report == 2) png(c, e, rs);
         else json_resp(rs, 200, ctl_event_json(e));
+    } else if (!strcmp(u, "/v1/trigger")) {
+        if (!post) pfi_http_error(rs, 405, "method not allowed (POST)");
+        else trigger(c, rq, rs);
     } else if (!strcmp(u, "/openadr3/events")) {
         if (!post) pfi_http_error(rs, 405, "method not allowed (POST)");
         else {
@@ -478,7 +559,8 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         }
     } else {
         pfi_http_error(rs, 404,
-                       "no such endpoint (/, /v1/status, /metrics, /v1/events, /openadr3/events)");
+                       "no such endpoint (/, /v1/status, /metrics, /v1/events, /v1/trigger, "
+                       "/openadr3/events)");
     }
     pthread_mutex_unlock(&c->mu);
 }

@@ -1,0 +1,46 @@
+#!/bin/sh
+# test_controller_json_man.sh — pfi-controller.json(5) documents every key
+# of the controller's configuration: the keys are read from the key tables
+# in src/daemon/controller/ctl_config.c (each "const pfi_jkey keys[]" of
+# read_keys, agent_entry and openadr_field), and each must be a ".B KEY"
+# entry in the man page's section of that object (KEYS, AGENTS, OPENADR).
+# Also: the page renders with groff without warnings, and the keys the page
+# documents exist (no stale entries).
+. "$SRC/tests/cli/lib.sh"
+C="$SRC/src/daemon/controller/ctl_config.c"
+M="$SRC/man/pfi-controller.json.5"
+# FUNCTION -> the keys of the table inside it, one per line
+table_keys() {
+  awk -v fn="$1" '
+    $0 ~ "^static pfi_status " fn "\\(" { inf = 1 }
+    inf && /const pfi_jkey keys\[\] = \{/ { intab = 1; next }
+    intab && /^ *\};/ { exit }
+    intab { while (match($0, /(CFG_STR|CFG_NUM)\("[a-z_0-9]+"|\{"[a-z_0-9]+", PFI_J_/)) {
+              k = substr($0, RSTART, RLENGTH); sub(/^[^"]*"/, "", k); sub(/".*/, "", k); print k
+              $0 = substr($0, RSTART + RLENGTH) } }' "$C"
+}
+# SECTION -> the ".B KEY" entries of that .SH section of the man page
+man_keys() {
+  awk -v sec="$1" '/^\.SH / { in_s = ($2 == sec); next } in_s && prev == ".TP" && /^\.B [a-z_0-9]+$/ { print $2 } { prev = $0 }' "$M"
+}
+for pair in read_keys:KEYS agent_entry:AGENTS openadr_field:OPENADR; do
+  fn=${pair%%:*}; sec=${pair#*:}
+  table_keys "$fn" | sort >"$T/src.$sec"
+  man_keys "$sec" | sort >"$T/man.$sec"
+  n=$(wc -l <"$T/src.$sec")
+  [ "$n" -ge 8 ] || fail "only $n keys found in $fn's table in ctl_config.c (is the extraction broken?)"; ok
+  missing=$(comm -23 "$T/src.$sec" "$T/man.$sec" | tr '\n' ' ')
+  [ -z "$missing" ] || fail "pfi-controller.json(5), section $sec, does not document: $missing"; ok
+  stale=$(comm -13 "$T/src.$sec" "$T/man.$sec" | tr '\n' ' ')
+  [ -z "$stale" ] || fail "pfi-controller.json(5), section $sec, documents keys $fn does not read: $stale"; ok
+done
+# the tables found are the ones the controller reads: a key known from docs
+grep -qx agents "$T/src.KEYS" && grep -qx url "$T/src.AGENTS" && grep -qx vtn_url "$T/src.OPENADR" ||
+  fail "the key extraction missed agents / url / vtn_url"
+ok
+# renders without warnings
+command -v groff >/dev/null || fail "groff is missing"
+groff -man -ww -z "$M" 2>"$T/groff.err"
+[ ! -s "$T/groff.err" ] || { cat "$T/groff.err"; fail "groff warns about pfi-controller.json.5"; }
+ok
+done_ok
