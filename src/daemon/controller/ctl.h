@@ -238,6 +238,7 @@ double ctl_event_cut_pct(const ctl *c, const ctl_event *e);
 void ctl_cycle(ctl *c);
 /* the job's predicted throughput curve from the curve model (0), or -1 */
 int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out);
+int ctl_job_belief(ctl *c, ctl_job *j, double base_w, double base_tokens, pfi_curve *out);
 /* Schedule ev, or update the scheduled event with its id. *code (when not
  * NULL) is the HTTP status that answers it: 201 new, 200 updated; refused:
  * 409 (PFI_ESTATE: it already started or ended), 400 (PFI_EINVAL: out of

@@ -291,6 +291,36 @@ int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out)
                : -1;
 }
 
+/* the curve the configured strategy believes for job j with this baseline:
+ * closed-loop's estimate from the job's observations (the curve model as its
+ * prior), curve-aware's model curve; 0 and *out set when there is one (the
+ * caller disposes of it), -1 otherwise (and for every other strategy) */
+int ctl_job_belief(ctl *c, ctl_job *j, double base_w, double base_tokens, pfi_curve *out)
+{
+    if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE)
+        return c->have_curve_model ? ctl_job_curve(c, j, out) : -1;
+    if (c->cfg.strategy != PFI_STRAT_CLOSED_LOOP) return -1;
+    pfi_alloc_job aj = {j->gpus,
+                        base_tokens > 0 ? base_tokens : 1,
+                        base_w,
+                        j->gpus * j->cap_min_w * 0.97,
+                        NULL,
+                        NULL,
+                        j->pfi_pred > 0 ? j->pfi_pred : 1,
+                        0,
+                        0,
+                        j->tier,
+                        j->cap_min_w,
+                        j->cap_max_w,
+                        NULL};
+    pfi_curve prior;
+    int hp = c->have_curve_model && ctl_job_curve(c, j, &prior) == 0;
+    if (hp) aj.pred_curve = &prior;
+    int ok = pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, out, NULL) == PFI_OK;
+    if (hp) pfi_curve_dispose(&prior);
+    return ok ? 0 : -1;
+}
+
 void ctl_cycle(ctl *c)
 {
     double now = pfi_clock_now(), t0 = pfi_wall_monotonic();
@@ -452,30 +482,9 @@ void ctl_cycle(ctl *c)
                 j->obs_p[j->nobs] = j->measured_w;
                 j->obs_t[j->nobs++] = j->tokens_per_s;
             }
-            pfi_alloc_job aj = {j->gpus,
-                                j->base_tokens > 0 ? j->base_tokens : 1,
-                                j->base_w,
-                                j->gpus * j->cap_min_w * 0.97,
-                                NULL,
-                                NULL,
-                                j->pfi_pred > 0 ? j->pfi_pred : 1,
-                                0,
-                                0,
-                                j->tier,
-                                j->cap_min_w,
-                                j->cap_max_w,
-                                NULL};
-            pfi_curve prior;
-            int hp = c->have_curve_model && ctl_job_curve(c, j, &prior) == 0;
-            if (hp) aj.pred_curve = &prior;
-            if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) ==
-                PFI_OK)
-                x->pred_curve = &curves[np];
-            if (hp) pfi_curve_dispose(&prior);
-        } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model &&
-                   ctl_job_curve(c, j, &curves[np]) == 0) {
-            x->pred_curve = &curves[np];
         }
+        if (ctl_job_belief(c, j, j->base_w, j->base_tokens, &curves[np]) == 0)
+            x->pred_curve = &curves[np];
         idx[np++] = k;
     }
     if (c->cfg.strategy == PFI_STRAT_SAFE_ONLINE) ctl_online_period(c, budget, fixed, pj, idx, np);

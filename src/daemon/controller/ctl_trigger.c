@@ -98,31 +98,8 @@ void ctl_plan_update(ctl *c)
         x->measured_w = j->measured_w;
         x->cap_w = j->cap_w;
         x->ratio = j->ratio;
-        if (c->cfg.strategy == PFI_STRAT_CLOSED_LOOP) {
-            pfi_alloc_job aj = {j->gpus,
-                                x->baseline_tokens_per_s > 0 ? x->baseline_tokens_per_s : 1,
-                                bw,
-                                j->gpus * j->cap_min_w * 0.97,
-                                NULL,
-                                NULL,
-                                j->pfi_pred > 0 ? j->pfi_pred : 1,
-                                0,
-                                0,
-                                j->tier,
-                                j->cap_min_w,
-                                j->cap_max_w,
-                                NULL};
-            pfi_curve prior;
-            int hp = c->have_curve_model && ctl_job_curve(c, j, &prior) == 0;
-            if (hp) aj.pred_curve = &prior;
-            if (pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, &curves[np], NULL) ==
-                PFI_OK)
-                x->pred_curve = &curves[np];
-            if (hp) pfi_curve_dispose(&prior);
-        } else if (c->cfg.strategy == PFI_STRAT_CURVE_AWARE && c->have_curve_model &&
-                   ctl_job_curve(c, j, &curves[np]) == 0) {
+        if (ctl_job_belief(c, j, bw, x->baseline_tokens_per_s, &curves[np]) == 0)
             x->pred_curve = &curves[np];
-        }
         missing_curve |= !x->pred_curve;
         idx[np++] = k;
     }
