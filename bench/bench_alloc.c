@@ -237,10 +237,12 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void oracle_scale(int with_glpk)
+/* sizes[0..2] (only: one size, e.g. for a profile; 0: all three) */
+static void oracle_scale(int with_glpk, size_t only)
 {
     size_t sizes[] = {10000, 100000, 1000000};
     for (int s = 0; s < 3; s++) {
+        if (only && sizes[s] != only) continue;
         pfi_curve *cv;
         double sum;
         pfi_alloc_job *jobs = concave_jobs(sizes[s], &cv, &sum);
@@ -339,16 +341,17 @@ static void exact_on_zeus(const char *data)
     pfi_table_free(t);
 }
 
-/* `bench_alloc oracle`: only the oracle's scaling (no GLPK, no data) */
+/* `bench_alloc oracle [JOBS]`: only the oracle's scaling (no GLPK, no data),
+ * at one of its sizes when JOBS is given */
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "oracle") == 0) {
-        oracle_scale(0);
+        oracle_scale(0, argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0);
         return 0;
     }
     const char *data = getenv("PFI_DATA_DIR");
     if (data) paper_simulation(data);
     if (data) exact_on_zeus(data);
-    oracle_scale(1);
+    oracle_scale(1, 0);
     return 0;
 }

@@ -435,11 +435,56 @@ static int cmp_dref(const void *a, const void *b)
  * from segments taken in ascending slope: a quickselect on slope weighted by
  * length (expected linear time; one budget needs no more order than that).
  * Reorders s. INFINITY when every segment goes. */
-static double threshold_slope(seg *s, size_t ns, double delta)
+static double select_slope(seg *s, size_t hi, double r);
+
+static int cmp_slope_len(const void *a, const void *b)
 {
-    size_t lo = 0, hi = ns;
+    double x = ((const double *)a)[0], y = ((const double *)b)[0];
+    return (x > y) - (x < y);
+}
+
+static double threshold_slope(seg *s, size_t ns, double delta, double total_len)
+{
+    /* first narrow: two slopes of a sorted sample bracket the threshold,
+     * and one pass (without branches on the data) swaps the segments
+     * between them to the front; the selection then runs on those alone.
+     * A bracket that misses (the sample misled) falls back to all. */
+    enum { M = 512, SIDE = 24 };
+    if (ns >= 8 * M && total_len > 0) {
+        double smp[M][2], slen = 0;
+        size_t stride = ns / M;
+        for (size_t k = 0; k < M; k++) {
+            smp[k][0] = s[k * stride].slope;
+            smp[k][1] = s[k * stride].len;
+            slen += smp[k][1];
+        }
+        qsort(smp, M, sizeof smp[0], cmp_slope_len);
+        double want = delta / total_len * slen, acc = 0;
+        size_t q = 0;
+        while (q < M - 1 && acc + smp[q][1] < want) acc += smp[q++][1];
+        double lo_pv = q >= SIDE ? smp[q - SIDE][0] : -INFINITY,
+               hi_pv = q + SIDE < M ? smp[q + SIDE][0] : INFINITY;
+        size_t k = 0;
+        double below = 0, mid = 0;
+        for (size_t i = 0; i < ns; i++) {
+            seg x = s[i];
+            int in = x.slope >= lo_pv && x.slope <= hi_pv;
+            below += x.slope < lo_pv ? x.len : 0;
+            mid += in ? x.len : 0;
+            s[i] = s[k];
+            s[k] = x;
+            k += (size_t)in;
+        }
+        if (below <= delta && delta <= below + mid) return select_slope(s, k, delta - below);
+    }
+    return select_slope(s, ns, delta);
+}
+
+/* the quickselect of threshold_slope on s[0, hi) for r watts */
+static double select_slope(seg *s, size_t hi, double r)
+{
+    size_t lo = 0;
     uint64_t rng = 0x9E3779B97F4A7C15ULL; /* fixed: the same pivots every run */
-    double r = delta;
     while (lo < hi) {
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         double pv = s[lo + (size_t)((rng >> 33) % (hi - lo))].slope;
@@ -473,10 +518,10 @@ static double threshold_slope(seg *s, size_t ns, double delta)
  * it by job, as the sorted path of several budgets takes them (the same
  * allocation up to rounding; within one job, equal slopes are
  * interchangeable). Returns -1 when memory ran out. */
-static int greedy_one(const prepared *pj, seg *s, size_t ns, double delta, double top_total,
-                      double *removed, double *P, double *env_total)
+static int greedy_one(const prepared *pj, seg *s, size_t ns, double delta, double total_len,
+                      double top_total, double *removed, double *P, double *env_total)
 {
-    double lam = delta > 0 ? threshold_slope(s, ns, delta) : -INFINITY;
+    double lam = delta > 0 ? threshold_slope(s, ns, delta, total_len) : -INFINITY;
     double done = 0, loss = 0;
     size_t nties = 0;
     for (size_t k = 0; k < ns; k++)
@@ -575,7 +620,7 @@ pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const doubl
         double delta = sum_hi - budgets[0];
         if (feasible) feasible[0] = delta <= shed_cap + 1e-6;
         delta = delta > shed_cap ? shed_cap : delta < 0 ? 0 : delta;
-        fail = greedy_one(pj, s, ns, delta, top_total, removed, P, env_total);
+        fail = greedy_one(pj, s, ns, delta, shed_cap, top_total, removed, P, env_total);
     } else if (!(fail = sort_segs(s, ns))) {
         for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
         qsort(d, nb, sizeof *d, cmp_dref);

@@ -69,13 +69,14 @@ static void oracle_concave_bruteforce(void **s)
 }
 
 /* one budget takes the selection path, several the sorted one: the same
- * totals, with ties (identical jobs), at no cut, at a full cut and beyond */
+ * totals, with ties (identical jobs), at no cut, at a full cut and beyond;
+ * 1,500 jobs (about 6,000 segments) so that the selection narrows first */
 static void oracle_one_budget_equals_sorted(void **s)
 {
     (void)s;
-    enum { N = 300 };
-    pfi_curve c[N];
-    pfi_alloc_job jobs[N];
+    enum { N = 1500 };
+    static pfi_curve c[N];
+    static pfi_alloc_job jobs[N];
     double sum_max = 0;
     for (size_t i = 0; i < N; i++) {
         double caps[5], p[5], t[5], e = 0.3 + 0.1 * (double)(i % 6); /* i % 6: ties */
