@@ -226,9 +226,13 @@ static void take_node(ctl *c, json_t *index, size_t ai, json_t *node, int reacha
         json_array_foreach(json_object_get(jj, "gpus"), q, g)
         {
             json_t *gi = json_array_get(gpus, (size_t)json_integer_value(g));
-            double lo = json_number_value(json_object_get(gi, "cap_min_w")),
-                   hi = json_number_value(json_object_get(gi, "cap_max_w"));
-            json_t *cw = json_object_get(gi, "cap_w");
+            /* GET /v1/control: [cap_min_w, cap_max_w, cap_w]; GET /v1/node: an object */
+            int compact = json_is_array(gi);
+            double lo = json_number_value(compact ? json_array_get(gi, 0)
+                                                  : json_object_get(gi, "cap_min_w")),
+                   hi = json_number_value(compact ? json_array_get(gi, 1)
+                                                  : json_object_get(gi, "cap_max_w"));
+            json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w");
             if (lo > j->cap_min_w) j->cap_min_w = lo;
             if (hi > 0 && hi < j->cap_max_w) j->cap_max_w = hi;
             if (json_is_number(cw) && json_number_value(cw) < j->cap_w)
