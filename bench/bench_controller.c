@@ -6,7 +6,7 @@
  *    connection, as real agents — URL prefix /a/<i>/, one job of 8 GPUs per
  *    agent whose power follows its cap), a real pfi-controller with control
  *    period 1 s. During a 20% event it reads every period's wall time
- *    (GET /healthz: one whole period, GET /v1/node from all agents,
+ *    (GET /healthz: one whole period, GET /v1/control from all agents,
  *    allocate, PUT /v1/caps to all) and prints p50 / p99 / max (target
  *    < 1 s at 12,500), the controller's RSS (target < 1 GiB) and CPU per
  *    period, and how much CPU the farm (this process) took meanwhile: the
@@ -24,7 +24,9 @@
  *    (POST /v1/trigger, deeper each time): trigger -> all 32 caps written,
  *    p50 / p99 from the controller's log (target < 100 ms; Emerald's field
  *    trial: 30 s). BENCH_CTL_AGENTS=0 runs only this part,
- *    BENCH_CTL_DEMO=0 skips it.
+ *    BENCH_CTL_DEMO=0 skips it. The farm's agents serve GET /v1/control, the
+ *    controller's compact view; BENCH_CTL_FULL_NODE=1 makes them answer it 404
+ *    (agents older than it), so that the controller reads GET /v1/node.
  * Needs PFI_CONTROLLER_BIN and PFI_AGENT_BIN (scripts/run-bench.sh sets
  * them); raises its open-file limit (12,500 agents: 12,500 connections on
  * each side). */
@@ -94,6 +96,29 @@ static char *farm_node(unsigned i, double cap, double unc, double tmax, double p
     return b;
 }
 
+/* GET /v1/control, the controller's compact view (docs/agent.md) */
+static char *farm_control(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len)
+{
+    double p = fmin(cap, unc) - 2.0 * (double)(i % 3);
+    double tok = tmax * fmax(0.3, 1 - pfi * (1 - fmin(cap, unc) / unc));
+    size_t n = 1024;
+    char *b = malloc(n);
+    if (!b) return NULL;
+    size_t k = (size_t)snprintf(b, n, "{\"generation_max\":0,\"gpus\":[");
+    for (int g = 0; g < GPUS; g++)
+        k += (size_t)snprintf(b + k, n - k, "%s[200,700,%.0f]", g ? "," : "", cap);
+    k += (size_t)snprintf(b + k, n - k,
+                          "],\"jobs\":[{\"job_id\":\"job%u\",\"gpus\":[0,1,2,3,4,5,6,7],"
+                          "\"power_w\":%.1f,\"tokens_per_s\":%.1f,\"pfi_predicted\":%.3f,"
+                          "\"training_means\":{}}]}",
+                          i, p * GPUS, tok, pfi);
+    *len = k < n ? k : n - 1;
+    return b;
+}
+
+/* BENCH_CTL_FULL_NODE=1: the farm's agents have no /v1/control (as before it existed) */
+static int g_full_node;
+
 static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     (void)ud;
@@ -111,6 +136,11 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         rs->code = rs->body ? 200 : 500;
         return;
     }
+    if (!strcmp(rest, "v1/control") && !strcmp(rq->method, "GET") && !g_full_node) {
+        rs->body = farm_control(i, a.cap_w, a.uncapped_w, a.tokens_per_s_max, a.pfi, &rs->len);
+        rs->code = rs->body ? 200 : 500;
+        return;
+    }
     if (!strcmp(rest, "v1/caps") && !strcmp(rq->method, "PUT")) {
         /* the job's cap: the last "cap_w" of the request (one job per agent) */
         double c = 700;
@@ -124,7 +154,7 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         rs->len = rs->body ? strlen(rs->body) : 0;
         return;
     }
-    pfi_http_error(rs, 405, "not here");
+    pfi_http_error(rs, 404, "not here");
 }
 
 static double metric(const char *url, const char *name)
@@ -483,6 +513,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
 static void scale_bench(const char *ctl_bin, const char *dir)
 {
     const char *list = getenv("BENCH_CTL_AGENTS");
+    g_full_node = getenv("BENCH_CTL_FULL_NODE") && atoi(getenv("BENCH_CTL_FULL_NODE"));
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list && *list ? list : "100,1000,5000,12500");
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {

@@ -127,6 +127,8 @@ int agent_job_gpus(agent *a, const char *job_id, size_t *idx, size_t max);
 /* agent_render.c (callers hold a->mu); malloc'd text */
 char *agent_render_metrics(agent *a, size_t *len);
 char *agent_render_node(agent *a);
+/* GET /v1/control: the controller's compact view (docs/agent.md) */
+char *agent_render_control(agent *a);
 
 /* agent_http.c */
 int agent_http_start(agent *a);

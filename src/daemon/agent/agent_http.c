@@ -1,5 +1,6 @@
 /* agent_http.c — pfi-agent's endpoints on the shared HTTP server (httpd.h):
- * GET /metrics, GET /v1/node, GET /healthz, PUT /v1/caps (bearer token).
+ * GET /metrics, GET /v1/node, GET /v1/control (a controller's compact view of
+ * /v1/node), GET /healthz, PUT /v1/caps (bearer token).
  * With --control-listen the control API (PUT /v1/caps, and GET /healthz)
  * is served on a second listener, with its own threads and connection
  * budget, and the main listener refuses it: scrapes and slow clients on the
@@ -52,7 +53,7 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     agent *a = ud;
     int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
     if (!strcmp(rq->url, "/metrics") || !strcmp(rq->url, "/v1/node") ||
-        !strcmp(rq->url, "/healthz")) {
+        !strcmp(rq->url, "/v1/control") || !strcmp(rq->url, "/healthz")) {
         if (!get) return pfi_http_error(rs, 405, "method not allowed (GET)");
         pthread_mutex_lock(&a->mu);
         if (!strcmp(rq->url, "/metrics")) {
@@ -60,6 +61,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
         } else if (!strcmp(rq->url, "/v1/node")) {
             rs->body = agent_render_node(a);
+            rs->len = rs->body ? strlen(rs->body) : 0;
+        } else if (!strcmp(rq->url, "/v1/control")) {
+            rs->body = agent_render_control(a);
             rs->len = rs->body ? strlen(rs->body) : 0;
         } else {
             rs->body = strdup("{\"ok\":true}");
@@ -76,8 +80,10 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
                 rs, 404, "the control API is served on the control listener (--control-listen)");
         return handle_caps(a, rq, rs);
     }
-    pfi_http_error(rs, 404,
-                   "no such endpoint (GET /metrics, GET /v1/node, PUT /v1/caps, GET /healthz)");
+    pfi_http_error(
+        rs, 404,
+        "no such endpoint (GET /metrics, GET /v1/node, GET /v1/control, PUT /v1/caps, GET "
+        "/healthz)");
 }
 
 int agent_http_start(agent *a)

@@ -131,6 +131,7 @@ typedef struct ctl {
     ctl_cfg cfg;
     pthread_mutex_t mu;
     sqlite3 *db;
+    sqlite3_stmt *job_sample_stmt; /* ctl_db_job_sample's, prepared once */
     char token[PFI_TOKEN_MAX + 1];
     int have_token;
     pfi_modelfile model, curve_model;

@@ -53,8 +53,9 @@ typedef struct xfer {
     struct curl_slist *hdr;
     char *body;
     int kind, queued, running, release, set_up; /* set_up: URL, headers, TLS set (once) */
-    int cancel; /* queued, no longer to be sent (a trigger came after its body was built) */
-    char *sent; /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
+    int cancel;    /* queued, no longer to be sent (a trigger came after its body was built) */
+    char *sent;    /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
+    int full_node; /* X_GET: the agent has no GET /v1/control (404): read /v1/node */
     size_t agent;
     CURLcode res;
 } xfer;
@@ -516,7 +517,7 @@ void ctl_agents_collect(ctl *c)
         xfer *x = &g_x[X_GET][i];
         if (!x->set_up) {
             char url[600];
-            snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+            snprintf(url, sizeof url, "%s/v1/control", c->agent[i].url);
             curl_easy_setopt(x->h, CURLOPT_URL, url);
             curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
             tls_opts(x->h, &c->agent[i]);
@@ -532,6 +533,24 @@ void ctl_agents_collect(ctl *c)
         enqueue(x);
     }
     run_until(c, X_GET);
+    /* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
+    size_t older = 0;
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        long code = 0;
+        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+        if (x->res != CURLE_OK || code != 404 || x->full_node) continue;
+        char url[600];
+        snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+        curl_easy_setopt(x->h, CURLOPT_URL, url);
+        x->full_node = 1;
+        pthread_mutex_lock(&c->mu);
+        ctl_log(c, "agent %s has no GET /v1/control (404): reading GET /v1/node", c->agent[i].name);
+        pthread_mutex_unlock(&c->mu);
+        enqueue(x);
+        older++;
+    }
+    if (older) run_until(c, X_GET);
     /* the answers parsed outside the lock */
     json_t **node = calloc(c->nagents + 1, sizeof *node);
     for (size_t i = 0; node && i < c->nagents; i++) {

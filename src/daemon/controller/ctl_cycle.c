@@ -31,6 +31,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_jobidx.h"
 #include "job_id.h"
 #include "pfi/predictor.h"
 #include "power_control.h"
@@ -143,26 +144,17 @@ int ctl_event_cancel(ctl *c, const char *id)
     return 200;
 }
 
-/* the key of a job in the period's index: its tier and id */
-static void job_key(char *k, size_t n, const char *id, int tier)
-{
-    snprintf(k, n, "%d:%s", tier, id);
-}
-
 /* the job (id, tier), made if new; a job is its id under one tier. The
- * index (a JSON object: key -> position) keeps this O(1) per job at 12,500
- * agents; an id under another tier is found through the same index. */
-static ctl_job *job_get(ctl *c, json_t *index, const char *id, int tier, const char *agent)
+ * index (ctl_jobidx.h) keeps this O(1) per job at 12,500 agents; an id under
+ * another tier is found through the same index. */
+static ctl_job *job_get(ctl *c, ctl_jobidx *index, const char *id, int tier, const char *agent)
 {
-    char key[80];
-    job_key(key, sizeof key, id, tier);
-    json_t *at = json_object_get(index, key);
-    if (at) return &c->job[json_integer_value(at)];
+    long at = ctl_jobidx_find(index, c, id, tier);
+    if (at >= 0) return &c->job[at];
     if (PFI_VEC_RESERVE(c->job, c->job_cap, c->njobs + 1, NULL)) return NULL;
     for (int t = -1; t <= 3; t++) { /* the same id under another tier */
-        job_key(key, sizeof key, id, t);
-        json_t *o = t == tier ? NULL : json_object_get(index, key);
-        const ctl_job *other = o ? &c->job[json_integer_value(o)] : NULL;
+        long o = t == tier ? -1 : ctl_jobidx_find(index, c, id, t);
+        const ctl_job *other = o >= 0 ? &c->job[o] : NULL;
         if (other && other->seen) /* both reported this period (not a job whose tier changed) */
             ctl_log(c,
                     "warning: job %s: agent %s reports it under tier %d, another agent under tier "
@@ -174,14 +166,13 @@ static ctl_job *job_get(ctl *c, json_t *index, const char *id, int tier, const c
     snprintf(j->id, sizeof j->id, "%s", id);
     j->tier = tier;
     j->base_w = j->base_tokens = NAN;
-    job_key(key, sizeof key, id, tier);
-    if (json_object_set_new(index, key, json_integer((json_int_t)c->njobs))) return NULL;
+    if (ctl_jobidx_add(index, c, c->njobs)) return NULL;
     c->njobs++;
     return j;
 }
 
 /* fold one agent's node view into the jobs */
-static void take_node(ctl *c, json_t *index, size_t ai, json_t *node, int reachable)
+static void take_node(ctl *c, ctl_jobidx *index, size_t ai, json_t *node, int reachable)
 {
     json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
     size_t k;
@@ -226,9 +217,13 @@ static void take_node(ctl *c, json_t *index, size_t ai, json_t *node, int reacha
         json_array_foreach(json_object_get(jj, "gpus"), q, g)
         {
             json_t *gi = json_array_get(gpus, (size_t)json_integer_value(g));
-            double lo = json_number_value(json_object_get(gi, "cap_min_w")),
-                   hi = json_number_value(json_object_get(gi, "cap_max_w"));
-            json_t *cw = json_object_get(gi, "cap_w");
+            /* GET /v1/control: [cap_min_w, cap_max_w, cap_w]; GET /v1/node: an object */
+            int compact = json_is_array(gi);
+            double lo = json_number_value(compact ? json_array_get(gi, 0)
+                                                  : json_object_get(gi, "cap_min_w")),
+                   hi = json_number_value(compact ? json_array_get(gi, 1)
+                                                  : json_object_get(gi, "cap_max_w"));
+            json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w");
             if (lo > j->cap_min_w) j->cap_min_w = lo;
             if (hi > 0 && hi < j->cap_max_w) j->cap_max_w = hi;
             if (json_is_number(cw) && json_number_value(cw) < j->cap_w)
@@ -325,16 +320,15 @@ void ctl_cycle(ctl *c)
 {
     double now = pfi_clock_now(), t0 = pfi_wall_monotonic();
     c->now = now;
-    json_t *index = json_object();
-    for (size_t k = 0; k < c->njobs; k++) {
-        char key[80];
-        c->job[k].seen = 0;
-        job_key(key, sizeof key, c->job[k].id, c->job[k].tier);
-        json_object_set_new(index, key, json_integer((json_int_t)k));
+    ctl_jobidx index;
+    for (size_t k = 0; k < c->njobs; k++) c->job[k].seen = 0;
+    if (ctl_jobidx_build(&index, c)) {
+        ctl_log(c, "error: out of memory for the job index: the agents' views not read");
+    } else {
+        for (size_t i = 0; i < c->nagents; i++)
+            if (c->agent[i].node) take_node(c, &index, i, c->agent[i].node, c->agent[i].up);
     }
-    for (size_t i = 0; i < c->nagents; i++)
-        if (c->agent[i].node) take_node(c, index, i, c->agent[i].node, c->agent[i].up);
-    json_decref(index);
+    ctl_jobidx_free(&index);
     /* jobs that ended: forget them */
     for (size_t k = 0; k < c->njobs;) {
         if (c->job[k].seen) {

@@ -170,10 +170,14 @@ int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, doubl
 
 int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
 {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
-                           -1, &s, NULL) != SQLITE_OK)
+    /* prepared once (12,500 jobs a period: preparing each row's statement was 5% of the
+       controller's CPU), finalized when the database is closed */
+    sqlite3_stmt *s = c->job_sample_stmt;
+    if (!s &&
+        sqlite3_prepare_v3(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
+                           -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
         return -1;
+    c->job_sample_stmt = s;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s, 2, t);
     sqlite3_bind_text(s, 3, j->id, -1, SQLITE_TRANSIENT);
@@ -185,7 +189,8 @@ int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
     bind_num(s, 9, j->base_w);
     bind_num(s, 10, j->base_tokens);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
     return rc;
 }
 

@@ -495,6 +495,7 @@ int main(int argc, char **argv)
     ctl_online_end(c);
     pfi_oadr_book_free(&c->oadr_book);
     ctl_config_free(&c->cfg);
+    sqlite3_finalize(c->job_sample_stmt);
     sqlite3_close(c->db);
     pfi_daemon_log_close(&g_log);
     return 0;
