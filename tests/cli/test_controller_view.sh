@@ -4,7 +4,9 @@
 # caps and jobs as /v1/node; the controller reads it from that agent and falls
 # back to /v1/node for an agent that answers it 404 (a fixture standing for an
 # agent older than the view), and caps both within their limits during a deep
-# event (a misread cap_min_w would push below the fixture's 400 W floor).
+# event (a misread cap_min_w would push below the fixture's 400 W floor);
+# an agent with --control-listen is collected from and capped through its
+# control port alone.
 # Real time, control period 1 s.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
@@ -39,6 +41,22 @@ for c, j in zip(ctl["jobs"], node["jobs"]):
         assert c.get(k) == j.get(k), (k, c.get(k), j.get(k))
     assert c["training_means"].items() <= j["training_means"].items()
 PY
+ok
+
+# ---- an agent with --control-listen: the controller's url names its control
+# port, where it both collects and pushes (the advice of docs/agent.md) ----
+start_daemon "agent with a control port" "$T/b.log" "$T/b.port" "$PFI_AGENT" \
+  --backend "sim:gpus=8,job=job2:dense-pt-llama70b-x8-compile@0-7,load=0,seed=2" \
+  --listen 127.0.0.1:0 --port-file "$T/b.port" --control-listen 127.0.0.1:0 \
+  --control-port-file "$T/b.cport" --token-file "$T/atok" --state-file "$T/b.state" \
+  --interval 1 --log "$T/b.log"
+wait_for 20 "the control port file" '[ -s "$T/b.cport" ]'
+PB=$(cat "$T/b.cport")
+wait_for 20 "the second agent's first sample" \
+  'curl -s -m 2 "http://127.0.0.1:$PB/v1/control" | grep -q "\"job_id\":\"job2\"" '
+# the control port serves the controller's reads, not a scraper's
+[ "$(curl -s -o /dev/null -w '%{http_code}' -m 5 "http://127.0.0.1:$PB/metrics")" = 404 ] \
+  || fail "GET /metrics answered on the control port"
 ok
 
 # ---- an agent without /v1/control: answers it 404, serves /v1/node; records what it is asked ----
@@ -86,16 +104,18 @@ PO=$DPORT
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl.db", "control_period_s": 1,
  "baseline_window_s": 3, "lease_s": 60, "ramp_s": 0, "default_tier": 3, "agent_timeout_s": 5,
  "agents": [{"name": "new", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
-            {"name": "old", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"}]}\n' \
-  "$T" "$T" "$PA" "$T" "$PO" "$T" >"$T/ctl.json"
+            {"name": "old", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
+            {"name": "cport", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"}]}\n' \
+  "$T" "$T" "$PA" "$T" "$PO" "$T" "$PB" "$T" >"$T/ctl.json"
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
 URL=http://127.0.0.1:$DPORT
-wait_for 30 "3 periods with both agents up" \
-  'num "$(metric "$URL" pfi_ctl_cycles_total)" ">=" 3 && [ "$(metric "$URL" pfi_ctl_agents_up)" = 2 ]'
-# both agents' jobs were read (one from /v1/control, one from /v1/node)
+wait_for 30 "3 periods with the three agents up" \
+  'num "$(metric "$URL" pfi_ctl_cycles_total)" ">=" 3 && [ "$(metric "$URL" pfi_ctl_agents_up)" = 3 ]'
+# every agent's jobs were read (from /v1/control, from /v1/node, from the control port)
 curl -s -m 5 "$URL/metrics" >"$T/metrics"
 contains "$T/metrics" 'pfi_ctl_job_power_watts{hpc_job="job1"'
 contains "$T/metrics" 'pfi_ctl_job_power_watts{hpc_job="oldjob"'
+contains "$T/metrics" 'pfi_ctl_job_power_watts{hpc_job="job2"'
 # the fixture was asked /v1/control once, then only /v1/node
 [ "$(grep -c '^GET /v1/control$' "$T/seen")" = 1 ] || { cat "$T/seen" >&2; fail "/v1/control asked more than once"; }
 ok
@@ -121,6 +141,8 @@ assert caps and all(400 <= c <= 700 for c in caps), caps
 assert min(caps) < 700, caps
 PY
 ok
+wait_for 20 "the agent behind its control port capped" \
+  'curl -s -m 2 "http://127.0.0.1:$PB/v1/control" | /usr/bin/python3 -c "import json,sys; g=json.load(sys.stdin)[\"gpus\"]; sys.exit(not all(c[2] is not None and c[2] < c[1] for c in g))"'
 curl -s -m 5 "http://127.0.0.1:$PA/v1/control" | /usr/bin/python3 -c '
 import json, sys
 g = json.load(sys.stdin)["gpus"]

@@ -1,10 +1,12 @@
 /* agent_http.c — pfi-agent's endpoints on the shared HTTP server (httpd.h):
  * GET /metrics, GET /v1/node, GET /v1/control (a controller's compact view of
  * /v1/node), GET /healthz, PUT /v1/caps (bearer token).
- * With --control-listen the control API (PUT /v1/caps, and GET /healthz)
- * is served on a second listener, with its own threads and connection
- * budget, and the main listener refuses it: scrapes and slow clients on the
- * main port cannot starve the controller's pushes. Status codes and the
+ * With --control-listen the control API (PUT /v1/caps, with the controller's
+ * reads GET /v1/control and /v1/node, and GET /healthz) is served on a second
+ * listener, with its own threads and connection budget, and the main
+ * listener refuses PUT: scrapes and slow clients on the main port cannot
+ * starve the controller's pushes, and a controller whose url names the
+ * control port collects there too. Status codes and the
  * error body: docs/agent.md. */
 #include <stdlib.h>
 #include <string.h>
@@ -33,28 +35,45 @@ static void handle_caps(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
 }
 
 /* the control listener: the control API and a health check, nothing else */
+static int serve_read(agent *a, const pfi_http_req *rq, pfi_http_resp *rs);
+
+/* the control listener: what a controller needs, and nothing a scraper
+ * does — PUT /v1/caps, its reads of the node (GET /v1/control, /v1/node:
+ * a controller whose url names this port collects here too) and /healthz */
 static void handle_control(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     agent *a = ud;
     if (!strcmp(rq->url, "/v1/caps")) return handle_caps(a, rq, rs);
-    if (!strcmp(rq->url, "/healthz")) {
-        rs->body = strdup("{\"ok\":true}");
-        rs->len = rs->body ? strlen(rs->body) : 0;
-        rs->code = 200;
-        if (!rs->body) pfi_http_error(rs, 500, "out of memory");
-        return;
-    }
+    if (strcmp(rq->url, "/metrics") && serve_read(a, rq, rs)) return;
     pfi_http_error(rs, 404,
-                   "no such endpoint on the control listener (PUT /v1/caps, GET /healthz)");
+                   "no such endpoint on the control listener (PUT /v1/caps, GET /v1/control, "
+                   "GET /v1/node, GET /healthz)");
 }
 
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     agent *a = ud;
+    if (serve_read(a, rq, rs)) return;
+    if (!strcmp(rq->url, "/v1/caps")) {
+        if (a->cfg.control_listen)
+            return pfi_http_error(
+                rs, 404, "the control API is served on the control listener (--control-listen)");
+        return handle_caps(a, rq, rs);
+    }
+    pfi_http_error(
+        rs, 404,
+        "no such endpoint (GET /metrics, GET /v1/node, GET /v1/control, PUT /v1/caps, GET "
+        "/healthz)");
+}
+
+/* the reads (GET /metrics, /v1/node, /v1/control, /healthz): 1 when rq was
+ * one of them (answered), 0 otherwise */
+static int serve_read(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
+{
     int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
     if (!strcmp(rq->url, "/metrics") || !strcmp(rq->url, "/v1/node") ||
         !strcmp(rq->url, "/v1/control") || !strcmp(rq->url, "/healthz")) {
-        if (!get) return pfi_http_error(rs, 405, "method not allowed (GET)");
+        if (!get) return pfi_http_error(rs, 405, "method not allowed (GET)"), 1;
         pthread_mutex_lock(&a->mu);
         if (!strcmp(rq->url, "/metrics")) {
             rs->body = agent_render_metrics(a, &rs->len);
@@ -72,18 +91,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         pthread_mutex_unlock(&a->mu);
         rs->code = 200;
         if (!rs->body) pfi_http_error(rs, 500, "out of memory");
-        return;
+        return 1;
     }
-    if (!strcmp(rq->url, "/v1/caps")) {
-        if (a->cfg.control_listen)
-            return pfi_http_error(
-                rs, 404, "the control API is served on the control listener (--control-listen)");
-        return handle_caps(a, rq, rs);
-    }
-    pfi_http_error(
-        rs, 404,
-        "no such endpoint (GET /metrics, GET /v1/node, GET /v1/control, PUT /v1/caps, GET "
-        "/healthz)");
+    return 0;
 }
 
 int agent_http_start(agent *a)
