@@ -513,7 +513,8 @@ void ctl_cycle(ctl *c)
     }
     if (!feasible && c->feasible)
         ctl_log(c,
-                "warning: the target %.0f W cannot be met: every job is at its lowest allowed cap",
+                "warning: the target %.0f W cannot be met within the jobs' SLA floors: the budget "
+                "holds, jobs go below their floors by tier, Flex 3 first and Flex 0 last",
                 budget);
     c->feasible = feasible;
     c->budget_w = budget;
