@@ -288,24 +288,6 @@ static double proc_rss_mib(pid_t p, const char *field)
     return v;
 }
 
-/* the port the controller wrote, waiting up to limit_s (12,500 agents take a while) */
-static int wait_port(const char *path, pid_t pid, double limit_s)
-{
-    double end = bench_now() + limit_s;
-    while (bench_now() < end) {
-        FILE *f = fopen(path, "r");
-        int port = 0;
-        if (f) {
-            int ok = fscanf(f, "%d", &port) == 1 && port > 0;
-            fclose(f);
-            if (ok) return port;
-        }
-        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
-        usleep(50000);
-    }
-    return -1;
-}
-
 /* trigger -> every cap written, in ms, from the controller's log lines */
 static int trigger_figures(const char *log, double *ms, int max)
 {
@@ -389,7 +371,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
     double t_start = bench_now();
     pid_t p = bench_spawn(argv, log);
-    int cport = wait_port(portf, p, 300);
+    int cport = bench_read_port(portf, p, 300); /* 12,500 agents take a while */
     if (cport < 0) {
         printf("bench controller %u agents: controller did not start (see %s)\n", nfarm, log);
         kill(p, SIGTERM);
@@ -615,7 +597,7 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
     pid_t p = bench_spawn(argv, log);
-    int cport = bench_read_port(portf, p);
+    int cport = bench_read_port(portf, p, 10);
     if (cport >= 0) {
         char url[64];
         snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);

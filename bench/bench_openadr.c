@@ -197,7 +197,7 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
     cp = bench_spawn(argv, log);
-    int cport = bench_read_port(portf, cp);
+    int cport = bench_read_port(portf, cp, 10);
     if (cport < 0) {
         printf("bench openadr latency: controller did not start (see %s)\n", log);
         goto out;
@@ -552,7 +552,7 @@ static int malformed_vtn(const char *ctl_bin, const char *dir)
     p = bench_spawn(argv, log);
     unsetenv("PFI_TIME_SCALE");
     unsetenv("PFI_EPOCH");
-    int cport = bench_read_port(portf, p);
+    int cport = bench_read_port(portf, p, 10);
     if (cport < 0) {
         printf("bench openadr malformed: controller did not start (see %s)\n", log);
         goto out;

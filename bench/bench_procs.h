@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_common.h"
+
 /* argv[0] with stdout and stderr in log */
 static inline pid_t bench_spawn(char *const argv[], const char *log)
 {
@@ -23,10 +25,12 @@ static inline pid_t bench_spawn(char *const argv[], const char *log)
     return p;
 }
 
-/* the port pid wrote to path, waiting up to 10 s; -1 when it exited first */
-static inline int bench_read_port(const char *path, pid_t pid)
+/* the port pid wrote to path, waiting up to limit_s; -1 when it exited first
+ * or the time ran out */
+static inline int bench_read_port(const char *path, pid_t pid, double limit_s)
 {
-    for (int i = 0; i < 400; i++) {
+    double end = bench_now() + limit_s;
+    while (bench_now() < end) {
         FILE *f = fopen(path, "r");
         int port = 0;
         if (f) {
@@ -67,7 +71,7 @@ static inline int bench_start_agent(const char *agent_bin, const char *dir, int 
                     (char *)interval_s,
                     NULL};
     *pid = bench_spawn(argv, log);
-    return bench_read_port(portf, *pid);
+    return bench_read_port(portf, *pid, 10);
 }
 
 #endif
