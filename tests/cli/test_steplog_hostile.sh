@@ -96,7 +96,12 @@ contains "$T/agent.log" "lease of controller c generation 1 expired"
 # from the agent's own log (ms stamps): how long after the lease's end the baseline came back
 sod() { grep -F -- "$1" "$T/agent.log" | head -1 | cut -c12-23 | awk -F: '{printf "%.3f", $1 * 3600 + $2 * 60 + $3}'; }
 late=$(awk -v g="$(sod 'lease granted: controller c generation 1')" -v r="$(sod 'baseline restored: lease expired')" 'BEGIN{l = r - g - 6; if (l < -43200) l += 86400; printf "%.3f", l}')
-awk -v l="$late" 'BEGIN{exit !(l >= -0.01 && l < 5)}' || fail "restored $late s after the lease's end"; ok
+# the lease starts before its caps are written and the state file is synced,
+# and "lease granted" is logged after both: under load that line trails the
+# lease's start by tens of ms, so a restore on time can read up to that much
+# "early" here (-0.012 s seen under make test); an early expiry from a bug
+# would be whole seconds
+awk -v l="$late" 'BEGIN{exit !(l >= -0.25 && l < 5)}' || fail "restored $late s after the lease's end"; ok
 echo "FIFO step log: the 6 s lease restored $late s after its end ($d s after the PUT); /metrics answering"
 # the FIFO gone again: a regular file is followed from its start
 rm -f "$T/sl/u0.jsonl"; rec "$T/sl/u0.jsonl" 2
