@@ -1,6 +1,18 @@
-/* gpu.c — backend selection and dispatch for gpu.h; every call on one
- * pfi_gpu holds its mutex, so the agent's sampler and HTTP threads can share
- * a backend. */
+/* gpu.c — backend selection and dispatch for gpu.h. Every call naming a
+ * GPU holds a mutex, so the agent's sampler and HTTP threads can share a
+ * backend: for a backend whose devices are independent (ops->per_device:
+ * NVML, whose API is thread-safe and whose every call names its device)
+ * one mutex per GPU, else (sim: one model, one clock) one per pfi_gpu.
+ *
+ * pfi_gpu_set_caps sets several GPUs at once. Locking choice: plain
+ * per-GPU mutexes, no readers/writers scheme. On a per_device backend each
+ * GPU's set runs in its own thread (the caller's thread runs the first)
+ * holding only that GPU's mutex across the backend's call, so a sample or
+ * another set on the same GPU waits for it while the other GPUs stay free;
+ * no call ever holds two of them, so there is no lock order to keep. When
+ * a thread cannot be created its set runs in the caller's thread (still
+ * correct, only slower). Other backends set one after another (the sim is
+ * instant). The call returns only after every set has finished. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +43,17 @@ static pfi_status gpu_open(const char *spec, const struct pfi_recon *recon, int 
     g->st = st;
     g->read_only = read_only;
     pthread_mutex_init(&g->mu, NULL);
+    if (ops->per_device) {
+        size_t n = ops->count(st);
+        g->dev_mu = calloc(n ? n : 1, sizeof *g->dev_mu);
+        if (!g->dev_mu) {
+            pthread_mutex_destroy(&g->mu);
+            ops->close(st);
+            free(g);
+            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) pthread_mutex_init(&g->dev_mu[i], NULL);
+    }
     *out = g;
     return PFI_OK;
 }
@@ -55,7 +78,10 @@ int pfi_gpu_is_read_only(const pfi_gpu *g)
 void pfi_gpu_close(pfi_gpu *g)
 {
     if (!g) return;
+    size_t n = g->dev_mu ? g->ops->count(g->st) : 0;
     g->ops->close(g->st);
+    for (size_t i = 0; i < n; i++) pthread_mutex_destroy(&g->dev_mu[i]);
+    free(g->dev_mu);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -69,14 +95,20 @@ size_t pfi_gpu_count(const pfi_gpu *g)
     return g->ops->count(g->st);
 }
 
+/* the mutex a call on GPU i (< count) holds */
+static pthread_mutex_t *mu_of(pfi_gpu *g, size_t i)
+{
+    return g->dev_mu ? &g->dev_mu[i] : &g->mu;
+}
+
 #define LOCKED(expr)                                                                               \
     do {                                                                                           \
         if (i >= g->ops->count(g->st))                                                             \
             return pfi_errorf(err, PFI_ENOTFOUND, "GPU %zu: no such GPU (%zu GPUs)", i,            \
                               g->ops->count(g->st));                                               \
-        pthread_mutex_lock(&g->mu);                                                                \
+        pthread_mutex_lock(mu_of(g, i));                                                           \
         pfi_status rc_ = (expr);                                                                   \
-        pthread_mutex_unlock(&g->mu);                                                              \
+        pthread_mutex_unlock(mu_of(g, i));                                                         \
         return rc_;                                                                                \
     } while (0)
 
@@ -97,6 +129,51 @@ pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err)
     LOCKED(g->ops->set_cap(g->st, i, cap_w, err));
 }
 
+/* one GPU's set in pfi_gpu_set_caps */
+typedef struct set_job {
+    pfi_gpu *g;
+    size_t i;
+    double cap_w;
+    pfi_status rc;
+    pfi_error err;
+    pthread_t th;
+    int started; /* th runs it (joined), else the caller ran it */
+} set_job;
+
+static void *set_one(void *p)
+{
+    set_job *j = p;
+    j->rc = pfi_gpu_set_cap(j->g, j->i, j->cap_w, &j->err);
+    return NULL;
+}
+
+pfi_status pfi_gpu_set_caps(pfi_gpu *g, const size_t *idx, const double *cap_w, size_t n,
+                            pfi_status *rc, pfi_error *errs)
+{
+    set_job job[PFI_GPU_SET_CAPS_MAX];
+    pfi_status first = PFI_OK;
+    for (size_t base = 0; base < n; base += PFI_GPU_SET_CAPS_MAX) {
+        size_t m = n - base < PFI_GPU_SET_CAPS_MAX ? n - base : PFI_GPU_SET_CAPS_MAX;
+        int threads = g->ops->per_device && !g->read_only && m > 1;
+        for (size_t k = 0; k < m; k++) {
+            set_job *j = &job[k];
+            j->g = g, j->i = idx[base + k], j->cap_w = cap_w[base + k];
+            j->rc = PFI_OK, j->err.code = PFI_OK, j->err.msg[0] = '\0', j->started = 0;
+            /* the caller's thread runs the first itself (and any a thread cannot be made for) */
+            if (threads && k > 0) j->started = pthread_create(&j->th, NULL, set_one, j) == 0;
+        }
+        for (size_t k = 0; k < m; k++)
+            if (!job[k].started) set_one(&job[k]);
+        for (size_t k = 0; k < m; k++) {
+            if (job[k].started) pthread_join(job[k].th, NULL);
+            if (rc) rc[base + k] = job[k].rc;
+            if (errs) errs[base + k] = job[k].err;
+            if (job[k].rc && !first) first = job[k].rc;
+        }
+    }
+    return first;
+}
+
 pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
                              pfi_error *err)
 {
@@ -107,9 +184,9 @@ pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, 
 const char *pfi_gpu_unsupported(pfi_gpu *g, size_t i)
 {
     if (i >= g->ops->count(g->st)) return "";
-    pthread_mutex_lock(&g->mu);
+    pthread_mutex_lock(mu_of(g, i));
     const char *s = g->ops->unsupported ? g->ops->unsupported(g->st, i) : "";
-    pthread_mutex_unlock(&g->mu);
+    pthread_mutex_unlock(mu_of(g, i));
     return s;
 }
 

@@ -24,7 +24,8 @@
  * has (have bits); NVML's NOT_SUPPORTED / NO_PERMISSION on a read are noted
  * per device (pfi_gpu_unsupported) and are not errors. Setting a cap outside
  * the device's constraints is PFI_ERANGE; without permission PFI_EPERM.
- * Calls on one pfi_gpu are serialized by the backend (thread-safe). */
+ * Calls on one GPU are serialized (thread-safe); with NVML, calls on
+ * different GPUs may run at once (pfi_gpu_set_caps). */
 #ifndef PFI_GPU_H
 #define PFI_GPU_H
 
@@ -92,6 +93,18 @@ size_t pfi_gpu_count(const pfi_gpu *g);
 pfi_status pfi_gpu_info_get(pfi_gpu *g, size_t i, pfi_gpu_info *info, pfi_error *err);
 pfi_status pfi_gpu_sample_get(pfi_gpu *g, size_t i, pfi_gpu_sample *s, pfi_error *err);
 pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err);
+/* Sets n GPUs' caps at once: GPU idx[k] to cap_w[k]; rc[k] and errs[k]
+ * (each optional) are that GPU's result, as pfi_gpu_set_cap's. With NVML
+ * one thread per GPU (up to PFI_GPU_SET_CAPS_MAX at a time; one that cannot
+ * be started runs in the caller's thread), each holding only its GPU's
+ * lock, so a sample or another set of the same GPU waits for it; the sim
+ * sets them one after another. Opened read-only, every one is refused as
+ * pfi_gpu_set_cap refuses. Returns after every set has finished or failed:
+ * PFI_OK if all were set, else the status of the first (in idx order) that
+ * failed. */
+#define PFI_GPU_SET_CAPS_MAX 64
+pfi_status pfi_gpu_set_caps(pfi_gpu *g, const size_t *idx, const double *cap_w, size_t n,
+                            pfi_status *rc, pfi_error *errs);
 pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
                              pfi_error *err);
 /* Reads this device does not support, e.g. "clocks_event_reasons,field_values"; "" if none. */

@@ -1,5 +1,6 @@
 /* gpu_internal.h — the backend table behind gpu.h: each backend fills a
- * pfi_gpu_ops and its own state; gpu.c dispatches and serializes calls. */
+ * pfi_gpu_ops and its own state; gpu.c dispatches and serializes calls
+ * (per GPU for a backend that sets per_device, else per pfi_gpu). */
 #ifndef PFI_GPU_INTERNAL_H
 #define PFI_GPU_INTERNAL_H
 
@@ -17,13 +18,19 @@ typedef struct pfi_gpu_ops {
                             pfi_error *err);
     const char *(*unsupported)(void *st, size_t i);
     void (*close)(void *st);
+    /* 1: calls on different devices may run at once (the library is
+     * thread-safe and the backend's state for device i is touched only by
+     * calls naming i), so gpu.c serializes per device and pfi_gpu_set_caps
+     * sets devices from parallel threads; 0 (the default): one lock for all */
+    int per_device;
 } pfi_gpu_ops;
 
 struct pfi_gpu {
     const pfi_gpu_ops *ops;
     void *st;
-    pthread_mutex_t mu;
-    int read_only; /* pfi_gpu_open_read_only: set_cap refused */
+    pthread_mutex_t mu;      /* the whole backend (per_device = 0), or the sim extras */
+    pthread_mutex_t *dev_mu; /* per_device: one per GPU (count of them), else NULL */
+    int read_only;           /* pfi_gpu_open_read_only: set_cap refused */
 };
 
 /* read_only: the setters are never looked up */

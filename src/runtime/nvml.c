@@ -6,7 +6,8 @@
  * field out of the sample and is recorded per device (pfi_gpu_unsupported);
  * it is never fatal. Setting a limit converts W to NVML's mW. Opened
  * read-only (pfi_gpu_open_read_only) the setter is never looked up. No
- * Set*, Reset* or persistence-mode function is called anywhere else. */
+ * Set*, Reset* or persistence-mode function is called anywhere else.
+ * Calls on different devices may run at once (per_device, below). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,8 +270,19 @@ static void n_close(void *st)
     free(s);
 }
 
-static const pfi_gpu_ops nvml_ops = {"nvml",    n_count, n_info,        n_sample,
-                                     n_set_cap, n_procs, n_unsupported, n_close};
+/* per_device: NVML is thread-safe and every call names its device; this
+ * backend's own state for GPU i (unsupported[i]) is touched only by calls on
+ * i, and the rest is fixed after open. So gpu.c locks per GPU and sets the
+ * caps of several GPUs from parallel threads. */
+static const pfi_gpu_ops nvml_ops = {.name = "nvml",
+                                     .count = n_count,
+                                     .info = n_info,
+                                     .sample = n_sample,
+                                     .set_cap = n_set_cap,
+                                     .processes = n_procs,
+                                     .unsupported = n_unsupported,
+                                     .close = n_close,
+                                     .per_device = 1};
 
 /* the first of the names the library exports */
 static void *sym(void *dl, const char *a, const char *b, const char *c)

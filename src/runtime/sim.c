@@ -283,8 +283,9 @@ static void s_close(void *st)
     free(s);
 }
 
-static const pfi_gpu_ops sim_ops = {"sim",     s_count, s_info, s_sample,
-                                    s_set_cap, s_procs, NULL,   s_close};
+static const pfi_gpu_ops sim_ops = {
+    "sim",   s_count, s_info,  s_sample, s_set_cap,
+    s_procs, NULL,    s_close, 0 /* per_device: one model and clock for all GPUs */};
 
 pfi_status pfi_sim_job_start(void *st, size_t k, const char *steplog, pfi_error *err)
 {

@@ -10,6 +10,14 @@
  *   FAKE_NVML_UNSUPPORTED=a,b   functions answering NOT_SUPPORTED
  *                               (e.g. nvmlDeviceGetFieldValues)
  *   FAKE_NVML_NO_PERMISSION=1   nvmlDeviceSetPowerManagementLimit answers NO_PERMISSION
+ *   FAKE_NVML_SET_FAIL=i,j      ... answers UNKNOWN on devices i, j only
+ *   FAKE_NVML_SET_DELAY_MS=N    each nvmlDeviceSetPowerManagementLimit takes N ms
+ *                               (a driver's round trip), outside any lock
+ *   FAKE_NVML_SETTER_MAX_FILE=FILE  the most nvmlDeviceSetPowerManagementLimit
+ *                               calls in flight at once in this process so far,
+ *                               rewritten after each call (also
+ *                               fake_nvml_setters_max_in_flight(); reset with
+ *                               fake_nvml_setters_reset())
  *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded)
  *   FAKE_NVML_ENFORCED=FILE     enforced limits (mW, one line per device; 0 or no
  *                               line: the management limit), read at every call:
@@ -25,7 +33,12 @@
  * driver's library, without nvmlDeviceGetFieldValues, GetEnforcedPowerLimit,
  * GetPowerManagementDefaultLimit, GetTotalEnergyConsumption and the
  * versioned process lists (only the unversioned one): what is missing must
- * read as absent, never fail. */
+ * read as absent, never fail.
+ *
+ * Thread-safe as NVML is: the limits and their file are kept under one
+ * mutex, which a delayed setter does not hold while it waits. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +56,7 @@ static struct nvmlDevice_st devs[MAXG];
 static unsigned limit_mw[MAXG];
 static unsigned ngpu;
 static double t_init;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* limit_mw and the files */
 
 static double now(void)
 {
@@ -85,22 +99,80 @@ static void save(void)
     rename(tmp, st);
 }
 
-static unsigned setter_calls;
+static atomic_uint setter_calls, in_flight, max_in_flight;
 
 /* a call that would change a device: counted, and logged to FAKE_NVML_SETTER_LOG */
 static void setter(const char *fn)
 {
-    setter_calls++;
+    atomic_fetch_add(&setter_calls, 1);
     const char *p = getenv("FAKE_NVML_SETTER_LOG");
+    pthread_mutex_lock(&mu);
     FILE *f = p ? fopen(p, "a") : NULL;
-    if (!f) return;
-    fprintf(f, "%s\n", fn);
-    fclose(f);
+    if (f) {
+        fprintf(f, "%s\n", fn);
+        fclose(f);
+    }
+    pthread_mutex_unlock(&mu);
 }
 
 API unsigned fake_nvml_setter_calls(void)
 {
-    return setter_calls;
+    return atomic_load(&setter_calls);
+}
+
+API unsigned fake_nvml_setters_max_in_flight(void)
+{
+    return atomic_load(&max_in_flight);
+}
+
+API void fake_nvml_setters_reset(void)
+{
+    atomic_store(&max_in_flight, 0);
+}
+
+/* a limit setter starts: counted in flight, then waits FAKE_NVML_SET_DELAY_MS */
+static void set_begin(void)
+{
+    unsigned n = atomic_fetch_add(&in_flight, 1) + 1;
+    unsigned m = atomic_load(&max_in_flight);
+    while (n > m && !atomic_compare_exchange_weak(&max_in_flight, &m, n)) {
+    }
+    const char *d = getenv("FAKE_NVML_SET_DELAY_MS");
+    long ms = d ? atol(d) : 0;
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+}
+
+/* ... and ends: the maximum so far goes to FAKE_NVML_SETTER_MAX_FILE */
+static void set_end(void)
+{
+    atomic_fetch_sub(&in_flight, 1);
+    const char *p = getenv("FAKE_NVML_SETTER_MAX_FILE");
+    if (!p) return;
+    pthread_mutex_lock(&mu);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fprintf(f, "%u\n", atomic_load(&max_in_flight));
+        fclose(f);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* FAKE_NVML_SET_FAIL lists device i */
+static int set_fails(unsigned i)
+{
+    const char *s = getenv("FAKE_NVML_SET_FAIL");
+    while (s && *s) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s) return 0;
+        if (v == i) return 1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return 0;
 }
 
 /* the enforced limit FAKE_NVML_ENFORCED sets for device i, or 0 */
@@ -128,7 +200,9 @@ API nvmlReturn_t nvmlInit_v2(void)
     ngpu = g ? (unsigned)atoi(g) : 2;
     if (ngpu > MAXG) ngpu = MAXG;
     for (unsigned i = 0; i < ngpu; i++) devs[i].idx = i;
+    pthread_mutex_lock(&mu);
     load();
+    pthread_mutex_unlock(&mu);
     t_init = now();
     return NVML_SUCCESS;
 }
@@ -169,9 +243,28 @@ API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned n)
     snprintf(buf, n, "NVIDIA H100 80GB HBM3 (test double)");
     return NVML_SUCCESS;
 }
+/* device i's limit as last loaded (mW) */
+static unsigned cached_mw(unsigned i)
+{
+    pthread_mutex_lock(&mu);
+    unsigned v = limit_mw[i];
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+/* device i's limit, read from FAKE_NVML_STATE (another process may have set it) */
+static unsigned current_mw(unsigned i)
+{
+    pthread_mutex_lock(&mu);
+    load();
+    unsigned v = limit_mw[i];
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
 static double power_w(unsigned i)
 {
-    double l = limit_mw[i] / 1000.0, t = now();
+    double l = cached_mw(i) / 1000.0, t = now();
     return (l < 650 ? l : 650) * 0.93 + 3.0 * ((long)(t * 10 + i) % 3);
 }
 API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned *mw)
@@ -209,8 +302,7 @@ API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsign
 API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
-    load();
-    *mw = limit_mw[d->idx];
+    *mw = current_mw(d->idx);
     return NVML_SUCCESS;
 }
 #ifndef FAKE_NVML_OLD
@@ -218,22 +310,30 @@ API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetEnforcedPowerLimit");
-    load();
+    unsigned l = current_mw(d->idx);
     unsigned o = enforced_override(d->idx);
-    *mw = o ? o : limit_mw[d->idx];
+    *mw = o ? o : l;
     return NVML_SUCCESS;
 }
 #endif
 API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
 {
     setter("nvmlDeviceSetPowerManagementLimit");
-    DEV_OK(d);
-    if (getenv("FAKE_NVML_NO_PERMISSION")) return NVML_ERROR_NO_PERMISSION;
-    if (mw < 200000 || mw > 700000) return NVML_ERROR_INVALID_ARGUMENT;
-    load();
-    limit_mw[d->idx] = mw;
-    save();
-    return NVML_SUCCESS;
+    set_begin();
+    nvmlReturn_t r = NVML_SUCCESS;
+    if (!d || d->idx >= ngpu) r = NVML_ERROR_INVALID_ARGUMENT;
+    else if (getenv("FAKE_NVML_NO_PERMISSION")) r = NVML_ERROR_NO_PERMISSION;
+    else if (mw < 200000 || mw > 700000) r = NVML_ERROR_INVALID_ARGUMENT;
+    else if (set_fails(d->idx)) r = NVML_ERROR_UNKNOWN;
+    else {
+        pthread_mutex_lock(&mu);
+        load();
+        limit_mw[d->idx] = mw;
+        save();
+        pthread_mutex_unlock(&mu);
+    }
+    set_end();
+    return r;
 }
 API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
 {
@@ -241,7 +341,7 @@ API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned *mhz)
     UNSUP("nvmlDeviceGetClockInfo");
     *mhz = type == NVML_CLOCK_MEM
                ? 2619
-               : (unsigned)(1980 * (limit_mw[d->idx] < 650000 ? limit_mw[d->idx] / 650000.0 : 1));
+               : (unsigned)(1980 * (cached_mw(d->idx) < 650000 ? cached_mw(d->idx) / 650000.0 : 1));
     return NVML_SUCCESS;
 }
 API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
@@ -256,7 +356,7 @@ API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetCurrentClocksEventReasons");
-    *r = limit_mw[d->idx] < 650000 ? 0x4ull : 0;
+    *r = cached_mw(d->idx) < 650000 ? 0x4ull : 0;
     return NVML_SUCCESS;
 }
 API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
