@@ -5,9 +5,11 @@
  *
  * A PUT is the complete desired state of the node: listed GPUs (by UUID,
  * index, or through a job) get their cap; unlisted GPUs return to their
- * baseline. Everything is validated before anything is changed; if the
- * device refuses a change half way, the GPUs already changed are put back
- * and the request fails (503), so a PUT applies entirely or not at all. */
+ * baseline. Everything is validated before anything is changed. The
+ * changed GPUs are set at once (pfi_gpu_set_caps: one thread per GPU with
+ * NVML) and the answer waits for all of them; if the device refuses any,
+ * the GPUs that took their cap are put back and the request fails (503),
+ * so a PUT applies entirely or not at all. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -180,11 +182,9 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     }
     *prev = a->lease;
     double cur[AGENT_MAX_GPUS], target[AGENT_MAX_GPUS];
-    int change[AGENT_MAX_GPUS];
     size_t idx[AGENT_MAX_GPUS], nch = 0;
     for (size_t i = 0; i < a->n; i++) {
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        change[i] = 0;
         if (!lg) continue;
         cur[i] = current_cap(a, i);
         target[i] = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur[i];
@@ -192,7 +192,6 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             if (!isnan(want[i]) && lg->changed) lg->cap_w = target[i];
             continue;
         }
-        change[i] = 1;
         idx[nch++] = i;
         lg->cap_w = target[i];
     }
@@ -214,36 +213,53 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         *resp = err_json(msg);
         return 503;
     }
+    /* every changed GPU at once (one thread per GPU with NVML: gpu.h),
+     * answered only once all of them are set or failed */
+    double tw[AGENT_MAX_GPUS];
+    pfi_status src[AGENT_MAX_GPUS];
+    pfi_error serr[AGENT_MAX_GPUS];
+    for (size_t k = 0; k < nch; k++) tw[k] = target[idx[k]];
+    pfi_gpu_set_caps(a->gpu, idx, tw, nch, src, serr);
     size_t done[AGENT_MAX_GPUS], nd = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        if (!change[i]) continue;
-        if (pfi_gpu_set_cap(a->gpu, i, target[i], &e)) {
+    long failed = -1; /* the first GPU (by index) the device refused */
+    for (size_t k = 0; k < nch; k++) {
+        size_t i = idx[k];
+        if (src[k]) {
             agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i,
-                      target[i], e.msg);
-            int stuck = 0;
-            for (size_t q = 0; q < nd; q++) {
-                pfi_error e2;
-                if (pfi_gpu_set_cap(a->gpu, done[q], cur[done[q]], &e2)) {
-                    agent_log(a, "error: GPU %zu: undo failed: %s", done[q], e2.msg);
-                    stuck = 1;
-                }
-            }
-            /* a GPU the undo could not put back keeps its baseline in the
-             * saved state (restored when the lease ends) */
-            if (!stuck) {
-                a->lease = *prev;
-                agent_save_state(a);
-            }
-            free(prev);
-            snprintf(msg, sizeof msg, "GPU %zu: %s", i, e.msg);
-            *resp = err_json(msg);
-            return e.code == PFI_ERANGE ? 422 : 503;
+                      target[i], serr[k].msg);
+            if (failed < 0) failed = (long)k;
+            continue;
         }
         done[nd++] = i;
         a->cap_changes++;
         agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
                   a->g[i].info.uuid, cur[i], target[i], rq.controller, rq.generation,
                   isnan(want[i]) ? ", back to baseline" : "");
+    }
+    if (failed >= 0) {
+        /* every GPU that took its cap goes back to the cap it had (at once too) */
+        double back[AGENT_MAX_GPUS];
+        pfi_status brc[AGENT_MAX_GPUS];
+        pfi_error berr[AGENT_MAX_GPUS];
+        for (size_t q = 0; q < nd; q++) back[q] = cur[done[q]];
+        pfi_gpu_set_caps(a->gpu, done, back, nd, brc, berr);
+        int stuck = 0;
+        for (size_t q = 0; q < nd; q++)
+            if (brc[q]) {
+                agent_log(a, "error: GPU %zu: undo failed: %s", done[q], berr[q].msg);
+                stuck = 1;
+            }
+        /* a GPU the undo could not put back keeps its baseline in the
+         * saved state (restored when the lease ends) */
+        if (!stuck) {
+            a->lease = *prev;
+            agent_save_state(a);
+        }
+        free(prev);
+        const pfi_error *fe = &serr[failed];
+        snprintf(msg, sizeof msg, "GPU %zu: %s", idx[failed], fe->msg);
+        *resp = err_json(msg);
+        return fe->code == PFI_ERANGE ? 422 : 503;
     }
     /* GPUs now at their baseline are forgotten (if this save fails the file
      * only lists them at their baseline: harmless) */
