@@ -3,12 +3,15 @@
  * makes each limit setter take a while (FAKE_NVML_SET_DELAY_MS) and counts
  * the most setters in flight at once. Eight GPUs set together overlap (all
  * eight in flight), eight pfi_gpu_set_cap calls in a row never do (so the
- * count can fail); one GPU's failure is that GPU's alone, every other cap
- * is set; a read-only open refuses every one before NVML; the sim sets them
- * one after another with the same results. No elapsed time is asserted. */
+ * count can fail); a sampler thread reading every GPU meanwhile reads each
+ * cap whole (the old or the new; run under TSan too); one GPU's failure is that GPU's alone, every
+ * other cap is set; a read-only open refuses every one before NVML; the sim sets them one after
+ * another with the same results. No elapsed time is asserted. */
 #include "../testutil.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -118,6 +121,52 @@ static void overlap(void **s)
     unsetenv("FAKE_NVML_SET_DELAY_MS");
 }
 
+/* a sampler reading every GPU while their caps are set */
+typedef struct sampler {
+    pfi_gpu *g;
+    atomic_int stop;
+    unsigned samples, bad;
+} sampler;
+
+static void *sample_loop(void *p)
+{
+    sampler *x = p;
+    while (!atomic_load(&x->stop))
+        for (size_t i = 0; i < NG; i++) {
+            pfi_gpu_sample y;
+            if (pfi_gpu_sample_get(x->g, i, &y, NULL) != PFI_OK || !(y.have & PFI_GS_CAP) ||
+                !(y.cap_w == 700 || y.cap_w == 250))
+                x->bad++;
+            x->samples++;
+        }
+    return NULL;
+}
+
+static void sample_while_setting(void **s)
+{
+    (void)s;
+    setenv("FAKE_NVML_SET_DELAY_MS", "100", 1);
+    limits_w(700);
+    sampler x = {.samples = 0, .bad = 0};
+    atomic_init(&x.stop, 0);
+    assert_int_equal(pfi_gpu_open("nvml", NULL, &x.g, NULL), PFI_OK);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sample_loop, &x), 0);
+    size_t idx[NG];
+    double cap[NG];
+    for (size_t k = 0; k < NG; k++) idx[k] = k, cap[k] = 250;
+    reset();
+    assert_int_equal(pfi_gpu_set_caps(x.g, idx, cap, NG, NULL, NULL), PFI_OK);
+    atomic_store(&x.stop, 1);
+    pthread_join(th, NULL);
+    assert_true(x.samples > 0);
+    assert_int_equal(x.bad, 0); /* every sample read a cap, the old or the new one */
+    assert_int_equal(max_in_flight(), NG);
+    for (size_t k = 0; k < NG; k++) assert_near(cap_of(x.g, k), 250, 1e-9);
+    pfi_gpu_close(x.g);
+    unsetenv("FAKE_NVML_SET_DELAY_MS");
+}
+
 static void one_fails(void **s)
 {
     (void)s;
@@ -194,8 +243,8 @@ static void sim_sequential(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(overlap), cmocka_unit_test(one_fails),
-                                       cmocka_unit_test(read_only),
-                                       cmocka_unit_test(sim_sequential)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(overlap), cmocka_unit_test(sample_while_setting),
+        cmocka_unit_test(one_fails), cmocka_unit_test(read_only), cmocka_unit_test(sim_sequential)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
