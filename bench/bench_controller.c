@@ -43,9 +43,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
 #include "agent_client.h"
 #include "bench_common.h"
 #include "bench_procs.h"
+#include "fast_trigger.h"
 #include "httpd.h"
 
 #define GPUS 8
@@ -57,6 +63,7 @@ typedef struct farm_agent {
     double tokens_per_s_max; /* job tokens/s at full power */
     double pfi;              /* throughput loss per power cut, roughly */
     double capped_at;        /* wall time the first cap below baseline arrived */
+    uint64_t ft_last_seq;    /* the last fast trigger datagram taken */
 } farm_agent;
 static farm_agent *g_farm;
 static unsigned g_nfarm;
@@ -66,6 +73,92 @@ static int farm_protected(void *ud, const char *method, const char *url)
 {
     (void)ud, (void)url;
     return strcmp(method, "GET") != 0;
+}
+
+/* fast trigger datagrams (fast_trigger.h), as pfi-agent takes them (MAC, freshness, the
+ * caps), on the farm's port number in UDP; BENCH_CTL_NO_FAST=1: none (HTTP alone) */
+static int g_ft_fd = -1, g_ft_port;
+static char g_ft_token[128];
+static atomic_int g_ft_stop;
+static unsigned long long g_ft_taken;
+
+/* the cap for farm agent i (the last "cap_w" of the body: one job per agent) */
+static void farm_set_cap(unsigned i, double c)
+{
+    pthread_mutex_lock(&g_mu);
+    g_farm[i].cap_w = c;
+    if (c < 699 && !(g_farm[i].capped_at > 0)) g_farm[i].capped_at = bench_now();
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void *farm_fast_thread(void *arg)
+{
+    (void)arg;
+    enum { B = 256 };
+    static unsigned char in[B][PFI_FT_MAX_BYTES + 1], out[B][PFI_FT_MAX_BYTES];
+    struct mmsghdr mi[B], mo[B];
+    struct iovec ii[B], io[B];
+    struct sockaddr_in from[B];
+    while (!atomic_load(&g_ft_stop)) {
+        struct pollfd pf = {.fd = g_ft_fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0) continue;
+        for (int k = 0; k < B; k++) {
+            ii[k].iov_base = in[k];
+            ii[k].iov_len = PFI_FT_MAX_BYTES;
+            memset(&mi[k], 0, sizeof mi[k]);
+            mi[k].msg_hdr.msg_iov = &ii[k];
+            mi[k].msg_hdr.msg_iovlen = 1;
+            mi[k].msg_hdr.msg_name = &from[k];
+            mi[k].msg_hdr.msg_namelen = sizeof from[k];
+        }
+        int n = recvmmsg(g_ft_fd, mi, B, MSG_DONTWAIT, NULL);
+        int no = 0;
+        for (int k = 0; k < n; k++) {
+            pfi_ft_msg m;
+            pfi_error e;
+            if (pfi_ft_decode(in[k], mi[k].msg_len, g_ft_token, &m, &e) || m.type != PFI_FT_REQUEST)
+                continue;
+            in[k][mi[k].msg_len] = '\0';
+            const char *j = strstr(m.body, "\"job_id\":\"job");
+            unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
+            if (i >= g_nfarm) continue;
+            pthread_mutex_lock(&g_mu);
+            int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
+            if (fresh) g_farm[i].ft_last_seq = m.seq;
+            pthread_mutex_unlock(&g_mu);
+            if (!fresh) continue;
+            double c = 700;
+            for (const char *p = m.body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
+            farm_set_cap(i, c);
+            g_ft_taken++;
+            pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, "{\"ok\":true}", 11};
+            io[no].iov_base = out[no];
+            io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
+            memset(&mo[no], 0, sizeof mo[no]);
+            mo[no].msg_hdr.msg_iov = &io[no];
+            mo[no].msg_hdr.msg_iovlen = 1;
+            mo[no].msg_hdr.msg_name = &from[k];
+            mo[no].msg_hdr.msg_namelen = sizeof from[k];
+            no++;
+        }
+        for (int sent = 0; sent < no;) {
+            int r = sendmmsg(g_ft_fd, mo + sent, (unsigned)(no - sent), 0);
+            if (r <= 0) break;
+            sent += r;
+        }
+    }
+    return NULL;
+}
+
+static void farm_fast_stop(pthread_t tid, unsigned nfarm)
+{
+    if (g_ft_port <= 0) return;
+    atomic_store(&g_ft_stop, 1);
+    pthread_join(tid, NULL);
+    close(g_ft_fd);
+    printf("bench controller %u agents: %llu fast trigger datagrams taken by the farm\n", nfarm,
+           g_ft_taken);
+    g_ft_port = 0;
 }
 
 /* GET /v1/node, written directly (the farm must cost little next to the controller) */
@@ -104,7 +197,9 @@ static char *farm_control(unsigned i, double cap, double unc, double tmax, doubl
     size_t n = 1024;
     char *b = malloc(n);
     if (!b) return NULL;
-    size_t k = (size_t)snprintf(b, n, "{\"generation_max\":0,\"gpus\":[");
+    size_t k = (size_t)snprintf(b, n, "{\"generation_max\":0,");
+    if (g_ft_port > 0) k += (size_t)snprintf(b + k, n - k, "\"fast_trigger_port\":%d,", g_ft_port);
+    k += (size_t)snprintf(b + k, n - k, "\"gpus\":[");
     for (int g = 0; g < GPUS; g++)
         k += (size_t)snprintf(b + k, n - k, "%s[200,700,%.0f]", g ? "," : "", cap);
     k += (size_t)snprintf(b + k, n - k,
@@ -145,10 +240,7 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         /* the job's cap: the last "cap_w" of the request (one job per agent) */
         double c = 700;
         for (const char *p = rq->body; p && (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
-        pthread_mutex_lock(&g_mu);
-        g_farm[i].cap_w = c;
-        if (c < 699 && !(g_farm[i].capped_at > 0)) g_farm[i].capped_at = bench_now();
-        pthread_mutex_unlock(&g_mu);
+        farm_set_cap(i, c);
         rs->code = 200;
         rs->body = strdup("{\"ok\":true}");
         rs->len = rs->body ? strlen(rs->body) : 0;
@@ -288,6 +380,9 @@ static double proc_rss_mib(pid_t p, const char *field)
     return v;
 }
 
+/* the triggers' agents, and those reached by datagram (trigger_figures) */
+static unsigned long long g_trig_agents, g_trig_datagram;
+
 /* trigger -> every cap written, in ms, from the controller's log lines */
 static int trigger_figures(const char *log, double *ms, int max)
 {
@@ -296,7 +391,13 @@ static int trigger_figures(const char *log, double *ms, int max)
     int n = 0;
     while (f && fgets(line, sizeof line, f) && n < max) {
         const char *p = strstr(line, "every cap written ");
-        if (p && strstr(line, ": caps pushed to ")) ms[n++] = atof(p + 18);
+        const char *q = strstr(line, ": caps pushed to ");
+        if (p && q) {
+            ms[n++] = atof(p + 18);
+            unsigned to = 0, dg = 0;
+            if (sscanf(q, ": caps pushed to %u agents in %*f ms (%u by datagram", &to, &dg) == 2)
+                g_trig_agents += to, g_trig_datagram += dg;
+        }
     }
     if (f) fclose(f);
     return n;
@@ -350,6 +451,18 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         printf("bench controller %u agents: farm did not start: %s\n", nfarm, e.msg);
         return;
     }
+    pthread_t ft_tid;
+    g_ft_port = 0;
+    g_ft_taken = 0;
+    snprintf(g_ft_token, sizeof g_ft_token, "%s", tok);
+    if (!(getenv("BENCH_CTL_NO_FAST") && atoi(getenv("BENCH_CTL_NO_FAST")))) {
+        atomic_store(&g_ft_stop, 0);
+        if (pfi_ft_socket("127.0.0.1:0", fport, 64 << 20, &g_ft_fd, &g_ft_port, &e) ||
+            pthread_create(&ft_tid, NULL, farm_fast_thread, NULL)) {
+            printf("bench controller %u agents: no fast trigger datagrams: %s\n", nfarm, e.msg);
+            g_ft_port = 0;
+        }
+    }
     FILE *f = fopen(cfg, "w");
     if (!f) return;
     /* BENCH_CTL_PERIOD (1 s): a longer one shows a trigger's fan-out between periods (at
@@ -377,6 +490,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         kill(p, SIGTERM);
         waitpid(p, NULL, 0);
         pfi_httpd_stop(h);
+        farm_fast_stop(ft_tid, nfarm);
         return;
     }
     char url[64];
@@ -470,6 +584,10 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
                        nfarm, quant(bms, nb, 0.5));
         }
         qsort(ms, (size_t)nm, sizeof *ms, cmp);
+        printf("bench controller %u agents: triggers' caps by datagram to %llu of %llu agents "
+               "(the rest by HTTP)\n",
+               nfarm, g_trig_datagram, g_trig_agents);
+        g_trig_agents = g_trig_datagram = 0;
         if (nm) {
             snprintf(what, sizeof what, "controller %ux8: trigger -> every cap p50", nfarm);
             BENCH_RESULT(what, quant(ms, nm, 0.5), "ms", nfarm >= 12500 ? "< 200" : "reported");
@@ -490,6 +608,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         if (system(cmd) != 0) printf("(no log)\n");
     }
     pfi_httpd_stop(h);
+    farm_fast_stop(ft_tid, nfarm);
 }
 
 static void scale_bench(const char *ctl_bin, const char *dir)
@@ -673,6 +792,10 @@ int main(void)
     const char *demo = getenv("BENCH_CTL_DEMO"); /* 0: the scaling curve only */
     scale_bench(ctl, dir);
     if (!demo || strcmp(demo, "0")) demo_latency(ctl, agent, dir);
+    if (getenv("BENCH_KEEP")) { /* the logs, for a closer look */
+        printf("bench controller: logs kept in %s\n", dir);
+        return 0;
+    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) return 1;

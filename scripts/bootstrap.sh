@@ -23,7 +23,7 @@
 set -eu
 
 RUN_PKGS="gcc make cmake pkg-config libc6-dev
-  libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
+  libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev nettle-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   libplplot-dev plplot-driver-cairo"
 DEB_PKGS="dpkg-dev libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14

@@ -113,7 +113,7 @@ dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.3f", b - a}')
 echo "trigger -> every GPU of both real agents capped: $dt s (polled; next period in ~30 s)"
 num "$dt" "<" 2 || fail "caps took $dt s: not the fast path (the slow agent's deadline is 3 s)"
 ok
-wait_for 15 "the fast path's log line" 'grep -q "trigger fast-1: caps pushed to 3 agents in .* ms (1 failed)" "$T/ctl.log"'
+wait_for 15 "the fast path's log line" 'grep -q "trigger fast-1: caps pushed to 3 agents in .* ms (2 by datagram; 1 failed)" "$T/ctl.log"'
 ok
 grep "trigger fast-1\|PUT /v1/caps (trigger)" "$T/ctl.log"
 # the controller's own figure: trigger -> the last cap written (the slow agent failed)

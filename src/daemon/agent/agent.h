@@ -8,12 +8,15 @@
  * agent_http.c (the HTTP server and its endpoints), agent_caps.c (applying
  * and restoring caps, the state file), agent_jobs.c (job mapping, step logs,
  * predictions, dcgm-exporter mapping files, a local dcgm-exporter),
- * agent_render.c (/metrics and /v1/node). One mutex guards the agent's
+ * agent_render.c (/metrics and /v1/node), agent_fast.c (fast trigger
+ * datagrams: PUT /v1/caps over UDP). One mutex guards the agent's
  * state; the GPU backend serializes its own calls. */
 #ifndef PFI_AGENT_H
 #define PFI_AGENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gpu.h"
@@ -37,7 +40,8 @@ typedef struct agent_cfg {
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
-    int export_dcgm; /* also serve dcgm-exporter's names on /metrics */
+    int export_dcgm;     /* also serve dcgm-exporter's names on /metrics */
+    int no_fast_trigger; /* no fast trigger datagrams (agent_fast.c) */
 } agent_cfg;
 
 typedef struct agent_gpu {
@@ -93,6 +97,13 @@ typedef struct agent {
     int port, control_port;
     struct pfi_httpd *httpd, *control_httpd;
     int sim_started[16]; /* simulated jobs the agent started for a job file */
+    /* fast trigger datagrams (agent_fast.c): the socket (-1: off), its port (0: off) */
+    int fast_fd, fast_port;
+    uint64_t fast_last_seq; /* the last seq taken (fast_trigger.h) */
+    unsigned long long fast_taken, fast_refused, fast_bad, fast_stale, fast_dropped_unlogged;
+    double fast_drop_logged_t;
+    pthread_t fast_tid;
+    atomic_int fast_stop;
 } agent;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",
@@ -129,6 +140,11 @@ char *agent_render_metrics(agent *a, size_t *len);
 char *agent_render_node(agent *a);
 /* GET /v1/control: the controller's compact view (docs/agent.md) */
 char *agent_render_control(agent *a);
+
+/* agent_fast.c: fast trigger datagrams on the control listener's port
+ * (UDP), after agent_http_start; 0, or -1 when the thread cannot start */
+int agent_fast_start(agent *a);
+void agent_fast_stop(agent *a);
 
 /* agent_http.c */
 int agent_http_start(agent *a);

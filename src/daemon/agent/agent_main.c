@@ -55,6 +55,9 @@ static const pfi_opt agent_options[] = {
                "cannot starve it)"),
     OPT_FILENAME(0, "control-port-file", control_port_file, "FILE",
                  "the control listener's bound port"),
+    OPT_BOOLEAN(0, "no-fast-trigger", no_fast_trigger,
+                "no fast trigger datagrams (PUT /v1/caps over UDP on the control listener's port "
+                "number, keyed by the control token; on by default with --token-file)"),
     OPT_FILENAME(0, "token-file", token_file, "FILE",
                  "bearer token for PUT /v1/caps (mode 0600); without it caps are read-only"),
     OPT_FILENAME(0, "read-token-file", read_token_file, "FILE",
@@ -408,6 +411,13 @@ int main(int argc, char **argv)
         pthread_join(lease_tid, NULL);
         return 1;
     }
+    if (agent_fast_start(a)) {
+        g_stop = SIGTERM;
+        pthread_join(lease_tid, NULL);
+        agent_http_stop(a);
+        release_caps(a);
+        return 1;
+    }
     if (c->port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", a->port);
@@ -428,6 +438,7 @@ int main(int argc, char **argv)
                         c->keep_caps ? "caps kept under the lease" : "restoring every cap");
     agent_log(a, "signal %d: stopping", (int)g_stop);
     pthread_join(lease_tid, NULL);
+    agent_fast_stop(a);
     agent_http_stop(a);
     int exit_rc = release_caps(a);
     if (a->have_model) pfi_modelfile_dispose(&a->model);

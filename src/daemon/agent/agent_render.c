@@ -289,6 +289,15 @@ char *agent_render_metrics(agent *a, size_t *len)
                        (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
     head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
     pfi_buf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
+    head(&b, "pfi_agent_fast_trigger_datagrams_total", "counter",
+         "Fast trigger datagrams by result: taken (caps applied), refused (as PUT would be), "
+         "bad (size, format or MAC), stale (seq not fresh).");
+    pfi_buf_printf(&b,
+                   "pfi_agent_fast_trigger_datagrams_total{result=\"taken\"} %llu\n"
+                   "pfi_agent_fast_trigger_datagrams_total{result=\"refused\"} %llu\n"
+                   "pfi_agent_fast_trigger_datagrams_total{result=\"bad\"} %llu\n"
+                   "pfi_agent_fast_trigger_datagrams_total{result=\"stale\"} %llu\n",
+                   a->fast_taken, a->fast_refused, a->fast_bad, a->fast_stale);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",
@@ -382,7 +391,9 @@ char *agent_render_node(agent *a)
 char *agent_render_control(agent *a)
 {
     pfi_buf b = {0};
-    pfi_buf_printf(&b, "{\"generation_max\":%lld,\"gpus\":[", (long long)a->lease.generation_max);
+    pfi_buf_printf(&b, "{\"generation_max\":%lld,", (long long)a->lease.generation_max);
+    if (a->fast_port > 0) pfi_buf_printf(&b, "\"fast_trigger_port\":%d,", a->fast_port);
+    pfi_buf_printf(&b, "\"gpus\":[");
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
         pfi_buf_printf(&b, "%s[%.17g,%.17g,", i ? "," : "", g->info.cap_min_w, g->info.cap_max_w);

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "agent_client.h"
@@ -44,9 +45,11 @@ typedef struct ctl_cfg {
     pfi_strategy strategy;
     double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s,
         lease_s;
-    double level_cut_pct[4];  /* grid level -> cut (default 0, 10, 20, 30 %) */
-    double agent_timeout_s;   /* one request's deadline (NaN: from the period, 0.2..2 s) */
-    double agent_concurrency; /* requests in flight at once (default 1024) */
+    double level_cut_pct[4];   /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double agent_timeout_s;    /* one request's deadline (NaN: from the period, 0.2..2 s) */
+    double agent_concurrency;  /* requests in flight at once (default 1024) */
+    int fast_trigger;          /* a trigger's caps by datagram where an agent offers it (1) */
+    double fast_trigger_ack_s; /* a datagram's deadline for its answer, then HTTP (0.2 s) */
     double openadr_poll_s;
     int openadr_version; /* pfi_oadr_version: 3.1 (default) or 3.0.1 */
     char openadr_ven_name[PFI_OADR_ID_MAX + 1];
@@ -83,6 +86,10 @@ typedef struct ctl_agent {
     int pushed;                    /* caps of ours are on it */
     int bad_id_logged;             /* it sent an invalid job id (logged once) */
     long long generation;          /* our lease generation on this agent (persisted) */
+    uint32_t fast_ip;              /* its IPv4 address (network order) as the last GET reached it;
+                                      0: unknown */
+    int fast_port;                 /* its fast trigger port (GET /v1/control); 0: none */
+    int fast_misses;               /* datagrams in a row it did not answer in time */
     char err[256];
 } ctl_agent;
 
@@ -158,6 +165,8 @@ typedef struct ctl {
     size_t trigger_agents, trigger_failed;
     char trigger_id[PFI_EVENT_ID_MAX + 1];
     unsigned long long triggers;
+    unsigned long long fast_sent, fast_answered, fast_fallbacks; /* fast trigger datagrams */
+    size_t trigger_fast; /* the last trigger's agents reached by datagram */
     /* safe-online during an event (ctl_online.c; NULL: none) */
     ctl_online_t *online;
     /* the last cycle */

@@ -27,19 +27,23 @@
  * reset) is an alarm, counted in /metrics, and that agent's count restarts
  * one above its generation_max; so is an agent whose generation_max is out
  * of every controller's reach (2^53, persisted before the agents' bound). */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "caps_request.h"
 #include "clock.h"
 #include "ctl.h"
+#include "fast_trigger.h"
 #include "vec.h"
 
 /* an agent's answer: at most 64 MiB */
@@ -56,6 +60,9 @@ typedef struct xfer {
     int cancel;    /* queued, no longer to be sent (a trigger came after its body was built) */
     char *sent;    /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
     int full_node; /* X_GET: the agent has no GET /v1/control (404): read /v1/node */
+    int fast;      /* X_TRIGGER: going by datagram (waiting to be sent or for its answer) */
+    uint64_t fast_seq;
+    double fast_deadline; /* monotonic s: no answer by then, the same body by HTTP */
     size_t agent;
     CURLcode res;
 } xfer;
@@ -88,7 +95,16 @@ static size_t g_inflight, g_pending[X_KINDS]; /* queued or running, per kind */
  * time, which grows as transfers x wake-ups). g_wake_fd: an eventfd that
  * ctl_agents_wake writes from any thread. */
 static int g_ep = -1, g_wake_fd = -1;
-#define WAKE_KEY UINT64_MAX /* the eventfd's epoll key; sockets: shard << 32 | fd */
+#define WAKE_KEY UINT64_MAX       /* the eventfd's epoll key; sockets: shard << 32 | fd */
+#define FAST_KEY (UINT64_MAX - 1) /* the fast trigger socket's */
+/* fast trigger datagrams (fast_trigger.h): one UDP socket; a trigger's
+ * agents in the order they are sent (send: the next to send; wait: the
+ * oldest whose answer may still come, so deadlines expire in order); agent
+ * i's datagram carries seq g_ft_base + i */
+static int g_ft_fd = -1;
+static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait;
+static uint64_t g_ft_base, g_ft_next;
+#define FT_BATCH 256 /* datagrams per sendmmsg / recvmmsg */
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -140,6 +156,18 @@ static int ensure(ctl *c, size_t n)
             ctl_log(c, "error: epoll: %s; no requests to the agents", strerror(errno));
             return -1;
         }
+        pfi_error e;
+        ev.data.u64 = FAST_KEY;
+        if (c->cfg.fast_trigger) {
+            /* answers from 12,500 agents arrive within milliseconds: a large buffer */
+            if (pfi_ft_socket(NULL, 0, 32 << 20, &g_ft_fd, NULL, &e) ||
+                epoll_ctl(g_ep, EPOLL_CTL_ADD, g_ft_fd, &ev)) {
+                ctl_log(c, "warning: fast trigger datagrams off: %s",
+                        g_ft_fd < 0 ? e.msg : strerror(errno));
+                if (g_ft_fd >= 0) close(g_ft_fd);
+                g_ft_fd = -1;
+            }
+        }
     }
     size_t nsh = (n + SHARD_AGENTS - 1) / SHARD_AGENTS;
     int bad = PFI_VEC_RESIZE(g_sh, nsh, NULL) != PFI_OK;
@@ -162,6 +190,7 @@ static int ensure(ctl *c, size_t n)
     }
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
     bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_ft_list, n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
         for (int k = 0; k < X_KINDS; k++) {
@@ -196,7 +225,10 @@ static int ensure(ctl *c, size_t n)
 static void fill(const ctl *c)
 {
     size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
-    while ((g_trigger_queue.n || g_queue.n) && g_inflight < max) {
+    /* while a trigger's datagrams wait for their answers, a period's transfers wait too:
+       on a busy machine they would compete with the agents' work on the caps */
+    int hold = g_ft_wait < g_ft_send;
+    while ((g_trigger_queue.n || (g_queue.n && !hold)) && g_inflight < max) {
         xqueue *from = g_trigger_queue.n ? &g_trigger_queue : &g_queue;
         size_t q = from->q[from->head];
         from->head = (from->head + 1) % from->cap;
@@ -263,6 +295,9 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
     a->generation = g;
     ctl_db_generation_set(c, a->name, g);
 }
+
+static int fast_usable(const ctl *c, size_t i, const char *body);
+static void fast_add(xfer *x);
 
 /* each agent's jobs (CSR: the jobs of agent i are idx[start[i] .. start[i+1])), built
  * once per push instead of a scan of every job for every agent; -1 when out of memory */
@@ -346,7 +381,8 @@ static size_t queue_puts(ctl *c, int kind, int release)
         }
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
         x->release = release;
-        enqueue(x);
+        if (kind == X_TRIGGER && fast_usable(c, i, x->body)) fast_add(x);
+        else enqueue(x);
         added++;
     }
     free(start), free(idx);
@@ -364,6 +400,12 @@ static void take_trigger(ctl *c)
        trigger's PUT on the same connection) */
     for (size_t i = 0; i < g_n; i++)
         if (g_x[X_PUT][i].queued) g_x[X_PUT][i].cancel = 1;
+    /* agent i's datagram carries seq g_ft_base + i: a multiple of the agents, so an
+       answer's seq names its agent; microseconds of the wall clock, increasing */
+    uint64_t n = g_n ? g_n : 1, t = pfi_ft_now_us();
+    g_ft_base = ((t > g_ft_next ? t : g_ft_next) + n - 1) / n * n;
+    g_ft_next = g_ft_base + n;
+    c->trigger_fast = 0;
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
     c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
@@ -372,20 +414,32 @@ static void take_trigger(ctl *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* a PUT that ended (lock held) */
-static void put_done(ctl *c, xfer *x, double now)
+/* the trigger's last answer came: its summary (lock held) */
+static void trigger_done(ctl *c)
+{
+    if (g_pending[X_TRIGGER] != 0) return;
+    ctl_log(c,
+            "trigger %s: caps pushed to %zu agents in %.1f ms (%zu by datagram; %zu failed); "
+            "every cap written %.1f ms after the trigger (requests built in %.1f ms)",
+            c->trigger_id, c->trigger_agents, 1000 * (pfi_wall_monotonic() - c->trigger_t0),
+            c->trigger_fast, c->trigger_failed, 1000 * c->trigger_push_s,
+            1000 * c->trigger_build_s);
+}
+
+/* a PUT that ended (lock held): answered (an HTTP status in code and the
+ * agent's body), or not (why: the transport's error) */
+static void put_result(ctl *c, xfer *x, double now, int answered, long code, const char *why,
+                       const char *body)
 {
     ctl_agent *a = &c->agent[x->agent];
-    long code = 0;
-    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
     xfer *put = &g_x[X_PUT][x->agent];
     free(put->sent); /* what the agent holds now: this body (a period's), else unknown */
     put->sent = NULL;
-    if (x->res == CURLE_OK && code == 200 && x->kind == X_PUT && !x->release) {
+    if (answered && code == 200 && x->kind == X_PUT && !x->release) {
         put->sent = x->body;
         x->body = NULL; /* the transfer is done with it */
     }
-    if (x->res == CURLE_OK && code == 200) {
+    if (answered && code == 200) {
         c->pushes++;
         if (x->kind == X_TRIGGER) c->trigger_push_s = pfi_wall_monotonic() - c->trigger_t0;
         a->pushed = !x->release;
@@ -394,18 +448,18 @@ static void put_done(ctl *c, xfer *x, double now)
         c->push_errors++;
         if (x->kind == X_TRIGGER) c->trigger_failed++;
         ctl_log(c, "warning: agent %s: PUT /v1/caps%s failed: %s %.200s", a->name,
-                x->kind == X_TRIGGER ? " (trigger)" : "",
-                x->res == CURLE_OK ? "HTTP" : curl_easy_strerror(x->res), x->buf.p ? x->buf.p : "");
+                x->kind == X_TRIGGER ? " (trigger)" : "", answered ? "HTTP" : why,
+                body ? body : "");
         long long gm = agent_generation_max(a);
-        if (x->res != CURLE_OK) { /* no answer within its deadline: down until it answers */
+        if (!answered) { /* no answer within its deadline: down until it answers */
             if (a->up) ctl_log(c, "warning: agent %s (%s) marked down", a->name, a->url);
             a->up = 0;
-            snprintf(a->err, sizeof a->err, "PUT: %s", curl_easy_strerror(x->res));
+            snprintf(a->err, sizeof a->err, "PUT: %s", why);
         } else if (code == 409) {
             /* someone wrote a newer generation: continue above it, on this agent only */
             set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1,
                            "409 from the agent");
-        } else if (code == 400 && x->buf.p && strstr(x->buf.p, "generation")) {
+        } else if (code == 400 && body && strstr(body, "generation")) {
             c->generation_rejects++;
             ctl_log(c,
                     "ALARM: agent %s rejected our generation %lld (its generation_max: %lld): "
@@ -416,12 +470,157 @@ static void put_done(ctl *c, xfer *x, double now)
                 set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
         }
     }
-    if (x->kind == X_TRIGGER && g_pending[X_TRIGGER] == 0)
+    if (x->kind == X_TRIGGER) trigger_done(c);
+}
+
+static void put_done(ctl *c, xfer *x, double now)
+{
+    long code = 0;
+    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    put_result(c, x, now, x->res == CURLE_OK, code, curl_easy_strerror(x->res), x->buf.p);
+}
+
+/* ---- fast trigger datagrams (fast_trigger.h) ---- */
+
+/* whether agent i's trigger PUT (body) may go by datagram: it offers a port,
+ * we know its address and key, the body fits, it answered the last ones, and
+ * no PUT of a period is on its way (that one, answered after the datagram,
+ * would raise what the trigger lowered; on HTTP it is answered first; one
+ * still queued was cancelled by the trigger) */
+static int fast_usable(const ctl *c, size_t i, const char *body)
+{
+    const ctl_agent *a = &c->agent[i];
+    return g_ft_fd >= 0 && c->cfg.fast_trigger && a->fast_port > 0 && a->fast_ip && a->token[0] &&
+           a->fast_misses < 3 && strlen(body) <= PFI_FT_MAX_BODY && !g_x[X_PUT][i].running &&
+           !(g_x[X_PUT][i].queued && !g_x[X_PUT][i].cancel);
+}
+
+static void fast_add(xfer *x)
+{
+    x->fast = 1;
+    x->queued = 1; /* on its way: not queued again until it ends */
+    x->fast_seq = g_ft_base + x->agent;
+    g_ft_list[g_ft_n++ % g_n] = x->agent;
+    g_pending[X_TRIGGER]++;
+}
+
+/* send the next FT_BATCH datagrams not sent yet; the time to call again
+ * when the socket's buffer was full (else +inf) */
+static double fast_send(ctl *c)
+{
+    static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES];
+    struct mmsghdr mm[FT_BATCH];
+    struct iovec iov[FT_BATCH];
+    struct sockaddr_in to[FT_BATCH];
+    size_t nb = 0;
+    for (size_t k = g_ft_send; k < g_ft_n && nb < FT_BATCH; k++) {
+        size_t i = g_ft_list[k % g_n];
+        const xfer *x = &g_x[X_TRIGGER][i];
+        const ctl_agent *a = &c->agent[i];
+        pfi_ft_msg m = {PFI_FT_REQUEST, 0, x->fast_seq, x->body, strlen(x->body)};
+        memset(&to[nb], 0, sizeof to[nb]);
+        to[nb].sin_family = AF_INET;
+        to[nb].sin_port = htons((uint16_t)a->fast_port);
+        to[nb].sin_addr.s_addr = a->fast_ip;
+        iov[nb].iov_base = dg[nb];
+        iov[nb].iov_len = pfi_ft_encode(&m, a->token, dg[nb]);
+        memset(&mm[nb], 0, sizeof mm[nb]);
+        mm[nb].msg_hdr.msg_name = &to[nb];
+        mm[nb].msg_hdr.msg_namelen = sizeof to[nb];
+        mm[nb].msg_hdr.msg_iov = &iov[nb];
+        mm[nb].msg_hdr.msg_iovlen = 1;
+        nb++;
+    }
+    if (!nb) return INFINITY;
+    int sent = sendmmsg(g_ft_fd, mm, (unsigned)nb, 0);
+    double now = pfi_wall_monotonic();
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+        return now + 0.001;
+    if (sent < 0) sent = 0; /* the first one failed: its deadline (now) sends it by HTTP */
+    size_t done = (size_t)sent ? (size_t)sent : 1;
+    for (size_t k = 0; k < done; k++) {
+        xfer *x = &g_x[X_TRIGGER][g_ft_list[(g_ft_send + k) % g_n]];
+        x->fast_deadline = (size_t)sent > k ? now + c->cfg.fast_trigger_ack_s : now;
+    }
+    g_ft_send += done;
+    c->fast_sent += (size_t)sent;
+    return INFINITY;
+}
+
+/* the answers waiting on the socket */
+static void fast_recv(ctl *c)
+{
+    static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES + 1];
+    struct mmsghdr mm[FT_BATCH];
+    struct iovec iov[FT_BATCH];
+    for (;;) {
+        for (size_t k = 0; k < FT_BATCH; k++) {
+            iov[k].iov_base = dg[k];
+            iov[k].iov_len = PFI_FT_MAX_BYTES; /* one byte left for a NUL */
+            memset(&mm[k], 0, sizeof mm[k]);
+            mm[k].msg_hdr.msg_iov = &iov[k];
+            mm[k].msg_hdr.msg_iovlen = 1;
+        }
+        int n = recvmmsg(g_ft_fd, mm, FT_BATCH, MSG_DONTWAIT, NULL);
+        if (n <= 0) return;
+        int locked = 0;
+        double now = 0;
+        for (int k = 0; k < n; k++) {
+            size_t len = mm[k].msg_len;
+            if (len < PFI_FT_HEADER_BYTES || !g_n) continue;
+            uint64_t seq = 0;
+            for (int b = 8; b < 16; b++) seq = seq << 8 | dg[k][b];
+            xfer *x = &g_x[X_TRIGGER][seq % g_n];
+            pfi_ft_msg m;
+            pfi_error e;
+            if (!x->fast || x->fast_seq != seq ||
+                pfi_ft_decode(dg[k], len, c->agent[x->agent].token, &m, &e) ||
+                m.type != PFI_FT_ANSWER)
+                continue; /* late (already sent by HTTP), or not from the agent */
+            x->fast = 0;
+            x->queued = 0;
+            g_pending[X_TRIGGER]--;
+            dg[k][len] = '\0';
+            if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
+            c->agent[x->agent].fast_misses = 0;
+            c->fast_answered++;
+            c->trigger_fast++;
+            put_result(c, x, now, 1, (long)m.status, NULL, m.body);
+        }
+        if (locked) pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* datagrams not answered by their deadline: the same body by HTTP; the next
+ * deadline (+inf: none) */
+static double fast_expire(ctl *c)
+{
+    double now = pfi_wall_monotonic();
+    size_t late = 0;
+    while (g_ft_wait < g_ft_send) {
+        xfer *x = &g_x[X_TRIGGER][g_ft_list[g_ft_wait % g_n]];
+        if (x->fast && x->fast_deadline > now) break;
+        g_ft_wait++;
+        if (!x->fast) continue; /* answered */
+        x->fast = 0;
+        x->queued = 0;
+        g_pending[X_TRIGGER]--;
+        c->agent[x->agent].fast_misses++;
+        enqueue(x);
+        late++;
+    }
+    if (late) {
+        pthread_mutex_lock(&c->mu);
+        c->fast_fallbacks += late;
         ctl_log(c,
-                "trigger %s: caps pushed to %zu agents in %.1f ms (%zu failed); every cap "
-                "written %.1f ms after the trigger (requests built in %.1f ms)",
-                c->trigger_id, c->trigger_agents, 1000 * (pfi_wall_monotonic() - c->trigger_t0),
-                c->trigger_failed, 1000 * c->trigger_push_s, 1000 * c->trigger_build_s);
+                "trigger %s: %zu agents did not answer the datagram within %.0f ms: their caps go "
+                "by HTTP",
+                c->trigger_id, late, 1000 * c->cfg.fast_trigger_ack_s);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (g_ft_wait == g_ft_n) g_ft_wait = g_ft_send = g_ft_n = 0; /* none on its way */
+    if (g_ft_wait < g_ft_send) return g_x[X_TRIGGER][g_ft_list[g_ft_wait % g_n]].fast_deadline;
+    return INFINITY;
 }
 
 /* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */
@@ -460,7 +659,17 @@ static void run_until(ctl *c, int kind)
     for (;;) {
         take_trigger(c);
         fill(c);
-        double now = pfi_wall_monotonic(), next = now + 0.05;
+        /* a trigger's datagrams first, all of them, with their answers read between
+           batches: the collection's transfers wait (a trigger's caps come first) */
+        double ft_next = INFINITY;
+        while (g_ft_fd >= 0 && g_ft_send < g_ft_n && !isfinite(ft_next = fast_send(c)))
+            fast_recv(c);
+        if (g_ft_fd >= 0) {
+            fast_recv(c);
+            ft_next = fmin(ft_next, fast_expire(c));
+        }
+        fill(c); /* datagrams that fell back to HTTP */
+        double now = pfi_wall_monotonic(), next = fmin(now + 0.05, ft_next);
         for (size_t k = 0; k < g_nsh; k++) {
             shard *sh = &g_sh[k];
             if (sh->timer_at >= 0 && now >= sh->timer_at) {
@@ -475,6 +684,7 @@ static void run_until(ctl *c, int kind)
         size_t left = 0;
         for (int k = 0; k < X_KINDS; k++)
             if (kind == X_KINDS || k == kind) left += g_pending[k];
+        if (g_ft_send < g_ft_n) left++; /* datagrams not sent yet */
         if (!left) break;
         double wait_s = next - pfi_wall_monotonic();
         int n = epoll_wait(g_ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
@@ -483,6 +693,10 @@ static void run_until(ctl *c, int kind)
                 uint64_t v;
                 if (read(g_wake_fd, &v, sizeof v) < 0) { /* drained */
                 }
+                continue;
+            }
+            if (ev[i].data.u64 == FAST_KEY) {
+                fast_recv(c);
                 continue;
             }
             shard *sh = &g_sh[ev[i].data.u64 >> 32];
@@ -571,6 +785,18 @@ void ctl_agents_collect(ctl *c)
                 ctl_log(c, "agent %s (%s) is %s", a->name, a->url, a->ever_up ? "back" : "up");
             json_decref(a->node);
             a->node = nd;
+            /* where its fast trigger datagrams go: the address this GET reached */
+            char *ip = NULL;
+            struct in_addr in;
+            json_t *fp = json_object_get(nd, "fast_trigger_port");
+            a->fast_ip = curl_easy_getinfo(x->h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip &&
+                                 inet_pton(AF_INET, ip, &in) == 1
+                             ? in.s_addr
+                             : 0;
+            a->fast_port =
+                json_is_integer(fp) && json_integer_value(fp) > 0 && json_integer_value(fp) < 65536
+                    ? (int)json_integer_value(fp)
+                    : 0;
             a->up = a->ever_up = 1;
             a->last_ok_t = now;
             a->err[0] = '\0';

@@ -309,6 +309,8 @@ static void defaults(ctl_cfg *c)
     c->openadr_poll_s = 60;
     c->agent_timeout_s = NAN;
     c->agent_concurrency = 1024;
+    c->fast_trigger = 1;
+    c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
@@ -343,6 +345,8 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("default_tier", &tier, -1, 3),
         CFG_NUM("agent_timeout_s", &c->agent_timeout_s, 0.01, 60),
         CFG_NUM("agent_concurrency", &c->agent_concurrency, 1, 1e6),
+        {"fast_trigger", PFI_J_BOOL, .dst = &c->fast_trigger},
+        CFG_NUM("fast_trigger_ack_s", &c->fast_trigger_ack_s, 0.005, 5),
         {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},
         {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,

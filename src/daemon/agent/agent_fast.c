@@ -1,0 +1,143 @@
+/* agent_fast.c — fast trigger datagrams (fast_trigger.h; docs/agent.md,
+ * "Fast trigger datagrams"): a controller's PUT /v1/caps in one UDP
+ * datagram, on the control listener's address and port number (UDP), on
+ * by default where a control token is configured (--no-fast-trigger turns
+ * it off; without a token there is no key, so no fast path).
+ *
+ * One thread receives; a datagram whose MAC (keyed by the control token)
+ * fails, or whose seq is not fresh (above the last taken, within 5 s of
+ * this node's wall clock), is dropped without an answer and counted (one
+ * log line a minute at most: such traffic is unauthenticated). A valid one
+ * goes through agent_put_caps exactly as PUT /v1/caps (the same parser,
+ * generation and lease rules, write-ahead state file), and its answer
+ * ({"ok":true}, or PUT's error body, cut to fit) is sent back once the caps
+ * are applied. */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fast_trigger.h"
+
+/* unauthenticated or stale traffic: logged once a minute at most */
+static void log_dropped(agent *a, const char *from, const char *why)
+{
+    double now = (double)pfi_ft_now_us() / 1e6;
+    a->fast_dropped_unlogged++;
+    if (now - a->fast_drop_logged_t < 60) return;
+    agent_log(a,
+              "warning: fast trigger datagram from %s dropped: %s (%llu dropped since the last "
+              "such line)",
+              from, why, a->fast_dropped_unlogged);
+    a->fast_dropped_unlogged = 0;
+    a->fast_drop_logged_t = now;
+}
+
+static void take(agent *a, const unsigned char *d, size_t n, const struct sockaddr_in *from)
+{
+    char who[64];
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &from->sin_addr, ip, sizeof ip);
+    snprintf(who, sizeof who, "%s:%u", ip, (unsigned)ntohs(from->sin_port));
+    pfi_ft_msg m;
+    pfi_error e;
+    pthread_mutex_lock(&a->mu);
+    int bad = pfi_ft_decode(d, n, a->token, &m, &e) != PFI_OK;
+    if (bad || m.type != PFI_FT_REQUEST) {
+        a->fast_bad++;
+        log_dropped(a, who, bad ? e.msg : "type: an answer, not a request");
+        pthread_mutex_unlock(&a->mu);
+        return;
+    }
+    uint64_t now_us = pfi_ft_now_us();
+    if (!pfi_ft_fresh(m.seq, a->fast_last_seq, now_us)) {
+        a->fast_stale++;
+        char why[160];
+        snprintf(why, sizeof why,
+                 m.seq <= a->fast_last_seq
+                     ? "seq %llu is not above the last taken (a replay?)"
+                     : "seq %llu is %.1f s from this node's clock (more than 5 s: clocks apart?)",
+                 (unsigned long long)m.seq, ((double)m.seq - (double)now_us) / 1e6);
+        log_dropped(a, who, why);
+        pthread_mutex_unlock(&a->mu);
+        return;
+    }
+    a->fast_last_seq = m.seq;
+    char *resp = NULL;
+    int code = agent_put_caps(a, m.body, m.body_len, &resp);
+    if (code == 200) a->fast_taken++;
+    else a->fast_refused++;
+    agent_log(a, "fast trigger datagram from %s: %d%s%.200s", who, code, code == 200 ? "" : " ",
+              code == 200 || !resp ? "" : resp);
+    char token[sizeof a->token];
+    memcpy(token, a->token, sizeof token);
+    pthread_mutex_unlock(&a->mu);
+    const char *body = code == 200 || !resp ? "{\"ok\":true}" : resp;
+    pfi_ft_msg ans = {PFI_FT_ANSWER, (unsigned)code, m.seq, body, strlen(body)};
+    if (ans.body_len > PFI_FT_MAX_BODY) ans.body_len = PFI_FT_MAX_BODY; /* only logged there */
+    unsigned char out[PFI_FT_MAX_BYTES];
+    size_t len = pfi_ft_encode(&ans, token, out);
+    if (len) sendto(a->fast_fd, out, len, 0, (const struct sockaddr *)from, sizeof *from);
+    free(resp);
+}
+
+static void *fast_thread(void *arg)
+{
+    agent *a = arg;
+    unsigned char d[PFI_FT_MAX_BYTES + 1]; /* one more: a longer datagram is seen as one */
+    while (!atomic_load(&a->fast_stop)) {
+        struct pollfd p = {.fd = a->fast_fd, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0) continue;
+        for (;;) {
+            struct sockaddr_in from;
+            socklen_t fl = sizeof from;
+            ssize_t n = recvfrom(a->fast_fd, d, sizeof d, 0, (struct sockaddr *)&from, &fl);
+            if (n < 0) break;
+            if (fl != sizeof from || from.sin_family != AF_INET) continue;
+            take(a, d, (size_t)n, &from);
+        }
+    }
+    return NULL;
+}
+
+int agent_fast_start(agent *a)
+{
+    a->fast_fd = -1;
+    if (a->cfg.no_fast_trigger || !a->have_token) {
+        if (!a->cfg.no_fast_trigger)
+            agent_log(a, "fast trigger datagrams: off (no --token-file: no key)");
+        return 0;
+    }
+    const char *listen = a->cfg.control_listen ? a->cfg.control_listen : a->cfg.listen;
+    int port = a->cfg.control_listen ? a->control_port : a->port;
+    pfi_error e;
+    if (pfi_ft_socket(listen ? listen : "127.0.0.1:0", port, 1 << 20, &a->fast_fd, &a->fast_port,
+                      &e)) {
+        /* the controller then uses HTTP alone (it learns the port from GET /v1/control) */
+        agent_log(a, "warning: fast trigger datagrams: off: %s", e.msg);
+        a->fast_fd = -1;
+        return 0;
+    }
+    atomic_store(&a->fast_stop, 0);
+    if (pthread_create(&a->fast_tid, NULL, fast_thread, a)) {
+        agent_log(a, "error: cannot start the fast trigger thread");
+        close(a->fast_fd);
+        a->fast_fd = -1;
+        return -1;
+    }
+    agent_log(a, "fast trigger datagrams on udp port %d", a->fast_port);
+    return 0;
+}
+
+void agent_fast_stop(agent *a)
+{
+    if (a->fast_fd < 0) return;
+    atomic_store(&a->fast_stop, 1);
+    pthread_join(a->fast_tid, NULL);
+    close(a->fast_fd);
+    a->fast_fd = -1;
+}
