@@ -80,7 +80,7 @@ static int farm_protected(void *ud, const char *method, const char *url)
 static int g_ft_fd = -1, g_ft_port;
 static char g_ft_token[128];
 static atomic_int g_ft_stop;
-static unsigned long long g_ft_taken;
+static unsigned long long g_ft_taken, g_ft_views;
 
 /* the cap for farm agent i (the last "cap_w" of the body: one job per agent) */
 static void farm_set_cap(unsigned i, double c)
@@ -91,10 +91,12 @@ static void farm_set_cap(unsigned i, double c)
     pthread_mutex_unlock(&g_mu);
 }
 
+static char *farm_control(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len);
+
 static void *farm_fast_thread(void *arg)
 {
     (void)arg;
-    enum { B = 256 };
+    enum { B = 2048 }; /* a trigger's datagrams are taken before the views received with them */
     static unsigned char in[B][PFI_FT_MAX_BYTES + 1], out[B][PFI_FT_MAX_BYTES];
     struct mmsghdr mi[B], mo[B];
     struct iovec ii[B], io[B];
@@ -113,34 +115,64 @@ static void *farm_fast_thread(void *arg)
         }
         int n = recvmmsg(g_ft_fd, mi, B, MSG_DONTWAIT, NULL);
         int no = 0;
-        for (int k = 0; k < n; k++) {
-            pfi_ft_msg m;
-            pfi_error e;
-            if (pfi_ft_decode(in[k], mi[k].msg_len, g_ft_token, &m, &e) || m.type != PFI_FT_REQUEST)
-                continue;
-            in[k][mi[k].msg_len] = '\0';
-            const char *j = strstr(m.body, "\"job_id\":\"job");
-            unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
-            if (i >= g_nfarm) continue;
-            pthread_mutex_lock(&g_mu);
-            int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
-            if (fresh) g_farm[i].ft_last_seq = m.seq;
-            pthread_mutex_unlock(&g_mu);
-            if (!fresh) continue;
-            double c = 700;
-            for (const char *p = m.body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
-            farm_set_cap(i, c);
-            g_ft_taken++;
-            pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, "{\"ok\":true}", 11};
-            io[no].iov_base = out[no];
-            io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
-            memset(&mo[no], 0, sizeof mo[no]);
-            mo[no].msg_hdr.msg_iov = &io[no];
-            mo[no].msg_hdr.msg_iovlen = 1;
-            mo[no].msg_hdr.msg_name = &from[k];
-            mo[no].msg_hdr.msg_namelen = sizeof from[k];
-            no++;
-        }
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < n; k++) {
+                if ((in[k][5] == PFI_FT_VIEW) != pass) continue; /* caps first */
+                pfi_ft_msg m;
+                pfi_error e;
+                if (pfi_ft_decode(in[k], mi[k].msg_len, g_ft_token, &m, &e) ||
+                    m.type == PFI_FT_ANSWER)
+                    continue;
+                in[k][mi[k].msg_len] = '\0';
+                if (m.type == PFI_FT_VIEW) { /* {"path":"/a/I/v1/control"} */
+                    const char *q = strstr(m.body, "\"/a/");
+                    unsigned i = q ? (unsigned)strtoul(q + 4, NULL, 10) : g_nfarm;
+                    if (i >= g_nfarm) continue;
+                    pthread_mutex_lock(&g_mu);
+                    farm_agent fa = g_farm[i];
+                    int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
+                    if (fresh) g_farm[i].ft_last_seq = m.seq;
+                    pthread_mutex_unlock(&g_mu);
+                    size_t vlen = 0;
+                    char *view = fresh ? farm_control(i, fa.cap_w, fa.uncapped_w,
+                                                      fa.tokens_per_s_max, fa.pfi, &vlen)
+                                       : NULL;
+                    if (!view) continue;
+                    pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, view, vlen};
+                    io[no].iov_base = out[no];
+                    io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
+                    free(view);
+                    memset(&mo[no], 0, sizeof mo[no]);
+                    mo[no].msg_hdr.msg_iov = &io[no];
+                    mo[no].msg_hdr.msg_iovlen = 1;
+                    mo[no].msg_hdr.msg_name = &from[k];
+                    mo[no].msg_hdr.msg_namelen = sizeof from[k];
+                    no++;
+                    g_ft_views++;
+                    continue;
+                }
+                const char *j = strstr(m.body, "\"job_id\":\"job");
+                unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
+                if (i >= g_nfarm) continue;
+                pthread_mutex_lock(&g_mu);
+                int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
+                if (fresh) g_farm[i].ft_last_seq = m.seq;
+                pthread_mutex_unlock(&g_mu);
+                if (!fresh) continue;
+                double c = 700;
+                for (const char *p = m.body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
+                farm_set_cap(i, c);
+                g_ft_taken++;
+                pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, "{\"ok\":true}", 11};
+                io[no].iov_base = out[no];
+                io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
+                memset(&mo[no], 0, sizeof mo[no]);
+                mo[no].msg_hdr.msg_iov = &io[no];
+                mo[no].msg_hdr.msg_iovlen = 1;
+                mo[no].msg_hdr.msg_name = &from[k];
+                mo[no].msg_hdr.msg_namelen = sizeof from[k];
+                no++;
+            }
         for (int sent = 0; sent < no;) {
             int r = sendmmsg(g_ft_fd, mo + sent, (unsigned)(no - sent), 0);
             if (r <= 0) break;
@@ -156,8 +188,10 @@ static void farm_fast_stop(pthread_t tid, unsigned nfarm)
     atomic_store(&g_ft_stop, 1);
     pthread_join(tid, NULL);
     close(g_ft_fd);
-    printf("bench controller %u agents: %llu fast trigger datagrams taken by the farm\n", nfarm,
-           g_ft_taken);
+    printf(
+        "bench controller %u agents: the farm took %llu trigger datagrams and answered %llu view "
+        "datagrams\n",
+        nfarm, g_ft_taken, g_ft_views);
     g_ft_port = 0;
 }
 
@@ -453,7 +487,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     }
     pthread_t ft_tid;
     g_ft_port = 0;
-    g_ft_taken = 0;
+    g_ft_taken = g_ft_views = 0;
     snprintf(g_ft_token, sizeof g_ft_token, "%s", tok);
     if (!(getenv("BENCH_CTL_NO_FAST") && atoi(getenv("BENCH_CTL_NO_FAST")))) {
         atomic_store(&g_ft_stop, 0);

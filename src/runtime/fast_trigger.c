@@ -64,8 +64,8 @@ pfi_status pfi_ft_decode(const unsigned char *d, size_t n, const char *token, pf
                           PFI_FT_HEADER_BYTES, PFI_FT_MAX_BYTES);
     if (memcmp(d, MAGIC, 4)) return pfi_errorf(err, PFI_EINVAL, "magic: not PFIT");
     if (d[4] != 1) return pfi_errorf(err, PFI_EINVAL, "version: %u (expected 1)", d[4]);
-    if (d[5] != PFI_FT_REQUEST && d[5] != PFI_FT_ANSWER)
-        return pfi_errorf(err, PFI_EINVAL, "type: 0x%02x (expected 'C' or 'A')", d[5]);
+    if (d[5] != PFI_FT_REQUEST && d[5] != PFI_FT_VIEW && d[5] != PFI_FT_ANSWER)
+        return pfi_errorf(err, PFI_EINVAL, "type: 0x%02x (expected 'C', 'V' or 'A')", d[5]);
     if (!token || !token[0]) return pfi_errorf(err, PFI_EINVAL, "mac: no key");
     unsigned char want[SHA256_DIGEST_SIZE], diff = 0;
     mac(token, d, d + PFI_FT_HEADER_BYTES, n - PFI_FT_HEADER_BYTES, want);

@@ -9,15 +9,19 @@
  *
  *   0  "PFIT"   magic
  *   4  1        version
- *   5  'C'|'A'  a caps request (controller -> agent) or its answer
+ *   5  type     'C' a caps request, 'V' a view request (controller -> agent),
+ *               'A' the answer to either
  *   6  status   u16: 0 in a request; the HTTP status PUT would give in an answer
  *   8  seq      u64: microseconds since the Unix epoch when the controller
  *               sent it, strictly increasing per controller; an answer
  *               repeats its request's
  *   16 mac      HMAC-SHA256 keyed by the agent's control token over bytes
  *               0..15 and the body
- *   48 body     a request: the JSON of PUT /v1/caps (caps_request.h); an
- *               answer: {"ok":true}, or the start of PUT's error body
+ *   48 body     a caps request: the JSON of PUT /v1/caps (caps_request.h);
+ *               its answer: {"ok":true}, or the start of PUT's error body;
+ *               a view request: {"path": the request target of the GET it
+ *               stands for}; its answer: GET /v1/control's JSON (status
+ *               200), or 413 when that does not fit in one datagram
  *
  * at most PFI_FT_MAX_BYTES in all (one datagram fits a 1,500-byte MTU with
  * IPv6 and UDP headers). Authentication and freshness: the MAC, then an
@@ -25,7 +29,8 @@
  * within PFI_FT_SKEW_S of its own wall clock (a captured datagram cannot be
  * replayed, and one held back is stale within seconds); a datagram that
  * fails either gets no answer (no reflection). Everything else is PUT's:
- * the generation and the lease rules (lease.h), the same parser. */
+ * the generation and the lease rules (lease.h), the same parser. A view
+ * request may also be keyed by the agent's read token, as its GET. */
 #ifndef PFI_FAST_TRIGGER_H
 #define PFI_FAST_TRIGGER_H
 
@@ -39,7 +44,7 @@
 #define PFI_FT_MAX_BODY (PFI_FT_MAX_BYTES - PFI_FT_HEADER_BYTES)
 #define PFI_FT_SKEW_S 5.0 /* an agent's wall clock against the seq */
 
-typedef enum { PFI_FT_REQUEST = 'C', PFI_FT_ANSWER = 'A' } pfi_ft_type;
+typedef enum { PFI_FT_REQUEST = 'C', PFI_FT_VIEW = 'V', PFI_FT_ANSWER = 'A' } pfi_ft_type;
 
 typedef struct pfi_ft_msg {
     pfi_ft_type type;

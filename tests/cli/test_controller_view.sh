@@ -30,7 +30,7 @@ ok
 /usr/bin/python3 - "$T/node.json" "$T/control.json" <<'PY' || fail "/v1/control differs from /v1/node"
 import json, sys
 node, ctl = (json.load(open(p)) for p in sys.argv[1:3])
-assert set(ctl) == {"generation_max", "gpus", "jobs"}, sorted(ctl)
+assert set(ctl) == {"generation_max", "fast_trigger_port", "gpus", "jobs"}, sorted(ctl)
 assert ctl["generation_max"] == node["generation_max"]
 assert len(ctl["gpus"]) == len(node["gpus"]) == 8
 for c, g in zip(ctl["gpus"], node["gpus"]):

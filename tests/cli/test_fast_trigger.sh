@@ -10,10 +10,15 @@
 #    the same datagram again (a replay), another token, a seq 10 s old and
 #    a malformed datagram are dropped without an answer and counted; a body
 #    PUT would refuse is answered with PUT's status and error;
+#  - a view request (GET /v1/control in a datagram) is answered with the
+#    view, keyed by the control token or, where the agent has one, the read
+#    token, which sets no caps;
 #  - a controller with one agent that takes datagrams, one that does not
 #    offer them and a fixture that offers a port but never answers: a
 #    trigger reaches the first by datagram, the second by HTTP, and the
-#    third by HTTP once its datagram's deadline (fast_trigger_ack_s) passed.
+#    third by HTTP once its datagram's deadline (fast_trigger_ack_s) passed;
+#  - a controller with a 0.2 s period reads its agents' views by datagram
+#    (every 16th period by HTTP), the read token's agent's too.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -51,7 +56,7 @@ cat >"$T/dg.py" <<'PY'
 import hashlib, hmac, socket, struct, sys, time
 tok, port, seq, body = open(sys.argv[1]).read().strip().encode(), int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
 seq = int(time.time() * 1e6) + int(seq[3:] or 0) if seq.startswith("now") else int(seq)
-hdr = b"PFIT" + bytes([1]) + b"C" + struct.pack(">HQ", 0, seq)
+hdr = b"PFIT" + bytes([1]) + __import__("os").environ.get("DG_TYPE", "C").encode() + struct.pack(">HQ", 0, seq)
 d = hdr + hmac.new(tok, hdr + body, hashlib.sha256).digest() + body
 if len(sys.argv) > 5: d = bytes.fromhex(sys.argv[6]) if sys.argv[5] == "--raw" else d
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -113,6 +118,28 @@ out=$($PY "$T/dg.py" "$T/atok" "$P1" now '{"lease_s":1,"controller":"dg-test","g
 [ "$out" = '200 {"ok":true}' ] || fail "release by datagram: $out"
 ok
 wait_for 10 "agent 1 back at its baseline" '[ "$(caps "$P1")" = "700 700 700 700 700 700 700 700" ]'
+
+# ---- view requests: GET /v1/control in a datagram, keyed by the control or the read token ----
+out=$(DG_TYPE=V $PY "$T/dg.py" "$T/atok" "$P1" now '{"path":"/v1/control"}')
+case "$out" in '200 {"generation_max":'*'"fast_trigger_port":'"$P1"*'"job_id":"job1"'*) ok ;;
+  *) fail "a view request was answered '$out'" ;; esac
+[ "$(counter view)" = 1 ] || fail "view counter"; ok
+# agent 1 has no read token: a view keyed by another token is dropped
+out=$(DG_WAIT=1 DG_TYPE=V $PY "$T/dg.py" "$T/other" "$P1" now '{}')
+[ "$out" = none ] || fail "a view request with another token was answered: $out"
+ok
+new_token "$T/rtok"
+start_daemon "agent 4 (read token)" "$T/a4.log" "$T/a4.port" "$PFI_AGENT" \
+  --backend "sim:gpus=8,job=job4:dense-pt-llama70b-x8-compile@0-7,load=0,seed=4" \
+  --listen 127.0.0.1:0 --port-file "$T/a4.port" --token-file "$T/atok" --read-token-file "$T/rtok" \
+  --state-file "$T/a4.state" --interval 1 --log "$T/a4.log"
+P4=$DPORT
+out=$(DG_TYPE=V $PY "$T/dg.py" "$T/rtok" "$P4" now '{}')
+case "$out" in '200 {"generation_max":'*) ok ;; *) fail "a view keyed by the read token was answered '$out'" ;; esac
+# the read token sets no caps
+out=$(DG_WAIT=1 $PY "$T/dg.py" "$T/rtok" "$P4" now '{"lease_s":30,"controller":"x","generation":1,"jobs":[{"job_id":"job4","cap_w":400}]}')
+[ "$out" = none ] || fail "caps keyed by the read token were answered: $out"
+ok
 
 # ---- a fixture agent that offers a port and never answers on it ----
 cat >"$T/mute.py" <<'PY'
@@ -179,7 +206,24 @@ grep -q "fast trigger datagram" "$T/a2.log" && fail "agent 2 (--no-fast-trigger)
 ok
 wait_for 5 "agent 2 capped by HTTP" 'num "$(caps "$P2" | cut -d" " -f1)" "<" 699'
 grep -q "lease granted: controller pfi-controller@" "$T/a2.log" || fail "agent 2's lease"; ok
-[ "$(metric "$URL" pfi_ctl_fast_trigger_datagrams_total)" = 2 ] || fail "datagrams sent counter"; ok
-[ "$(metric "$URL" pfi_ctl_fast_trigger_answers_total)" = 1 ] || fail "datagrams answered counter"; ok
-[ "$(metric "$URL" pfi_ctl_fast_trigger_fallbacks_total)" = 1 ] || fail "fallbacks counter"; ok
+# (the period the trigger's event starts may send caps by datagram too)
+num "$(metric "$URL" 'pfi_ctl_fast_datagrams_total{kind="caps"}')" ">=" 2 || fail "datagrams sent counter"; ok
+num "$(metric "$URL" 'pfi_ctl_fast_answers_total{kind="caps"}')" ">=" 1 || fail "datagrams answered counter"; ok
+num "$(metric "$URL" 'pfi_ctl_fast_fallbacks_total{kind="caps"}')" ">=" 1 || fail "fallbacks counter"; ok
+
+# ---- a period's views by datagram: a second controller, period 0.2 s, agents 1 and 4 (whose
+# views it signs with the read token, as its GETs) ----
+printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl2.db", "control_period_s": 0.2,
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
+            {"name": "n4", "url": "http://127.0.0.1:%s", "token_file": "%s/atok", "read_token_file": "%s/rtok"}]}\n' \
+  "$T" "$T" "$P1" "$T" "$P4" "$T" "$T" >"$T/ctl2.json"
+start_daemon "controller 2" "$T/ctl2.log" "$T/c2.port" "$CTL" --config "$T/ctl2.json" --port-file "$T/c2.port"
+URL2=http://127.0.0.1:$DPORT
+v4() { curl -s -m 5 -H "Authorization: Bearer $(cat "$T/rtok")" "http://127.0.0.1:$P4/metrics" | sed -n 's/^pfi_agent_fast_trigger_datagrams_total{result="view"} //p'; }
+wait_for 30 "20 views answered by datagram" 'num "$(metric "$URL2" "pfi_ctl_fast_answers_total{kind=\"view\"}")" ">=" 20'
+num "$(v4)" ">=" 8 || fail "agent 4 answered $(v4) view datagrams"
+ok
+[ "$(metric "$URL2" pfi_ctl_agents_up)" = 2 ] || fail "agents up with views by datagram"; ok
+[ "$(metric "$URL2" 'pfi_ctl_fast_fallbacks_total{kind="view"}')" = 0 ] || fail "views fell back to HTTP"; ok
+lacks "$T/ctl2.log" "unreachable"
 done_ok

@@ -100,7 +100,8 @@ typedef struct agent {
     /* fast trigger datagrams (agent_fast.c): the socket (-1: off), its port (0: off) */
     int fast_fd, fast_port;
     uint64_t fast_last_seq; /* the last seq taken (fast_trigger.h) */
-    unsigned long long fast_taken, fast_refused, fast_bad, fast_stale, fast_dropped_unlogged;
+    unsigned long long fast_taken, fast_refused, fast_views, fast_bad, fast_stale,
+        fast_dropped_unlogged;
     double fast_drop_logged_t;
     pthread_t fast_tid;
     atomic_int fast_stop;

@@ -11,7 +11,9 @@
  * goes through agent_put_caps exactly as PUT /v1/caps (the same parser,
  * generation and lease rules, write-ahead state file), and its answer
  * ({"ok":true}, or PUT's error body, cut to fit) is sent back once the caps
- * are applied. */
+ * are applied. A view request (keyed by the control or the read token, as
+ * GET /v1/control may be read with either) is answered with that view, or
+ * 413 when it does not fit in one datagram (the controller then GETs it). */
 #include <arpa/inet.h>
 #include <poll.h>
 #include <stdio.h>
@@ -37,6 +39,17 @@ static void log_dropped(agent *a, const char *from, const char *why)
     a->fast_drop_logged_t = now;
 }
 
+/* the answer to seq, keyed as its request (the tokens do not change while the agent runs) */
+static void answer(agent *a, const struct sockaddr_in *to, const char *key, uint64_t seq, int code,
+                   const char *body)
+{
+    pfi_ft_msg ans = {PFI_FT_ANSWER, (unsigned)code, seq, body, strlen(body)};
+    if (ans.body_len > PFI_FT_MAX_BODY) ans.body_len = PFI_FT_MAX_BODY; /* an error: logged there */
+    unsigned char out[PFI_FT_MAX_BYTES];
+    size_t len = pfi_ft_encode(&ans, key, out);
+    if (len) sendto(a->fast_fd, out, len, 0, (const struct sockaddr *)to, sizeof *to);
+}
+
 static void take(agent *a, const unsigned char *d, size_t n, const struct sockaddr_in *from)
 {
     char who[64];
@@ -46,8 +59,15 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     pfi_ft_msg m;
     pfi_error e;
     pthread_mutex_lock(&a->mu);
-    int bad = pfi_ft_decode(d, n, a->token, &m, &e) != PFI_OK;
-    if (bad || m.type != PFI_FT_REQUEST) {
+    /* the control token's MAC; a view request may carry the read token's (as GET) */
+    const char *key = a->token;
+    int bad = pfi_ft_decode(d, n, key, &m, &e) != PFI_OK;
+    if (bad && a->have_read_token && n > 5 && d[5] == PFI_FT_VIEW) {
+        pfi_error e2;
+        key = a->read_token;
+        bad = pfi_ft_decode(d, n, key, &m, &e2) != PFI_OK;
+    }
+    if (bad || m.type == PFI_FT_ANSWER) {
         a->fast_bad++;
         log_dropped(a, who, bad ? e.msg : "type: an answer, not a request");
         pthread_mutex_unlock(&a->mu);
@@ -68,20 +88,28 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     }
     a->fast_last_seq = m.seq;
     char *resp = NULL;
+    if (m.type == PFI_FT_VIEW) { /* GET /v1/control: no log line (one every period) */
+        resp = agent_render_control(a);
+        a->fast_views++;
+        pthread_mutex_unlock(&a->mu);
+        int fits = resp && strlen(resp) <= PFI_FT_MAX_BODY;
+        answer(a, from, key, m.seq,
+               fits   ? 200
+               : resp ? 413
+                      : 500,
+               fits   ? resp
+               : resp ? "{\"error\":\"the view does not fit in a datagram\"}"
+                      : "{\"error\":\"out of memory\"}");
+        free(resp);
+        return;
+    }
     int code = agent_put_caps(a, m.body, m.body_len, &resp);
     if (code == 200) a->fast_taken++;
     else a->fast_refused++;
     agent_log(a, "fast trigger datagram from %s: %d%s%.200s", who, code, code == 200 ? "" : " ",
               code == 200 || !resp ? "" : resp);
-    char token[sizeof a->token];
-    memcpy(token, a->token, sizeof token);
     pthread_mutex_unlock(&a->mu);
-    const char *body = code == 200 || !resp ? "{\"ok\":true}" : resp;
-    pfi_ft_msg ans = {PFI_FT_ANSWER, (unsigned)code, m.seq, body, strlen(body)};
-    if (ans.body_len > PFI_FT_MAX_BODY) ans.body_len = PFI_FT_MAX_BODY; /* only logged there */
-    unsigned char out[PFI_FT_MAX_BYTES];
-    size_t len = pfi_ft_encode(&ans, token, out);
-    if (len) sendto(a->fast_fd, out, len, 0, (const struct sockaddr *)from, sizeof *from);
+    answer(a, from, key, m.seq, code, code == 200 || !resp ? "{\"ok\":true}" : resp);
     free(resp);
 }
 

@@ -291,13 +291,14 @@ char *agent_render_metrics(agent *a, size_t *len)
     pfi_buf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
     head(&b, "pfi_agent_fast_trigger_datagrams_total", "counter",
          "Fast trigger datagrams by result: taken (caps applied), refused (as PUT would be), "
-         "bad (size, format or MAC), stale (seq not fresh).");
+         "view (GET /v1/control answered), bad (size, format or MAC), stale (seq not fresh).");
     pfi_buf_printf(&b,
                    "pfi_agent_fast_trigger_datagrams_total{result=\"taken\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"refused\"} %llu\n"
+                   "pfi_agent_fast_trigger_datagrams_total{result=\"view\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"bad\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"stale\"} %llu\n",
-                   a->fast_taken, a->fast_refused, a->fast_bad, a->fast_stale);
+                   a->fast_taken, a->fast_refused, a->fast_views, a->fast_bad, a->fast_stale);
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",

@@ -49,6 +49,7 @@ typedef struct ctl_cfg {
     double agent_timeout_s;    /* one request's deadline (NaN: from the period, 0.2..2 s) */
     double agent_concurrency;  /* requests in flight at once (default 1024) */
     int fast_trigger;          /* a trigger's caps by datagram where an agent offers it (1) */
+    int fast_collect;          /* the period's views by datagram, the same way (1) */
     double fast_trigger_ack_s; /* a datagram's deadline for its answer, then HTTP (0.2 s) */
     double openadr_poll_s;
     int openadr_version; /* pfi_oadr_version: 3.1 (default) or 3.0.1 */
@@ -165,7 +166,8 @@ typedef struct ctl {
     size_t trigger_agents, trigger_failed;
     char trigger_id[PFI_EVENT_ID_MAX + 1];
     unsigned long long triggers;
-    unsigned long long fast_sent, fast_answered, fast_fallbacks; /* fast trigger datagrams */
+    /* fast trigger datagrams, [0] caps (a trigger's), [1] views (a period's) */
+    unsigned long long fast_sent[2], fast_answered[2], fast_fallbacks[2];
     size_t trigger_fast; /* the last trigger's agents reached by datagram */
     /* safe-online during an event (ctl_online.c; NULL: none) */
     ctl_online_t *online;

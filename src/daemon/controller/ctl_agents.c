@@ -60,7 +60,9 @@ typedef struct xfer {
     int cancel;    /* queued, no longer to be sent (a trigger came after its body was built) */
     char *sent;    /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
     int full_node; /* X_GET: the agent has no GET /v1/control (404): read /v1/node */
-    int fast;      /* X_TRIGGER: going by datagram (waiting to be sent or for its answer) */
+    long code;     /* the answer's HTTP status (0: none) */
+    int by_datagram; /* X_GET: the answer came by datagram (a view) */
+    int fast;        /* X_TRIGGER: going by datagram (waiting to be sent or for its answer) */
     uint64_t fast_seq;
     double fast_deadline; /* monotonic s: no answer by then, the same body by HTTP */
     size_t agent;
@@ -102,7 +104,8 @@ static int g_ep = -1, g_wake_fd = -1;
  * oldest whose answer may still come, so deadlines expire in order); agent
  * i's datagram carries seq g_ft_base + i */
 static int g_ft_fd = -1;
-static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait;
+static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait; /* a ring of 2 x agents */
+static size_t g_fast_pending[X_KINDS];                  /* datagrams on their way, per kind */
 static uint64_t g_ft_base, g_ft_next;
 #define FT_BATCH 256 /* datagrams per sendmmsg / recvmmsg */
 
@@ -190,7 +193,7 @@ static int ensure(ctl *c, size_t n)
     }
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
     bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
-          PFI_VEC_RESIZE(g_ft_list, n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_ft_list, 2 * n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
         for (int k = 0; k < X_KINDS; k++) {
@@ -227,7 +230,7 @@ static void fill(const ctl *c)
     size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
     /* while a trigger's datagrams wait for their answers, a period's transfers wait too:
        on a busy machine they would compete with the agents' work on the caps */
-    int hold = g_ft_wait < g_ft_send;
+    int hold = g_fast_pending[X_TRIGGER] > 0;
     while ((g_trigger_queue.n || (g_queue.n && !hold)) && g_inflight < max) {
         xqueue *from = g_trigger_queue.n ? &g_trigger_queue : &g_queue;
         size_t q = from->q[from->head];
@@ -257,6 +260,8 @@ static void enqueue(xfer *x)
     if (x->queued || x->running) return; /* already on its way (a trigger before the last ended) */
     x->queued = 1;
     x->res = CURLE_OPERATION_TIMEDOUT;
+    x->code = 0;
+    x->by_datagram = 0;
     pfi_buf_clear(&x->buf);
     xqueue *to = x->kind == X_TRIGGER ? &g_trigger_queue : &g_queue;
     to->q[(to->head + to->n++) % to->cap] = (size_t)x->kind * g_n + x->agent;
@@ -296,7 +301,9 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
     ctl_db_generation_set(c, a->name, g);
 }
 
-static int fast_usable(const ctl *c, size_t i, const char *body);
+static int fast_usable(const ctl *c, int kind, size_t i, const char *body);
+static int fast_view_usable(const ctl *c, size_t i);
+static void fast_new_base(void);
 static void fast_add(xfer *x);
 
 /* each agent's jobs (CSR: the jobs of agent i are idx[start[i] .. start[i+1])), built
@@ -381,7 +388,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
         }
         curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
         x->release = release;
-        if (kind == X_TRIGGER && fast_usable(c, i, x->body)) fast_add(x);
+        if (fast_usable(c, kind, i, x->body)) fast_add(x);
         else enqueue(x);
         added++;
     }
@@ -400,13 +407,15 @@ static void take_trigger(ctl *c)
        trigger's PUT on the same connection) */
     for (size_t i = 0; i < g_n; i++)
         if (g_x[X_PUT][i].queued) g_x[X_PUT][i].cancel = 1;
-    /* agent i's datagram carries seq g_ft_base + i: a multiple of the agents, so an
-       answer's seq names its agent; microseconds of the wall clock, increasing */
-    uint64_t n = g_n ? g_n : 1, t = pfi_ft_now_us();
-    g_ft_base = ((t > g_ft_next ? t : g_ft_next) + n - 1) / n * n;
-    g_ft_next = g_ft_base + n;
+    fast_new_base();
     c->trigger_fast = 0;
+    size_t n0 = g_ft_n;
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
+    /* its datagrams go out before a period's view requests not sent yet */
+    for (size_t k = n0, t = g_ft_send; k < g_ft_n && g_n; k++, t++) {
+        size_t *a = &g_ft_list[k % (2 * g_n)], *b = &g_ft_list[t % (2 * g_n)], q = *a;
+        *a = *b, *b = q;
+    }
     c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
     c->trigger_push_s = NAN;
@@ -482,17 +491,41 @@ static void put_done(ctl *c, xfer *x, double now)
 
 /* ---- fast trigger datagrams (fast_trigger.h) ---- */
 
-/* whether agent i's trigger PUT (body) may go by datagram: it offers a port,
- * we know its address and key, the body fits, it answered the last ones, and
- * no PUT of a period is on its way (that one, answered after the datagram,
- * would raise what the trigger lowered; on HTTP it is answered first; one
- * still queued was cancelled by the trigger) */
-static int fast_usable(const ctl *c, size_t i, const char *body)
+/* whether agent i's PUT of kind (body) may go by datagram: it offers a port,
+ * we know its address and key, the body fits, it answered the last ones; a
+ * period's caps when its views do (fast_collect); a trigger's (fast_trigger)
+ * when no PUT of a period is on its way by HTTP (that one, answered after
+ * the datagram, would raise what the trigger lowered; on HTTP it is answered
+ * first; one still queued or waiting for its datagram's answer was cancelled
+ * by the trigger: a datagram of a period that arrives after the trigger's is
+ * stale at the agent, and it is not sent again by HTTP) */
+static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
 {
     const ctl_agent *a = &c->agent[i];
-    return g_ft_fd >= 0 && c->cfg.fast_trigger && a->fast_port > 0 && a->fast_ip && a->token[0] &&
-           a->fast_misses < 3 && strlen(body) <= PFI_FT_MAX_BODY && !g_x[X_PUT][i].running &&
+    if (g_ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
+        strlen(body) > PFI_FT_MAX_BODY)
+        return 0;
+    if (kind == X_PUT) return c->cfg.fast_collect; /* a period's caps: with its views */
+    return c->cfg.fast_trigger && !g_x[X_PUT][i].running &&
            !(g_x[X_PUT][i].queued && !g_x[X_PUT][i].cancel);
+}
+
+/* the key of agent i's datagrams of kind: a view's is the read token where
+ * one is configured (as its GET's), else the control token */
+static const char *fast_key(const ctl *c, int kind, size_t i)
+{
+    const ctl_agent *a = &c->agent[i];
+    return kind == X_GET && a->read_token[0] ? a->read_token : a->token;
+}
+
+/* a new base for seqs: agent i's next datagram carries g_ft_base + i, a
+ * multiple of the agents, so an answer's seq names its agent; microseconds
+ * of the wall clock, increasing */
+static void fast_new_base(void)
+{
+    uint64_t n = g_n ? g_n : 1, t = pfi_ft_now_us();
+    g_ft_base = ((t > g_ft_next ? t : g_ft_next) + n - 1) / n * n;
+    g_ft_next = g_ft_base + n;
 }
 
 static void fast_add(xfer *x)
@@ -500,8 +533,24 @@ static void fast_add(xfer *x)
     x->fast = 1;
     x->queued = 1; /* on its way: not queued again until it ends */
     x->fast_seq = g_ft_base + x->agent;
-    g_ft_list[g_ft_n++ % g_n] = x->agent;
-    g_pending[X_TRIGGER]++;
+    g_ft_list[g_ft_n++ % (2 * g_n)] = (size_t)x->kind * g_n + x->agent;
+    g_pending[x->kind]++;
+    g_fast_pending[x->kind]++;
+}
+
+static xfer *fast_at(size_t k)
+{
+    size_t q = g_ft_list[k % (2 * g_n)];
+    return &g_x[q / g_n][q % g_n];
+}
+
+/* a datagram that ended (answered, or given up): no longer on its way */
+static void fast_end(xfer *x)
+{
+    x->fast = 0;
+    x->queued = 0;
+    g_pending[x->kind]--;
+    g_fast_pending[x->kind]--;
 }
 
 /* send the next FT_BATCH datagrams not sent yet; the time to call again
@@ -514,16 +563,23 @@ static double fast_send(ctl *c)
     struct sockaddr_in to[FT_BATCH];
     size_t nb = 0;
     for (size_t k = g_ft_send; k < g_ft_n && nb < FT_BATCH; k++) {
-        size_t i = g_ft_list[k % g_n];
-        const xfer *x = &g_x[X_TRIGGER][i];
-        const ctl_agent *a = &c->agent[i];
-        pfi_ft_msg m = {PFI_FT_REQUEST, 0, x->fast_seq, x->body, strlen(x->body)};
+        const xfer *x = fast_at(k);
+        const ctl_agent *a = &c->agent[x->agent];
+        pfi_ft_msg m = {PFI_FT_REQUEST, 0, x->fast_seq, x->body, 0};
+        char path[600];
+        if (x->kind == X_GET) { /* the request target, as the GET's (an agent behind a path) */
+            const char *h = strstr(a->url, "://"), *sl = h ? strchr(h + 3, '/') : NULL;
+            snprintf(path, sizeof path, "{\"path\":\"%.500s/v1/control\"}", sl ? sl : "");
+            m.type = PFI_FT_VIEW;
+            m.body = path;
+        }
+        m.body_len = strlen(m.body);
         memset(&to[nb], 0, sizeof to[nb]);
         to[nb].sin_family = AF_INET;
         to[nb].sin_port = htons((uint16_t)a->fast_port);
         to[nb].sin_addr.s_addr = a->fast_ip;
         iov[nb].iov_base = dg[nb];
-        iov[nb].iov_len = pfi_ft_encode(&m, a->token, dg[nb]);
+        iov[nb].iov_len = pfi_ft_encode(&m, fast_key(c, x->kind, x->agent), dg[nb]);
         memset(&mm[nb], 0, sizeof mm[nb]);
         mm[nb].msg_hdr.msg_name = &to[nb];
         mm[nb].msg_hdr.msg_namelen = sizeof to[nb];
@@ -539,12 +595,28 @@ static double fast_send(ctl *c)
     if (sent < 0) sent = 0; /* the first one failed: its deadline (now) sends it by HTTP */
     size_t done = (size_t)sent ? (size_t)sent : 1;
     for (size_t k = 0; k < done; k++) {
-        xfer *x = &g_x[X_TRIGGER][g_ft_list[(g_ft_send + k) % g_n]];
+        xfer *x = fast_at(g_ft_send + k);
         x->fast_deadline = (size_t)sent > k ? now + c->cfg.fast_trigger_ack_s : now;
+        if ((size_t)sent > k) c->fast_sent[x->kind == X_GET]++; /* a counter: read racily */
     }
     g_ft_send += done;
-    c->fast_sent += (size_t)sent;
     return INFINITY;
+}
+
+/* an answer to agent i's datagram (seq), checked: its transfer, else NULL */
+static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft_msg *m)
+{
+    if (len < PFI_FT_HEADER_BYTES || !g_n) return NULL;
+    uint64_t seq = 0;
+    for (int b = 8; b < 16; b++) seq = seq << 8 | d[b];
+    for (int kind = 0; kind < X_KINDS; kind++) {
+        xfer *x = &g_x[kind][seq % g_n];
+        pfi_error e;
+        if (x->fast && x->fast_seq == seq &&
+            !pfi_ft_decode(d, len, fast_key(c, kind, x->agent), m, &e) && m->type == PFI_FT_ANSWER)
+            return x;
+    }
+    return NULL; /* late (already sent by HTTP), or not from the agent */
 }
 
 /* the answers waiting on the socket */
@@ -566,60 +638,75 @@ static void fast_recv(ctl *c)
         int locked = 0;
         double now = 0;
         for (int k = 0; k < n; k++) {
-            size_t len = mm[k].msg_len;
-            if (len < PFI_FT_HEADER_BYTES || !g_n) continue;
-            uint64_t seq = 0;
-            for (int b = 8; b < 16; b++) seq = seq << 8 | dg[k][b];
-            xfer *x = &g_x[X_TRIGGER][seq % g_n];
             pfi_ft_msg m;
-            pfi_error e;
-            if (!x->fast || x->fast_seq != seq ||
-                pfi_ft_decode(dg[k], len, c->agent[x->agent].token, &m, &e) ||
-                m.type != PFI_FT_ANSWER)
-                continue; /* late (already sent by HTTP), or not from the agent */
-            x->fast = 0;
-            x->queued = 0;
-            g_pending[X_TRIGGER]--;
-            dg[k][len] = '\0';
+            xfer *x = fast_match(c, dg[k], mm[k].msg_len, &m);
+            if (!x) continue;
+            fast_end(x);
+            c->agent[x->agent].fast_misses = 0; /* only this thread writes it */
+            if (x->kind == X_GET) {
+                c->fast_answered[1]++;
+                /* the view as a GET's answer; one that did not fit: by HTTP */
+                pfi_buf_clear(&x->buf);
+                x->code = (long)m.status;
+                x->res = pfi_buf_add(&x->buf, m.body, m.body_len) ? CURLE_OUT_OF_MEMORY : CURLE_OK;
+                x->by_datagram = 1;
+                if (m.status != 200) enqueue(x);
+                continue;
+            }
+            dg[k][mm[k].msg_len] = '\0';
             if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
-            c->agent[x->agent].fast_misses = 0;
-            c->fast_answered++;
-            c->trigger_fast++;
+            c->fast_answered[0]++;
+            if (x->kind == X_TRIGGER) c->trigger_fast++;
+            x->cancel = 0;
             put_result(c, x, now, 1, (long)m.status, NULL, m.body);
         }
         if (locked) pthread_mutex_unlock(&c->mu);
     }
 }
 
-/* datagrams not answered by their deadline: the same body by HTTP; the next
- * deadline (+inf: none) */
+/* datagrams not answered by their deadline: the same request by HTTP; the
+ * next deadline (+inf: none) */
 static double fast_expire(ctl *c)
 {
     double now = pfi_wall_monotonic();
-    size_t late = 0;
+    size_t late[X_KINDS] = {0};
     while (g_ft_wait < g_ft_send) {
-        xfer *x = &g_x[X_TRIGGER][g_ft_list[g_ft_wait % g_n]];
+        xfer *x = fast_at(g_ft_wait);
         if (x->fast && x->fast_deadline > now) break;
         g_ft_wait++;
         if (!x->fast) continue; /* answered */
-        x->fast = 0;
-        x->queued = 0;
-        g_pending[X_TRIGGER]--;
+        fast_end(x);
         c->agent[x->agent].fast_misses++;
+        late[x->kind]++;
+        if (x->kind == X_PUT && x->cancel) { /* a trigger came since: its caps stand */
+            x->cancel = 0;
+            continue;
+        }
         enqueue(x);
-        late++;
     }
-    if (late) {
+    if (late[X_TRIGGER] || late[X_GET] || late[X_PUT]) {
         pthread_mutex_lock(&c->mu);
-        c->fast_fallbacks += late;
-        ctl_log(c,
-                "trigger %s: %zu agents did not answer the datagram within %.0f ms: their caps go "
-                "by HTTP",
-                c->trigger_id, late, 1000 * c->cfg.fast_trigger_ack_s);
+        c->fast_fallbacks[0] += late[X_TRIGGER] + late[X_PUT];
+        c->fast_fallbacks[1] += late[X_GET];
+        if (late[X_PUT])
+            ctl_log(c,
+                    "warning: %zu agents did not answer the caps datagram within %.0f ms: sent "
+                    "by HTTP",
+                    late[X_PUT], 1000 * c->cfg.fast_trigger_ack_s);
+        if (late[X_TRIGGER])
+            ctl_log(c,
+                    "trigger %s: %zu agents did not answer the datagram within %.0f ms: their caps "
+                    "go by HTTP",
+                    c->trigger_id, late[X_TRIGGER], 1000 * c->cfg.fast_trigger_ack_s);
+        if (late[X_GET])
+            ctl_log(c,
+                    "warning: %zu agents did not answer the view datagram within %.0f ms: read by "
+                    "HTTP",
+                    late[X_GET], 1000 * c->cfg.fast_trigger_ack_s);
         pthread_mutex_unlock(&c->mu);
     }
     if (g_ft_wait == g_ft_n) g_ft_wait = g_ft_send = g_ft_n = 0; /* none on its way */
-    if (g_ft_wait < g_ft_send) return g_x[X_TRIGGER][g_ft_list[g_ft_wait % g_n]].fast_deadline;
+    if (g_ft_wait < g_ft_send) return fast_at(g_ft_wait)->fast_deadline;
     return INFINITY;
 }
 
@@ -642,6 +729,7 @@ static void reap(ctl *c)
             curl_multi_remove_handle(sh->m, x->h);
             g_inflight--;
             g_pending[x->kind]--;
+            curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->code);
             if (x->kind == X_GET) continue;
             if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
             put_done(c, x, now);
@@ -724,9 +812,21 @@ void ctl_agents_service(ctl *c)
     run_until(c, X_TRIGGER);
 }
 
+/* whether agent i's view may be read by datagram this period: as a trigger's
+ * caps (fast_usable), and an agent that answered GET /v1/control; every 16th
+ * period by HTTP, which also says where the agent is now (fast_ip) */
+static int fast_view_usable(const ctl *c, size_t i)
+{
+    const ctl_agent *a = &c->agent[i];
+    return g_ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
+           fast_key(c, X_GET, i)[0] && a->fast_misses < 3 && !g_x[X_GET][i].full_node &&
+           c->cycles % 16 != 0;
+}
+
 void ctl_agents_collect(ctl *c)
 {
     if (ensure(c, c->nagents)) return;
+    fast_new_base();
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
         if (!x->set_up) {
@@ -744,16 +844,15 @@ void ctl_agents_collect(ctl *c)
             curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
             x->set_up = 1;
         }
-        enqueue(x);
+        if (fast_view_usable(c, i)) fast_add(x);
+        else enqueue(x);
     }
     run_until(c, X_GET);
     /* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
     size_t older = 0;
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
-        long code = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-        if (x->res != CURLE_OK || code != 404 || x->full_node) continue;
+        if (x->res != CURLE_OK || x->code != 404 || x->full_node || x->by_datagram) continue;
         char url[600];
         snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
         curl_easy_setopt(x->h, CURLOPT_URL, url);
@@ -769,10 +868,8 @@ void ctl_agents_collect(ctl *c)
     json_t **node = calloc(c->nagents + 1, sizeof *node);
     for (size_t i = 0; node && i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
-        long code = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
         node[i] =
-            x->res == CURLE_OK && code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
+            x->res == CURLE_OK && x->code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
     }
     double now = pfi_clock_now();
     pthread_mutex_lock(&c->mu);
@@ -789,10 +886,11 @@ void ctl_agents_collect(ctl *c)
             char *ip = NULL;
             struct in_addr in;
             json_t *fp = json_object_get(nd, "fast_trigger_port");
-            a->fast_ip = curl_easy_getinfo(x->h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip &&
-                                 inet_pton(AF_INET, ip, &in) == 1
-                             ? in.s_addr
-                             : 0;
+            if (!x->by_datagram) /* a view by datagram came from where we sent it */
+                a->fast_ip = curl_easy_getinfo(x->h, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK && ip &&
+                                     inet_pton(AF_INET, ip, &in) == 1
+                                 ? in.s_addr
+                                 : 0;
             a->fast_port =
                 json_is_integer(fp) && json_integer_value(fp) > 0 && json_integer_value(fp) < 65536
                     ? (int)json_integer_value(fp)
@@ -815,6 +913,7 @@ void ctl_agents_collect(ctl *c)
 void ctl_agents_push(ctl *c, int release)
 {
     if (ensure(c, c->nagents)) return;
+    fast_new_base(); /* the caps' datagrams carry seqs above the views' */
     pthread_mutex_lock(&c->mu);
     size_t added = queue_puts(c, X_PUT, release);
     pthread_mutex_unlock(&c->mu);

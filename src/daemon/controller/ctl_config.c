@@ -310,6 +310,7 @@ static void defaults(ctl_cfg *c)
     c->agent_timeout_s = NAN;
     c->agent_concurrency = 1024;
     c->fast_trigger = 1;
+    c->fast_collect = 1;
     c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;
     static const double levels[4] = {0, 10, 20, 30};
@@ -346,6 +347,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("agent_timeout_s", &c->agent_timeout_s, 0.01, 60),
         CFG_NUM("agent_concurrency", &c->agent_concurrency, 1, 1e6),
         {"fast_trigger", PFI_J_BOOL, .dst = &c->fast_trigger},
+        {"fast_collect", PFI_J_BOOL, .dst = &c->fast_collect},
         CFG_NUM("fast_trigger_ack_s", &c->fast_trigger_ack_s, 0.005, 5),
         {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},

@@ -375,16 +375,23 @@ static char *metrics(ctl *c, size_t *len)
          "Triggers whose planned caps were pushed at once (POST /v1/trigger, events starting "
          "now).");
     pfi_buf_printf(&b, "pfi_ctl_triggers_total %llu\n", c->triggers);
-    head(&b, "pfi_ctl_fast_trigger_datagrams_total", "counter",
-         "Fast trigger datagrams sent to agents (a trigger's caps over UDP).");
-    pfi_buf_printf(&b, "pfi_ctl_fast_trigger_datagrams_total %llu\n", c->fast_sent);
-    head(&b, "pfi_ctl_fast_trigger_answers_total", "counter",
+    static const char *const kind[2] = {"caps", "view"};
+    head(&b, "pfi_ctl_fast_datagrams_total", "counter",
+         "Fast trigger datagrams sent to agents: kind caps (PUT /v1/caps: a trigger's or a "
+         "period's), view (a period's GET /v1/control).");
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(&b, "pfi_ctl_fast_datagrams_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_sent[k]);
+    head(&b, "pfi_ctl_fast_answers_total", "counter",
          "Fast trigger datagrams the agents answered in time.");
-    pfi_buf_printf(&b, "pfi_ctl_fast_trigger_answers_total %llu\n", c->fast_answered);
-    head(&b, "pfi_ctl_fast_trigger_fallbacks_total", "counter",
-         "Fast trigger datagrams not answered within fast_trigger_ack_s: their caps sent by "
-         "HTTP.");
-    pfi_buf_printf(&b, "pfi_ctl_fast_trigger_fallbacks_total %llu\n", c->fast_fallbacks);
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(&b, "pfi_ctl_fast_answers_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_answered[k]);
+    head(&b, "pfi_ctl_fast_fallbacks_total", "counter",
+         "Fast trigger datagrams not answered within fast_trigger_ack_s: sent again by HTTP.");
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(&b, "pfi_ctl_fast_fallbacks_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_fallbacks[k]);
     if (c->triggers && isfinite(c->trigger_push_s)) {
         head(&b, "pfi_ctl_trigger_push_seconds", "gauge",
              "The last trigger: to its last cap written (the last successful PUT).");
