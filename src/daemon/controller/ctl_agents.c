@@ -106,8 +106,8 @@ static int g_ep = -1, g_wake_fd = -1;
 static int g_ft_fd = -1;
 static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait; /* a ring of 2 x agents */
 static size_t g_fast_pending[X_KINDS];                  /* datagrams on their way, per kind */
-static uint64_t g_ft_base, g_ft_next;
-#define FT_BATCH 256 /* datagrams per sendmmsg / recvmmsg */
+static uint64_t g_ft_base, g_ft_next, *g_ft_last; /* g_ft_last: per agent, the last seq sent */
+#define FT_BATCH 256                              /* datagrams per sendmmsg / recvmmsg */
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -194,6 +194,7 @@ static int ensure(ctl *c, size_t n)
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
     bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_ft_list, 2 * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_ft_last, n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
         for (int k = 0; k < X_KINDS; k++) {
@@ -218,6 +219,7 @@ static int ensure(ctl *c, size_t n)
             n);
         return -1;
     }
+    memset(g_ft_last, 0, n * sizeof *g_ft_last);
     g_queue.cap = X_KINDS * n;
     g_trigger_queue.cap = n;
     g_n = n;
@@ -532,7 +534,6 @@ static void fast_add(xfer *x)
 {
     x->fast = 1;
     x->queued = 1; /* on its way: not queued again until it ends */
-    x->fast_seq = g_ft_base + x->agent;
     g_ft_list[g_ft_n++ % (2 * g_n)] = (size_t)x->kind * g_n + x->agent;
     g_pending[x->kind]++;
     g_fast_pending[x->kind]++;
@@ -563,8 +564,12 @@ static double fast_send(ctl *c)
     struct sockaddr_in to[FT_BATCH];
     size_t nb = 0;
     for (size_t k = g_ft_send; k < g_ft_n && nb < FT_BATCH; k++) {
-        const xfer *x = fast_at(k);
+        xfer *x = fast_at(k);
         const ctl_agent *a = &c->agent[x->agent];
+        /* its seq, given as it is sent (a trigger's datagrams overtake views not sent yet):
+           above the last this agent was sent */
+        if (g_ft_base + x->agent <= g_ft_last[x->agent]) fast_new_base();
+        x->fast_seq = g_ft_last[x->agent] = g_ft_base + x->agent;
         pfi_ft_msg m = {PFI_FT_REQUEST, 0, x->fast_seq, x->body, 0};
         char path[600];
         if (x->kind == X_GET) { /* the request target, as the GET's (an agent behind a path) */
@@ -814,13 +819,16 @@ void ctl_agents_service(ctl *c)
 
 /* whether agent i's view may be read by datagram this period: as a trigger's
  * caps (fast_usable), and an agent that answered GET /v1/control; every 16th
- * period by HTTP, which also says where the agent is now (fast_ip) */
+ * period by HTTP (a sixteenth of the agents each period, not all at once),
+ * which keeps that path tried and says where the agent is now (fast_ip; an
+ * agent that moved, or restarted on another port, misses its datagrams and
+ * is read by HTTP at once anyway) */
 static int fast_view_usable(const ctl *c, size_t i)
 {
     const ctl_agent *a = &c->agent[i];
     return g_ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
            fast_key(c, X_GET, i)[0] && a->fast_misses < 3 && !g_x[X_GET][i].full_node &&
-           c->cycles % 16 != 0;
+           (c->cycles + i) % 16 != 0;
 }
 
 void ctl_agents_collect(ctl *c)
