@@ -1,5 +1,5 @@
 /* test_fast_trigger.c — the fast trigger datagram (fast_trigger.h): a
- * request and an answer round-trip; a change to any byte of the header or
+ * caps request, a view request and an answer round-trip; a change to any byte of the header or
  * the body, or another token, fails the MAC; sizes outside 48..1400 bytes,
  * another magic, version or type are refused with a message naming the
  * field; a body too long to fit is not encoded; freshness: above the last
@@ -50,6 +50,9 @@ static void test_round_trip(void **state)
     assert_int_equal(m.type, PFI_FT_ANSWER);
     assert_int_equal(m.status, 409);
     assert_true(m.seq == 42);
+    n = make(d, PFI_FT_VIEW, 0, 43, "{\"path\":\"/v1/control\"}");
+    assert_int_equal(pfi_ft_decode(d, n, TOK, &m, &e), PFI_OK);
+    assert_int_equal(m.type, PFI_FT_VIEW);
     /* an empty body is a valid datagram (the caps parser then refuses it) */
     n = make(d, PFI_FT_REQUEST, 0, 1, "");
     assert_int_equal(n, PFI_FT_HEADER_BYTES);

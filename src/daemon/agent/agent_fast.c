@@ -58,8 +58,9 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     snprintf(who, sizeof who, "%s:%u", ip, (unsigned)ntohs(from->sin_port));
     pfi_ft_msg m;
     pfi_error e;
-    pthread_mutex_lock(&a->mu);
-    /* the control token's MAC; a view request may carry the read token's (as GET) */
+    /* the control token's MAC; a view request may carry the read token's (as GET); outside
+       the lock (the tokens do not change while the agent runs): a flood of forged datagrams
+       costs the HTTP handlers nothing */
     const char *key = a->token;
     int bad = pfi_ft_decode(d, n, key, &m, &e) != PFI_OK;
     if (bad && a->have_read_token && n > 5 && d[5] == PFI_FT_VIEW) {
@@ -67,6 +68,7 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
         key = a->read_token;
         bad = pfi_ft_decode(d, n, key, &m, &e2) != PFI_OK;
     }
+    pthread_mutex_lock(&a->mu);
     if (bad || m.type == PFI_FT_ANSWER) {
         a->fast_bad++;
         log_dropped(a, who, bad ? e.msg : "type: an answer, not a request");
