@@ -188,10 +188,9 @@ static void farm_fast_stop(pthread_t tid, unsigned nfarm)
     atomic_store(&g_ft_stop, 1);
     pthread_join(tid, NULL);
     close(g_ft_fd);
-    printf(
-        "bench controller %u agents: the farm took %llu trigger datagrams and answered %llu view "
-        "datagrams\n",
-        nfarm, g_ft_taken, g_ft_views);
+    printf("bench controller %u agents: the farm took %llu caps datagrams and answered %llu view "
+           "datagrams\n",
+           nfarm, g_ft_taken, g_ft_views);
     g_ft_port = 0;
 }
 
@@ -675,7 +674,10 @@ static int node_caps(char urls[][64], int n, double caps[][8], double *power_w)
         json_array_foreach(json_object_get(o, "gpus"), k, g) if (k < 8)
         {
             caps[i][k] = json_number_value(json_object_get(g, "cap_w"));
-            *power_w += json_number_value(json_object_get(g, "power_w"));
+            /* delivery: the instant reading where the driver has it (NVML field 186), which
+               follows a cap within one sample; else the 1 s average */
+            json_t *pi = json_object_get(g, "power_instant_w");
+            *power_w += json_number_value(pi ? pi : json_object_get(g, "power_w"));
         }
         json_decref(o);
     }

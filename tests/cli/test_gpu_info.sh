@@ -105,6 +105,13 @@ wait_counter 30 "$URL" pfi_agent_samples_total 2
 curl -s -m 5 "$URL/metrics" >"$T/m"
 contains "$T/m" 'pfi_gpu_power_limit_enforced_watts{gpu="1",uuid="GPU-fa4e0000-0000-4000-8000-000000000001",hostname="'
 grep -q '^pfi_gpu_power_limit_enforced_watts{gpu="1",.*} 450$' "$T/m" || fail "enforced 450"; ok
+# the instant field (NVML 186; the double reads 5 W above its average): exported and in /v1/node
+grep -q '^pfi_gpu_power_instant_watts{gpu="0",uuid="GPU-fa4e0000-0000-4000-8000-000000000000",.*} [0-9]' "$T/m" \
+  || fail "no pfi_gpu_power_instant_watts for GPU 0"
+ok
+curl -s -m 5 "$URL/v1/node" | "$PY" -c 'import json,sys; g=json.load(sys.stdin)["gpus"][0]; assert abs(g["power_instant_w"] - g["power_w"] - 5) < 50, g' \
+  || fail "power_instant_w in /v1/node"
+ok
 grep -q '^pfi_gpu_power_limit_enforced_watts{gpu="0",.*} 700$' "$T/m" || fail "enforced 700"; ok
 grep -q '^pfi_gpu_out_of_band_limit{gpu="1",.*} 1$' "$T/m" || fail "GPU 1 out of band"; ok
 grep -q '^pfi_gpu_out_of_band_limit{gpu="0",.*} 0$' "$T/m" || fail "GPU 0 not out of band"; ok

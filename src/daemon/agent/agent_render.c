@@ -96,6 +96,10 @@ static double g_power(const pfi_gpu_sample *s)
 {
     return s->power_w;
 }
+static double g_power_instant(const pfi_gpu_sample *s)
+{
+    return s->power_instant_w;
+}
 static double g_energy(const pfi_gpu_sample *s)
 {
     return s->energy_j * 1000.0;
@@ -140,6 +144,12 @@ static double g_thr(const pfi_gpu_sample *s)
 static const gpu_series series[] = {
     {"pfi_gpu_power_watts", "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (W).",
      "Power draw (in W).", PFI_GS_POWER, -1, g_power, 1},
+    /* where the driver has NVML's field 186 (Hopper, driver 535+): a sample, not the 1 s
+       average, so a cap's effect shows within one sampling interval (delivery) */
+    {"pfi_gpu_power_instant_watts", "DCGM_FI_DEV_POWER_USAGE_INSTANT", "gauge",
+     "Instantaneous power draw (W), where the driver has it.",
+     "Current instantaneous power usage of the device (in W).", PFI_GS_POWER_INSTANT, -1,
+     g_power_instant, 1},
     {"pfi_gpu_energy_joules_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
      "Energy consumed since the driver loaded (J).", "Total energy consumption since boot (in mJ).",
      PFI_GS_ENERGY, -1, g_energy, 1e-3},
@@ -328,6 +338,8 @@ char *agent_render_node(agent *a)
             if (s->have & PFI_GS_ENFORCED)
                 json_object_set_new(o, "enforced_w", json_real(s->enforced_w));
             if (s->have & PFI_GS_POWER) json_object_set_new(o, "power_w", json_real(s->power_w));
+            if (s->have & PFI_GS_POWER_INSTANT)
+                json_object_set_new(o, "power_instant_w", json_real(s->power_instant_w));
             if (s->have & PFI_GS_CLOCKS)
                 json_object_set_new(o, "sm_clock_mhz", json_real(s->sm_clock_mhz));
             if (s->have & PFI_GS_UTIL)
