@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (m.body != (const char *)d + PFI_FT_HEADER_BYTES || m.body_len + PFI_FT_HEADER_BYTES != n)
         abort();
-    if (m.type != PFI_FT_REQUEST && m.type != PFI_FT_ANSWER) abort();
+    if (m.type != PFI_FT_REQUEST && m.type != PFI_FT_VIEW && m.type != PFI_FT_ANSWER) abort();
     (void)pfi_ft_fresh(m.seq, 0, pfi_ft_now_us());
     if (m.type == PFI_FT_REQUEST) {
         pfi_caps_request r;
