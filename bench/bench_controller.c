@@ -93,6 +93,42 @@ static void farm_set_cap(unsigned i, double c)
 
 static char *farm_control(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len);
 
+/* farm agent i takes seq if fresh (as pfi-agent: above its last, within 5 s) */
+static int farm_fresh(unsigned i, uint64_t seq)
+{
+    pthread_mutex_lock(&g_mu);
+    int fresh = pfi_ft_fresh(seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
+    if (fresh) g_farm[i].ft_last_seq = seq;
+    pthread_mutex_unlock(&g_mu);
+    return fresh;
+}
+
+/* the answer to a request (m, the NUL-terminated body), malloc'd into *body
+ * (NULL: none, the request is dropped) */
+static char *farm_answer(const pfi_ft_msg *m, size_t *len)
+{
+    if (m->type == PFI_FT_VIEW) { /* {"path":"/a/I/v1/control"} */
+        const char *q = strstr(m->body, "\"/a/");
+        unsigned i = q ? (unsigned)strtoul(q + 4, NULL, 10) : g_nfarm;
+        if (i >= g_nfarm || !farm_fresh(i, m->seq)) return NULL;
+        pthread_mutex_lock(&g_mu);
+        farm_agent fa = g_farm[i];
+        pthread_mutex_unlock(&g_mu);
+        g_ft_views++;
+        return farm_control(i, fa.cap_w, fa.uncapped_w, fa.tokens_per_s_max, fa.pfi, len);
+    }
+    /* caps: the job's (one per agent, "jobN": agent N), the last "cap_w" */
+    const char *j = strstr(m->body, "\"job_id\":\"job");
+    unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
+    if (i >= g_nfarm || !farm_fresh(i, m->seq)) return NULL;
+    double c = 700;
+    for (const char *p = m->body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
+    farm_set_cap(i, c);
+    g_ft_taken++;
+    *len = 11;
+    return strdup("{\"ok\":true}");
+}
+
 static void *farm_fast_thread(void *arg)
 {
     (void)arg;
@@ -124,48 +160,13 @@ static void *farm_fast_thread(void *arg)
                     m.type == PFI_FT_ANSWER)
                     continue;
                 in[k][mi[k].msg_len] = '\0';
-                if (m.type == PFI_FT_VIEW) { /* {"path":"/a/I/v1/control"} */
-                    const char *q = strstr(m.body, "\"/a/");
-                    unsigned i = q ? (unsigned)strtoul(q + 4, NULL, 10) : g_nfarm;
-                    if (i >= g_nfarm) continue;
-                    pthread_mutex_lock(&g_mu);
-                    farm_agent fa = g_farm[i];
-                    int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
-                    if (fresh) g_farm[i].ft_last_seq = m.seq;
-                    pthread_mutex_unlock(&g_mu);
-                    size_t vlen = 0;
-                    char *view = fresh ? farm_control(i, fa.cap_w, fa.uncapped_w,
-                                                      fa.tokens_per_s_max, fa.pfi, &vlen)
-                                       : NULL;
-                    if (!view) continue;
-                    pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, view, vlen};
-                    io[no].iov_base = out[no];
-                    io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
-                    free(view);
-                    memset(&mo[no], 0, sizeof mo[no]);
-                    mo[no].msg_hdr.msg_iov = &io[no];
-                    mo[no].msg_hdr.msg_iovlen = 1;
-                    mo[no].msg_hdr.msg_name = &from[k];
-                    mo[no].msg_hdr.msg_namelen = sizeof from[k];
-                    no++;
-                    g_ft_views++;
-                    continue;
-                }
-                const char *j = strstr(m.body, "\"job_id\":\"job");
-                unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
-                if (i >= g_nfarm) continue;
-                pthread_mutex_lock(&g_mu);
-                int fresh = pfi_ft_fresh(m.seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
-                if (fresh) g_farm[i].ft_last_seq = m.seq;
-                pthread_mutex_unlock(&g_mu);
-                if (!fresh) continue;
-                double c = 700;
-                for (const char *p = m.body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
-                farm_set_cap(i, c);
-                g_ft_taken++;
-                pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, "{\"ok\":true}", 11};
+                size_t len = 0;
+                char *body = farm_answer(&m, &len);
+                if (!body) continue;
+                pfi_ft_msg a = {PFI_FT_ANSWER, 200, m.seq, body, len};
                 io[no].iov_base = out[no];
                 io[no].iov_len = pfi_ft_encode(&a, g_ft_token, out[no]);
+                free(body);
                 memset(&mo[no], 0, sizeof mo[no]);
                 mo[no].msg_hdr.msg_iov = &io[no];
                 mo[no].msg_hdr.msg_iovlen = 1;
