@@ -599,12 +599,17 @@ static double fast_send(ctl *c)
         return now + 0.001;
     if (sent < 0) sent = 0; /* the first one failed: its deadline (now) sends it by HTTP */
     size_t done = (size_t)sent ? (size_t)sent : 1;
+    unsigned long long views = 0;
     for (size_t k = 0; k < done; k++) {
         xfer *x = fast_at(g_ft_send + k);
         x->fast_deadline = (size_t)sent > k ? now + c->cfg.fast_trigger_ack_s : now;
-        if ((size_t)sent > k) c->fast_sent[x->kind == X_GET]++; /* a counter: read racily */
+        views += (size_t)sent > k && x->kind == X_GET;
     }
     g_ft_send += done;
+    pthread_mutex_lock(&c->mu); /* the counters /metrics reads */
+    c->fast_sent[0] += (unsigned long long)sent - views;
+    c->fast_sent[1] += views;
+    pthread_mutex_unlock(&c->mu);
     return INFINITY;
 }
 
@@ -642,6 +647,7 @@ static void fast_recv(ctl *c)
         if (n <= 0) return;
         int locked = 0;
         double now = 0;
+        unsigned long long views = 0;
         for (int k = 0; k < n; k++) {
             pfi_ft_msg m;
             xfer *x = fast_match(c, dg[k], mm[k].msg_len, &m);
@@ -649,7 +655,7 @@ static void fast_recv(ctl *c)
             fast_end(x);
             c->agent[x->agent].fast_misses = 0; /* only this thread writes it */
             if (x->kind == X_GET) {
-                c->fast_answered[1]++;
+                views++;
                 /* the view as a GET's answer; one that did not fit: by HTTP */
                 pfi_buf_clear(&x->buf);
                 x->code = (long)m.status;
@@ -664,6 +670,10 @@ static void fast_recv(ctl *c)
             if (x->kind == X_TRIGGER) c->trigger_fast++;
             x->cancel = 0;
             put_result(c, x, now, 1, (long)m.status, NULL, m.body);
+        }
+        if (views) {
+            if (!locked) pthread_mutex_lock(&c->mu), locked = 1;
+            c->fast_answered[1] += views;
         }
         if (locked) pthread_mutex_unlock(&c->mu);
     }

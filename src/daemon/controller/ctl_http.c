@@ -257,6 +257,28 @@ static void event_metrics(ctl *c, pfi_buf *b)
     for (size_t i = 0; i < n; i++) json_decref(ev[i]);
 }
 
+/* the fast trigger datagrams' counters (ctl_agents.c), by kind */
+static void fast_metrics(pfi_buf *b, const ctl *c)
+{
+    static const char *const kind[2] = {"caps", "view"};
+    head(b, "pfi_ctl_fast_datagrams_total", "counter",
+         "Fast trigger datagrams sent to agents: kind caps (PUT /v1/caps: a trigger's or a "
+         "period's), view (a period's GET /v1/control).");
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(b, "pfi_ctl_fast_datagrams_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_sent[k]);
+    head(b, "pfi_ctl_fast_answers_total", "counter",
+         "Fast trigger datagrams the agents answered in time.");
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(b, "pfi_ctl_fast_answers_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_answered[k]);
+    head(b, "pfi_ctl_fast_fallbacks_total", "counter",
+         "Fast trigger datagrams not answered within fast_trigger_ack_s: sent again by HTTP.");
+    for (int k = 0; k < 2; k++)
+        pfi_buf_printf(b, "pfi_ctl_fast_fallbacks_total{kind=\"%s\"} %llu\n", kind[k],
+                       c->fast_fallbacks[k]);
+}
+
 static char *metrics(ctl *c, size_t *len)
 {
     pfi_buf b = {0};
@@ -375,23 +397,7 @@ static char *metrics(ctl *c, size_t *len)
          "Triggers whose planned caps were pushed at once (POST /v1/trigger, events starting "
          "now).");
     pfi_buf_printf(&b, "pfi_ctl_triggers_total %llu\n", c->triggers);
-    static const char *const kind[2] = {"caps", "view"};
-    head(&b, "pfi_ctl_fast_datagrams_total", "counter",
-         "Fast trigger datagrams sent to agents: kind caps (PUT /v1/caps: a trigger's or a "
-         "period's), view (a period's GET /v1/control).");
-    for (int k = 0; k < 2; k++)
-        pfi_buf_printf(&b, "pfi_ctl_fast_datagrams_total{kind=\"%s\"} %llu\n", kind[k],
-                       c->fast_sent[k]);
-    head(&b, "pfi_ctl_fast_answers_total", "counter",
-         "Fast trigger datagrams the agents answered in time.");
-    for (int k = 0; k < 2; k++)
-        pfi_buf_printf(&b, "pfi_ctl_fast_answers_total{kind=\"%s\"} %llu\n", kind[k],
-                       c->fast_answered[k]);
-    head(&b, "pfi_ctl_fast_fallbacks_total", "counter",
-         "Fast trigger datagrams not answered within fast_trigger_ack_s: sent again by HTTP.");
-    for (int k = 0; k < 2; k++)
-        pfi_buf_printf(&b, "pfi_ctl_fast_fallbacks_total{kind=\"%s\"} %llu\n", kind[k],
-                       c->fast_fallbacks[k]);
+    fast_metrics(&b, c);
     if (c->triggers && isfinite(c->trigger_push_s)) {
         head(&b, "pfi_ctl_trigger_push_seconds", "gauge",
              "The last trigger: to its last cap written (the last successful PUT).");
