@@ -29,8 +29,8 @@
  * within PFI_FT_SKEW_S of its own wall clock (a captured datagram cannot be
  * replayed, and one held back is stale within seconds); a datagram that
  * fails either gets no answer (no reflection). Everything else is PUT's:
- * the generation and the lease rules (lease.h), the same parser. A view
- * request may also be keyed by the agent's read token, as its GET. */
+ * the generation and the lease rules (lease.h), the same parser. Only
+ * the control token keys datagrams (pfi-agent: agent_fast.c says why). */
 #ifndef PFI_FAST_TRIGGER_H
 #define PFI_FAST_TRIGGER_H
 

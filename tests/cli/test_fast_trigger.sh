@@ -11,14 +11,18 @@
 #    a malformed datagram are dropped without an answer and counted; a body
 #    PUT would refuse is answered with PUT's status and error;
 #  - a view request (GET /v1/control in a datagram) is answered with the
-#    view, keyed by the control token or, where the agent has one, the read
-#    token, which sets no caps;
+#    view; datagrams keyed by the read token (views or caps) are dropped: a
+#    read token's holder must not forge views nor spend the seqs;
+#  - an HTTP PUT /v1/caps makes every datagram sent before it stale (a
+#    datagram held back by the network cannot undo the PUT); a restarted
+#    agent takes nothing sent before it started;
 #  - a controller with one agent that takes datagrams, one that does not
 #    offer them and a fixture that offers a port but never answers: a
 #    trigger reaches the first by datagram, the second by HTTP, and the
 #    third by HTTP once its datagram's deadline (fast_trigger_ack_s) passed;
 #  - a controller with a 0.2 s period reads its agents' views by datagram
-#    (every 16th period by HTTP), the read token's agent's too.
+#    (every 16th period by HTTP), also from an agent with a read token (its
+#    datagrams keyed by the control token).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -119,7 +123,32 @@ out=$($PY "$T/dg.py" "$T/atok" "$P1" now '{"lease_s":1,"controller":"dg-test","g
 ok
 wait_for 10 "agent 1 back at its baseline" '[ "$(caps "$P1")" = "700 700 700 700 700 700 700 700" ]'
 
-# ---- view requests: GET /v1/control in a datagram, keyed by the control or the read token ----
+# ---- an HTTP PUT makes older datagrams stale: one sent 0.5 s ago, after a PUT now ----
+[ "$(curl -s -m 5 -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $(cat "$T/atok")" \
+  --data-binary '{"lease_s":30,"controller":"dg-test","generation":3,"jobs":[{"job_id":"job1","cap_w":450}]}' \
+  "http://127.0.0.1:$P1/v1/caps")" = 200 ] || fail "HTTP PUT"
+ok
+out=$(DG_WAIT=1 $PY "$T/dg.py" "$T/atok" "$P1" now-500000 '{"lease_s":30,"controller":"dg-test","generation":3,"jobs":[{"job_id":"job1","cap_w":300}]}')
+[ "$out" = none ] || fail "a datagram sent before an HTTP PUT was answered: $out"
+ok
+wait_for 5 "the older datagram counted stale" '[ "$(counter stale)" = 3 ]'
+wait_for 5 "agent 1 still at the PUT's 450 W" '[ "$(caps "$P1")" = "450 450 450 450 450 450 450 450" ]'
+out=$($PY "$T/dg.py" "$T/atok" "$P1" now '{"lease_s":1,"controller":"dg-test","generation":4}')
+[ "$out" = '200 {"ok":true}' ] || fail "release after the PUT: $out"
+ok
+
+# ---- a restart: nothing sent before the agent started is taken ----
+before_us=$(( $(date +%s%N) / 1000 ))
+start_daemon "agent 5" "$T/a5.log" "$T/a5.port" "$PFI_AGENT" --backend sim:gpus=2 --listen 127.0.0.1:0 \
+  --port-file "$T/a5.port" --token-file "$T/atok" --state-file "$T/a5.state" --log "$T/a5.log"
+P5=$DPORT
+out=$(DG_WAIT=1 DG_TYPE=V $PY "$T/dg.py" "$T/atok" "$P5" "$before_us" '{}')
+[ "$out" = none ] || fail "a datagram sent before the agent started was answered: $out"
+ok
+out=$(DG_TYPE=V $PY "$T/dg.py" "$T/atok" "$P5" now '{}')
+case "$out" in '200 {"generation_max":'*) ok ;; *) fail "a fresh view request after the start: '$out'" ;; esac
+
+# ---- view requests: GET /v1/control in a datagram, keyed by the control token only ----
 out=$(DG_TYPE=V $PY "$T/dg.py" "$T/atok" "$P1" now '{"path":"/v1/control"}')
 case "$out" in '200 {"generation_max":'*'"fast_trigger_port":'"$P1"*'"job_id":"job1"'*) ok ;;
   *) fail "a view request was answered '$out'" ;; esac
@@ -134,9 +163,9 @@ start_daemon "agent 4 (read token)" "$T/a4.log" "$T/a4.port" "$PFI_AGENT" \
   --listen 127.0.0.1:0 --port-file "$T/a4.port" --token-file "$T/atok" --read-token-file "$T/rtok" \
   --state-file "$T/a4.state" --interval 1 --log "$T/a4.log"
 P4=$DPORT
-out=$(DG_TYPE=V $PY "$T/dg.py" "$T/rtok" "$P4" now '{}')
-case "$out" in '200 {"generation_max":'*) ok ;; *) fail "a view keyed by the read token was answered '$out'" ;; esac
-# the read token sets no caps
+out=$(DG_WAIT=1 DG_TYPE=V $PY "$T/dg.py" "$T/rtok" "$P4" now '{}')
+[ "$out" = none ] || fail "a view keyed by the read token was answered: $out"
+ok
 out=$(DG_WAIT=1 $PY "$T/dg.py" "$T/rtok" "$P4" now '{"lease_s":30,"controller":"x","generation":1,"jobs":[{"job_id":"job4","cap_w":400}]}')
 [ "$out" = none ] || fail "caps keyed by the read token were answered: $out"
 ok
@@ -187,6 +216,7 @@ start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" -
 URL=http://127.0.0.1:$DPORT
 wait_for 30 "the first period with 3 agents up" \
   'num "$(metric "$URL" pfi_ctl_cycles_total)" ">=" 1 && [ "$(metric "$URL" pfi_ctl_agents_up)" = 3 ]'
+taken0=$(counter taken)
 [ "$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
   --data-binary '{"level": 2, "id": "ft-1"}' "$URL/v1/trigger")" = 201 ] || { cat "$T/body" >&2; fail "POST /v1/trigger"; }
 ok
@@ -199,7 +229,7 @@ grep -q "trigger ft-1: 1 agents did not answer the datagram within 300 ms: their
   || fail "the mute agent's fall back to HTTP was not logged"
 ok
 wait_for 10 "the mute fixture's PUT" 'grep -q mutejob "$T/mute.puts" 2>/dev/null'
-[ "$(counter taken)" = 3 ] || fail "agent 1 did not take the trigger by datagram (taken $(counter taken))"
+num "$(counter taken)" ">" "$taken0" || fail "agent 1 did not take the trigger by datagram (taken $(counter taken))"
 ok
 grep -q "fast trigger datagram from 127.0.0.1:[0-9]*: 200" "$T/a1.log" || fail "agent 1's log"; ok
 grep -q "fast trigger datagram" "$T/a2.log" && fail "agent 2 (--no-fast-trigger) got a datagram"
@@ -212,7 +242,7 @@ num "$(metric "$URL" 'pfi_ctl_fast_answers_total{kind="caps"}')" ">=" 1 || fail 
 num "$(metric "$URL" 'pfi_ctl_fast_fallbacks_total{kind="caps"}')" ">=" 1 || fail "fallbacks counter"; ok
 
 # ---- a period's views by datagram: a second controller, period 0.2 s, agents 1 and 4 (whose
-# views it signs with the read token, as its GETs) ----
+# datagrams are keyed by the control token all the same) ----
 printf '{"listen": "127.0.0.1:0", "token_file": "%s/ctok", "db": "%s/ctl2.db", "control_period_s": 0.2,
  "agents": [{"name": "n1", "url": "http://127.0.0.1:%s", "token_file": "%s/atok"},
             {"name": "n4", "url": "http://127.0.0.1:%s", "token_file": "%s/atok", "read_token_file": "%s/rtok"}]}\n' \

@@ -1,52 +1,71 @@
 /* agent_fast.c — fast trigger datagrams (fast_trigger.h; docs/agent.md,
- * "Fast trigger datagrams"): a controller's PUT /v1/caps in one UDP
- * datagram, on the control listener's address and port number (UDP), on
- * by default where a control token is configured (--no-fast-trigger turns
- * it off; without a token there is no key, so no fast path).
+ * "Fast trigger datagrams"): a controller's PUT /v1/caps, or its read of
+ * GET /v1/control, in one UDP datagram, on the control listener's address
+ * and port number (UDP), on by default where a control token is configured
+ * (--no-fast-trigger turns it off; without a token there is no key, so no
+ * fast path). Every datagram, both ways, is keyed by the control token
+ * alone: a read token's holder may read the node over HTTP but can neither
+ * forge a controller's view nor spend the datagrams' seqs.
  *
- * One thread receives; a datagram whose MAC (keyed by the control token)
- * fails, or whose seq is not fresh (above the last taken, within 5 s of
- * this node's wall clock), is dropped without an answer and counted (one
- * log line a minute at most: such traffic is unauthenticated). A valid one
- * goes through agent_put_caps exactly as PUT /v1/caps (the same parser,
+ * One thread receives. A datagram whose MAC fails is dropped without an
+ * answer and without the agent's lock (a flood of forged datagrams costs
+ * the HTTP handlers nothing); one whose seq is not fresh (above the last
+ * taken, within 5 s of this node's wall clock) likewise, without an answer.
+ * Both are counted and logged at most once a minute. The last seq taken
+ * starts at the agent's start time (a datagram captured before a restart
+ * cannot be replayed after it) and every HTTP PUT /v1/caps raises it to
+ * the agent's clock (agent_http.c): a datagram sent before a PUT, held back
+ * or retried by the network, cannot undo it. A valid caps datagram goes
+ * through agent_put_caps exactly as PUT /v1/caps (the same parser,
  * generation and lease rules, write-ahead state file), and its answer
  * ({"ok":true}, or PUT's error body, cut to fit) is sent back once the caps
- * are applied. A view request (keyed by the control or the read token, as
- * GET /v1/control may be read with either) is answered with that view, or
- * 413 when it does not fit in one datagram (the controller then GETs it). */
+ * are applied. A view request is answered with that view, or 413 when it
+ * does not fit in one datagram (the controller then GETs it). */
 #include <arpa/inet.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "fast_trigger.h"
 
-/* unauthenticated or stale traffic: logged once a minute at most */
-static void log_dropped(agent *a, const char *from, const char *why)
+static pthread_mutex_t g_drop_mu = PTHREAD_MUTEX_INITIALIZER; /* log_dropped's state */
+
+static double mono_s(void)
 {
-    double now = (double)pfi_ft_now_us() / 1e6;
-    a->fast_dropped_unlogged++;
-    if (now - a->fast_drop_logged_t < 60) return;
-    agent_log(a,
-              "warning: fast trigger datagram from %s dropped: %s (%llu dropped since the last "
-              "such line)",
-              from, why, a->fast_dropped_unlogged);
-    a->fast_dropped_unlogged = 0;
-    a->fast_drop_logged_t = now;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* the answer to seq, keyed as its request (the tokens do not change while the agent runs) */
-static void answer(agent *a, const struct sockaddr_in *to, const char *key, uint64_t seq, int code,
-                   const char *body)
+/* unauthenticated or stale traffic: counted; logged once a minute at most */
+static void log_dropped(agent *a, const char *from, const char *why)
+{
+    pthread_mutex_lock(&g_drop_mu);
+    double now = mono_s();
+    a->fast_dropped_unlogged++;
+    if (a->fast_drop_logged_t == 0 || now - a->fast_drop_logged_t >= 60) {
+        agent_log(a,
+                  "warning: fast trigger datagram from %s dropped: %s (%llu dropped since the "
+                  "last such line)",
+                  from, why, a->fast_dropped_unlogged);
+        a->fast_dropped_unlogged = 0;
+        a->fast_drop_logged_t = now;
+    }
+    pthread_mutex_unlock(&g_drop_mu);
+}
+
+/* the answer to seq (the token does not change while the agent runs) */
+static void answer(agent *a, const struct sockaddr_in *to, uint64_t seq, int code, const char *body)
 {
     pfi_ft_msg ans = {PFI_FT_ANSWER, (unsigned)code, seq, body, strlen(body)};
     if (ans.body_len > PFI_FT_MAX_BODY) ans.body_len = PFI_FT_MAX_BODY; /* an error: logged there */
     unsigned char out[PFI_FT_MAX_BYTES];
-    size_t len = pfi_ft_encode(&ans, key, out);
+    size_t len = pfi_ft_encode(&ans, a->token, out);
     if (len) sendto(a->fast_fd, out, len, 0, (const struct sockaddr *)to, sizeof *to);
 }
 
@@ -58,34 +77,29 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     snprintf(who, sizeof who, "%s:%u", ip, (unsigned)ntohs(from->sin_port));
     pfi_ft_msg m;
     pfi_error e;
-    /* the control token's MAC; a view request may carry the read token's (as GET); outside
-       the lock (the tokens do not change while the agent runs): a flood of forged datagrams
-       costs the HTTP handlers nothing */
-    const char *key = a->token;
-    int bad = pfi_ft_decode(d, n, key, &m, &e) != PFI_OK;
-    if (bad && a->have_read_token && n > 5 && d[5] == PFI_FT_VIEW) {
-        pfi_error e2;
-        key = a->read_token;
-        bad = pfi_ft_decode(d, n, key, &m, &e2) != PFI_OK;
-    }
-    pthread_mutex_lock(&a->mu);
+    /* outside the lock: the token is read-only once the agent runs */
+    int bad = pfi_ft_decode(d, n, a->token, &m, &e) != PFI_OK;
     if (bad || m.type == PFI_FT_ANSWER) {
-        a->fast_bad++;
+        __atomic_fetch_add(&a->fast_bad, 1, __ATOMIC_RELAXED);
         log_dropped(a, who, bad ? e.msg : "type: an answer, not a request");
-        pthread_mutex_unlock(&a->mu);
         return;
     }
+    pthread_mutex_lock(&a->mu);
     uint64_t now_us = pfi_ft_now_us();
     if (!pfi_ft_fresh(m.seq, a->fast_last_seq, now_us)) {
-        a->fast_stale++;
-        char why[160];
-        snprintf(why, sizeof why,
-                 m.seq <= a->fast_last_seq
-                     ? "seq %llu is not above the last taken (a replay?)"
-                     : "seq %llu is %.1f s from this node's clock (more than 5 s: clocks apart?)",
-                 (unsigned long long)m.seq, ((double)m.seq - (double)now_us) / 1e6);
-        log_dropped(a, who, why);
+        uint64_t last = a->fast_last_seq;
         pthread_mutex_unlock(&a->mu);
+        __atomic_fetch_add(&a->fast_stale, 1, __ATOMIC_RELAXED);
+        char why[160];
+        if (m.seq <= last)
+            snprintf(why, sizeof why,
+                     "seq %llu is not above the last taken (a replay, or sent before a PUT)",
+                     (unsigned long long)m.seq);
+        else
+            snprintf(why, sizeof why,
+                     "seq %llu is %.1f s from this node's clock (more than 5 s: clocks apart?)",
+                     (unsigned long long)m.seq, ((double)m.seq - (double)now_us) / 1e6);
+        log_dropped(a, who, why);
         return;
     }
     a->fast_last_seq = m.seq;
@@ -95,7 +109,7 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
         a->fast_views++;
         pthread_mutex_unlock(&a->mu);
         int fits = resp && strlen(resp) <= PFI_FT_MAX_BODY;
-        answer(a, from, key, m.seq,
+        answer(a, from, m.seq,
                fits   ? 200
                : resp ? 413
                       : 500,
@@ -111,7 +125,10 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     agent_log(a, "fast trigger datagram from %s: %d%s%.200s", who, code, code == 200 ? "" : " ",
               code == 200 || !resp ? "" : resp);
     pthread_mutex_unlock(&a->mu);
-    answer(a, from, key, m.seq, code, code == 200 || !resp ? "{\"ok\":true}" : resp);
+    answer(a, from, m.seq, code,
+           code == 200 ? "{\"ok\":true}"
+           : resp      ? resp
+                       : "{\"error\":\"out of memory\"}");
     free(resp);
 }
 
@@ -122,7 +139,9 @@ static void *fast_thread(void *arg)
     while (!atomic_load(&a->fast_stop)) {
         struct pollfd p = {.fd = a->fast_fd, .events = POLLIN};
         if (poll(&p, 1, 100) <= 0) continue;
-        for (;;) {
+        /* at most 64 at a time, then the stop flag again: a flood cannot hold up a stop
+           (whose restore of the caps waits for this thread) */
+        for (int k = 0; k < 64 && !atomic_load(&a->fast_stop); k++) {
             struct sockaddr_in from;
             socklen_t fl = sizeof from;
             ssize_t n = recvfrom(a->fast_fd, d, sizeof d, 0, (struct sockaddr *)&from, &fl);
@@ -152,6 +171,10 @@ int agent_fast_start(agent *a)
         a->fast_fd = -1;
         return 0;
     }
+    /* nothing sent before this start is taken (a replay across a restart) */
+    pthread_mutex_lock(&a->mu);
+    a->fast_last_seq = pfi_ft_now_us();
+    pthread_mutex_unlock(&a->mu);
     atomic_store(&a->fast_stop, 0);
     if (pthread_create(&a->fast_tid, NULL, fast_thread, a)) {
         agent_log(a, "error: cannot start the fast trigger thread");

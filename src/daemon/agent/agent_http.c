@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "fast_trigger.h"
 #include "httpd.h"
 
 /* PUT /v1/caps needs the control token; /healthz is open; every other
@@ -28,6 +29,10 @@ static void handle_caps(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     if (strcmp(rq->method, "PUT")) return pfi_http_error(rs, 405, "method not allowed (PUT)");
     pthread_mutex_lock(&a->mu);
+    /* a fast trigger datagram sent before this PUT (held back, or retried by the network)
+       must not undo it: the next one taken must be newer than now (agent_fast.c) */
+    uint64_t now_us = pfi_ft_now_us();
+    if (now_us > a->fast_last_seq) a->fast_last_seq = now_us;
     rs->code = agent_put_caps(a, rq->body, rq->len, &rs->body);
     pthread_mutex_unlock(&a->mu);
     if (!rs->body) return pfi_http_error(rs, 500, "out of memory");

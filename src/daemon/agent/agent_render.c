@@ -308,7 +308,9 @@ char *agent_render_metrics(agent *a, size_t *len)
                    "pfi_agent_fast_trigger_datagrams_total{result=\"view\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"bad\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"stale\"} %llu\n",
-                   a->fast_taken, a->fast_refused, a->fast_views, a->fast_bad, a->fast_stale);
+                   a->fast_taken, a->fast_refused, a->fast_views,
+                   __atomic_load_n(&a->fast_bad, __ATOMIC_RELAXED),
+                   __atomic_load_n(&a->fast_stale, __ATOMIC_RELAXED));
     head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
     head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",

@@ -61,10 +61,12 @@ typedef struct xfer {
     char *sent;    /* X_PUT: the body the agent last accepted (unchanged caps are not sent again) */
     int full_node; /* X_GET: the agent has no GET /v1/control (404): read /v1/node */
     long code;     /* the answer's HTTP status (0: none) */
-    int by_datagram; /* X_GET: the answer came by datagram (a view) */
-    int fast;        /* X_TRIGGER: going by datagram (waiting to be sent or for its answer) */
-    uint64_t fast_seq;
-    double fast_deadline; /* monotonic s: no answer by then, the same body by HTTP */
+    int by_datagram;      /* X_GET: the answer came by datagram (a view) */
+    int fast;             /* going by datagram (waiting to be sent or for its answer) */
+    int fast_sent;        /* ... and sent: only then may an answer match (fast_seq) */
+    size_t ft_pos;        /* its position in g_ft_list (an older entry there is dead) */
+    uint64_t fast_seq;    /* the seq it was sent with */
+    double fast_deadline; /* monotonic s: no answer by then, the same request by HTTP */
     size_t agent;
     CURLcode res;
 } xfer;
@@ -104,7 +106,7 @@ static int g_ep = -1, g_wake_fd = -1;
  * oldest whose answer may still come, so deadlines expire in order); agent
  * i's datagram carries seq g_ft_base + i */
 static int g_ft_fd = -1;
-static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait; /* a ring of 2 x agents */
+static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait; /* a ring of X_KINDS x agents */
 static size_t g_fast_pending[X_KINDS];                  /* datagrams on their way, per kind */
 static uint64_t g_ft_base, g_ft_next, *g_ft_last; /* g_ft_last: per agent, the last seq sent */
 #define FT_BATCH 256                              /* datagrams per sendmmsg / recvmmsg */
@@ -193,7 +195,7 @@ static int ensure(ctl *c, size_t n)
     }
     for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
     bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
-          PFI_VEC_RESIZE(g_ft_list, 2 * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(g_ft_list, X_KINDS * n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_ft_last, n, NULL) != PFI_OK ||
           PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
@@ -306,6 +308,7 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
 static int fast_usable(const ctl *c, int kind, size_t i, const char *body);
 static int fast_view_usable(const ctl *c, size_t i);
 static void fast_new_base(void);
+static void ft_repos(size_t at, size_t from);
 static void fast_add(xfer *x);
 
 /* each agent's jobs (CSR: the jobs of agent i are idx[start[i] .. start[i+1])), built
@@ -415,8 +418,9 @@ static void take_trigger(ctl *c)
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
     /* its datagrams go out before a period's view requests not sent yet */
     for (size_t k = n0, t = g_ft_send; k < g_ft_n && g_n; k++, t++) {
-        size_t *a = &g_ft_list[k % (2 * g_n)], *b = &g_ft_list[t % (2 * g_n)], q = *a;
+        size_t cap = X_KINDS * g_n, *a = &g_ft_list[k % cap], *b = &g_ft_list[t % cap], q = *a;
         *a = *b, *b = q;
+        ft_repos(k, t), ft_repos(t, k); /* the entries now at t and k */
     }
     c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
@@ -512,14 +516,6 @@ static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
            !(g_x[X_PUT][i].queued && !g_x[X_PUT][i].cancel);
 }
 
-/* the key of agent i's datagrams of kind: a view's is the read token where
- * one is configured (as its GET's), else the control token */
-static const char *fast_key(const ctl *c, int kind, size_t i)
-{
-    const ctl_agent *a = &c->agent[i];
-    return kind == X_GET && a->read_token[0] ? a->read_token : a->token;
-}
-
 /* a new base for seqs: agent i's next datagram carries g_ft_base + i, a
  * multiple of the agents, so an answer's seq names its agent; microseconds
  * of the wall clock, increasing */
@@ -530,19 +526,38 @@ static void fast_new_base(void)
     g_ft_next = g_ft_base + n;
 }
 
+/* the live entry now at ring position at, moved there from from */
+static void ft_repos(size_t at, size_t from)
+{
+    size_t e = g_ft_list[at % (X_KINDS * g_n)];
+    xfer *y = &g_x[e / g_n][e % g_n];
+    if (y->fast && y->ft_pos == from) y->ft_pos = at;
+}
+
+/* on its way by datagram (or, when the ring is full of entries still waiting, by HTTP) */
 static void fast_add(xfer *x)
 {
+    if (g_ft_n - g_ft_wait >= X_KINDS * g_n) { /* an old one's answer still out: keep it */
+        enqueue(x);
+        return;
+    }
     x->fast = 1;
+    x->fast_sent = 0;
+    x->fast_seq = 0;
     x->queued = 1; /* on its way: not queued again until it ends */
-    g_ft_list[g_ft_n++ % (2 * g_n)] = (size_t)x->kind * g_n + x->agent;
+    x->ft_pos = g_ft_n;
+    g_ft_list[g_ft_n++ % (X_KINDS * g_n)] = (size_t)x->kind * g_n + x->agent;
     g_pending[x->kind]++;
     g_fast_pending[x->kind]++;
 }
 
+/* the transfer at ring position k, NULL when that entry is dead (it ended, or
+ * the transfer went on its way again from a later position) */
 static xfer *fast_at(size_t k)
 {
-    size_t q = g_ft_list[k % (2 * g_n)];
-    return &g_x[q / g_n][q % g_n];
+    size_t q = g_ft_list[k % (X_KINDS * g_n)];
+    xfer *x = &g_x[q / g_n][q % g_n];
+    return x->fast && x->ft_pos == k ? x : NULL;
 }
 
 /* a datagram that ended (answered, or given up): no longer on its way */
@@ -555,16 +570,26 @@ static void fast_end(xfer *x)
 }
 
 /* send the next FT_BATCH datagrams not sent yet; the time to call again
- * when the socket's buffer was full (else +inf) */
+ * when the socket's buffer was full (else +inf). A period's caps that a
+ * trigger cancelled before they were sent are not sent: sent after the
+ * trigger's, with a higher seq, they would raise what it lowered. */
 static double fast_send(ctl *c)
 {
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
     struct sockaddr_in to[FT_BATCH];
-    size_t nb = 0;
-    for (size_t k = g_ft_send; k < g_ft_n && nb < FT_BATCH; k++) {
+    xfer *bx[FT_BATCH];
+    size_t pos[FT_BATCH], nb = 0, k = g_ft_send;
+    for (; k < g_ft_n && nb < FT_BATCH; k++) {
         xfer *x = fast_at(k);
+        if (!x) continue;
+        if (x->kind == X_PUT && x->cancel) {
+            fast_end(x);
+            x->cancel = 0;
+            x->res = CURLE_ABORTED_BY_CALLBACK;
+            continue;
+        }
         const ctl_agent *a = &c->agent[x->agent];
         /* its seq, given as it is sent (a trigger's datagrams overtake views not sent yet):
            above the last this agent was sent */
@@ -584,30 +609,36 @@ static double fast_send(ctl *c)
         to[nb].sin_port = htons((uint16_t)a->fast_port);
         to[nb].sin_addr.s_addr = a->fast_ip;
         iov[nb].iov_base = dg[nb];
-        iov[nb].iov_len = pfi_ft_encode(&m, fast_key(c, x->kind, x->agent), dg[nb]);
+        iov[nb].iov_len = pfi_ft_encode(&m, a->token, dg[nb]);
         memset(&mm[nb], 0, sizeof mm[nb]);
         mm[nb].msg_hdr.msg_name = &to[nb];
         mm[nb].msg_hdr.msg_namelen = sizeof to[nb];
         mm[nb].msg_hdr.msg_iov = &iov[nb];
         mm[nb].msg_hdr.msg_iovlen = 1;
-        nb++;
+        bx[nb] = x;
+        pos[nb++] = k;
     }
-    if (!nb) return INFINITY;
+    if (!nb) {
+        g_ft_send = k; /* dead or cancelled entries only */
+        return INFINITY;
+    }
     int sent = sendmmsg(g_ft_fd, mm, (unsigned)nb, 0);
     double now = pfi_wall_monotonic();
-    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+        g_ft_send = pos[0];
         return now + 0.001;
-    if (sent < 0) sent = 0; /* the first one failed: its deadline (now) sends it by HTTP */
-    size_t done = (size_t)sent ? (size_t)sent : 1;
-    unsigned long long views = 0;
-    for (size_t k = 0; k < done; k++) {
-        xfer *x = fast_at(g_ft_send + k);
-        x->fast_deadline = (size_t)sent > k ? now + c->cfg.fast_trigger_ack_s : now;
-        views += (size_t)sent > k && x->kind == X_GET;
     }
-    g_ft_send += done;
+    /* the first one failed (sent < 0): its deadline is now, so it goes by HTTP */
+    size_t done = sent > 0 ? (size_t)sent : 1;
+    unsigned long long views = 0;
+    for (size_t q = 0; q < done; q++) {
+        bx[q]->fast_sent = 1;
+        bx[q]->fast_deadline = sent > 0 ? now + c->cfg.fast_trigger_ack_s : now;
+        views += sent > 0 && bx[q]->kind == X_GET;
+    }
+    g_ft_send = done < nb ? pos[done] : k;
     pthread_mutex_lock(&c->mu); /* the counters /metrics reads */
-    c->fast_sent[0] += (unsigned long long)sent - views;
+    c->fast_sent[0] += (sent > 0 ? (unsigned long long)sent : 0) - views;
     c->fast_sent[1] += views;
     pthread_mutex_unlock(&c->mu);
     return INFINITY;
@@ -622,8 +653,8 @@ static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft
     for (int kind = 0; kind < X_KINDS; kind++) {
         xfer *x = &g_x[kind][seq % g_n];
         pfi_error e;
-        if (x->fast && x->fast_seq == seq &&
-            !pfi_ft_decode(d, len, fast_key(c, kind, x->agent), m, &e) && m->type == PFI_FT_ANSWER)
+        if (x->fast && x->fast_sent && x->fast_seq == seq &&
+            !pfi_ft_decode(d, len, c->agent[x->agent].token, m, &e) && m->type == PFI_FT_ANSWER)
             return x;
     }
     return NULL; /* late (already sent by HTTP), or not from the agent */
@@ -635,7 +666,7 @@ static void fast_recv(ctl *c)
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES + 1];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
-    for (;;) {
+    for (int round = 0; round < 16; round++) { /* then back to epoll: a flood holds no one */
         for (size_t k = 0; k < FT_BATCH; k++) {
             iov[k].iov_base = dg[k];
             iov[k].iov_len = PFI_FT_MAX_BYTES; /* one byte left for a NUL */
@@ -650,7 +681,8 @@ static void fast_recv(ctl *c)
         unsigned long long views = 0;
         for (int k = 0; k < n; k++) {
             pfi_ft_msg m;
-            xfer *x = fast_match(c, dg[k], mm[k].msg_len, &m);
+            xfer *x = mm[k].msg_hdr.msg_flags & MSG_TRUNC ? NULL /* longer than any answer */
+                                                          : fast_match(c, dg[k], mm[k].msg_len, &m);
             if (!x) continue;
             fast_end(x);
             c->agent[x->agent].fast_misses = 0; /* only this thread writes it */
@@ -687,9 +719,9 @@ static double fast_expire(ctl *c)
     size_t late[X_KINDS] = {0};
     while (g_ft_wait < g_ft_send) {
         xfer *x = fast_at(g_ft_wait);
-        if (x->fast && x->fast_deadline > now) break;
+        if (x && x->fast_sent && x->fast_deadline > now) break;
         g_ft_wait++;
-        if (!x->fast) continue; /* answered */
+        if (!x || !x->fast_sent) continue; /* answered, moved on, or not sent yet (see fast_send) */
         fast_end(x);
         c->agent[x->agent].fast_misses++;
         late[x->kind]++;
@@ -721,8 +753,8 @@ static double fast_expire(ctl *c)
         pthread_mutex_unlock(&c->mu);
     }
     if (g_ft_wait == g_ft_n) g_ft_wait = g_ft_send = g_ft_n = 0; /* none on its way */
-    if (g_ft_wait < g_ft_send) return fast_at(g_ft_wait)->fast_deadline;
-    return INFINITY;
+    xfer *head = g_ft_wait < g_ft_send ? fast_at(g_ft_wait) : NULL;
+    return head ? head->fast_deadline : g_ft_wait < g_ft_send ? pfi_wall_monotonic() : INFINITY;
 }
 
 /* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */
@@ -837,7 +869,7 @@ static int fast_view_usable(const ctl *c, size_t i)
 {
     const ctl_agent *a = &c->agent[i];
     return g_ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
-           fast_key(c, X_GET, i)[0] && a->fast_misses < 3 && !g_x[X_GET][i].full_node &&
+           a->token[0] && a->fast_misses < 3 && !g_x[X_GET][i].full_node &&
            (c->cycles + i) % 16 != 0;
 }
 
