@@ -91,7 +91,7 @@ static void farm_set_cap(unsigned i, double c)
     pthread_mutex_unlock(&g_mu);
 }
 
-static char *farm_control(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len);
+static char *farm_control(unsigned i, const farm_agent *fa, size_t *len);
 
 /* farm agent i takes seq if fresh (as pfi-agent: above its last, within 5 s) */
 static int farm_fresh(unsigned i, uint64_t seq)
@@ -115,7 +115,7 @@ static char *farm_answer(const pfi_ft_msg *m, size_t *len)
         farm_agent fa = g_farm[i];
         pthread_mutex_unlock(&g_mu);
         g_ft_views++;
-        return farm_control(i, fa.cap_w, fa.uncapped_w, fa.tokens_per_s_max, fa.pfi, len);
+        return farm_control(i, &fa, len);
     }
     /* caps: the job's (one per agent, "jobN": agent N), the last "cap_w" */
     const char *j = strstr(m->body, "\"job_id\":\"job");
@@ -195,11 +195,20 @@ static void farm_fast_stop(pthread_t tid, unsigned nfarm)
     g_ft_port = 0;
 }
 
-/* GET /v1/node, written directly (the farm must cost little next to the controller) */
-static char *farm_node(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len)
+/* farm agent i's readings: per-GPU power (its cap or what it draws uncapped) and its
+ * job's tokens/s (the loss its pfi gives for the cut) */
+static void farm_reading(unsigned i, const farm_agent *fa, double *power_w, double *tokens_per_s)
 {
-    double p = fmin(cap, unc) - 2.0 * (double)(i % 3);
-    double tok = tmax * fmax(0.3, 1 - pfi * (1 - fmin(cap, unc) / unc));
+    double unc = fa->uncapped_w, w = fmin(fa->cap_w, unc);
+    *power_w = w - 2.0 * (double)(i % 3);
+    *tokens_per_s = fa->tokens_per_s_max * fmax(0.3, 1 - fa->pfi * (1 - w / unc));
+}
+
+/* GET /v1/node, written directly (the farm must cost little next to the controller) */
+static char *farm_node(unsigned i, const farm_agent *fa, size_t *len)
+{
+    double p, tok, cap = fa->cap_w, pfi = fa->pfi;
+    farm_reading(i, fa, &p, &tok);
     size_t n = 4096;
     char *b = malloc(n);
     if (!b) return NULL;
@@ -224,10 +233,10 @@ static char *farm_node(unsigned i, double cap, double unc, double tmax, double p
 }
 
 /* GET /v1/control, the controller's compact view (docs/agent.md) */
-static char *farm_control(unsigned i, double cap, double unc, double tmax, double pfi, size_t *len)
+static char *farm_control(unsigned i, const farm_agent *fa, size_t *len)
 {
-    double p = fmin(cap, unc) - 2.0 * (double)(i % 3);
-    double tok = tmax * fmax(0.3, 1 - pfi * (1 - fmin(cap, unc) / unc));
+    double p, tok, cap = fa->cap_w, pfi = fa->pfi;
+    farm_reading(i, fa, &p, &tok);
     size_t n = 1024;
     char *b = malloc(n);
     if (!b) return NULL;
@@ -261,12 +270,12 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     farm_agent a = g_farm[i];
     pthread_mutex_unlock(&g_mu);
     if (!strcmp(rest, "v1/node") && !strcmp(rq->method, "GET")) {
-        rs->body = farm_node(i, a.cap_w, a.uncapped_w, a.tokens_per_s_max, a.pfi, &rs->len);
+        rs->body = farm_node(i, &a, &rs->len);
         rs->code = rs->body ? 200 : 500;
         return;
     }
     if (!strcmp(rest, "v1/control") && !strcmp(rq->method, "GET") && !g_full_node) {
-        rs->body = farm_control(i, a.cap_w, a.uncapped_w, a.tokens_per_s_max, a.pfi, &rs->len);
+        rs->body = farm_control(i, &a, &rs->len);
         rs->code = rs->body ? 200 : 500;
         return;
     }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fast_trigger.h"
+#include "httpd.h"
 
 static const unsigned char MAGIC[4] = {'P', 'F', 'I', 'T'};
 
@@ -98,17 +99,9 @@ pfi_status pfi_ft_socket(const char *listen, int port, int buf_bytes, int *fd, i
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
     sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (listen) {
-        char host[64];
-        const char *colon = strrchr(listen, ':');
-        if (!colon || colon - listen >= (long)sizeof host)
-            return pfi_errorf(err, PFI_EINVAL, "listen address %s: expected ADDRESS:PORT", listen);
-        snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-        if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-            return pfi_errorf(err, PFI_EINVAL, "listen address %s: not an IPv4 address", host);
-    }
+    if (listen && pfi_listen_addr(listen, &sa, err)) return PFI_EINVAL; /* as the HTTP listeners */
+    sa.sin_port = htons((uint16_t)port);
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s < 0) return pfi_errorf(err, PFI_EIO, "UDP socket: %s", strerror(errno));
     for (int k = 0; k < 2; k++) {

@@ -334,25 +334,31 @@ static char *slurp(const char *path)
     return b;
 }
 
-pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_out, pfi_error *err)
+pfi_status pfi_listen_addr(const char *listen, struct sockaddr_in *sa, pfi_error *err)
 {
-    char host[256] = "127.0.0.1";
-    long port = 0;
-    const char *colon = o->listen ? strrchr(o->listen, ':') : NULL;
+    char host[256];
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
     if (!colon)
         return pfi_errorf(err, PFI_EINVAL, "listen address %s: expected ADDRESS:PORT",
-                          o->listen ? o->listen : "(none)");
-    snprintf(host, sizeof host, "%.*s", (int)(colon - o->listen), o->listen);
+                          listen ? listen : "(none)");
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
     char *end;
-    port = strtol(colon + 1, &end, 10);
+    long port = strtol(colon + 1, &end, 10);
     if (*end || port < 0 || port > 65535)
-        return pfi_errorf(err, PFI_EINVAL, "listen address %s: bad port", o->listen);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return pfi_errorf(err, PFI_EINVAL, "listen address %s: bad port", listen);
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
         return pfi_errorf(err, PFI_EINVAL, "listen address %s: not an IPv4 address", host);
+    return PFI_OK;
+}
+
+pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_out, pfi_error *err)
+{
+    struct sockaddr_in sa;
+    pfi_status lrc = pfi_listen_addr(o->listen, &sa, err);
+    if (lrc) return lrc;
     pfi_httpd *h = calloc(1, sizeof *h);
     if (!h) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     h->o = *o;
@@ -412,7 +418,7 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
                             MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!h->d) {
         pfi_status st =
-            pfi_errorf(err, PFI_EIO, "cannot listen on %s:%ld: %s", host, port, strerror(errno));
+            pfi_errorf(err, PFI_EIO, "cannot listen on %s: %s", o->listen, strerror(errno));
         free(h->cert);
         free(h->key);
         free(h->ca);
@@ -421,7 +427,7 @@ pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port_o
     }
     if (pthread_create(&h->watchdog, NULL, watchdog, h) == 0) h->have_watchdog = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port_out = info ? info->port : (int)port;
+    *port_out = info ? info->port : (int)ntohs(sa.sin_port);
     *out = h;
     return PFI_OK;
 }

@@ -73,6 +73,10 @@ enum { PFI_HTTP_OPEN = 0, PFI_HTTP_CONTROL = 1, PFI_HTTP_READ = 2, PFI_HTTP_WEBH
 typedef struct pfi_httpd pfi_httpd;
 
 pfi_status pfi_httpd_start(const pfi_httpd_opts *o, pfi_httpd **out, int *port, pfi_error *err);
+/* "ADDR:PORT" (an IPv4 address, port 0..65535) as the listeners take it, into *sa;
+ * PFI_EINVAL naming what is wrong (the fast trigger socket uses it too) */
+struct sockaddr_in;
+pfi_status pfi_listen_addr(const char *listen, struct sockaddr_in *sa, pfi_error *err);
 void pfi_httpd_stop(pfi_httpd *h);
 /* Where libmicrohttpd's own messages go (at most one a second per server),
  * for the whole process: fn gets one line without a newline; NULL (the

@@ -27,26 +27,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "fast_trigger.h"
 
 static pthread_mutex_t g_drop_mu = PTHREAD_MUTEX_INITIALIZER; /* log_dropped's state */
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* unauthenticated or stale traffic: counted; logged once a minute at most */
 static void log_dropped(agent *a, const char *from, const char *why)
 {
     pthread_mutex_lock(&g_drop_mu);
-    double now = mono_s();
+    double now = pfi_wall_monotonic();
     a->fast_dropped_unlogged++;
     if (a->fast_drop_logged_t == 0 || now - a->fast_drop_logged_t >= 60) {
         agent_log(a,
