@@ -3,8 +3,9 @@
 #
 #   scripts/bootstrap.sh run    what building pfi and running its main job needs
 #   scripts/bootstrap.sh deb    the run packages, plus what make deb needs
-#                               (dpkg-dev: dpkg-shlibdeps; libslurm-dev:
-#                               the SPANK plugin's headers)
+#                               (dpkg-dev: dpkg-shlibdeps; file: CPack's
+#                               DEB generator refuses SHLIBDEPS without it;
+#                               libslurm-dev: the SPANK plugin's headers)
 #   scripts/bootstrap.sh test   the above, plus what the test suite needs
 #                               (cmocka, GLPK, clang + libFuzzer runtime,
 #                               clang-format-14 for the format check,
@@ -17,6 +18,11 @@
 #                               promtool; python3-torch, -venv, -setuptools
 #                               and -wheel for the step-log hook's tests)
 #
+# The lists are checked in a fresh Debian 12 root by
+# tests/cli/test_fresh_root.sh (make run, make deb, then this script's test
+# list and every program the suite calls), so a package a developer's
+# machine happens to have cannot hide a missing one.
+#
 # Idempotent: it asks dpkg which packages are missing and installs only those,
 # so a second run on a ready machine does nothing and needs no network.
 # Installing needs root (apt-get); when nothing is missing, any user may run it.
@@ -25,7 +31,7 @@ set -eu
 RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libgsl-dev libjansson-dev libmicrohttpd-dev libgnutls28-dev nettle-dev libcurl4-openssl-dev libsqlite3-dev libsystemd-dev
   libplplot-dev plplot-driver-cairo"
-DEB_PKGS="dpkg-dev libslurm-dev"
+DEB_PKGS="dpkg-dev file libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db
   prometheus python3-torch python3-venv python3-setuptools python3-wheel"

@@ -13,6 +13,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-build-deb}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 command -v dpkg-shlibdeps >/dev/null || { echo "make-deb: dpkg-shlibdeps is missing: install the Debian package dpkg-dev (scripts/bootstrap.sh deb)" >&2; exit 1; }
+command -v file >/dev/null || { echo "make-deb: file is missing: install the Debian package file (CPack's DEB generator needs it for shlibdeps; scripts/bootstrap.sh deb)" >&2; exit 1; }
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 # shellcheck disable=SC2086 # CMAKE_FLAGS is a list of options
 cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPFI_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr \

@@ -8,7 +8,9 @@
 #   scripts/prism.sh [DIR]
 #
 # Exit 1 when it cannot be installed (no npm, or the npm registry out of
-# reach); the message says which.
+# reach); the message says which, with npm's own error lines and what to do
+# (a network that intercepts TLS needs its CA in the system's store or in
+# npm's cafile: docs/testing.md).
 set -eu
 dir=${1:-build/prism}
 mkdir -p "$dir"
@@ -17,8 +19,19 @@ bin=$dir/node_modules/.bin/prism
 if [ ! -x "$bin" ]; then
   command -v npm >/dev/null 2>&1 || {
     echo "prism.sh: npm is missing (scripts/bootstrap.sh test installs nodejs and npm)" >&2; exit 1; }
-  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stoplight/prism-cli@5 >&2 ||
-    { echo "prism.sh: npm install @stoplight/prism-cli@5 into $dir failed" >&2; exit 1; }
+  log=$dir/npm-install.log
+  if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error @stoplight/prism-cli@5 >"$log" 2>&1; then
+    why=$(grep -m 3 -E 'npm (ERR!|error) (code|request|network|reason)|ERR!.*(cert|CERT|ENOTFOUND|ECONN|ETIMEDOUT)|error (code|network|request)' "$log" |
+          sed 's/^npm \(ERR!\|error\) //' | tr '\n' ';' | sed 's/;$//')
+    [ -n "$why" ] || why=$(tail -n 1 "$log")
+    hint="is the npm registry reachable from here (npm config get registry)?"
+    case $why in
+      *CERT* | *cert* | *certificate*)
+        hint="npm does not trust the registry's TLS certificate: a network that intercepts TLS needs its CA installed (/usr/local/share/ca-certificates + update-ca-certificates) and named to npm (npm config set cafile /etc/ssl/certs/ca-certificates.crt, or NODE_EXTRA_CA_CERTS)" ;;
+    esac
+    echo "prism.sh: npm install @stoplight/prism-cli@5 into $dir failed: $why; $hint (full log: $log)" >&2
+    exit 1
+  fi
 fi
 "$bin" --version >/dev/null 2>&1 || { echo "prism.sh: $bin does not run" >&2; exit 1; }
 echo "$bin"

@@ -7,9 +7,15 @@
 # tested, as a fresh clone would not have it — and runs `make run` as root
 # inside, in a private mount namespace (unshare -m: proc, dev and a tmpfs on
 # /tmp are mounted there, so a killed test leaks no mount). It checks that
-# report/index.html was written, and removes the root whatever happens.
+# report/index.html was written, then checks the bootstrap's other package
+# lists in the same root (issue 26: a package the developers' machines
+# happen to have hid a missing one): `make deb` must build the four
+# packages, and after `scripts/bootstrap.sh test` every program the test
+# suite calls must be there (the list below; python3 must import torch).
+# It removes the root whatever happens.
 #
-# About 1.2 GB of disk and 3-4 minutes on a 2-core machine. Labelled
+# About 3.5 GB of disk and 8-10 minutes on a 2-core machine (make run 3-4,
+# make deb 1, the test packages 3-4). Labelled
 # "plain" and "fresh_root" and run serially (tests/CMakeLists.txt): it runs
 # neither under the sanitizers nor beside the timing-sensitive tests.
 #
@@ -49,25 +55,44 @@ echo "fresh root: built in $(( $(date +%s) - start )) s"
 git clone -q "$SRC" "$R/pfi" || fail "git clone of $SRC failed"
 echo "fresh root: cloned $(git -C "$R/pfi" rev-parse --short HEAD) (committed HEAD only)"
 
-# Private mount namespace: the mounts die with the unshared shell.
-t0=$(date +%s)
-timeout 2400 unshare -m --propagation private sh -c '
-  set -e
-  R=$1
-  mount --rbind /dev "$R/dev"
-  mount -t proc proc "$R/proc"
-  mount -t tmpfs tmpfs "$R/tmp"
-  chroot "$R" sh -c "cd /pfi && make run"
-' sh "$R" >"$T/make-run.log" 2>&1
-rc=$?
-echo "fresh root: make run exited $rc after $(( $(date +%s) - t0 )) s"
-if [ $rc -ne 0 ]; then
-  tail -n 40 "$T/make-run.log" >&2
-  fail "make run failed in a fresh Debian 12 root (exit $rc)"
-fi
+# in_root NAME CMD: CMD as root inside the fresh root, in a private mount
+# namespace (the mounts die with the unshared shell), output in $T/NAME.log
+in_root() {
+  t0=$(date +%s)
+  timeout 2400 unshare -m --propagation private sh -c '
+    set -e
+    R=$1
+    mount --rbind /dev "$R/dev"
+    mount -t proc proc "$R/proc"
+    mount -t tmpfs tmpfs "$R/tmp"
+    chroot "$R" sh -c "cd /pfi && $2"
+  ' sh "$R" "$2" >"$T/$1.log" 2>&1
+  rc=$?
+  echo "fresh root: $2 exited $rc after $(( $(date +%s) - t0 )) s"
+  return $rc
+}
+
+in_root make-run "make run" || { tail -n 40 "$T/make-run.log" >&2; fail "make run failed in a fresh Debian 12 root"; }
 [ -s "$R/pfi/report/index.html" ] || { tail -n 20 "$T/make-run.log" >&2; fail "make run left no report/index.html"; }
 ok
 grep -q "reconstruction" "$R/pfi/report/index.html" || fail "the report does not say the H100/H200 data is a reconstruction"
+ok
+
+# make deb: the deb list (dpkg-dev, file, libslurm-dev) on top of the run list
+in_root make-deb "make deb" || { tail -n 40 "$T/make-deb.log" >&2; fail "make deb failed in a fresh Debian 12 root"; }
+[ "$(ls "$R"/pfi/build-deb/packages/*.deb 2>/dev/null | wc -l)" -eq 4 ] || { tail -n 20 "$T/make-deb.log" >&2; fail "make deb did not build the four packages"; }
+ok
+
+# the test list: every program the suite calls, present after the bootstrap
+# (the tests' own checks would only find a missing one when they run)
+TOOLS="cmake cc clang clang-format-14 cpack dpkg-deb dpkg-shlibdeps file curl tar git openssl unshare mmdebstrap
+  node npm systemd-analyze man groff prometheus promtool python3 slurmctld slurmd sbatch srun scontrol munged chromium"
+in_root bootstrap-test "scripts/bootstrap.sh test && { for t in $TOOLS; do command -v \$t >/dev/null || echo MISSING \$t; done; \
+  python3 -c 'import torch, venv, setuptools, wheel' || echo MISSING python3-torch; }" ||
+  { tail -n 40 "$T/bootstrap-test.log" >&2; fail "scripts/bootstrap.sh test failed in a fresh Debian 12 root"; }
+if grep '^MISSING' "$T/bootstrap-test.log" >&2; then
+  fail "after scripts/bootstrap.sh test a fresh Debian 12 root lacks what the suite calls (above)"
+fi
 ok
 echo "fresh root: total $(( $(date +%s) - start )) s"
 done_ok

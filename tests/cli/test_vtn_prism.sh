@@ -21,7 +21,8 @@
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 # installed on first use (the npm registry must be reachable then): without it the
 # contract cannot be checked, which is a failure, not a skip
-PRISM=$(sh "$SRC/scripts/prism.sh" "$BUILD/prism") || fail "Prism could not be installed"
+PRISM=$(sh "$SRC/scripts/prism.sh" "$BUILD/prism" 2>"$T/prism-install.err") ||
+  fail "Prism could not be installed: $(cat "$T/prism-install.err")"
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
 printf 'pfi-ven-client\n' >"$T/cid"
