@@ -201,6 +201,72 @@ long pfi_gpu_find_uuid(pfi_gpu *g, const char *uuid)
     return -1;
 }
 
+pfi_gpu_avail pfi_gpu_avail_get(pfi_gpu *g, size_t i)
+{
+    if (i >= g->ops->count(g->st)) return PFI_GPU_UNKNOWN;
+    if (!g->ops->avail) return PFI_GPU_OK;
+    pthread_mutex_lock(mu_of(g, i));
+    pfi_gpu_avail a = g->ops->avail(g->st, i);
+    pthread_mutex_unlock(mu_of(g, i));
+    return a;
+}
+
+const char *pfi_gpu_avail_name(pfi_gpu_avail a)
+{
+    switch (a) {
+    case PFI_GPU_OK: return "ok";
+    case PFI_GPU_LOST: return "lost";
+    case PFI_GPU_NO_PERMISSION: return "no_permission";
+    case PFI_GPU_NOT_SUPPORTED: return "not_supported";
+    default: return "unknown";
+    }
+}
+
+int pfi_gpu_all_available(pfi_gpu *g)
+{
+    size_t n = pfi_gpu_count(g);
+    for (size_t i = 0; i < n; i++)
+        if (pfi_gpu_avail_get(g, i) != PFI_GPU_OK) return 0;
+    return 1;
+}
+
+pfi_gpu_avail pfi_gpu_rescan(pfi_gpu *g, size_t i)
+{
+    if (i >= g->ops->count(g->st)) return PFI_GPU_UNKNOWN;
+    if (!g->ops->rescan) return pfi_gpu_avail_get(g, i);
+    pthread_mutex_lock(mu_of(g, i));
+    pfi_gpu_avail a = g->ops->rescan(g->st, i);
+    pthread_mutex_unlock(mu_of(g, i));
+    return a;
+}
+
+static pfi_status limit_from_sample(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err)
+{
+    pfi_gpu_sample s;
+    pfi_status rc = g->ops->sample(g->st, i, &s, err);
+    if (rc) return rc;
+    if (!(s.have & PFI_GS_CAP))
+        return pfi_errorf(err, PFI_EUNSUPP, "GPU %zu: the device does not report its power limit",
+                          i);
+    *cap_w = s.cap_w;
+    return PFI_OK;
+}
+
+pfi_status pfi_gpu_limit_get(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err)
+{
+    LOCKED(g->ops->limit ? g->ops->limit(g->st, i, cap_w, err)
+                         : limit_from_sample(g, i, cap_w, err));
+}
+
+int pfi_gpu_persistence(pfi_gpu *g, size_t i)
+{
+    if (i >= g->ops->count(g->st) || !g->ops->persistence) return -1;
+    pthread_mutex_lock(mu_of(g, i));
+    int p = g->ops->persistence(g->st, i);
+    pthread_mutex_unlock(mu_of(g, i));
+    return p;
+}
+
 static int is_sim(const pfi_gpu *g)
 {
     return !strcmp(g->ops->name, "sim");

@@ -43,6 +43,19 @@ extern "C" {
 typedef struct pfi_gpu pfi_gpu;
 struct pfi_recon;
 
+/* Whether a GPU can be used, NVML's errors kept apart: a GPU whose handle
+ * or UUID cannot be had at open, or that answers NVML_ERROR_GPU_IS_LOST
+ * later, is unavailable; every call on it fails at once (PFI_EIO naming
+ * the state) and never blocks the other GPUs. pfi_gpu_rescan looks for it
+ * again. */
+typedef enum pfi_gpu_avail {
+    PFI_GPU_OK = 0,
+    PFI_GPU_LOST,          /* NVML_ERROR_GPU_IS_LOST (15) */
+    PFI_GPU_NO_PERMISSION, /* NVML_ERROR_NO_PERMISSION (4): e.g. not in this cgroup */
+    PFI_GPU_NOT_SUPPORTED, /* NVML_ERROR_NOT_SUPPORTED (3) */
+    PFI_GPU_UNKNOWN        /* any other error at open */
+} pfi_gpu_avail;
+
 typedef struct pfi_gpu_info {
     char uuid[96], name[96];
     double cap_min_w, cap_max_w, cap_default_w;
@@ -109,8 +122,21 @@ pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, 
                              pfi_error *err);
 /* Reads this device does not support, e.g. "clocks_event_reasons,field_values"; "" if none. */
 const char *pfi_gpu_unsupported(pfi_gpu *g, size_t i);
-/* Index of the GPU with this UUID, or -1. */
+/* Index of the GPU with this UUID, or -1 (an unavailable GPU has none). */
 long pfi_gpu_find_uuid(pfi_gpu *g, const char *uuid);
+/* GPU i's availability, and its name ("ok", "lost", "no_permission",
+ * "not_supported", "unknown"); 1 when every GPU is available */
+pfi_gpu_avail pfi_gpu_avail_get(pfi_gpu *g, size_t i);
+const char *pfi_gpu_avail_name(pfi_gpu_avail a);
+int pfi_gpu_all_available(pfi_gpu *g);
+/* Looks again for GPU i when it is unavailable (NVML: its handle by index
+ * and its UUID); its availability after the try. */
+pfi_gpu_avail pfi_gpu_rescan(pfi_gpu *g, size_t i);
+/* GPU i's management power limit alone (NVML:
+ * nvmlDeviceGetPowerManagementLimit; no other read can make it fail) */
+pfi_status pfi_gpu_limit_get(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err);
+/* persistence mode: 1 on, 0 off, -1 unknown (not NVML, or unreadable) */
+int pfi_gpu_persistence(pfi_gpu *g, size_t i);
 
 /* ---- simulator only (PFI_EUNSUPP on NVML) ---- */
 /* Start (or restart) job k: loading, then training; its step log goes to
@@ -146,8 +172,9 @@ double pfi_gpu_sim_tokens_per_s(pfi_gpu *g, size_t k);
  * its default limit (its maximum when it has none). */
 double pfi_gpu_default_cap_w(const pfi_gpu_info *in);
 
-/* The GPU's management limit now. When the device cannot say: its default
- * limit if fallback_default, else an error naming the GPU. */
+/* The GPU's management limit now (pfi_gpu_limit_get). When the device
+ * cannot say: its default limit if fallback_default, else an error naming
+ * the GPU. */
 pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w,
                            pfi_error *err);
 
@@ -197,8 +224,9 @@ void pfi_gpu_saved_defaults(pfi_gpu *g, int only_not_default, const pfi_gpu_save
 /* restore_control in memory: every saved cap back (check_range: one the
  * device cannot take is replaced by its default first); those back are
  * unchanged, cap_w = baseline_w. A saved GPU not on this node is reported
- * failed and forgotten if forget_missing, else kept. Returns how many stay
- * saved. */
+ * failed and, if forget_missing, forgotten when every GPU is available
+ * (none of them has its UUID), else kept for the next try. Returns how
+ * many stay saved. */
 size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range,
                             int forget_missing, const pfi_gpu_restore_report *r);
 

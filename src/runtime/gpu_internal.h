@@ -18,6 +18,13 @@ typedef struct pfi_gpu_ops {
                             pfi_error *err);
     const char *(*unsupported)(void *st, size_t i);
     void (*close)(void *st);
+    /* optional (NULL: the GPU is always available, the limit comes from a
+     * sample, nothing to look for again) */
+    pfi_gpu_avail (*avail)(void *st, size_t i);
+    pfi_status (*limit)(void *st, size_t i, double *cap_w, pfi_error *err);
+    pfi_gpu_avail (*rescan)(void *st, size_t i);
+    /* optional: persistence mode (1 on, 0 off, -1 unknown) */
+    int (*persistence)(void *st, size_t i);
     /* 1: calls on different devices may run at once (the library is
      * thread-safe and the backend's state for device i is touched only by
      * calls naming i), so gpu.c serializes per device and pfi_gpu_set_caps

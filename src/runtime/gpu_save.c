@@ -21,13 +21,9 @@ double pfi_gpu_default_cap_w(const pfi_gpu_info *in)
 pfi_status pfi_gpu_cap_now(pfi_gpu *g, size_t i, int fallback_default, double *cap_w,
                            pfi_error *err)
 {
-    pfi_gpu_sample s;
     pfi_error e;
     e.msg[0] = '\0';
-    if (pfi_gpu_sample_get(g, i, &s, &e) == PFI_OK && (s.have & PFI_GS_CAP)) {
-        *cap_w = s.cap_w;
-        return PFI_OK;
-    }
+    if (pfi_gpu_limit_get(g, i, cap_w, &e) == PFI_OK) return PFI_OK;
     pfi_gpu_info in;
     if (fallback_default && pfi_gpu_info_get(g, i, &in, NULL) == PFI_OK) {
         *cap_w = in.cap_default_w;
@@ -153,7 +149,10 @@ size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_ra
         if (i < 0 || pfi_gpu_set_cap(g, (size_t)i, c->baseline_w, &e)) {
             if (i < 0) pfi_errorf(&e, PFI_ENOTFOUND, "GPU %s is not on this node", c->uuid);
             if (r && r->failed) r->failed(r->ud, k, c, i, &e);
-            if (i < 0 && forget_missing) c->changed = 0;
+            /* a GPU not found is forgotten only when every device
+               enumerates and none has its UUID: an unavailable one
+               (lost, no permission) may be it, so its baseline is kept */
+            if (i < 0 && forget_missing && pfi_gpu_all_available(g)) c->changed = 0;
             continue;
         }
         if (r && r->restored) r->restored(r->ud, k, c, i, c->cap_w);

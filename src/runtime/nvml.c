@@ -7,7 +7,18 @@
  * it is never fatal. Setting a limit converts W to NVML's mW. Opened
  * read-only (pfi_gpu_open_read_only) the setter is never looked up. No
  * Set*, Reset* or persistence-mode function is called anywhere else.
- * Calls on different devices may run at once (per_device, below). */
+ * Calls on different devices may run at once (per_device, below).
+ *
+ * One bad GPU never blocks the others (NVML's own advice: nvmlInit_v2 and
+ * nvmlDeviceGetCount_v2 count every GPU so the usable ones stay usable).
+ * A GPU whose handle (nvmlDeviceGetHandleByIndex_v2) or UUID cannot be had
+ * at open keeps its index and is marked unavailable with the error's kind
+ * (GPU_IS_LOST -> lost, NO_PERMISSION -> no_permission: a GPU outside the
+ * process's cgroup, NOT_SUPPORTED, else unknown); a GPU that answers
+ * GPU_IS_LOST later is marked lost. Every call on an unavailable GPU fails
+ * at once without reaching the driver; rescan looks up its handle and UUID
+ * again. The UUID, name and limits' range are read once, at open (they do
+ * not change while the driver is loaded). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +51,15 @@ typedef struct nv {
     nvmlDeviceGetFieldValues_fn fields;
     nvmlDeviceGetComputeRunningProcesses_fn procs;
     nvmlDeviceGetComputeRunningProcesses_v1_fn procs_v1;
+    nvmlDeviceGetPersistenceMode_fn persistence;
+    nvmlDeviceGetHandleByIndex_fn handle;
     unsigned n;
     nvmlDevice_t dev[NV_MAX_GPUS];
     char unsupported[NV_MAX_GPUS][256];
+    /* per device, touched only by calls naming it */
+    pfi_gpu_avail avail[NV_MAX_GPUS];
+    nvmlReturn_t avail_err[NV_MAX_GPUS]; /* the NVML error that made it unavailable */
+    pfi_gpu_info info[NV_MAX_GPUS];      /* read at open (or rescan) */
 } nv;
 
 static const char *msg(const nv *s, nvmlReturn_t r)
@@ -51,8 +68,21 @@ static const char *msg(const nv *s, nvmlReturn_t r)
     return m ? m : "unknown NVML error";
 }
 
-static pfi_status map_err(const nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
+static pfi_gpu_avail avail_of(nvmlReturn_t r)
 {
+    return r == NVML_ERROR_GPU_IS_LOST     ? PFI_GPU_LOST
+           : r == NVML_ERROR_NO_PERMISSION ? PFI_GPU_NO_PERMISSION
+           : r == NVML_ERROR_NOT_SUPPORTED ? PFI_GPU_NOT_SUPPORTED
+                                           : PFI_GPU_UNKNOWN;
+}
+
+/* an NVML error on device i; GPU_IS_LOST marks it lost */
+static pfi_status map_err(nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
+{
+    if (r == NVML_ERROR_GPU_IS_LOST && i < NV_MAX_GPUS) {
+        s->avail[i] = PFI_GPU_LOST;
+        s->avail_err[i] = r;
+    }
     pfi_status code = r == NVML_ERROR_NO_PERMISSION      ? PFI_EPERM
                       : r == NVML_ERROR_NOT_SUPPORTED    ? PFI_EUNSUPP
                       : r == NVML_ERROR_INVALID_ARGUMENT ? PFI_ERANGE
@@ -70,7 +100,10 @@ static void note(nv *s, size_t i, const char *what)
     snprintf(u + n, sizeof s->unsupported[0] - n, "%s%s", n ? "," : "", what);
 }
 
-/* a read's result: 1 ok, 0 unsupported / no permission / absent (noted), -1 other error */
+/* a read's result: 1 ok; 0 left out of the sample: unsupported / no
+ * permission / absent (noted), or another error (its status in *st, its
+ * message in err: a sample without its power reading fails with it); -1
+ * the GPU is lost (the sample fails) */
 static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pfi_error *err,
               pfi_status *st)
 {
@@ -84,25 +117,40 @@ static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pf
         return 0;
     }
     *st = map_err(s, r, err, what, i);
-    return -1;
+    return r == NVML_ERROR_GPU_IS_LOST ? -1 : 0;
 }
+
+/* every call on device i starts here: an unavailable GPU fails at once */
+#define AVAILABLE(s, i, err)                                                                       \
+    do {                                                                                           \
+        if ((s)->avail[i] != PFI_GPU_OK)                                                           \
+            return pfi_errorf(                                                                     \
+                err, PFI_EIO, "NVML: GPU %zu is unavailable: %s (%s, NVML error %d)", (size_t)(i), \
+                pfi_gpu_avail_name((s)->avail[i]), msg(s, (s)->avail_err[i]), (s)->avail_err[i]);  \
+    } while (0)
 
 static size_t n_count(void *st)
 {
     return ((nv *)st)->n;
 }
 
-static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
+/* reads device i's identity and limits' range into s->info[i] (at open and
+ * rescan); the handle must be valid */
+static nvmlReturn_t read_info(nv *s, size_t i)
 {
-    nv *s = st;
+    pfi_gpu_info *info = &s->info[i];
     memset(info, 0, sizeof *info);
     nvmlReturn_t r = s->uuid(s->dev[i], info->uuid, sizeof info->uuid);
-    if (r) return map_err(s, r, err, "nvmlDeviceGetUUID", i);
+    if (r) return r;
+    info->uuid[sizeof info->uuid - 1] = '\0';
+    if (!info->uuid[0]) return NVML_ERROR_UNKNOWN; /* a UUID is what the agent keys GPUs by */
     if (s->name && s->name(s->dev[i], info->name, sizeof info->name) != NVML_SUCCESS)
         snprintf(info->name, sizeof info->name, "NVIDIA GPU");
+    info->name[sizeof info->name - 1] = '\0';
     unsigned lo = 0, hi = 0, def = 0;
     r = s->constraints ? s->constraints(s->dev[i], &lo, &hi) : NVML_ERROR_FUNCTION_NOT_FOUND;
-    if (r == NVML_SUCCESS) {
+    if (r == NVML_ERROR_GPU_IS_LOST) return r;
+    if (r == NVML_SUCCESS && lo <= hi) {
         info->cap_min_w = lo / 1000.0;
         info->cap_max_w = hi / 1000.0;
     } else {
@@ -110,17 +158,87 @@ static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
         info->cap_min_w = info->cap_max_w = 0.0 / 0.0;
     }
     r = s->def_limit ? s->def_limit(s->dev[i], &def) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (r == NVML_ERROR_GPU_IS_LOST) return r;
     if (r == NVML_SUCCESS) info->cap_default_w = def / 1000.0;
     else {
         note(s, i, "power_limit_default");
         info->cap_default_w = 0.0 / 0.0;
     }
+    return NVML_SUCCESS;
+}
+
+static pfi_status n_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
+{
+    nv *s = st;
+    AVAILABLE(s, i, err);
+    *info = s->info[i];
     return PFI_OK;
+}
+
+static pfi_gpu_avail n_avail(void *st, size_t i)
+{
+    return ((nv *)st)->avail[i];
+}
+
+/* looks up device i's handle and identity; available when both answer */
+static pfi_gpu_avail n_rescan(void *st, size_t i)
+{
+    nv *s = st;
+    if (s->avail[i] == PFI_GPU_OK) return PFI_GPU_OK;
+    nvmlReturn_t r = s->handle((unsigned)i, &s->dev[i]);
+    if (r == NVML_SUCCESS) r = read_info(s, i);
+    if (r) {
+        s->avail[i] = avail_of(r);
+        s->avail_err[i] = r;
+        return s->avail[i];
+    }
+    s->avail[i] = PFI_GPU_OK;
+    s->avail_err[i] = NVML_SUCCESS;
+    return PFI_GPU_OK;
+}
+
+static pfi_status n_limit(void *st, size_t i, double *cap_w, pfi_error *err)
+{
+    nv *s = st;
+    AVAILABLE(s, i, err);
+    unsigned u = 0;
+    if (!s->limit)
+        return pfi_errorf(err, PFI_EUNSUPP,
+                          "NVML: nvmlDeviceGetPowerManagementLimit is missing from the library");
+    nvmlReturn_t r = s->limit(s->dev[i], &u);
+    if (r) return map_err(s, r, err, "nvmlDeviceGetPowerManagementLimit", i);
+    *cap_w = u / 1000.0;
+    return PFI_OK;
+}
+
+static int n_persistence(void *st, size_t i)
+{
+    nv *s = st;
+    int mode = 0;
+    if (s->avail[i] != PFI_GPU_OK || !s->persistence ||
+        s->persistence(s->dev[i], &mode) != NVML_SUCCESS)
+        return -1;
+    return mode == NVML_FEATURE_ENABLED;
+}
+
+/* a field value as a double, by its declared type (NaN for a type it cannot be) */
+static double field_value(const nvmlFieldValue_t *fv)
+{
+    switch (fv->valueType) {
+    case NVML_VALUE_TYPE_DOUBLE: return fv->value.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return (double)fv->value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return (double)fv->value.ulVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return (double)fv->value.ullVal;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return (double)fv->value.sllVal;
+    case NVML_VALUE_TYPE_SIGNED_INT: return (double)fv->value.siVal;
+    default: return 0.0 / 0.0;
+    }
 }
 
 static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err)
 {
     nv *s = st;
+    AVAILABLE(s, i, err);
     nvmlDevice_t d = s->dev[i];
     memset(o, 0, sizeof *o);
     for (int m = 0; m < PFI_M_COUNT; m++) o->prof[m] = 0.0 / 0.0;
@@ -172,19 +290,28 @@ static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err
         memset(&fv, 0, sizeof fv);
         fv.fieldId = NVML_FI_DEV_POWER_INSTANT;
         nvmlReturn_t r = s->fields(d, 1, &fv);
-        if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS)
-            o->power_instant_w = fv.value.uiVal / 1000.0, o->have |= PFI_GS_POWER_INSTANT;
+        double mw =
+            r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS ? field_value(&fv) : 0.0 / 0.0;
+        /* a value of a type it cannot have, or absurd (over 100 kW), is noted, not used */
+        if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS && mw >= 0 && mw < 1e8)
+            o->power_instant_w = mw / 1000.0, o->have |= PFI_GS_POWER_INSTANT;
+        else if (r == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS)
+            note(s, i, "field_power_instant_type");
         else if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_SUPPORTED &&
                  r != NVML_ERROR_NO_PERMISSION && r != NVML_ERROR_INVALID_ARGUMENT)
             return map_err(s, r, err, "nvmlDeviceGetFieldValues", i);
         else note(s, i, "field_power_instant");
     } else note(s, i, "field_power_instant");
+    /* one field that failed (a temperature read, say) leaves only that
+       field out; without its power reading the sample is no sample */
+    if (rc && !(o->have & PFI_GS_POWER)) return rc;
     return PFI_OK;
 }
 
 static pfi_status n_set_cap(void *st, size_t i, double cap_w, pfi_error *err)
 {
     nv *s = st;
+    AVAILABLE(s, i, err);
     unsigned lo = 0, hi = 0;
     if (s->constraints && s->constraints(s->dev[i], &lo, &hi) == NVML_SUCCESS &&
         !(cap_w * 1000.0 >= lo - 0.5 && cap_w * 1000.0 <= hi + 0.5))
@@ -205,6 +332,7 @@ static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_
                           pfi_error *err)
 {
     nv *s = st;
+    AVAILABLE(s, i, err);
     if (!s->procs && !s->procs_v1) {
         note(s, i, "running_processes");
         return PFI_OK;
@@ -239,17 +367,24 @@ static pfi_status n_procs(void *st, size_t i, pfi_gpu_proc *p, size_t max, size_
         free(buf);
         return map_err(s, r, err, "nvmlDeviceGetComputeRunningProcesses", i);
     }
+    /* records sanity-checked: pid 0 is no process (a record the driver did
+       not fill); memory NVML_VALUE_NOT_AVAILABLE (a process in another
+       container, or under MIG) is NaN, not 16 EiB */
     for (unsigned k = 0; k < cnt && k < cap && *n < max; k++) {
-        memset(&p[*n], 0, sizeof p[0]);
+        unsigned pid;
+        unsigned long long used;
         if (v1) {
             const nvmlProcessInfo_v1_t *b = (const nvmlProcessInfo_v1_t *)buf + k;
-            p[*n].pid = b->pid;
-            p[*n].used_mib = (double)b->usedGpuMemory / 1048576.0;
+            pid = b->pid, used = b->usedGpuMemory;
         } else {
             const nvmlProcessInfo_t *b = (const nvmlProcessInfo_t *)buf + k;
-            p[*n].pid = b->pid;
-            p[*n].used_mib = (double)b->usedGpuMemory / 1048576.0;
+            pid = b->pid, used = b->usedGpuMemory;
         }
+        if (pid == 0) continue;
+        memset(&p[*n], 0, sizeof p[0]);
+        p[*n].pid = pid;
+        p[*n].used_mib =
+            used == NVML_VALUE_NOT_AVAILABLE_ULL ? 0.0 / 0.0 : (double)used / 1048576.0;
         (*n)++;
     }
     free(buf);
@@ -282,6 +417,10 @@ static const pfi_gpu_ops nvml_ops = {.name = "nvml",
                                      .processes = n_procs,
                                      .unsupported = n_unsupported,
                                      .close = n_close,
+                                     .avail = n_avail,
+                                     .limit = n_limit,
+                                     .rescan = n_rescan,
+                                     .persistence = n_persistence,
                                      .per_device = 1};
 
 /* the first of the names the library exports */
@@ -351,6 +490,9 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
         NULL);
     s->procs_v1 = (nvmlDeviceGetComputeRunningProcesses_v1_fn)sym(
         s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
+    s->persistence =
+        (nvmlDeviceGetPersistenceMode_fn)sym(s->dl, "nvmlDeviceGetPersistenceMode", NULL, NULL);
+    s->handle = handle;
     if (!init || !count || !handle || !s->uuid) {
         dlclose(s->dl);
         free(s);
@@ -375,12 +517,12 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
         return st;
     }
     if (n > NV_MAX_GPUS) n = NV_MAX_GPUS;
-    for (unsigned i = 0; i < n; i++)
-        if ((r = handle(i, &s->dev[i]))) {
-            pfi_status st = map_err(s, r, err, "nvmlDeviceGetHandleByIndex", i);
-            n_close(s);
-            return st;
-        }
+    /* every GPU keeps its index; one that cannot be opened is unavailable */
+    for (unsigned i = 0; i < n; i++) {
+        s->avail[i] = PFI_GPU_UNKNOWN;
+        s->avail_err[i] = NVML_ERROR_UNKNOWN;
+        n_rescan(s, i);
+    }
     s->n = n;
     *ops = &nvml_ops;
     *out = s;

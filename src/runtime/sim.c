@@ -283,9 +283,15 @@ static void s_close(void *st)
     free(s);
 }
 
-static const pfi_gpu_ops sim_ops = {
-    "sim",   s_count, s_info,  s_sample, s_set_cap,
-    s_procs, NULL,    s_close, 0 /* per_device: one model and clock for all GPUs */};
+/* every GPU always available; the limit read from a sample; per_device 0:
+ * one model and clock for all GPUs */
+static const pfi_gpu_ops sim_ops = {.name = "sim",
+                                    .count = s_count,
+                                    .info = s_info,
+                                    .sample = s_sample,
+                                    .set_cap = s_set_cap,
+                                    .processes = s_procs,
+                                    .close = s_close};
 
 pfi_status pfi_sim_job_start(void *st, size_t k, const char *steplog, pfi_error *err)
 {

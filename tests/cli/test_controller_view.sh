@@ -34,7 +34,8 @@ assert set(ctl) == {"generation_max", "fast_trigger_port", "gpus", "jobs"}, sort
 assert ctl["generation_max"] == node["generation_max"]
 assert len(ctl["gpus"]) == len(node["gpus"]) == 8
 for c, g in zip(ctl["gpus"], node["gpus"]):
-    assert c == [g["cap_min_w"], g["cap_max_w"], g.get("cap_w")], (c, g)
+    assert c == [g["cap_min_w"], g["cap_max_w"], g.get("cap_w"), g["ceiling_w"]], (c, g)
+    assert g["state"] == "ok" and g["ceiling_w"] == g["cap_w"], g  # no cap held: the limit in force
 assert [j["job_id"] for j in ctl["jobs"]] == [j["job_id"] for j in node["jobs"]] == ["job1"]
 for c, j in zip(ctl["jobs"], node["jobs"]):
     for k in ("gpus", "power_w", "tokens_per_s", "pfi_predicted", "tier"):
@@ -146,7 +147,7 @@ wait_for 20 "the agent behind its control port capped" \
 curl -s -m 5 "http://127.0.0.1:$PA/v1/control" | /usr/bin/python3 -c '
 import json, sys
 g = json.load(sys.stdin)["gpus"]
-assert all(lo <= cap <= hi for lo, hi, cap in g), g' || fail "the agent's caps outside its limits"
+assert all(lo <= cap <= hi and cap <= ceil == hi for lo, hi, cap, ceil in g), g' || fail "the agent's caps outside its limits"
 ok
 check_daemons
 done_ok

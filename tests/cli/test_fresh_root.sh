@@ -87,6 +87,7 @@ ok
 # (the tests' own checks would only find a missing one when they run)
 TOOLS="cmake cc clang clang-format-14 cpack dpkg-deb dpkg-shlibdeps file curl tar git openssl unshare mmdebstrap
   node npm systemd-analyze man groff prometheus promtool python3 slurmctld slurmd sbatch srun scontrol munged chromium"
+TOOLS=$(echo $TOOLS) # one line: it goes into a shell command line
 in_root bootstrap-test "scripts/bootstrap.sh test && { for t in $TOOLS; do command -v \$t >/dev/null || echo MISSING \$t; done; \
   python3 -c 'import torch, venv, setuptools, wheel' || echo MISSING python3-torch; }" ||
   { tail -n 40 "$T/bootstrap-test.log" >&2; fail "scripts/bootstrap.sh test failed in a fresh Debian 12 root"; }

@@ -19,6 +19,19 @@
  *                               fake_nvml_setters_max_in_flight(); reset with
  *                               fake_nvml_setters_reset())
  *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded)
+ *   FAKE_NVML_FAULTS=FILE       per-device errors, read at every call (so a test can
+ *                               make a GPU fail after start): lines "INDEX CODE WHERE",
+ *                               CODE an nvmlReturn_t, WHERE "handle" (only
+ *                               nvmlDeviceGetHandleByIndex_v2), "all" (every call
+ *                               naming the device, the handle lookup included) or a
+ *                               function's name. What NVML documents: GetHandleByIndex
+ *                               answers NO_PERMISSION (4) "if the user doesn't have
+ *                               permission to talk to this device" (a GPU outside the
+ *                               job's cgroup) and GPU_IS_LOST (15) "if the target GPU
+ *                               has fallen off the bus or is otherwise inaccessible";
+ *                               any device call may answer GPU_IS_LOST or UNKNOWN (999)
+ *                               (nvml.h, NVML API Reference, "Device Queries")
+ *   FAKE_NVML_PERSISTENCE=0     persistence mode off on every device (default on)
  *   FAKE_NVML_ENFORCED=FILE     enforced limits (mW, one line per device; 0 or no
  *                               line: the management limit), read at every call:
  *                               a limit set out of band (a BMC, another tool)
@@ -188,8 +201,28 @@ __attribute__((unused)) static unsigned enforced_override(unsigned i)
     return v;
 }
 
+/* the error FAKE_NVML_FAULTS gives device i for function fn, or SUCCESS */
+static nvmlReturn_t fault(unsigned i, const char *fn)
+{
+    const char *p = getenv("FAKE_NVML_FAULTS");
+    FILE *f = p ? fopen(p, "r") : NULL;
+    if (!f) return NVML_SUCCESS;
+    unsigned idx;
+    int code;
+    char where[128];
+    nvmlReturn_t r = NVML_SUCCESS;
+    while (r == NVML_SUCCESS && fscanf(f, "%u %d %127s", &idx, &code, where) == 3)
+        if (idx == i && (!strcmp(where, "all") || !strcmp(where, fn))) r = code;
+    fclose(f);
+    return r;
+}
+
 #define DEV_OK(d)                                                                                  \
-    if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT
+    if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT;                              \
+    do {                                                                                           \
+        nvmlReturn_t f_ = fault((d)->idx, __func__);                                               \
+        if (f_) return f_;                                                                         \
+    } while (0)
 #define UNSUP(name)                                                                                \
     if (unsupported(name)) return NVML_ERROR_NOT_SUPPORTED
 
@@ -217,6 +250,9 @@ API const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
     case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     default: return "Unknown Error";
     }
 }
@@ -228,6 +264,9 @@ API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *n)
 API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *d)
 {
     if (i >= ngpu) return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t f = fault(i, "handle");
+    if (!f) f = fault(i, "all");
+    if (f) return f;
     *d = &devs[i];
     return NVML_SUCCESS;
 }
@@ -322,7 +361,8 @@ API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
     set_begin();
     nvmlReturn_t r = NVML_SUCCESS;
     if (!d || d->idx >= ngpu) r = NVML_ERROR_INVALID_ARGUMENT;
-    else if (getenv("FAKE_NVML_NO_PERMISSION")) r = NVML_ERROR_NO_PERMISSION;
+    else if ((r = fault(d->idx, __func__))) {
+    } else if (getenv("FAKE_NVML_NO_PERMISSION")) r = NVML_ERROR_NO_PERMISSION;
     else if (mw < 200000 || mw > 700000) r = NVML_ERROR_INVALID_ARGUMENT;
     else if (set_fails(d->idx)) r = NVML_ERROR_UNKNOWN;
     else {
@@ -382,7 +422,11 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     UNSUP("nvmlDeviceGetFieldValues");
     for (int k = 0; k < n; k++) {
         if (v[k].fieldId == NVML_FI_DEV_POWER_INSTANT) {
+            /* NVML fills valueType beside the value (nvml.h, nvmlFieldValue_t:
+               "Type of the value stored in value"); power fields are
+               unsigned int milliwatts */
             v[k].nvmlReturn = NVML_SUCCESS;
+            v[k].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
             v[k].value.uiVal = (unsigned)(power_w(d->idx) * 1000 + 5000);
         } else {
             v[k].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
@@ -391,6 +435,13 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     return NVML_SUCCESS;
 }
 #endif
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *mode)
+{
+    DEV_OK(d);
+    const char *p = getenv("FAKE_NVML_PERSISTENCE");
+    *mode = p && !strcmp(p, "0") ? 0 : 1;
+    return NVML_SUCCESS;
+}
 /* the compute processes of FAKE_NVML_PROCS on device d, as NVML lists
  * them: count first; when the caller's array is too small, write nothing,
  * report the number needed and return INSUFFICIENT_SIZE. put(p, k, pid)

@@ -9,7 +9,8 @@
  * and restoring caps, the state file), agent_jobs.c (job mapping, step logs,
  * predictions, dcgm-exporter mapping files, a local dcgm-exporter),
  * agent_render.c (/metrics and /v1/node), agent_fast.c (fast trigger
- * datagrams: PUT /v1/caps over UDP). One mutex guards the agent's
+ * datagrams: PUT /v1/caps over UDP), agent_baseline.c (each GPU's
+ * baseline, its ceiling, drift of its limit). One mutex guards the agent's
  * state; the GPU backend serializes its own calls. */
 #ifndef PFI_AGENT_H
 #define PFI_AGENT_H
@@ -40,6 +41,7 @@ typedef struct agent_cfg {
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
+    int read_only;       /* --read-only: the GPU layer opened read-only, no cap ever set */
     int export_dcgm;     /* also serve dcgm-exporter's names on /metrics */
     int no_fast_trigger; /* no fast trigger datagrams (agent_fast.c) */
 } agent_cfg;
@@ -51,7 +53,25 @@ typedef struct agent_gpu {
     double dcgm_prof[PFI_M_COUNT]; /* from a local dcgm-exporter (NaN if none) */
     char job_id[64];
     int limit_out_of_band; /* enforced < the cap (agent_check_enforced): logged at each change */
+    /* availability (gpu.h: pfi_gpu_avail): an unavailable GPU is skipped
+     * everywhere and looked for again every AGENT_RESCAN_S */
+    pfi_gpu_avail avail;
+    int read_failed;     /* the last sample failed (state "unknown" in /metrics) */
+    double rescan_at_s;  /* monotonic s */
+    unsigned cap_gen;    /* +1 at each cap pfi sets: a sample older than it shows no drift */
+    double reapply_t[3]; /* monotonic s of the last re-applies (agent_check_drift) */
+    int contested;       /* re-applied 3 times within 60 s: pfi stopped */
+    int persistence_warned;
 } agent_gpu;
+
+#define AGENT_RESCAN_S 30.0
+enum {
+    AGENT_DRIFT_LOWERED,
+    AGENT_DRIFT_RAISED,
+    AGENT_DRIFT_CONTESTED,
+    AGENT_DRIFT_BASELINE,
+    AGENT_DRIFT_KINDS
+};
 
 typedef struct agent_job {
     char id[64], steplog[1024], source[16];
@@ -87,8 +107,15 @@ typedef struct agent {
     char token[300], read_token[300];
     int have_token, have_read_token;
     char hostname[128];
+    /* the admins' limits as first seen (agent_baseline.c) */
+    struct {
+        char uuid[96];
+        double limit_w;
+    } base[AGENT_MAX_GPUS * 2];
+    size_t nbase;
+    char restore_logged[PFI_LEASE_MAX_GPUS]; /* a saved GPU's failed restore, logged */
     /* counters */
-    unsigned long long cap_changes, rejected, samples;
+    unsigned long long cap_changes, rejected, samples, drift[AGENT_DRIFT_KINDS];
     double sampling_cpu_s, started_at;
     int save_pending;       /* the last state save failed: retried by the lease thread */
     double save_retry_at_s; /* monotonic s */
@@ -126,6 +153,25 @@ int agent_startup_state(agent *a);
  * if the state file is corrupt); the exit status */
 int agent_restore_and_exit(agent *a);
 int agent_save_state(agent *a);
+
+/* agent_baseline.c (callers hold a->mu) */
+void agent_baselines_load(agent *a);
+/* each usable GPU on which pfi holds no cap: its limit now is the admin's */
+void agent_baselines_first_sight(agent *a);
+/* the admin's limit as the baselines file knows it, NaN */
+double agent_baseline_known(const agent *a, const char *uuid);
+/* the highest cap pfi may set on GPU i (NaN: unknown, not cappable) */
+double agent_gpu_ceiling(agent *a, size_t i);
+/* 1 when GPU i is available and known by its UUID */
+int agent_gpu_usable(const agent *a, size_t i);
+/* the latest sample of GPU i against the cap pfi set (gen_at_sample: its
+ * cap_gen when the sample was taken) */
+void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample);
+void agent_check_persistence(agent *a);
+const char *agent_drift_kind_name(int k);
+/* GPU i's state for /metrics and /v1/node: "ok", "lost", "no_permission",
+ * "not_supported", "unknown" */
+const char *agent_gpu_state(const agent *a, size_t i);
 
 /* agent_jobs.c (callers hold a->mu, except agent_dcgm_scrape and
  * agent_jobs_read_steplogs, which lock it themselves and read the step logs

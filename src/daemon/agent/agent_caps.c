@@ -9,7 +9,11 @@
  * changed GPUs are set at once (pfi_gpu_set_caps: one thread per GPU with
  * NVML) and the answer waits for all of them; if the device refuses any,
  * the GPUs that took their cap are put back and the request fails (503),
- * so a PUT applies entirely or not at all. */
+ * so a PUT applies entirely or not at all — over the GPUs that are
+ * available: an unavailable one (lost, no permission, a read that failed,
+ * a limit that cannot be read) is left as it is and listed under
+ * "skipped" in the answer. A cap above a GPU's ceiling (its baseline:
+ * agent_baseline.c) is clamped to it and listed under "clamped". */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -49,11 +53,12 @@ int agent_save_state(agent *a)
     return 0;
 }
 
-/* the GPU's cap right now (a fresh reading; the default limit if NVML cannot say) */
+/* the GPU's cap right now (its management limit alone), NaN when it
+ * cannot be read: never the default limit in its place */
 static double current_cap(agent *a, size_t i)
 {
-    double c = a->g[i].info.cap_default_w;
-    pfi_gpu_cap_now(a->gpu, i, 1, &c, NULL);
+    double c = NAN;
+    if (!agent_gpu_usable(a, i) || pfi_gpu_cap_now(a->gpu, i, 0, &c, NULL)) return NAN;
     return c;
 }
 
@@ -77,7 +82,7 @@ static void state_file_init(agent *a)
     a->sf.store = store_state;
     a->sf.ud = a;
     a->sf.keep = 1;             /* it also keeps generation_max and the lease */
-    a->sf.fallback_default = 1; /* a cap NVML cannot read: the default limit (as current_cap) */
+    a->sf.fallback_default = 0; /* a cap NVML cannot read: that GPU is not capped */
 }
 
 int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
@@ -109,8 +114,8 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         a->rejected++;
         return v == PFI_LEASE_TOO_FAR ? 400 : 409;
     }
-    double want[AGENT_MAX_GPUS];
-    for (size_t i = 0; i < a->n; i++) want[i] = NAN;
+    double want[AGENT_MAX_GPUS], asked[AGENT_MAX_GPUS];
+    for (size_t i = 0; i < a->n; i++) want[i] = asked[i] = NAN;
     for (size_t k = 0; k < rq.ngpus; k++) {
         const pfi_caps_entry *x = &rq.gpus[k];
         long i = -1;
@@ -162,6 +167,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     }
     for (size_t i = 0; i < a->n; i++) {
         const pfi_gpu_info *in = &a->g[i].info;
+        if (!agent_gpu_usable(a, i)) continue; /* skipped, below */
         if (!isnan(want[i]) &&
             !(want[i] >= in->cap_min_w - 1e-9 && want[i] <= in->cap_max_w + 1e-9)) {
             snprintf(msg, sizeof msg, "GPU %zu (%s): cap %g W outside the device's %g..%g W", i,
@@ -183,10 +189,27 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     *prev = a->lease;
     double cur[AGENT_MAX_GPUS], target[AGENT_MAX_GPUS];
     size_t idx[AGENT_MAX_GPUS], nch = 0;
+    int skip[AGENT_MAX_GPUS], nskip = 0, nclamp = 0;
     for (size_t i = 0; i < a->n; i++) {
+        skip[i] = 0;
+        cur[i] = current_cap(a, i); /* NaN: unavailable, or its limit cannot be read */
+        if (isnan(cur[i])) {        /* unavailable, or its limit unreadable: not capped */
+            skip[i] = 1;
+            nskip++;
+            if (!isnan(want[i]) && agent_gpu_usable(a, i))
+                agent_log(a, "error: GPU %zu %s: its power limit cannot be read: not capped", i,
+                          a->g[i].info.uuid);
+            continue;
+        }
+        /* the ceiling: never above the limit the GPU had before pfi touched it */
+        double ceil_w = agent_gpu_ceiling(a, i);
+        if (!isnan(want[i]) && isfinite(ceil_w) && want[i] > ceil_w + 0.5) {
+            asked[i] = want[i];
+            want[i] = fmax(ceil_w, a->g[i].info.cap_min_w);
+            nclamp++;
+        }
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
         if (!lg) continue;
-        cur[i] = current_cap(a, i);
         target[i] = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur[i];
         if (fabs(target[i] - cur[i]) < 0.5) {
             if (!isnan(want[i]) && lg->changed) lg->cap_w = target[i];
@@ -222,6 +245,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     pfi_gpu_set_caps(a->gpu, idx, tw, nch, src, serr);
     size_t done[AGENT_MAX_GPUS], nd = 0;
     long failed = -1; /* the first GPU (by index) the device refused */
+    for (size_t k = 0; k < nch; k++) a->g[idx[k]].cap_gen++; /* older samples show no drift */
     for (size_t k = 0; k < nch; k++) {
         size_t i = idx[k];
         if (src[k]) {
@@ -275,9 +299,29 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     if (!renewed)
         agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller,
                   rq.generation, rq.lease_s);
+    if (nclamp) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < a->n; i++)
+            if (!isnan(asked[i])) lo = fmin(lo, want[i]), hi = fmax(hi, asked[i]);
+        agent_log(a,
+                  "warning: %d GPUs' caps clamped to their ceiling (the limit they had before pfi, "
+                  "down to %.0f W; asked up to %.0f W) (controller %s, generation %lld)",
+                  nclamp, lo, hi, rq.controller, rq.generation);
+    }
     free(prev);
+    json_t *sk = json_array(), *cl = json_array();
+    for (size_t i = 0; i < a->n; i++) {
+        if (skip[i])
+            json_array_append_new(sk, json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "uuid",
+                                                a->g[i].info.uuid, "state", agent_gpu_state(a, i)));
+        else if (!isnan(asked[i]))
+            json_array_append_new(cl, json_pack("{s:I,s:s,s:f,s:f}", "index", (json_int_t)i, "uuid",
+                                                a->g[i].info.uuid, "requested_w", asked[i], "cap_w",
+                                                want[i]));
+    }
     json_t *g = json_array();
     for (size_t i = 0; i < a->n; i++) {
+        if (skip[i]) continue;
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
         json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid,
                               "cap_w", lg && lg->changed ? lg->cap_w : current_cap(a, i));
@@ -288,6 +332,10 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation",
                   (json_int_t)rq.generation, "lease_expires_at", a->lease.expires_at,
                   "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
+    if (nskip) json_object_set_new(o, "skipped", sk);
+    else json_decref(sk);
+    if (nclamp) json_object_set_new(o, "clamped", cl);
+    else json_decref(cl);
     *resp = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return 200;
@@ -318,6 +366,7 @@ typedef struct restore_ctx {
 static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, double from_w)
 {
     restore_ctx *x = ud;
+    if (k < PFI_LEASE_MAX_GPUS) x->a->restore_logged[k] = 0;
     agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w,
               lg->baseline_w, x->why);
     x->a->cap_changes++;
@@ -327,15 +376,27 @@ static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, dou
 static void on_failed(void *ud, size_t k, const pfi_saved_cap *lg, long i, const pfi_error *e)
 {
     restore_ctx *x = ud;
-    if (i < 0) {
+    int all = pfi_gpu_all_available(x->a->gpu);
+    /* only a change is logged: a GPU lost for hours is not a line every 30 s */
+    int logged = k < PFI_LEASE_MAX_GPUS && x->a->restore_logged[k];
+    if (k < PFI_LEASE_MAX_GPUS) x->a->restore_logged[k] = 1;
+    if (i < 0 && all) {
         agent_log(x->a,
-                  "warning: GPU %s of the state file is not on this node; forgetting its baseline",
+                  "warning: GPU %s of the state file is not on this node (every GPU enumerates, "
+                  "none has its UUID); forgetting its baseline",
                   lg->uuid);
         return;
     }
-    agent_log(x->a, "error: GPU %ld: restoring %g W failed: %s (will retry in %.1f s)", i,
-              lg->baseline_w, e->msg, x->delay_s);
     x->failed = 1;
+    if (logged) return;
+    if (i < 0)
+        agent_log(x->a,
+                  "error: GPU %s (baseline %g W) is not available now (a GPU of this node is "
+                  "unavailable): its baseline is kept and restored once it is found again",
+                  lg->uuid, lg->baseline_w);
+    else
+        agent_log(x->a, "error: GPU %ld: restoring %g W failed: %s (retried with back-off)", i,
+                  lg->baseline_w, e->msg);
 }
 
 void agent_restore(agent *a, const char *why)
@@ -413,6 +474,25 @@ static int load_state(agent *a, int *found)
     pfi_lease_init(&a->lease);
     pfi_gpu_saved_defaults(
         a->gpu, 1, &a->sf.saved); /* GPUs not at their default: the default is their baseline */
+    /* ... unless the baselines file (agent_baseline.c), which no crash can
+       corrupt, knows the admin's own limit */
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        long i = gpu_index(a, lg->uuid);
+        double known = agent_baseline_known(a, lg->uuid);
+        if (!lg->changed || i < 0) continue;
+        const pfi_gpu_info *in = &a->g[i].info;
+        if (isfinite(known) && known >= in->cap_min_w - 1e-9 && known <= in->cap_max_w + 1e-9) {
+            agent_log(a, "GPU %ld %s: its baseline %.0f W from %s.baselines (the admin's limit)", i,
+                      lg->uuid, known, a->cfg.state_file);
+            lg->baseline_w = known;
+        } else {
+            agent_log(a,
+                      "error: GPU %ld %s: no trusted baseline (state file corrupt, none in "
+                      "%s.baselines): it goes back to its default limit %.0f W",
+                      i, lg->uuid, a->cfg.state_file, lg->baseline_w);
+        }
+    }
     agent_save_state(a); /* the device defaults are the baselines from now on, also after a crash */
     *found = 1;
     return 1;
@@ -421,8 +501,10 @@ static int load_state(agent *a, int *found)
 int agent_startup_state(agent *a)
 {
     int found;
+    agent_baselines_load(a);
     int corrupt = load_state(a, &found);
     if (!found) {
+        agent_baselines_first_sight(a);
         /* no state file: the limits in force are the baselines (an admin's own limits are kept) */
         if (agent_save_state(a))
             agent_log(
@@ -430,6 +512,7 @@ int agent_startup_state(agent *a)
                 "warning: every PUT /v1/caps is refused (503) until the state file can be written");
         return 0;
     }
+    agent_baselines_first_sight(a); /* GPUs on which no cap is held */
     double now = pfi_clock_mono();
     pfi_lease_mono_from_wall(&a->lease, pfi_clock_now(), now);
     if (a->lease.active && a->lease.expires_mono - now > a->cfg.max_lease_s) {
@@ -462,8 +545,8 @@ int agent_startup_state(agent *a)
         agent_log(a, "state file: the lease of controller %s generation %lld has expired",
                   a->lease.controller, a->lease.generation);
     a->lease.active = 0;
-    agent_restore(a,
-                  corrupt ? "corrupt state file: device default" : "start-up without a live lease");
+    agent_restore(a, corrupt ? "corrupt state file" : "start-up without a live lease");
+    agent_baselines_first_sight(a);
     return 0;
 }
 
@@ -477,6 +560,7 @@ int agent_restore_pending(const agent *a)
 int agent_restore_and_exit(agent *a)
 {
     int found;
+    agent_baselines_load(a);
     int corrupt = load_state(a, &found);
     if (!found) {
         agent_log(a,
@@ -492,10 +576,18 @@ int agent_restore_and_exit(agent *a)
     agent_restore(a, corrupt ? "--restore-and-exit, corrupt state file: device default"
                              : "--restore-and-exit");
     if (agent_restore_pending(a)) {
+        char names[2048] = "";
+        size_t m = 0;
+        for (size_t k = 0; k < a->lease.n; k++)
+            if (a->lease.gpu[k].changed && m < sizeof names - 1)
+                m += (size_t)snprintf(names + m, sizeof names - m, "%s%s (baseline %.0f W)",
+                                      m ? ", " : "", a->lease.gpu[k].uuid,
+                                      a->lease.gpu[k].baseline_w);
+        agent_save_state(a); /* the others are forgotten, these are kept */
         agent_log(a,
-                  "error: --restore-and-exit: some GPUs could not be restored (above); %s still "
-                  "lists them",
-                  a->cfg.state_file);
+                  "error: --restore-and-exit: every other GPU is restored; not restored: %s; %s "
+                  "still lists them for the next try",
+                  names, a->cfg.state_file);
         return 1;
     }
     if (agent_save_state(a)) return 1;

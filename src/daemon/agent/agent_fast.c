@@ -149,8 +149,17 @@ static void *fast_thread(void *arg)
 int agent_fast_start(agent *a)
 {
     a->fast_fd = -1;
-    if (a->cfg.no_fast_trigger || !a->have_token) {
-        if (!a->cfg.no_fast_trigger)
+    if (a->cfg.no_fast_trigger || !a->have_token || a->cfg.read_only || a->cfg.tls_client_ca) {
+        if (a->cfg.read_only && !a->cfg.no_fast_trigger)
+            agent_log(a, "fast trigger datagrams: off (--read-only)");
+        else if (a->cfg.tls_client_ca && !a->cfg.no_fast_trigger)
+            /* a datagram is keyed by the bearer token alone: it would let a
+               peer without a client certificate set caps (and read views in
+               cleartext). Off until the fast path has keys of its own; the
+               controller, seeing no fast_trigger_port, uses HTTPS alone. */
+            agent_log(a, "fast trigger datagrams: off: --tls-client-ca requires a client "
+                         "certificate, which a datagram cannot carry; caps go over HTTPS only");
+        else if (!a->cfg.no_fast_trigger)
             agent_log(a, "fast trigger datagrams: off (no --token-file: no key)");
         return 0;
     }

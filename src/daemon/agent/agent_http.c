@@ -28,6 +28,8 @@ static int is_protected(void *ud, const char *method, const char *url)
 static void handle_caps(agent *a, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     if (strcmp(rq->method, "PUT")) return pfi_http_error(rs, 405, "method not allowed (PUT)");
+    if (a->cfg.read_only)
+        return pfi_http_error(rs, 403, "this agent runs --read-only: no cap is ever set");
     pthread_mutex_lock(&a->mu);
     /* a fast trigger datagram sent before this PUT (held back, or retried by the network)
        must not undo it: the next one taken must be newer than now (agent_fast.c) */

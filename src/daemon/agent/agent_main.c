@@ -97,6 +97,10 @@ static const pfi_opt agent_options[] = {
                 "put every GPU the state file lists back to its baseline (all to their device "
                 "default if the file is "
                 "corrupt), then exit"),
+    OPT_BOOLEAN(0, "read-only", read_only,
+                "open the GPUs read-only (no setter is even looked up): every PUT /v1/caps is "
+                "refused (403), nothing is restored, the state file is neither read nor written, "
+                "no fast trigger datagrams"),
     OPT_FILENAME(0, "log", log_path, "FILE",
                  "log here instead of stderr (SIGHUP reopens it; start-up errors also go to "
                  "stderr)"),
@@ -159,21 +163,68 @@ static double thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* one round: every available GPU sampled (outside the agent's lock; the GPU
+ * layer serializes per GPU), an unavailable one looked for again every
+ * AGENT_RESCAN_S; then, under the lock, the samples applied (a failed one
+ * leaves no stale sample), changes of a GPU's state logged once, and each
+ * limit checked for drift against the cap pfi set. */
 static void sample_round(agent *a, int refresh)
 {
     double c0 = thread_cpu();
-    pfi_gpu_sample s[AGENT_MAX_GPUS];
-    int ok[AGENT_MAX_GPUS];
+    static pfi_gpu_sample s[AGENT_MAX_GPUS];
+    static pfi_gpu_info info[AGENT_MAX_GPUS];
+    int ok[AGENT_MAX_GPUS], found[AGENT_MAX_GPUS];
+    pfi_gpu_avail av[AGENT_MAX_GPUS];
+    unsigned gen[AGENT_MAX_GPUS];
+    pfi_error err[AGENT_MAX_GPUS];
+    double mono = pfi_wall_monotonic();
+    pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < a->n; i++) {
-        pfi_error e;
-        ok[i] = pfi_gpu_sample_get(a->gpu, i, &s[i], &e) == PFI_OK;
-        if (!ok[i]) agent_log(a, "warning: GPU %zu: %s", i, e.msg);
+        gen[i] = a->g[i].cap_gen;
+        av[i] = agent_gpu_usable(a, i) ? PFI_GPU_OK : a->g[i].avail;
+        found[i] = av[i] != PFI_GPU_OK && mono >= a->g[i].rescan_at_s;
+        if (found[i]) a->g[i].rescan_at_s = mono + AGENT_RESCAN_S;
+    }
+    pthread_mutex_unlock(&a->mu);
+    for (size_t i = 0; i < a->n; i++) {
+        ok[i] = 0;
+        err[i].msg[0] = '\0';
+        if (found[i]) { /* an unavailable GPU, looked for again */
+            found[i] = pfi_gpu_rescan(a->gpu, i) == PFI_GPU_OK &&
+                       pfi_gpu_info_get(a->gpu, i, &info[i], &err[i]) == PFI_OK;
+            if (found[i]) av[i] = PFI_GPU_OK;
+        }
+        if (av[i] != PFI_GPU_OK) continue;
+        ok[i] = pfi_gpu_sample_get(a->gpu, i, &s[i], &err[i]) == PFI_OK;
+        if (!ok[i]) av[i] = pfi_gpu_avail_get(a->gpu, i);
     }
     agent_dcgm_scrape(a);
     pthread_mutex_lock(&a->mu);
-    for (size_t i = 0; i < a->n; i++)
-        if (ok[i]) a->g[i].last = s[i], a->g[i].sampled = 1;
-    agent_check_enforced(a);
+    for (size_t i = 0; i < a->n; i++) {
+        agent_gpu *g = &a->g[i];
+        const char *was = agent_gpu_state(a, i);
+        if (found[i]) {
+            g->info = info[i];
+            g->avail = PFI_GPU_OK;
+            a->restore_retry_at_s = 0; /* a saved cap of it: restored now, not after the back-off */
+            a->restore_delay_s = 0;
+        }
+        if (av[i] != PFI_GPU_OK) g->avail = av[i];
+        g->read_failed = g->avail == PFI_GPU_OK && !ok[i];
+        if (ok[i]) g->last = s[i], g->sampled = 1;
+        else g->sampled = 0; /* no stale sample is exported as live */
+        const char *now = agent_gpu_state(a, i);
+        if (strcmp(was, now)) {
+            if (!strcmp(now, "ok"))
+                agent_log(a, "GPU %zu %s is available again (was %s)", i, g->info.uuid, was);
+            else
+                agent_log(a, "error: GPU %zu %s: %s%s%s (the other GPUs are not affected)", i,
+                          g->info.uuid[0] ? g->info.uuid : "(UUID unknown)", now,
+                          err[i].msg[0] ? ": " : "", err[i].msg);
+        }
+        if (ok[i]) agent_check_drift(a, i, gen[i]);
+    }
+    if (a->cfg.read_only == 0) agent_check_enforced(a);
     if (refresh) agent_jobs_refresh(a);
     pthread_mutex_unlock(&a->mu);
     agent_jobs_read_steplogs(a); /* the user's files: not under the lock */
@@ -199,6 +250,7 @@ static void *lease_thread(void *arg)
                 agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why.msg);
             else agent_log(a, "SIGHUP: log file %s reopened", a->cfg.log_path);
         }
+        if (a->cfg.read_only) continue; /* no lease, nothing to restore */
         pthread_mutex_lock(&a->mu);
         agent_check_lease(a);
         pthread_mutex_unlock(&a->mu);
@@ -301,6 +353,7 @@ static int release_caps(agent *a)
 {
     agent_cfg *c = &a->cfg;
     int exit_rc = 0;
+    if (c->read_only) return 0; /* nothing was set */
     pthread_mutex_lock(&a->mu);
     if (c->keep_caps) {
         agent_log(a, "--keep-caps-on-exit: caps and lease kept in %s", c->state_file);
@@ -368,18 +421,36 @@ int main(int argc, char **argv)
         }
         have_recon = 1;
     }
-    if (pfi_gpu_open(c->backend, have_recon ? &recon : NULL, &a->gpu, &e)) {
+    if (c->read_only && c->restore_and_exit) {
+        agent_log(a, "error: --read-only and --restore-and-exit exclude each other");
+        return 2;
+    }
+    if ((c->read_only ? pfi_gpu_open_read_only
+                      : pfi_gpu_open)(c->backend, have_recon ? &recon : NULL, &a->gpu, &e)) {
         agent_log(a, "error: --backend %s: %s", c->backend, e.msg);
         return 1;
     }
     a->n = pfi_gpu_count(a->gpu);
     if (a->n > AGENT_MAX_GPUS) a->n = AGENT_MAX_GPUS;
+    /* a GPU that cannot be opened or read blocks neither the others, nor
+       their restore, nor the start: it is marked and looked for again */
     for (size_t i = 0; i < a->n; i++) {
-        if (pfi_gpu_info_get(a->gpu, i, &a->g[i].info, &e)) {
-            agent_log(a, "error: %s", e.msg);
-            return 1;
-        }
         for (int m = 0; m < PFI_M_COUNT; m++) a->g[i].dcgm_prof[m] = NAN;
+        a->g[i].avail = pfi_gpu_avail_get(a->gpu, i);
+        if (a->g[i].avail == PFI_GPU_OK && pfi_gpu_info_get(a->gpu, i, &a->g[i].info, &e)) {
+            a->g[i].avail = pfi_gpu_avail_get(a->gpu, i);
+            if (a->g[i].avail == PFI_GPU_OK) a->g[i].avail = PFI_GPU_UNKNOWN;
+        } else if (a->g[i].avail != PFI_GPU_OK) {
+            pfi_gpu_info_get(a->gpu, i, &a->g[i].info, &e); /* its error, for the log */
+        }
+        if (a->g[i].avail != PFI_GPU_OK) {
+            memset(&a->g[i].info, 0, sizeof a->g[i].info);
+            a->g[i].rescan_at_s = pfi_wall_monotonic() + AGENT_RESCAN_S;
+            agent_log(a,
+                      "error: GPU %zu is unavailable (%s): %s; the other GPUs are used, it is "
+                      "looked for again every %.0f s",
+                      i, pfi_gpu_avail_name(a->g[i].avail), e.msg, AGENT_RESCAN_S);
+        }
     }
     if (c->restore_and_exit) {
         int rc = agent_restore_and_exit(a);
@@ -393,11 +464,18 @@ int main(int argc, char **argv)
     agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION,
               pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
     for (size_t i = 0; i < a->n; i++)
-        agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid,
-                  a->g[i].info.name, a->g[i].info.cap_min_w, a->g[i].info.cap_max_w,
-                  a->g[i].info.cap_default_w);
+        if (agent_gpu_usable(a, i))
+            agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid,
+                      a->g[i].info.name, a->g[i].info.cap_min_w, a->g[i].info.cap_max_w,
+                      a->g[i].info.cap_default_w);
     pthread_mutex_lock(&a->mu);
-    int st = agent_startup_state(a);
+    int st = 0;
+    if (c->read_only) {
+        agent_log(a, "--read-only: no cap is set or restored; the state file is not touched");
+    } else {
+        st = agent_startup_state(a);
+        agent_check_persistence(a);
+    }
     pthread_mutex_unlock(&a->mu);
     if (st) return 1;
     pthread_t lease_tid;

@@ -233,16 +233,55 @@ char *agent_render_metrics(agent *a, size_t *len)
             pfi_buf_printf(
                 &b, "pfi_gpu_out_of_band_limit{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n", i,
                 L(u, a->g[i].info.uuid), h, a->g[i].limit_out_of_band);
+    /* each GPU's state: 1 while it is available and its last sample was
+       read; its other series are absent otherwise (never a stale sample) */
+    head(&b, "pfi_gpu_up", "gauge",
+         "1 when the GPU is available and was read in the last sampling round; state: ok, lost, "
+         "no_permission, not_supported, unknown (a read failed).");
+    for (size_t i = 0; i < a->n; i++) {
+        const char *st = agent_gpu_state(a, i);
+        label sl;
+        pfi_buf_printf(&b, "pfi_gpu_up{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\",state=\"%s\"} %d\n",
+                       i, L(u, a->g[i].info.uuid), h, L(sl, st),
+                       !strcmp(st, "ok") && a->g[i].sampled);
+    }
+    head(&b, "pfi_gpu_power_cap_ceiling_watts", "gauge",
+         "Highest cap pfi may set: the limit the GPU had before pfi touched it (W).");
+    for (size_t i = 0; i < a->n; i++) {
+        double cw = agent_gpu_ceiling(a, i);
+        if (isfinite(cw))
+            pfi_buf_printf(
+                &b,
+                "pfi_gpu_power_cap_ceiling_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} "
+                "%g\n",
+                i, L(u, a->g[i].info.uuid), h, cw);
+    }
+    head(&b, "pfi_gpu_cap_contested", "gauge",
+         "1 when another tool kept raising the limit over pfi's cap and pfi stopped re-applying.");
+    for (size_t i = 0; i < a->n; i++)
+        if (agent_gpu_usable(a, i))
+            pfi_buf_printf(&b,
+                           "pfi_gpu_cap_contested{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n", i,
+                           L(u, a->g[i].info.uuid), h, a->g[i].contested);
+    head(&b, "pfi_gpu_cap_drift_total", "counter",
+         "Limits found changed behind pfi's back: lowered (an admin; adopted), raised (a reset or "
+         "another tool; re-applied), contested (pfi stopped), baseline (changed while no cap was "
+         "held).");
+    for (int k = 0; k < AGENT_DRIFT_KINDS; k++)
+        pfi_buf_printf(&b, "pfi_gpu_cap_drift_total{kind=\"%s\",hostname=\"%s\"} %llu\n",
+                       agent_drift_kind_name(k), h, a->drift[k]);
     head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b,
-                       "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n",
-                       i, L(u, a->g[i].info.uuid), h, a->g[i].info.cap_min_w);
+        if (agent_gpu_usable(a, i))
+            pfi_buf_printf(
+                &b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n", i,
+                L(u, a->g[i].info.uuid), h, a->g[i].info.cap_min_w);
     head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
-        pfi_buf_printf(&b,
-                       "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n",
-                       i, L(u, a->g[i].info.uuid), h, a->g[i].info.cap_max_w);
+        if (agent_gpu_usable(a, i))
+            pfi_buf_printf(
+                &b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n", i,
+                L(u, a->g[i].info.uuid), h, a->g[i].info.cap_max_w);
     head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge",
          "Cap found before pfi changed it (only GPUs whose cap pfi has not restored yet).");
     for (size_t k = 0; k < a->lease.n; k++)
@@ -334,6 +373,10 @@ char *agent_render_node(agent *a)
             json_pack("{s:I,s:s,s:s,s:f,s:f,s:f}", "index", (json_int_t)i, "uuid", g->info.uuid,
                       "name", g->info.name, "cap_min_w", g->info.cap_min_w, "cap_max_w",
                       g->info.cap_max_w, "cap_default_w", g->info.cap_default_w);
+        json_object_set_new(o, "state", json_string(agent_gpu_state(a, i)));
+        double cw = agent_gpu_ceiling(a, i);
+        json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
+        if (g->contested) json_object_set_new(o, "contested", json_true());
         const pfi_gpu_sample *s = &g->last;
         if (g->sampled) {
             if (s->have & PFI_GS_CAP) json_object_set_new(o, "cap_w", json_real(s->cap_w));
@@ -354,7 +397,7 @@ char *agent_render_node(agent *a)
         for (size_t k = 0; k < a->lease.n; k++)
             if (!strcmp(a->lease.gpu[k].uuid, g->info.uuid) && a->lease.gpu[k].changed)
                 json_object_set_new(o, "baseline_w", json_real(a->lease.gpu[k].baseline_w));
-        const char *u = pfi_gpu_unsupported(a->gpu, i);
+        const char *u = agent_gpu_usable(a, i) ? pfi_gpu_unsupported(a->gpu, i) : "";
         if (u && *u) json_object_set_new(o, "unsupported", json_string(u));
         json_array_append_new(gs, o);
     }
@@ -411,9 +454,24 @@ char *agent_render_control(agent *a)
     pfi_buf_printf(&b, "\"gpus\":[");
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        pfi_buf_printf(&b, "%s[%.17g,%.17g,", i ? "," : "", g->info.cap_min_w, g->info.cap_max_w);
+        /* [cap_min_w, cap_max_w, cap_w, ceiling_w]; an unavailable GPU
+           [null, null, null, null]: its job cannot be capped */
+        if (!agent_gpu_usable(a, i)) {
+            pfi_buf_printf(&b, "%s[null,null,null,null]", i ? "," : "");
+            continue;
+        }
+        pfi_buf_printf(&b, "%s[", i ? "," : "");
+        /* a range the device does not report (NaN) is null, never "nan" */
+        for (int k = 0; k < 2; k++) {
+            double v = k ? g->info.cap_max_w : g->info.cap_min_w;
+            if (isfinite(v)) pfi_buf_printf(&b, "%.17g,", v);
+            else pfi_buf_printf(&b, "null,");
+        }
         if (g->sampled && (g->last.have & PFI_GS_CAP) && isfinite(g->last.cap_w))
-            pfi_buf_printf(&b, "%.17g]", g->last.cap_w);
+            pfi_buf_printf(&b, "%.17g,", g->last.cap_w);
+        else pfi_buf_printf(&b, "null,");
+        double cw = agent_gpu_ceiling(a, i);
+        if (isfinite(cw)) pfi_buf_printf(&b, "%.17g]", cw);
         else pfi_buf_printf(&b, "null]");
     }
     pfi_buf_printf(&b, "],\"jobs\":[");

@@ -97,7 +97,14 @@ typedef struct ctl_agent {
 typedef struct ctl_job {
     char id[64];
     int tier, gpus, seen;
-    double cap_min_w, cap_max_w, cap_w;
+    /* cap_max_w: the job's ceiling, the lowest over its GPUs of the limit
+     * each had before pfi touched it (the agents' ceiling_w; the hardware
+     * maximum from an agent that does not report one): no cap above it is
+     * ever planned or sent. hw_max_w: the hardware maximum, the range curve
+     * models were fitted on. gpu_unavailable: an agent reports one of its
+     * GPUs unavailable (lost, no permission): the job is unreachable. */
+    double cap_min_w, cap_max_w, cap_w, hw_max_w;
+    int gpu_unavailable, unavailable_logged;
     int *agent_idx; /* the agents holding the job (malloc'd; every one of them) */
     size_t nagent, agent_cap;
     double measured_w, tokens_per_s, pfi_pred;

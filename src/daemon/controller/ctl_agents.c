@@ -365,6 +365,9 @@ static size_t queue_puts(ctl *c, int kind, int release)
             ctl_job *j = &c->job[idx[q]];
             double cap = kind == X_TRIGGER ? j->trig_cap_w : j->alloc_cap_w;
             if (!j->seen || !j->reachable || !(cap > 0)) continue;
+            /* the last word: no cap above the job's ceiling leaves here,
+               whichever path (allocation, trigger plan, fallback) made it */
+            if (isfinite(j->cap_max_w) && cap > j->cap_max_w) cap = j->cap_max_w;
             snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", j->id);
             rq.jobs[rq.njobs].index = -1;
             rq.jobs[rq.njobs++].cap_w = cap;

@@ -208,6 +208,8 @@ static void take_node(ctl *c, ctl_jobidx *index, size_t ai, json_t *node, int re
             j->cap_w = INFINITY;
             j->cap_min_w = 0;
             j->cap_max_w = INFINITY;
+            j->hw_max_w = INFINITY;
+            j->gpu_unavailable = 0;
         } else if (!reachable) {
             j->reachable = 0;
         }
@@ -217,15 +219,25 @@ static void take_node(ctl *c, ctl_jobidx *index, size_t ai, json_t *node, int re
         json_array_foreach(json_object_get(jj, "gpus"), q, g)
         {
             json_t *gi = json_array_get(gpus, (size_t)json_integer_value(g));
-            /* GET /v1/control: [cap_min_w, cap_max_w, cap_w]; GET /v1/node: an object */
+            /* GET /v1/control: [cap_min_w, cap_max_w, cap_w, ceiling_w] (an
+               unavailable GPU: nulls; an older agent: no ceiling_w); GET
+               /v1/node: an object (state, ceiling_w) */
             int compact = json_is_array(gi);
-            double lo = json_number_value(compact ? json_array_get(gi, 0)
-                                                  : json_object_get(gi, "cap_min_w")),
+            json_t *jlo = compact ? json_array_get(gi, 0) : json_object_get(gi, "cap_min_w"),
+                   *jst = compact ? NULL : json_object_get(gi, "state");
+            double lo = json_number_value(jlo),
                    hi = json_number_value(compact ? json_array_get(gi, 1)
-                                                  : json_object_get(gi, "cap_max_w"));
+                                                  : json_object_get(gi, "cap_max_w")),
+                   ceil_w = json_number_value(compact ? json_array_get(gi, 3)
+                                                      : json_object_get(gi, "ceiling_w"));
             json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w");
+            if (!json_is_number(jlo) ||
+                (json_is_string(jst) && strcmp(json_string_value(jst), "ok")))
+                j->gpu_unavailable = 1;
             if (lo > j->cap_min_w) j->cap_min_w = lo;
-            if (hi > 0 && hi < j->cap_max_w) j->cap_max_w = hi;
+            if (hi > 0 && hi < j->hw_max_w) j->hw_max_w = hi;
+            if (!(ceil_w > 0)) ceil_w = hi; /* an older agent: its hardware maximum */
+            if (ceil_w > 0 && ceil_w < j->cap_max_w) j->cap_max_w = ceil_w;
             if (json_is_number(cw) && json_number_value(cw) < j->cap_w)
                 j->cap_w = json_number_value(cw);
             n++;
@@ -280,7 +292,7 @@ int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out)
         if (!isfinite(x[k])) return -1;
     }
     double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
-    return pfi_curve_model_curve(&c->curve_model.curve, x, j->cap_max_w, tmax, j->base_w, out,
+    return pfi_curve_model_curve(&c->curve_model.curve, x, j->hw_max_w, tmax, j->base_w, out,
                                  NULL) == PFI_OK
                ? 0
                : -1;
@@ -341,8 +353,23 @@ void ctl_cycle(ctl *c)
     }
     for (size_t k = 0; k < c->njobs; k++) {
         ctl_job *j = &c->job[k];
+        /* no ceiling known (an agent that reports no limits): the cap in
+           force is the most it may get; nothing known: not cappable */
+        if (!isfinite(j->cap_max_w)) j->cap_max_w = j->cap_w;
         if (!isfinite(j->cap_w)) j->cap_w = j->cap_max_w;
-        if (!isfinite(j->cap_max_w)) j->cap_max_w = 700;
+        if (!isfinite(j->hw_max_w)) j->hw_max_w = j->cap_max_w;
+        int unusable = j->gpu_unavailable || !isfinite(j->cap_max_w);
+        if (!unusable && j->unavailable_logged) {
+            ctl_log(c, "job %s: its GPUs are available again", j->id);
+            j->unavailable_logged = 0;
+        }
+        if (unusable) {
+            if (!j->unavailable_logged++)
+                ctl_log(c, "job %s: %s: treated as unreachable (its power as fixed load)", j->id,
+                        j->gpu_unavailable ? "a GPU of it is unavailable on its node"
+                                           : "its GPUs' limits are unknown");
+            j->reachable = 0;
+        }
     }
     /* events: start and finish */
     int active = 0;
