@@ -61,6 +61,11 @@ c=$(code $M -H "Authorization: Bearer $TOK" "$AURL/v1/node"); [ "$c" = 200 ] || 
 B='{"lease_s":30,"controller":"t","generation":1,"gpus":[{"index":0,"cap_w":400}]}'
 c=$(code $M -X PUT -H "Authorization: Bearer $RTOK" --data-binary "$B" "$AURL/v1/caps")
 [ "$c" = 401 ] || fail "the read token set caps: HTTP $c, expected 401"; ok
+# client certificates required: no fast trigger datagrams (a datagram,
+# keyed by the bearer token alone, set 700 -> 200 W without a certificate)
+contains "$T/agent.log" "fast trigger datagrams: off: --tls-client-ca requires a client certificate"
+c=$(code $M -H "Authorization: Bearer $TOK" "$AURL/v1/control"); [ "$c" = 200 ] || fail "GET /v1/control: HTTP $c"; ok
+lacks "$T/body" "fast_trigger_port"
 
 # ---- controller configuration: no token in cleartext to another host
 cfg() { # FILE AGENT-JSON

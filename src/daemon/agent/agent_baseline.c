@@ -149,6 +149,10 @@ double agent_gpu_ceiling(agent *a, size_t i)
     if (!agent_gpu_usable(a, i)) return NAN;
     const pfi_lease_gpu *lg = held(a, i);
     if (lg) return lg->baseline_w;
+    /* no cap held: the admin's limit as last seen (a sample may still show
+       a cap pfi has just lifted) */
+    double known = agent_baseline_known(a, a->g[i].info.uuid);
+    if (isfinite(known)) return known;
     const agent_gpu *g = &a->g[i];
     if (g->sampled && (g->last.have & PFI_GS_CAP)) return g->last.cap_w;
     return NAN;

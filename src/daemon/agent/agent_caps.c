@@ -367,6 +367,7 @@ static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, dou
 {
     restore_ctx *x = ud;
     if (k < PFI_LEASE_MAX_GPUS) x->a->restore_logged[k] = 0;
+    if (i >= 0 && (size_t)i < x->a->n) x->a->g[i].cap_gen++; /* older samples show no drift */
     agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w,
               lg->baseline_w, x->why);
     x->a->cap_changes++;
@@ -535,6 +536,7 @@ int agent_startup_state(agent *a)
             long i = gpu_index(a, lg->uuid);
             pfi_error e;
             if (!lg->changed || i < 0) continue;
+            a->g[i].cap_gen++;
             if (fabs(current_cap(a, (size_t)i) - lg->cap_w) >= 0.5 &&
                 pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
                 agent_log(a, "error: GPU %ld: re-applying %g W failed: %s", i, lg->cap_w, e.msg);
