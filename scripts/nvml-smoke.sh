@@ -67,7 +67,7 @@ EOF
 
 echo "== pfi-agent --backend nvml, ${AGENT_S} s, no token (caps read-only)"
 "$PFI_AGENT" --backend nvml --listen 127.0.0.1:0 --port-file "$T/port" \
-  --state-file "$T/agent-state.json" --interval 1 --log "$T/agent.log" &
+  --state-file "$T/agent-state.json" --read-only --interval 1 --log "$T/agent.log" &
 AGENT_PID=$!
 i=0
 while [ ! -s "$T/port" ] && [ $i -lt 100 ] && kill -0 "$AGENT_PID" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done

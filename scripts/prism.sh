@@ -12,25 +12,28 @@
 # (a network that intercepts TLS needs its CA in the system's store or in
 # npm's cafile: docs/testing.md).
 #
-# The version is pinned: Prism 5.8 and later need Node.js >= 18.20.1
-# (their package.json "engines"), and Debian 12 ships 18.19: installed
-# there, 5.14 does not start. 5.7.0 is the newest 5.x for Node.js >= 16,
-# so every machine (Debian's Node.js or a newer one) runs the same Prism.
+# Every version is pinned (scripts/prism/package.json and its
+# package-lock.json, installed with npm ci): resolved afresh, a dependency's
+# newest release can need a newer Node.js than Debian 12's (a fresh root got
+# an ES-module-only @faker-js/faker that Node.js 18 cannot require(), while
+# a machine with Node.js 20 ran it). Prism 5.7.0 runs on Node.js >= 16.
 set -eu
 PRISM_PKG=@stoplight/prism-cli@5.7.0
+lock_dir=$(cd "$(dirname "$0")/prism" && pwd)
 dir=${1:-build/prism}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 bin=$dir/node_modules/.bin/prism
-# a Prism of another version (an older checkout's) is replaced
-if [ -x "$bin" ] && ! grep -q '"version": "5.7.0"' "$dir/node_modules/@stoplight/prism-cli/package.json" 2>/dev/null; then
+# a Prism installed from another lockfile (an older checkout's) is replaced
+if [ -x "$bin" ] && ! cmp -s "$lock_dir/package-lock.json" "$dir/package-lock.json"; then
   rm -rf "$dir/node_modules" "$dir/package.json" "$dir/package-lock.json"
 fi
 if [ ! -x "$bin" ]; then
   command -v npm >/dev/null 2>&1 || {
     echo "prism.sh: npm is missing (scripts/bootstrap.sh test installs nodejs and npm)" >&2; exit 1; }
   log=$dir/npm-install.log
-  if ! npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$PRISM_PKG" >"$log" 2>&1; then
+  cp "$lock_dir/package.json" "$lock_dir/package-lock.json" "$dir/"
+  if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
     why=$(grep -m 3 -E 'npm (ERR!|error) (code|request|network|reason)|ERR!.*(cert|CERT|ENOTFOUND|ECONN|ETIMEDOUT)|error (code|network|request)' "$log" |
           sed 's/^npm \(ERR!\|error\) //' | tr '\n' ';' | sed 's/;$//')
     [ -n "$why" ] || why=$(tail -n 1 "$log")

@@ -5,8 +5,13 @@
  * power usage, a 1 s average on Ampere except GA100 and newer, and the instant field
  * NVML_FI_DEV_POWER_INSTANT where the driver has it), power limits
  * (current, default, min, max, enforced), SM and memory clocks, and the
- * compute processes. A value the driver or library lacks is "n/a" (null
- * in --json), never an error. scripts/nvml-smoke.sh runs it on a real GPU. */
+ * compute processes; how other APIs name it (the /dev/nvidiaN minor
+ * number Slurm and cgroups use, the PCI bus id NVML's order follows),
+ * persistence and MIG mode. A value the driver or library lacks is "n/a"
+ * (null in --json), never an error; a GPU that cannot be opened or read is
+ * listed with its state (lost, no_permission, ...) and the others still
+ * are (exit 1). scripts/nvml-smoke.sh and scripts/gpu-check.sh run it on a
+ * real GPU. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,6 +54,9 @@ const pfi_opts cmd_gpu_opts = CLI_OPTS(
     .options = gpu_options);
 
 typedef struct gpu_row {
+    const char *state; /* "ok", or why the GPU cannot be read */
+    const char *why;
+    int persistence;
     pfi_gpu_info in;
     pfi_gpu_sample s;
     pfi_gpu_proc *proc;
@@ -80,7 +88,20 @@ static void print_text(const gpu_row *r, size_t i)
 {
     char a[32], b[32], c[32], d[32], e[32];
     const pfi_gpu_sample *s = &r->s;
+    if (strcmp(r->state, "ok")) {
+        printf("GPU %zu  unavailable: %s (%s)\n", i, r->state, r->why);
+        return;
+    }
     printf("GPU %zu  %s  %s\n", i, r->in.uuid, r->in.name);
+    printf("  identity       minor %s  PCI %s  persistence %s  MIG %s\n",
+           val(a, sizeof a, r->in.minor >= 0 ? r->in.minor : NAN, "%.0f"),
+           r->in.pci_bus_id[0] ? r->in.pci_bus_id : "n/a",
+           r->persistence < 0 ? "n/a"
+           : r->persistence   ? "on"
+                              : "off",
+           r->in.mig < 0 ? "n/a"
+           : r->in.mig   ? "enabled"
+                         : "disabled");
     printf("  power          %s (average)  %s (instant)\n",
            val(a, sizeof a, have(s, PFI_GS_POWER, s->power_w), "%.1f W"),
            val(b, sizeof b, have(s, PFI_GS_POWER_INSTANT, s->power_instant_w), "%.1f W"));
@@ -113,6 +134,9 @@ static json_t *jnum(double v)
 static json_t *gpu_json(const gpu_row *r, size_t i)
 {
     const pfi_gpu_sample *s = &r->s;
+    if (strcmp(r->state, "ok"))
+        return json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "state", r->state, "error",
+                         r->why);
     json_t *procs = json_array();
     for (size_t k = 0; k < r->nproc; k++)
         json_array_append_new(procs, json_pack("{s:I,s:o}", "pid", (json_int_t)r->proc[k].pid,
@@ -128,6 +152,13 @@ static json_t *gpu_json(const gpu_row *r, size_t i)
         jnum(have(s, PFI_GS_CLOCKS, s->mem_clock_mhz)), "processes",
         strstr(r->unsupported, "running_processes") ? (json_decref(procs), json_null()) : procs,
         "not_available", r->unsupported);
+    json_object_set_new(o, "state", json_string("ok"));
+    json_object_set_new(o, "minor", r->in.minor >= 0 ? json_integer(r->in.minor) : json_null());
+    json_object_set_new(o, "pci_bus_id",
+                        r->in.pci_bus_id[0] ? json_string(r->in.pci_bus_id) : json_null());
+    json_object_set_new(o, "persistence",
+                        r->persistence < 0 ? json_null() : json_boolean(r->persistence));
+    json_object_set_new(o, "mig", r->in.mig < 0 ? json_null() : json_boolean(r->in.mig));
     return o;
 }
 
@@ -154,17 +185,24 @@ static int gpu_info(const gpu_args *a)
         printf("backend %s, %zu GPU%s, opened read-only\n", pfi_gpu_backend(g), n,
                n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) {
+        r.state = "ok";
+        r.why = "";
+        r.nproc = 0;
         if (pfi_gpu_info_get(g, i, &r.in, &e) || pfi_gpu_sample_get(g, i, &r.s, &e) ||
             pfi_gpu_processes(g, i, r.proc, GPU_PROCS_MAX, &r.nproc, &e)) {
+            /* this GPU only: the others are still listed */
+            pfi_gpu_avail av = pfi_gpu_avail_get(g, i);
+            r.state = av == PFI_GPU_OK ? "unknown" : pfi_gpu_avail_name(av);
+            r.why = e.msg;
             cli_error("gpu", "%s", e.msg);
             rc = CLI_FAIL;
-            break;
         }
+        r.persistence = pfi_gpu_persistence(g, i);
         r.unsupported = pfi_gpu_unsupported(g, i);
         if (a->json) json_array_append_new(arr, gpu_json(&r, i));
         else print_text(&r, i);
     }
-    if (rc == CLI_OK && a->json) {
+    if (arr && a->json) {
         json_t *doc = json_pack("{s:s,s:b,s:o}", "backend", pfi_gpu_backend(g), "read_only",
                                 pfi_gpu_is_read_only(g), "gpus", arr);
         arr = NULL;

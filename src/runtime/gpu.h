@@ -59,6 +59,13 @@ typedef enum pfi_gpu_avail {
 typedef struct pfi_gpu_info {
     char uuid[96], name[96];
     double cap_min_w, cap_max_w, cap_default_w;
+    /* how other APIs name it: /dev/nvidiaMINOR (the number Slurm's gres.conf
+     * File= and cgroups use; NVML's index follows PCI bus order and "may not
+     * correlate with other APIs"), -1 unknown; the PCI bus id ("" unknown) */
+    int minor;
+    char pci_bus_id[32];
+    /* MIG mode: 1 enabled, 0 disabled, -1 unknown / not a MIG-capable GPU */
+    int mig;
 } pfi_gpu_info;
 
 enum {

@@ -52,6 +52,9 @@ typedef struct nv {
     nvmlDeviceGetComputeRunningProcesses_fn procs;
     nvmlDeviceGetComputeRunningProcesses_v1_fn procs_v1;
     nvmlDeviceGetPersistenceMode_fn persistence;
+    nvmlDeviceGetMinorNumber_fn minor;
+    nvmlDeviceGetPciInfo_fn pci;
+    nvmlDeviceGetMigMode_fn mig;
     nvmlDeviceGetHandleByIndex_fn handle;
     unsigned n;
     nvmlDevice_t dev[NV_MAX_GPUS];
@@ -164,6 +167,20 @@ static nvmlReturn_t read_info(nv *s, size_t i)
         note(s, i, "power_limit_default");
         info->cap_default_w = 0.0 / 0.0;
     }
+    /* identity in other APIs' terms: the device file's minor number (what
+       Slurm and cgroups name), the PCI bus id (what NVML's order follows) */
+    unsigned mn = 0, cur = 0, pend = 0;
+    info->minor = s->minor && s->minor(s->dev[i], &mn) == NVML_SUCCESS && mn < 1024 ? (int)mn : -1;
+    nvmlPciInfo_t pci;
+    memset(&pci, 0, sizeof pci);
+    if (s->pci && s->pci(s->dev[i], &pci) == NVML_SUCCESS) {
+        pci.busId[sizeof pci.busId - 1] = '\0';
+        snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%s", pci.busId);
+    }
+    /* MIG: NOT_SUPPORTED on a GPU without MIG (nvml.h: nvmlDeviceGetMigMode) */
+    info->mig = s->mig && s->mig(s->dev[i], &cur, &pend) == NVML_SUCCESS
+                    ? cur == NVML_DEVICE_MIG_ENABLE
+                    : -1;
     return NVML_SUCCESS;
 }
 
@@ -493,6 +510,9 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
     s->persistence =
         (nvmlDeviceGetPersistenceMode_fn)sym(s->dl, "nvmlDeviceGetPersistenceMode", NULL, NULL);
     s->handle = handle;
+    s->minor = (nvmlDeviceGetMinorNumber_fn)sym(s->dl, "nvmlDeviceGetMinorNumber", NULL, NULL);
+    s->pci = (nvmlDeviceGetPciInfo_fn)sym(s->dl, "nvmlDeviceGetPciInfo_v3", NULL, NULL);
+    s->mig = (nvmlDeviceGetMigMode_fn)sym(s->dl, "nvmlDeviceGetMigMode", NULL, NULL);
     if (!init || !count || !handle || !s->uuid) {
         dlclose(s->dl);
         free(s);

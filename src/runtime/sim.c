@@ -160,6 +160,9 @@ static pfi_status s_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
     snprintf(info->name, sizeof info->name, "NVIDIA %s (simulated)", s->hw->gpu_model);
     info->cap_min_w = s->hw->min_cap_w;
     info->cap_max_w = info->cap_default_w = s->hw->tdp_w;
+    info->minor = (int)i; /* the simulated node's device files follow its indexes */
+    snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "00000000:%02zX:00.0", 0x10 + i);
+    info->mig = 0;
     return PFI_OK;
 }
 

@@ -19,7 +19,10 @@
 #     after the lease); a limit raised while a lease holds is re-applied, and
 #     after 3 re-applies within 60 s the GPU is reported contested;
 #  6. persistence mode off: warned once;
-#  7. --read-only: every PUT refused (403), no setter called, no state file.
+#  7. --read-only: every PUT refused (403), no setter called, no state file;
+#  8. MIG mode: the GPU is never capped (skipped, state "mig"), reported
+#     (log, pfi_gpu_mig_enabled), its ceiling null so the controller counts
+#     its draw as fixed.
 # No elapsed time is asserted; every wait polls with a deadline.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
@@ -175,6 +178,20 @@ start_agent e
 contains "$LOG" "GPU 0 $(U 0): persistence mode is off"
 stop_daemon $PID
 unset FAKE_NVML_PERSISTENCE
+
+# ---- 8. MIG: a MIG-enabled GPU is left at its baseline, reported, its draw fixed ----
+rm -f "$STATE" "$STATE.baselines"
+export FAKE_NVML_MIG=1
+start_agent g
+contains "$LOG" "GPU 1 $(U 1): MIG mode is enabled: left at its baseline"
+put 60 8 '{"index":0,"cap_w":400},{"index":1,"cap_w":400}'
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "PUT beside a MIG GPU: HTTP $CODE"; }; ok
+grep -q '"skipped":\[{"index":1,"uuid":"'"$(U 1)"'","state":"mig"}\]' "$T/body" || { cat "$T/body" >&2; fail "the MIG GPU not skipped"; }; ok
+[ "$(limit 1)" = 700 ] && [ "$(limit 0)" = 400 ] || fail "limits $(limit 0) / $(limit 1) W"; ok
+curl -s -m 5 "$URL/metrics" | grep -q '^pfi_gpu_mig_enabled{gpu="1",.*} 1$' || fail "pfi_gpu_mig_enabled"; ok
+curl -s -m 5 "$URL/v1/control" | grep -q '\[200,700,700,null\]' || fail "/v1/control: the MIG GPU's ceiling not null"; ok
+stop_daemon $PID
+unset FAKE_NVML_MIG
 
 # ---- 7. --read-only ----
 rm -f "$STATE" "$STATE.baselines"

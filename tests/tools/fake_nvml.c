@@ -32,6 +32,15 @@
  *                               any device call may answer GPU_IS_LOST or UNKNOWN (999)
  *                               (nvml.h, NVML API Reference, "Device Queries")
  *   FAKE_NVML_PERSISTENCE=0     persistence mode off on every device (default on)
+ *   FAKE_NVML_MINORS=m0,m1,...  each index's /dev/nvidiaN minor number (default
+ *                               the index): NVML orders devices by PCI bus id, and
+ *                               its index "may not correlate with other APIs" (NVML
+ *                               API Reference, nvmlDeviceGetHandleByIndex_v2); the
+ *                               device file's minor number is what Slurm (gres.conf
+ *                               File=) and cgroups use (nvmlDeviceGetMinorNumber)
+ *   FAKE_NVML_MIG=i,j           MIG mode enabled on these devices (nvmlDeviceGetMigMode;
+ *                               their utilization then answers NOT_SUPPORTED, as NVML
+ *                               documents for MIG-enabled GPUs)
  *   FAKE_NVML_ENFORCED=FILE     enforced limits (mW, one line per device; 0 or no
  *                               line: the management limit), read at every call:
  *                               a limit set out of band (a BMC, another tool)
@@ -173,6 +182,8 @@ static void set_end(void)
     }
     pthread_mutex_unlock(&mu);
 }
+
+static int listed(const char *name, unsigned i);
 
 /* FAKE_NVML_SET_FAIL lists device i */
 static int set_fails(unsigned i)
@@ -388,6 +399,7 @@ API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetUtilizationRates");
+    if (listed("FAKE_NVML_MIG", d->idx)) return NVML_ERROR_NOT_SUPPORTED;
     u->gpu = 97;
     u->memory = 41;
     return NVML_SUCCESS;
@@ -435,6 +447,51 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     return NVML_SUCCESS;
 }
 #endif
+/* device i listed in the comma-separated env var name */
+static int listed(const char *name, unsigned i)
+{
+    const char *s = getenv(name);
+    while (s && *s) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s) return 0;
+        if (v == i) return 1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *minor)
+{
+    DEV_OK(d);
+    const char *s = getenv("FAKE_NVML_MINORS");
+    unsigned k = 0;
+    *minor = d->idx;
+    while (s && *s) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s) break;
+        if (k++ == d->idx) *minor = (unsigned)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p)
+{
+    DEV_OK(d);
+    memset(p, 0, sizeof *p);
+    /* NVML's index order is PCI bus order */
+    p->bus = 0x18 + 0x10 * d->idx;
+    snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", p->bus);
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "0000:%02X:00.0", p->bus);
+    return NVML_SUCCESS;
+}
+API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned *cur, unsigned *pend)
+{
+    DEV_OK(d);
+    *cur = *pend =
+        listed("FAKE_NVML_MIG", d->idx) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+}
 API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, int *mode)
 {
     DEV_OK(d);

@@ -146,7 +146,9 @@ void agent_baselines_first_sight(agent *a)
 
 double agent_gpu_ceiling(agent *a, size_t i)
 {
-    if (!agent_gpu_usable(a, i)) return NAN;
+    /* a MIG-enabled GPU is never capped: one cap would hit every instance's
+       tenant (docs/agent.md, "MIG") */
+    if (!agent_gpu_usable(a, i) || a->g[i].info.mig == 1) return NAN;
     const pfi_lease_gpu *lg = held(a, i);
     if (lg) return lg->baseline_w;
     /* no cap held: the admin's limit as last seen (a sample may still show
@@ -237,6 +239,12 @@ void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample)
 
 void agent_check_persistence(agent *a)
 {
+    for (size_t i = 0; i < a->n; i++)
+        if (agent_gpu_usable(a, i) && a->g[i].info.mig == 1)
+            agent_log(a,
+                      "GPU %zu %s: MIG mode is enabled: left at its baseline (one cap would cover "
+                      "every instance's tenant); the controller counts its draw as fixed",
+                      i, a->g[i].info.uuid);
     for (size_t i = 0; i < a->n; i++) {
         agent_gpu *g = &a->g[i];
         if (!agent_gpu_usable(a, i) || g->persistence_warned) continue;

@@ -192,8 +192,9 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     int skip[AGENT_MAX_GPUS], nskip = 0, nclamp = 0;
     for (size_t i = 0; i < a->n; i++) {
         skip[i] = 0;
-        cur[i] = current_cap(a, i); /* NaN: unavailable, or its limit cannot be read */
-        if (isnan(cur[i])) {        /* unavailable, or its limit unreadable: not capped */
+        /* NaN: unavailable, its limit unreadable, or MIG enabled: not capped */
+        cur[i] = a->g[i].info.mig == 1 ? NAN : current_cap(a, i);
+        if (isnan(cur[i])) { /* unavailable, or its limit unreadable: not capped */
             skip[i] = 1;
             nskip++;
             if (!isnan(want[i]) && agent_gpu_usable(a, i))
@@ -313,7 +314,10 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     for (size_t i = 0; i < a->n; i++) {
         if (skip[i])
             json_array_append_new(sk, json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "uuid",
-                                                a->g[i].info.uuid, "state", agent_gpu_state(a, i)));
+                                                a->g[i].info.uuid, "state",
+                                                agent_gpu_usable(a, i) && a->g[i].info.mig == 1
+                                                    ? "mig"
+                                                    : agent_gpu_state(a, i)));
         else if (!isnan(asked[i]))
             json_array_append_new(cl, json_pack("{s:I,s:s,s:f,s:f}", "index", (json_int_t)i, "uuid",
                                                 a->g[i].info.uuid, "requested_w", asked[i], "cap_w",

@@ -575,19 +575,28 @@ void agent_jobs_update(agent *a)
     for (size_t k = 0; k < a->njobs; k++) {
         agent_job *j = &a->job[k];
         double p = 0, util = 0, avg[PFI_M_COUNT];
-        int np = 0;
+        int np = 0, nutil = 0;
         for (int m = 0; m < PFI_M_COUNT; m++) avg[m] = 0;
         for (size_t q = 0; q < j->ngpus; q++) {
             const agent_gpu *g = &a->g[j->gpu[q]];
             if (!g->sampled) continue;
             np++;
             if (g->last.have & PFI_GS_POWER) p += g->last.power_w;
-            util += g->last.util_gpu_pct;
+            if (g->last.have & PFI_GS_UTIL) util += g->last.util_gpu_pct, nutil++;
             for (int m = 0; m < PFI_M_COUNT; m++) avg[m] += gpu_prof(g, m);
         }
         if (!np) continue;
         j->power_w = p;
-        if (util / np > 50) { /* training: update the running means */
+        /* training (docs/agent.md, "Jobs"): GPU utilization above 50% where
+           every GPU reports it; where it is unknown (NOT_SUPPORTED, e.g.
+           under MIG), DCGM's graphics-engine activity above 0.5 where
+           scraped, else a step log that moved within the last 30 s */
+        int training;
+        double gr = avg[PFI_M_GR_ENGINE_ACTIVE] / np;
+        if (nutil == np) training = util / np > 50;
+        else if (isfinite(gr)) training = gr > 0.5;
+        else training = isfinite(j->tokens_per_s) && pfi_clock_now() - j->tokens_t < 30;
+        if (training) { /* update the running means */
             j->feat_n++;
             for (int m = 0; m < PFI_M_COUNT; m++) {
                 double v = avg[m] / np;

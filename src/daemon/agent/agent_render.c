@@ -256,6 +256,12 @@ char *agent_render_metrics(agent *a, size_t *len)
                 "%g\n",
                 i, L(u, a->g[i].info.uuid), h, cw);
     }
+    head(&b, "pfi_gpu_mig_enabled", "gauge",
+         "1 when MIG mode is enabled: the GPU is left at its baseline, never capped.");
+    for (size_t i = 0; i < a->n; i++)
+        if (agent_gpu_usable(a, i) && a->g[i].info.mig >= 0)
+            pfi_buf_printf(&b, "pfi_gpu_mig_enabled{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n",
+                           i, L(u, a->g[i].info.uuid), h, a->g[i].info.mig);
     head(&b, "pfi_gpu_cap_contested", "gauge",
          "1 when another tool kept raising the limit over pfi's cap and pfi stopped re-applying.");
     for (size_t i = 0; i < a->n; i++)
@@ -377,6 +383,8 @@ char *agent_render_node(agent *a)
         double cw = agent_gpu_ceiling(a, i);
         json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
         if (g->contested) json_object_set_new(o, "contested", json_true());
+        if (g->info.mig == 1) json_object_set_new(o, "mig", json_true());
+        if (g->info.minor >= 0) json_object_set_new(o, "minor", json_integer(g->info.minor));
         const pfi_gpu_sample *s = &g->last;
         if (g->sampled) {
             if (s->have & PFI_GS_CAP) json_object_set_new(o, "cap_w", json_real(s->cap_w));

@@ -230,7 +230,11 @@ static void take_node(ctl *c, ctl_jobidx *index, size_t ai, json_t *node, int re
                                                   : json_object_get(gi, "cap_max_w")),
                    ceil_w = json_number_value(compact ? json_array_get(gi, 3)
                                                       : json_object_get(gi, "ceiling_w"));
-            json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w");
+            json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w"),
+                   *jce = compact ? json_array_get(gi, 3) : json_object_get(gi, "ceiling_w");
+            /* a ceiling given as null: the GPU is not to be capped (MIG, its
+               limit unknown): its draw is fixed load */
+            if (jce && json_is_null(jce)) j->gpu_unavailable = 1;
             if (!json_is_number(jlo) ||
                 (json_is_string(jst) && strcmp(json_string_value(jst), "ok")))
                 j->gpu_unavailable = 1;
@@ -366,8 +370,9 @@ void ctl_cycle(ctl *c)
         if (unusable) {
             if (!j->unavailable_logged++)
                 ctl_log(c, "job %s: %s: treated as unreachable (its power as fixed load)", j->id,
-                        j->gpu_unavailable ? "a GPU of it is unavailable on its node"
-                                           : "its GPUs' limits are unknown");
+                        j->gpu_unavailable
+                            ? "a GPU of it is unavailable or not to be capped (MIG) on its node"
+                            : "its GPUs' limits are unknown");
             j->reachable = 0;
         }
     }
