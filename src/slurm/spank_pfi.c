@@ -257,10 +257,32 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
                     rundir, why, id);
         return 0; /* never fail a job for this */
     }
-    const char *gpus = getenv("SLURM_JOB_GPUS"), *fl = getenv("SPANK_PFI_FLEX");
-    if (!gpus) gpus = getenv("CUDA_VISIBLE_DEVICES");
-    char list[512] = "";
+    /* Which GPUs (docs/slurm.md, "GPU numbering"): Slurm's own numbers in
+     * SLURM_JOB_GPUS (its GPU index on the node, IDX in scontrol -d show
+     * job), unless the prolog's CUDA_VISIBLE_DEVICES holds UUIDs (newer
+     * Slurm with AutoDetect=nvml sets a device's unique id there), which
+     * name a GPU unambiguously: then those, as strings. */
+    const char *gpus = getenv("SLURM_JOB_GPUS"), *fl = getenv("SPANK_PFI_FLEX"),
+               *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    char list[2048] = "";
     size_t n = 0;
+    if (cvd && (!strncmp(cvd, "GPU-", 4) || !strncmp(cvd, "MIG-", 4))) {
+        /* "GPU-uuid,GPU-uuid" -> ["GPU-uuid", ...]; only [A-Za-z0-9-] (JSON-safe) */
+        for (const char *p = cvd; *p && n + 120 < sizeof list;) {
+            size_t k = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
+            if (k == 0 || k > 95 || (p[k] && p[k] != ',')) {
+                slurm_error("pfi: job %u: CUDA_VISIBLE_DEVICES is not a list of UUIDs: no GPUs in "
+                            "its job file",
+                            id);
+                n = 0, list[0] = '\0';
+                break;
+            }
+            n +=
+                (size_t)snprintf(list + n, sizeof list - n, "%s\"%.*s\"", n ? ", " : "", (int)k, p);
+            p += k + (p[k] == ',');
+        }
+        gpus = NULL;
+    }
     /* "0,1,3" -> [0,1,3]; ranges like "0-3" too */
     for (const char *p = gpus ? gpus : ""; *p && n + 16 < sizeof list;) {
         char *end;

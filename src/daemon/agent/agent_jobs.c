@@ -125,7 +125,26 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         else if (json_is_string(g))
             for (size_t q = 0; q < a->n; q++)
                 if (!strcmp(a->g[q].info.uuid, json_string_value(g))) i = (long)q;
-        if (i < 0 || (size_t)i >= a->n) continue;
+        if (i < 0 || (size_t)i >= a->n) {
+            /* not a guess: an unknown GPU is an error naming the job and the
+               GPU (logged once per job file and entry) */
+            static char seen[32][256];
+            static unsigned next;
+            char key[256], what[100];
+            if (json_is_string(g)) snprintf(what, sizeof what, "%.90s", json_string_value(g));
+            else snprintf(what, sizeof what, "%lld", (long long)json_integer_value(g));
+            snprintf(key, sizeof key, "%.60s#%s#%.40s", idbuf, what, file);
+            int logged = 0;
+            for (unsigned q = 0; q < 32; q++) logged |= !strcmp(seen[q], key);
+            if (!logged) {
+                snprintf(seen[next++ % 32], sizeof seen[0], "%s", key);
+                agent_log(a,
+                          "error: %s: job %s: GPU %s is not a GPU of this node (no such index or "
+                          "UUID; %zu GPUs): that GPU is not mapped",
+                          file, idbuf, what, a->n);
+            }
+            continue;
+        }
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
         snprintf(m->steplog[i], sizeof m->steplog[0], "%s",
                  json_is_string(sl) ? json_string_value(sl) : "");

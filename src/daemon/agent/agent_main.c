@@ -471,7 +471,8 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&a->mu);
     int st = 0;
     if (c->read_only) {
-        agent_log(a, "--read-only: no cap is set or restored; the state file is not touched");
+        agent_log(a, "--read-only: caps are never written and nothing is put back; the state file "
+                     "is not touched");
     } else {
         st = agent_startup_state(a);
         agent_check_persistence(a);
