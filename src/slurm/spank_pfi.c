@@ -9,8 +9,11 @@
  * the job prolog (slurmd, root) it creates the job's step log,
  * RUNDIR/steplogs/JOBID-RANDOM.jsonl (an unguessable name, created
  * O_EXCL|O_NOFOLLOW, owned by the job's user, mode 0600), and writes
- * RUNDIR/jobs/JOBID.json atomically — {"job_id", "gpus" (from
- * SLURM_JOB_GPUS), "tier", "steplog", "uid"} — which pfi-agent --jobs-dir
+ * RUNDIR/jobs/JOBID.json atomically — {"job_id", "minors" (SLURM_JOB_GPUS,
+ * Slurm's GPU indexes, turned into the /dev/nvidiaN minor numbers of the
+ * gres.conf File= devices: gres_devices.h) or "gpus" (UUIDs from the
+ * prolog's CUDA_VISIBLE_DEVICES, or NVML indexes under AutoDetect),
+ * "tier", "steplog", "uid"} — which pfi-agent --jobs-dir
  * reads: the agent learns the job's GPUs and tier, and reads the step log
  * only if the job's user owns it. In the job's tasks it sets PFI_FLEX and
  * PFI_STEPLOG (that step log; a job that sets its own keeps it). In the
@@ -41,10 +44,13 @@
 
 #include <slurm/spank.h>
 
+#include "gres_devices.h"
+
 SPANK_PLUGIN(pfi, 1);
 
 static int flex = -1;
 static char rundir[1024] = "/run/pfi";
+static char gres_conf[1024] = ""; /* gres_conf=PATH; default: beside $SLURM_CONF */
 
 static int flex_cb(int val, const char *arg, int remote)
 {
@@ -76,7 +82,11 @@ static void parse_args(int ac, char **av)
 {
     for (int i = 0; i < ac; i++) {
         if (!strncmp(av[i], "rundir=", 7)) snprintf(rundir, sizeof rundir, "%s", av[i] + 7);
-        else slurm_error("pfi: unknown plugin argument '%s' (expected rundir=DIR)", av[i]);
+        else if (!strncmp(av[i], "gres_conf=", 10))
+            snprintf(gres_conf, sizeof gres_conf, "%s", av[i] + 10);
+        else
+            slurm_error("pfi: unknown plugin argument '%s' (expected rundir=DIR or gres_conf=FILE)",
+                        av[i]);
     }
 }
 
@@ -283,16 +293,60 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         }
         gpus = NULL;
     }
-    /* "0,1,3" -> [0,1,3]; ranges like "0-3" too */
-    for (const char *p = gpus ? gpus : ""; *p && n + 16 < sizeof list;) {
+    /* "0,1,3" -> Slurm GPU indexes; ranges like "0-3" too */
+    long idx[GRES_DEVICES_MAX];
+    size_t nidx = 0;
+    for (const char *p = gpus ? gpus : ""; *p && nidx < GRES_DEVICES_MAX;) {
         char *end;
         long a = strtol(p, &end, 10), b = a;
         if (end == p) break;
         if (*end == '-') b = strtol(end + 1, &end, 10);
-        for (long g = a; g <= b && n + 16 < sizeof list; g++)
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", n ? ", " : "", g);
+        for (long g = a; g <= b && nidx < GRES_DEVICES_MAX; g++) idx[nidx++] = g;
         p = *end == ',' ? end + 1 : end;
         if (*p && *p != ',' && (*p < '0' || *p > '9')) break;
+    }
+    /* Slurm's index -> the gres.conf File= device -> its minor number (the
+       agent matches nvmlDeviceGetMinorNumber); with no File= records
+       (AutoDetect=nvml: Slurm orders GPUs by PCI bus id, as NVML does) the
+       index is the NVML index. An index that names no device is an error
+       naming the job and the GPU, and the job file gets no GPUs: never a
+       guess. The prolog never fails a job over it. */
+    char minors[1024] = "";
+    size_t nm = 0;
+    if (nidx) {
+        char gc[1100], node[256], gwhy[1600];
+        const char *sc = getenv("SLURM_CONF"), *sn = getenv("SLURMD_NODENAME");
+        if (gres_conf[0]) snprintf(gc, sizeof gc, "%s", gres_conf);
+        else if (sc && strrchr(sc, '/'))
+            snprintf(gc, sizeof gc, "%.*s/gres.conf", (int)(strrchr(sc, '/') - sc), sc);
+        else snprintf(gc, sizeof gc, "/etc/slurm/gres.conf");
+        if (sn && *sn) snprintf(node, sizeof node, "%s", sn);
+        else if (gethostname(node, sizeof node) != 0) node[0] = '\0';
+        node[sizeof node - 1] = '\0';
+        static gres_devices d;
+        int bad = gres_devices_load(gc, node, &d, gwhy, sizeof gwhy) != 0;
+        if (bad)
+            slurm_error("pfi: job %u: %s: its GPUs cannot be told apart; no GPUs in its job file",
+                        id, gwhy);
+        for (size_t k = 0; !bad && k < nidx; k++) {
+            if (!d.n) { /* AutoDetect: Slurm's order is NVML's */
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", n ? ", " : "", idx[k]);
+                continue;
+            }
+            int m = idx[k] >= 0 && (size_t)idx[k] < d.n
+                        ? gres_device_minor(d.path[idx[k]], gwhy, sizeof gwhy)
+                        : (snprintf(gwhy, sizeof gwhy, "%.1000s lists %zu GPU devices for %.200s",
+                                    gc, d.n, node),
+                           -1);
+            if (m < 0) {
+                slurm_error("pfi: job %u: GPU %ld (SLURM_JOB_GPUS): %s; no GPUs in its job file",
+                            id, idx[k], gwhy);
+                bad = 1;
+                break;
+            }
+            nm += (size_t)snprintf(minors + nm, sizeof minors - nm, "%s%d", nm ? ", " : "", m);
+        }
+        if (bad) n = 0, nm = 0, list[0] = minors[0] = '\0';
     }
     /* the job's user, from Slurm (never from the job's environment) */
     uid_t uid = 0;
@@ -329,6 +383,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     }
     int tier = fl ? atoi(fl) : -1;
     fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d", id, list, tier);
+    if (nm) fprintf(f, ", \"minors\": [%s]", minors);
     if (steplog[0]) fprintf(f, ", \"steplog\": \"%s\"", steplog);
     fprintf(f, "%s}\n", uidf);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {

@@ -82,7 +82,13 @@ NodeName=$H NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$MEM Gres=gpu:4 State=UN
 PartitionName=debug Nodes=$H Default=YES State=UP MaxTime=INFINITE
 EOF
 }
-printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[0-3]\n' "$H" "$T" >"$T/gres.conf"
+# Slurm's GPU order differs from the device minors (and so from NVML's,
+# whose index is the minor on the simulated node): Slurm's GPU index i is
+# the i-th File= device of gres.conf (docs/slurm.md), here minors 2 3 0 1
+printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[2-3]\nNodeName=%s Name=gpu File=%s/dev/nvidia[0,1]\n' \
+  "$H" "$T" "$H" "$T" >"$T/gres.conf"
+MINOR_OF_IDX="2 3 0 1"
+minor_of() { echo $MINOR_OF_IDX | cut -d' ' -f$(($1 + 1)); }
 printf 'optional %s rundir=%s/run\n' "$PFI_SPANK" "$T" >"$T/plugstack.conf"
 export SLURM_CONF=$T/slurm.conf
 SLOGS="$T/log/slurmctld.log $T/log/slurmd.log"
@@ -169,8 +175,19 @@ contains "$T/node" '"source":"jobfile"'
 # the controller sees both jobs, then measures baselines (3 s = 3 periods)
 wait_for 30 "the controller to see jobs $A and $B" 'ctl_has "\"job_id\":\"$A\"" && ctl_has "\"job_id\":\"$B\""'
 wait_counter 30 "$URL" pfi_ctl_cycles_total 4
-GB=$(S scontrol -d show job "$B" | grep -o 'IDX:[0-9]' | head -1 | cut -d: -f2)
-[ -n "$GB" ] || fail "no GPU index for job $B"; ok
+IB=$(S scontrol -d show job "$B" | grep -o 'IDX:[0-9]' | head -1 | cut -d: -f2)
+[ -n "$IB" ] || fail "no GPU index for job $B"; ok
+# the job file names the GPUs by device minor, and the agent maps them so:
+# Slurm's GPU index $IB is minor $(minor_of $IB), the agent's GPU of that minor
+GB=$(minor_of "$IB")
+contains "$T/run/jobs/$B.json" "\"minors\": [$GB, $(minor_of $((IB + 1)))]"
+curl -s -m 5 "http://127.0.0.1:$AP/v1/node" | /usr/bin/python3 -c '
+import json, sys
+n = json.load(sys.stdin); b = sys.argv[1]; want = sorted(int(x) for x in sys.argv[2:])
+got = sorted(g["index"] for g in n["gpus"] if g["job_id"] == b)
+assert got == want, (got, want)' "$B" "$GB" "$(minor_of $((IB + 1)))" || fail "job $B mapped to the wrong GPUs"
+ok
+echo "job $B: Slurm GPU index $IB.. -> minors $GB, $(minor_of $((IB + 1))) -> the agent's GPUs $GB, $(minor_of $((IB + 1)))"
 
 # ---- a 30% event ----
 START=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
@@ -179,7 +196,7 @@ CODE=$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: B
 [ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
 wait_for 30 "event slurm30 to start" 'curl -s -m 5 "$URL/v1/events/slurm30" | grep -q "\"status\":\"active\""'
 wait_for 30 "the Flex 3 job's GPU $GB capped" 'num "$(acap "$GB")" "<" 700'
-cb=$(acap "$GB"); other=$(( GB == 0 ? 2 : 0 ))
+cb=$(acap "$GB"); other=$(minor_of $(( IB == 0 ? 2 : 0 )))
 ca=$(acap "$other")
 [ "$ca" = "700" ] || fail "the Flex 0 job's GPU $other is capped ($ca W)"; ok
 echo "event: Flex 3 job $B at $cb W per GPU, Flex 0 job $A at $ca W"

@@ -88,8 +88,8 @@ typedef struct jmap {
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
     json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"),
-           *sl = json_object_get(j, "steplog"), *tier = json_object_get(j, "tier"),
-           *uid = json_object_get(j, "uid");
+           *mn = json_object_get(j, "minors"), *sl = json_object_get(j, "steplog"),
+           *tier = json_object_get(j, "tier"), *uid = json_object_get(j, "uid");
     char idbuf[64];
     if (json_is_string(id)) snprintf(idbuf, sizeof idbuf, "%s", json_string_value(id));
     else if (json_is_integer(id))
@@ -104,8 +104,12 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                   file);
         return;
     }
-    if (!json_is_array(gp)) {
+    if (!json_is_array(gp) && !(json_is_array(mn) && !gp)) {
         agent_log(a, "warning: %s: job %s: gpus must be an array; ignored", file, idbuf);
+        return;
+    }
+    if (mn && !json_is_array(mn)) {
+        agent_log(a, "warning: %s: job %s: minors must be an array; ignored", file, idbuf);
         return;
     }
     /* the job's user (the Slurm plugin writes S_JOB_UID): its step log must be theirs */
@@ -116,12 +120,32 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                   file, idbuf);
         return;
     }
+    /* "minors": /dev/nvidiaN minor numbers (the Slurm plugin's, from
+       gres.conf File=), matched against nvmlDeviceGetMinorNumber; then
+       "gpus": NVML indexes or UUIDs */
+    json_t *all = json_array();
     size_t k;
     json_t *g;
-    json_array_foreach(gp, k, g)
+    json_array_foreach(mn, k, g)
+    {
+        json_t *o = json_object();
+        json_object_set(o, "minor", g);
+        json_array_append_new(all, o);
+    }
+    json_array_foreach(gp, k, g) json_array_append(all, g);
+    json_array_foreach(all, k, g)
     {
         long i = -1;
-        if (json_is_integer(g)) i = (long)json_integer_value(g);
+        json_t *mi = json_object_get(g, "minor");
+        if (mi) { /* exactly one GPU of this node must have that minor number */
+            int hits = 0;
+            for (size_t q = 0; q < a->n; q++)
+                if (json_is_integer(mi) && agent_gpu_usable(a, q) &&
+                    a->g[q].info.minor == (int)json_integer_value(mi))
+                    i = (long)q, hits++;
+            if (hits != 1) i = -1;
+            g = mi;
+        } else if (json_is_integer(g)) i = (long)json_integer_value(g);
         else if (json_is_string(g))
             for (size_t q = 0; q < a->n; q++)
                 if (!strcmp(a->g[q].info.uuid, json_string_value(g))) i = (long)q;
@@ -132,15 +156,18 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
             static unsigned next;
             char key[256], what[100];
             if (json_is_string(g)) snprintf(what, sizeof what, "%.90s", json_string_value(g));
-            else snprintf(what, sizeof what, "%lld", (long long)json_integer_value(g));
+            else
+                snprintf(what, sizeof what, "%s%lld", mi ? "with minor number " : "",
+                         (long long)json_integer_value(g));
             snprintf(key, sizeof key, "%.60s#%s#%.40s", idbuf, what, file);
             int logged = 0;
             for (unsigned q = 0; q < 32; q++) logged |= !strcmp(seen[q], key);
             if (!logged) {
                 snprintf(seen[next++ % 32], sizeof seen[0], "%s", key);
                 agent_log(a,
-                          "error: %s: job %s: GPU %s is not a GPU of this node (no such index or "
-                          "UUID; %zu GPUs): that GPU is not mapped",
+                          "error: %s: job %s: GPU %s is not one GPU of this node (no such index, "
+                          "UUID or minor number, or more than one; %zu GPUs): that GPU is not "
+                          "mapped",
                           file, idbuf, what, a->n);
             }
             continue;
@@ -155,6 +182,7 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                 ? (int)json_integer_value(tier)
                 : -1;
     }
+    json_decref(all);
 }
 
 /* Job files are the admin's (the scheduler integration's): only a regular
