@@ -22,7 +22,10 @@
 #  7. --read-only: every PUT refused (403), no setter called, no state file;
 #  8. MIG mode: the GPU is never capped (skipped, state "mig"), reported
 #     (log, pfi_gpu_mig_enabled), its ceiling null so the controller counts
-#     its draw as fixed.
+#     its draw as fixed;
+#  9. a job file's device minors (the Slurm plugin's) mapped through
+#     nvmlDeviceGetMinorNumber on a node whose minors are permuted against
+#     NVML's indexes; a minor no GPU has is an error naming job and GPU.
 # No elapsed time is asserted; every wait polls with a deadline.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
@@ -192,6 +195,26 @@ curl -s -m 5 "$URL/metrics" | grep -q '^pfi_gpu_mig_enabled{gpu="1",.*} 1$' || f
 curl -s -m 5 "$URL/v1/control" | grep -q '\[200,700,700,null\]' || fail "/v1/control: the MIG GPU's ceiling not null"; ok
 stop_daemon $PID
 unset FAKE_NVML_MIG
+
+# ---- 9. minors: a job file's device minors mapped with nvmlDeviceGetMinorNumber ----
+rm -f "$STATE" "$STATE.baselines"
+export FAKE_NVML_MINORS=3,2,1,0
+mkdir -p "$T/jobs"
+printf '{"job_id": "jm", "minors": [3, 2], "tier": 2}\n' >"$T/jobs/jm.json"
+printf '{"job_id": "jx", "minors": [7]}\n' >"$T/jobs/jx.json"
+chmod 644 "$T/jobs/"*.json
+start_agent h --jobs-dir "$T/jobs"
+wait_for 15 "job jm mapped" 'curl -s -m 5 "$URL/v1/node" | grep -q "\"job_id\":\"jm\""'
+curl -s -m 5 "$URL/v1/node" | /usr/bin/python3 -c '
+import json, sys
+n = json.load(sys.stdin)
+got = sorted(g["index"] for g in n["gpus"] if g["job_id"] == "jm")
+assert got == [0, 1], got  # minors 3 and 2 are NVML GPUs 0 and 1
+assert [g["minor"] for g in n["gpus"]] == [3, 2, 1, 0]' || fail "minors mapped to the wrong GPUs"
+ok
+wait_for 15 "the unknown minor named" 'grep -q "job jx: GPU with minor number 7 is not one GPU of this node" "$LOG"'
+stop_daemon $PID
+unset FAKE_NVML_MINORS
 
 # ---- 7. --read-only ----
 rm -f "$STATE" "$STATE.baselines"
