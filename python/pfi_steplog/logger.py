@@ -22,7 +22,9 @@ a newline first, so the new lines stay whole.
 
 import json
 import math
+import errno
 import os
+import stat
 import sys
 import time
 import warnings
@@ -106,8 +108,17 @@ class StepLogger:
     be initialised after the logger is made). Only rank 0 writes.
     """
 
-    def __init__(self, path=None, rank=None, clock=time.time, timer=time.perf_counter):
+    def __init__(self, path=None, rank=None, clock=time.time, timer=time.perf_counter,
+                 mode=None):
         self.path = os.environ.get("PFI_STEPLOG", "") if path is None else os.fspath(path)
+        # a file it creates: 0600 (the job's own), or $PFI_STEPLOG_MODE (e.g.
+        # 0640 for a group that reads it) when configured
+        if mode is None:
+            try:
+                mode = int(os.environ.get("PFI_STEPLOG_MODE", "") or "0600", 8) & 0o660
+            except ValueError:
+                mode = 0o600
+        self._mode = mode
         self._rank = rank
         self._clock = clock
         self._timer = timer
@@ -133,13 +144,31 @@ class StepLogger:
         warnings.warn("pfi_steplog: %s" % message, RuntimeWarning, stacklevel=3)
 
     def _open(self):
+        """The agent's rules for a file a job's user can touch
+        (docs/security.md): never through a symlink (O_NOFOLLOW), never
+        blocked by a FIFO (O_NONBLOCK: the open of a FIFO with no reader
+        fails at once instead of hanging the training loop), only a regular
+        file is written; anything else is refused with one warning."""
         if self._fd is not None:
             return True
+        flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                 | os.O_NONBLOCK)
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, flags, self._mode)
         except OSError as e:
-            self._warn("io", "%s: %s (step log lines are lost until it can be written)"
-                       % (self.path, e.strerror or e))
+            if e.errno == errno.ELOOP:
+                self._warn("io", "%s is a symbolic link: not followed, step log lines are lost"
+                           % self.path)
+            elif e.errno in (errno.ENXIO, errno.EISDIR):
+                self._warn("io", "%s is not a regular file: step log lines are lost" % self.path)
+            else:
+                self._warn("io", "%s: %s (step log lines are lost until it can be written)"
+                           % (self.path, e.strerror or e))
+            return False
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            self._warn("io", "%s is not a regular file: step log lines are lost" % self.path)
             return False
         self._fd = fd
         self._need_newline = self._ends_mid_line()
@@ -148,11 +177,7 @@ class StepLogger:
     def _ends_mid_line(self):
         try:
             size = os.fstat(self._fd).st_size
-            if size == 0:
-                return False
-            with open(self.path, "rb") as f:
-                f.seek(size - 1)
-                return f.read(1) != b"\n"
+            return size > 0 and os.pread(self._fd, 1, size - 1) != b"\n"
         except OSError:
             return False
 

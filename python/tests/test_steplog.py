@@ -134,6 +134,37 @@ class LoggerTest(Base):
         self.assertIn("No such file or directory", str(w[0].message))
         sl.close()
 
+    def test_files_a_user_can_touch(self):
+        # created 0600 (group-readable only where configured)
+        with StepLogger(self.path, clock=Ticks(1.0)) as sl:
+            self.assertTrue(sl.log(0, tokens=1, step_time_s=1))
+        self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o600)
+        p2 = self.path + ".g"
+        with StepLogger(p2, clock=Ticks(1.0), mode=0o640) as sl:
+            sl.log(0, tokens=1, step_time_s=1)
+        self.assertEqual(os.stat(p2).st_mode & 0o777, 0o640)
+        # a symlink is never followed: the target stays untouched
+        target = os.path.join(self.dir.name, "target")
+        with open(target, "w") as f:
+            f.write("keep\n")
+        link = os.path.join(self.dir.name, "link.jsonl")
+        os.symlink(target, link)
+        # a FIFO never blocks (no reader: the open fails at once); a
+        # directory is not a regular file; each refused with one warning
+        fifo = os.path.join(self.dir.name, "fifo.jsonl")
+        os.mkfifo(fifo)
+        for path, what in ((link, "symbolic link"), (fifo, "regular file"), (self.dir.name, "regular file")):
+            sl = StepLogger(path, clock=Ticks(*[float(k) for k in range(1, 4)]))
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                for k in range(3):
+                    self.assertFalse(sl.log(k, tokens=1, step_time_s=1))
+            self.assertEqual(len(w), 1, [str(x.message) for x in w])
+            self.assertIn(what, str(w[0].message))
+            sl.close()
+        with open(target) as f:
+            self.assertEqual(f.read(), "keep\n")
+
     def test_append_and_partial_last_line(self):
         with open(self.path, "w") as f:
             f.write('{"t_s": 1, "tokens_per_s": 5}\n{"t_s": 2, "tok')  # a job killed mid-line
