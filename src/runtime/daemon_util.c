@@ -39,13 +39,29 @@ int pfi_daemon_log_level(const char *msg)
 {
     if (!strncmp(msg, "error:", 6)) return PFI_LOG_ERR;
     if (!strncmp(msg, "warning:", 8)) return PFI_LOG_WARNING;
+    if (!strncmp(msg, "debug:", 6)) return PFI_LOG_DEBUG;
     return PFI_LOG_INFO;
+}
+
+int pfi_daemon_log_level_parse(const char *name)
+{
+    static const struct {
+        const char *name;
+        int level;
+    } lv[] = {{"error", PFI_LOG_ERR},
+              {"warning", PFI_LOG_WARNING},
+              {"info", PFI_LOG_INFO},
+              {"debug", PFI_LOG_DEBUG}};
+    for (size_t i = 0; name && i < sizeof lv / sizeof *lv; i++)
+        if (!strcmp(name, lv[i].name)) return lv[i].level;
+    return -1;
 }
 
 void pfi_daemon_log_init(pfi_daemon_log *l, const char *who)
 {
     memset(l, 0, sizeof *l);
     l->who = who;
+    l->max_level = PFI_LOG_INFO;
     l->stderr_journal = pfi_journal_stream_is(getenv("JOURNAL_STREAM"), STDERR_FILENO);
     l->starting = 1;
 }
@@ -105,6 +121,10 @@ void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap)
     else if (!msg) msg = small; /* out of memory: the message cut short */
     va_end(aq);
     int level = pfi_daemon_log_level(msg);
+    if (level > l->max_level) {
+        if (msg != small) free(msg);
+        return;
+    }
     if (l->use_syslog) syslog(level, "%s", msg);
     else if (l->file) put_line(l->file, l->who, 0, level, msg);
     else put_line(stderr, l->who, l->stderr_journal, level, msg);

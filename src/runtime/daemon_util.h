@@ -4,7 +4,7 @@
  *
  * The log. A message's priority is read from its first word, the daemons'
  * existing convention: "error: ..." is LOG_ERR (3), "warning: ..." is
- * LOG_WARNING (4), anything else LOG_INFO (6) (pfi_daemon_log_level; no
+ * LOG_WARNING (4), "debug:" LOG_DEBUG (7), anything else LOG_INFO (6) (pfi_daemon_log_level; no
  * caller passes a level, so a new message needs nothing but its prefix).
  * Where a line goes:
  *   - --syslog: syslog(3), facility LOG_DAEMON, the message's priority;
@@ -41,6 +41,7 @@ typedef struct pfi_daemon_log {
     int use_syslog;     /* --syslog */
     int stderr_journal; /* stderr is systemd's journal stream */
     int starting;       /* errors also to stderr (read and written atomically) */
+    int max_level;      /* --log-level: messages above it are dropped (default info) */
 } pfi_daemon_log;
 
 /* Logging to stderr as `who` (the journal's format when JOURNAL_STREAM
@@ -60,6 +61,9 @@ void pfi_daemon_logf(pfi_daemon_log *l, const char *fmt, ...) __attribute__((for
 
 /* A message's priority from its first word (see above). */
 int pfi_daemon_log_level(const char *msg);
+/* --log-level's names: "error", "warning", "info", "debug" -> the priority,
+ * -1 for any other */
+int pfi_daemon_log_level_parse(const char *name);
 
 /* 1 if value (JOURNAL_STREAM, "DEV:INODE" in decimal) names the file open
  * on fd (its st_dev and st_ino), else 0 (NULL, malformed, another file). */

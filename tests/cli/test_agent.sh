@@ -20,7 +20,7 @@ SIM="sim:gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,steplogs=$T,noise=0.002,load=0,s
 PID=
 
 start_agent() { # extra options...
-  start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
+  start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
     --token-file "$T/token" --state-file "$STATE" --interval 0.2 --log "$T/agent.log" "$@"
   PID=$DPID; URL=http://127.0.0.1:$DPORT
   case "$*" in *--tls-cert*) ;; *) rounds 3;; esac # a few samples (plain HTTP)

@@ -25,7 +25,9 @@
 #     its draw as fixed;
 #  9. a job file's device minors (the Slurm plugin's) mapped through
 #     nvmlDeviceGetMinorNumber on a node whose minors are permuted against
-#     NVML's indexes; a minor no GPU has is an error naming job and GPU.
+#     NVML's indexes; a minor no GPU has is an error naming job and GPU;
+# 10. quiet by default: 40 cap requests moving 8 GPUs in 20 s log at most
+#     4 info lines (one coalesced line per 15 s).
 # No elapsed time is asserted; every wait polls with a deadline.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
@@ -215,6 +217,32 @@ ok
 wait_for 15 "the unknown minor named" 'grep -q "job jx: GPU with minor number 7 is not one GPU of this node" "$LOG"'
 stop_daemon $PID
 unset FAKE_NVML_MINORS
+
+# ---- 10. quiet by default: a steady event on an 8-GPU node ----
+# a cap request every 0.5 s for 20 s, each moving all 8 caps (a controller
+# tracking its target): at info, a handful of lines, not one per GPU per
+# request (320 before); --log-level debug has each GPU's change
+rm -f "$STATE" "$STATE.baselines"
+export FAKE_NVML_GPUS=8
+set_limits 700 700 700 700 700 700 700 700
+start_agent q
+n0=$(wc -l <"$LOG")
+end=$(( $(date +%s) + 20 )); k=0
+while [ "$(date +%s)" -lt "$end" ]; do
+  c=$(( 400 + (k % 2) * 10 )); g=
+  for i in 0 1 2 3 4 5 6 7; do g="$g${g:+,}{\"index\":$i,\"cap_w\":$c}"; done
+  put 60 9 "$g"; [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "PUT $k: HTTP $CODE"; }
+  k=$((k + 1)); sleep 0.5
+done
+n=$(( $(wc -l <"$LOG") - n0 ))
+echo "steady caps: $k requests x 8 GPUs in 20 s, $n info lines"
+[ "$k" -ge 10 ] && [ "$n" -le 4 ] || { tail -n 20 "$LOG" >&2; fail "$n info lines for $k requests in 20 s (at most 4: 5 a minute)"; }; ok
+grep -q "caps: [0-9]* requests set [0-9]* GPU caps, 400..410 W" "$LOG" || { tail "$LOG" >&2; fail "no coalesced caps line"; }; ok
+stop_daemon $PID
+expect_error 2 "--log-level: 'loud' is not error, warning, info or debug" "$PFI_AGENT" --backend nvml --log-level loud
+unset FAKE_NVML_GPUS
+export FAKE_NVML_GPUS=4
+set_limits 700 700 700 700
 
 # ---- 7. --read-only ----
 rm -f "$STATE" "$STATE.baselines"

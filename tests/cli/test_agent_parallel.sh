@@ -16,7 +16,7 @@ export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=8 FAKE_NVML_STATE=$T/nvml FAKE
 PID=
 
 start_agent() { # NAME
-  start_daemon "$1" "$T/$1.log" "$T/port" "$PFI_AGENT" --backend nvml --listen 127.0.0.1:0 --port-file "$T/port" \
+  start_daemon "$1" "$T/$1.log" "$T/port" "$PFI_AGENT" --log-level debug --backend nvml --listen 127.0.0.1:0 --port-file "$T/port" \
     --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 --log "$T/$1.log"
   PID=$DPID; URL=http://127.0.0.1:$DPORT
 }

@@ -14,7 +14,7 @@ TOKEN=$(cat "$T/token")
 HW=$T/hw.json
 
 start_agent() { # LOGOPTS...: its stderr in agent.stderr (the log is renamed under it)
-  start_daemon agent "$T/agent.stderr" "$T/port" "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" --listen 127.0.0.1:0 \
+  start_daemon agent "$T/agent.stderr" "$T/port" "$PFI_AGENT" --log-level debug --backend "sim:gpus=2,state=$HW" --listen 127.0.0.1:0 \
     --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 "$@"
   PID=$DPID; URL=http://127.0.0.1:$DPORT
 }

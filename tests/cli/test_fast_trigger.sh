@@ -29,7 +29,7 @@ CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 new_token "$T/atok" "$T/ctok" "$T/other"
 PY=/usr/bin/python3
 
-start_daemon "agent 1" "$T/a1.log" "$T/a1.port" "$PFI_AGENT" \
+start_daemon "agent 1" "$T/a1.log" "$T/a1.port" "$PFI_AGENT" --log-level debug \
   --backend "sim:gpus=8,job=job1:dense-pt-llama70b-x8-compile@0-7,load=0,seed=1" \
   --listen 127.0.0.1:0 --port-file "$T/a1.port" --token-file "$T/atok" --state-file "$T/a1.state" \
   --interval 1 --log "$T/a1.log"

@@ -41,7 +41,7 @@ job u4 4 "sl/u4.jsonl" 0
 awk 'BEGIN{for(i=0;i<20000;i++) printf "{\"t_s\": 1, \"tokens_per_s\": 1}\n"; for(i=0;i<10;i++) printf "{\"t_s\": 2, \"tokens_per_s\": 5000}\n"}' >"$T/sl/u5.jsonl"
 job u5 5 "$T/sl/u5.jsonl"
 
-start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 \
+start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 \
   --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 --jobs-dir "$T/jobs" --log "$T/agent.log"
 PID=$DPID; URL=http://127.0.0.1:$DPORT
 tps() { curl -s -m 5 "$URL/metrics" | awk -v j="$1" '$1 ~ "^pfi_job_tokens_per_second[{]hpc_job=\"" j "\"" {print $2}'; }

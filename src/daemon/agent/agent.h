@@ -38,6 +38,7 @@ typedef struct agent_cfg {
     const char *mapping_dir, *tls_cert, *tls_key, *log_path, *dcgm_url, *data_dir;
     const char *control_listen, *control_port_file; /* PUT /v1/caps on its own listener */
     const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
+    const char *log_level;                          /* error, warning, info (default), debug */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
@@ -114,6 +115,9 @@ typedef struct agent {
     } base[AGENT_MAX_GPUS * 2];
     size_t nbase;
     char restore_logged[PFI_LEASE_MAX_GPUS]; /* a saved GPU's failed restore, logged */
+    /* the info line of cap requests, coalesced (agent_caps.c): since caps_log_t */
+    unsigned caps_log_req, caps_log_gpus;
+    double caps_log_lo_w, caps_log_hi_w, caps_log_t;
     /* counters */
     unsigned long long cap_changes, rejected, samples, drift[AGENT_DRIFT_KINDS];
     double sampling_cpu_s, started_at;

@@ -85,6 +85,35 @@ static void state_file_init(agent *a)
     a->sf.fallback_default = 0; /* a cap NVML cannot read: that GPU is not capped */
 }
 
+/* Quiet by default (docs/agent.md, "Logging"): each GPU's change is a
+ * debug line; at info, one line for the first request that changes caps
+ * and then at most one every CAPS_LOG_S, counting the requests and GPUs
+ * since and the range of caps set: a steady event on an 8-GPU node logs a
+ * handful of lines a minute, not one per GPU per period. */
+#define CAPS_LOG_S 15.0
+static void caps_log(agent *a, size_t nd, const double *target, const size_t *done,
+                     const char *controller, long long generation)
+{
+    if (!nd) return;
+    if (!a->caps_log_req) a->caps_log_lo_w = INFINITY, a->caps_log_hi_w = -INFINITY;
+    a->caps_log_req++;
+    a->caps_log_gpus += (unsigned)nd;
+    for (size_t q = 0; q < nd; q++) {
+        a->caps_log_lo_w = fmin(a->caps_log_lo_w, target[done[q]]);
+        a->caps_log_hi_w = fmax(a->caps_log_hi_w, target[done[q]]);
+    }
+    double now = pfi_wall_monotonic();
+    if (a->caps_log_t > 0 && now - a->caps_log_t < CAPS_LOG_S) return;
+    agent_log(a,
+              "caps: %u request%s set %u GPU cap%s, %.0f..%.0f W%s (controller %s, generation "
+              "%lld)",
+              a->caps_log_req, a->caps_log_req == 1 ? "" : "s", a->caps_log_gpus,
+              a->caps_log_gpus == 1 ? "" : "s", a->caps_log_lo_w, a->caps_log_hi_w,
+              a->caps_log_t > 0 ? " since the last such line" : "", controller, generation);
+    a->caps_log_t = now;
+    a->caps_log_req = a->caps_log_gpus = 0;
+}
+
 int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
 {
     pfi_caps_request rq;
@@ -257,7 +286,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         }
         done[nd++] = i;
         a->cap_changes++;
-        agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
+        agent_log(a, "debug: GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
                   a->g[i].info.uuid, cur[i], target[i], rq.controller, rq.generation,
                   isnan(want[i]) ? ", back to baseline" : "");
     }
@@ -294,6 +323,7 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         if (lg->changed && fabs(lg->cap_w - lg->baseline_w) < 0.5) lg->changed = 0, forgot = 1;
     }
     if (forgot) agent_save_state(a);
+    caps_log(a, nd, target, done, rq.controller, rq.generation);
     if (taken_over)
         agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld",
                   rq.controller, rq.generation, prev->controller, prev->generation);
@@ -364,7 +394,7 @@ typedef struct restore_ctx {
     agent *a;
     const char *why;
     double delay_s;
-    int any, failed;
+    int any, failed, nrestored;
 } restore_ctx;
 
 static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, double from_w)
@@ -372,8 +402,9 @@ static void on_restored(void *ud, size_t k, const pfi_saved_cap *lg, long i, dou
     restore_ctx *x = ud;
     if (k < PFI_LEASE_MAX_GPUS) x->a->restore_logged[k] = 0;
     if (i >= 0 && (size_t)i < x->a->n) x->a->g[i].cap_gen++; /* older samples show no drift */
-    agent_log(x->a, "GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid, from_w,
-              lg->baseline_w, x->why);
+    agent_log(x->a, "debug: GPU %ld %s: cap %.0f -> %.0f W (baseline restored: %s)", i, lg->uuid,
+              from_w, lg->baseline_w, x->why);
+    x->nrestored++;
     x->a->cap_changes++;
     x->any = 1;
 }
@@ -408,9 +439,13 @@ void agent_restore(agent *a, const char *why)
 {
     state_file_init(a);
     /* a failure is retried with a back-off (0.1 s doubling to 30 s), not every 50 ms */
-    restore_ctx x = {a, why, a->restore_delay_s > 0 ? fmin(2 * a->restore_delay_s, 30) : 0.1, 0, 0};
+    restore_ctx x = {a, why, a->restore_delay_s > 0 ? fmin(2 * a->restore_delay_s, 30) : 0.1,
+                     0, 0,   0};
     pfi_gpu_restore_report r = {.restored = on_restored, .failed = on_failed, .ud = &x};
     int pending = pfi_gpu_restore_caps(a->gpu, &a->sf.saved, 0, 1, &r) > 0;
+    if (x.nrestored)
+        agent_log(a, "baselines restored on %d GPU%s (%s)", x.nrestored,
+                  x.nrestored == 1 ? "" : "s", why);
     a->restore_delay_s = x.failed ? x.delay_s : 0;
     if (x.failed) a->restore_retry_at_s = mono_s() + x.delay_s;
     if (!pending) a->lease.active = 0;

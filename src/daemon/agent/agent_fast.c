@@ -115,8 +115,8 @@ static void take(agent *a, const unsigned char *d, size_t n, const struct sockad
     int code = agent_put_caps(a, m.body, m.body_len, &resp);
     if (code == 200) a->fast_taken++;
     else a->fast_refused++;
-    agent_log(a, "fast trigger datagram from %s: %d%s%.200s", who, code, code == 200 ? "" : " ",
-              code == 200 || !resp ? "" : resp);
+    agent_log(a, "debug: fast trigger datagram from %s: %d%s%.200s", who, code,
+              code == 200 ? "" : " ", code == 200 || !resp ? "" : resp);
     pthread_mutex_unlock(&a->mu);
     answer(a, from, m.seq, code,
            code == 200 ? "{\"ok\":true}"

@@ -104,6 +104,9 @@ static const pfi_opt agent_options[] = {
     OPT_FILENAME(0, "log", log_path, "FILE",
                  "log here instead of stderr (SIGHUP reopens it; start-up errors also go to "
                  "stderr)"),
+    OPT_STRING(0, "log-level", log_level, "LEVEL",
+               "error, warning, info (default: one line per cap request, coalesced) or debug "
+               "(also each GPU's change and each datagram)"),
     OPT_BOOLEAN(0, "syslog", use_syslog,
                 "log to syslog (facility daemon) instead of stderr; not with --log"),
     OPT_DOUBLE(0, "time-scale", time_scale, "X", 1e-3, 1e6,
@@ -399,6 +402,15 @@ int main(int argc, char **argv)
     if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
         agent_log(a, "error: %s", e.msg);
         return 2;
+    }
+    if (c->log_level) {
+        int lv = pfi_daemon_log_level_parse(c->log_level);
+        if (lv < 0) {
+            agent_log(a, "error: --log-level: '%s' is not error, warning, info or debug",
+                      c->log_level);
+            return 2;
+        }
+        g_log.max_level = lv;
     }
     if (pfi_daemon_log_open(&g_log, c->log_path, c->use_syslog, &e)) {
         agent_log(a, "error: --log %s", e.msg);

@@ -45,6 +45,7 @@ typedef struct ctl_args {
     const char *config, *db, *listen, *port_file;
     double scale, epoch;
     int dry, use_syslog;
+    const char *log_level;
 } ctl_args;
 
 #define OPT_T ctl_args
@@ -56,6 +57,7 @@ static const pfi_opt ctl_options[] = {
                "override the configuration's address (port 0 picks one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
     OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
+    OPT_STRING(0, "log-level", log_level, "LEVEL", "error, warning, info (default) or debug"),
     OPT_BOOLEAN(0, "syslog", use_syslog,
                 "log to syslog (facility daemon) instead of stderr; not with the configuration's "
                 "log"),
@@ -388,7 +390,7 @@ static void control_loop(ctl *c)
 
 int main(int argc, char **argv)
 {
-    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0};
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0, NULL};
     int optind0;
     switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
     case PFI_OPTS_OK: break;
@@ -432,6 +434,15 @@ int main(int argc, char **argv)
     if (c->cfg.log[0] && A.use_syslog) {
         ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", config);
         return 2;
+    }
+    if (A.log_level) {
+        int lv = pfi_daemon_log_level_parse(A.log_level);
+        if (lv < 0) {
+            ctl_log(c, "error: --log-level: '%s' is not error, warning, info or debug",
+                    A.log_level);
+            return 2;
+        }
+        g_log.max_level = lv;
     }
     if (pfi_daemon_log_open(&g_log, c->cfg.log[0] ? c->cfg.log : NULL, A.use_syslog, &e)) {
         ctl_log(c, "error: log: %s", e.msg);
