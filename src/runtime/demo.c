@@ -161,8 +161,8 @@ static int start_agents(demo *d)
         char backend[10000], portf[4300], state[4300], log[4300], hw[4300];
         snprintf(hw, sizeof hw, "%s/hw%d.json", d->dir, i);
         snprintf(backend, sizeof backend,
-                 "sim:gpus=8,job=job%d:%s@0-7,load=5,seed=%d,steplogs=%s,state=%s", i + 1,
-                 groups[i], i + 1, d->dir, hw);
+                 "sim:name=node%d,gpus=8,job=job%d:%s@0-7,load=5,seed=%d,steplogs=%s,state=%s",
+                 i + 1, i + 1, groups[i], i + 1, d->dir, hw);
         snprintf(portf, sizeof portf, "%s/agent%d.port", d->dir, i);
         snprintf(state, sizeof state, "%s/agent%d.state.json", d->dir, i);
         snprintf(log, sizeof log, "%s/agent%d.log", d->dir, i);

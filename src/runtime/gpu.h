@@ -18,7 +18,10 @@
  *                 seed=N (1), state=FILE (the simulated hardware's caps,
  *                 kept across processes as a real GPU keeps its limit),
  *                 steplogs=DIR (each job writes DIR/ID.jsonl while training),
- *                 idle (jobs start stopped; pfi_gpu_sim_job_start starts them)
+ *                 idle (jobs start stopped; pfi_gpu_sim_job_start starts them),
+ *                 name=NAME (default the host name: in every GPU's UUID,
+ *                 GPU-5151a000-HHHH-4000-8000-<index>, HHHH its 16-bit
+ *                 FNV-1a hash, so simulated nodes' GPUs differ)
  *
  * Reading never fails for lack of support: each sample says which fields it
  * has (have bits); NVML's NOT_SUPPORTED / NO_PERMISSION on a read are noted

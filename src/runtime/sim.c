@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic.h"
 #include "clock.h"
@@ -64,6 +65,7 @@ typedef struct sim {
     double tau, delay_s, noise, load_s; /* the response model: delay_s, then tau */
     gsl_rng *rng;
     char state[512], steplogs[400];
+    unsigned name_hash;          /* name= (default: the host name), in every GPU's UUID */
     struct timespec state_mtime; /* another process may set caps on the same simulated hardware */
 } sim;
 
@@ -156,7 +158,7 @@ static pfi_status s_info(void *st, size_t i, pfi_gpu_info *info, pfi_error *err)
 {
     sim *s = st;
     memset(info, 0, sizeof *info);
-    snprintf(info->uuid, sizeof info->uuid, "GPU-5151a000-0000-4000-8000-%012zx", i);
+    snprintf(info->uuid, sizeof info->uuid, "GPU-5151a000-%04x-4000-8000-%012zx", s->name_hash, i);
     snprintf(info->name, sizeof info->name, "NVIDIA %s (simulated)", s->hw->gpu_model);
     info->cap_min_w = s->hw->min_cap_w;
     info->cap_max_w = info->cap_default_w = s->hw->tdp_w;
@@ -401,7 +403,7 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
     size_t seed = 1;
     int idle = 0;
     const char *model = "H200";
-    char buf[4096], models[16] = "H200";
+    char buf[4096], models[16] = "H200", name[256] = "";
     snprintf(buf, sizeof buf, "%s", opts ? opts : "");
     struct {
         char id[64], group[96];
@@ -438,6 +440,11 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
                 st = pfi_errorf(err, PFI_EINVAL, "sim option seed=%s: not a number", v);
         } else if (!strcmp(kv, "state")) {
             snprintf(s->state, sizeof s->state, "%s", v);
+        } else if (!strcmp(kv, "name")) {
+            if (!*v || strlen(v) > 255)
+                st = pfi_errorf(err, PFI_EINVAL, "sim option name=%s: expected 1..255 characters",
+                                v);
+            else snprintf(name, sizeof name, "%s", v);
         } else if (!strcmp(kv, "steplogs")) {
             snprintf(s->steplogs, sizeof s->steplogs, "%s", v);
         } else if (!strcmp(kv, "idle") && !eq) {
@@ -470,10 +477,19 @@ pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
             st = pfi_errorf(
                 err, PFI_EINVAL,
                 "unknown sim option '%s' (gpus, model, job, tau, delay, load, noise, seed, "
-                "state, steplogs, idle)",
+                "state, steplogs, idle, name)",
                 kv);
         }
     }
+    /* each simulated node's GPUs have UUIDs of their own (so several agents
+       join apart in Prometheus): the node's name, FNV-1a hashed to 16 bits,
+       in the UUID's second group */
+    if (!name[0] && (gethostname(name, sizeof name) != 0 || !name[0]))
+        snprintf(name, sizeof name, "localhost");
+    name[sizeof name - 1] = '\0';
+    unsigned h = 2166136261u;
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    s->name_hash = ((h >> 16) ^ h) & 0xffffu;
     if (!st && !(s->hw = pfi_hw_get(model)))
         st = pfi_errorf(err, PFI_EINVAL, "sim option model=%s: expected H200 or H100", model);
     for (size_t i = 0; !st && i < s->n; i++) {

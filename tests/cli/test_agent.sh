@@ -16,7 +16,7 @@ chmod 600 "$T/token"
 TOKEN=$(cat "$T/token")
 HW=$T/hw.json           # the simulated GPUs' caps ("hardware", kept across agents)
 STATE=$T/agent-state.json
-SIM="sim:gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,steplogs=$T,noise=0.002,load=0,state=$HW"
+SIM="sim:name=t,gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,steplogs=$T,noise=0.002,load=0,state=$HW"
 PID=
 
 start_agent() { # extra options...
@@ -192,7 +192,7 @@ stop_agent
 # ---- job files, dcgm-exporter mapping files, predicted PFI ----
 mkdir -p "$T/jobs" "$T/map"
 printf '{"job_id": "a1", "gpus": [0, 1, 2, 3]}\n' >"$T/jobs/a1.json"
-printf '{"job_id": "b2", "gpus": ["GPU-5151a000-0000-4000-8000-000000000006"]}\n' >"$T/jobs/b2.json"
+printf '{"job_id": "b2", "gpus": ["GPU-5151a000-ccaf-4000-8000-000000000006"]}\n' >"$T/jobs/b2.json"
 expect_status 0 "$PFI" synth --summary --minutes 3 -o "$T/sweep.csv"
 expect_status 0 "$PFI" fit --train-where split=headline --model "$T/model.json" -o "$T/fit.csv" "$T/sweep.csv"
 start_agent --jobs-dir "$T/jobs" --job-mapping-dir "$T/map" --model "$T/model.json"

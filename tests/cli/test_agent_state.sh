@@ -12,9 +12,9 @@
 
 HW=$T/hw.json
 STATE=$T/agent-state.json
-SIM="sim:gpus=4,state=$HW"
-U0=GPU-5151a000-0000-4000-8000-000000000000
-U2=GPU-5151a000-0000-4000-8000-000000000002
+SIM="sim:name=t,gpus=4,state=$HW"
+U0=GPU-5151a000-ccaf-4000-8000-000000000000
+U2=GPU-5151a000-ccaf-4000-8000-000000000002
 PID=
 
 hw_set() { echo "{\"gpus\": 4, \"caps_w\": [$1]}" >"$HW"; }

@@ -22,11 +22,16 @@ start_agent() { # N BACKEND [extra]
     --port-file "$T/a$n.port" --token-file "$T/atok" --state-file "$T/a$n.state" --interval 1 --log "$T/a$n.log" "$@"
   eval "AP$n=$DPID"
 }
-B1="sim:gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-3,job=j2:dense-pt-llama70b-x8-compile@4-7,load=0,steplogs=$T,state=$T/hw1.json"
-B2="sim:gpus=8,job=j3:moe-pt-gptoss20b-x8-ep1-nocompile@0-3,job=late:dense-ft-llama70b-x8-compile@4-7,load=0,idle,steplogs=$T,state=$T/hw2.json"
+B1="sim:name=n1,gpus=8,job=j1:moe-ft-qwen30ba3b-x8@0-3,job=j2:dense-pt-llama70b-x8-compile@4-7,load=0,steplogs=$T,state=$T/hw1.json"
+B2="sim:name=n2,gpus=8,job=j3:moe-pt-gptoss20b-x8-ep1-nocompile@0-3,job=late:dense-ft-llama70b-x8-compile@4-7,load=0,idle,steplogs=$T,state=$T/hw2.json"
 start_agent 1 "$B1"
 start_agent 2 "$B2" --jobs-dir "$T/jobs2"
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
+# simulated nodes' GPUs have UUIDs of their own (sim name=), so both agents'
+# series join apart in Prometheus
+u1=$(curl -s -m 5 "http://127.0.0.1:$P1/v1/node" | sed 's/.*"uuid":"\([^"]*\)".*/\1/' | head -c 23)
+u2=$(curl -s -m 5 "http://127.0.0.1:$P2/v1/node" | sed 's/.*"uuid":"\([^"]*\)".*/\1/' | head -c 23)
+[ -n "$u1" ] && [ "$u1" != "$u2" ] || fail "both simulated nodes' GPUs have UUIDs $u1..."; ok
 # j3 runs from a job file too (idle sims start on demand)
 printf '{"job_id": "j3", "gpus": [0, 1, 2, 3]}\n' >"$T/jobs2/j3.json"
 

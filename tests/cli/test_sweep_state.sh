@@ -7,11 +7,11 @@
 # is still restored exactly. (The full disk: test_state_fulldisk.sh.)
 . "$SRC/tests/cli/lib.sh"
 HW=$T/hw.json
-SIM="sim:gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,noise=0.003,state=$HW"
+SIM="sim:name=t,gpus=8,job=17:moe-ft-qwen30ba3b-x8@0-7,noise=0.003,state=$HW"
 ST=$T/sweep-state
 hw_set() { echo "{\"gpus\": 8, \"caps_w\": [$1]}" >"$HW"; }
 export PFI_TIME_SCALE=100
-U=GPU-5151a000-0000-4000-8000-00000000000
+U=GPU-5151a000-ccaf-4000-8000-00000000000
 sweep() { "$PFI" sweep --backend "$SIM" --caps 700,600 --duration 90 --pause 0 --no-agent --state-file "$ST" --out "$1"; }
 
 # ---- a truncated state file: device defaults, a warning naming the file, the sweep runs ----

@@ -118,7 +118,11 @@ static void baseline_note(agent *a, const char *uuid, double w)
     if (k < a->nbase && fabs(a->base[k].limit_w - w) < 0.5) return;
     if (k == a->nbase) {
         if (a->nbase == AGENT_MAX_GPUS * 2) return;
-        snprintf(a->base[a->nbase++].uuid, sizeof a->base[0].uuid, "%s", uuid);
+        /* uuid is a GPU's own (a->g[i].info.uuid): copied, never overlapping */
+        char *dst = a->base[a->nbase++].uuid;
+        size_t len = strnlen(uuid, sizeof a->base[0].uuid - 1);
+        memmove(dst, uuid, len);
+        dst[len] = '\0';
     }
     a->base[k].limit_w = w;
     baselines_store(a);
