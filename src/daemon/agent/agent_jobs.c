@@ -708,7 +708,10 @@ void agent_dcgm_scrape(agent *a)
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         pfi_sample s;
         const char *what;
-        if (pfi_prom_parse_line(p, len, &s, &what) == 1 && s.uuid.n)
+        /* a MIG instance's series (GPU_I_ID) is not the whole GPU's: kept
+           apart, never folded into (or overwriting) the GPU's value */
+        int instance = memmem(p, len, "GPU_I_ID=\"", 10) != NULL;
+        if (!instance && pfi_prom_parse_line(p, len, &s, &what) == 1 && s.uuid.n)
             for (size_t i = 0; i < a->n; i++)
                 if (strlen(a->g[i].info.uuid) == s.uuid.n &&
                     !strncmp(a->g[i].info.uuid, s.uuid.p, s.uuid.n) &&
@@ -717,6 +720,27 @@ void agent_dcgm_scrape(agent *a)
         p = nl ? nl + 1 : NULL;
     }
     for (size_t i = 0; i < a->n; i++) memcpy(a->g[i].dcgm_prof, prof[i], sizeof prof[i]);
+    /* dcgm-exporter as shipped lacks fields pfi's features use (its default
+       counters comment out SM active and occupancy): said once, naming the
+       fields; docs/agent.md gives the counters-CSV lines to add */
+    if (!a->dcgm_missing_logged && a->n) {
+        char missing[1024] = "";
+        size_t nm = 0;
+        for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
+            int any = 0;
+            for (size_t i = 0; i < a->n; i++) any |= isfinite(prof[i][m]);
+            if (!any && nm + 64 < sizeof missing)
+                nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s", nm ? ", " : "",
+                                       pfi_metric_get((pfi_metric)m)->name);
+        }
+        if (nm)
+            agent_log(a,
+                      "warning: dcgm-exporter %s serves no %s: the features that need them are "
+                      "not computed (add them to its counters CSV: docs/agent.md, \"dcgm-exporter "
+                      "as shipped\")",
+                      a->cfg.dcgm_url, missing);
+        a->dcgm_missing_logged = 1;
+    }
     pthread_mutex_unlock(&a->mu);
     free(prof);
     pfi_http_reply_dispose(&r);

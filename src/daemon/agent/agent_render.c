@@ -83,10 +83,14 @@ static void dcgm_metric(pfi_buf *b, agent *a, const gpu_series *d)
         double v = gpu_value(g, d);
         if (!isfinite(v)) continue;
         if (!any++) head(b, d->dcgm, d->type, d->dcgm_help);
+        /* current dcgm-exporter's labels: gpu, UUID, pci_bus_id, device,
+           modelName, Hostname (and hpc_job from its job-mapping files) */
+        label pci;
         pfi_buf_printf(b,
-                       "%s{gpu=\"%zu\",UUID=\"%s\",device=\"nvidia%zu\",modelName=\"%s\","
-                       "Hostname=\"%s\"",
-                       d->dcgm, i, L(u, g->info.uuid), i, L(mn, g->info.name), h);
+                       "%s{gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%zu\","
+                       "modelName=\"%s\",Hostname=\"%s\"",
+                       d->dcgm, i, L(u, g->info.uuid), L(pci, g->info.pci_bus_id), i,
+                       L(mn, g->info.name), h);
         if (g->job_id[0]) pfi_buf_printf(b, ",hpc_job=\"%s\"", L(j, g->job_id));
         pfi_buf_printf(b, "} %.10g\n", v);
     }
@@ -174,7 +178,10 @@ static const gpu_series series[] = {
     {"pfi_gpu_power_cap_watts", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge",
      "Current power cap (management limit, W).", "Power management limit (in W).", PFI_GS_CAP, -1,
      g_cap, 1},
-    {"pfi_gpu_clock_throttle_reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+    /* DCGM 3.3 renamed DCGM_FI_DEV_CLOCK_THROTTLE_REASONS (field 112) to
+       DCGM_FI_DEV_CLOCKS_EVENT_REASONS, as NVML renamed throttle reasons to
+       clocks event reasons; current dcgm-exporter serves the new name */
+    {"pfi_gpu_clock_throttle_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
      "Clock event (throttle) reasons, NVML's bitmask.", "Clocks event (throttle) reasons bitmask.",
      PFI_GS_THROTTLE, -1, g_thr, 1},
 };
