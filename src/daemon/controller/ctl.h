@@ -76,6 +76,7 @@ typedef struct ctl_cfg {
     } * agents;                  /* nagents of them (malloc'd; ctl_config_free) */
 } ctl_cfg;
 
+#define CTL_FAST_PROBE_S 30.0
 typedef struct ctl_agent {
     char name[64], url[512], token[PFI_TOKEN_MAX + 1], read_token[PFI_TOKEN_MAX + 1];
     const char *ca_file, *client_cert, *client_key; /* NULL: curl's defaults (malloc'd) */
@@ -91,6 +92,9 @@ typedef struct ctl_agent {
                                       0: unknown */
     int fast_port;                 /* its fast trigger port (GET /v1/control); 0: none */
     int fast_misses;               /* datagrams in a row it did not answer in time */
+    double fast_probe_at;          /* 3 misses: HTTP only; a datagram tried again then
+                                      (wall monotonic s), every CTL_FAST_PROBE_S */
+    int fast_mtls_logged;          /* client certificates: no datagrams (logged once) */
     char err[256];
 } ctl_agent;
 

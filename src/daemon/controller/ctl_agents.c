@@ -512,7 +512,7 @@ static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
 {
     const ctl_agent *a = &c->agent[i];
     if (g_ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
-        strlen(body) > PFI_FT_MAX_BODY)
+        a->client_cert || strlen(body) > PFI_FT_MAX_BODY)
         return 0;
     if (kind == X_PUT) return c->cfg.fast_collect; /* a period's caps: with its views */
     return c->cfg.fast_trigger && !g_x[X_PUT][i].running &&
@@ -688,6 +688,10 @@ static void fast_recv(ctl *c)
                                                           : fast_match(c, dg[k], mm[k].msg_len, &m);
             if (!x) continue;
             fast_end(x);
+            if (c->agent[x->agent].fast_probe_at > 0) { /* it was HTTP only */
+                ctl_log(c, "agent %s answers datagrams again", c->agent[x->agent].name);
+                c->agent[x->agent].fast_probe_at = 0;
+            }
             c->agent[x->agent].fast_misses = 0; /* only this thread writes it */
             if (x->kind == X_GET) {
                 views++;
@@ -726,7 +730,18 @@ static double fast_expire(ctl *c)
         g_ft_wait++;
         if (!x || !x->fast_sent) continue; /* answered, moved on, or not sent yet (see fast_send) */
         fast_end(x);
-        c->agent[x->agent].fast_misses++;
+        ctl_agent *ag = &c->agent[x->agent];
+        if (++ag->fast_misses == 3) {
+            /* HTTP only from now on, but not for good: a clock step or a
+               lost burst is enough for 3 misses; a datagram is tried again
+               every CTL_FAST_PROBE_S and one answer brings them back */
+            if (ag->fast_probe_at == 0)
+                ctl_log(c,
+                        "warning: agent %s answered none of 3 datagrams in a row: HTTP only, a "
+                        "datagram tried again every %.0f s",
+                        ag->name, CTL_FAST_PROBE_S);
+            ag->fast_probe_at = now + CTL_FAST_PROBE_S;
+        }
         late[x->kind]++;
         if (x->kind == X_PUT && x->cancel) { /* a trigger came since: its caps stand */
             x->cancel = 0;
@@ -872,7 +887,7 @@ static int fast_view_usable(const ctl *c, size_t i)
 {
     const ctl_agent *a = &c->agent[i];
     return g_ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
-           a->token[0] && a->fast_misses < 3 && !g_x[X_GET][i].full_node &&
+           a->token[0] && a->fast_misses < 3 && !a->client_cert && !g_x[X_GET][i].full_node &&
            (c->cycles + i) % 16 != 0;
 }
 
@@ -880,6 +895,26 @@ void ctl_agents_collect(ctl *c)
 {
     if (ensure(c, c->nagents)) return;
     fast_new_base();
+    double mono = pfi_wall_monotonic();
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *ag = &c->agent[i];
+        /* HTTP only after 3 misses: one datagram again when the probe is due
+           (answered: misses back to 0; missed: 3 again, next probe later) */
+        if (ag->fast_misses >= 3 && ag->fast_probe_at > 0 && mono >= ag->fast_probe_at) {
+            ag->fast_misses = 2;
+            ag->fast_probe_at = mono + CTL_FAST_PROBE_S;
+        }
+        /* client certificates: a datagram carries none (the agent turns
+           them off too and advertises no port; said once here) */
+        if (ag->client_cert && ag->fast_port > 0 && !ag->fast_mtls_logged) {
+            ctl_log(c,
+                    "agent %s: client certificates in use: no fast trigger datagrams, HTTPS "
+                    "only",
+                    ag->name);
+
+            ag->fast_mtls_logged = 1;
+        }
+    }
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
         if (!x->set_up) {
