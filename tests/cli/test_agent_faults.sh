@@ -87,10 +87,13 @@ wait_for 10 "the state file without GPU 2's saved cap" '! grep -q "$(U 2)" "$STA
 n=$(grep -c "Z pfi-agent: .*is not available now" "$LOG"); [ "$n" -le 1 ] || fail "the missing GPU logged $n times"; ok
 stop_daemon $PID
 # no permission (a GPU outside the job's cgroup): marked, blocks nothing
-echo "1 4 handle" >"$T/faults"
+# and one whose handle lookup answers NOT_SUPPORTED (3)
+printf '1 4 handle\n3 3 handle\n' >"$T/faults"
 start_agent a3
 contains "$LOG" "GPU 1 is unavailable (no_permission)"
+contains "$LOG" "GPU 3 is unavailable (not_supported)"
 wait_for 10 "GPU 1 marked no_permission" 'up 1 | grep -q "state=\"no_permission\"} 0"'
+up 3 | grep -q 'state="not_supported"} 0' || fail "GPU 3 not marked not_supported"; ok
 put 60 2 '{"index":0,"cap_w":450}'
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "PUT beside a no-permission GPU: HTTP $CODE"; }; ok
 grep -q '"skipped":\[{"index":1,' "$T/body" || { cat "$T/body" >&2; fail "GPU 1 not listed as skipped"; }; ok
