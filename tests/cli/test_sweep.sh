@@ -60,7 +60,7 @@ contains "$T/err" "GPU 5: cap restored to 700 W"
 
 # ---- through a pfi-agent ----
 new_token "$T/token"
-start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
+start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --backend "$SIM" --listen 127.0.0.1:0 --port-file "$T/port" \
   --token-file "$T/token" --state-file "$T/agent-state" --interval 0.5 --log "$T/agent.log"
 AP=$DPID; URL=http://127.0.0.1:$DPORT
 expect_error 1 "give its --token-file" "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 30 --agent "$URL" --out "$T/s5"
