@@ -183,12 +183,10 @@ static void set_end(void)
     pthread_mutex_unlock(&mu);
 }
 
-static int listed(const char *name, unsigned i);
-
-/* FAKE_NVML_SET_FAIL lists device i */
-static int set_fails(unsigned i)
+/* device i listed in the comma-separated env var name */
+static int listed(const char *name, unsigned i)
 {
-    const char *s = getenv("FAKE_NVML_SET_FAIL");
+    const char *s = getenv(name);
     while (s && *s) {
         char *end;
         unsigned long v = strtoul(s, &end, 10);
@@ -197,6 +195,12 @@ static int set_fails(unsigned i)
         s = *end == ',' ? end + 1 : end;
     }
     return 0;
+}
+
+/* FAKE_NVML_SET_FAIL lists device i */
+static int set_fails(unsigned i)
+{
+    return listed("FAKE_NVML_SET_FAIL", i);
 }
 
 /* the enforced limit FAKE_NVML_ENFORCED sets for device i, or 0 */
@@ -447,19 +451,6 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
     return NVML_SUCCESS;
 }
 #endif
-/* device i listed in the comma-separated env var name */
-static int listed(const char *name, unsigned i)
-{
-    const char *s = getenv(name);
-    while (s && *s) {
-        char *end;
-        unsigned long v = strtoul(s, &end, 10);
-        if (end == s) return 0;
-        if (v == i) return 1;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return 0;
-}
 API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned *minor)
 {
     DEV_OK(d);
