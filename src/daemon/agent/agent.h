@@ -172,7 +172,8 @@ int agent_gpu_usable(const agent *a, size_t i);
 /* the latest sample of GPU i against the cap pfi set (gen_at_sample: its
  * cap_gen when the sample was taken) */
 void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample);
-void agent_check_persistence(agent *a);
+/* once at start: MIG mode (never capped) and persistence mode off, each said once */
+void agent_check_modes(agent *a);
 const char *agent_drift_kind_name(int k);
 /* GPU i's state for /metrics and /v1/node: "ok", "lost", "no_permission",
  * "not_supported", "unknown" */

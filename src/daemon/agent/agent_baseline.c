@@ -241,7 +241,7 @@ void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample)
     }
 }
 
-void agent_check_persistence(agent *a)
+void agent_check_modes(agent *a)
 {
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i) && a->g[i].info.mig == 1)

@@ -85,6 +85,18 @@ typedef struct jmap {
     long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
 } jmap;
 
+/* 1 the first time key is seen among the last 32 (a job file's refusal or
+ * unknown GPU is logged once, not at every refresh; called under a->mu) */
+static int first_time(const char *key)
+{
+    static char seen[32][512];
+    static unsigned next;
+    for (unsigned i = 0; i < 32; i++)
+        if (!strncmp(seen[i], key, sizeof seen[i] - 1)) return 0;
+    snprintf(seen[next++ % 32], sizeof seen[0], "%s", key);
+    return 1;
+}
+
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
     json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"),
@@ -152,24 +164,18 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         if (i < 0 || (size_t)i >= a->n) {
             /* not a guess: an unknown GPU is an error naming the job and the
                GPU (logged once per job file and entry) */
-            static char seen[32][256];
-            static unsigned next;
             char key[256], what[100];
             if (json_is_string(g)) snprintf(what, sizeof what, "%.90s", json_string_value(g));
             else
                 snprintf(what, sizeof what, "%s%lld", mi ? "with minor number " : "",
                          (long long)json_integer_value(g));
             snprintf(key, sizeof key, "%.60s#%s#%.40s", idbuf, what, file);
-            int logged = 0;
-            for (unsigned q = 0; q < 32; q++) logged |= !strcmp(seen[q], key);
-            if (!logged) {
-                snprintf(seen[next++ % 32], sizeof seen[0], "%s", key);
+            if (first_time(key))
                 agent_log(a,
                           "error: %s: job %s: GPU %s is not one GPU of this node (no such index, "
                           "UUID or minor number, or more than one; %zu GPUs): that GPU is not "
                           "mapped",
                           file, idbuf, what, a->n);
-            }
             continue;
         }
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
@@ -197,12 +203,8 @@ static int admin_owned(const struct stat *st)
 
 static void refuse_once(agent *a, const char *path, const char *why)
 {
-    static char seen[32][512]; /* the last 32 refused paths (called under a->mu) */
-    static unsigned next;
-    for (unsigned i = 0; i < 32; i++)
-        if (!strncmp(seen[i], path, sizeof seen[i] - 1)) return;
-    snprintf(seen[next++ % 32], sizeof seen[0], "%s", path);
-    agent_log(a, "warning: %s: %s; job file ignored (docs/security.md)", path, why);
+    if (first_time(path))
+        agent_log(a, "warning: %s: %s; job file ignored (docs/security.md)", path, why);
 }
 
 static void map_file(agent *a, const char *path, jmap *m)

@@ -487,7 +487,7 @@ int main(int argc, char **argv)
                      "is not touched");
     } else {
         st = agent_startup_state(a);
-        agent_check_persistence(a);
+        agent_check_modes(a);
     }
     pthread_mutex_unlock(&a->mu);
     if (st) return 1;
