@@ -308,7 +308,7 @@ static double metric(const char *url, const char *name)
 }
 
 /* the controller's /healthz: cycles, the last period's wall time; -1 when it does not answer */
-static double g_phase[4]; /* the last /healthz's phases: collect, cycle, plan, push */
+static double g_phase[4]; /* the last /healthz's phases: collect, decide, persist, push */
 
 static int health(const char *url, double *cycles, double *period_s)
 {
@@ -322,7 +322,7 @@ static int health(const char *url, double *cycles, double *period_s)
     if (!o) return -1;
     *cycles = json_number_value(json_object_get(o, "cycles"));
     *period_s = json_number_value(json_object_get(o, "period_s"));
-    static const char *ph[4] = {"collect", "cycle", "plan", "push"};
+    static const char *ph[4] = {"collect", "decide", "persist", "push"};
     for (int k = 0; k < 4; k++)
         g_phase[k] = json_number_value(json_object_get(json_object_get(o, "phase_s"), ph[k]));
     json_decref(o);
@@ -587,8 +587,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         }
         if (n) {
             for (int k = 0; k < 4; k++) qsort(phases[k], (size_t)n, sizeof **phases, cmp);
-            printf("bench controller %u agents: a period's parts (p50): collect %.3f s, cycle "
-                   "%.3f s, plan %.3f s, push %.3f s\n",
+            printf("bench controller %u agents: a period's steps (p50): collect %.3f s, decide "
+                   "%.3f s, persist %.3f s, push %.3f s\n",
                    nfarm, quant(phases[0], n, 0.5), quant(phases[1], n, 0.5),
                    quant(phases[2], n, 0.5), quant(phases[3], n, 0.5));
         }

@@ -4,12 +4,12 @@
 #include "../testutil.h"
 #include <stdio.h>
 
-#include "../../src/daemon/controller/ctl_jobidx.c"
+#include "ctl_jobidx.h"
 #include "vec.h"
 
-static ctl C; /* large: static */
+static ctl_state C; /* large: static */
 
-static void add_job(ctl *c, const char *id, int tier)
+static void add_job(ctl_state *c, const char *id, int tier)
 {
     assert_int_equal(PFI_VEC_RESERVE(c->job, c->job_cap, c->njobs + 1, NULL), PFI_OK);
     memset(&c->job[c->njobs], 0, sizeof c->job[0]);
@@ -21,7 +21,7 @@ static void add_job(ctl *c, const char *id, int tier)
 static void test_find_and_grow(void **st)
 {
     (void)st;
-    ctl *c = &C;
+    ctl_state *c = &C;
     char id[32];
     for (int k = 0; k < 100; k++) {
         snprintf(id, sizeof id, "job%d", k);

@@ -4,16 +4,17 @@
  * enforces it through the node agents (PUT /v1/caps under leases), verifies
  * the result and reports it.
  *
- * Files: ctl_main.c (options, start-up, the loop), ctl_config.c (the JSON
- * configuration), ctl_db.c (SQLite: events, samples, state), ctl_agents.c
- * (collecting /v1/node from every agent with curl multi, pushing caps),
- * ctl_cycle.c (one control period: jobs, baselines, events, allocation,
- * feedback, faults), ctl_trigger.c (the response plan and the trigger fast
- * path), ctl_http.c (the API and the status page), ctl_openadr.c
- * (OpenADR events from the webhook and the poller), ctl_report.c
- * (an event's measurement and verification, JSON and PNG), ctl_online.c
- * (safe-online's state across periods, keyed by job). One mutex guards
- * the controller's state; HTTP handlers and the loop share it. */
+ * A period (ctl_period.c) is collect (ctl_agents.c, ctl_inputs.c) -> decide
+ * (ctl_decide.c: pure, on the types of ctl_state.h; ctl_alloc_in.c,
+ * ctl_plan.c, ctl_online.c) -> persist (ctl_persist.c) -> push
+ * (ctl_agents.c). Around it: ctl_main.c (options, start-up, the loop),
+ * ctl_config.c (the JSON configuration), ctl_db.c (SQLite for the API),
+ * ctl_events.c (the event table as the API changes it), ctl_trigger.c (the
+ * trigger fast path), ctl_http.c (the API and the status page),
+ * ctl_openadr.c (OpenADR events from the webhook and the poller),
+ * ctl_report.c (an event's measurement and verification, JSON and PNG),
+ * ctl_record.c (--record), ctl_log.c. One mutex guards the controller's
+ * state; HTTP handlers and the loop share it. */
 #ifndef PFI_CTL_H
 #define PFI_CTL_H
 
@@ -25,16 +26,15 @@
 #include <stdio.h>
 
 #include "agent_client.h"
+#include "ctl_state.h"
+#include "daemon_util.h"
 #include "grid_event.h"
 #include "openadr.h"
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
 /* no limit on agents or jobs: both are growable arrays (docs/controller.md, "Scale") */
-#define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
-#define CTL_MAX_EVENTS 64
-enum { CTL_PH_COLLECT, CTL_PH_CYCLE, CTL_PH_PLAN, CTL_PH_PUSH };
-#define CTL_PLAN_MAX 8 /* cuts in the response plan: levels 1..3, scheduled events */
+enum { CTL_PH_COLLECT, CTL_PH_DECIDE, CTL_PH_PERSIST, CTL_PH_PUSH }; /* a period's steps */
 #define CTL_STATUS_HIST 600
 #define CTL_OADR_MAX_RESOURCES 16
 
@@ -98,78 +98,38 @@ typedef struct ctl_agent {
     char err[256];
 } ctl_agent;
 
-typedef struct ctl_job {
-    char id[64];
-    int tier, gpus, seen;
-    /* cap_max_w: the job's ceiling, the lowest over its GPUs of the limit
-     * each had before pfi touched it (the agents' ceiling_w; the hardware
-     * maximum from an agent that does not report one): no cap above it is
-     * ever planned or sent. hw_max_w: the hardware maximum, the range curve
-     * models were fitted on. gpu_unavailable: an agent reports one of its
-     * GPUs unavailable (lost, no permission): the job is unreachable. */
-    double cap_min_w, cap_max_w, cap_w, hw_max_w;
-    int gpu_unavailable, unavailable_logged;
-    int *agent_idx; /* the agents holding the job (malloc'd; every one of them) */
-    size_t nagent, agent_cap;
-    double measured_w, tokens_per_s, pfi_pred;
-    double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
-    size_t hist_n, hist_head;
-    double ratio;               /* power-control state */
-    double base_w, base_tokens; /* pre-event baseline (event start) */
-    int late;                   /* started during the event: baseline follows its
-                                   measured power until the controller first caps it */
-    double alloc_w, alloc_cap_w;
-    double plan_cap_w[CTL_PLAN_MAX]; /* the response plan's caps (ctl_trigger.c) */
-    double trig_cap_w;               /* the last trigger's cap (0: none) */
-    double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
-    double obs_p[64], obs_t[64];
-    size_t nobs;
-    int reachable;
-} ctl_job;
-
-typedef struct ctl_event {
-    pfi_grid_event ev;
-    char status[16];             /* scheduled, active, done, cancelled */
-    double baseline_w, target_w; /* resolved at start */
-    double ramp_s, ramp_down_s;
-    double reached_t; /* first time at or below target (NaN) */
-    int cancelled;
-    /* the report's verdict once it ended (ctl_report_verdict), kept: a
-       finished event's samples do not change; the status page asks every second */
-    int verdict_known, verdict_met, verdict_steady;
-    double verdict_mean_w;
-    /* OpenADR: the payloads its reportDescriptors ask for (PFI_OADR_REPORT_*;
-       0: all three). Not kept across a restart (then all three). */
-    unsigned report_mask;
-    size_t reports_kept; /* report intervals 0..reports_kept-1 are in the table (ctl_vtn.c) */
-} ctl_event;
-
-typedef struct ctl_online ctl_online_t; /* ctl_online.c */
-
+/* The controller: its configuration (cfg, read at start), the decision's
+ * state (st, ctl_state.h: what ctl_decide reads and writes), and the I/O
+ * around them: the agents, SQLite, HTTP, the VTN thread, the counters. The
+ * mutex guards st, the agents' views and the counters; the HTTP handlers and
+ * the loop share it. */
 typedef struct ctl {
     ctl_cfg cfg;
-    pthread_mutex_t mu;
-    sqlite3 *db;
-    sqlite3_stmt *job_sample_stmt; /* ctl_db_job_sample's, prepared once */
-    char token[PFI_TOKEN_MAX + 1];
-    int have_token;
+    pfi_daemon_log *log; /* NULL: standard error (tests) */
+    ctl_state st;
     pfi_modelfile model, curve_model;
     int have_model, have_curve_model;
+    pthread_mutex_t mu;
+    /* the period (ctl_period.c): its inputs and its last decision; the
+       loop's thread only, under the lock */
+    ctl_inputs in;
+    ctl_decision dec;
+    int wake;          /* run a period now (an event that starts now arrived) */
+    double loop_s;     /* wall time of the last whole period */
+    double phase_s[4]; /* its steps (CTL_PH_*) */
+    double cycle_s;    /* the decision's share */
+    double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
+    size_t hist_n;
+    /* SQLite: the HTTP handlers' connection (under the lock) and the
+       period's own (ctl_persist.c, the loop's thread) */
+    sqlite3 *db, *pdb;
+    sqlite3_stmt *job_sample_stmt; /* on pdb, prepared once */
+    atomic_ullong db_errors;       /* periods whose rows were not stored */
+    char token[PFI_TOKEN_MAX + 1];
+    int have_token;
     ctl_agent *agent;
     size_t nagents;
-    ctl_job *job; /* growable (vec.h) */
-    size_t njobs, job_cap;
-    ctl_event event[CTL_MAX_EVENTS];
-    size_t nevents;
-    double integral_w;
-    int stable_periods; /* periods with unchanged caps and budget */
-    int wake;           /* run a period now (an event that starts now arrived) */
-    double loop_s;      /* wall time of the last whole period: collect, cycle, push */
-    double phase_s[4];  /* its parts (CTL_PH_*) */
-    /* the response plan (ctl_trigger.c): caps per job for each of these cuts */
-    double plan_cut_pct[CTL_PLAN_MAX], plan_base_w;
-    size_t nplan;
-    double plan_t; /* pfi clock time it was computed (NaN: none yet) */
+    struct ctl_pool *pool; /* the transfers to the agents (ctl_agents.c) */
     /* triggers: one waiting for the network (ctl_agents.c), the last one's timing */
     atomic_int trigger_req;
     double trigger_t0, trigger_push_s; /* wall (monotonic) time it came; to its last answer */
@@ -180,15 +140,6 @@ typedef struct ctl {
     /* fast trigger datagrams, [0] caps (a trigger's), [1] views (a period's) */
     unsigned long long fast_sent[2], fast_answered[2], fast_fallbacks[2];
     size_t trigger_fast; /* the last trigger's agents reached by datagram */
-    /* safe-online during an event (ctl_online.c; NULL: none) */
-    ctl_online_t *online;
-    /* the last cycle */
-    double now, budget_w, measured_w, fixed_w, cycle_s;
-    int active, feasible;
-    char gov_id[PFI_EVENT_ID_MAX + 1]; /* the running event whose budget is the cycle's
-                                                       (the lowest); "" */
-    double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
-    size_t hist_n;
     unsigned long long cycles, pushes, push_errors, generation_rejects;
     pfi_oadr_book oadr_book;                             /* OpenADR versions seen */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
@@ -219,9 +170,9 @@ void ctl_config_free(ctl_cfg *cfg);
 int ctl_db_open(ctl *c);
 int ctl_db_put_event(ctl *c, const ctl_event *e);
 int ctl_db_load_events(ctl *c);
-int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w,
-                  double measured_w);
-int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j);
+/* NaN as NULL, both ways */
+void ctl_db_bind_num(sqlite3_stmt *s, int i, double v);
+double ctl_db_col_num(sqlite3_stmt *s, int i);
 int ctl_db_meta_set(ctl *c, const char *key, double v);
 double ctl_db_meta_get(ctl *c, const char *key, double dflt);
 /* an agent's lease generation (INTEGER): 1 if stored (*g set), 0 if not */
@@ -248,40 +199,64 @@ void ctl_agents_service(ctl *c);
 /* wake the transfers in progress (any thread): a trigger is waiting */
 void ctl_agents_wake(void);
 
-/* ctl_trigger.c (lock held): the response plan, computed at the end of each
- * period; a trigger: caps for cut_pct % off the plan's baseline, from the
- * plan, pushed at once by the control loop's thread. source names it in the
- * log. 0, or -1 with err (nothing to cap yet, out of memory). */
-void ctl_plan_update(ctl *c);
+/* ctl_period.c: one control period, collect -> decide -> persist -> push
+ * (the loop's thread; takes the lock for the decision) */
+void ctl_period(ctl *c);
+/* ctl_inputs.c (lock held): every agent's last view into c->in; 0, or -1
+ * when out of memory. ctl_inputs_read: one node view into a (0, or -1 when
+ * out of memory; *bad_id set when it named an invalid job id) */
+int ctl_inputs_build(ctl *c);
+int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, int *bad_id);
+void ctl_inputs_free(ctl_inputs *in);
+/* ctl_persist.c (the loop's thread, lock not held): a decision's rows as
+ * one transaction on c->pdb; 0, or -1 (logged and counted in db_errors) */
+int ctl_persist_open(ctl *c);
+int ctl_persist(ctl *c, const ctl_decision *d);
+void ctl_persist_close(ctl *c);
+
+/* ctl_decide.c: whether e runs at now (active, before the end of its ramp
+ * down); a job's mean power over the last window_s of its baseline samples
+ * (NaN: none) */
+int ctl_event_running(const ctl_event *e, double now);
+double ctl_job_window_w(const ctl_job *j, double now, double window_s);
+
+/* ctl_plan.c (pure): the response plan, computed at the end of each
+ * decision; a trigger's caps (trig_cap_w) for cut_pct % off the plan's
+ * baseline, the count of jobs capped, *how "plan", "interpolated" or
+ * "equal weight"; a job's baseline for the plan; the cut in % an event
+ * asks for now against the plan's baseline (NaN: none, e.g. a ramp) */
+void ctl_plan_update(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, ctl_notes *notes);
+size_t ctl_plan_trigger(const ctl_cfg *cfg, ctl_state *s, double cut_pct, const char **how);
+double ctl_plan_base_w(const ctl_cfg *cfg, const ctl_state *s, const ctl_job *j);
+double ctl_event_cut_pct(const ctl_cfg *cfg, const ctl_state *s, const ctl_event *e);
+/* ctl_trigger.c (lock held): a trigger of cut_pct from the plan, pushed at
+ * once by the control loop's thread; id names it in the log. 0, or -1 with
+ * err (a cut out of range, nothing to cap yet). */
 int ctl_trigger(ctl *c, const char *id, double cut_pct, pfi_error *err);
-/* the cut in % an event asks for now against the plan's baseline (NaN: none, e.g. a ramp) */
-double ctl_event_cut_pct(const ctl *c, const ctl_event *e);
 
-/* ctl_cycle.c (lock held) */
-void ctl_cycle(ctl *c);
-/* the job's predicted throughput curve from the curve model (0), or -1 */
-int ctl_job_curve(ctl *c, ctl_job *j, pfi_curve *out);
-int ctl_job_belief(ctl *c, ctl_job *j, double base_w, double base_tokens, pfi_curve *out);
-/* Schedule ev, or update the scheduled event with its id. *code (when not
- * NULL) is the HTTP status that answers it: 201 new, 200 updated; refused:
- * 409 (PFI_ESTATE: it already started or ended), 400 (PFI_EINVAL: out of
- * bounds), 422 (PFI_ERANGE: it already ended), 503 (PFI_ENOMEM: too many
- * pending events), with the reason in err. */
-pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *code, pfi_error *err);
-int ctl_event_cancel(ctl *c, const char *id);
+/* ctl_events.c (lock held): schedule ev, or update the scheduled event with
+ * its id (*updated: 1 then, 0 for a new one); refused: PFI_ESTATE (it
+ * already started or ended), PFI_EINVAL (out of bounds), PFI_ERANGE (it
+ * already ended), PFI_ENOMEM (too many pending events), with the reason in
+ * err. Cancel: PFI_ENOTFOUND, PFI_ESTATE (already over). Each change is
+ * stored at once. */
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_error *err);
+pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err);
 ctl_event *ctl_event_find(ctl *c, const char *id);
+/* the target in W of an event that is active (its baseline resolved) */
+double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e);
 
-/* ctl_online.c (lock held): safe-online's targets for this period as the
- * managed jobs' fixed targets (pj[q] is the ctl_job idx[q]); budget_w the
- * event's budget now, fixed_w the unreachable jobs' assumed power. end: the
- * event is over (state freed). json: its state for /v1/status (null: none). */
+/* ctl_online.c (pure): safe-online's targets for this period as the managed
+ * jobs' fixed targets (pj[q] is the ctl_job idx[q]); budget_w the event's
+ * budget now, fixed_w the unreachable jobs' assumed power. end: the event
+ * is over (state freed). json: its state for /v1/status (null: none). */
 struct pfi_pc_job;
-void ctl_online_period(ctl *c, double budget_w, double fixed_w, struct pfi_pc_job *pj,
-                       const size_t *idx, size_t np);
-void ctl_online_end(ctl *c);
-json_t *ctl_online_json(const ctl *c);
-unsigned long long ctl_online_rounds(const ctl *c);
-double ctl_online_target_w(const ctl *c, const char *id, int tier); /* NaN: none */
+void ctl_online_period(const ctl_cfg *cfg, ctl_state *s, ctl_notes *notes, double budget_w,
+                       double fixed_w, struct pfi_pc_job *pj, const size_t *idx, size_t np);
+void ctl_online_end(ctl_state *s);
+json_t *ctl_online_json(const ctl_state *s);
+unsigned long long ctl_online_rounds(const ctl_state *s);
+double ctl_online_target_w(const ctl_state *s, const char *id, int tier); /* NaN: none */
 
 /* ctl_openadr.c (lock held): one OpenADR EVENT or notification from the
  * webhook or the poller (via: "webhook", "poll"). Returns the HTTP status
@@ -290,15 +265,13 @@ double ctl_online_target_w(const ctl *c, const char *id, int tier); /* NaN: none
 int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **answer,
                      pfi_error *err);
 json_t *ctl_event_json(const ctl_event *e);
-/* the target in W of an event that is active (its baseline resolved) */
-double ctl_event_target_w(const ctl *c, const ctl_event *e);
 
 /* The one rule for "at target": measured power at or below the target plus
  * tolerance_pct. The cycle's time to target, the report's steady-window
  * verdict and the status page's met / not met all use it. */
-static inline int ctl_within_target(const ctl *c, double measured_w, double target_w)
+static inline int ctl_within_target(const ctl_cfg *cfg, double measured_w, double target_w)
 {
-    return measured_w <= target_w * (1 + c->cfg.tolerance_pct / 100);
+    return measured_w <= target_w * (1 + cfg->tolerance_pct / 100);
 }
 
 /* ctl_report.c (lock held) */
@@ -323,6 +296,9 @@ void ctl_vtn_stop(ctl *c);
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);
+/* the HTTP status answering an event's change: 201 new, 200 updated or
+ * cancelled; 400, 404, 409, 422, 503 as ctl_event_add and _cancel refuse */
+int ctl_event_http_code(pfi_status st, int updated);
 void ctl_http_stop(ctl *c);
 extern const char ctl_status_page[], ctl_page_css[], ctl_page_js[], ctl_page_csp[];
 

@@ -316,7 +316,7 @@ static void fast_add(xfer *x);
 static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
 {
     size_t total = 0;
-    for (size_t k = 0; k < c->njobs; k++) total += c->job[k].nagent;
+    for (size_t k = 0; k < c->st.njobs; k++) total += c->st.job[k].nagent;
     *start = calloc(c->nagents + 1, sizeof **start);
     *idx = calloc(total + 1, sizeof **idx);
     size_t *fillp = calloc(c->nagents + 1, sizeof *fillp);
@@ -324,12 +324,12 @@ static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
         free(*start), free(*idx), free(fillp);
         return -1;
     }
-    for (size_t k = 0; k < c->njobs; k++)
-        for (size_t q = 0; q < c->job[k].nagent; q++) (*start)[c->job[k].agent_idx[q] + 1]++;
+    for (size_t k = 0; k < c->st.njobs; k++)
+        for (size_t q = 0; q < c->st.job[k].nagent; q++) (*start)[c->st.job[k].agent_idx[q] + 1]++;
     for (size_t i = 0; i < c->nagents; i++) (*start)[i + 1] += (*start)[i];
-    for (size_t k = 0; k < c->njobs; k++)
-        for (size_t q = 0; q < c->job[k].nagent; q++) {
-            size_t i = (size_t)c->job[k].agent_idx[q];
+    for (size_t k = 0; k < c->st.njobs; k++)
+        for (size_t q = 0; q < c->st.job[k].nagent; q++) {
+            size_t i = (size_t)c->st.job[k].agent_idx[q];
             (*idx)[(*start)[i] + fillp[i]++] = k;
         }
     free(fillp);
@@ -362,7 +362,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
         rq.generation = a->generation;
         for (size_t q = start[i]; !release && q < start[i + 1] && rq.njobs < PFI_CAPS_MAX_ENTRIES;
              q++) {
-            ctl_job *j = &c->job[idx[q]];
+            ctl_job *j = &c->st.job[idx[q]];
             double cap = kind == X_TRIGGER ? j->trig_cap_w : j->alloc_cap_w;
             if (!j->seen || !j->reachable || !(cap > 0)) continue;
             /* the last word: no cap above the job's ceiling leaves here,

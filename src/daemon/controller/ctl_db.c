@@ -72,11 +72,11 @@ int ctl_db_open(ctl *c)
     return 0;
 }
 
-static double col_num(sqlite3_stmt *s, int i)
+double ctl_db_col_num(sqlite3_stmt *s, int i)
 {
     return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
 }
-static void bind_num(sqlite3_stmt *s, int i, double v)
+void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
 {
     if (isnan(v)) sqlite3_bind_null(s, i);
     else sqlite3_bind_double(s, i, v);
@@ -105,12 +105,12 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
     sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, j, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 3, e->ev.source, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, e->status, -1, SQLITE_TRANSIENT);
-    bind_num(s, 5, e->baseline_w);
-    bind_num(s, 6, e->target_w);
-    bind_num(s, 7, e->ramp_s);
-    bind_num(s, 8, e->ramp_down_s);
-    bind_num(s, 9, e->reached_t);
+    sqlite3_bind_text(s, 4, ctl_event_status_name(e->status), -1, SQLITE_STATIC);
+    ctl_db_bind_num(s, 5, e->baseline_w);
+    ctl_db_bind_num(s, 6, e->target_w);
+    ctl_db_bind_num(s, 7, e->ramp_s);
+    ctl_db_bind_num(s, 8, e->ramp_down_s);
+    ctl_db_bind_num(s, 9, e->reached_t);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     if (rc) ctl_log(c, "error: saving event %s: %s", e->ev.id, sqlite3_errmsg(c->db));
     sqlite3_finalize(s);
@@ -127,9 +127,9 @@ int ctl_db_load_events(ctl *c)
             "events ORDER BY rowid",
             -1, &s, NULL) != SQLITE_OK)
         return -1;
-    c->nevents = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && c->nevents < CTL_MAX_EVENTS) {
-        ctl_event *e = &c->event[c->nevents];
+    c->st.nevents = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && c->st.nevents < CTL_MAX_EVENTS) {
+        ctl_event *e = &c->st.event[c->st.nevents];
         memset(e, 0, sizeof *e);
         const char *j = (const char *)sqlite3_column_text(s, 0);
         pfi_error err;
@@ -139,59 +139,20 @@ int ctl_db_load_events(ctl *c)
             continue;
         }
         snprintf(e->ev.source, sizeof e->ev.source, "%s", (const char *)sqlite3_column_text(s, 1));
-        snprintf(e->status, sizeof e->status, "%s", (const char *)sqlite3_column_text(s, 2));
-        e->baseline_w = col_num(s, 3);
-        e->target_w = col_num(s, 4);
-        e->ramp_s = col_num(s, 5);
-        e->ramp_down_s = col_num(s, 6);
-        e->reached_t = col_num(s, 7);
-        c->nevents++;
+        if (ctl_event_status_parse((const char *)sqlite3_column_text(s, 2), &e->status)) {
+            ctl_log(c, "warning: %s: stored event %s has an unknown status; skipped", c->cfg.db,
+                    e->ev.id);
+            continue;
+        }
+        e->baseline_w = ctl_db_col_num(s, 3);
+        e->target_w = ctl_db_col_num(s, 4);
+        e->ramp_s = ctl_db_col_num(s, 5);
+        e->ramp_down_s = ctl_db_col_num(s, 6);
+        e->reached_t = ctl_db_col_num(s, 7);
+        c->st.nevents++;
     }
     sqlite3_finalize(s);
     return 0;
-}
-
-int ctl_db_sample(ctl *c, const char *event_id, double t, double budget_w, double target_w,
-                  double measured_w)
-{
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO samples VALUES(?,?,?,?,?)", -1, &s,
-                           NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 2, t);
-    bind_num(s, 3, budget_w);
-    bind_num(s, 4, target_w);
-    bind_num(s, 5, measured_w);
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(s);
-    return rc;
-}
-
-int ctl_db_job_sample(ctl *c, const char *event_id, double t, const ctl_job *j)
-{
-    /* prepared once (12,500 jobs a period: preparing each row's statement was 5% of the
-       controller's CPU), finalized when the database is closed */
-    sqlite3_stmt *s = c->job_sample_stmt;
-    if (!s &&
-        sqlite3_prepare_v3(c->db, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
-                           -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
-        return -1;
-    c->job_sample_stmt = s;
-    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 2, t);
-    sqlite3_bind_text(s, 3, j->id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 4, j->tier);
-    bind_num(s, 5, j->measured_w);
-    bind_num(s, 6, j->tokens_per_s);
-    bind_num(s, 7, j->cap_w);
-    bind_num(s, 8, j->alloc_w);
-    bind_num(s, 9, j->base_w);
-    bind_num(s, 10, j->base_tokens);
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return rc;
 }
 
 int ctl_db_meta_set(ctl *c, const char *key, double v)
@@ -337,8 +298,8 @@ size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_
     sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
     size_t n = 0;
     while (n < max && sqlite3_step(s) == SQLITE_ROW) {
-        t[n] = col_num(s, 0);
-        measured_w[n++] = col_num(s, 1);
+        t[n] = ctl_db_col_num(s, 0);
+        measured_w[n++] = ctl_db_col_num(s, 1);
     }
     sqlite3_finalize(s);
     return n;

@@ -40,6 +40,19 @@ static int is_protected(void *ud, const char *method, const char *url)
     return !strcmp(url, "/openadr3/events") ? PFI_HTTP_WEBHOOK : PFI_HTTP_CONTROL;
 }
 
+int ctl_event_http_code(pfi_status st, int updated)
+{
+    switch (st) {
+    case PFI_OK: return updated ? 200 : 201;
+    case PFI_EINVAL: return 400;
+    case PFI_ENOTFOUND: return 404;
+    case PFI_ESTATE: return 409;
+    case PFI_ERANGE: return 422;
+    case PFI_ENOMEM: return 503;
+    default: return 500;
+    }
+}
+
 static void json_resp(pfi_http_resp *rs, int code, json_t *o)
 {
     rs->body = json_dumps(o, JSON_COMPACT);
@@ -55,7 +68,7 @@ json_t *ctl_event_json(const ctl_event *e)
     json_t *o = t ? json_loads(t, 0, NULL) : NULL;
     free(t);
     if (!o) o = json_pack("{s:s}", "id", e->ev.id); /* never listed without its id */
-    json_object_set_new(o, "status", json_string(e->status));
+    json_object_set_new(o, "status", json_string(ctl_event_status_name(e->status)));
     json_object_set_new(o, "source", json_string(e->ev.source));
     json_object_set_new(o, "baseline_w",
                         isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
@@ -79,7 +92,7 @@ static json_t *status_event_json(ctl *c, ctl_event *e, double now)
     json_t *o = ctl_event_json(e);
     double end = pfi_grid_event_end(&e->ev);
     char buf[40];
-    int scheduled = !strcmp(e->status, "scheduled"), active = !strcmp(e->status, "active");
+    int scheduled = (e->status == CTL_EV_SCHEDULED), active = (e->status == CTL_EV_ACTIVE);
     if (isfinite(end)) pfi_rfc3339_format(end, buf, sizeof buf);
     json_object_set_new(o, "end", isfinite(end) ? json_string(buf) : json_null());
     json_object_set_new(o, "until_cancelled", json_boolean(e->ev.open_ended && !isfinite(end)));
@@ -93,13 +106,13 @@ static json_t *status_event_json(ctl *c, ctl_event *e, double now)
                                                         : "steady";
     json_object_set_new(o, "phase", phase ? json_string(phase) : json_null());
     json_object_set_new(o, "sets_target",
-                        json_boolean(active && c->gov_id[0] && !strcmp(c->gov_id, e->ev.id)));
+                        json_boolean(active && c->st.gov_id[0] && !strcmp(c->st.gov_id, e->ev.id)));
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_t *achieved = json_null(), *met = json_null();
     const char *basis = NULL;
-    if (active && c->active && isfinite(c->measured_w) && isfinite(e->target_w)) {
-        achieved = json_real(c->measured_w);
-        met = json_boolean(ctl_within_target(c, c->measured_w, e->target_w));
+    if (active && c->st.active && isfinite(c->st.measured_w) && isfinite(e->target_w)) {
+        achieved = json_real(c->st.measured_w);
+        met = json_boolean(ctl_within_target(&c->cfg, c->st.measured_w, e->target_w));
         basis = "now";
     } else if (!scheduled && !active && isfinite(e->target_w)) {
         if (!e->verdict_known) {
@@ -139,8 +152,8 @@ static json_t *status_json(ctl *c)
                             a->ever_up ? json_real(fmax(0, now - a->last_ok_t)) : json_null());
         json_array_append_new(ag, o);
     }
-    for (size_t k = 0; k < c->njobs && k < 256; k++) {
-        const ctl_job *j = &c->job[k];
+    for (size_t k = 0; k < c->st.njobs && k < 256; k++) {
+        const ctl_job *j = &c->st.job[k];
         json_t *o = json_pack("{s:s,s:i,s:i,s:f,s:f,s:b}", "job_id", j->id, "tier", j->tier, "gpus",
                               j->gpus, "power_w", j->measured_w, "cap_w", j->cap_w, "reachable",
                               j->reachable);
@@ -151,12 +164,12 @@ static json_t *status_json(ctl *c)
         json_object_set_new(o, "alloc_cap_w",
                             j->alloc_cap_w > 0 ? json_real(j->alloc_cap_w) : json_null());
         json_object_set_new(o, "online_target_w",
-                            num_or_null(ctl_online_target_w(c, j->id, j->tier)));
+                            num_or_null(ctl_online_target_w(&c->st, j->id, j->tier)));
         json_object_set_new(o, "pfi_predicted",
                             isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
         /* against its baseline while an event runs (the report's rule: its
            tier's allowed loss, 1 percentage point for measurement noise) */
-        int during = c->active && isfinite(j->base_w);
+        int during = c->st.active && isfinite(j->base_w);
         double loss = during && j->base_tokens > 0 && isfinite(j->tokens_per_s)
                           ? 1 - j->tokens_per_s / j->base_tokens
                           : NAN,
@@ -176,26 +189,27 @@ static json_t *status_json(ctl *c)
         json_array_append_new(hist,
                               json_pack("[f,f,f]", c->hist_t[i], c->hist_meas[i],
                                         isfinite(c->hist_target[i]) ? c->hist_target[i] : -1.0));
-    for (size_t i = 0; i < c->nevents; i++)
-        json_array_append_new(evs, status_event_json(c, &c->event[i], now));
+    for (size_t i = 0; i < c->st.nevents; i++)
+        json_array_append_new(evs, status_event_json(c, &c->st.event[i], now));
     json_t *o =
-        json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->now, "active", c->active,
-                  "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run", c->cfg.dry_run,
-                  "agents_total", (json_int_t)c->nagents, "agents_up", (json_int_t)up, "agents", ag,
-                  "jobs", jobs, "history", hist, "events", evs);
+        json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->st.now, "active",
+                  c->st.active, "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run",
+                  c->cfg.dry_run, "agents_total", (json_int_t)c->nagents, "agents_up",
+                  (json_int_t)up, "agents", ag, "jobs", jobs, "history", hist, "events", evs);
     json_object_set_new(o, "budget_w",
-                        isfinite(c->budget_w) ? json_real(c->budget_w) : json_null());
+                        isfinite(c->st.budget_w) ? json_real(c->st.budget_w) : json_null());
     json_object_set_new(o, "measured_w",
-                        isfinite(c->measured_w) ? json_real(c->measured_w) : json_null());
+                        isfinite(c->st.measured_w) ? json_real(c->st.measured_w) : json_null());
     json_object_set_new(o, "unreachable_w",
-                        isfinite(c->fixed_w) ? json_real(c->fixed_w) : json_null());
-    json_object_set_new(o, "feedback_w", json_real(c->integral_w));
+                        isfinite(c->st.fixed_w) ? json_real(c->st.fixed_w) : json_null());
+    json_object_set_new(o, "feedback_w", json_real(c->st.integral_w));
     json_object_set_new(o, "cycle_ms", json_real(1000 * c->cycle_s));
     json_object_set_new(o, "clock_now", json_real(now));
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
-    json_object_set_new(o, "governing_event", c->gov_id[0] ? json_string(c->gov_id) : json_null());
-    json_object_set_new(o, "feasible", c->active ? json_boolean(c->feasible) : json_null());
-    json_object_set_new(o, "online", ctl_online_json(c));
+    json_object_set_new(o, "governing_event",
+                        c->st.gov_id[0] ? json_string(c->st.gov_id) : json_null());
+    json_object_set_new(o, "feasible", c->st.active ? json_boolean(c->st.feasible) : json_null());
+    json_object_set_new(o, "online", ctl_online_json(&c->st));
     return o;
 }
 
@@ -218,11 +232,11 @@ static void event_metrics(ctl *c, pfi_buf *b)
     double now = pfi_clock_now();
     json_t *ev[CTL_MAX_EVENTS];
     size_t n = 0;
-    for (size_t i = 0; i < c->nevents && n < CTL_MAX_EVENTS; i++) {
-        ctl_event *e = &c->event[i];
+    for (size_t i = 0; i < c->st.nevents && n < CTL_MAX_EVENTS; i++) {
+        ctl_event *e = &c->st.event[i];
         double end = pfi_grid_event_end(&e->ev);
-        int active = !strcmp(e->status, "active");
-        int recent = !active && strcmp(e->status, "scheduled") && isfinite(e->target_w) &&
+        int active = (e->status == CTL_EV_ACTIVE);
+        int recent = !active && (e->status != CTL_EV_SCHEDULED) && isfinite(e->target_w) &&
                      (!isfinite(end) || now - end <= CTL_METRICS_EVENT_AGE_S);
         if (active || recent) ev[n++] = status_event_json(c, e, now);
     }
@@ -289,21 +303,23 @@ static char *metrics(ctl *c, size_t *len)
                    PFI_VERSION);
     head(&b, "pfi_ctl_event_active", "gauge",
          "1 while a grid event (or its ramp down) is being answered.");
-    pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->active);
+    pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->st.active);
     head(&b, "pfi_ctl_target_watts", "gauge", "The power budget this period (target with ramps).");
-    if (isfinite(c->budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->budget_w);
+    if (isfinite(c->st.budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->st.budget_w);
     head(&b, "pfi_ctl_tolerance_ratio", "gauge",
          "How far above its target an event still counts as met (tolerance_pct / 100).");
     pfi_buf_printf(&b, "pfi_ctl_tolerance_ratio %g\n", c->cfg.tolerance_pct / 100);
     head(&b, "pfi_ctl_measured_watts", "gauge",
          "Measured GPU power of the managed jobs (unreachable ones as assumed).");
     double m = 0;
-    for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
-    pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n", isfinite(c->measured_w) ? c->measured_w : m);
+    for (size_t k = 0; k < c->st.njobs; k++) m += c->st.job[k].measured_w;
+    pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n",
+                   isfinite(c->st.measured_w) ? c->st.measured_w : m);
     head(&b, "pfi_ctl_unreachable_watts", "gauge", "Power assumed for jobs on unreachable agents.");
-    pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n", isfinite(c->fixed_w) ? c->fixed_w : 0.0);
+    pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n",
+                   isfinite(c->st.fixed_w) ? c->st.fixed_w : 0.0);
     head(&b, "pfi_ctl_feedback_watts", "gauge", "The feedback term taken off the budget.");
-    pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->integral_w);
+    pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->st.integral_w);
     head(&b, "pfi_ctl_agents_up", "gauge", "Agents that answered this period.");
     pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\n", up);
     head(&b, "pfi_ctl_agents_configured", "gauge", "Agents in the configuration.");
@@ -320,57 +336,58 @@ static char *metrics(ctl *c, size_t *len)
          "REPORTs the VTN refused (4xx): logged, kept, not sent again.");
     pfi_buf_printf(&b, "pfi_ctl_openadr_reports_refused_total %llu\n", c->reports_refused);
     event_metrics(c, &b);
-    /* per job: {hpc_job, tier} (the same id under two tiers is two jobs: ctl_cycle.c); the id
+    /* per job: {hpc_job, tier} (the same id under two tiers is two jobs: ctl_decide.c); the id
      * escaped although validated */
     char jl[2 * 64 + 1];
-#define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->job[k].id), c->job[k].tier
+#define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->st.job[k].id), c->st.job[k].tier
 #define JOB_FMT(name) name "{hpc_job=\"%s\",tier=\"%d\"} %g\n"
     head(&b, "pfi_ctl_job_allocation_watts", "gauge", "A job's allocated aggregate GPU power.");
-    for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].alloc_w))
+    for (size_t k = 0; k < c->st.njobs; k++)
+        if (isfinite(c->st.job[k].alloc_w))
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allocation_watts"), JOB_LABELS(k),
-                           c->job[k].alloc_w);
+                           c->st.job[k].alloc_w);
     head(&b, "pfi_ctl_job_cap_watts", "gauge", "The per-GPU cap pushed for a job.");
-    for (size_t k = 0; k < c->njobs; k++)
-        if (c->job[k].alloc_cap_w > 0)
+    for (size_t k = 0; k < c->st.njobs; k++)
+        if (c->st.job[k].alloc_cap_w > 0)
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_cap_watts"), JOB_LABELS(k),
-                           c->job[k].alloc_cap_w);
+                           c->st.job[k].alloc_cap_w);
     head(&b, "pfi_ctl_job_power_watts", "gauge", "A job's measured GPU power.");
-    for (size_t k = 0; k < c->njobs; k++)
-        pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_power_watts"), JOB_LABELS(k), c->job[k].measured_w);
+    for (size_t k = 0; k < c->st.njobs; k++)
+        pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_power_watts"), JOB_LABELS(k),
+                       c->st.job[k].measured_w);
     head(&b, "pfi_ctl_job_tokens_per_second", "gauge", "A job's throughput.");
-    for (size_t k = 0; k < c->njobs; k++)
-        if (isfinite(c->job[k].tokens_per_s))
+    for (size_t k = 0; k < c->st.njobs; k++)
+        if (isfinite(c->st.job[k].tokens_per_s))
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_tokens_per_second"), JOB_LABELS(k),
-                           c->job[k].tokens_per_s);
+                           c->st.job[k].tokens_per_s);
     /* against its pre-event baseline while an event runs (the status page's and the
        report's rule) */
     head(&b, "pfi_ctl_job_baseline_watts", "gauge",
          "A job's pre-event baseline power (while an event runs).");
-    for (size_t k = 0; k < c->njobs; k++)
-        if (c->active && isfinite(c->job[k].base_w))
+    for (size_t k = 0; k < c->st.njobs; k++)
+        if (c->st.active && isfinite(c->st.job[k].base_w))
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_watts"), JOB_LABELS(k),
-                           c->job[k].base_w);
+                           c->st.job[k].base_w);
     head(&b, "pfi_ctl_job_baseline_tokens_per_second", "gauge",
          "A job's pre-event baseline throughput (while an event runs).");
-    for (size_t k = 0; k < c->njobs; k++)
-        if (c->active && isfinite(c->job[k].base_w) && c->job[k].base_tokens > 0)
+    for (size_t k = 0; k < c->st.njobs; k++)
+        if (c->st.active && isfinite(c->st.job[k].base_w) && c->st.job[k].base_tokens > 0)
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_tokens_per_second"), JOB_LABELS(k),
-                           c->job[k].base_tokens);
+                           c->st.job[k].base_tokens);
     head(&b, "pfi_ctl_job_throughput_loss_ratio", "gauge",
          "A job's throughput loss against its baseline, 1 - tokens/s / baseline (while an event "
          "runs).");
-    for (size_t k = 0; k < c->njobs; k++) {
-        const ctl_job *j = &c->job[k];
-        if (c->active && isfinite(j->base_w) && j->base_tokens > 0 && isfinite(j->tokens_per_s))
+    for (size_t k = 0; k < c->st.njobs; k++) {
+        const ctl_job *j = &c->st.job[k];
+        if (c->st.active && isfinite(j->base_w) && j->base_tokens > 0 && isfinite(j->tokens_per_s))
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_throughput_loss_ratio"), JOB_LABELS(k),
                            1 - j->tokens_per_s / j->base_tokens);
     }
     head(&b, "pfi_ctl_job_allowed_loss_ratio", "gauge",
          "The throughput loss a job's SLA tier allows (jobs with a limiting tier).");
-    for (size_t k = 0; k < c->njobs; k++) {
-        double allowed = pfi_sla_loss(c->job[k].tier);
-        if (c->job[k].tier >= 0 && allowed < 1)
+    for (size_t k = 0; k < c->st.njobs; k++) {
+        double allowed = pfi_sla_loss(c->st.job[k].tier);
+        if (c->st.job[k].tier >= 0 && allowed < 1)
             pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allowed_loss_ratio"), JOB_LABELS(k), allowed);
     }
 #undef JOB_FMT
@@ -385,9 +402,13 @@ static char *metrics(ctl *c, size_t *len)
     pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
     head(&b, "pfi_ctl_online_round", "gauge",
          "safe-online: measured rounds run in the current event (0: none, or another strategy).");
-    pfi_buf_printf(&b, "pfi_ctl_online_round %llu\n", ctl_online_rounds(c));
+    pfi_buf_printf(&b, "pfi_ctl_online_round %llu\n", ctl_online_rounds(&c->st));
     head(&b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
     pfi_buf_printf(&b, "pfi_ctl_cycles_total %llu\n", c->cycles);
+    head(&b, "pfi_ctl_db_errors_total", "counter",
+         "Control periods whose rows could not be stored (the caps went out all the same).");
+    pfi_buf_printf(&b, "pfi_ctl_db_errors_total %llu\n",
+                   (unsigned long long)atomic_load(&c->db_errors));
     head(&b, "pfi_ctl_pushes_total", "counter", "Caps pushes to agents.");
     pfi_buf_printf(&b, "pfi_ctl_pushes_total %llu\n", c->pushes);
     head(&b, "pfi_ctl_push_errors_total", "counter", "Caps pushes that failed.");
@@ -485,12 +506,13 @@ static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     ev.ramp_s = 0;
     ev.ramp_down_s = NAN;
     snprintf(ev.source, sizeof ev.source, "trigger");
-    int code;
+    int updated = 0;
     unsigned long long before = c->triggers;
-    if (ctl_event_add(c, &ev, &code, &e)) return pfi_http_error(rs, code, "%s", e.msg);
+    st = ctl_event_add(c, &ev, &updated, &e);
+    if (st) return pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
     json_t *a = ctl_event_json(ctl_event_find(c, ev.id));
     json_object_set_new(a, "fast_path", json_boolean(c->triggers > before));
-    json_resp(rs, code, a);
+    json_resp(rs, ctl_event_http_code(PFI_OK, updated), a);
 }
 
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
@@ -521,8 +543,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
                             (json_int_t)c->cycles, "period_s", c->loop_s, "trigger_push_s",
                             isfinite(c->trigger_push_s) ? c->trigger_push_s : -1.0, "triggers",
                             (json_int_t)c->triggers, "phase_s", "collect",
-                            c->phase_s[CTL_PH_COLLECT], "cycle", c->phase_s[CTL_PH_CYCLE], "plan",
-                            c->phase_s[CTL_PH_PLAN], "push", c->phase_s[CTL_PH_PUSH]));
+                            c->phase_s[CTL_PH_COLLECT], "decide", c->phase_s[CTL_PH_DECIDE],
+                            "persist", c->phase_s[CTL_PH_PERSIST], "push",
+                            c->phase_s[CTL_PH_PUSH]));
     } else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, status_json(c));
@@ -533,17 +556,21 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     } else if (!strcmp(u, "/v1/events")) {
         if (get) {
             json_t *a = json_array();
-            for (size_t i = 0; i < c->nevents; i++)
-                json_array_append_new(a, ctl_event_json(&c->event[i]));
+            for (size_t i = 0; i < c->st.nevents; i++)
+                json_array_append_new(a, ctl_event_json(&c->st.event[i]));
             json_resp(rs, 200, json_pack("{s:o}", "events", a));
         } else if (post) {
             pfi_grid_event ev;
             pfi_error e;
-            int code;
+            int updated = 0;
+            pfi_status st = PFI_OK;
             if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e))
                 pfi_http_error(rs, 400, "%s", e.msg);
-            else if (ctl_event_add(c, &ev, &code, &e)) pfi_http_error(rs, code, "%s", e.msg);
-            else json_resp(rs, code, ctl_event_json(ctl_event_find(c, ev.id)));
+            else if ((st = ctl_event_add(c, &ev, &updated, &e)))
+                pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
+            else
+                json_resp(rs, ctl_event_http_code(PFI_OK, updated),
+                          ctl_event_json(ctl_event_find(c, ev.id)));
         } else pfi_http_error(rs, 405, "method not allowed (GET, POST)");
     } else if (!strncmp(u, "/v1/events/", 11)) {
         char id[PFI_EVENT_ID_MAX + 32];
@@ -558,8 +585,9 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         if (report < 0) pfi_http_error(rs, 404, "no such endpoint");
         else if (!e) pfi_http_error(rs, 404, "no event %s", id);
         else if (del && !report) {
-            int code = ctl_event_cancel(c, id);
-            if (code != 200) pfi_http_error(rs, code, "event %s is already %s", id, e->status);
+            pfi_error ce;
+            pfi_status st = ctl_event_cancel(c, id, &ce);
+            if (st) pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", ce.msg);
             else json_resp(rs, 200, ctl_event_json(e));
         } else if (!get) pfi_http_error(rs, 405, "method not allowed");
         else if (report == 1) {

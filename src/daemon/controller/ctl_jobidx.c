@@ -14,14 +14,14 @@ static size_t hash(const char *id, int tier)
     return (size_t)(h ^ h >> 29);
 }
 
-static void put(size_t *slot, size_t cap, const ctl *c, size_t pos)
+static void put(size_t *slot, size_t cap, const ctl_state *c, size_t pos)
 {
     size_t k = hash(c->job[pos].id, c->job[pos].tier) & (cap - 1);
     while (slot[k]) k = (k + 1) & (cap - 1);
     slot[k] = pos + 1;
 }
 
-static int grow(ctl_jobidx *x, const ctl *c, size_t want)
+static int grow(ctl_jobidx *x, const ctl_state *c, size_t want)
 {
     if (2 * want <= x->cap) return 0;
     size_t cap = 64;
@@ -36,7 +36,7 @@ static int grow(ctl_jobidx *x, const ctl *c, size_t want)
     return 0;
 }
 
-int ctl_jobidx_build(ctl_jobidx *x, const ctl *c)
+int ctl_jobidx_build(ctl_jobidx *x, const ctl_state *c)
 {
     memset(x, 0, sizeof *x);
     if (grow(x, c, c->njobs + 1)) return -1;
@@ -45,7 +45,7 @@ int ctl_jobidx_build(ctl_jobidx *x, const ctl *c)
     return 0;
 }
 
-long ctl_jobidx_find(const ctl_jobidx *x, const ctl *c, const char *id, int tier)
+long ctl_jobidx_find(const ctl_jobidx *x, const ctl_state *c, const char *id, int tier)
 {
     if (!x->cap) return -1;
     for (size_t k = hash(id, tier) & (x->cap - 1); x->slot[k]; k = (k + 1) & (x->cap - 1)) {
@@ -55,7 +55,7 @@ long ctl_jobidx_find(const ctl_jobidx *x, const ctl *c, const char *id, int tier
     return -1;
 }
 
-int ctl_jobidx_add(ctl_jobidx *x, const ctl *c, size_t pos)
+int ctl_jobidx_add(ctl_jobidx *x, const ctl_state *c, size_t pos)
 {
     if (grow(x, c, x->n + 1)) return -1;
     put(x->slot, x->cap, c, pos);

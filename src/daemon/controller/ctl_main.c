@@ -34,6 +34,7 @@
 #include "caps_request.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_record.h"
 #include "daemon_util.h"
 #include "httpd.h"
 #include "notify.h"
@@ -45,7 +46,7 @@ typedef struct ctl_args {
     const char *config, *db, *listen, *port_file;
     double scale, epoch;
     int dry, use_syslog;
-    const char *log_level;
+    const char *log_level, *record;
 } ctl_args;
 
 #define OPT_T ctl_args
@@ -57,6 +58,9 @@ static const pfi_opt ctl_options[] = {
                "override the configuration's address (port 0 picks one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
     OPT_BOOLEAN(0, "dry-run", dry, "compute and report, push no caps"),
+    OPT_FILENAME(0, "record", record, "FILE",
+                 "append each control period's inputs and decision to FILE as JSON lines, for "
+                 "replay (docs/controller.md)"),
     OPT_STRING(0, "log-level", log_level, "LEVEL", "error, warning, info (default) or debug"),
     OPT_BOOLEAN(0, "syslog", use_syslog,
                 "log to syslog (facility daemon) instead of stderr; not with the configuration's "
@@ -98,15 +102,6 @@ static pfi_daemon_log g_log;
 static void httpd_log(const char *msg)
 {
     pfi_daemon_logf(&g_log, "warning: %s", msg);
-}
-
-void ctl_log(ctl *c, const char *fmt, ...)
-{
-    (void)c;
-    va_list ap;
-    va_start(ap, fmt);
-    pfi_daemon_vlog(&g_log, fmt, ap);
-    va_end(ap);
 }
 
 static void load_schedule(ctl *c)
@@ -190,9 +185,9 @@ size_t ctl_openadr_ingest(ctl *c, const char *body)
 /* a restarted controller: each job's baseline for the event that is running */
 static void resume_baselines(ctl *c)
 {
-    for (size_t i = 0; i < c->nevents; i++) {
-        ctl_event *e = &c->event[i];
-        if (strcmp(e->status, "active")) continue;
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        ctl_event *e = &c->st.event[i];
+        if (e->status != CTL_EV_ACTIVE) continue;
         sqlite3_stmt *s;
         if (sqlite3_prepare_v2(c->db,
                                "SELECT job_id, base_w, base_tokens, tier FROM job_samples WHERE "
@@ -204,8 +199,8 @@ static void resume_baselines(ctl *c)
         sqlite3_bind_text(s, 2, e->ev.id, -1, SQLITE_TRANSIENT);
         size_t n = 0;
         while (sqlite3_step(s) == SQLITE_ROW &&
-               !PFI_VEC_RESERVE(c->job, c->job_cap, c->njobs + 1, NULL)) {
-            ctl_job *j = &c->job[c->njobs++];
+               !PFI_VEC_RESERVE(c->st.job, c->st.job_cap, c->st.njobs + 1, NULL)) {
+            ctl_job *j = &c->st.job[c->st.njobs++];
             memset(j, 0, sizeof *j);
             snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(s, 0));
             j->base_w =
@@ -281,17 +276,17 @@ static void status_line(ctl *c, char *b, size_t n)
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up != 0;
     const ctl_event *active = NULL;
-    for (size_t i = 0; i < c->nevents && !active; i++)
-        if (!strcmp(c->event[i].status, "active")) active = &c->event[i];
+    for (size_t i = 0; i < c->st.nevents && !active; i++)
+        if (c->st.event[i].status == CTL_EV_ACTIVE) active = &c->st.event[i];
     if (active)
         snprintf(b, n, "%zu of %zu agents up; event %.64s: target %.0f W, measured %.0f W", up,
-                 c->nagents, active->ev.id, c->budget_w, c->measured_w);
+                 c->nagents, active->ev.id, c->st.budget_w, c->st.measured_w);
     else snprintf(b, n, "%zu of %zu agents up; no event active", up, c->nagents);
     pthread_mutex_unlock(&c->mu);
 }
 
-/* each control period (at once when an event starts): collect, run the
- * cycle, push caps or hand them back, poll OpenADR; SIGHUP reopens the log.
+/* each control period (at once when an event starts; ctl_period.c:
+ * collect, decide, persist, push), then poll OpenADR; SIGHUP reopens the log.
  * systemd: READY=1 after the first period, then its STATUS= line after
  * each; WATCHDOG=1 from every turn of the loop. */
 static void control_loop(ctl *c)
@@ -315,8 +310,9 @@ static void control_loop(ctl *c)
         int wake = c->wake;
         c->wake = 0;
         /* an event starts (or its ramp ends) now: act at once, not at the next period */
-        for (size_t i = 0; i < c->nevents; i++)
-            if (!strcmp(c->event[i].status, "scheduled") && c->event[i].ev.start <= now) wake = 1;
+        for (size_t i = 0; i < c->st.nevents; i++)
+            if (c->st.event[i].status == CTL_EV_SCHEDULED && c->st.event[i].ev.start <= now)
+                wake = 1;
         pthread_mutex_unlock(&c->mu);
         if (now < next && !wake) {
             ctl_agents_service(c); /* a trigger's caps go out at once, between periods too */
@@ -324,54 +320,9 @@ static void control_loop(ctl *c)
             nanosleep(&ts, NULL);
             continue;
         }
-        double w0 = pfi_wall_monotonic();
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
-        ctl_agents_collect(c);
-        double w1 = pfi_wall_monotonic();
-        pthread_mutex_lock(&c->mu);
-        double w2 = pfi_wall_monotonic();
-        ctl_cycle(c);
-        double w3 = pfi_wall_monotonic();
-        ctl_plan_update(c);
-        /* where a period's time goes (GET /healthz; bench_controller prints it) */
-        c->phase_s[CTL_PH_COLLECT] = w1 - w0;
-        c->phase_s[CTL_PH_CYCLE] = w3 - w2;
-        c->phase_s[CTL_PH_PLAN] = pfi_wall_monotonic() - w3;
-        c->cycles++;
-        if (c->hist_n == CTL_STATUS_HIST) {
-            memmove(c->hist_t, c->hist_t + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_t);
-            memmove(c->hist_meas, c->hist_meas + 1, (CTL_STATUS_HIST - 1) * sizeof *c->hist_meas);
-            memmove(c->hist_target, c->hist_target + 1,
-                    (CTL_STATUS_HIST - 1) * sizeof *c->hist_target);
-            c->hist_n--;
-        }
-        double m = 0;
-        for (size_t k = 0; k < c->njobs; k++) m += c->job[k].measured_w;
-        c->hist_t[c->hist_n] = c->now;
-        c->hist_meas[c->hist_n] = isfinite(c->measured_w) ? c->measured_w : m;
-        c->hist_target[c->hist_n++] = c->budget_w;
-        int active = c->active, dry_now = c->cfg.dry_run, any_pushed = 0;
-        for (size_t i = 0; i < c->nevents; i++)
-            if (!strcmp(c->event[i].status, "active") && c->event[i].ev.dry_run) dry_now = 1;
-        for (size_t i = 0; i < c->nagents; i++) any_pushed |= c->agent[i].pushed;
-        ctl_db_meta_set(c, "integral_w", c->integral_w);
-        pthread_mutex_unlock(&c->mu);
-        double w4 = pfi_wall_monotonic();
-        if (active && !dry_now) ctl_agents_push(c, 0);
-        else if (!active && any_pushed) {
-            ctl_agents_push(c, 1);
-            pthread_mutex_lock(&c->mu);
-            ctl_log(c, "caps handed back to the agents (baselines restored)");
-            pthread_mutex_unlock(&c->mu);
-        }
-        pthread_mutex_lock(&c->mu);
-        c->loop_s = pfi_wall_monotonic() - w0;
-        c->phase_s[CTL_PH_PUSH] = pfi_wall_monotonic() - w4;
-        pthread_mutex_unlock(&c->mu);
-        /* every period parses each agent's node view and frees the last: give the freed
-           pages back (glibc keeps them otherwise; RSS at 12,500 agents) */
-        malloc_trim(0);
+        ctl_period(c);
         if (c->cfg.openadr_poll_url[0] && now >= next_poll) {
             next_poll = now + c->cfg.openadr_poll_s;
             poll_openadr(c);
@@ -390,7 +341,7 @@ static void control_loop(ctl *c)
 
 int main(int argc, char **argv)
 {
-    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0, NULL};
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0, NULL, NULL};
     int optind0;
     switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
     case PFI_OPTS_OK: break;
@@ -414,6 +365,7 @@ int main(int argc, char **argv)
     static ctl C;
     ctl *c = &C;
     pfi_daemon_log_init(&g_log, "pfi-controller");
+    c->log = &g_log;
     pfi_httpd_log_to(httpd_log);
     pfi_error e;
     if (pfi_clock_set(scale, epoch, &e)) {
@@ -430,7 +382,7 @@ int main(int argc, char **argv)
     if (dry) c->cfg.dry_run = 1;
     if (isnan(c->cfg.agent_timeout_s))
         c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
-    c->plan_t = c->trigger_push_s = NAN;
+    c->st.plan_t = c->trigger_push_s = NAN;
     if (c->cfg.log[0] && A.use_syslog) {
         ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", config);
         return 2;
@@ -466,7 +418,7 @@ int main(int argc, char **argv)
         ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
     }
     if (load_agents(c)) return 1;
-    if (ctl_db_open(c) || ctl_db_load_events(c)) return 1;
+    if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return 1;
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         long long g = 0;
@@ -480,12 +432,14 @@ int main(int argc, char **argv)
         a->generation = g + 1;
         ctl_db_generation_set(c, a->name, a->generation);
     }
-    c->integral_w = ctl_db_meta_get(c, "integral_w", 0);
-    c->feasible = 1;
+    c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);
+    c->st.feasible = 1;
     pthread_mutex_lock(&c->mu);
     load_schedule(c);
     resume_baselines(c);
+    int rec_failed = A.record && ctl_record_open(c, A.record, config);
     pthread_mutex_unlock(&c->mu);
+    if (rec_failed) return 1;
     ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
             c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
             c->cfg.dry_run ? ", DRY RUN" : "");
@@ -503,10 +457,13 @@ int main(int argc, char **argv)
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
-    ctl_online_end(c);
+    ctl_record_close();
+    ctl_state_free(&c->st);
+    ctl_inputs_free(&c->in);
+    ctl_decision_free(&c->dec);
     pfi_oadr_book_free(&c->oadr_book);
     ctl_config_free(&c->cfg);
-    sqlite3_finalize(c->job_sample_stmt);
+    ctl_persist_close(c);
     sqlite3_close(c->db);
     pfi_daemon_log_close(&g_log);
     return 0;

@@ -74,10 +74,10 @@ static void drop(ctl_online_t *o)
     free(o);
 }
 
-void ctl_online_end(ctl *c)
+void ctl_online_end(ctl_state *s)
 {
-    drop(c->online);
-    c->online = NULL;
+    drop(s->online);
+    s->online = NULL;
 }
 
 static int key_cmp(const char *id_a, int tier_a, const char *id_b, int tier_b)
@@ -86,10 +86,9 @@ static int key_cmp(const char *id_a, int tier_a, const char *id_b, int tier_b)
     return r ? r : (tier_a > tier_b) - (tier_a < tier_b);
 }
 
-static const on_job *sort_base; /* qsort has no context; the lock is held */
-static int order_cmp(const void *a, const void *b)
+static int order_cmp(const void *a, const void *b, void *base)
 {
-    const on_job *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+    const on_job *j = base, *x = &j[*(const size_t *)a], *y = &j[*(const size_t *)b];
     return key_cmp(x->id, x->tier, y->id, y->tier);
 }
 
@@ -100,8 +99,7 @@ static int reorder(ctl_online_t *o)
     o->order = malloc((o->n + 1) * sizeof *o->order);
     if (!o->order) return -1;
     for (size_t i = 0; i < o->n; i++) o->order[i] = i;
-    sort_base = o->j;
-    qsort(o->order, o->n, sizeof *o->order, order_cmp);
+    qsort_r(o->order, o->n, sizeof *o->order, order_cmp, o->j);
     return 0;
 }
 
@@ -183,8 +181,8 @@ static void mean_se(const double *v, size_t k, double cv, double *mean, double *
     *se = sd / sqrt((double)k);
 }
 
-void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, const size_t *idx,
-                       size_t np)
+void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, double budget_w,
+                       double fixed_w, pfi_pc_job *pj, const size_t *idx, size_t np)
 {
     ctl_online_t *o = c->online;
     if (!o) {
@@ -254,7 +252,7 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     ao.strategy = PFI_STRAT_SAFE_ONLINE;
     pfi_online_opts oo;
     pfi_online_opts_default(&oo);
-    oo.period_s = c->cfg.period_s;
+    oo.period_s = cfg->period_s;
     pfi_error e;
     pfi_status st = PFI_OK;
     /* the budget of the online state: the reachable jobs' (budget - fixed)
@@ -334,7 +332,7 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     o->online_budget_w = ob;
     free(aj), free(buf);
     if (st) {
-        ctl_log(c, "error: safe-online: %s (this period: the reference allocator)", e.msg);
+        ctl_note(notes, "error: safe-online: %s (this period: the reference allocator)", e.msg);
         pfi_online_free(o->s);
         o->s = NULL; /* the next period starts over from the reference */
         return;
@@ -352,12 +350,13 @@ void ctl_online_period(ctl *c, double budget_w, double fixed_w, pfi_pc_job *pj, 
     }
     return;
 fail:
-    ctl_log(c, "error: out of memory: safe-online skipped this period (the reference allocator)");
+    ctl_note(notes,
+             "error: out of memory: safe-online skipped this period (the reference allocator)");
 }
 
-json_t *ctl_online_json(const ctl *c)
+json_t *ctl_online_json(const ctl_state *s)
 {
-    const ctl_online_t *o = c->online;
+    const ctl_online_t *o = s->online;
     if (!o || !o->s) return json_null();
     json_t *jobs = json_array();
     const double *t = pfi_online_targets(o->s);
@@ -382,14 +381,14 @@ json_t *ctl_online_json(const ctl *c)
     return r;
 }
 
-unsigned long long ctl_online_rounds(const ctl *c)
+unsigned long long ctl_online_rounds(const ctl_state *s)
 {
-    return c->online ? c->online->rounds : 0;
+    return s->online ? s->online->rounds : 0;
 }
 
-double ctl_online_target_w(const ctl *c, const char *id, int tier)
+double ctl_online_target_w(const ctl_state *s, const char *id, int tier)
 {
-    const ctl_online_t *o = c->online;
+    const ctl_online_t *o = s->online;
     const on_job *q = o && o->s ? find_key(o, id, tier) : NULL;
     return q ? pfi_online_targets(o->s)[q - o->j] : NAN;
 }

@@ -38,7 +38,7 @@ static int step_of(const ctl_event *e, const char *id)
 
 static int ended(const ctl_event *e)
 {
-    return !strcmp(e->status, "done") || !strcmp(e->status, "cancelled");
+    return (e->status == CTL_EV_DONE) || (e->status == CTL_EV_CANCELLED);
 }
 
 static json_t *answer(const char *id, const char *result, const char *reason)
@@ -52,14 +52,14 @@ static json_t *answer(const char *id, const char *result, const char *reason)
    new version's steps that stay) */
 static void cancel_steps(ctl *c, const char *id, const pfi_oadr_event *keep)
 {
-    for (size_t i = 0; i < c->nevents; i++) {
-        ctl_event *e = &c->event[i];
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        ctl_event *e = &c->st.event[i];
         if (!step_of(e, id) || ended(e)) continue;
         int kept = 0;
         for (size_t k = 0; keep && k < keep->nsteps; k++)
             kept |= !strcmp(keep->step[k].id, e->ev.id) &&
                     pfi_grid_event_end(&keep->step[k]) > pfi_clock_now();
-        if (!kept) ctl_event_cancel(c, e->ev.id);
+        if (!kept) ctl_event_cancel(c, e->ev.id, NULL);
     }
 }
 
@@ -70,7 +70,7 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
     e->ev = *s;
     e->ev.start = start;
     if (!s->open_ended) e->ev.duration_s = fmin(fmax(1, end - start), PFI_EVENT_MAX_DURATION_S);
-    e->target_w = ctl_event_target_w(c, e);
+    e->target_w = ctl_event_target_w(&c->cfg, e);
     e->reached_t = NAN;
     ctl_log(c, "event %s (openadr) updated while active: target %.0f W, %s", e->ev.id, e->target_w,
             e->ev.open_ended ? "until cancelled" : "new end");
@@ -94,16 +94,16 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
             continue;
         }
         ctl_event *e = ctl_event_find(c, s->id);
-        if (e && !strcmp(e->status, "active") && !e->cancelled) {
+        if (e && (e->status == CTL_EV_ACTIVE) && !e->cancelled) {
             retarget(c, e, s);
         } else {
-            if (e && strcmp(e->status, "scheduled")) /* an ended step of an earlier version */
-                *e = c->event[--c->nevents];
-            int sc;
+            if (e && (e->status != CTL_EV_SCHEDULED)) /* an ended step of an earlier version */
+                *e = c->st.event[--c->st.nevents];
             pfi_error pe;
-            if (ctl_event_add(c, s, &sc, &pe)) {
+            pfi_status st = ctl_event_add(c, s, NULL, &pe);
+            if (st) {
                 refused++;
-                code = sc;
+                code = ctl_event_http_code(st, 0);
                 last = pe;
                 continue;
             }

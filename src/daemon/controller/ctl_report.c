@@ -79,7 +79,7 @@ int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w)
         if (s.t[i] >= steady0 && s.t[i] < end) {
             n++;
             sum += s.m[i];
-            if (!ctl_within_target(c, s.m[i], s.tg[i])) ok = 0;
+            if (!ctl_within_target(&c->cfg, s.m[i], s.tg[i])) ok = 0;
         }
     free_series(&s);
     *met = n && ok;
@@ -108,7 +108,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
             sum_red += 1 - s.m[i] / e->baseline_w;
             double over = s.m[i] / s.tg[i] - 1;
             if (over > worst) worst = over;
-            if (!ctl_within_target(c, s.m[i], s.tg[i])) met = 0;
+            if (!ctl_within_target(&c->cfg, s.m[i], s.tg[i])) met = 0;
             else within++;
         }
     }
@@ -160,9 +160,9 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
                                                   : e->ev.level;
     json_t *o =
         json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status",
-                  e->status, "source", e->ev.source, "start", t0, "duration_s", 0.0, "requested",
-                  "kind", kind, "value", val, "baseline_kw", e->baseline_w / 1000, "target_kw",
-                  e->target_w / 1000, "requested_reduction_pct",
+                  ctl_event_status_name(e->status), "source", e->ev.source, "start", t0,
+                  "duration_s", 0.0, "requested", "kind", kind, "value", val, "baseline_kw",
+                  e->baseline_w / 1000, "target_kw", e->target_w / 1000, "requested_reduction_pct",
                   e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl,
                   "jobs", jobs);
     /* an open-ended event that still runs has no duration yet */

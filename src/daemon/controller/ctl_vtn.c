@@ -154,11 +154,11 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
 static void keep_reports(ctl *c, int v301)
 {
     double now = pfi_clock_now(), R = c->cfg.vtn.report_s;
-    for (size_t i = 0; i < c->nevents; i++) {
-        ctl_event *e = &c->event[i];
-        int active = !strcmp(e->status, "active");
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        ctl_event *e = &c->st.event[i];
+        int active = (e->status == CTL_EV_ACTIVE);
         if (strcmp(e->ev.source, "openadr") || !isfinite(e->baseline_w) ||
-            (!active && strcmp(e->status, "done") && strcmp(e->status, "cancelled")))
+            (!active && (e->status != CTL_EV_DONE) && (e->status != CTL_EV_CANCELLED)))
             continue;
         double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
         double span = active ? fmin(end, now) - start : end - start;

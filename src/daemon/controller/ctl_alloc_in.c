@@ -1,0 +1,118 @@
+/* ctl_alloc_in.c — the controller's jobs as the allocator's inputs, one
+ * conversion for the period, the response plan and safe-online, and the one
+ * fallback of the curve strategies (ctl_alloc_in.h). Pure: no I/O. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctl_alloc_in.h"
+
+int ctl_alloc_in_new(ctl_alloc_in *a, size_t n)
+{
+    a->pj = calloc(n + 1, sizeof *a->pj);
+    a->po = calloc(n + 1, sizeof *a->po);
+    a->curves = calloc(n + 1, sizeof *a->curves);
+    a->idx = calloc(n + 1, sizeof *a->idx);
+    a->np = 0;
+    if (a->pj && a->po && a->curves && a->idx) return 0;
+    ctl_alloc_in_free(a);
+    return -1;
+}
+
+void ctl_alloc_in_free(ctl_alloc_in *a)
+{
+    for (size_t q = 0; a->pj && q < a->np; q++)
+        if (a->pj[q].pred_curve) pfi_curve_dispose(&a->curves[q]);
+    free(a->pj), free(a->po), free(a->curves), free(a->idx);
+    memset(a, 0, sizeof *a);
+}
+
+pfi_pc_job *ctl_alloc_in_add(ctl_alloc_in *a, const ctl_job *j, size_t k, double base_w,
+                             double base_tokens)
+{
+    pfi_pc_job *x = &a->pj[a->np];
+    x->gpus = j->gpus;
+    x->cap_min_w = j->cap_min_w;
+    x->cap_max_w = j->cap_max_w;
+    x->baseline_w = base_w;
+    x->baseline_tokens_per_s = base_tokens;
+    x->pfi_pred = j->pfi_pred;
+    x->sla_tier = j->tier;
+    x->measured_w = j->measured_w;
+    x->cap_w = j->cap_w;
+    x->ratio = j->ratio;
+    a->idx[a->np++] = k;
+    return x;
+}
+
+void ctl_alloc_in_belief(ctl_alloc_in *a, const ctl_cfg *cfg, const pfi_modelfile *cm,
+                         const ctl_job *j)
+{
+    size_t q = a->np - 1;
+    pfi_pc_job *x = &a->pj[q];
+    if (ctl_job_belief(cfg, cm, j, x->baseline_w, x->baseline_tokens_per_s, &a->curves[q]) == 0)
+        x->pred_curve = &a->curves[q];
+}
+
+void ctl_alloc_in_opts(const ctl_alloc_in *a, const ctl_cfg *cfg, pfi_alloc_opts *o)
+{
+    pfi_alloc_opts_default(o);
+    o->strategy = cfg->strategy;
+    int missing_curve = 0;
+    for (size_t q = 0; q < a->np; q++) missing_curve |= !a->pj[q].pred_curve;
+    if ((o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP) &&
+        missing_curve)
+        o->strategy = PFI_STRAT_PFI_AWARE;
+    if (o->strategy == PFI_STRAT_CLOSED_LOOP)
+        o->strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
+}
+
+/* the model's features from the agent's training means */
+int ctl_job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
+{
+    double x[32];
+    size_t p = cm->p < 32 ? cm->p : 32;
+    for (size_t k = 0; k < p; k++) {
+        const char *f = cm->features[k];
+        if (!strcmp(f, "dram_copy_product")) x[k] = j->feat_dram * j->feat_copy / 100;
+        else if (!strcmp(f, "arithmetic_intensity")) x[k] = j->feat_tensor / j->feat_dram;
+        else if (!strcmp(f, "tensor_sm_ratio")) x[k] = j->feat_tensor / j->feat_sm;
+        else if (!strcmp(f, "DCGM_FI_PROF_DRAM_ACTIVE")) x[k] = j->feat_dram;
+        else if (!strcmp(f, "DCGM_FI_DEV_MEM_COPY_UTIL")) x[k] = j->feat_copy;
+        else if (!strcmp(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")) x[k] = j->feat_tensor;
+        else if (!strcmp(f, "DCGM_FI_PROF_SM_ACTIVE")) x[k] = j->feat_sm;
+        else return -1;
+        if (!isfinite(x[k])) return -1;
+    }
+    double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
+    return pfi_curve_model_curve(&cm->curve, x, j->hw_max_w, tmax, j->base_w, out, NULL) == PFI_OK
+               ? 0
+               : -1;
+}
+
+int ctl_job_belief(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j, double base_w,
+                   double base_tokens, pfi_curve *out)
+{
+    if (cfg->strategy == PFI_STRAT_CURVE_AWARE) return cm ? ctl_job_curve(cm, j, out) : -1;
+    if (cfg->strategy != PFI_STRAT_CLOSED_LOOP) return -1;
+    pfi_alloc_job aj = {j->gpus,
+                        base_tokens > 0 ? base_tokens : 1,
+                        base_w,
+                        j->gpus * j->cap_min_w * 0.97,
+                        NULL,
+                        NULL,
+                        j->pfi_pred > 0 ? j->pfi_pred : 1,
+                        0,
+                        0,
+                        j->tier,
+                        j->cap_min_w,
+                        j->cap_max_w,
+                        NULL};
+    pfi_curve prior;
+    int hp = cm && ctl_job_curve(cm, j, &prior) == 0;
+    if (hp) aj.pred_curve = &prior;
+    int ok = pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, out, NULL) == PFI_OK;
+    if (hp) pfi_curve_dispose(&prior);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,109 @@
+/* ctl_events.c — the controller's event table as the API, the schedule
+ * file and OpenADR change it (lock held): schedule or update an event,
+ * cancel one, find one, its target. Each change is stored at once (the
+ * caller is told it was taken); a period's own changes are stored by the
+ * period (ctl_period.c). Answers are pfi_status codes; the HTTP layer maps
+ * them (ctl_http.c). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ctl.h"
+
+ctl_event *ctl_event_find(ctl *c, const char *id)
+{
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (!strcmp(c->st.event[i].ev.id, id)) return &c->st.event[i];
+    return NULL;
+}
+
+double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e)
+{
+    double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
+                 : e->ev.kind == PFI_EV_LEVEL   ? cfg->level_cut_pct[e->ev.level]
+                                                : NAN;
+    return e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000
+                                          : e->baseline_w * (1 - cut / 100);
+}
+
+/* a slot for a new event: the end of the table, or the oldest finished
+   event's; NULL when every one is pending or running */
+static ctl_event *new_slot(ctl_state *s)
+{
+    if (s->nevents < CTL_MAX_EVENTS) return &s->event[s->nevents++];
+    size_t k;
+    for (k = 0; k < s->nevents; k++)
+        if (s->event[k].status == CTL_EV_DONE || s->event[k].status == CTL_EV_CANCELLED) break;
+    if (k == s->nevents) return NULL;
+    s->event[k] = s->event[--s->nevents]; /* forget the oldest finished event */
+    return &s->event[s->nevents++];
+}
+
+/* an event that starts now without a ramp: the fast path pushes the planned caps at once */
+static void fast_path(ctl *c, const ctl_event *e, double now)
+{
+    double cut = ctl_event_cut_pct(&c->cfg, &c->st, e);
+    pfi_error te;
+    if (e->ev.start <= now && !e->ev.dry_run && !c->cfg.dry_run && isfinite(cut) &&
+        ctl_trigger(c, e->ev.id, cut, &te))
+        ctl_log(c, "event %s: no fast path: %s; the next period acts on it", e->ev.id, te.msg);
+}
+
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_error *err)
+{
+    ctl_event *old = ctl_event_find(c, ev->id);
+    double now = pfi_clock_now();
+    if (old && old->status != CTL_EV_SCHEDULED)
+        return pfi_errorf(err, PFI_ESTATE, "event %s is already %s", ev->id,
+                          ctl_event_status_name(old->status));
+    pfi_error pe;
+    if (pfi_grid_event_check(ev, &pe)) /* events of any origin: the API, OpenADR, a schedule */
+        return pfi_errorf(err, PFI_EINVAL, "event %s: %s", ev->id, pe.msg);
+    if (pfi_grid_event_end(ev) <= now)
+        return pfi_errorf(err, PFI_ERANGE,
+                          "event %s ended before it arrived (start + duration_s is in the past)",
+                          ev->id);
+    ctl_event *e = old ? old : new_slot(&c->st);
+    if (!e) return pfi_errorf(err, PFI_ENOMEM, "too many pending events (%d)", CTL_MAX_EVENTS);
+    memset(e, 0, sizeof *e);
+    e->ev = *ev;
+    e->status = CTL_EV_SCHEDULED;
+    e->baseline_w = e->target_w = e->reached_t = NAN;
+    e->ramp_s = isnan(ev->ramp_s) ? c->cfg.ramp_s : ev->ramp_s;
+    e->ramp_down_s = isnan(ev->ramp_down_s) ? c->cfg.ramp_down_s : ev->ramp_down_s;
+    ctl_db_put_event(c, e);
+    char dur[48];
+    if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
+    else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
+    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source,
+            old ? "updated" : "received", ev->start - now, dur);
+    if (ev->start <= now + c->cfg.period_s)
+        c->wake = 1; /* starts now: do not wait for the next period */
+    fast_path(c, e, now);
+    if (updated) *updated = old != NULL;
+    return PFI_OK;
+}
+
+pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err)
+{
+    ctl_event *e = ctl_event_find(c, id);
+    if (!e) return pfi_errorf(err, PFI_ENOTFOUND, "no event %s", id);
+    double now = pfi_clock_now();
+    if (e->status == CTL_EV_SCHEDULED) {
+        e->status = CTL_EV_CANCELLED;
+    } else if (e->status == CTL_EV_ACTIVE) {
+        if (now < pfi_grid_event_end(&e->ev)) { /* end now; ramp down */
+            double max_s = e->ev.open_ended ? PFI_EVENT_MAX_OPEN_ENDED_S : PFI_EVENT_MAX_DURATION_S;
+            e->ev.duration_s = fmin(fmax(1, now - e->ev.start), max_s);
+        }
+        e->cancelled = 1;
+    } else {
+        return pfi_errorf(err, PFI_ESTATE, "event %s is already %s", id,
+                          ctl_event_status_name(e->status));
+    }
+    ctl_log(c, "event %s cancelled", id);
+    ctl_db_put_event(c, e);
+    return PFI_OK;
+}

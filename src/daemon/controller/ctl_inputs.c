@@ -1,0 +1,123 @@
+/* ctl_inputs.c — the end of a period's collection: each agent's last node
+ * view (GET /v1/node's JSON or GET /v1/control's compact form) read into
+ * the decision's inputs (ctl_state.h), each job's GPUs folded. Its tier: the
+ * agent's job file (Slurm), else the configuration's "tiers", else
+ * default_tier. Ids that are not [A-Za-z0-9._-]{1,63} are ignored
+ * (job_id.h), whatever an agent sends (logged once per agent). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "job_id.h"
+#include "vec.h"
+
+/* one GPU of a job into its view. GET /v1/control: [cap_min_w, cap_max_w,
+   cap_w, ceiling_w] (an unavailable GPU: nulls; an older agent: no
+   ceiling_w); GET /v1/node: an object (state, ceiling_w) */
+static void take_gpu(ctl_job_view *v, const json_t *gi)
+{
+    int compact = json_is_array(gi);
+    json_t *jlo = compact ? json_array_get(gi, 0) : json_object_get(gi, "cap_min_w"),
+           *jst = compact ? NULL : json_object_get(gi, "state");
+    double lo = json_number_value(jlo),
+           hi = json_number_value(compact ? json_array_get(gi, 1)
+                                          : json_object_get(gi, "cap_max_w"));
+    json_t *cw = compact ? json_array_get(gi, 2) : json_object_get(gi, "cap_w"),
+           *jce = compact ? json_array_get(gi, 3) : json_object_get(gi, "ceiling_w");
+    double ceil_w = json_number_value(jce);
+    /* a ceiling given as null: the GPU is not to be capped (MIG, its limit
+       unknown): its draw is fixed load */
+    if (jce && json_is_null(jce)) v->gpu_unavailable = 1;
+    if (!json_is_number(jlo) || (json_is_string(jst) && strcmp(json_string_value(jst), "ok")))
+        v->gpu_unavailable = 1;
+    if (lo > v->cap_min_w) v->cap_min_w = lo;
+    if (hi > 0 && hi < v->hw_max_w) v->hw_max_w = hi;
+    if (!(ceil_w > 0)) ceil_w = hi; /* an older agent: its hardware maximum */
+    if (ceil_w > 0 && ceil_w < v->ceiling_w) v->ceiling_w = ceil_w;
+    if (json_is_number(cw) && json_number_value(cw) < v->cap_w) v->cap_w = json_number_value(cw);
+    v->gpus++;
+}
+
+/* one job of a node view; 0 when it is not one (no id, an invalid id) */
+static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const json_t *gpus,
+                    int *bad_id)
+{
+    const char *id = json_string_value(json_object_get(jj, "job_id"));
+    if (!id) return 0;
+    if (!pfi_job_id_valid(id)) {
+        *bad_id = 1;
+        return 0;
+    }
+    memset(v, 0, sizeof *v);
+    snprintf(v->id, sizeof v->id, "%s", id);
+    json_t *tier = json_object_get(jj, "tier");
+    json_t *ct = cfg->tiers ? json_object_get(cfg->tiers, id) : NULL;
+    v->tier = json_is_integer(tier) ? (int)json_integer_value(tier)
+              : ct                  ? (int)json_integer_value(ct)
+                                    : cfg->default_tier;
+    v->hw_max_w = v->ceiling_w = v->cap_w = INFINITY;
+    size_t q;
+    json_t *g;
+    json_array_foreach(json_object_get(jj, "gpus"), q, g)
+        take_gpu(v, json_array_get(gpus, (size_t)json_integer_value(g)));
+    v->power_w = json_number_value(json_object_get(jj, "power_w"));
+    json_t *t = json_object_get(jj, "tokens_per_s"), *p = json_object_get(jj, "pfi_predicted");
+    v->tokens_per_s = json_is_number(t) ? json_number_value(t) : NAN;
+    v->pfi_pred = json_is_number(p) ? json_number_value(p) : NAN;
+    json_t *f = json_object_get(jj, "training_means");
+    v->feat_dram = json_number_value(json_object_get(f, "DCGM_FI_PROF_DRAM_ACTIVE"));
+    v->feat_copy = json_number_value(json_object_get(f, "DCGM_FI_DEV_MEM_COPY_UTIL"));
+    v->feat_tensor = json_number_value(json_object_get(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"));
+    v->feat_sm = json_number_value(json_object_get(f, "DCGM_FI_PROF_SM_ACTIVE"));
+    return 1;
+}
+
+int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, int *bad_id)
+{
+    json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
+    a->njobs = 0;
+    *bad_id = 0;
+    if (PFI_VEC_RESERVE(a->job, a->job_cap, json_array_size(jobs) + 1, NULL)) return -1;
+    size_t k;
+    json_t *jj;
+    json_array_foreach(jobs, k, jj) a->njobs += take_job(cfg, &a->job[a->njobs], jj, gpus, bad_id);
+    return 0;
+}
+
+int ctl_inputs_build(ctl *c)
+{
+    ctl_inputs *in = &c->in;
+    if (in->nagents != c->nagents) {
+        ctl_inputs_free(in);
+        if (!(in->agent = calloc(c->nagents + 1, sizeof *in->agent))) return -1;
+        in->nagents = c->nagents;
+    }
+    for (size_t i = 0; i < c->nagents; i++) {
+        ctl_agent *ag = &c->agent[i];
+        ctl_agent_view *a = &in->agent[i];
+        a->up = ag->up;
+        a->lease_until = ag->lease_until;
+        a->name = ag->name;
+        a->njobs = 0;
+        int bad = 0;
+        if (ag->node && ctl_inputs_read(&c->cfg, a, ag->node, &bad)) {
+            ctl_log(c, "error: out of memory: agent %s's view not read this period", ag->name);
+            continue;
+        }
+        if (bad && !ag->bad_id_logged)
+            ctl_log(c,
+                    "warning: agent %s reports a job id that is not [A-Za-z0-9._-]{1,63} (or is "
+                    ". or ..); ignored",
+                    ag->name);
+        ag->bad_id_logged |= bad;
+    }
+    return 0;
+}
+
+void ctl_inputs_free(ctl_inputs *in)
+{
+    for (size_t i = 0; i < in->nagents; i++) free(in->agent[i].job);
+    free(in->agent);
+    memset(in, 0, sizeof *in);
+}

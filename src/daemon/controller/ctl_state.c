@@ -1,0 +1,66 @@
+/* ctl_state.c — the small things of ctl_state.h: notes, a decision's
+ * buffers, event status names. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_state.h"
+#include "vec.h"
+
+void ctl_note(ctl_notes *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int k = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (k < 0) return; /* out of memory: the line is lost, not the period */
+    if (PFI_VEC_RESERVE(n->line, n->cap, n->n + 1, NULL)) {
+        free(line);
+        return;
+    }
+    n->line[n->n++] = line;
+}
+
+void ctl_notes_clear(ctl_notes *n)
+{
+    for (size_t i = 0; i < n->n; i++) free(n->line[i]);
+    n->n = 0;
+}
+
+void ctl_decision_clear(ctl_decision *d)
+{
+    d->active = 0;
+    d->nevent_rows = 0;
+    d->sample = 0;
+    d->sample_event[0] = 0;
+    d->nrows = 0;
+    ctl_notes_clear(&d->notes);
+}
+
+void ctl_decision_free(ctl_decision *d)
+{
+    ctl_notes_clear(&d->notes);
+    free(d->notes.line);
+    free(d->event_rows);
+    free(d->rows);
+    memset(d, 0, sizeof *d);
+}
+
+static const char *const status_name[] = {"scheduled", "active", "done", "cancelled"};
+
+const char *ctl_event_status_name(ctl_event_status s)
+{
+    return (unsigned)s < 4 ? status_name[s] : "unknown";
+}
+
+int ctl_event_status_parse(const char *name, ctl_event_status *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, status_name[i])) {
+            *s = (ctl_event_status)i;
+            return 0;
+        }
+    return -1;
+}

@@ -1,0 +1,169 @@
+/* ctl_state.h — the controller's decision as data (docs/controller.md, "One
+ * period"): what a period collects from the agents (ctl_inputs), the state
+ * the decision keeps across periods (ctl_state: jobs, events, the feedback
+ * term, safe-online, the response plan) and what it returns to be stored and
+ * logged (ctl_decision). ctl_decide (ctl_decide.c) is a pure function of
+ * these, the configuration and the curve model: no I/O, no lock, no clock
+ * of its own. */
+#ifndef PFI_CTL_STATE_H
+#define PFI_CTL_STATE_H
+
+#include <stddef.h>
+
+#include "grid_event.h"
+#include "pfi/alloc.h"
+#include "pfi/model_file.h"
+
+#define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
+#define CTL_MAX_EVENTS 64
+#define CTL_PLAN_MAX 8 /* cuts in the response plan: levels 1..3, scheduled events */
+#define CTL_JOB_ID_MAX 63
+
+struct ctl_cfg;
+typedef struct ctl_online ctl_online_t; /* ctl_online.c */
+
+/* log lines a step produces, logged by its caller ("error:", "warning:" or
+ * info, as daemon_util.h reads the first word) */
+typedef struct ctl_notes {
+    char **line;
+    size_t n, cap;
+} ctl_notes;
+void ctl_note(ctl_notes *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ctl_notes_clear(ctl_notes *n);
+
+/* one job as one agent reports it: its GPUs folded (ctl_inputs.c) */
+typedef struct ctl_job_view {
+    char id[CTL_JOB_ID_MAX + 1];
+    int tier, gpus;
+    int gpu_unavailable;           /* a GPU of it unavailable, or not to be capped */
+    double cap_min_w;              /* the largest GPU minimum (0: none) */
+    double hw_max_w, ceiling_w;    /* the smallest GPU maximum, ceiling (inf: none) */
+    double cap_w;                  /* the smallest cap in force (inf: none) */
+    double power_w;                /* its GPUs' power on this agent */
+    double tokens_per_s, pfi_pred; /* NaN: none */
+    double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means (0: none) */
+} ctl_job_view;
+
+typedef struct ctl_agent_view {
+    int up;             /* answered this period */
+    double lease_until; /* pfi clock: our lease on it would expire */
+    const char *name;
+    ctl_job_view *job; /* its jobs (none: no view yet) */
+    size_t njobs, job_cap;
+} ctl_agent_view;
+
+typedef struct ctl_inputs {
+    ctl_agent_view *agent; /* the configuration's agents, in its order */
+    size_t nagents;
+} ctl_inputs;
+
+typedef struct ctl_job {
+    char id[CTL_JOB_ID_MAX + 1];
+    int tier, gpus, seen;
+    /* cap_max_w: the job's ceiling, the lowest over its GPUs of the limit
+     * each had before pfi touched it (the agents' ceiling_w; the hardware
+     * maximum from an agent that does not report one): no cap above it is
+     * ever planned or sent. hw_max_w: the hardware maximum, the range curve
+     * models were fitted on. gpu_unavailable: an agent reports one of its
+     * GPUs unavailable (lost, no permission): the job is unreachable. */
+    double cap_min_w, cap_max_w, cap_w, hw_max_w;
+    int gpu_unavailable, unavailable_logged;
+    int *agent_idx; /* the agents holding the job (malloc'd; every one of them) */
+    size_t nagent, agent_cap;
+    double measured_w, tokens_per_s, pfi_pred;
+    double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
+    size_t hist_n, hist_head;
+    double ratio;               /* power-control state */
+    double base_w, base_tokens; /* pre-event baseline (event start) */
+    int late;                   /* started during the event: baseline follows its
+                                   measured power until the controller first caps it */
+    double alloc_w, alloc_cap_w;
+    double plan_cap_w[CTL_PLAN_MAX];                   /* the response plan's caps (ctl_plan.c) */
+    double trig_cap_w;                                 /* the last trigger's cap (0: none) */
+    double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means from the agent */
+    double obs_p[64], obs_t[64];
+    size_t nobs;
+    int reachable;
+} ctl_job;
+
+typedef enum ctl_event_status {
+    CTL_EV_SCHEDULED,
+    CTL_EV_ACTIVE,
+    CTL_EV_DONE,
+    CTL_EV_CANCELLED
+} ctl_event_status;
+/* "scheduled", "active", "done", "cancelled" (the API's and the database's) */
+const char *ctl_event_status_name(ctl_event_status s);
+int ctl_event_status_parse(const char *name, ctl_event_status *s); /* 0, or -1 */
+
+typedef struct ctl_event {
+    pfi_grid_event ev;
+    ctl_event_status status;
+    double baseline_w, target_w; /* resolved at start */
+    double ramp_s, ramp_down_s;
+    double reached_t; /* first time at or below target (NaN) */
+    int cancelled;
+    /* the report's verdict once it ended (ctl_report_verdict), kept: a
+       finished event's samples do not change; the status page asks every second */
+    int verdict_known, verdict_met, verdict_steady;
+    double verdict_mean_w;
+    /* OpenADR: the payloads its reportDescriptors ask for (PFI_OADR_REPORT_*;
+       0: all three). Not kept across a restart (then all three). */
+    unsigned report_mask;
+    size_t reports_kept; /* report intervals 0..reports_kept-1 are in the table (ctl_vtn.c) */
+} ctl_event;
+
+/* what the decision keeps across periods */
+typedef struct ctl_state {
+    ctl_job *job; /* growable (vec.h) */
+    size_t njobs, job_cap;
+    ctl_event event[CTL_MAX_EVENTS];
+    size_t nevents;
+    double integral_w;
+    int stable_periods; /* periods with unchanged caps and budget */
+    int feasible;
+    ctl_online_t *online; /* safe-online during an event (ctl_online.c; NULL: none) */
+    /* the response plan (ctl_plan.c): caps per job for each of these cuts */
+    double plan_cut_pct[CTL_PLAN_MAX], plan_base_w;
+    size_t nplan;
+    double plan_t; /* pfi clock time it was computed (NaN: none yet) */
+    /* the last period */
+    double now, budget_w, measured_w, fixed_w;
+    int active;
+    char gov_id[PFI_EVENT_ID_MAX + 1]; /* the running event whose budget is the period's
+                                          (the lowest); "" */
+} ctl_state;
+
+/* a job's row of an event's samples (the report's per-job table) */
+typedef struct ctl_job_row {
+    char id[CTL_JOB_ID_MAX + 1];
+    int tier;
+    double power_w, tokens_per_s, cap_w, alloc_w, base_w, base_tokens;
+} ctl_job_row;
+
+/* what one period decided, besides the caps it left in the jobs
+ * (alloc_cap_w; the plan's in plan_cap_w): what to store, what to log */
+typedef struct ctl_decision {
+    int active;            /* an event runs: push the caps (else hand back what we hold) */
+    ctl_event *event_rows; /* copies of the events this period changed */
+    size_t nevent_rows, event_rows_cap;
+    int sample;                               /* a sample of the governing event: */
+    char sample_event[PFI_EVENT_ID_MAX + 1];  /* its id */
+    double t, budget_w, target_w, measured_w; /* the cluster's row */
+    ctl_job_row *rows;                        /* every job's row */
+    size_t nrows, rows_cap;
+    double integral_w; /* the feedback term, stored every period */
+    ctl_notes notes;
+} ctl_decision;
+void ctl_decision_clear(ctl_decision *d); /* empty, keeping its buffers */
+void ctl_decision_free(ctl_decision *d);
+
+/* One control period's decision (ctl_decide.c), then the response plan
+ * (ctl_plan.c), from the inputs at pfi clock time now. curve_model: NULL
+ * when none. 0, or -1 when out of memory (the state is left as it was
+ * where that matters: no caps are changed; noted). */
+int ctl_decide(const struct ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *s,
+               const ctl_inputs *in, double now, ctl_decision *d);
+void ctl_state_free(ctl_state *s);
+
+#endif
