@@ -1,0 +1,382 @@
+/* test_ctl_decide.c — the controller's decision (ctl_decide.c, ctl_plan.c)
+ * as the pure function it is, in the style of tests/core/test_control.c:
+ * plain inputs in, caps, event states, rows and notes out, no daemon, no
+ * network, no clock. Each test is one rule of docs/controller.md ("The
+ * control loop", "Faults", "Triggers"): overlapping events, ramps in and
+ * out, tiers and infeasible floors under the hard budget, jobs arriving and
+ * leaving mid-event, an agent lost and back, an event with nothing to shed,
+ * a trigger within and beyond the plan. */
+#include "../testutil.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+#define NA 2 /* agents */
+static ctl_cfg g_cfg;
+static ctl_state g_st;
+static ctl_inputs g_in;
+static ctl_agent_view g_agent[NA];
+static ctl_job_view g_view[NA][8];
+static ctl_decision g_dec;
+
+static void config(const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"agents\": [{\"name\": \"n1\", \"url\": \"http://127.0.0.1:1\", \"token_file\": "
+             "\"/t\"}, {\"name\": \"n2\", \"url\": \"http://127.0.0.1:2\", \"token_file\": "
+             "\"/t\"}], \"control_period_s\": 1, \"baseline_window_s\": 10, \"ramp_s\": 0, "
+             "\"ramp_down_s\": 0%s}",
+             extra);
+    pfi_error e;
+    if (ctl_config_parse(text, strlen(text), "test", &g_cfg, &e)) fail_msg("%s", e.msg);
+}
+
+static int setup(void **st)
+{
+    (void)st;
+    memset(&g_st, 0, sizeof g_st);
+    memset(g_agent, 0, sizeof g_agent);
+    g_st.feasible = 1;
+    g_st.plan_t = NAN;
+    for (size_t i = 0; i < NA; i++) {
+        g_agent[i].up = 1;
+        g_agent[i].lease_until = NAN;
+        g_agent[i].name = i ? "n2" : "n1";
+        g_agent[i].job = g_view[i];
+        g_agent[i].job_cap = 8;
+    }
+    g_in.agent = g_agent;
+    g_in.nagents = NA;
+    config(", \"strategy\": \"pfi-aware\"");
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    ctl_state_free(&g_st);
+    ctl_decision_free(&g_dec);
+    ctl_config_free(&g_cfg);
+    return 0;
+}
+
+/* job id on agent a: gpus GPUs (200..700 W, uncapped at 700 W) drawing power_w */
+static void job(size_t a, const char *id, int tier, int gpus, double power_w, double tokens_per_s,
+                double pfi)
+{
+    ctl_job_view *v = &g_view[a][g_agent[a].njobs++];
+    memset(v, 0, sizeof *v);
+    snprintf(v->id, sizeof v->id, "%s", id);
+    v->tier = tier;
+    v->gpus = gpus;
+    v->cap_min_w = 200;
+    v->hw_max_w = v->ceiling_w = v->cap_w = 700;
+    v->power_w = power_w;
+    v->tokens_per_s = tokens_per_s;
+    v->pfi_pred = pfi;
+}
+
+static ctl_event *event(const char *id, double start, double dur, double cut_pct)
+{
+    ctl_event *e = &g_st.event[g_st.nevents++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->ev.id, sizeof e->ev.id, "%s", id);
+    e->ev.start = start;
+    e->ev.duration_s = dur;
+    e->ev.kind = PFI_EV_REDUCTION;
+    e->ev.reduction_pct = cut_pct;
+    e->ev.ramp_s = e->ev.ramp_down_s = NAN;
+    e->status = CTL_EV_SCHEDULED;
+    e->baseline_w = e->target_w = e->reached_t = NAN;
+    e->ramp_s = g_cfg.ramp_s;
+    e->ramp_down_s = g_cfg.ramp_down_s;
+    return e;
+}
+
+static void decide(double now)
+{
+    assert_int_equal(ctl_decide(&g_cfg, NULL, &g_st, &g_in, now, &g_dec), 0);
+}
+
+/* the agents show the caps of the last decision (a settled plant) */
+static void apply_caps(double ratio)
+{
+    for (size_t a = 0; a < NA; a++)
+        for (size_t q = 0; q < g_agent[a].njobs; q++) {
+            ctl_job_view *v = &g_view[a][q];
+            for (size_t k = 0; k < g_st.njobs; k++) {
+                const ctl_job *j = &g_st.job[k];
+                if (strcmp(j->id, v->id) || j->tier != v->tier || !(j->alloc_cap_w > 0)) continue;
+                v->cap_w = j->alloc_cap_w;
+                v->power_w = fmin(v->power_w, v->gpus * j->alloc_cap_w * ratio);
+            }
+        }
+}
+
+static const ctl_job *find(const char *id)
+{
+    for (size_t k = 0; k < g_st.njobs; k++)
+        if (!strcmp(g_st.job[k].id, id)) return &g_st.job[k];
+    return NULL;
+}
+
+static int noted(const char *what)
+{
+    for (size_t i = 0; i < g_dec.notes.n; i++)
+        if (strstr(g_dec.notes.line[i], what)) return 1;
+    return 0;
+}
+
+static double alloc_sum(void)
+{
+    double s = 0;
+    for (size_t k = 0; k < g_st.njobs; k++)
+        if (isfinite(g_st.job[k].alloc_w)) s += g_st.job[k].alloc_w;
+    return s;
+}
+
+/* baselines for 10 s, then the event at t = 100 */
+static void warm_up(void)
+{
+    for (int t = 90; t < 100; t++) decide(t);
+}
+
+static void test_event_starts_and_caps(void **st)
+{
+    (void)st;
+    job(0, "a", -1, 4, 2400, 1000, 0.5); /* no SLA tier: the weights alone decide */
+    job(1, "b", -1, 4, 2400, 1000, 1.5);
+    event("e1", 100, 60, 20);
+    warm_up();
+    assert_false(g_dec.active);
+    assert_int_equal(g_st.njobs, 2);
+    decide(100);
+    assert_true(g_dec.active);
+    assert_int_equal(g_st.event[0].status, CTL_EV_ACTIVE);
+    assert_true(fabs(g_st.event[0].baseline_w - 4800) < 1e-6);
+    assert_true(fabs(g_st.event[0].target_w - 3840) < 1e-6);
+    assert_true(noted("event e1 started: baseline 4800 W of 2 jobs, target 3840 W (20.0% cut)"));
+    /* the start is to be stored, with the period's sample and both jobs' rows */
+    assert_int_equal(g_dec.nevent_rows, 1);
+    assert_int_equal(g_dec.event_rows[0].status, CTL_EV_ACTIVE);
+    assert_true(g_dec.sample);
+    assert_string_equal(g_dec.sample_event, "e1");
+    assert_int_equal(g_dec.nrows, 2);
+    /* caps for both; the job with the higher PFI loses more (pfi-aware) */
+    const ctl_job *a = find("a"), *b = find("b");
+    assert_true(a->alloc_cap_w >= 200 && a->alloc_cap_w < 700);
+    assert_true(b->alloc_cap_w >= 200 && b->alloc_cap_w < 700);
+    assert_true(b->alloc_w < a->alloc_w);
+    assert_true(alloc_sum() <= 3840 + 1e-6);
+}
+
+static void test_overlapping_events(void **st)
+{
+    (void)st;
+    job(0, "a", 2, 4, 2400, 1000, 1);
+    job(1, "b", 2, 4, 2400, 1000, 1);
+    event("mild", 100, 60, 10);
+    event("deep", 100, 60, 30);
+    ctl_event *urgent = event("urgent", 100, 60, 5);
+    urgent->ev.has_priority = 1;
+    urgent->ev.priority = 0; /* outranks both, though it cuts less */
+    warm_up();
+    decide(100);
+    assert_string_equal(g_st.gov_id, "urgent");
+    assert_true(fabs(g_st.budget_w - 4800 * 0.95) < 1e-6);
+    /* without it, the most stringent of the rest governs */
+    urgent->status = CTL_EV_CANCELLED;
+    decide(101);
+    assert_string_equal(g_st.gov_id, "deep");
+    assert_true(fabs(g_st.budget_w - 4800 * 0.70) < 1e-6);
+    assert_true(alloc_sum() <= 4800 * 0.70 + 1e-6);
+}
+
+static void test_ramps_in_and_out(void **st)
+{
+    (void)st;
+    job(0, "a", 2, 8, 4800, 1000, 1);
+    ctl_event *e = event("r", 100, 100, 50);
+    e->ramp_s = 40;
+    e->ramp_down_s = 20;
+    warm_up();
+    decide(100);
+    assert_true(fabs(g_st.budget_w - 4800) < 1e-6); /* the ramp starts from no cut */
+    decide(120);
+    assert_true(fabs(g_st.budget_w - 3600) < 1e-6); /* halfway down */
+    decide(150);
+    assert_true(fabs(g_st.budget_w - 2400) < 1e-6);
+    decide(210);
+    assert_true(fabs(g_st.budget_w - 3600) < 1e-6); /* halfway back up */
+    assert_true(g_dec.active);
+    assert_int_equal(e->status, CTL_EV_ACTIVE);
+    decide(220); /* ramped down: done, nothing capped, the GPUs handed back */
+    assert_false(g_dec.active);
+    assert_int_equal(e->status, CTL_EV_DONE);
+    assert_true(noted("event r finished"));
+    assert_int_equal(g_dec.nevent_rows, 1);
+    assert_true(isnan(g_st.budget_w));
+    assert_true(find("a")->alloc_cap_w == 0);
+}
+
+static void test_tiers_and_infeasible_floors(void **st)
+{
+    (void)st;
+    job(0, "flex0", 0, 4, 2400, 1000, 1);
+    job(1, "flex3", 3, 4, 2400, 1000, 1);
+    event("deep", 100, 60, 60);
+    warm_up();
+    decide(100);
+    const ctl_job *f0 = find("flex0"), *f3 = find("flex3");
+    /* the budget is hard: the floors give way, Flex 3 first */
+    assert_true(alloc_sum() <= 4800 * 0.4 + 1e-6);
+    assert_true(f3->alloc_w < f0->alloc_w);
+    assert_false(g_st.feasible);
+    assert_true(noted("cannot be met within the jobs' SLA floors"));
+    /* noted once, not every period */
+    decide(101);
+    assert_false(noted("cannot be met"));
+}
+
+static void test_jobs_arrive_and_leave(void **st)
+{
+    (void)st;
+    job(0, "a", 2, 4, 2400, 1000, 1);
+    job(1, "b", 2, 4, 2400, 1000, 1);
+    event("e", 100, 600, 20);
+    warm_up();
+    decide(100);
+    apply_caps(0.97);
+    decide(101);
+    /* b leaves; c arrives, uncapped, drawing 1200 W of a possible 2800 */
+    g_agent[1].njobs = 0;
+    job(1, "c", 2, 4, 1200, 500, 1);
+    decide(102);
+    assert_true(noted("job b is gone"));
+    assert_null(find("b"));
+    const ctl_job *c = find("c");
+    assert_non_null(c);
+    assert_true(c->late);
+    assert_true(fabs(c->base_w - 1200) < 1e-6);
+    /* it ramps up while still uncapped: its baseline follows the most it drew */
+    g_view[1][0].power_w = 2000;
+    g_view[1][0].cap_w = 700;
+    decide(103);
+    assert_true(fabs(find("c")->base_w - 2000) < 1e-6);
+    assert_true(find("c")->alloc_cap_w > 0);
+}
+
+static void test_agent_lost_and_back(void **st)
+{
+    (void)st;
+    job(0, "a", 2, 4, 2400, 1000, 1);
+    job(1, "b", 2, 4, 2400, 1000, 1);
+    event("e", 100, 600, 20);
+    warm_up();
+    decide(100);
+    double cap_b = find("b")->alloc_cap_w;
+    apply_caps(0.97);
+    decide(101);
+    double b_w = g_view[1][0].power_w;
+    /* n2 stops answering; our lease on it holds until t = 130 */
+    g_agent[1].up = 0;
+    g_agent[1].lease_until = 130;
+    decide(110);
+    assert_false(find("b")->reachable);
+    assert_true(fabs(g_st.fixed_w - b_w) < 1e-6); /* its last reading, while the lease holds */
+    assert_true(find("a")->alloc_w <= g_st.budget_w - b_w + 1e-6);
+    decide(131); /* the lease expired: its caps are gone, it is assumed uncapped */
+    assert_true(fabs(g_st.fixed_w - 4 * 700 * 0.97) < 1e-6);
+    assert_true(find("a")->alloc_cap_w < cap_b + 1e-9); /* a is cut further */
+    /* back: steered again at once */
+    g_agent[1].up = 1;
+    decide(132);
+    assert_true(find("b")->reachable);
+    assert_true(fabs(g_st.fixed_w) < 1e-9);
+    assert_true(find("b")->alloc_cap_w > 0);
+}
+
+static void test_nothing_to_shed(void **st)
+{
+    (void)st;
+    event("empty", 100, 60, 20); /* an agent, but no job mapped */
+    warm_up();
+    decide(100);
+    assert_true(g_dec.active);
+    assert_true(fabs(g_st.event[0].baseline_w) < 1e-9);
+    assert_true(noted("event empty started: baseline 0 W of 0 jobs"));
+    assert_int_equal(g_st.njobs, 0);
+    assert_int_equal(g_dec.nrows, 0);
+    assert_true(g_dec.sample); /* the period is still recorded: the report shows it */
+    assert_true(fabs(g_dec.measured_w) < 1e-9);
+}
+
+static void test_trigger_plan(void **st)
+{
+    (void)st;
+    job(0, "a", 2, 4, 2400, 1000, 0.5);
+    job(1, "b", 2, 4, 2400, 1000, 1.5);
+    warm_up(); /* the plan: levels 10, 20, 30 % */
+    assert_int_equal(g_st.nplan, 3);
+    assert_true(fabs(g_st.plan_base_w - 4800) < 1e-6);
+    const char *how;
+    assert_int_equal(ctl_plan_trigger(&g_cfg, &g_st, 20, &how), 2);
+    assert_string_equal(how, "plan");
+    assert_true(find("a")->trig_cap_w == floor(find("a")->plan_cap_w[1]));
+    assert_int_equal(ctl_plan_trigger(&g_cfg, &g_st, 15, &how), 2);
+    assert_string_equal(how, "interpolated");
+    double mid = (find("a")->plan_cap_w[0] + find("a")->plan_cap_w[1]) / 2;
+    assert_true(fabs(find("a")->trig_cap_w - floor(mid)) <= 1);
+    /* beyond the plan: equal weight, every job's power cut by the same share */
+    assert_int_equal(ctl_plan_trigger(&g_cfg, &g_st, 50, &how), 2);
+    assert_string_equal(how, "equal weight");
+    double eq = floor(2400 * 0.5 / (4 * 0.97));
+    assert_true(find("a")->trig_cap_w == eq && find("b")->trig_cap_w == eq);
+    /* a deeper cut never yields a higher cap */
+    assert_true(find("a")->plan_cap_w[2] <= find("a")->plan_cap_w[0]);
+}
+
+static void test_curve_strategy_falls_back(void **st)
+{
+    (void)st;
+    ctl_config_free(&g_cfg);
+    config(", \"strategy\": \"curve-aware\"");
+    job(0, "a", 2, 4, 2400, 1000, 0.5);
+    job(1, "b", 2, 4, 2400, 1000, 1.5);
+    event("e", 100, 60, 20);
+    warm_up();
+    decide(100);
+    /* no curve model: the period allocates as pfi-aware does */
+    double a_w = find("a")->alloc_w, b_w = find("b")->alloc_w;
+    ctl_state_free(&g_st);
+    ctl_config_free(&g_cfg);
+    setup(NULL);
+    job(0, "a", 2, 4, 2400, 1000, 0.5);
+    job(1, "b", 2, 4, 2400, 1000, 1.5);
+    event("e", 100, 60, 20);
+    warm_up();
+    decide(100);
+    assert_true(fabs(find("a")->alloc_w - a_w) < 1e-9);
+    assert_true(fabs(find("b")->alloc_w - b_w) < 1e-9);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_event_starts_and_caps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overlapping_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ramps_in_and_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tiers_and_infeasible_floors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_jobs_arrive_and_leave, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_lost_and_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_to_shed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trigger_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
