@@ -891,10 +891,10 @@ static int fast_view_usable(const ctl *c, size_t i)
            (c->cycles + i) % 16 != 0;
 }
 
-void ctl_agents_collect(ctl *c)
+/* each agent's way to its view this period: datagrams, or HTTP only after
+ * 3 misses until the probe is due; client certificates: HTTPS only */
+static void view_modes(ctl *c)
 {
-    if (ensure(c, c->nagents)) return;
-    fast_new_base();
     double mono = pfi_wall_monotonic();
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *ag = &c->agent[i];
@@ -915,28 +915,11 @@ void ctl_agents_collect(ctl *c)
             ag->fast_mtls_logged = 1;
         }
     }
-    for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
-        if (!x->set_up) {
-            char url[600];
-            snprintf(url, sizeof url, "%s/v1/control", c->agent[i].url);
-            curl_easy_setopt(x->h, CURLOPT_URL, url);
-            curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
-            tls_opts(x->h, &c->agent[i]);
-            /* reads carry the read token when one is configured (never the control token) */
-            if (c->agent[i].read_token[0]) {
-                char auth[PFI_TOKEN_MAX + 32];
-                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
-                x->hdr = curl_slist_append(NULL, auth);
-            }
-            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
-            x->set_up = 1;
-        }
-        if (fast_view_usable(c, i)) fast_add(x);
-        else enqueue(x);
-    }
-    run_until(c, X_GET);
-    /* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
+}
+
+/* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
+static void views_again(ctl *c)
+{
     size_t older = 0;
     for (size_t i = 0; i < c->nagents; i++) {
         xfer *x = &g_x[X_GET][i];
@@ -952,13 +935,11 @@ void ctl_agents_collect(ctl *c)
         older++;
     }
     if (older) run_until(c, X_GET);
-    /* the answers parsed outside the lock */
-    json_t **node = calloc(c->nagents + 1, sizeof *node);
-    for (size_t i = 0; node && i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
-        node[i] =
-            x->res == CURLE_OK && x->code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
-    }
+}
+
+/* the parsed views into the agents (lock taken): up, back, unreachable */
+static void take_views(ctl *c, json_t **node)
+{
     double now = pfi_clock_now();
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->nagents; i++) {
@@ -995,6 +976,43 @@ void ctl_agents_collect(ctl *c)
         }
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void ctl_agents_collect(ctl *c)
+{
+    if (ensure(c, c->nagents)) return;
+    fast_new_base();
+    view_modes(c);
+    for (size_t i = 0; i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        if (!x->set_up) {
+            char url[600];
+            snprintf(url, sizeof url, "%s/v1/control", c->agent[i].url);
+            curl_easy_setopt(x->h, CURLOPT_URL, url);
+            curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
+            tls_opts(x->h, &c->agent[i]);
+            /* reads carry the read token when one is configured (never the control token) */
+            if (c->agent[i].read_token[0]) {
+                char auth[PFI_TOKEN_MAX + 32];
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
+                x->hdr = curl_slist_append(NULL, auth);
+            }
+            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+            x->set_up = 1;
+        }
+        if (fast_view_usable(c, i)) fast_add(x);
+        else enqueue(x);
+    }
+    run_until(c, X_GET);
+    views_again(c);
+    /* the answers parsed outside the lock */
+    json_t **node = calloc(c->nagents + 1, sizeof *node);
+    for (size_t i = 0; node && i < c->nagents; i++) {
+        xfer *x = &g_x[X_GET][i];
+        node[i] =
+            x->res == CURLE_OK && x->code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
+    }
+    take_views(c, node);
     free(node);
 }
 

@@ -293,137 +293,160 @@ static void fast_metrics(pfi_buf *b, const ctl *c)
                        c->fast_fallbacks[k]);
 }
 
-static char *metrics(ctl *c, size_t *len)
+/* the cluster now: the budget, measured power, the agents */
+static void cluster_metrics(ctl *c, pfi_buf *b)
 {
-    pfi_buf b = {0};
     size_t up = 0;
     for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
-    head(&b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
-    pfi_buf_printf(&b, "pfi_build_info{version=\"%s\",program=\"pfi-controller\"} 1\n",
-                   PFI_VERSION);
-    head(&b, "pfi_ctl_event_active", "gauge",
+    head(b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
+    pfi_buf_printf(b, "pfi_build_info{version=\"%s\",program=\"pfi-controller\"} 1\n", PFI_VERSION);
+    head(b, "pfi_ctl_event_active", "gauge",
          "1 while a grid event (or its ramp down) is being answered.");
-    pfi_buf_printf(&b, "pfi_ctl_event_active %d\n", c->st.active);
-    head(&b, "pfi_ctl_target_watts", "gauge", "The power budget this period (target with ramps).");
-    if (isfinite(c->st.budget_w)) pfi_buf_printf(&b, "pfi_ctl_target_watts %g\n", c->st.budget_w);
-    head(&b, "pfi_ctl_tolerance_ratio", "gauge",
+    pfi_buf_printf(b, "pfi_ctl_event_active %d\n", c->st.active);
+    head(b, "pfi_ctl_target_watts", "gauge", "The power budget this period (target with ramps).");
+    if (isfinite(c->st.budget_w)) pfi_buf_printf(b, "pfi_ctl_target_watts %g\n", c->st.budget_w);
+    head(b, "pfi_ctl_tolerance_ratio", "gauge",
          "How far above its target an event still counts as met (tolerance_pct / 100).");
-    pfi_buf_printf(&b, "pfi_ctl_tolerance_ratio %g\n", c->cfg.tolerance_pct / 100);
-    head(&b, "pfi_ctl_measured_watts", "gauge",
+    pfi_buf_printf(b, "pfi_ctl_tolerance_ratio %g\n", c->cfg.tolerance_pct / 100);
+    head(b, "pfi_ctl_measured_watts", "gauge",
          "Measured GPU power of the managed jobs (unreachable ones as assumed).");
     double m = 0;
     for (size_t k = 0; k < c->st.njobs; k++) m += c->st.job[k].measured_w;
-    pfi_buf_printf(&b, "pfi_ctl_measured_watts %g\n",
+    pfi_buf_printf(b, "pfi_ctl_measured_watts %g\n",
                    isfinite(c->st.measured_w) ? c->st.measured_w : m);
-    head(&b, "pfi_ctl_unreachable_watts", "gauge", "Power assumed for jobs on unreachable agents.");
-    pfi_buf_printf(&b, "pfi_ctl_unreachable_watts %g\n",
+    head(b, "pfi_ctl_unreachable_watts", "gauge", "Power assumed for jobs on unreachable agents.");
+    pfi_buf_printf(b, "pfi_ctl_unreachable_watts %g\n",
                    isfinite(c->st.fixed_w) ? c->st.fixed_w : 0.0);
-    head(&b, "pfi_ctl_feedback_watts", "gauge", "The feedback term taken off the budget.");
-    pfi_buf_printf(&b, "pfi_ctl_feedback_watts %g\n", c->st.integral_w);
-    head(&b, "pfi_ctl_agents_up", "gauge", "Agents that answered this period.");
-    pfi_buf_printf(&b, "pfi_ctl_agents_up %zu\n", up);
-    head(&b, "pfi_ctl_agents_configured", "gauge", "Agents in the configuration.");
-    pfi_buf_printf(&b, "pfi_ctl_agents_configured %zu\n", c->nagents);
-    head(&b, "pfi_ctl_openadr_rejected_total", "counter",
+    head(b, "pfi_ctl_feedback_watts", "gauge", "The feedback term taken off the budget.");
+    pfi_buf_printf(b, "pfi_ctl_feedback_watts %g\n", c->st.integral_w);
+    head(b, "pfi_ctl_agents_up", "gauge", "Agents that answered this period.");
+    pfi_buf_printf(b, "pfi_ctl_agents_up %zu\n", up);
+    head(b, "pfi_ctl_agents_configured", "gauge", "Agents in the configuration.");
+    pfi_buf_printf(b, "pfi_ctl_agents_configured %zu\n", c->nagents);
+}
+
+/* OpenADR: versions not acted on, reports refused */
+static void openadr_metrics(ctl *c, pfi_buf *b)
+{
+    head(b, "pfi_ctl_openadr_rejected_total", "counter",
          "OpenADR event versions not acted on, by reason (each logged once).");
     for (int r = 1; r < PFI_OADR_NREASONS; r++) {
         char rl[64];
-        pfi_buf_printf(&b, "pfi_ctl_openadr_rejected_total{reason=\"%s\"} %llu\n",
+        pfi_buf_printf(b, "pfi_ctl_openadr_rejected_total{reason=\"%s\"} %llu\n",
                        pfi_prom_label(rl, sizeof rl, pfi_oadr_reason_name((pfi_oadr_reason)r)),
                        c->oadr_rejected[r]);
     }
-    head(&b, "pfi_ctl_openadr_reports_refused_total", "counter",
+    head(b, "pfi_ctl_openadr_reports_refused_total", "counter",
          "REPORTs the VTN refused (4xx): logged, kept, not sent again.");
-    pfi_buf_printf(&b, "pfi_ctl_openadr_reports_refused_total %llu\n", c->reports_refused);
-    event_metrics(c, &b);
+    pfi_buf_printf(b, "pfi_ctl_openadr_reports_refused_total %llu\n", c->reports_refused);
+}
+
+/* per job, {hpc_job, tier} */
+static void job_metrics(ctl *c, pfi_buf *b)
+{
     /* per job: {hpc_job, tier} (the same id under two tiers is two jobs: ctl_decide.c); the id
      * escaped although validated */
     char jl[2 * 64 + 1];
 #define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, c->st.job[k].id), c->st.job[k].tier
 #define JOB_FMT(name) name "{hpc_job=\"%s\",tier=\"%d\"} %g\n"
-    head(&b, "pfi_ctl_job_allocation_watts", "gauge", "A job's allocated aggregate GPU power.");
+    head(b, "pfi_ctl_job_allocation_watts", "gauge", "A job's allocated aggregate GPU power.");
     for (size_t k = 0; k < c->st.njobs; k++)
         if (isfinite(c->st.job[k].alloc_w))
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allocation_watts"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_allocation_watts"), JOB_LABELS(k),
                            c->st.job[k].alloc_w);
-    head(&b, "pfi_ctl_job_cap_watts", "gauge", "The per-GPU cap pushed for a job.");
+    head(b, "pfi_ctl_job_cap_watts", "gauge", "The per-GPU cap pushed for a job.");
     for (size_t k = 0; k < c->st.njobs; k++)
         if (c->st.job[k].alloc_cap_w > 0)
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_cap_watts"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_cap_watts"), JOB_LABELS(k),
                            c->st.job[k].alloc_cap_w);
-    head(&b, "pfi_ctl_job_power_watts", "gauge", "A job's measured GPU power.");
+    head(b, "pfi_ctl_job_power_watts", "gauge", "A job's measured GPU power.");
     for (size_t k = 0; k < c->st.njobs; k++)
-        pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_power_watts"), JOB_LABELS(k),
+        pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_power_watts"), JOB_LABELS(k),
                        c->st.job[k].measured_w);
-    head(&b, "pfi_ctl_job_tokens_per_second", "gauge", "A job's throughput.");
+    head(b, "pfi_ctl_job_tokens_per_second", "gauge", "A job's throughput.");
     for (size_t k = 0; k < c->st.njobs; k++)
         if (isfinite(c->st.job[k].tokens_per_s))
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_tokens_per_second"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_tokens_per_second"), JOB_LABELS(k),
                            c->st.job[k].tokens_per_s);
     /* against its pre-event baseline while an event runs (the status page's and the
        report's rule) */
-    head(&b, "pfi_ctl_job_baseline_watts", "gauge",
+    head(b, "pfi_ctl_job_baseline_watts", "gauge",
          "A job's pre-event baseline power (while an event runs).");
     for (size_t k = 0; k < c->st.njobs; k++)
         if (c->st.active && isfinite(c->st.job[k].base_w))
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_watts"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_baseline_watts"), JOB_LABELS(k),
                            c->st.job[k].base_w);
-    head(&b, "pfi_ctl_job_baseline_tokens_per_second", "gauge",
+    head(b, "pfi_ctl_job_baseline_tokens_per_second", "gauge",
          "A job's pre-event baseline throughput (while an event runs).");
     for (size_t k = 0; k < c->st.njobs; k++)
         if (c->st.active && isfinite(c->st.job[k].base_w) && c->st.job[k].base_tokens > 0)
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_baseline_tokens_per_second"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_baseline_tokens_per_second"), JOB_LABELS(k),
                            c->st.job[k].base_tokens);
-    head(&b, "pfi_ctl_job_throughput_loss_ratio", "gauge",
+    head(b, "pfi_ctl_job_throughput_loss_ratio", "gauge",
          "A job's throughput loss against its baseline, 1 - tokens/s / baseline (while an event "
          "runs).");
     for (size_t k = 0; k < c->st.njobs; k++) {
         const ctl_job *j = &c->st.job[k];
         if (c->st.active && isfinite(j->base_w) && j->base_tokens > 0 && isfinite(j->tokens_per_s))
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_throughput_loss_ratio"), JOB_LABELS(k),
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_throughput_loss_ratio"), JOB_LABELS(k),
                            1 - j->tokens_per_s / j->base_tokens);
     }
-    head(&b, "pfi_ctl_job_allowed_loss_ratio", "gauge",
+    head(b, "pfi_ctl_job_allowed_loss_ratio", "gauge",
          "The throughput loss a job's SLA tier allows (jobs with a limiting tier).");
     for (size_t k = 0; k < c->st.njobs; k++) {
         double allowed = pfi_sla_loss(c->st.job[k].tier);
         if (c->st.job[k].tier >= 0 && allowed < 1)
-            pfi_buf_printf(&b, JOB_FMT("pfi_ctl_job_allowed_loss_ratio"), JOB_LABELS(k), allowed);
+            pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_allowed_loss_ratio"), JOB_LABELS(k), allowed);
     }
 #undef JOB_FMT
 #undef JOB_LABELS
-    head(&b, "pfi_ctl_cycle_seconds", "gauge", "Time of the last control computation.");
-    pfi_buf_printf(&b, "pfi_ctl_cycle_seconds %g\n", c->cycle_s);
-    head(&b, "pfi_ctl_period_seconds", "gauge",
+}
+
+/* the loop's timing and counters, triggers */
+static void loop_metrics(ctl *c, pfi_buf *b)
+{
+    head(b, "pfi_ctl_cycle_seconds", "gauge", "Time of the last control computation.");
+    pfi_buf_printf(b, "pfi_ctl_cycle_seconds %g\n", c->cycle_s);
+    head(b, "pfi_ctl_period_seconds", "gauge",
          "Wall time of the last whole period: collect, compute, push.");
-    pfi_buf_printf(&b, "pfi_ctl_period_seconds %g\n", c->loop_s);
-    head(&b, "pfi_ctl_generation_rejects_total", "counter",
+    pfi_buf_printf(b, "pfi_ctl_period_seconds %g\n", c->loop_s);
+    head(b, "pfi_ctl_generation_rejects_total", "counter",
          "Pushes an agent refused (400) for their lease generation: an alarm.");
-    pfi_buf_printf(&b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
-    head(&b, "pfi_ctl_online_round", "gauge",
+    pfi_buf_printf(b, "pfi_ctl_generation_rejects_total %llu\n", c->generation_rejects);
+    head(b, "pfi_ctl_online_round", "gauge",
          "safe-online: measured rounds run in the current event (0: none, or another strategy).");
-    pfi_buf_printf(&b, "pfi_ctl_online_round %llu\n", ctl_online_rounds(&c->st));
-    head(&b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
-    pfi_buf_printf(&b, "pfi_ctl_cycles_total %llu\n", c->cycles);
-    head(&b, "pfi_ctl_db_errors_total", "counter",
+    pfi_buf_printf(b, "pfi_ctl_online_round %llu\n", ctl_online_rounds(&c->st));
+    head(b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
+    pfi_buf_printf(b, "pfi_ctl_cycles_total %llu\n", c->cycles);
+    head(b, "pfi_ctl_db_errors_total", "counter",
          "Control periods whose rows could not be stored (the caps went out all the same).");
-    pfi_buf_printf(&b, "pfi_ctl_db_errors_total %llu\n",
+    pfi_buf_printf(b, "pfi_ctl_db_errors_total %llu\n",
                    (unsigned long long)atomic_load(&c->db_errors));
-    head(&b, "pfi_ctl_pushes_total", "counter", "Caps pushes to agents.");
-    pfi_buf_printf(&b, "pfi_ctl_pushes_total %llu\n", c->pushes);
-    head(&b, "pfi_ctl_push_errors_total", "counter", "Caps pushes that failed.");
-    pfi_buf_printf(&b, "pfi_ctl_push_errors_total %llu\n", c->push_errors);
+    head(b, "pfi_ctl_pushes_total", "counter", "Caps pushes to agents.");
+    pfi_buf_printf(b, "pfi_ctl_pushes_total %llu\n", c->pushes);
+    head(b, "pfi_ctl_push_errors_total", "counter", "Caps pushes that failed.");
+    pfi_buf_printf(b, "pfi_ctl_push_errors_total %llu\n", c->push_errors);
     /* triggers (ctl_trigger.c) */
-    head(&b, "pfi_ctl_triggers_total", "counter",
+    head(b, "pfi_ctl_triggers_total", "counter",
          "Triggers whose planned caps were pushed at once (POST /v1/trigger, events starting "
          "now).");
-    pfi_buf_printf(&b, "pfi_ctl_triggers_total %llu\n", c->triggers);
-    fast_metrics(&b, c);
+    pfi_buf_printf(b, "pfi_ctl_triggers_total %llu\n", c->triggers);
+    fast_metrics(b, c);
     if (c->triggers && isfinite(c->trigger_push_s)) {
-        head(&b, "pfi_ctl_trigger_push_seconds", "gauge",
+        head(b, "pfi_ctl_trigger_push_seconds", "gauge",
              "The last trigger: to its last cap written (the last successful PUT).");
-        pfi_buf_printf(&b, "pfi_ctl_trigger_push_seconds %g\n", c->trigger_push_s);
+        pfi_buf_printf(b, "pfi_ctl_trigger_push_seconds %g\n", c->trigger_push_s);
     }
+}
+
+static char *metrics(ctl *c, size_t *len)
+{
+    pfi_buf b = {0};
+    cluster_metrics(c, &b);
+    openadr_metrics(c, &b);
+    event_metrics(c, &b);
+    job_metrics(c, &b);
+    loop_metrics(c, &b);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 

@@ -339,86 +339,49 @@ static void control_loop(ctl *c)
     }
 }
 
-int main(int argc, char **argv)
+/* the command line's overrides, the clock and the log: 0, or the exit
+ * status (2: a bad command line or configuration, 1: the log cannot open) */
+static int configure(ctl *c, const ctl_args *A)
 {
-    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0, NULL, NULL};
-    int optind0;
-    switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
-    case PFI_OPTS_OK: break;
-    case PFI_OPTS_HELP: pfi_opts_help(&ctl_opts, stdout); return 0;
-    case PFI_OPTS_STOP: printf("pfi-controller %s\n", PFI_VERSION); return 0;
-    case PFI_OPTS_NOMEM: return 1;
-    default: return 2;
-    }
-    const char *config = A.config, *db = A.db, *listen = A.listen, *port_file = A.port_file;
-    double scale = A.scale, epoch = A.epoch;
-    int dry = A.dry;
-    if (optind0 < argc) {
-        fprintf(stderr, "pfi-controller: unexpected argument '%s' (see pfi-controller --help)\n",
-                argv[optind0]);
-        return 2;
-    }
-    if (!config) {
-        fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
-        return 2;
-    }
-    static ctl C;
-    ctl *c = &C;
-    pfi_daemon_log_init(&g_log, "pfi-controller");
-    c->log = &g_log;
-    pfi_httpd_log_to(httpd_log);
     pfi_error e;
-    if (pfi_clock_set(scale, epoch, &e)) {
+    if (pfi_clock_set(A->scale, A->epoch, &e)) {
         ctl_log(c, "error: %s", e.msg);
         return 2;
     }
     /* the configuration file: missing, unreadable or wrong, exit 2 (pfi-controller(8)) */
-    if (ctl_config_load(config, &c->cfg, &e)) {
+    if (ctl_config_load(A->config, &c->cfg, &e)) {
         ctl_log(c, "error: %s", e.msg);
         return 2;
     }
-    if (db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", db);
-    if (listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", listen);
-    if (dry) c->cfg.dry_run = 1;
+    if (A->db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", A->db);
+    if (A->listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", A->listen);
+    if (A->dry) c->cfg.dry_run = 1;
     if (isnan(c->cfg.agent_timeout_s))
         c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
-    c->st.plan_t = c->trigger_push_s = NAN;
-    if (c->cfg.log[0] && A.use_syslog) {
-        ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", config);
+    if (c->cfg.log[0] && A->use_syslog) {
+        ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", A->config);
         return 2;
     }
-    if (A.log_level) {
-        int lv = pfi_daemon_log_level_parse(A.log_level);
+    if (A->log_level) {
+        int lv = pfi_daemon_log_level_parse(A->log_level);
         if (lv < 0) {
             ctl_log(c, "error: --log-level: '%s' is not error, warning, info or debug",
-                    A.log_level);
+                    A->log_level);
             return 2;
         }
         g_log.max_level = lv;
     }
-    if (pfi_daemon_log_open(&g_log, c->cfg.log[0] ? c->cfg.log : NULL, A.use_syslog, &e)) {
+    if (pfi_daemon_log_open(&g_log, c->cfg.log[0] ? c->cfg.log : NULL, A->use_syslog, &e)) {
         ctl_log(c, "error: log: %s", e.msg);
         return 1;
     }
-    pthread_mutex_init(&c->mu, NULL);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* one connection per agent: raise the open-file limit as far as allowed */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (c->cfg.token_file[0]) {
-        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
-            ctl_log(c, "error: token_file: %s", e.msg);
-            return 1;
-        }
-        c->have_token = 1;
-    } else {
-        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
-    }
-    if (load_agents(c)) return 1;
-    if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return 1;
+    return 0;
+}
+
+/* each agent's lease generation: one above the last run's, so that it
+ * accepts us at once */
+static void next_generations(ctl *c)
+{
     for (size_t i = 0; i < c->nagents; i++) {
         ctl_agent *a = &c->agent[i];
         long long g = 0;
@@ -432,26 +395,40 @@ int main(int argc, char **argv)
         a->generation = g + 1;
         ctl_db_generation_set(c, a->name, a->generation);
     }
+}
+
+/* the token, the agents, SQLite and what it holds (events, generations,
+ * the feedback term, a running event's baselines), the schedule,
+ * --record: 0, or -1 (logged) */
+static int open_state(ctl *c, const ctl_args *A)
+{
+    pfi_error e;
+    c->st.plan_t = c->trigger_push_s = NAN;
+    if (c->cfg.token_file[0]) {
+        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
+            ctl_log(c, "error: token_file: %s", e.msg);
+            return -1;
+        }
+        c->have_token = 1;
+    } else {
+        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
+    }
+    if (load_agents(c)) return -1;
+    if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return -1;
+    next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);
     c->st.feasible = 1;
     pthread_mutex_lock(&c->mu);
     load_schedule(c);
     resume_baselines(c);
-    int rec_failed = A.record && ctl_record_open(c, A.record, config);
+    int rec_failed = A->record && ctl_record_open(c, A->record, A->config);
     pthread_mutex_unlock(&c->mu);
-    if (rec_failed) return 1;
-    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
-            c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
-            c->cfg.dry_run ? ", DRY RUN" : "");
-    pfi_daemon_signals(on_signal, on_hup);
-    /* the callback token first: the webhook accepts it from the start */
-    if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
-    if (port_file) {
-        char b[32];
-        int k = snprintf(b, sizeof b, "%d\n", c->port);
-        if (pfi_write_file_private(port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
-    }
-    control_loop(c);
+    return rec_failed ? -1 : 0;
+}
+
+/* after a stop signal: caps stay under the agents' leases */
+static void shut_down(ctl *c)
+{
     pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
     ctl_vtn_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
@@ -466,5 +443,57 @@ int main(int argc, char **argv)
     ctl_persist_close(c);
     sqlite3_close(c->db);
     pfi_daemon_log_close(&g_log);
+}
+
+int main(int argc, char **argv)
+{
+    ctl_args A = {NULL, NULL, NULL, NULL, NAN, NAN, 0, 0, NULL, NULL};
+    int optind0;
+    switch (pfi_opts_parse(&ctl_opts, &A, argc, argv, stderr, &optind0)) {
+    case PFI_OPTS_OK: break;
+    case PFI_OPTS_HELP: pfi_opts_help(&ctl_opts, stdout); return 0;
+    case PFI_OPTS_STOP: printf("pfi-controller %s\n", PFI_VERSION); return 0;
+    case PFI_OPTS_NOMEM: return 1;
+    default: return 2;
+    }
+    if (optind0 < argc) {
+        fprintf(stderr, "pfi-controller: unexpected argument '%s' (see pfi-controller --help)\n",
+                argv[optind0]);
+        return 2;
+    }
+    if (!A.config) {
+        fprintf(stderr, "pfi-controller: --config FILE is required (see pfi-controller --help)\n");
+        return 2;
+    }
+    static ctl C;
+    ctl *c = &C;
+    pfi_daemon_log_init(&g_log, "pfi-controller");
+    c->log = &g_log;
+    pfi_httpd_log_to(httpd_log);
+    int rc = configure(c, &A);
+    if (rc) return rc;
+    pthread_mutex_init(&c->mu, NULL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* one connection per agent: raise the open-file limit as far as allowed */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (open_state(c, &A)) return 1;
+    ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
+            c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
+            c->cfg.dry_run ? ", DRY RUN" : "");
+    pfi_daemon_signals(on_signal, on_hup);
+    /* the callback token first: the webhook accepts it from the start */
+    if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
+    if (A.port_file) {
+        char b[32];
+        int k = snprintf(b, sizeof b, "%d\n", c->port);
+        pfi_error e;
+        if (pfi_write_file_private(A.port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
+    }
+    control_loop(c);
+    shut_down(c);
     return 0;
 }

@@ -181,25 +181,22 @@ static void mean_se(const double *v, size_t k, double cv, double *mean, double *
     *se = sd / sqrt((double)k);
 }
 
-void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, double budget_w,
-                       double fixed_w, pfi_pc_job *pj, const size_t *idx, size_t np)
+/* the jobs of this period against the state's: kept (present, held when
+ * unreachable), new (appended), gone (dropped). *nj: the new list (malloc'd),
+ * *from: each one's index in the old list (-1: new); the count, or -1 when
+ * out of memory; *changed when a job came or went */
+static long match_jobs(const ctl_online_t *o, const ctl_state *c, on_job **nj_out, long **from_out,
+                       int *changed)
 {
-    ctl_online_t *o = c->online;
-    if (!o) {
-        if (!(o = c->online = calloc(1, sizeof *o))) goto fail;
-        o->ref_tok = o->ref_se = o->now_tok = o->now_se = o->event_budget_w = NAN;
-    }
-    o->action = "none";
-    /* the jobs now: kept, new, gone */
     for (size_t i = 0; i < o->n; i++) o->j[i].present = 0;
     on_job *nj = malloc((o->n + c->njobs + 1) * sizeof *nj);
     long *from = malloc((o->n + c->njobs + 1) * sizeof *from);
     if (!nj || !from) {
         free(nj), free(from);
-        goto fail;
+        return -1;
     }
     size_t m = 0;
-    int changed = 0;
+    *changed = 0;
     for (size_t k = 0; k < c->njobs; k++) {
         const ctl_job *j = &c->job[k];
         on_job *q = find(o, j);
@@ -213,7 +210,7 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
             x->present = 1;
             x->k = k;
             m++;
-            changed = 1;
+            *changed = 1;
         }
     }
     size_t n = 0;
@@ -221,31 +218,46 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
         if (o->j[i].present) {
             nj[n] = o->j[i];
             from[n++] = (long)i;
-        } else changed = 1;
+        } else *changed = 1;
     for (size_t i = 0; i < m; i++) {
         nj[n] = nj[o->n + i];
         from[n++] = -1;
     }
-    if (n == 0) {
-        free(nj), free(from);
-        pfi_online_free(o->s);
-        o->s = NULL;
-        free(o->j), free(o->order);
-        o->j = NULL;
-        o->order = NULL;
-        o->n = 0;
-        return;
-    }
-    /* this period's samples */
+    *nj_out = nj;
+    *from_out = from;
+    return (long)n;
+}
+
+/* no job left: the state is dropped (a job that comes starts afresh) */
+static void empty(ctl_online_t *o)
+{
+    pfi_online_free(o->s);
+    o->s = NULL;
+    free(o->j), free(o->order);
+    o->j = NULL;
+    o->order = NULL;
+    o->n = 0;
+}
+
+/* the held jobs' targets in the online state at positions of list l (from:
+   the new list's old positions, NULL: l is the state's own list) */
+static double held_targets(const ctl_online_t *o, const on_job *l, const long *from, size_t n)
+{
+    double w = 0;
     for (size_t i = 0; i < n; i++)
-        if (!nj[i].held) sample(&nj[i], &c->job[nj[i].k]);
+        if (l[i].held && (!from || from[i] >= 0))
+            w += pfi_online_targets(o->s)[from ? (size_t)from[i] : i];
+    return w;
+}
+
+/* a new online state (the first period of the event: the reference) or
+ * the old one carried over to the new jobs (pfi_online_rejob); *held_w the
+ * held jobs' targets */
+static pfi_status restate(const ctl_cfg *cfg, ctl_online_t *o, const on_job *nj, const long *from,
+                          size_t n, int changed, double budget_w, double *held_w, pfi_error *e)
+{
     pfi_alloc_job *aj = malloc(n * sizeof *aj);
-    double *buf = malloc(5 * n * sizeof *buf);
-    if (!aj || !buf) {
-        free(nj), free(from), free(aj), free(buf);
-        goto fail;
-    }
-    double *pw = buf, *pse = buf + n, *tk = buf + 2 * n, *tse = buf + 3 * n, *tg = buf + 4 * n;
+    if (!aj) return pfi_errorf(e, PFI_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) aj[i] = nj[i].aj;
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
@@ -253,26 +265,18 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
     pfi_online_opts oo;
     pfi_online_opts_default(&oo);
     oo.period_s = cfg->period_s;
-    pfi_error e;
     pfi_status st = PFI_OK;
     /* the budget of the online state: the reachable jobs' (budget - fixed)
        and the held jobs' targets */
-    double held_w = 0;
-    if (o->s && !changed)
-        for (size_t i = 0; i < n; i++)
-            if (nj[i].held) held_w += pfi_online_targets(o->s)[i];
-    int ramp =
-        isfinite(o->event_budget_w) && o->s && fabs(budget_w - o->event_budget_w) > 1e-3 * budget_w;
+    *held_w = o->s && !changed ? held_targets(o, nj, NULL, n) : 0;
     if (!o->s) {
-        st = pfi_online_new(aj, n, budget_w - fixed_w, &ao, &oo, &o->s, &e);
+        st = pfi_online_new(aj, n, budget_w, &ao, &oo, &o->s, e);
         o->action = "reference";
         o->at_reference = 1;
     } else if (changed) {
-        /* the held jobs' targets from the old state */
-        for (size_t i = 0; i < n; i++)
-            if (from[i] >= 0 && nj[i].held) held_w += pfi_online_targets(o->s)[from[i]];
+        *held_w += held_targets(o, nj, from, n); /* the held jobs' targets from the old state */
         pfi_online *ns = NULL;
-        st = pfi_online_rejob(o->s, aj, n, from, budget_w - fixed_w + held_w, &ns, &e);
+        st = pfi_online_rejob(o->s, aj, n, from, budget_w + *held_w, &ns, e);
         if (!st) {
             pfi_online_free(o->s);
             o->s = ns;
@@ -281,77 +285,130 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
             o->at_reference = 0;
         }
     }
+    free(aj);
+    return st;
+}
+
+/* the measured totals (tokens/s) of the jobs not held at this round */
+static void totals(ctl_online_t *o, const double *tk, const double *tse)
+{
+    double tot = 0, var = 0;
+    int all = 1;
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->j[i].held || o->j[i].no_tokens) continue;
+        all &= isfinite(tk[i]);
+        if (isfinite(tk[i])) tot += tk[i], var += tse[i] * tse[i];
+    }
+    o->now_tok = all ? tot : NAN;
+    o->now_se = all ? sqrt(var) : NAN;
+    if (o->at_reference) o->ref_tok = o->now_tok, o->ref_se = o->now_se;
+}
+
+/* this period's move with the same jobs: a new budget from a ramp (back to
+ * the reference), a fault (rebudget), a round on settled measurements, or
+ * settling */
+static pfi_status move(ctl_online_t *o, double ob, int ramp, pfi_error *e)
+{
+    size_t n = o->n;
+    double *buf = malloc((5 * n + 1) * sizeof *buf);
+    if (!buf) return pfi_errorf(e, PFI_ENOMEM, "out of memory");
+    double *pw = buf, *pse = buf + n, *tk = buf + 2 * n, *tse = buf + 3 * n, *tg = buf + 4 * n;
+    int ready = 1;
+    for (size_t i = 0; i < n; i++) {
+        on_job *q = &o->j[i];
+        pw[i] = pse[i] = tk[i] = tse[i] = NAN;
+        if (q->held || q->no_tokens) continue;
+        if (q->ns) {
+            mean_se(q->sp, q->ns, CTL_ON_CV_POWER, &pw[i], &pse[i]);
+            mean_se(q->st, q->ns, CTL_ON_CV_TOKENS, &tk[i], &tse[i]);
+        } else if (q->wait++ < CTL_ON_WAIT) ready = 0;
+    }
+    pfi_status st = PFI_OK;
+    if (ramp) { /* a new budget: pfi_online_round restarts from the reference */
+        st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, e);
+        o->action = "reference";
+        o->at_reference = 1;
+    } else if (fabs(ob - o->online_budget_w) > 1e-3 * ob) {
+        pfi_online_rebudget(o->s, ob); /* a fault came or went */
+        o->action = "rebudget";
+        o->at_reference = 0;
+    } else if (ready) {
+        totals(o, tk, tse);
+        st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, e);
+        o->rounds++;
+        o->action = "round";
+        o->at_reference = 0;
+        for (size_t i = 0; i < n; i++) o->j[i].wait = 0;
+    } else o->action = "settling";
+    free(buf);
+    return st;
+}
+
+/* the targets as the reachable jobs' fixed targets */
+static void hand_targets(ctl_online_t *o, const ctl_state *c, pfi_pc_job *pj, const size_t *idx,
+                         size_t np)
+{
+    const double *t = pfi_online_targets(o->s);
+    for (size_t i = 0; i < o->n; i++) o->j[i].target_w = t[i];
+    for (size_t q = 0; q < np; q++) {
+        on_job *x = find(o, &c->job[idx[q]]);
+        if (x) {
+            pj[q].fixed_target_w = t[x - o->j];
+            pj[q].fixed_floor_w = pfi_online_floor(o->s, (size_t)(x - o->j));
+        }
+    }
+}
+
+void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, double budget_w,
+                       double fixed_w, pfi_pc_job *pj, const size_t *idx, size_t np)
+{
+    ctl_online_t *o = c->online;
+    if (!o) {
+        if (!(o = c->online = calloc(1, sizeof *o))) goto fail;
+        o->ref_tok = o->ref_se = o->now_tok = o->now_se = o->event_budget_w = NAN;
+    }
+    o->action = "none";
+    on_job *nj;
+    long *from;
+    int changed;
+    long n = match_jobs(o, c, &nj, &from, &changed);
+    if (n < 0) goto fail;
+    if (n == 0) {
+        free(nj), free(from);
+        empty(o);
+        return;
+    }
+    for (long i = 0; i < n; i++) /* this period's samples */
+        if (!nj[i].held) sample(&nj[i], &c->job[nj[i].k]);
+    int ramp =
+        isfinite(o->event_budget_w) && o->s && fabs(budget_w - o->event_budget_w) > 1e-3 * budget_w;
+    double held_w = 0;
+    pfi_error e;
+    pfi_status st = restate(cfg, o, nj, from, (size_t)n, changed, budget_w - fixed_w, &held_w, &e);
     free(o->j);
     o->j = nj;
-    o->n = n;
+    o->n = (size_t)n;
     free(from);
     if (reorder(o)) st = pfi_errorf(&e, PFI_ENOMEM, "out of memory");
     if (!st)
-        for (size_t i = 0; i < n; i++) pfi_online_hold(o->s, i, o->j[i].held || o->j[i].no_tokens);
+        for (long i = 0; i < n; i++) pfi_online_hold(o->s, i, o->j[i].held || o->j[i].no_tokens);
     double ob = budget_w - fixed_w + held_w;
-    if (!st && !strcmp(o->action, "none")) {
-        int ready = 1;
-        for (size_t i = 0; i < n; i++) {
-            on_job *q = &o->j[i];
-            pw[i] = pse[i] = tk[i] = tse[i] = NAN;
-            if (q->held || q->no_tokens) continue;
-            if (q->ns) {
-                mean_se(q->sp, q->ns, CTL_ON_CV_POWER, &pw[i], &pse[i]);
-                mean_se(q->st, q->ns, CTL_ON_CV_TOKENS, &tk[i], &tse[i]);
-            } else if (q->wait++ < CTL_ON_WAIT) ready = 0;
-        }
-        if (ramp) { /* a new budget: pfi_online_round restarts from the reference */
-            st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, &e);
-            o->action = "reference";
-            o->at_reference = 1;
-        } else if (fabs(ob - o->online_budget_w) > 1e-3 * ob) {
-            pfi_online_rebudget(o->s, ob); /* a fault came or went */
-            o->action = "rebudget";
-            o->at_reference = 0;
-        } else if (ready) {
-            double tot = 0, var = 0;
-            int all = 1;
-            for (size_t i = 0; i < n; i++) {
-                if (o->j[i].held || o->j[i].no_tokens) continue;
-                all &= isfinite(tk[i]);
-                if (isfinite(tk[i])) tot += tk[i], var += tse[i] * tse[i];
-            }
-            o->now_tok = all ? tot : NAN;
-            o->now_se = all ? sqrt(var) : NAN;
-            if (o->at_reference) o->ref_tok = o->now_tok, o->ref_se = o->now_se;
-            st = pfi_online_round(o->s, ob, pw, pse, tk, tse, tg, &e);
-            o->rounds++;
-            o->action = "round";
-            o->at_reference = 0;
-            for (size_t i = 0; i < n; i++) o->j[i].wait = 0;
-        } else o->action = "settling";
-    }
+    if (!st && !strcmp(o->action, "none")) st = move(o, ob, ramp, &e);
     if (strcmp(o->action, "round") && strcmp(o->action, "settling"))
         o->ref_tok = o->ref_se = o->now_tok = o->now_se = NAN; /* other jobs or budget */
     o->event_budget_w = budget_w;
     o->online_budget_w = ob;
-    free(aj), free(buf);
     if (st) {
         ctl_note(notes, "error: safe-online: %s (this period: the reference allocator)", e.msg);
         pfi_online_free(o->s);
         o->s = NULL; /* the next period starts over from the reference */
         return;
     }
-    /* the targets, as fixed targets of the reachable jobs */
-    const double *t = pfi_online_targets(o->s);
-    for (size_t i = 0; i < n; i++) o->j[i].target_w = t[i];
-    for (size_t q = 0; q < np; q++) {
-        const ctl_job *j = &c->job[idx[q]];
-        on_job *x = find(o, j);
-        if (x) {
-            pj[q].fixed_target_w = t[x - o->j];
-            pj[q].fixed_floor_w = pfi_online_floor(o->s, (size_t)(x - o->j));
-        }
-    }
+    hand_targets(o, c, pj, idx, np);
     return;
 fail:
-    ctl_note(notes,
-             "error: out of memory: safe-online skipped this period (the reference allocator)");
+    ctl_note(notes, "error: out of memory: safe-online skipped this period (the reference "
+                    "allocator)");
 }
 
 json_t *ctl_online_json(const ctl_state *s)

@@ -233,6 +233,63 @@ static void nap(ctl *c, double s)
     while (!c->vtn_stop && pfi_wall_monotonic() < end) usleep(50 * 1000);
 }
 
+/* the VTN's events, page after page while pages are full, at most 20
+ * (1000 events), each into the controller; *listed: the count of the last
+ * poll (logged when it changes) */
+static pfi_status poll_events(ctl *c, pfi_vtn *v, long long *listed, pfi_error *e)
+{
+    char *body;
+    size_t n = 0, k = PFI_VTN_PAGE;
+    pfi_status st = PFI_OK;
+    for (int page = 0; !st && k == PFI_VTN_PAGE && page < 20; page++) {
+        if (!(st = pfi_vtn_events_page(v, n, &body, e))) {
+            k = ctl_openadr_ingest(c, body);
+            n += k;
+            free(body);
+        }
+    }
+    if (st) return st;
+    if ((long long)n != *listed) { /* the first poll, then changes only */
+        pthread_mutex_lock(&c->mu);
+        ctl_log(c, "VTN: polled events: %zu listed", n);
+        pthread_mutex_unlock(&c->mu);
+    }
+    *listed = (long long)n;
+    return PFI_OK;
+}
+
+/* new access tokens and 401 retries since the last turn, logged */
+static void log_tokens(ctl *c, const pfi_vtn *v, unsigned long *fetches, unsigned long *retries)
+{
+    if (v->token_fetches == *fetches && v->retries_401 == *retries) return;
+    pthread_mutex_lock(&c->mu);
+    if (v->retries_401 != *retries)
+        ctl_log(c, "VTN: a request was refused (401): new token, request retried once");
+    if (v->token_fetches != *fetches)
+        ctl_log(c, "VTN: access token fetched from %s (%lu so far)", v->token_url,
+                v->token_fetches);
+    pthread_mutex_unlock(&c->mu);
+    *fetches = v->token_fetches, *retries = v->retries_401;
+}
+
+/* the reports due, kept and sent; the next try after a failure backs off
+ * from 1 s doubling to 5 min */
+static void report_due(ctl *c, pfi_vtn *v, int v301, double *next_report, double *backoff)
+{
+    pthread_mutex_lock(&c->mu);
+    keep_reports(c, v301);
+    pthread_mutex_unlock(&c->mu);
+    int k = send_report(c, v);
+    if (k < 0) {
+        *next_report = pfi_wall_monotonic() + *backoff;
+        *backoff = fmin(2 * *backoff, 300);
+    } else {
+        *backoff = 1;
+        /* a report is due at most a control period after its interval ends */
+        *next_report = pfi_wall_monotonic() + (k ? 0 : fmin(1, c->cfg.period_s / 2));
+    }
+}
+
 static void *vtn_thread(void *arg)
 {
     vtn_run *run = arg;
@@ -284,51 +341,13 @@ static void *vtn_thread(void *arg)
             }
         } else if (pfi_wall_monotonic() >= next_poll) {
             step = "GET /events";
-            char *body;
-            size_t n = 0, k = PFI_VTN_PAGE;
-            /* page after page while pages are full, at most 20 (1000 events) */
-            for (int page = 0; !st && k == PFI_VTN_PAGE && page < 20; page++) {
-                if (!(st = pfi_vtn_events_page(&v, n, &body, &e))) {
-                    k = ctl_openadr_ingest(c, body);
-                    n += k;
-                    free(body);
-                }
-            }
-            if (!st) {
+            if (!(st = poll_events(c, &v, &listed, &e)))
                 next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
-                if ((long long)n != listed) { /* the first poll, then changes only */
-                    pthread_mutex_lock(&c->mu);
-                    ctl_log(c, "VTN: polled events: %zu listed", n);
-                    pthread_mutex_unlock(&c->mu);
-                }
-                listed = (long long)n;
-            }
         }
-        if (v.token_fetches != fetches || v.retries_401 != retries) {
-            pthread_mutex_lock(&c->mu);
-            if (v.retries_401 != retries)
-                ctl_log(c, "VTN: a request was refused (401): new token, request retried once");
-            if (v.token_fetches != fetches)
-                ctl_log(c, "VTN: access token fetched from %s (%lu so far)", v.token_url,
-                        v.token_fetches);
-            pthread_mutex_unlock(&c->mu);
-            fetches = v.token_fetches, retries = v.retries_401;
-        }
+        log_tokens(c, &v, &fetches, &retries);
         /* reports on their own backoff: also while polling fails */
-        if (registered && subscribed && reports && pfi_wall_monotonic() >= next_report) {
-            pthread_mutex_lock(&c->mu);
-            keep_reports(c, v301);
-            pthread_mutex_unlock(&c->mu);
-            int k = send_report(c, &v);
-            if (k < 0) {
-                next_report = pfi_wall_monotonic() + report_backoff;
-                report_backoff = fmin(2 * report_backoff, 300); /* 1 s doubling to 5 min */
-            } else {
-                report_backoff = 1;
-                /* a report is due at most a control period after its interval ends */
-                next_report = pfi_wall_monotonic() + (k ? 0 : fmin(1, g->period_s / 2));
-            }
-        }
+        if (registered && subscribed && reports && pfi_wall_monotonic() >= next_report)
+            report_due(c, &v, v301, &next_report, &report_backoff);
         if (st) {
             pthread_mutex_lock(&c->mu);
             ctl_log(c, "warning: VTN %s: %s; again in %g s", step, e.msg, backoff);
