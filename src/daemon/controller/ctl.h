@@ -190,14 +190,17 @@ int ctl_db_report_refused(ctl *c, const char *event_id);
 /* an event's samples (pfi clock time, measured W; NaN: none), at most max */
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
-/* ctl_agents.c (without the lock: network I/O; the control loop's thread only) */
+/* ctl_agents.c (without the lock: network I/O; the control loop's thread
+ * only). open: the transfers' pool (c->pool), before the HTTP API starts;
+ * 0, or -1 when out of memory */
+int ctl_agents_open(ctl *c);
 void ctl_agents_collect(ctl *c);
 /* push per-agent caps for the jobs (alloc_cap_w; release: hand them all back) */
 void ctl_agents_push(ctl *c, int release);
 /* push a waiting trigger's caps (c->trigger_req) now and wait for its answers */
 void ctl_agents_service(ctl *c);
 /* wake the transfers in progress (any thread): a trigger is waiting */
-void ctl_agents_wake(void);
+void ctl_agents_wake(ctl *c);
 
 /* ctl_period.c: one control period, collect -> decide -> persist -> push
  * (the loop's thread; takes the lock for the decision) */

@@ -64,14 +64,14 @@ typedef struct xfer {
     int by_datagram;      /* X_GET: the answer came by datagram (a view) */
     int fast;             /* going by datagram (waiting to be sent or for its answer) */
     int fast_sent;        /* ... and sent: only then may an answer match (fast_seq) */
-    size_t ft_pos;        /* its position in g_ft_list (an older entry there is dead) */
+    size_t ft_pos;        /* its position in ft_list (an older entry there is dead) */
     uint64_t fast_seq;    /* the seq it was sent with */
     double fast_deadline; /* monotonic s: no answer by then, the same request by HTTP */
     size_t agent;
     CURLcode res;
+    struct ctl_pool *pool; /* the pool it belongs to */
 } xfer;
 
-static xfer *g_x[X_KINDS]; /* per kind, one per agent */
 /* The agents in shards of SHARD_AGENTS, each with its own multi handle and so
  * its own connection cache: libcurl 7.88's curl_multi_remove_handle walks its
  * whole cache once per finished transfer (close_connect_only), which with one
@@ -79,37 +79,44 @@ static xfer *g_x[X_KINDS]; /* per kind, one per agent */
  * controller's CPU. */
 #define SHARD_AGENTS 64
 typedef struct shard {
+    struct ctl_pool *pool;
     CURLM *m;
     double timer_at; /* monotonic s when curl wants its timeout; -1: none */
     int done;        /* a transfer may have ended: read its messages */
 } shard;
-static shard *g_sh;
-static size_t g_nsh, g_n;
-/* the transfers waiting for a slot, in order (indexes into g_x: kind * g_n + agent);
+/* the transfers waiting for a slot, in order (indexes into x: kind * n + agent);
  * a trigger's in a queue of their own, served first: they never wait behind a
  * period's 12,500 GETs */
 typedef struct xqueue {
     size_t *q, head, n, cap;
 } xqueue;
-static xqueue g_queue, g_trigger_queue;
-static size_t g_inflight, g_pending[X_KINDS]; /* queued or running, per kind */
 /* event-driven transfers: curl tells us its sockets (on_socket) and its
  * timer (on_timer); epoll says which are ready; curl_multi_socket_action
  * then works on those alone (curl_multi_perform looks at every transfer each
- * time, which grows as transfers x wake-ups). g_wake_fd: an eventfd that
+ * time, which grows as transfers x wake-ups). wake_fd: an eventfd that
  * ctl_agents_wake writes from any thread. */
-static int g_ep = -1, g_wake_fd = -1;
 #define WAKE_KEY UINT64_MAX       /* the eventfd's epoll key; sockets: shard << 32 | fd */
 #define FAST_KEY (UINT64_MAX - 1) /* the fast trigger socket's */
 /* fast trigger datagrams (fast_trigger.h): one UDP socket; a trigger's
  * agents in the order they are sent (send: the next to send; wait: the
  * oldest whose answer may still come, so deadlines expire in order); agent
- * i's datagram carries seq g_ft_base + i */
-static int g_ft_fd = -1;
-static size_t *g_ft_list, g_ft_n, g_ft_send, g_ft_wait; /* a ring of X_KINDS x agents */
-static size_t g_fast_pending[X_KINDS];                  /* datagrams on their way, per kind */
-static uint64_t g_ft_base, g_ft_next, *g_ft_last; /* g_ft_last: per agent, the last seq sent */
-#define FT_BATCH 256                              /* datagrams per sendmmsg / recvmmsg */
+ * i's datagram carries seq ft_base + i */
+#define FT_BATCH 256 /* datagrams per sendmmsg / recvmmsg */
+
+/* the transfers to the agents, owned by the controller (c->pool; made by
+ * ctl_agents_open, used by the control loop's thread; wake_fd by any) */
+typedef struct ctl_pool {
+    xfer *x[X_KINDS]; /* per kind, one per agent */
+    shard *sh;
+    size_t nsh, n;
+    xqueue queue, trigger_queue;
+    size_t inflight, pending[X_KINDS]; /* queued or running, per kind */
+    int ep, wake_fd;
+    int ft_fd;
+    size_t *ft_list, ft_n, ft_send, ft_wait; /* a ring of X_KINDS x agents */
+    size_t fast_pending[X_KINDS];            /* datagrams on their way, per kind */
+    uint64_t ft_base, ft_next, *ft_last;     /* ft_last: per agent, the last seq sent */
+} ctl_pool;
 
 static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
 {
@@ -122,17 +129,18 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp)
 {
     (void)e;
     shard *sh = ud;
+    ctl_pool *P = sh->pool;
     struct epoll_event ev;
     memset(&ev, 0, sizeof ev);
-    ev.data.u64 = (uint64_t)(sh - g_sh) << 32 | (uint32_t)s;
+    ev.data.u64 = (uint64_t)(sh - P->sh) << 32 | (uint32_t)s;
     if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(g_ep, EPOLL_CTL_DEL, s, NULL);
+        epoll_ctl(P->ep, EPOLL_CTL_DEL, s, NULL);
         curl_multi_assign(sh->m, s, NULL);
         return 0;
     }
     ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-    if (sockp || (epoll_ctl(g_ep, EPOLL_CTL_ADD, s, &ev) && errno == EEXIST))
-        epoll_ctl(g_ep, EPOLL_CTL_MOD, s, &ev);
+    if (sockp || (epoll_ctl(P->ep, EPOLL_CTL_ADD, s, &ev) && errno == EEXIST))
+        epoll_ctl(P->ep, EPOLL_CTL_MOD, s, &ev);
     if (!sockp) curl_multi_assign(sh->m, s, (void *)1);
     return 0;
 }
@@ -145,19 +153,30 @@ static int on_timer(CURLM *m, long timeout_ms, void *ud)
     return 0;
 }
 
+int ctl_agents_open(ctl *c)
+{
+    ctl_pool *P = calloc(1, sizeof *P);
+    if (!P) return -1;
+    P->ep = P->wake_fd = P->ft_fd = -1;
+    c->pool = P;
+    return 0;
+}
+
 /* transfers for n agents; -1 (logged) when out of memory */
 static int ensure(ctl *c, size_t n)
 {
-    if (g_n >= n) return 0;
-    if (g_n > 0) return -1; /* the agents are fixed at start-up: sized once */
-    if (g_ep < 0) {
-        g_ep = epoll_create1(EPOLL_CLOEXEC);
-        g_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ctl_pool *P = c->pool;
+    if (!P) return -1;
+    if (P->n >= n) return 0;
+    if (P->n > 0) return -1; /* the agents are fixed at start-up: sized once */
+    if (P->ep < 0) {
+        P->ep = epoll_create1(EPOLL_CLOEXEC);
+        P->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         struct epoll_event ev;
         memset(&ev, 0, sizeof ev);
         ev.events = EPOLLIN;
         ev.data.u64 = WAKE_KEY;
-        if (g_ep < 0 || g_wake_fd < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wake_fd, &ev)) {
+        if (P->ep < 0 || P->wake_fd < 0 || epoll_ctl(P->ep, EPOLL_CTL_ADD, P->wake_fd, &ev)) {
             ctl_log(c, "error: epoll: %s; no requests to the agents", strerror(errno));
             return -1;
         }
@@ -165,26 +184,27 @@ static int ensure(ctl *c, size_t n)
         ev.data.u64 = FAST_KEY;
         if (c->cfg.fast_trigger) {
             /* answers from 12,500 agents arrive within milliseconds: a large buffer */
-            if (pfi_ft_socket(NULL, 0, 32 << 20, &g_ft_fd, NULL, &e) ||
-                epoll_ctl(g_ep, EPOLL_CTL_ADD, g_ft_fd, &ev)) {
+            if (pfi_ft_socket(NULL, 0, 32 << 20, &P->ft_fd, NULL, &e) ||
+                epoll_ctl(P->ep, EPOLL_CTL_ADD, P->ft_fd, &ev)) {
                 ctl_log(c, "warning: fast trigger datagrams off: %s",
-                        g_ft_fd < 0 ? e.msg : strerror(errno));
-                if (g_ft_fd >= 0) close(g_ft_fd);
-                g_ft_fd = -1;
+                        P->ft_fd < 0 ? e.msg : strerror(errno));
+                if (P->ft_fd >= 0) close(P->ft_fd);
+                P->ft_fd = -1;
             }
         }
     }
     size_t nsh = (n + SHARD_AGENTS - 1) / SHARD_AGENTS;
-    int bad = PFI_VEC_RESIZE(g_sh, nsh, NULL) != PFI_OK;
+    int bad = PFI_VEC_RESIZE(P->sh, nsh, NULL) != PFI_OK;
     for (size_t k = 0; !bad && k < nsh; k++) {
-        shard *sh = &g_sh[k];
+        shard *sh = &P->sh[k];
+        sh->pool = P;
         sh->timer_at = -1;
         sh->done = 0;
         if (!(sh->m = curl_multi_init())) {
             bad = 1;
             break;
         }
-        g_nsh = k + 1;
+        P->nsh = k + 1;
         /* one connection per agent (host:port); every one kept between periods */
         curl_multi_setopt(sh->m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
         curl_multi_setopt(sh->m, CURLMOPT_MAXCONNECTS, (long)SHARD_AGENTS + 4);
@@ -193,15 +213,16 @@ static int ensure(ctl *c, size_t n)
         curl_multi_setopt(sh->m, CURLMOPT_TIMERFUNCTION, on_timer);
         curl_multi_setopt(sh->m, CURLMOPT_TIMERDATA, sh);
     }
-    for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(g_x[k], n, NULL) != PFI_OK;
-    bad = bad || PFI_VEC_RESIZE(g_queue.q, X_KINDS * n, NULL) != PFI_OK ||
-          PFI_VEC_RESIZE(g_ft_list, X_KINDS * n, NULL) != PFI_OK ||
-          PFI_VEC_RESIZE(g_ft_last, n, NULL) != PFI_OK ||
-          PFI_VEC_RESIZE(g_trigger_queue.q, n, NULL) != PFI_OK;
+    for (int k = 0; !bad && k < X_KINDS; k++) bad = PFI_VEC_RESIZE(P->x[k], n, NULL) != PFI_OK;
+    bad = bad || PFI_VEC_RESIZE(P->queue.q, X_KINDS * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(P->ft_list, X_KINDS * n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(P->ft_last, n, NULL) != PFI_OK ||
+          PFI_VEC_RESIZE(P->trigger_queue.q, n, NULL) != PFI_OK;
     for (size_t i = 0; !bad && i < n; i++)
         for (int k = 0; k < X_KINDS; k++) {
-            xfer *x = &g_x[k][i];
+            xfer *x = &P->x[k][i];
             memset(x, 0, sizeof *x);
+            x->pool = P;
             x->buf.max = XFER_MAX_BYTES;
             x->kind = k;
             x->agent = i;
@@ -221,31 +242,32 @@ static int ensure(ctl *c, size_t n)
             n);
         return -1;
     }
-    memset(g_ft_last, 0, n * sizeof *g_ft_last);
-    g_queue.cap = X_KINDS * n;
-    g_trigger_queue.cap = n;
-    g_n = n;
+    memset(P->ft_last, 0, n * sizeof *P->ft_last);
+    P->queue.cap = X_KINDS * n;
+    P->trigger_queue.cap = n;
+    P->n = n;
     return 0;
 }
 
 /* start queued transfers while slots are free */
 static void fill(const ctl *c)
 {
+    ctl_pool *P = c->pool;
     size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
     /* while a trigger's datagrams wait for their answers, a period's transfers wait too:
        on a busy machine they would compete with the agents' work on the caps */
-    int hold = g_fast_pending[X_TRIGGER] > 0;
-    while ((g_trigger_queue.n || (g_queue.n && !hold)) && g_inflight < max) {
-        xqueue *from = g_trigger_queue.n ? &g_trigger_queue : &g_queue;
+    int hold = P->fast_pending[X_TRIGGER] > 0;
+    while ((P->trigger_queue.n || (P->queue.n && !hold)) && P->inflight < max) {
+        xqueue *from = P->trigger_queue.n ? &P->trigger_queue : &P->queue;
         size_t q = from->q[from->head];
         from->head = (from->head + 1) % from->cap;
         from->n--;
-        xfer *x = &g_x[q / g_n][q % g_n];
+        xfer *x = &P->x[q / P->n][q % P->n];
         x->queued = 0;
         if (x->cancel) {
             x->cancel = 0;
             x->res = CURLE_ABORTED_BY_CALLBACK;
-            g_pending[x->kind]--;
+            P->pending[x->kind]--;
             continue;
         }
         x->running = 1;
@@ -254,22 +276,24 @@ static void fill(const ctl *c)
         curl_easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-        if (curl_multi_add_handle(g_sh[x->agent / SHARD_AGENTS].m, x->h) == CURLM_OK) g_inflight++;
-        else x->running = 0, x->res = CURLE_FAILED_INIT, g_pending[x->kind]--;
+        if (curl_multi_add_handle(P->sh[x->agent / SHARD_AGENTS].m, x->h) == CURLM_OK)
+            P->inflight++;
+        else x->running = 0, x->res = CURLE_FAILED_INIT, P->pending[x->kind]--;
     }
 }
 
 static void enqueue(xfer *x)
 {
+    ctl_pool *P = x->pool;
     if (x->queued || x->running) return; /* already on its way (a trigger before the last ended) */
     x->queued = 1;
     x->res = CURLE_OPERATION_TIMEDOUT;
     x->code = 0;
     x->by_datagram = 0;
     pfi_buf_clear(&x->buf);
-    xqueue *to = x->kind == X_TRIGGER ? &g_trigger_queue : &g_queue;
-    to->q[(to->head + to->n++) % to->cap] = (size_t)x->kind * g_n + x->agent;
-    g_pending[x->kind]++;
+    xqueue *to = x->kind == X_TRIGGER ? &P->trigger_queue : &P->queue;
+    to->q[(to->head + to->n++) % to->cap] = (size_t)x->kind * P->n + x->agent;
+    P->pending[x->kind]++;
 }
 
 /* TLS to an agent: its CA (else the system's) and our client certificate (mTLS) */
@@ -307,8 +331,8 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
 
 static int fast_usable(const ctl *c, int kind, size_t i, const char *body);
 static int fast_view_usable(const ctl *c, size_t i);
-static void fast_new_base(void);
-static void ft_repos(size_t at, size_t from);
+static void fast_new_base(ctl_pool *P);
+static void ft_repos(ctl_pool *P, size_t at, size_t from);
 static void fast_add(xfer *x);
 
 /* each agent's jobs (CSR: the jobs of agent i are idx[start[i] .. start[i+1])), built
@@ -341,6 +365,7 @@ static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
  * trigger's caps (trig_cap_w); the number queued */
 static size_t queue_puts(ctl *c, int kind, int release)
 {
+    ctl_pool *P = c->pool;
     size_t *start, *idx, added = 0;
     if (agent_jobs(c, &start, &idx)) {
         ctl_log(c, "error: out of memory: no caps pushed");
@@ -373,7 +398,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
             rq.jobs[rq.njobs++].cap_w = cap;
         }
         if (kind == X_TRIGGER && !rq.njobs) continue;
-        xfer *x = &g_x[kind][i];
+        xfer *x = &P->x[kind][i];
         if (x->queued || x->running) continue;
         free(x->body);
         x->body = pfi_caps_request_format(&rq);
@@ -407,23 +432,24 @@ static size_t queue_puts(ctl *c, int kind, int release)
 /* the trigger waiting (c->trigger_req): its PUTs join the transfers now */
 static void take_trigger(ctl *c)
 {
+    ctl_pool *P = c->pool;
     if (!atomic_exchange(&c->trigger_req, 0)) return;
     pthread_mutex_lock(&c->mu);
     double t0 = pfi_wall_monotonic();
     /* a period's PUTs not started yet carry caps from before the trigger: sent after it,
        they would raise what it lowered (those already sent are answered before the
        trigger's PUT on the same connection) */
-    for (size_t i = 0; i < g_n; i++)
-        if (g_x[X_PUT][i].queued) g_x[X_PUT][i].cancel = 1;
-    fast_new_base();
+    for (size_t i = 0; i < P->n; i++)
+        if (P->x[X_PUT][i].queued) P->x[X_PUT][i].cancel = 1;
+    fast_new_base(P);
     c->trigger_fast = 0;
-    size_t n0 = g_ft_n;
+    size_t n0 = P->ft_n;
     c->trigger_agents = queue_puts(c, X_TRIGGER, 0);
     /* its datagrams go out before a period's view requests not sent yet */
-    for (size_t k = n0, t = g_ft_send; k < g_ft_n && g_n; k++, t++) {
-        size_t cap = X_KINDS * g_n, *a = &g_ft_list[k % cap], *b = &g_ft_list[t % cap], q = *a;
+    for (size_t k = n0, t = P->ft_send; k < P->ft_n && P->n; k++, t++) {
+        size_t cap = X_KINDS * P->n, *a = &P->ft_list[k % cap], *b = &P->ft_list[t % cap], q = *a;
         *a = *b, *b = q;
-        ft_repos(k, t), ft_repos(t, k); /* the entries now at t and k */
+        ft_repos(P, k, t), ft_repos(P, t, k); /* the entries now at t and k */
     }
     c->trigger_build_s = pfi_wall_monotonic() - t0;
     c->trigger_failed = 0;
@@ -435,7 +461,8 @@ static void take_trigger(ctl *c)
 /* the trigger's last answer came: its summary (lock held) */
 static void trigger_done(ctl *c)
 {
-    if (g_pending[X_TRIGGER] != 0) return;
+    ctl_pool *P = c->pool;
+    if (P->pending[X_TRIGGER] != 0) return;
     ctl_log(c,
             "trigger %s: caps pushed to %zu agents in %.1f ms (%zu by datagram; %zu failed); "
             "every cap written %.1f ms after the trigger (requests built in %.1f ms)",
@@ -449,8 +476,9 @@ static void trigger_done(ctl *c)
 static void put_result(ctl *c, xfer *x, double now, int answered, long code, const char *why,
                        const char *body)
 {
+    ctl_pool *P = c->pool;
     ctl_agent *a = &c->agent[x->agent];
-    xfer *put = &g_x[X_PUT][x->agent];
+    xfer *put = &P->x[X_PUT][x->agent];
     free(put->sent); /* what the agent holds now: this body (a period's), else unknown */
     put->sent = NULL;
     if (answered && code == 200 && x->kind == X_PUT && !x->release) {
@@ -510,37 +538,39 @@ static void put_done(ctl *c, xfer *x, double now)
  * stale at the agent, and it is not sent again by HTTP) */
 static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
 {
+    ctl_pool *P = c->pool;
     const ctl_agent *a = &c->agent[i];
-    if (g_ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
+    if (P->ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
         a->client_cert || strlen(body) > PFI_FT_MAX_BODY)
         return 0;
     if (kind == X_PUT) return c->cfg.fast_collect; /* a period's caps: with its views */
-    return c->cfg.fast_trigger && !g_x[X_PUT][i].running &&
-           !(g_x[X_PUT][i].queued && !g_x[X_PUT][i].cancel);
+    return c->cfg.fast_trigger && !P->x[X_PUT][i].running &&
+           !(P->x[X_PUT][i].queued && !P->x[X_PUT][i].cancel);
 }
 
-/* a new base for seqs: agent i's next datagram carries g_ft_base + i, a
+/* a new base for seqs: agent i's next datagram carries P->ft_base + i, a
  * multiple of the agents, so an answer's seq names its agent; microseconds
  * of the wall clock, increasing */
-static void fast_new_base(void)
+static void fast_new_base(ctl_pool *P)
 {
-    uint64_t n = g_n ? g_n : 1, t = pfi_ft_now_us();
-    g_ft_base = ((t > g_ft_next ? t : g_ft_next) + n - 1) / n * n;
-    g_ft_next = g_ft_base + n;
+    uint64_t n = P->n ? P->n : 1, t = pfi_ft_now_us();
+    P->ft_base = ((t > P->ft_next ? t : P->ft_next) + n - 1) / n * n;
+    P->ft_next = P->ft_base + n;
 }
 
 /* the live entry now at ring position at, moved there from from */
-static void ft_repos(size_t at, size_t from)
+static void ft_repos(ctl_pool *P, size_t at, size_t from)
 {
-    size_t e = g_ft_list[at % (X_KINDS * g_n)];
-    xfer *y = &g_x[e / g_n][e % g_n];
+    size_t e = P->ft_list[at % (X_KINDS * P->n)];
+    xfer *y = &P->x[e / P->n][e % P->n];
     if (y->fast && y->ft_pos == from) y->ft_pos = at;
 }
 
 /* on its way by datagram (or, when the ring is full of entries still waiting, by HTTP) */
 static void fast_add(xfer *x)
 {
-    if (g_ft_n - g_ft_wait >= X_KINDS * g_n) { /* an old one's answer still out: keep it */
+    ctl_pool *P = x->pool;
+    if (P->ft_n - P->ft_wait >= X_KINDS * P->n) { /* an old one's answer still out: keep it */
         enqueue(x);
         return;
     }
@@ -548,28 +578,29 @@ static void fast_add(xfer *x)
     x->fast_sent = 0;
     x->fast_seq = 0;
     x->queued = 1; /* on its way: not queued again until it ends */
-    x->ft_pos = g_ft_n;
-    g_ft_list[g_ft_n++ % (X_KINDS * g_n)] = (size_t)x->kind * g_n + x->agent;
-    g_pending[x->kind]++;
-    g_fast_pending[x->kind]++;
+    x->ft_pos = P->ft_n;
+    P->ft_list[P->ft_n++ % (X_KINDS * P->n)] = (size_t)x->kind * P->n + x->agent;
+    P->pending[x->kind]++;
+    P->fast_pending[x->kind]++;
 }
 
 /* the transfer at ring position k, NULL when that entry is dead (it ended, or
  * the transfer went on its way again from a later position) */
-static xfer *fast_at(size_t k)
+static xfer *fast_at(ctl_pool *P, size_t k)
 {
-    size_t q = g_ft_list[k % (X_KINDS * g_n)];
-    xfer *x = &g_x[q / g_n][q % g_n];
+    size_t q = P->ft_list[k % (X_KINDS * P->n)];
+    xfer *x = &P->x[q / P->n][q % P->n];
     return x->fast && x->ft_pos == k ? x : NULL;
 }
 
 /* a datagram that ended (answered, or given up): no longer on its way */
 static void fast_end(xfer *x)
 {
+    ctl_pool *P = x->pool;
     x->fast = 0;
     x->queued = 0;
-    g_pending[x->kind]--;
-    g_fast_pending[x->kind]--;
+    P->pending[x->kind]--;
+    P->fast_pending[x->kind]--;
 }
 
 /* send the next FT_BATCH datagrams not sent yet; the time to call again
@@ -578,14 +609,15 @@ static void fast_end(xfer *x)
  * trigger's, with a higher seq, they would raise what it lowered. */
 static double fast_send(ctl *c)
 {
+    ctl_pool *P = c->pool;
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
     struct sockaddr_in to[FT_BATCH];
     xfer *bx[FT_BATCH];
-    size_t pos[FT_BATCH], nb = 0, k = g_ft_send;
-    for (; k < g_ft_n && nb < FT_BATCH; k++) {
-        xfer *x = fast_at(k);
+    size_t pos[FT_BATCH], nb = 0, k = P->ft_send;
+    for (; k < P->ft_n && nb < FT_BATCH; k++) {
+        xfer *x = fast_at(P, k);
         if (!x) continue;
         if (x->kind == X_PUT && x->cancel) {
             fast_end(x);
@@ -596,8 +628,8 @@ static double fast_send(ctl *c)
         const ctl_agent *a = &c->agent[x->agent];
         /* its seq, given as it is sent (a trigger's datagrams overtake views not sent yet):
            above the last this agent was sent */
-        if (g_ft_base + x->agent <= g_ft_last[x->agent]) fast_new_base();
-        x->fast_seq = g_ft_last[x->agent] = g_ft_base + x->agent;
+        if (P->ft_base + x->agent <= P->ft_last[x->agent]) fast_new_base(P);
+        x->fast_seq = P->ft_last[x->agent] = P->ft_base + x->agent;
         pfi_ft_msg m = {PFI_FT_REQUEST, 0, x->fast_seq, x->body, 0};
         char path[600];
         if (x->kind == X_GET) { /* the request target, as the GET's (an agent behind a path) */
@@ -622,13 +654,13 @@ static double fast_send(ctl *c)
         pos[nb++] = k;
     }
     if (!nb) {
-        g_ft_send = k; /* dead or cancelled entries only */
+        P->ft_send = k; /* dead or cancelled entries only */
         return INFINITY;
     }
-    int sent = sendmmsg(g_ft_fd, mm, (unsigned)nb, 0);
+    int sent = sendmmsg(P->ft_fd, mm, (unsigned)nb, 0);
     double now = pfi_wall_monotonic();
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
-        g_ft_send = pos[0];
+        P->ft_send = pos[0];
         return now + 0.001;
     }
     /* the first one failed (sent < 0): its deadline is now, so it goes by HTTP */
@@ -639,7 +671,7 @@ static double fast_send(ctl *c)
         bx[q]->fast_deadline = sent > 0 ? now + c->cfg.fast_trigger_ack_s : now;
         views += sent > 0 && bx[q]->kind == X_GET;
     }
-    g_ft_send = done < nb ? pos[done] : k;
+    P->ft_send = done < nb ? pos[done] : k;
     pthread_mutex_lock(&c->mu); /* the counters /metrics reads */
     c->fast_sent[0] += (sent > 0 ? (unsigned long long)sent : 0) - views;
     c->fast_sent[1] += views;
@@ -650,11 +682,12 @@ static double fast_send(ctl *c)
 /* an answer to agent i's datagram (seq), checked: its transfer, else NULL */
 static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft_msg *m)
 {
-    if (len < PFI_FT_HEADER_BYTES || !g_n) return NULL;
+    ctl_pool *P = c->pool;
+    if (len < PFI_FT_HEADER_BYTES || !P->n) return NULL;
     uint64_t seq = 0;
     for (int b = 8; b < 16; b++) seq = seq << 8 | d[b];
     for (int kind = 0; kind < X_KINDS; kind++) {
-        xfer *x = &g_x[kind][seq % g_n];
+        xfer *x = &P->x[kind][seq % P->n];
         pfi_error e;
         if (x->fast && x->fast_sent && x->fast_seq == seq &&
             !pfi_ft_decode(d, len, c->agent[x->agent].token, m, &e) && m->type == PFI_FT_ANSWER)
@@ -666,6 +699,7 @@ static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft
 /* the answers waiting on the socket */
 static void fast_recv(ctl *c)
 {
+    ctl_pool *P = c->pool;
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES + 1];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
@@ -677,7 +711,7 @@ static void fast_recv(ctl *c)
             mm[k].msg_hdr.msg_iov = &iov[k];
             mm[k].msg_hdr.msg_iovlen = 1;
         }
-        int n = recvmmsg(g_ft_fd, mm, FT_BATCH, MSG_DONTWAIT, NULL);
+        int n = recvmmsg(P->ft_fd, mm, FT_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0) return;
         int locked = 0;
         double now = 0;
@@ -722,12 +756,13 @@ static void fast_recv(ctl *c)
  * next deadline (+inf: none) */
 static double fast_expire(ctl *c)
 {
+    ctl_pool *P = c->pool;
     double now = pfi_wall_monotonic();
     size_t late[X_KINDS] = {0};
-    while (g_ft_wait < g_ft_send) {
-        xfer *x = fast_at(g_ft_wait);
+    while (P->ft_wait < P->ft_send) {
+        xfer *x = fast_at(P, P->ft_wait);
         if (x && x->fast_sent && x->fast_deadline > now) break;
-        g_ft_wait++;
+        P->ft_wait++;
         if (!x || !x->fast_sent) continue; /* answered, moved on, or not sent yet (see fast_send) */
         fast_end(x);
         ctl_agent *ag = &c->agent[x->agent];
@@ -770,19 +805,20 @@ static double fast_expire(ctl *c)
                     late[X_GET], 1000 * c->cfg.fast_trigger_ack_s);
         pthread_mutex_unlock(&c->mu);
     }
-    if (g_ft_wait == g_ft_n) g_ft_wait = g_ft_send = g_ft_n = 0; /* none on its way */
-    xfer *head = g_ft_wait < g_ft_send ? fast_at(g_ft_wait) : NULL;
-    return head ? head->fast_deadline : g_ft_wait < g_ft_send ? pfi_wall_monotonic() : INFINITY;
+    if (P->ft_wait == P->ft_n) P->ft_wait = P->ft_send = P->ft_n = 0; /* none on its way */
+    xfer *head = P->ft_wait < P->ft_send ? fast_at(P, P->ft_wait) : NULL;
+    return head ? head->fast_deadline : P->ft_wait < P->ft_send ? pfi_wall_monotonic() : INFINITY;
 }
 
 /* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */
 static void reap(ctl *c)
 {
+    ctl_pool *P = c->pool;
     CURLMsg *m;
     int left, locked = 0;
     double now = 0;
-    for (size_t k = 0; k < g_nsh; k++) {
-        shard *sh = &g_sh[k];
+    for (size_t k = 0; k < P->nsh; k++) {
+        shard *sh = &P->sh[k];
         if (!sh->done) continue;
         sh->done = 0;
         while ((m = curl_multi_info_read(sh->m, &left))) {
@@ -792,8 +828,8 @@ static void reap(ctl *c)
             x->res = m->data.result;
             x->running = 0;
             curl_multi_remove_handle(sh->m, x->h);
-            g_inflight--;
-            g_pending[x->kind]--;
+            P->inflight--;
+            P->pending[x->kind]--;
             curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->code);
             if (x->kind == X_GET) continue;
             if (!locked) pthread_mutex_lock(&c->mu), locked = 1, now = pfi_clock_now();
@@ -807,6 +843,7 @@ static void reap(ctl *c)
  * a trigger that arrives meanwhile joins at once */
 static void run_until(ctl *c, int kind)
 {
+    ctl_pool *P = c->pool;
     struct epoll_event ev[512];
     int running;
     for (;;) {
@@ -815,16 +852,16 @@ static void run_until(ctl *c, int kind)
         /* a trigger's datagrams first, all of them, with their answers read between
            batches: the collection's transfers wait (a trigger's caps come first) */
         double ft_next = INFINITY;
-        while (g_ft_fd >= 0 && g_ft_send < g_ft_n && !isfinite(ft_next = fast_send(c)))
+        while (P->ft_fd >= 0 && P->ft_send < P->ft_n && !isfinite(ft_next = fast_send(c)))
             fast_recv(c);
-        if (g_ft_fd >= 0) {
+        if (P->ft_fd >= 0) {
             fast_recv(c);
             ft_next = fmin(ft_next, fast_expire(c));
         }
         fill(c); /* datagrams that fell back to HTTP */
         double now = pfi_wall_monotonic(), next = fmin(now + 0.05, ft_next);
-        for (size_t k = 0; k < g_nsh; k++) {
-            shard *sh = &g_sh[k];
+        for (size_t k = 0; k < P->nsh; k++) {
+            shard *sh = &P->sh[k];
             if (sh->timer_at >= 0 && now >= sh->timer_at) {
                 sh->timer_at = -1;
                 curl_multi_socket_action(sh->m, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -836,15 +873,15 @@ static void run_until(ctl *c, int kind)
         fill(c);
         size_t left = 0;
         for (int k = 0; k < X_KINDS; k++)
-            if (kind == X_KINDS || k == kind) left += g_pending[k];
-        if (g_ft_send < g_ft_n) left++; /* datagrams not sent yet */
+            if (kind == X_KINDS || k == kind) left += P->pending[k];
+        if (P->ft_send < P->ft_n) left++; /* datagrams not sent yet */
         if (!left) break;
         double wait_s = next - pfi_wall_monotonic();
-        int n = epoll_wait(g_ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
+        int n = epoll_wait(P->ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
         for (int i = 0; i < n; i++) {
             if (ev[i].data.u64 == WAKE_KEY) {
                 uint64_t v;
-                if (read(g_wake_fd, &v, sizeof v) < 0) { /* drained */
+                if (read(P->wake_fd, &v, sizeof v) < 0) { /* drained */
                 }
                 continue;
             }
@@ -852,7 +889,7 @@ static void run_until(ctl *c, int kind)
                 fast_recv(c);
                 continue;
             }
-            shard *sh = &g_sh[ev[i].data.u64 >> 32];
+            shard *sh = &P->sh[ev[i].data.u64 >> 32];
             int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                        (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                        (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
@@ -864,16 +901,18 @@ static void run_until(ctl *c, int kind)
     }
 }
 
-void ctl_agents_wake(void)
+void ctl_agents_wake(ctl *c)
 {
+    ctl_pool *P = c->pool;
     uint64_t one = 1;
-    if (g_wake_fd >= 0 && write(g_wake_fd, &one, sizeof one) < 0) { /* already signalled */
+    if (P && P->wake_fd >= 0 && write(P->wake_fd, &one, sizeof one) < 0) { /* already signalled */
     }
 }
 
 void ctl_agents_service(ctl *c)
 {
-    if (ensure(c, c->nagents) || (!atomic_load(&c->trigger_req) && !g_pending[X_TRIGGER])) return;
+    ctl_pool *P = c->pool;
+    if (ensure(c, c->nagents) || (!atomic_load(&c->trigger_req) && !P->pending[X_TRIGGER])) return;
     run_until(c, X_TRIGGER);
 }
 
@@ -885,9 +924,10 @@ void ctl_agents_service(ctl *c)
  * is read by HTTP at once anyway) */
 static int fast_view_usable(const ctl *c, size_t i)
 {
+    ctl_pool *P = c->pool;
     const ctl_agent *a = &c->agent[i];
-    return g_ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
-           a->token[0] && a->fast_misses < 3 && !a->client_cert && !g_x[X_GET][i].full_node &&
+    return P->ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
+           a->token[0] && a->fast_misses < 3 && !a->client_cert && !P->x[X_GET][i].full_node &&
            (c->cycles + i) % 16 != 0;
 }
 
@@ -920,9 +960,10 @@ static void view_modes(ctl *c)
 /* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
 static void views_again(ctl *c)
 {
+    ctl_pool *P = c->pool;
     size_t older = 0;
     for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
+        xfer *x = &P->x[X_GET][i];
         if (x->res != CURLE_OK || x->code != 404 || x->full_node || x->by_datagram) continue;
         char url[600];
         snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
@@ -940,10 +981,11 @@ static void views_again(ctl *c)
 /* the parsed views into the agents (lock taken): up, back, unreachable */
 static void take_views(ctl *c, json_t **node)
 {
+    ctl_pool *P = c->pool;
     double now = pfi_clock_now();
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
+        xfer *x = &P->x[X_GET][i];
         ctl_agent *a = &c->agent[i];
         json_t *nd = node ? node[i] : NULL;
         if (nd && json_is_array(json_object_get(nd, "gpus"))) {
@@ -980,11 +1022,12 @@ static void take_views(ctl *c, json_t **node)
 
 void ctl_agents_collect(ctl *c)
 {
+    ctl_pool *P = c->pool;
     if (ensure(c, c->nagents)) return;
-    fast_new_base();
+    fast_new_base(P);
     view_modes(c);
     for (size_t i = 0; i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
+        xfer *x = &P->x[X_GET][i];
         if (!x->set_up) {
             char url[600];
             snprintf(url, sizeof url, "%s/v1/control", c->agent[i].url);
@@ -1008,7 +1051,7 @@ void ctl_agents_collect(ctl *c)
     /* the answers parsed outside the lock */
     json_t **node = calloc(c->nagents + 1, sizeof *node);
     for (size_t i = 0; node && i < c->nagents; i++) {
-        xfer *x = &g_x[X_GET][i];
+        xfer *x = &P->x[X_GET][i];
         node[i] =
             x->res == CURLE_OK && x->code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
     }
@@ -1018,8 +1061,9 @@ void ctl_agents_collect(ctl *c)
 
 void ctl_agents_push(ctl *c, int release)
 {
+    ctl_pool *P = c->pool;
     if (ensure(c, c->nagents)) return;
-    fast_new_base(); /* the caps' datagrams carry seqs above the views' */
+    fast_new_base(P); /* the caps' datagrams carry seqs above the views' */
     pthread_mutex_lock(&c->mu);
     size_t added = queue_puts(c, X_PUT, release);
     pthread_mutex_unlock(&c->mu);

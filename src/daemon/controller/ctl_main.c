@@ -413,7 +413,7 @@ static int open_state(ctl *c, const ctl_args *A)
     } else {
         ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
     }
-    if (load_agents(c)) return -1;
+    if (load_agents(c) || ctl_agents_open(c)) return -1;
     if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return -1;
     next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);

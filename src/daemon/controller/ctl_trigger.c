@@ -25,6 +25,6 @@ int ctl_trigger(ctl *c, const char *id, double cut_pct, pfi_error *err)
     ctl_log(c, "trigger %s: %.1f%% cut, caps for %zu jobs from the %s (plan of %.0f s ago)", id,
             cut_pct, capped, how, isfinite(c->st.plan_t) ? pfi_clock_now() - c->st.plan_t : NAN);
     atomic_store(&c->trigger_req, 1);
-    ctl_agents_wake();
+    ctl_agents_wake(c);
     return 0;
 }
