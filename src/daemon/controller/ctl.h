@@ -98,38 +98,53 @@ typedef struct ctl_agent {
     char err[256];
 } ctl_agent;
 
-/* The controller: its configuration (cfg, read at start), the decision's
- * state (st, ctl_state.h: what ctl_decide reads and writes), and the I/O
- * around them: the agents, SQLite, HTTP, the VTN thread, the counters. The
- * mutex guards st, the agents' views and the counters; the HTTP handlers and
- * the loop share it. */
-typedef struct ctl {
-    ctl_cfg cfg;
+/* The controller's I/O: the agents and the transfers to them, SQLite,
+ * the HTTP API, the VTN thread, the log, the period's buffers */
+typedef struct ctl_io {
     pfi_daemon_log *log; /* NULL: standard error (tests) */
-    ctl_state st;
-    pfi_modelfile model, curve_model;
-    int have_model, have_curve_model;
-    pthread_mutex_t mu;
+    ctl_agent *agent;
+    size_t nagents;
+    struct ctl_pool *pool; /* the transfers to the agents (ctl_agents.c) */
     /* the period (ctl_period.c): its inputs and its last decision; the
        loop's thread only, under the lock */
     ctl_inputs in;
     ctl_decision dec;
+    /* SQLite: the HTTP handlers' connection (under the lock) and the
+       period's own (ctl_persist.c, the loop's thread) */
+    sqlite3 *db, *pdb;
+    sqlite3_stmt *job_sample_stmt; /* on pdb, prepared once */
+    char token[PFI_TOKEN_MAX + 1];
+    int have_token;
+    struct pfi_httpd *httpd;
+    int port;
+    /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
+       the webhook accepts besides token ("": none); its thread */
+    char callback_token[PFI_TOKEN_MAX + 1];
+    pthread_t vtn_thread;
+    int vtn_running;
+    atomic_int vtn_stop;
+} ctl_io;
+
+/* The controller in three parts: its configuration (cfg and the models it
+ * names, read at start), the decision's state (st, ctl_state.h: what
+ * ctl_decide reads and writes), its I/O (io); and what the API reports of
+ * the loop (timings, counters, the status history). The mutex guards st,
+ * the agents' views and what is reported; the HTTP handlers and the loop
+ * share it. */
+typedef struct ctl {
+    ctl_cfg cfg;
+    pfi_modelfile model, curve_model;
+    int have_model, have_curve_model;
+    ctl_state st;
+    ctl_io io;
+    pthread_mutex_t mu;
     int wake;          /* run a period now (an event that starts now arrived) */
     double loop_s;     /* wall time of the last whole period */
     double phase_s[4]; /* its steps (CTL_PH_*) */
     double cycle_s;    /* the decision's share */
     double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
     size_t hist_n;
-    /* SQLite: the HTTP handlers' connection (under the lock) and the
-       period's own (ctl_persist.c, the loop's thread) */
-    sqlite3 *db, *pdb;
-    sqlite3_stmt *job_sample_stmt; /* on pdb, prepared once */
-    atomic_ullong db_errors;       /* periods whose rows were not stored */
-    char token[PFI_TOKEN_MAX + 1];
-    int have_token;
-    ctl_agent *agent;
-    size_t nagents;
-    struct ctl_pool *pool; /* the transfers to the agents (ctl_agents.c) */
+    atomic_ullong db_errors; /* periods whose rows were not stored */
     /* triggers: one waiting for the network (ctl_agents.c), the last one's timing */
     atomic_int trigger_req;
     double trigger_t0, trigger_push_s; /* wall (monotonic) time it came; to its last answer */
@@ -144,14 +159,6 @@ typedef struct ctl {
     pfi_oadr_book oadr_book;                             /* OpenADR versions seen */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
-    struct pfi_httpd *httpd;
-    int port;
-    /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
-       the webhook accepts besides token ("": none); its thread */
-    char callback_token[PFI_TOKEN_MAX + 1];
-    pthread_t vtn_thread;
-    int vtn_running;
-    atomic_int vtn_stop;
 } ctl;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",

@@ -103,7 +103,7 @@ typedef struct xqueue {
  * i's datagram carries seq ft_base + i */
 #define FT_BATCH 256 /* datagrams per sendmmsg / recvmmsg */
 
-/* the transfers to the agents, owned by the controller (c->pool; made by
+/* the transfers to the agents, owned by the controller (c->io.pool; made by
  * ctl_agents_open, used by the control loop's thread; wake_fd by any) */
 typedef struct ctl_pool {
     xfer *x[X_KINDS]; /* per kind, one per agent */
@@ -158,14 +158,14 @@ int ctl_agents_open(ctl *c)
     ctl_pool *P = calloc(1, sizeof *P);
     if (!P) return -1;
     P->ep = P->wake_fd = P->ft_fd = -1;
-    c->pool = P;
+    c->io.pool = P;
     return 0;
 }
 
 /* transfers for n agents; -1 (logged) when out of memory */
 static int ensure(ctl *c, size_t n)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     if (!P) return -1;
     if (P->n >= n) return 0;
     if (P->n > 0) return -1; /* the agents are fixed at start-up: sized once */
@@ -252,7 +252,7 @@ static int ensure(ctl *c, size_t n)
 /* start queued transfers while slots are free */
 static void fill(const ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     size_t max = c->cfg.agent_concurrency > 0 ? (size_t)c->cfg.agent_concurrency : 1024;
     /* while a trigger's datagrams wait for their answers, a period's transfers wait too:
        on a busy machine they would compete with the agents' work on the caps */
@@ -341,16 +341,16 @@ static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
 {
     size_t total = 0;
     for (size_t k = 0; k < c->st.njobs; k++) total += c->st.job[k].nagent;
-    *start = calloc(c->nagents + 1, sizeof **start);
+    *start = calloc(c->io.nagents + 1, sizeof **start);
     *idx = calloc(total + 1, sizeof **idx);
-    size_t *fillp = calloc(c->nagents + 1, sizeof *fillp);
+    size_t *fillp = calloc(c->io.nagents + 1, sizeof *fillp);
     if (!*start || !*idx || !fillp) {
         free(*start), free(*idx), free(fillp);
         return -1;
     }
     for (size_t k = 0; k < c->st.njobs; k++)
         for (size_t q = 0; q < c->st.job[k].nagent; q++) (*start)[c->st.job[k].agent_idx[q] + 1]++;
-    for (size_t i = 0; i < c->nagents; i++) (*start)[i + 1] += (*start)[i];
+    for (size_t i = 0; i < c->io.nagents; i++) (*start)[i + 1] += (*start)[i];
     for (size_t k = 0; k < c->st.njobs; k++)
         for (size_t q = 0; q < c->st.job[k].nagent; q++) {
             size_t i = (size_t)c->st.job[k].agent_idx[q];
@@ -365,7 +365,7 @@ static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
  * trigger's caps (trig_cap_w); the number queued */
 static size_t queue_puts(ctl *c, int kind, int release)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     size_t *start, *idx, added = 0;
     if (agent_jobs(c, &start, &idx)) {
         ctl_log(c, "error: out of memory: no caps pushed");
@@ -376,8 +376,8 @@ static size_t queue_puts(ctl *c, int kind, int release)
     host[sizeof host - 1] = '\0';
     static pfi_caps_request rq; /* 35 kB, zeroed once; only the loop's thread is here */
     double now = pfi_clock_now();
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *a = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *a = &c->io.agent[i];
         if (!a->up || (release && !a->pushed)) continue;
         rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
         rq.lease_s = release ? 1 : c->cfg.lease_s;
@@ -432,7 +432,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
 /* the trigger waiting (c->trigger_req): its PUTs join the transfers now */
 static void take_trigger(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     if (!atomic_exchange(&c->trigger_req, 0)) return;
     pthread_mutex_lock(&c->mu);
     double t0 = pfi_wall_monotonic();
@@ -461,7 +461,7 @@ static void take_trigger(ctl *c)
 /* the trigger's last answer came: its summary (lock held) */
 static void trigger_done(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     if (P->pending[X_TRIGGER] != 0) return;
     ctl_log(c,
             "trigger %s: caps pushed to %zu agents in %.1f ms (%zu by datagram; %zu failed); "
@@ -476,8 +476,8 @@ static void trigger_done(ctl *c)
 static void put_result(ctl *c, xfer *x, double now, int answered, long code, const char *why,
                        const char *body)
 {
-    ctl_pool *P = c->pool;
-    ctl_agent *a = &c->agent[x->agent];
+    ctl_pool *P = c->io.pool;
+    ctl_agent *a = &c->io.agent[x->agent];
     xfer *put = &P->x[X_PUT][x->agent];
     free(put->sent); /* what the agent holds now: this body (a period's), else unknown */
     put->sent = NULL;
@@ -538,8 +538,8 @@ static void put_done(ctl *c, xfer *x, double now)
  * stale at the agent, and it is not sent again by HTTP) */
 static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
 {
-    ctl_pool *P = c->pool;
-    const ctl_agent *a = &c->agent[i];
+    ctl_pool *P = c->io.pool;
+    const ctl_agent *a = &c->io.agent[i];
     if (P->ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
         a->client_cert || strlen(body) > PFI_FT_MAX_BODY)
         return 0;
@@ -609,7 +609,7 @@ static void fast_end(xfer *x)
  * trigger's, with a higher seq, they would raise what it lowered. */
 static double fast_send(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
@@ -625,7 +625,7 @@ static double fast_send(ctl *c)
             x->res = CURLE_ABORTED_BY_CALLBACK;
             continue;
         }
-        const ctl_agent *a = &c->agent[x->agent];
+        const ctl_agent *a = &c->io.agent[x->agent];
         /* its seq, given as it is sent (a trigger's datagrams overtake views not sent yet):
            above the last this agent was sent */
         if (P->ft_base + x->agent <= P->ft_last[x->agent]) fast_new_base(P);
@@ -682,7 +682,7 @@ static double fast_send(ctl *c)
 /* an answer to agent i's datagram (seq), checked: its transfer, else NULL */
 static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft_msg *m)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     if (len < PFI_FT_HEADER_BYTES || !P->n) return NULL;
     uint64_t seq = 0;
     for (int b = 8; b < 16; b++) seq = seq << 8 | d[b];
@@ -690,7 +690,7 @@ static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft
         xfer *x = &P->x[kind][seq % P->n];
         pfi_error e;
         if (x->fast && x->fast_sent && x->fast_seq == seq &&
-            !pfi_ft_decode(d, len, c->agent[x->agent].token, m, &e) && m->type == PFI_FT_ANSWER)
+            !pfi_ft_decode(d, len, c->io.agent[x->agent].token, m, &e) && m->type == PFI_FT_ANSWER)
             return x;
     }
     return NULL; /* late (already sent by HTTP), or not from the agent */
@@ -699,7 +699,7 @@ static xfer *fast_match(const ctl *c, const unsigned char *d, size_t len, pfi_ft
 /* the answers waiting on the socket */
 static void fast_recv(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     static unsigned char dg[FT_BATCH][PFI_FT_MAX_BYTES + 1];
     struct mmsghdr mm[FT_BATCH];
     struct iovec iov[FT_BATCH];
@@ -722,11 +722,11 @@ static void fast_recv(ctl *c)
                                                           : fast_match(c, dg[k], mm[k].msg_len, &m);
             if (!x) continue;
             fast_end(x);
-            if (c->agent[x->agent].fast_probe_at > 0) { /* it was HTTP only */
-                ctl_log(c, "agent %s answers datagrams again", c->agent[x->agent].name);
-                c->agent[x->agent].fast_probe_at = 0;
+            if (c->io.agent[x->agent].fast_probe_at > 0) { /* it was HTTP only */
+                ctl_log(c, "agent %s answers datagrams again", c->io.agent[x->agent].name);
+                c->io.agent[x->agent].fast_probe_at = 0;
             }
-            c->agent[x->agent].fast_misses = 0; /* only this thread writes it */
+            c->io.agent[x->agent].fast_misses = 0; /* only this thread writes it */
             if (x->kind == X_GET) {
                 views++;
                 /* the view as a GET's answer; one that did not fit: by HTTP */
@@ -756,7 +756,7 @@ static void fast_recv(ctl *c)
  * next deadline (+inf: none) */
 static double fast_expire(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     double now = pfi_wall_monotonic();
     size_t late[X_KINDS] = {0};
     while (P->ft_wait < P->ft_send) {
@@ -765,7 +765,7 @@ static double fast_expire(ctl *c)
         P->ft_wait++;
         if (!x || !x->fast_sent) continue; /* answered, moved on, or not sent yet (see fast_send) */
         fast_end(x);
-        ctl_agent *ag = &c->agent[x->agent];
+        ctl_agent *ag = &c->io.agent[x->agent];
         if (++ag->fast_misses == 3) {
             /* HTTP only from now on, but not for good: a clock step or a
                lost burst is enough for 3 misses; a datagram is tried again
@@ -813,7 +813,7 @@ static double fast_expire(ctl *c)
 /* collect what ended; PUT results are stored at once (GETs by ctl_agents_collect) */
 static void reap(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     CURLMsg *m;
     int left, locked = 0;
     double now = 0;
@@ -843,7 +843,7 @@ static void reap(ctl *c)
  * a trigger that arrives meanwhile joins at once */
 static void run_until(ctl *c, int kind)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     struct epoll_event ev[512];
     int running;
     for (;;) {
@@ -903,7 +903,7 @@ static void run_until(ctl *c, int kind)
 
 void ctl_agents_wake(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     uint64_t one = 1;
     if (P && P->wake_fd >= 0 && write(P->wake_fd, &one, sizeof one) < 0) { /* already signalled */
     }
@@ -911,8 +911,9 @@ void ctl_agents_wake(ctl *c)
 
 void ctl_agents_service(ctl *c)
 {
-    ctl_pool *P = c->pool;
-    if (ensure(c, c->nagents) || (!atomic_load(&c->trigger_req) && !P->pending[X_TRIGGER])) return;
+    ctl_pool *P = c->io.pool;
+    if (ensure(c, c->io.nagents) || (!atomic_load(&c->trigger_req) && !P->pending[X_TRIGGER]))
+        return;
     run_until(c, X_TRIGGER);
 }
 
@@ -924,8 +925,8 @@ void ctl_agents_service(ctl *c)
  * is read by HTTP at once anyway) */
 static int fast_view_usable(const ctl *c, size_t i)
 {
-    ctl_pool *P = c->pool;
-    const ctl_agent *a = &c->agent[i];
+    ctl_pool *P = c->io.pool;
+    const ctl_agent *a = &c->io.agent[i];
     return P->ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
            a->token[0] && a->fast_misses < 3 && !a->client_cert && !P->x[X_GET][i].full_node &&
            (c->cycles + i) % 16 != 0;
@@ -936,8 +937,8 @@ static int fast_view_usable(const ctl *c, size_t i)
 static void view_modes(ctl *c)
 {
     double mono = pfi_wall_monotonic();
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *ag = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *ag = &c->io.agent[i];
         /* HTTP only after 3 misses: one datagram again when the probe is due
            (answered: misses back to 0; missed: 3 again, next probe later) */
         if (ag->fast_misses >= 3 && ag->fast_probe_at > 0 && mono >= ag->fast_probe_at) {
@@ -960,17 +961,18 @@ static void view_modes(ctl *c)
 /* an agent without GET /v1/control (older than it): /v1/node from now on, at once */
 static void views_again(ctl *c)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     size_t older = 0;
-    for (size_t i = 0; i < c->nagents; i++) {
+    for (size_t i = 0; i < c->io.nagents; i++) {
         xfer *x = &P->x[X_GET][i];
         if (x->res != CURLE_OK || x->code != 404 || x->full_node || x->by_datagram) continue;
         char url[600];
-        snprintf(url, sizeof url, "%s/v1/node", c->agent[i].url);
+        snprintf(url, sizeof url, "%s/v1/node", c->io.agent[i].url);
         curl_easy_setopt(x->h, CURLOPT_URL, url);
         x->full_node = 1;
         pthread_mutex_lock(&c->mu);
-        ctl_log(c, "agent %s has no GET /v1/control (404): reading GET /v1/node", c->agent[i].name);
+        ctl_log(c, "agent %s has no GET /v1/control (404): reading GET /v1/node",
+                c->io.agent[i].name);
         pthread_mutex_unlock(&c->mu);
         enqueue(x);
         older++;
@@ -981,12 +983,12 @@ static void views_again(ctl *c)
 /* the parsed views into the agents (lock taken): up, back, unreachable */
 static void take_views(ctl *c, json_t **node)
 {
-    ctl_pool *P = c->pool;
+    ctl_pool *P = c->io.pool;
     double now = pfi_clock_now();
     pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->nagents; i++) {
+    for (size_t i = 0; i < c->io.nagents; i++) {
         xfer *x = &P->x[X_GET][i];
-        ctl_agent *a = &c->agent[i];
+        ctl_agent *a = &c->io.agent[i];
         json_t *nd = node ? node[i] : NULL;
         if (nd && json_is_array(json_object_get(nd, "gpus"))) {
             if (!a->up)
@@ -1022,22 +1024,22 @@ static void take_views(ctl *c, json_t **node)
 
 void ctl_agents_collect(ctl *c)
 {
-    ctl_pool *P = c->pool;
-    if (ensure(c, c->nagents)) return;
+    ctl_pool *P = c->io.pool;
+    if (ensure(c, c->io.nagents)) return;
     fast_new_base(P);
     view_modes(c);
-    for (size_t i = 0; i < c->nagents; i++) {
+    for (size_t i = 0; i < c->io.nagents; i++) {
         xfer *x = &P->x[X_GET][i];
         if (!x->set_up) {
             char url[600];
-            snprintf(url, sizeof url, "%s/v1/control", c->agent[i].url);
+            snprintf(url, sizeof url, "%s/v1/control", c->io.agent[i].url);
             curl_easy_setopt(x->h, CURLOPT_URL, url);
             curl_easy_setopt(x->h, CURLOPT_HTTPGET, 1L);
-            tls_opts(x->h, &c->agent[i]);
+            tls_opts(x->h, &c->io.agent[i]);
             /* reads carry the read token when one is configured (never the control token) */
-            if (c->agent[i].read_token[0]) {
+            if (c->io.agent[i].read_token[0]) {
                 char auth[PFI_TOKEN_MAX + 32];
-                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->agent[i].read_token);
+                snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->io.agent[i].read_token);
                 x->hdr = curl_slist_append(NULL, auth);
             }
             curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
@@ -1049,8 +1051,8 @@ void ctl_agents_collect(ctl *c)
     run_until(c, X_GET);
     views_again(c);
     /* the answers parsed outside the lock */
-    json_t **node = calloc(c->nagents + 1, sizeof *node);
-    for (size_t i = 0; node && i < c->nagents; i++) {
+    json_t **node = calloc(c->io.nagents + 1, sizeof *node);
+    for (size_t i = 0; node && i < c->io.nagents; i++) {
         xfer *x = &P->x[X_GET][i];
         node[i] =
             x->res == CURLE_OK && x->code == 200 ? json_loadb(x->buf.p, x->buf.n, 0, NULL) : NULL;
@@ -1061,8 +1063,8 @@ void ctl_agents_collect(ctl *c)
 
 void ctl_agents_push(ctl *c, int release)
 {
-    ctl_pool *P = c->pool;
-    if (ensure(c, c->nagents)) return;
+    ctl_pool *P = c->io.pool;
+    if (ensure(c, c->io.nagents)) return;
     fast_new_base(P); /* the caps' datagrams carry seqs above the views' */
     pthread_mutex_lock(&c->mu);
     size_t added = queue_puts(c, X_PUT, release);

@@ -42,7 +42,7 @@ static const char schema[] =
 static int db_version(ctl *c)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->io.db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK) return -1;
     int v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
     sqlite3_finalize(s);
     return v;
@@ -50,21 +50,21 @@ static int db_version(ctl *c)
 
 int ctl_db_open(ctl *c)
 {
-    if (sqlite3_open(c->cfg.db, &c->db) != SQLITE_OK) {
-        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->db));
+    if (sqlite3_open(c->cfg.db, &c->io.db) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
         return -1;
     }
-    sqlite3_busy_timeout(c->db, 2000);
+    sqlite3_busy_timeout(c->io.db, 2000);
     int v = db_version(c);
     if (v < 0 || v > CTL_DB_FORMAT_VERSION) {
-        if (v < 0) ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->db));
+        if (v < 0) ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
         else
             ctl_log(c, "error: %s: format_version %d is newer than this controller's (%d)",
                     c->cfg.db, v, CTL_DB_FORMAT_VERSION);
         return -1;
     }
     char *msg = NULL;
-    if (sqlite3_exec(c->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+    if (sqlite3_exec(c->io.db, schema, NULL, NULL, &msg) != SQLITE_OK) {
         ctl_log(c, "error: %s: %s", c->cfg.db, msg ? msg : "schema");
         sqlite3_free(msg);
         return -1;
@@ -85,7 +85,7 @@ void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
 int ctl_db_put_event(ctl *c, const ctl_event *e)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db,
+    if (sqlite3_prepare_v2(c->io.db,
                            "INSERT INTO "
                            "events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,"
                            "reached_t) VALUES(?,?,?,?,?,?,?,?,?)"
@@ -112,7 +112,7 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
     ctl_db_bind_num(s, 8, e->ramp_down_s);
     ctl_db_bind_num(s, 9, e->reached_t);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    if (rc) ctl_log(c, "error: saving event %s: %s", e->ev.id, sqlite3_errmsg(c->db));
+    if (rc) ctl_log(c, "error: saving event %s: %s", e->ev.id, sqlite3_errmsg(c->io.db));
     sqlite3_finalize(s);
     free(j);
     return rc;
@@ -122,7 +122,7 @@ int ctl_db_load_events(ctl *c)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(
-            c->db,
+            c->io.db,
             "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t FROM "
             "events ORDER BY rowid",
             -1, &s, NULL) != SQLITE_OK)
@@ -158,7 +158,7 @@ int ctl_db_load_events(ctl *c)
 int ctl_db_meta_set(ctl *c, const char *key, double v)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &s, NULL) !=
+    if (sqlite3_prepare_v2(c->io.db, "INSERT OR REPLACE INTO meta VALUES(?,?)", -1, &s, NULL) !=
         SQLITE_OK)
         return -1;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
@@ -172,7 +172,8 @@ double ctl_db_meta_get(ctl *c, const char *key, double dflt)
 {
     sqlite3_stmt *s;
     double v = dflt;
-    if (sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE key=?", -1, &s, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(c->io.db, "SELECT value FROM meta WHERE key=?", -1, &s, NULL) !=
+        SQLITE_OK)
         return dflt;
     sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
@@ -184,8 +185,8 @@ int ctl_db_generation_get(ctl *c, const char *agent, long long *g)
 {
     sqlite3_stmt *s;
     int found = 0;
-    if (sqlite3_prepare_v2(c->db, "SELECT generation FROM agent_generations WHERE agent=?", -1, &s,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(c->io.db, "SELECT generation FROM agent_generations WHERE agent=?", -1,
+                           &s, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
@@ -199,13 +200,13 @@ int ctl_db_generation_get(ctl *c, const char *agent, long long *g)
 int ctl_db_generation_set(ctl *c, const char *agent, long long g)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s,
+    if (sqlite3_prepare_v2(c->io.db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s,
                            NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(s, 1, agent, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 2, (sqlite3_int64)g);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    if (rc) ctl_log(c, "error: saving agent %s's generation: %s", agent, sqlite3_errmsg(c->db));
+    if (rc) ctl_log(c, "error: saving agent %s's generation: %s", agent, sqlite3_errmsg(c->io.db));
     sqlite3_finalize(s);
     return rc;
 }
@@ -213,7 +214,7 @@ int ctl_db_generation_set(ctl *c, const char *agent, long long g)
 int ctl_db_report_has(ctl *c, const char *event_id)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM vtn_reports WHERE event_id=?", -1, &s, NULL) !=
+    if (sqlite3_prepare_v2(c->io.db, "SELECT 1 FROM vtn_reports WHERE event_id=?", -1, &s, NULL) !=
         SQLITE_OK)
         return -1;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
@@ -227,7 +228,7 @@ int ctl_db_report_put(ctl *c, const char *event_id, const char *body)
     sqlite3_stmt *s;
     /* an empty body: an interval with nothing to report, kept so that it is
        not looked at again, never sent (accepted = 3) */
-    if (sqlite3_prepare_v2(c->db,
+    if (sqlite3_prepare_v2(c->io.db,
                            "INSERT OR IGNORE INTO vtn_reports(event_id, body, accepted) "
                            "VALUES(?,?,?)",
                            -1, &s, NULL) != SQLITE_OK)
@@ -245,7 +246,7 @@ char *ctl_db_report_next(ctl *c, char *event_id, size_t n)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(
-            c->db,
+            c->io.db,
             "SELECT event_id, body FROM vtn_reports WHERE accepted=0 ORDER BY tries, rowid"
             " LIMIT 1",
             -1, &s, NULL) != SQLITE_OK)
@@ -264,7 +265,7 @@ char *ctl_db_report_next(ctl *c, char *event_id, size_t n)
 int ctl_db_report_refused(ctl *c, const char *event_id)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "UPDATE vtn_reports SET accepted=2 WHERE event_id=?", -1, &s,
+    if (sqlite3_prepare_v2(c->io.db, "UPDATE vtn_reports SET accepted=2 WHERE event_id=?", -1, &s,
                            NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
@@ -278,7 +279,7 @@ int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id)
     sqlite3_stmt *s;
     const char *q = report_id ? "UPDATE vtn_reports SET accepted=1, report_id=? WHERE event_id=?"
                               : "UPDATE vtn_reports SET tries=tries+1 WHERE event_id=?";
-    if (sqlite3_prepare_v2(c->db, q, -1, &s, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(c->io.db, q, -1, &s, NULL) != SQLITE_OK) return -1;
     int k = 1;
     if (report_id) sqlite3_bind_text(s, k++, report_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, k, event_id, -1, SQLITE_TRANSIENT);
@@ -290,7 +291,7 @@ int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id)
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db,
+    if (sqlite3_prepare_v2(c->io.db,
                            "SELECT t, measured_w FROM samples WHERE event_id=? ORDER BY t LIMIT ?",
                            -1, &s, NULL) != SQLITE_OK)
         return 0;

@@ -141,11 +141,11 @@ static json_t *status_event_json(ctl *c, ctl_event *e, double now)
 static json_t *status_json(ctl *c)
 {
     json_t *ag = json_array(), *jobs = json_array(), *hist = json_array(), *evs = json_array();
-    size_t shown = c->nagents < 64 ? c->nagents : 64, up = 0;
-    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
+    size_t shown = c->io.nagents < 64 ? c->io.nagents : 64, up = 0;
+    for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up;
     double now = pfi_clock_now();
     for (size_t i = 0; i < shown; i++) {
-        const ctl_agent *a = &c->agent[i];
+        const ctl_agent *a = &c->io.agent[i];
         json_t *o = json_pack("{s:s,s:s,s:b,s:s,s:I}", "name", a->name, "url", a->url, "up", a->up,
                               "error", a->err, "generation", (json_int_t)a->generation);
         json_object_set_new(o, "last_ok_age_s",
@@ -194,7 +194,7 @@ static json_t *status_json(ctl *c)
     json_t *o =
         json_pack("{s:f,s:b,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:o}", "now", c->st.now, "active",
                   c->st.active, "strategy", pfi_strategy_name(c->cfg.strategy), "dry_run",
-                  c->cfg.dry_run, "agents_total", (json_int_t)c->nagents, "agents_up",
+                  c->cfg.dry_run, "agents_total", (json_int_t)c->io.nagents, "agents_up",
                   (json_int_t)up, "agents", ag, "jobs", jobs, "history", hist, "events", evs);
     json_object_set_new(o, "budget_w",
                         isfinite(c->st.budget_w) ? json_real(c->st.budget_w) : json_null());
@@ -297,7 +297,7 @@ static void fast_metrics(pfi_buf *b, const ctl *c)
 static void cluster_metrics(ctl *c, pfi_buf *b)
 {
     size_t up = 0;
-    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up;
+    for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up;
     head(b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
     pfi_buf_printf(b, "pfi_build_info{version=\"%s\",program=\"pfi-controller\"} 1\n", PFI_VERSION);
     head(b, "pfi_ctl_event_active", "gauge",
@@ -322,7 +322,7 @@ static void cluster_metrics(ctl *c, pfi_buf *b)
     head(b, "pfi_ctl_agents_up", "gauge", "Agents that answered this period.");
     pfi_buf_printf(b, "pfi_ctl_agents_up %zu\n", up);
     head(b, "pfi_ctl_agents_configured", "gauge", "Agents in the configuration.");
-    pfi_buf_printf(b, "pfi_ctl_agents_configured %zu\n", c->nagents);
+    pfi_buf_printf(b, "pfi_ctl_agents_configured %zu\n", c->io.nagents);
 }
 
 /* OpenADR: versions not acted on, reports refused */
@@ -645,22 +645,22 @@ int ctl_http_start(ctl *c)
                         .tls_cert = c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL,
                         .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL,
                         .max_body = 1 << 20,
-                        .token = c->have_token ? c->token : NULL,
-                        .webhook_token = c->callback_token[0] ? c->callback_token : NULL,
+                        .token = c->io.have_token ? c->io.token : NULL,
+                        .webhook_token = c->io.callback_token[0] ? c->io.callback_token : NULL,
                         .is_protected = is_protected,
                         .handle = handle,
                         .ud = c};
     pfi_error e;
-    if (pfi_httpd_start(&o, &c->httpd, &c->port, &e)) {
+    if (pfi_httpd_start(&o, &c->io.httpd, &c->io.port, &e)) {
         ctl_log(c, "error: %s", e.msg);
         return -1;
     }
-    ctl_log(c, "listening on %s (port %d)", c->cfg.listen, c->port);
+    ctl_log(c, "listening on %s (port %d)", c->cfg.listen, c->io.port);
     return 0;
 }
 
 void ctl_http_stop(ctl *c)
 {
-    pfi_httpd_stop(c->httpd);
-    c->httpd = NULL;
+    pfi_httpd_stop(c->io.httpd);
+    c->io.httpd = NULL;
 }

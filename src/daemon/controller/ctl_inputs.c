@@ -87,14 +87,14 @@ int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, i
 
 int ctl_inputs_build(ctl *c)
 {
-    ctl_inputs *in = &c->in;
-    if (in->nagents != c->nagents) {
+    ctl_inputs *in = &c->io.in;
+    if (in->nagents != c->io.nagents) {
         ctl_inputs_free(in);
-        if (!(in->agent = calloc(c->nagents + 1, sizeof *in->agent))) return -1;
-        in->nagents = c->nagents;
+        if (!(in->agent = calloc(c->io.nagents + 1, sizeof *in->agent))) return -1;
+        in->nagents = c->io.nagents;
     }
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *ag = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *ag = &c->io.agent[i];
         ctl_agent_view *a = &in->agent[i];
         a->up = ag->up;
         a->lease_until = ag->lease_until;

@@ -11,7 +11,7 @@ void ctl_log(ctl *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (c && c->log) pfi_daemon_vlog(c->log, fmt, ap);
+    if (c && c->io.log) pfi_daemon_vlog(c->io.log, fmt, ap);
     else {
         vfprintf(stderr, fmt, ap);
         fputc('\n', stderr);

@@ -189,7 +189,7 @@ static void resume_baselines(ctl *c)
         ctl_event *e = &c->st.event[i];
         if (e->status != CTL_EV_ACTIVE) continue;
         sqlite3_stmt *s;
-        if (sqlite3_prepare_v2(c->db,
+        if (sqlite3_prepare_v2(c->io.db,
                                "SELECT job_id, base_w, base_tokens, tier FROM job_samples WHERE "
                                "event_id=? AND t=(SELECT MAX(t) FROM job_samples"
                                " WHERE event_id=?)",
@@ -224,14 +224,14 @@ static void resume_baselines(ctl *c)
 static int load_agents(ctl *c)
 {
     pfi_error e;
-    c->nagents = c->cfg.nagents;
-    c->agent = calloc(c->nagents, sizeof *c->agent);
-    if (!c->agent) {
+    c->io.nagents = c->cfg.nagents;
+    c->io.agent = calloc(c->io.nagents, sizeof *c->io.agent);
+    if (!c->io.agent) {
         ctl_log(c, "error: out of memory");
         return -1;
     }
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *a = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *a = &c->io.agent[i];
         snprintf(a->name, sizeof a->name, "%s", c->cfg.agents[i].name);
         snprintf(a->url, sizeof a->url, "%s", c->cfg.agents[i].url);
         if (pfi_token_read(c->cfg.agents[i].token_file, a->token, sizeof a->token, &e)) {
@@ -274,14 +274,14 @@ static void status_line(ctl *c, char *b, size_t n)
 {
     pthread_mutex_lock(&c->mu);
     size_t up = 0;
-    for (size_t i = 0; i < c->nagents; i++) up += c->agent[i].up != 0;
+    for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up != 0;
     const ctl_event *active = NULL;
     for (size_t i = 0; i < c->st.nevents && !active; i++)
         if (c->st.event[i].status == CTL_EV_ACTIVE) active = &c->st.event[i];
     if (active)
         snprintf(b, n, "%zu of %zu agents up; event %.64s: target %.0f W, measured %.0f W", up,
-                 c->nagents, active->ev.id, c->st.budget_w, c->st.measured_w);
-    else snprintf(b, n, "%zu of %zu agents up; no event active", up, c->nagents);
+                 c->io.nagents, active->ev.id, c->st.budget_w, c->st.measured_w);
+    else snprintf(b, n, "%zu of %zu agents up; no event active", up, c->io.nagents);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -382,8 +382,8 @@ static int configure(ctl *c, const ctl_args *A)
  * accepts us at once */
 static void next_generations(ctl *c)
 {
-    for (size_t i = 0; i < c->nagents; i++) {
-        ctl_agent *a = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *a = &c->io.agent[i];
         long long g = 0;
         if (ctl_db_generation_get(c, a->name, &g) && !(g >= 0 && g < PFI_CAPS_GENERATION_MAX)) {
             ctl_log(c,
@@ -405,11 +405,11 @@ static int open_state(ctl *c, const ctl_args *A)
     pfi_error e;
     c->st.plan_t = c->trigger_push_s = NAN;
     if (c->cfg.token_file[0]) {
-        if (pfi_token_read(c->cfg.token_file, c->token, sizeof c->token, &e)) {
+        if (pfi_token_read(c->cfg.token_file, c->io.token, sizeof c->io.token, &e)) {
             ctl_log(c, "error: token_file: %s", e.msg);
             return -1;
         }
-        c->have_token = 1;
+        c->io.have_token = 1;
     } else {
         ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
     }
@@ -436,12 +436,12 @@ static void shut_down(ctl *c)
     ctl_http_stop(c);
     ctl_record_close();
     ctl_state_free(&c->st);
-    ctl_inputs_free(&c->in);
-    ctl_decision_free(&c->dec);
+    ctl_inputs_free(&c->io.in);
+    ctl_decision_free(&c->io.dec);
     pfi_oadr_book_free(&c->oadr_book);
     ctl_config_free(&c->cfg);
     ctl_persist_close(c);
-    sqlite3_close(c->db);
+    sqlite3_close(c->io.db);
     pfi_daemon_log_close(&g_log);
 }
 
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
     static ctl C;
     ctl *c = &C;
     pfi_daemon_log_init(&g_log, "pfi-controller");
-    c->log = &g_log;
+    c->io.log = &g_log;
     pfi_httpd_log_to(httpd_log);
     int rc = configure(c, &A);
     if (rc) return rc;
@@ -482,14 +482,14 @@ int main(int argc, char **argv)
     }
     if (open_state(c, &A)) return 1;
     ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
-            c->nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
+            c->io.nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
     /* the callback token first: the webhook accepts it from the start */
     if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
     if (A.port_file) {
         char b[32];
-        int k = snprintf(b, sizeof b, "%d\n", c->port);
+        int k = snprintf(b, sizeof b, "%d\n", c->io.port);
         pfi_error e;
         if (pfi_write_file_private(A.port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }

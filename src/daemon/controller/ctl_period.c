@@ -43,8 +43,8 @@ static int push_kind(const ctl *c)
     int dry_now = c->cfg.dry_run, any_pushed = 0;
     for (size_t i = 0; i < c->st.nevents; i++)
         if (c->st.event[i].status == CTL_EV_ACTIVE && c->st.event[i].ev.dry_run) dry_now = 1;
-    for (size_t i = 0; i < c->nagents; i++) any_pushed |= c->agent[i].pushed;
-    if (c->dec.active) return dry_now ? 0 : 1;
+    for (size_t i = 0; i < c->io.nagents; i++) any_pushed |= c->io.agent[i].pushed;
+    if (c->io.dec.active) return dry_now ? 0 : 1;
     return any_pushed ? -1 : 0;
 }
 
@@ -56,8 +56,8 @@ static int decide(ctl *c, double collect_s)
     double w0 = pfi_wall_monotonic();
     if (ctl_inputs_build(c)) ctl_log(c, "error: out of memory: this period's inputs not read");
     ctl_record_inputs(c);
-    ctl_decide(&c->cfg, c->have_curve_model ? &c->curve_model : NULL, &c->st, &c->in,
-               pfi_clock_now(), &c->dec);
+    ctl_decide(&c->cfg, c->have_curve_model ? &c->curve_model : NULL, &c->st, &c->io.in,
+               pfi_clock_now(), &c->io.dec);
     c->cycle_s = c->phase_s[CTL_PH_DECIDE] = pfi_wall_monotonic() - w0;
     ctl_record_decision(c);
     c->cycles++;
@@ -72,9 +72,9 @@ void ctl_period(ctl *c)
     double w0 = pfi_wall_monotonic();
     ctl_agents_collect(c);
     int kind = decide(c, pfi_wall_monotonic() - w0);
-    for (size_t i = 0; i < c->dec.notes.n; i++) ctl_log(c, "%s", c->dec.notes.line[i]);
+    for (size_t i = 0; i < c->io.dec.notes.n; i++) ctl_log(c, "%s", c->io.dec.notes.line[i]);
     double w1 = pfi_wall_monotonic();
-    ctl_persist(c, &c->dec);
+    ctl_persist(c, &c->io.dec);
     double w2 = pfi_wall_monotonic();
     if (kind > 0) ctl_agents_push(c, 0);
     else if (kind < 0) {

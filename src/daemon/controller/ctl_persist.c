@@ -19,20 +19,20 @@
 
 int ctl_persist_open(ctl *c)
 {
-    if (sqlite3_open(c->cfg.db, &c->pdb) != SQLITE_OK) {
-        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->pdb));
+    if (sqlite3_open(c->cfg.db, &c->io.pdb) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.pdb));
         return -1;
     }
-    sqlite3_busy_timeout(c->pdb, 5000);
+    sqlite3_busy_timeout(c->io.pdb, 5000);
     return 0;
 }
 
 void ctl_persist_close(ctl *c)
 {
-    sqlite3_finalize(c->job_sample_stmt);
-    c->job_sample_stmt = NULL;
-    sqlite3_close(c->pdb);
-    c->pdb = NULL;
+    sqlite3_finalize(c->io.job_sample_stmt);
+    c->io.job_sample_stmt = NULL;
+    sqlite3_close(c->io.pdb);
+    c->io.pdb = NULL;
 }
 
 static int step_done(sqlite3_stmt *s)
@@ -88,12 +88,12 @@ static int put_job_row(ctl *c, const ctl_decision *d, const ctl_job_row *r)
 {
     /* prepared once (12,500 jobs a period: preparing each row's statement was
        5% of the controller's CPU), finalized when the connection closes */
-    sqlite3_stmt *s = c->job_sample_stmt;
-    if (!s &&
-        sqlite3_prepare_v3(c->pdb, "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
-                           -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
+    sqlite3_stmt *s = c->io.job_sample_stmt;
+    if (!s && sqlite3_prepare_v3(c->io.pdb,
+                                 "INSERT OR REPLACE INTO job_samples VALUES(?,?,?,?,?,?,?,?,?,?)",
+                                 -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK)
         return -1;
-    c->job_sample_stmt = s;
+    c->io.job_sample_stmt = s;
     sqlite3_bind_text(s, 1, d->sample_event, -1, SQLITE_STATIC);
     sqlite3_bind_double(s, 2, d->t);
     sqlite3_bind_text(s, 3, r->id, -1, SQLITE_STATIC);
@@ -125,25 +125,25 @@ static int put_meta(sqlite3 *db, const char *key, double v)
 static const char *put_rows(ctl *c, const ctl_decision *d)
 {
     for (size_t i = 0; i < d->nevent_rows; i++)
-        if (put_event(c->pdb, &d->event_rows[i])) return "an event";
-    if (d->sample && put_sample(c->pdb, d)) return "the period's sample";
+        if (put_event(c->io.pdb, &d->event_rows[i])) return "an event";
+    if (d->sample && put_sample(c->io.pdb, d)) return "the period's sample";
     for (size_t i = 0; d->sample && i < d->nrows; i++)
         if (put_job_row(c, d, &d->rows[i])) return "a job's sample";
-    if (put_meta(c->pdb, "integral_w", d->integral_w)) return "the feedback term";
+    if (put_meta(c->io.pdb, "integral_w", d->integral_w)) return "the feedback term";
     return NULL;
 }
 
 int ctl_persist(ctl *c, const ctl_decision *d)
 {
     const char *what = "the transaction's start";
-    if (sqlite3_exec(c->pdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+    if (sqlite3_exec(c->io.pdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
         what = put_rows(c, d);
-        if (!what && sqlite3_exec(c->pdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+        if (!what && sqlite3_exec(c->io.pdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
         if (!what) what = "the commit";
     }
     char msg[256];
-    snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(c->pdb));
-    if (!sqlite3_get_autocommit(c->pdb)) sqlite3_exec(c->pdb, "ROLLBACK", NULL, NULL, NULL);
+    snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(c->io.pdb));
+    if (!sqlite3_get_autocommit(c->io.pdb)) sqlite3_exec(c->io.pdb, "ROLLBACK", NULL, NULL, NULL);
     atomic_fetch_add(&c->db_errors, 1);
     ctl_log(c, "error: %s: this period's rows not stored (%s: %s); the caps go out all the same",
             c->cfg.db, what, msg);

@@ -115,8 +115,8 @@ void ctl_record_inputs(ctl *c)
     if (!g_rec) return;
     json_decref(g_pending);
     json_t *agents = json_array(), *events = json_array();
-    for (size_t i = 0; i < c->nagents; i++) {
-        const ctl_agent *a = &c->agent[i];
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        const ctl_agent *a = &c->io.agent[i];
         json_array_append_new(agents, json_pack("{sisOsO}", "up", a->up, "lease_until",
                                                 ctl_record_num(a->lease_until), "node",
                                                 a->node ? a->node : json_null()));

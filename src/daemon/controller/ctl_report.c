@@ -36,8 +36,9 @@ static int load_series(ctl *c, const char *id, series *s)
     memset(s, 0, sizeof *s);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(
-            c->db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t",
-            -1, &st, NULL) != SQLITE_OK)
+            c->io.db,
+            "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t", -1,
+            &st, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -115,7 +116,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     if (!nsteady) met = 0;
     json_t *jobs = json_array();
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db,
+    if (sqlite3_prepare_v2(c->io.db,
                            "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), "
                            "AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
                            " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id, "

@@ -68,8 +68,8 @@ static int callback_token(ctl *c)
         }
         ctl_log(c, "VTN: callback token made in %s (mode 0600)", path);
     }
-    return read_secret(c, "callback_token_file", path, 16, PFI_TOKEN_MAX, c->callback_token,
-                       sizeof c->callback_token);
+    return read_secret(c, "callback_token_file", path, 16, PFI_TOKEN_MAX, c->io.callback_token,
+                       sizeof c->io.callback_token);
 }
 
 typedef struct vtn_run {
@@ -230,7 +230,7 @@ static int send_report(ctl *c, pfi_vtn *v)
 static void nap(ctl *c, double s)
 {
     double end = pfi_wall_monotonic() + s;
-    while (!c->vtn_stop && pfi_wall_monotonic() < end) usleep(50 * 1000);
+    while (!c->io.vtn_stop && pfi_wall_monotonic() < end) usleep(50 * 1000);
 }
 
 /* the VTN's events, page after page while pages are full, at most 20
@@ -303,7 +303,7 @@ static void *vtn_thread(void *arg)
                       .ven_name = g->openadr_ven_name,
                       .program_id = g->vtn.program_id,
                       .callback_url = g->vtn.callback_url,
-                      .callback_token = c->callback_token,
+                      .callback_token = c->io.callback_token,
                       .targets = run->targets,
                       .ntargets = g->vtn.ntargets,
                       .ca_file = g->vtn.ca_file[0] ? g->vtn.ca_file : NULL,
@@ -316,7 +316,7 @@ static void *vtn_thread(void *arg)
     int reports = !v301 || g->vtn.program_id[0]; /* a 3.0.1 report names its program */
     unsigned long fetches = 0, retries = 0;
     long long listed = -1; /* events the last poll listed */
-    while (!c->vtn_stop) {
+    while (!c->io.vtn_stop) {
         pfi_error e;
         pfi_status st = PFI_OK;
         const char *step = "";
@@ -384,13 +384,13 @@ int ctl_vtn_start(ctl *c)
         return -1;
     }
     for (size_t i = 0; i < g->vtn.ntargets; i++) run->targets[i] = g->vtn.targets[i];
-    c->vtn_stop = 0;
-    if (pthread_create(&c->vtn_thread, NULL, vtn_thread, run)) {
+    c->io.vtn_stop = 0;
+    if (pthread_create(&c->io.vtn_thread, NULL, vtn_thread, run)) {
         ctl_log(c, "error: cannot start the VTN thread");
         free(run);
         return -1;
     }
-    c->vtn_running = 1;
+    c->io.vtn_running = 1;
     ctl_log(c, "VTN: %s (OpenADR %s), VEN %s", g->vtn.vtn_url,
             g->openadr_version == PFI_OADR_V3_0_1 ? "3.0.1" : "3.1", g->openadr_ven_name);
     return 0;
@@ -398,8 +398,8 @@ int ctl_vtn_start(ctl *c)
 
 void ctl_vtn_stop(ctl *c)
 {
-    if (!c->vtn_running) return;
-    c->vtn_stop = 1;
-    pthread_join(c->vtn_thread, NULL);
-    c->vtn_running = 0;
+    if (!c->io.vtn_running) return;
+    c->io.vtn_stop = 1;
+    pthread_join(c->io.vtn_thread, NULL);
+    c->io.vtn_running = 0;
 }
