@@ -27,9 +27,20 @@
  *    BENCH_CTL_DEMO=0 skips it. The farm's agents serve GET /v1/control, the
  *    controller's compact view; BENCH_CTL_FULL_NODE=1 makes them answer it 404
  *    (agents older than it), so that the controller reads GET /v1/node.
+ * Fleet margins (issue 28): BENCH_CTL_LOAD=1 runs one busy thread of the
+ * benchmark's own for the whole measurement (a machine doing other work)
+ * and prints the load average; BENCH_CTL_PERIODS=N measures N periods
+ * (20; p99 wants at least 100) and BENCH_CTL_TRIGGERS=N triggers (at most
+ * 40); sizes above 10,000 agents are served by several listeners of the
+ * farm (FARM_SLICE agents each, on ports of their own: one destination port
+ * leaves the controller 28,231 ephemeral source ports). Targets: 12,500
+ * agents period p99 < 1 s, trigger -> every cap p99 < 200 ms; 25,000 agents
+ * period p99 < 2 s with every agent answering every period (/healthz's
+ * agents_up), controller RSS < 2 GiB.
  * Needs PFI_CONTROLLER_BIN and PFI_AGENT_BIN (scripts/run-bench.sh sets
- * them); raises its open-file limit (12,500 agents: 12,500 connections on
- * each side). */
+ * them); raises its open-file limit, the hard one too where allowed (root):
+ * 25,000 agents are 25,000 connections on each side. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -308,7 +319,8 @@ static double metric(const char *url, const char *name)
 }
 
 /* the controller's /healthz: cycles, the last period's wall time; -1 when it does not answer */
-static double g_phase[4]; /* the last /healthz's phases: collect, decide, persist, push */
+static double g_phase[4];  /* the last /healthz's phases: collect, decide, persist, push */
+static double g_agents_up; /* ... and the agents that answered its last period */
 
 static int health(const char *url, double *cycles, double *period_s)
 {
@@ -325,6 +337,7 @@ static int health(const char *url, double *cycles, double *period_s)
     static const char *ph[4] = {"collect", "decide", "persist", "push"};
     for (int k = 0; k < 4; k++)
         g_phase[k] = json_number_value(json_object_get(json_object_get(o, "phase_s"), ph[k]));
+    g_agents_up = json_number_value(json_object_get(o, "agents_up"));
     json_decref(o);
     return 0;
 }
@@ -460,6 +473,33 @@ static int build_figures(const char *log, double *ms, int max)
     return n;
 }
 
+/* BENCH_CTL_LOAD=1: one busy thread of the benchmark's own beside the farm
+ * and the controller, for the whole measurement (a machine doing other
+ * work); the load average is printed with the figures */
+static atomic_int g_burn_stop;
+static void *burn(void *arg)
+{
+    (void)arg;
+    volatile unsigned long long x = 0;
+    while (!atomic_load(&g_burn_stop)) x = x * 6364136223846793005ULL + 1;
+    return NULL;
+}
+
+static double loadavg1(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = NAN;
+    if (f && fscanf(f, "%lf", &l) != 1) l = NAN;
+    if (f) fclose(f);
+    return l;
+}
+
+/* the farm's listeners: FARM_SLICE agents each, on ports of their own (one
+ * destination port gives the controller at most 28,231 ephemeral source
+ * ports: 25,000 agents need two) */
+#define FARM_SLICE 10000
+#define FARM_MAX_SLICES 16
+
 static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
 {
     char tokf[512], tok[128], cfg[600], portf[512], log[512], db[512], what[64];
@@ -479,21 +519,26 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         g_farm[i].tokens_per_s_max = 20000 + 500 * (double)(i % 50);
         g_farm[i].pfi = 0.4 + 2.0 * (double)((i * 53) % 100) / 100;
     }
+    unsigned nslice = (nfarm + FARM_SLICE - 1) / FARM_SLICE;
+    if (nslice > FARM_MAX_SLICES) return;
     pfi_httpd_opts o = {.listen = "127.0.0.1:0",
                         .max_body = 1 << 20,
-                        .max_connections = 2 * nfarm + 64,
+                        .max_connections = 2 * (nfarm < FARM_SLICE ? nfarm : FARM_SLICE) + 64,
                         .max_per_ip =
                             PFI_HTTPD_PER_IP_OFF, /* every agent of the farm is 127.0.0.1 */
                         .token = tok,
                         .is_protected = farm_protected,
                         .handle = farm_handle};
-    pfi_httpd *h;
-    int fport;
+    pfi_httpd *hs[FARM_MAX_SLICES] = {0};
+    int ports[FARM_MAX_SLICES], fport;
     pfi_error e;
-    if (pfi_httpd_start(&o, &h, &fport, &e)) {
-        printf("bench controller %u agents: farm did not start: %s\n", nfarm, e.msg);
-        return;
-    }
+    for (unsigned k = 0; k < nslice; k++)
+        if (pfi_httpd_start(&o, &hs[k], &ports[k], &e)) {
+            printf("bench controller %u agents: farm did not start: %s\n", nfarm, e.msg);
+            while (k--) pfi_httpd_stop(hs[k]);
+            return;
+        }
+    fport = ports[0];
     pthread_t ft_tid;
     g_ft_port = 0;
     g_ft_taken = g_ft_views = 0;
@@ -521,7 +566,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
                 "\"token_file\": \"%s\"}",
-                i ? ", " : "", i, i, fport, i, tokf);
+                i ? ", " : "", i, i, ports[i / FARM_SLICE], i, tokf);
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
@@ -532,7 +577,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         printf("bench controller %u agents: controller did not start (see %s)\n", nfarm, log);
         kill(p, SIGTERM);
         waitpid(p, NULL, 0);
-        pfi_httpd_stop(h);
+        for (unsigned k = 0; k < nslice; k++) pfi_httpd_stop(hs[k]);
         farm_fast_stop(ft_tid, nfarm);
         return;
     }
@@ -544,13 +589,22 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         usleep(100000);
     double startup_s = bench_now() - t_start;
     double t_sent;
+    pthread_t burner;
+    const char *ld = getenv("BENCH_CTL_LOAD");
+    int load = ld && atoi(ld) > 0;
+    atomic_store(&g_burn_stop, 0);
+    if (load && pthread_create(&burner, NULL, burn, NULL)) load = 0;
+    const char *np = getenv("BENCH_CTL_PERIODS"); /* periods measured (20; p99 wants 100) */
+    int nper = np && atoi(np) > 0 ? atoi(np) : 20;
+    double min_up = INFINITY;
     if (post_event(url, tok, "bench-farm", 20, &t_sent) == 0) {
-        enum { MAXP = 64 };
-        double pers[MAXP], phases[4][MAXP];
+        enum { MAXP = 512 };
+        if (nper > MAXP) nper = MAXP;
+        static double pers[MAXP], phases[4][MAXP];
         int n = 0;
         double last_cycles = cy, c_cpu0 = proc_cpu_s(p), f_cpu0 = bench_cpu(), cy0 = -1,
-               t_end = bench_now() + 40 * period_s;
-        while (bench_now() < t_end && n < 20) {
+               t_end = bench_now() + (2 * nper + 20) * period_s;
+        while (bench_now() < t_end && n < nper) {
             usleep(50000);
             if (health(url, &cy, &per) || !(cy > last_cycles)) continue;
             if (cy0 < 0) { /* the window starts at the first period after the POST */
@@ -559,6 +613,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             }
             last_cycles = cy;
             for (int k = 0; k < 4; k++) phases[k][n] = g_phase[k];
+            if (g_agents_up < min_up) min_up = g_agents_up;
             pers[n++] = per;
         }
         double c_cpu = proc_cpu_s(p) - c_cpu0, f_cpu = bench_cpu() - f_cpu0,
@@ -574,14 +629,17 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         if (getenv("BENCH_VERBOSE"))
             for (int k = 0; k < n; k++) fprintf(stderr, "period %d: %.3f s\n", k, pers[k]);
         qsort(pers, (size_t)n, sizeof *pers, cmp);
-        printf("bench controller: %u agents x %d GPUs: %.0f up, %d of %u capped by the event, "
-               "%d periods measured, start-up %.1f s\n",
-               nfarm, GPUS, up, capped, nfarm, n, startup_s);
+        printf("bench controller: %u agents x %d GPUs: %.0f up (at least %.0f in every period "
+               "measured), %d of %u capped by the event, %d periods measured, start-up %.1f s; "
+               "%s, load average %.2f\n",
+               nfarm, GPUS, up, min_up, capped, nfarm, n, startup_s,
+               load ? "one busy thread beside it (BENCH_CTL_LOAD)" : "no added load", loadavg1());
         if (n) {
             snprintf(what, sizeof what, "controller %ux8: period p50", nfarm);
-            BENCH_RESULT(what, quant(pers, n, 0.5), "s", nfarm >= 12500 ? "< 1" : "reported");
+            const char *target = nfarm >= 25000 ? "< 2" : nfarm >= 12500 ? "< 1" : "reported";
+            BENCH_RESULT(what, quant(pers, n, 0.5), "s", target);
             snprintf(what, sizeof what, "controller %ux8: period p99", nfarm);
-            BENCH_RESULT(what, quant(pers, n, 0.99), "s", nfarm >= 12500 ? "< 1" : "reported");
+            BENCH_RESULT(what, quant(pers, n, 0.99), "s", target);
             snprintf(what, sizeof what, "controller %ux8: period max", nfarm);
             BENCH_RESULT(what, pers[n - 1], "s", "reported");
         }
@@ -599,14 +657,16 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             BENCH_RESULT(what, f_cpu / periods, "s", "reported (shares the machine)");
         }
         snprintf(what, sizeof what, "controller %ux8: controller RSS", nfarm);
-        BENCH_RESULT(what, rss, "MiB", "< 1024");
+        const char *rss_target = nfarm > 12500 ? "< 2048" : "< 1024";
+        BENCH_RESULT(what, rss, "MiB", rss_target);
         snprintf(what, sizeof what, "controller %ux8: controller peak RSS", nfarm);
-        BENCH_RESULT(what, hwm, "MiB", "< 1024");
+        BENCH_RESULT(what, hwm, "MiB", rss_target);
         snprintf(what, sizeof what, "controller %ux8: event POST -> last capped", nfarm);
         BENCH_RESULT(what, last, "s", "reported");
         /* triggers, each deeper (the fast path only lowers caps), 2 periods apart */
         const char *nt = getenv("BENCH_CTL_TRIGGERS");
         int ntrig = nt ? atoi(nt) : 8;
+        if (ntrig > 40) ntrig = 40;
         for (int k = 0; k < ntrig && k < 40; k++) {
             char body[128];
             snprintf(body, sizeof body, "{\"reduction_pct\": %d, \"duration_s\": 600}", 22 + 2 * k);
@@ -626,10 +686,12 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
                 printf("bench controller %u agents: a trigger's requests built in %.1f ms (p50)\n",
                        nfarm, quant(bms, nb, 0.5));
         }
+        atomic_store(&g_burn_stop, 1);
         qsort(ms, (size_t)nm, sizeof *ms, cmp);
-        printf("bench controller %u agents: triggers' caps by datagram to %llu of %llu agents "
+        printf("bench controller %u agents: %d triggers measured; triggers' caps by datagram to "
+               "%llu of %llu agents "
                "(the rest by HTTP)\n",
-               nfarm, g_trig_datagram, g_trig_agents);
+               nfarm, nm, g_trig_datagram, g_trig_agents);
         g_trig_agents = g_trig_datagram = 0;
         if (nm) {
             snprintf(what, sizeof what, "controller %ux8: trigger -> every cap p50", nfarm);
@@ -640,6 +702,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             printf("bench controller %u agents: no trigger figure in %s\n", nfarm, log);
         }
     }
+    atomic_store(&g_burn_stop, 1);
+    if (load) pthread_join(burner, NULL);
     kill(p, SIGTERM);
     int status = 0;
     waitpid(p, &status, 0);
@@ -650,7 +714,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         snprintf(cmd, sizeof cmd, "tail -n 40 '%s'", log);
         if (system(cmd) != 0) printf("(no log)\n");
     }
-    pfi_httpd_stop(h);
+    for (unsigned k = 0; k < nslice; k++) pfi_httpd_stop(hs[k]);
     farm_fast_stop(ft_tid, nfarm);
 }
 
@@ -827,8 +891,19 @@ int main(void)
                         "(scripts/run-bench.sh does)\n");
         return 2;
     }
+    /* 25,000 agents: 25,000 connections on each side, and the controller
+       inherits the limit: the hard limit raised where allowed (root) */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_max < 65536) {
+            struct rlimit more = {65536, 65536};
+            if (setrlimit(RLIMIT_NOFILE, &more) == 0) rl = more;
+            else
+                printf("bench controller: open-file hard limit %llu (not raised: %s): about %llu "
+                       "agents at most\n",
+                       (unsigned long long)rl.rlim_max, strerror(errno),
+                       (unsigned long long)rl.rlim_max * 4 / 5);
+        }
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }

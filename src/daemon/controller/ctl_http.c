@@ -561,14 +561,16 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         }
     } else if (!strcmp(u, "/healthz")) {
         /* small, for benchmarks that poll each period: /metrics grows with the jobs */
+        size_t up = 0;
+        for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up != 0;
         json_resp(rs, 200,
-                  json_pack("{s:b,s:I,s:f,s:f,s:I,s:{s:f,s:f,s:f,s:f}}", "ok", 1, "cycles",
+                  json_pack("{s:b,s:I,s:f,s:f,s:I,s:I,s:{s:f,s:f,s:f,s:f}}", "ok", 1, "cycles",
                             (json_int_t)c->cycles, "period_s", c->loop_s, "trigger_push_s",
                             isfinite(c->trigger_push_s) ? c->trigger_push_s : -1.0, "triggers",
-                            (json_int_t)c->triggers, "phase_s", "collect",
-                            c->phase_s[CTL_PH_COLLECT], "decide", c->phase_s[CTL_PH_DECIDE],
-                            "persist", c->phase_s[CTL_PH_PERSIST], "push",
-                            c->phase_s[CTL_PH_PUSH]));
+                            (json_int_t)c->triggers, "agents_up", (json_int_t)up, "phase_s",
+                            "collect", c->phase_s[CTL_PH_COLLECT], "decide",
+                            c->phase_s[CTL_PH_DECIDE], "persist", c->phase_s[CTL_PH_PERSIST],
+                            "push", c->phase_s[CTL_PH_PUSH]));
     } else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, status_json(c));
