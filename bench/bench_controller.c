@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -76,9 +77,13 @@ typedef struct farm_agent {
     double capped_at;        /* wall time the first cap below baseline arrived */
     uint64_t ft_last_seq;    /* the last fast trigger datagram taken */
 } farm_agent;
+/* in memory shared with the farm's other processes (above FARM_SLICE agents):
+ * the agents and the mutex over them (process-shared) */
 static farm_agent *g_farm;
+static size_t g_farm_bytes;
 static unsigned g_nfarm;
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t *g_mu;
+static int *g_ft_port_shared; /* the fast trigger port, for every process of the farm */
 
 static int farm_protected(void *ud, const char *method, const char *url)
 {
@@ -96,10 +101,10 @@ static unsigned long long g_ft_taken, g_ft_views;
 /* the cap for farm agent i (the last "cap_w" of the body: one job per agent) */
 static void farm_set_cap(unsigned i, double c)
 {
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(g_mu);
     g_farm[i].cap_w = c;
     if (c < 699 && !(g_farm[i].capped_at > 0)) g_farm[i].capped_at = bench_now();
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(g_mu);
 }
 
 static char *farm_control(unsigned i, const farm_agent *fa, size_t *len);
@@ -107,10 +112,10 @@ static char *farm_control(unsigned i, const farm_agent *fa, size_t *len);
 /* farm agent i takes seq if fresh (as pfi-agent: above its last, within 5 s) */
 static int farm_fresh(unsigned i, uint64_t seq)
 {
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(g_mu);
     int fresh = pfi_ft_fresh(seq, g_farm[i].ft_last_seq, pfi_ft_now_us());
     if (fresh) g_farm[i].ft_last_seq = seq;
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(g_mu);
     return fresh;
 }
 
@@ -122,9 +127,9 @@ static char *farm_answer(const pfi_ft_msg *m, size_t *len)
         const char *q = strstr(m->body, "\"/a/");
         unsigned i = q ? (unsigned)strtoul(q + 4, NULL, 10) : g_nfarm;
         if (i >= g_nfarm || !farm_fresh(i, m->seq)) return NULL;
-        pthread_mutex_lock(&g_mu);
+        pthread_mutex_lock(g_mu);
         farm_agent fa = g_farm[i];
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(g_mu);
         g_ft_views++;
         return farm_control(i, &fa, len);
     }
@@ -252,7 +257,8 @@ static char *farm_control(unsigned i, const farm_agent *fa, size_t *len)
     char *b = malloc(n);
     if (!b) return NULL;
     size_t k = (size_t)snprintf(b, n, "{\"generation_max\":0,");
-    if (g_ft_port > 0) k += (size_t)snprintf(b + k, n - k, "\"fast_trigger_port\":%d,", g_ft_port);
+    int ftp = *g_ft_port_shared; /* the farm's other processes learn it here */
+    if (ftp > 0) k += (size_t)snprintf(b + k, n - k, "\"fast_trigger_port\":%d,", ftp);
     k += (size_t)snprintf(b + k, n - k, "\"gpus\":[");
     for (int g = 0; g < GPUS; g++)
         k += (size_t)snprintf(b + k, n - k, "%s[200,700,%.0f]", g ? "," : "", cap);
@@ -277,9 +283,9 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         pfi_http_error(rs, 404, "no such agent");
         return;
     }
-    pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(g_mu);
     farm_agent a = g_farm[i];
-    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(g_mu);
     if (!strcmp(rest, "v1/node") && !strcmp(rq->method, "GET")) {
         rs->body = farm_node(i, &a, &rs->len);
         rs->code = rs->body ? 200 : 500;
@@ -496,9 +502,53 @@ static double loadavg1(void)
 
 /* the farm's listeners: FARM_SLICE agents each, on ports of their own (one
  * destination port gives the controller at most 28,231 ephemeral source
- * ports: 25,000 agents need two) */
-#define FARM_SLICE 10000
+ * ports: 25,000 agents need two), the slices after the first each in a
+ * process of its own (an open-file limit per process: 20,000 here) */
+#define FARM_SLICE 12500
 #define FARM_MAX_SLICES 16
+
+/* a slice of the farm in a child process: its port through the pipe, then
+ * it serves until killed; -1 when it did not start */
+static pid_t farm_child(const pfi_httpd_opts *o, int *port)
+{
+    int fd[2];
+    if (pipe(fd)) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        pfi_httpd *h;
+        pfi_error e;
+        int p = -1;
+        if (pfi_httpd_start(o, &h, &p, &e)) p = -1;
+        if (write(fd[1], &p, sizeof p) != (ssize_t)sizeof p || p < 0) _exit(1);
+        close(fd[1]);
+        for (;;) pause();
+    }
+    close(fd[1]);
+    int p = -1;
+    if (pid < 0 || read(fd[0], &p, sizeof p) != (ssize_t)sizeof p || p <= 0) {
+        if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+        pid = -1;
+    }
+    close(fd[0]);
+    *port = p;
+    return pid;
+}
+
+static void farm_children_stop(pid_t *kids, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++)
+        if (kids[k] > 0) kill(kids[k], SIGTERM), waitpid(kids[k], NULL, 0), kids[k] = 0;
+}
+
+/* the CPU time of the farm's other processes */
+static double farm_children_cpu(const pid_t *kids, unsigned n)
+{
+    double s = 0;
+    for (unsigned k = 0; k < n; k++)
+        if (kids[k] > 0) s += proc_cpu_s(kids[k]);
+    return s;
+}
 
 static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
 {
@@ -509,9 +559,18 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     snprintf(log, sizeof log, "%s/farm%u-ctl.log", dir, nfarm);
     snprintf(db, sizeof db, "%s/farm%u.db", dir, nfarm);
     make_token(tokf, tok, sizeof tok);
-    free(g_farm);
-    g_farm = calloc(nfarm, sizeof *g_farm);
-    if (!g_farm) return;
+    if (g_farm) munmap(g_mu, g_farm_bytes);
+    g_farm_bytes = 4096 + (size_t)nfarm * sizeof *g_farm;
+    void *shm = mmap(NULL, g_farm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED) return;
+    g_mu = shm;
+    g_ft_port_shared = (int *)((char *)shm + 2048);
+    g_farm = (farm_agent *)((char *)shm + 4096);
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(g_mu, &ma);
+    pthread_mutexattr_destroy(&ma);
     g_nfarm = nfarm;
     for (unsigned i = 0; i < nfarm; i++) {
         g_farm[i].cap_w = 700;
@@ -519,25 +578,34 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         g_farm[i].tokens_per_s_max = 20000 + 500 * (double)(i % 50);
         g_farm[i].pfi = 0.4 + 2.0 * (double)((i * 53) % 100) / 100;
     }
-    unsigned nslice = (nfarm + FARM_SLICE - 1) / FARM_SLICE;
+    const char *sl = getenv("BENCH_CTL_SLICE"); /* agents per farm process (12,500) */
+    unsigned slice = sl && atoi(sl) > 0 ? (unsigned)atoi(sl) : FARM_SLICE;
+    unsigned nslice = (nfarm + slice - 1) / slice;
     if (nslice > FARM_MAX_SLICES) return;
     pfi_httpd_opts o = {.listen = "127.0.0.1:0",
                         .max_body = 1 << 20,
-                        .max_connections = 2 * (nfarm < FARM_SLICE ? nfarm : FARM_SLICE) + 64,
+                        .max_connections = 2 * (nfarm < slice ? nfarm : slice) + 64,
                         .max_per_ip =
                             PFI_HTTPD_PER_IP_OFF, /* every agent of the farm is 127.0.0.1 */
                         .token = tok,
                         .is_protected = farm_protected,
                         .handle = farm_handle};
-    pfi_httpd *hs[FARM_MAX_SLICES] = {0};
+    pfi_httpd *h;
     int ports[FARM_MAX_SLICES], fport;
+    pid_t kids[FARM_MAX_SLICES] = {0};
     pfi_error e;
-    for (unsigned k = 0; k < nslice; k++)
-        if (pfi_httpd_start(&o, &hs[k], &ports[k], &e)) {
-            printf("bench controller %u agents: farm did not start: %s\n", nfarm, e.msg);
-            while (k--) pfi_httpd_stop(hs[k]);
+    /* the children first: fork before this process has threads */
+    for (unsigned k = 1; k < nslice; k++)
+        if ((kids[k] = farm_child(&o, &ports[k])) < 0) {
+            printf("bench controller %u agents: a farm process did not start\n", nfarm);
+            farm_children_stop(kids, k);
             return;
         }
+    if (pfi_httpd_start(&o, &h, &ports[0], &e)) {
+        printf("bench controller %u agents: farm did not start: %s\n", nfarm, e.msg);
+        farm_children_stop(kids, nslice);
+        return;
+    }
     fport = ports[0];
     pthread_t ft_tid;
     g_ft_port = 0;
@@ -551,6 +619,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             g_ft_port = 0;
         }
     }
+    *g_ft_port_shared = g_ft_port;
     FILE *f = fopen(cfg, "w");
     if (!f) return;
     /* BENCH_CTL_PERIOD (1 s): a longer one shows a trigger's fan-out between periods (at
@@ -566,7 +635,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
                 "\"token_file\": \"%s\"}",
-                i ? ", " : "", i, i, ports[i / FARM_SLICE], i, tokf);
+                i ? ", " : "", i, i, ports[i / slice], i, tokf);
     fprintf(f, "]}\n");
     fclose(f);
     char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
@@ -577,7 +646,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         printf("bench controller %u agents: controller did not start (see %s)\n", nfarm, log);
         kill(p, SIGTERM);
         waitpid(p, NULL, 0);
-        for (unsigned k = 0; k < nslice; k++) pfi_httpd_stop(hs[k]);
+        pfi_httpd_stop(h);
+        farm_children_stop(kids, nslice);
         farm_fast_stop(ft_tid, nfarm);
         return;
     }
@@ -602,13 +672,15 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         if (nper > MAXP) nper = MAXP;
         static double pers[MAXP], phases[4][MAXP];
         int n = 0;
-        double last_cycles = cy, c_cpu0 = proc_cpu_s(p), f_cpu0 = bench_cpu(), cy0 = -1,
+        double last_cycles = cy, c_cpu0 = proc_cpu_s(p),
+               f_cpu0 = bench_cpu() + farm_children_cpu(kids, nslice), cy0 = -1,
                t_end = bench_now() + (2 * nper + 20) * period_s;
         while (bench_now() < t_end && n < nper) {
             usleep(50000);
             if (health(url, &cy, &per) || !(cy > last_cycles)) continue;
             if (cy0 < 0) { /* the window starts at the first period after the POST */
-                cy0 = cy, c_cpu0 = proc_cpu_s(p), f_cpu0 = bench_cpu(), last_cycles = cy;
+                cy0 = cy, c_cpu0 = proc_cpu_s(p),
+                f_cpu0 = bench_cpu() + farm_children_cpu(kids, nslice), last_cycles = cy;
                 continue;
             }
             last_cycles = cy;
@@ -616,16 +688,17 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             if (g_agents_up < min_up) min_up = g_agents_up;
             pers[n++] = per;
         }
-        double c_cpu = proc_cpu_s(p) - c_cpu0, f_cpu = bench_cpu() - f_cpu0,
+        double c_cpu = proc_cpu_s(p) - c_cpu0,
+               f_cpu = bench_cpu() + farm_children_cpu(kids, nslice) - f_cpu0,
                periods = last_cycles - cy0;
         double rss = proc_rss_mib(p, "VmRSS:"), hwm = proc_rss_mib(p, "VmHWM:");
         double up = metric(url, "pfi_ctl_agents_up");
         int capped = 0;
         double last = 0;
-        pthread_mutex_lock(&g_mu);
+        pthread_mutex_lock(g_mu);
         for (unsigned i = 0; i < nfarm; i++)
             if (g_farm[i].capped_at > 0) capped++, last = fmax(last, g_farm[i].capped_at - t_sent);
-        pthread_mutex_unlock(&g_mu);
+        pthread_mutex_unlock(g_mu);
         if (getenv("BENCH_VERBOSE"))
             for (int k = 0; k < n; k++) fprintf(stderr, "period %d: %.3f s\n", k, pers[k]);
         qsort(pers, (size_t)n, sizeof *pers, cmp);
@@ -714,7 +787,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
         snprintf(cmd, sizeof cmd, "tail -n 40 '%s'", log);
         if (system(cmd) != 0) printf("(no log)\n");
     }
-    for (unsigned k = 0; k < nslice; k++) pfi_httpd_stop(hs[k]);
+    pfi_httpd_stop(h);
+    farm_children_stop(kids, nslice);
     farm_fast_stop(ft_tid, nfarm);
 }
 

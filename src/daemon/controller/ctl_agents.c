@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -162,6 +163,28 @@ int ctl_agents_open(ctl *c)
     return 0;
 }
 
+/* the connections each shard keeps between periods: one per agent, unless
+ * the open-file limit cannot hold one per agent besides the transfers in
+ * flight and the controller's other files (then fewer, said once: the
+ * agents beyond it are reached on a new connection when HTTP is needed —
+ * datagrams carry most views and caps) */
+static long kept_per_shard(ctl *c, size_t nsh)
+{
+    struct rlimit rl;
+    long want = SHARD_AGENTS + 4;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY) return want;
+    double inflight = c->cfg.agent_concurrency > 0 ? c->cfg.agent_concurrency : 1024;
+    double budget = (double)rl.rlim_cur - inflight - 256;
+    long per = (long)(budget / (double)(nsh ? nsh : 1));
+    if (per >= want) return want;
+    if (per < 4) per = 4;
+    ctl_log(c,
+            "warning: open-file limit %llu is below one kept connection per agent (%zu agents, "
+            "%.0f transfers in flight): %ld kept per %d agents; raise LimitNOFILE to keep them all",
+            (unsigned long long)rl.rlim_cur, c->io.nagents, inflight, per, SHARD_AGENTS);
+    return per;
+}
+
 /* transfers for n agents; -1 (logged) when out of memory */
 static int ensure(ctl *c, size_t n)
 {
@@ -194,6 +217,7 @@ static int ensure(ctl *c, size_t n)
         }
     }
     size_t nsh = (n + SHARD_AGENTS - 1) / SHARD_AGENTS;
+    long kept = kept_per_shard(c, nsh);
     int bad = PFI_VEC_RESIZE(P->sh, nsh, NULL) != PFI_OK;
     for (size_t k = 0; !bad && k < nsh; k++) {
         shard *sh = &P->sh[k];
@@ -205,9 +229,10 @@ static int ensure(ctl *c, size_t n)
             break;
         }
         P->nsh = k + 1;
-        /* one connection per agent (host:port); every one kept between periods */
+        /* one connection per agent (host:port); every one kept between periods
+           while the open-file limit allows */
         curl_multi_setopt(sh->m, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
-        curl_multi_setopt(sh->m, CURLMOPT_MAXCONNECTS, (long)SHARD_AGENTS + 4);
+        curl_multi_setopt(sh->m, CURLMOPT_MAXCONNECTS, kept);
         curl_multi_setopt(sh->m, CURLMOPT_SOCKETFUNCTION, on_socket);
         curl_multi_setopt(sh->m, CURLMOPT_SOCKETDATA, sh);
         curl_multi_setopt(sh->m, CURLMOPT_TIMERFUNCTION, on_timer);
