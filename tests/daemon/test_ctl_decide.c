@@ -146,16 +146,23 @@ static void warm_up(void)
     for (int t = 90; t < 100; t++) decide(t);
 }
 
+/* jobs a (agent n1) and b (n2) of tier and PFIs given, 4 GPUs at 2400 W
+ * each, and event id of cut_pct from t = 100 for dur_s, started at t = 100
+ * after the baseline window */
+static void two_jobs_event(int tier, double pfi_a, double pfi_b, const char *id, double dur_s,
+                           double cut_pct)
+{
+    job(0, "a", tier, 4, 2400, 1000, pfi_a);
+    job(1, "b", tier, 4, 2400, 1000, pfi_b);
+    event(id, 100, dur_s, cut_pct);
+    warm_up();
+    decide(100);
+}
+
 static void test_event_starts_and_caps(void **st)
 {
     (void)st;
-    job(0, "a", -1, 4, 2400, 1000, 0.5); /* no SLA tier: the weights alone decide */
-    job(1, "b", -1, 4, 2400, 1000, 1.5);
-    event("e1", 100, 60, 20);
-    warm_up();
-    assert_false(g_dec.active);
-    assert_int_equal(g_st.njobs, 2);
-    decide(100);
+    two_jobs_event(-1, 0.5, 1.5, "e1", 60, 20); /* no SLA tier: the weights alone decide */
     assert_true(g_dec.active);
     assert_int_equal(g_st.event[0].status, CTL_EV_ACTIVE);
     assert_true(fabs(g_st.event[0].baseline_w - 4800) < 1e-6);
@@ -246,11 +253,7 @@ static void test_tiers_and_infeasible_floors(void **st)
 static void test_jobs_arrive_and_leave(void **st)
 {
     (void)st;
-    job(0, "a", 2, 4, 2400, 1000, 1);
-    job(1, "b", 2, 4, 2400, 1000, 1);
-    event("e", 100, 600, 20);
-    warm_up();
-    decide(100);
+    two_jobs_event(2, 1, 1, "e", 600, 20);
     apply_caps(0.97);
     decide(101);
     /* b leaves; c arrives, uncapped, drawing 1200 W of a possible 2800 */
@@ -274,11 +277,7 @@ static void test_jobs_arrive_and_leave(void **st)
 static void test_agent_lost_and_back(void **st)
 {
     (void)st;
-    job(0, "a", 2, 4, 2400, 1000, 1);
-    job(1, "b", 2, 4, 2400, 1000, 1);
-    event("e", 100, 600, 20);
-    warm_up();
-    decide(100);
+    two_jobs_event(2, 1, 1, "e", 600, 20);
     double cap_b = find("b")->alloc_cap_w;
     apply_caps(0.97);
     decide(101);
@@ -346,21 +345,13 @@ static void test_curve_strategy_falls_back(void **st)
     (void)st;
     ctl_config_free(&g_cfg);
     config(", \"strategy\": \"curve-aware\"");
-    job(0, "a", 2, 4, 2400, 1000, 0.5);
-    job(1, "b", 2, 4, 2400, 1000, 1.5);
-    event("e", 100, 60, 20);
-    warm_up();
-    decide(100);
+    two_jobs_event(2, 0.5, 1.5, "e", 60, 20);
     /* no curve model: the period allocates as pfi-aware does */
     double a_w = find("a")->alloc_w, b_w = find("b")->alloc_w;
     ctl_state_free(&g_st);
     ctl_config_free(&g_cfg);
     setup(NULL);
-    job(0, "a", 2, 4, 2400, 1000, 0.5);
-    job(1, "b", 2, 4, 2400, 1000, 1.5);
-    event("e", 100, 60, 20);
-    warm_up();
-    decide(100);
+    two_jobs_event(2, 0.5, 1.5, "e", 60, 20);
     assert_true(fabs(find("a")->alloc_w - a_w) < 1e-9);
     assert_true(fabs(find("b")->alloc_w - b_w) < 1e-9);
 }

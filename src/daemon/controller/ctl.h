@@ -176,6 +176,10 @@ void ctl_config_free(ctl_cfg *cfg);
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
 int ctl_db_put_event(ctl *c, const ctl_event *e);
+/* an event's row on connection db: every column (the API's changes), or
+ * only those a period's decision changes (status, baseline, target, time to
+ * target; a new event whole either way); 0, or -1 */
+int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns);
 int ctl_db_load_events(ctl *c);
 /* NaN as NULL, both ways */
 void ctl_db_bind_num(sqlite3_stmt *s, int i, double v);

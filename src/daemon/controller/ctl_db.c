@@ -82,24 +82,24 @@ void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
     else sqlite3_bind_double(s, i, v);
 }
 
-int ctl_db_put_event(ctl *c, const ctl_event *e)
+/* the API's write sets every column on conflict; the period's the columns
+ * its decision changes (ctl_persist.c) */
+static const char put_event_sql[] =
+    "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t)"
+    " VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET status=excluded.status,"
+    " baseline_w=excluded.baseline_w, target_w=excluded.target_w, reached_t=excluded.reached_t";
+static const char put_event_all_sql[] = ", json=excluded.json, ramp_s=excluded.ramp_s,"
+                                        " ramp_down_s=excluded.ramp_down_s";
+
+int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns)
 {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->io.db,
-                           "INSERT INTO "
-                           "events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,"
-                           "reached_t) VALUES(?,?,?,?,?,?,?,?,?)"
-                           " ON CONFLICT(id) DO UPDATE SET json=excluded.json, "
-                           "status=excluded.status, baseline_w=excluded.baseline_w,"
-                           " target_w=excluded.target_w, ramp_s=excluded.ramp_s, "
-                           "ramp_down_s=excluded.ramp_down_s, reached_t=excluded.reached_t",
-                           -1, &s, NULL) != SQLITE_OK)
-        return -1;
+    char sql[sizeof put_event_sql + sizeof put_event_all_sql];
+    snprintf(sql, sizeof sql, "%s%s", put_event_sql, all_columns ? put_event_all_sql : "");
     char *j = pfi_grid_event_format(&e->ev);
-    if (!j) { /* out of bounds (ctl_event_add refuses those): never store what cannot be read back
-               */
-        ctl_log(c, "error: event %s cannot be stored (out of bounds)", e->ev.id);
-        sqlite3_finalize(s);
+    sqlite3_stmt *s;
+    if (!j) return -1; /* out of bounds (ctl_event_add refuses those): never stored */
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+        free(j);
         return -1;
     }
     sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
@@ -112,9 +112,17 @@ int ctl_db_put_event(ctl *c, const ctl_event *e)
     ctl_db_bind_num(s, 8, e->ramp_down_s);
     ctl_db_bind_num(s, 9, e->reached_t);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-    if (rc) ctl_log(c, "error: saving event %s: %s", e->ev.id, sqlite3_errmsg(c->io.db));
     sqlite3_finalize(s);
     free(j);
+    return rc;
+}
+
+int ctl_db_put_event(ctl *c, const ctl_event *e)
+{
+    int rc = ctl_db_event_row(c->io.db, e, 1);
+    if (rc)
+        ctl_log(c, "error: saving event %s: %s", e->ev.id,
+                pfi_grid_event_check(&e->ev, NULL) ? "out of bounds" : sqlite3_errmsg(c->io.db));
     return rc;
 }
 

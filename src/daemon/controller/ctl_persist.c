@@ -42,34 +42,6 @@ static int step_done(sqlite3_stmt *s)
     return rc;
 }
 
-static int put_event(sqlite3 *db, const ctl_event *e)
-{
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,"
-                           "ramp_down_s,reached_t) VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO "
-                           "UPDATE SET status=excluded.status, baseline_w=excluded.baseline_w, "
-                           "target_w=excluded.target_w, reached_t=excluded.reached_t",
-                           -1, &s, NULL) != SQLITE_OK)
-        return -1;
-    char *j = pfi_grid_event_format(&e->ev);
-    if (!j) {
-        sqlite3_finalize(s);
-        return -1;
-    }
-    sqlite3_bind_text(s, 1, e->ev.id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, j, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, e->ev.source, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, ctl_event_status_name(e->status), -1, SQLITE_STATIC);
-    ctl_db_bind_num(s, 5, e->baseline_w);
-    ctl_db_bind_num(s, 6, e->target_w);
-    ctl_db_bind_num(s, 7, e->ramp_s);
-    ctl_db_bind_num(s, 8, e->ramp_down_s);
-    ctl_db_bind_num(s, 9, e->reached_t);
-    free(j);
-    return step_done(s);
-}
-
 static int put_sample(sqlite3 *db, const ctl_decision *d)
 {
     sqlite3_stmt *s;
@@ -125,7 +97,7 @@ static int put_meta(sqlite3 *db, const char *key, double v)
 static const char *put_rows(ctl *c, const ctl_decision *d)
 {
     for (size_t i = 0; i < d->nevent_rows; i++)
-        if (put_event(c->io.pdb, &d->event_rows[i])) return "an event";
+        if (ctl_db_event_row(c->io.pdb, &d->event_rows[i], 0)) return "an event";
     if (d->sample && put_sample(c->io.pdb, d)) return "the period's sample";
     for (size_t i = 0; d->sample && i < d->nrows; i++)
         if (put_job_row(c, d, &d->rows[i])) return "a job's sample";
