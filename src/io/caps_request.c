@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json_obj.h"
 
 static int printable(const char *s)
@@ -139,23 +140,68 @@ pfi_status pfi_caps_request_parse(const char *body, size_t len, pfi_caps_request
     return st;
 }
 
+/* a JSON string, escaped as jansson escapes it (the names are printable:
+   quotes and backslashes; control characters as \u00XX all the same) */
+static void put_string(pfi_buf *b, const char *s)
+{
+    pfi_buf_add(b, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\') {
+            char e[2] = {'\\', (char)ch};
+            pfi_buf_add(b, e, 2);
+        } else if (ch < 0x20 || ch == 0x7f) {
+            pfi_buf_printf(b, "\\u%04x", ch);
+        } else {
+            pfi_buf_add(b, p, 1);
+        }
+    }
+    pfi_buf_add(b, "\"", 1);
+}
+
+/* a number as jansson writes a real: 17 significant digits, ".0" when it
+   would read as an integer */
+static void put_real(pfi_buf *b, double v)
+{
+    char t[40];
+    int n = snprintf(t, sizeof t, "%.17g", v);
+    if (n > 0 && !strpbrk(t, ".eEn")) /* "nan", "inf": never here (the parser refuses them) */
+        memcpy(t + n, ".0", 3), n += 2;
+    pfi_buf_add(b, t, (size_t)n);
+}
+
+/* Written out by hand, byte for byte what jansson's json_dumps(JSON_COMPACT)
+ * wrote (tests/daemon/test_lease.c compares them): a trigger formats 12,500
+ * of these under the controller's lock, and jansson's objects were 5 us
+ * each of it. */
 char *pfi_caps_request_format(const pfi_caps_request *r)
 {
-    json_t *g = json_array(), *j = json_array();
+    pfi_buf b = {0};
+    pfi_buf_add(&b, "{\"lease_s\":", 11);
+    put_real(&b, r->lease_s);
+    pfi_buf_add(&b, ",\"controller\":", 14);
+    put_string(&b, r->controller);
+    pfi_buf_printf(&b, ",\"generation\":%lld,\"gpus\":[", (long long)r->generation);
     for (size_t i = 0; i < r->ngpus; i++) {
-        json_t *e = r->gpus[i].uuid[0]
-                        ? json_pack("{s:s,s:f}", "uuid", r->gpus[i].uuid, "cap_w", r->gpus[i].cap_w)
-                        : json_pack("{s:I,s:f}", "index", (json_int_t)r->gpus[i].index, "cap_w",
-                                    r->gpus[i].cap_w);
-        json_array_append_new(g, e);
+        pfi_buf_add(&b, i ? ",{" : "{", i ? 2 : 1);
+        if (r->gpus[i].uuid[0]) {
+            pfi_buf_add(&b, "\"uuid\":", 7);
+            put_string(&b, r->gpus[i].uuid);
+        } else {
+            pfi_buf_printf(&b, "\"index\":%lld", (long long)r->gpus[i].index);
+        }
+        pfi_buf_add(&b, ",\"cap_w\":", 9);
+        put_real(&b, r->gpus[i].cap_w);
+        pfi_buf_add(&b, "}", 1);
     }
-    for (size_t i = 0; i < r->njobs; i++)
-        json_array_append_new(
-            j, json_pack("{s:s,s:f}", "job_id", r->jobs[i].job_id, "cap_w", r->jobs[i].cap_w));
-    json_t *o =
-        json_pack("{s:f,s:s,s:I,s:o,s:o}", "lease_s", r->lease_s, "controller", r->controller,
-                  "generation", (json_int_t)r->generation, "gpus", g, "jobs", j);
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return s;
+    pfi_buf_add(&b, "],\"jobs\":[", 10);
+    for (size_t i = 0; i < r->njobs; i++) {
+        pfi_buf_add(&b, i ? ",{\"job_id\":" : "{\"job_id\":", i ? 11 : 10);
+        put_string(&b, r->jobs[i].job_id);
+        pfi_buf_add(&b, ",\"cap_w\":", 9);
+        put_real(&b, r->jobs[i].cap_w);
+        pfi_buf_add(&b, "}", 1);
+    }
+    pfi_buf_add(&b, "]}", 2);
+    return pfi_buf_take(&b, NULL); /* NULL when out of memory */
 }
