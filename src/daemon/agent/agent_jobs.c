@@ -33,6 +33,7 @@
 #include "atomic.h"
 #include "clock.h"
 #include "job_id.h"
+#include "pfi/features.h"
 #include "pfi/prom.h"
 #include "pfi/steplog.h"
 
@@ -625,24 +626,14 @@ static double gpu_prof(const agent_gpu *g, int m)
     return g->last.prof[m];
 }
 
-/* a model feature's value for job j, by the sweep table's column name */
+/* a model feature's value for job j, by the sweep table's column name:
+ * from its training means as job values (summed metrics times its GPUs) */
 static double feature(const agent_job *j, const char *name, int *known)
 {
-    *known = 1;
-    int m = pfi_metric_lookup(name, strlen(name));
-    double n = (double)j->ngpus;
-    if (m >= 0) return j->feat[m] * (pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? n : 1);
-    const double *f = j->feat;
-    if (!strcmp(name, pfi_derived_name(PFI_D_DRAM_COPY_PRODUCT)))
-        return f[PFI_M_DRAM_ACTIVE] * f[PFI_M_MEM_COPY_UTIL] / 100;
-    if (!strcmp(name, pfi_derived_name(PFI_D_ARITHMETIC_INTENSITY)))
-        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_DRAM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_TENSOR_SM_RATIO)))
-        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_SM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_NVLINK_BYTES)))
-        return (f[PFI_M_NVLINK_TX_BYTES] + f[PFI_M_NVLINK_RX_BYTES]) * n;
-    *known = 0;
-    return NAN;
+    double n = (double)j->ngpus, v[PFI_M_COUNT];
+    for (int m = 0; m < PFI_M_COUNT; m++)
+        v[m] = j->feat[m] * (pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? n : 1);
+    return pfi_feature_from_metrics(name, v, known);
 }
 
 void agent_jobs_update(agent *a)
