@@ -40,6 +40,10 @@ void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The process's CPU seconds, for pfi_allocsim_cell.seconds: the one clock
+ * the core reads. Not the runtime's monotonic clock (clock.h), which the
+ * core may not call: this measures the study's own work and nothing it
+ * computes depends on it. */
 static double cpu_now(void)
 {
     struct timespec ts;

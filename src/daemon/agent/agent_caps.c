@@ -430,13 +430,6 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
     return 200;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static long gpu_index(agent *a, const char *uuid)
 {
     for (size_t q = 0; q < a->n; q++)
@@ -502,7 +495,7 @@ void agent_restore(agent *a, const char *why)
         agent_log(a, "baselines restored on %d GPU%s (%s)", x.nrestored,
                   x.nrestored == 1 ? "" : "s", why);
     a->restore_delay_s = x.failed ? x.delay_s : 0;
-    if (x.failed) a->restore_retry_at_s = mono_s() + x.delay_s;
+    if (x.failed) a->restore_retry_at_s = pfi_wall_monotonic() + x.delay_s;
     if (!pending) a->lease.active = 0;
     if (x.any || !pending) agent_save_state(a);
 }
@@ -511,8 +504,8 @@ void agent_check_lease(agent *a)
 {
     double now = pfi_clock_mono();
     if (a->save_pending &&
-        mono_s() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
-        a->save_retry_at_s = mono_s() + 1;
+        pfi_wall_monotonic() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
+        a->save_retry_at_s = pfi_wall_monotonic() + 1;
         agent_save_state(a);
     }
     int pending = 0;
@@ -522,7 +515,7 @@ void agent_check_lease(agent *a)
                   a->lease.generation);
         a->lease.active = 0;
         agent_restore(a, "lease expired");
-    } else if (!a->lease.active && pending && mono_s() >= a->restore_retry_at_s) {
+    } else if (!a->lease.active && pending && pfi_wall_monotonic() >= a->restore_retry_at_s) {
         agent_restore(a, "no lease");
     }
 }
