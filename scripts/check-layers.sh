@@ -10,7 +10,12 @@
 #     + src/runtime; report: + src/report);
 #  3. libpfi.so exports a symbol that is not pfi_-prefixed, or one that no
 #     public header declares PFI_API, or a public header declares PFI_API a
-#     function the library does not export.
+#     function the library does not export;
+#  4. a public header (include/pfi) declares PFI_API functions of two
+#     layers, core's and io's: each public header belongs to the one layer
+#     that defines its functions, so that including it says which layer is
+#     reached (a core source including a header of io's is then visible as
+#     such, not hidden behind a core function declared beside io's).
 set -eu
 B=${1:?usage: check-layers.sh BUILD SRC}
 S=${2:?usage: check-layers.sh BUILD SRC}
@@ -77,6 +82,18 @@ while IFS= read -r line; do fail "$line"; done <"$T/inc"
 grep -rn '#[[:space:]]*include[[:space:]]*"\.\./' "$S/src" >"$T/rel" || true
 while IFS= read -r line; do fail "relative include: ${line#"$S"/}"; done <"$T/rel"
 
+# each public header's functions are defined in one layer (core or io)
+for h in "$S"/include/pfi/*.h; do
+  [ -s "$T/def_core" ] && [ -s "$T/def_io" ] || break
+  tr '\n' ' ' <"$h" | sed 's/;/;\n/g' | grep 'PFI_API' |
+    sed -n 's/.*[^A-Za-z0-9_]\(pfi_[A-Za-z0-9_]*\)[[:space:]]*[\[(;].*/\1/p' | sort -u >"$T/hdecl"
+  c=$(comm -12 "$T/hdecl" "$T/def_core" | tr '\n' ' ')
+  i=$(comm -12 "$T/hdecl" "$T/def_io" | tr '\n' ' ')
+  if [ -n "$c" ] && [ -n "$i" ]; then
+    fail "${h#"$S"/} declares functions of core (${c% }) and of io (${i% }): one public header per layer"
+  fi
+done
+
 # exported symbols of the installed library
 so="$B/libpfi.so"
 if [ -f "$so" ]; then
@@ -92,5 +109,5 @@ if [ -f "$so" ]; then
   while IFS= read -r sym; do fail "a public header declares $sym PFI_API, but libpfi.so does not export it"; done <"$T/missing"
   echo "check-layers: libpfi.so exports $(wc -l <"$T/exported") symbols, all pfi_ and declared in include/pfi/"
 fi
-[ $bad -eq 0 ] && echo "check-layers: ok (core -> io -> runtime/report, includes, exports)"
+[ $bad -eq 0 ] && echo "check-layers: ok (core -> io -> runtime/report, includes, exports, one layer per public header)"
 exit $bad

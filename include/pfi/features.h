@@ -39,6 +39,13 @@ PFI_API pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs
 /* One feature of one group (NaN if unavailable). */
 PFI_API double pfi_feature_value(const pfi_table *t, const pfi_group *g, const char *name,
                                  int *known);
+/* A model feature by its sweep-table column name from a job's metric
+ * values m[PFI_M_COUNT] (job values, as pfi_derived_value takes them; NaN
+ * where not measured): a metric's DCGM name gives its value, a derived
+ * feature's name pfi_derived_value's. Any other name (job metadata,
+ * power_frac: not telemetry) is NaN with *known = 0 (known may be NULL).
+ * What the agent and the controller compute a job's features with. */
+PFI_API double pfi_feature_from_metrics(const char *name, const double *m, int *known);
 
 #ifdef __cplusplus
 }

@@ -75,6 +75,12 @@ typedef enum pfi_derived {
     PFI_D_COUNT
 } pfi_derived;
 PFI_API const char *pfi_derived_name(pfi_derived d);
+/* Derived feature d from a job's metric values m[PFI_M_COUNT] (one scrape's,
+ * or means over its training phase; job values as the sweep table holds
+ * them: summed over the job's GPUs for a PFI_AGG_SUM metric, averaged
+ * otherwise): the formulas above, NaN where a ratio's divisor is not
+ * above 0 or a value it needs is NaN. The one place they are written. */
+PFI_API double pfi_derived_value(pfi_derived d, const double *m);
 
 #ifdef __cplusplus
 }

@@ -106,6 +106,29 @@ PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double 
                                          double cap_max_w, double tokens_per_s_max,
                                          double power_max_w, pfi_curve *out, pfi_error *err);
 
+/* A trained model as a model file holds it (pfi/model_file.h reads and
+ * writes it: io), a scalar PFI model or a curve model with the names of its
+ * features; and its PFI (computation, no I/O: core). */
+typedef enum pfi_modelfile_kind {
+    PFI_MODELFILE_OLS = 0,
+    PFI_MODELFILE_CURVE = 1
+} pfi_modelfile_kind;
+
+typedef struct pfi_modelfile {
+    pfi_modelfile_kind kind;
+    char target[32];
+    size_t p;
+    char **features;
+    pfi_pfi_model ols;     /* kind OLS */
+    pfi_curve_model curve; /* kind CURVE */
+    void *meta;            /* the extra JSON (metrics, provenance); json_t* */
+} pfi_modelfile;
+
+/* The model's PFI for features x (OLS: clamped prediction; curve: Eq. 1
+ * over the predicted normalized curve). */
+PFI_API double pfi_modelfile_pfi(const pfi_modelfile *m, const double *x, int *clamped,
+                                 int *out_of_range);
+
 #ifdef __cplusplus
 }
 #endif

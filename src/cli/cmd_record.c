@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 
 typedef struct record_args {
     const char *url, *path;
@@ -95,13 +96,6 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return k;
 }
 
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* http:// or https:// with a host curl can parse; else a message */
 static const char *bad_url(const char *url)
 {
@@ -161,15 +155,15 @@ typedef struct scrapes {
 /* scrape until the end, a signal, or too many failures; CLI_FAIL if FILE cannot be written */
 static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, FILE *f, scrapes *n)
 {
-    double start = now_mono();
+    double start = pfi_wall_monotonic();
     for (long k = 0; !stop_flag; k++) {
         double due = start + (double)k * a->interval;
-        double wait = due - now_mono();
+        double wait = due - pfi_wall_monotonic();
         if (wait > 0) {
             struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
             if (nanosleep(&ts, NULL) != 0 && stop_flag) break;
         }
-        if (now_mono() - start > a->duration || stop_flag) break;
+        if (pfi_wall_monotonic() - start > a->duration || stop_flag) break;
         b->n = 0;
         b->too_big = 0;
         long long t = now_ms();

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 #include "report.h"
 
 typedef struct reproduce_args {
@@ -60,17 +61,10 @@ typedef struct repro {
     char logpath[4200];
 } repro;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void stage(repro *r, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "[%6.1fs] ", now() - r->t0);
+    fprintf(stderr, "[%6.1fs] ", pfi_wall_monotonic() - r->t0);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -364,7 +358,7 @@ static int reproduce_all(const char *cmd, repro *r, const char *datadir, char ze
     snprintf(sp, sizeof sp, "%s/summary.csv", r->out);
     if (pfi_report_summary(r->out, datadir, &S, &err) || pfi_summary_save(&S, sp, &err) ||
         pfi_report_figures(r->out, &err) ||
-        pfi_report_pages(r->out, &S, argline, now() - r->t0, atoi(wl), &err)) {
+        pfi_report_pages(r->out, &S, argline, pfi_wall_monotonic() - r->t0, atoi(wl), &err)) {
         cli_error(cmd, "%s", err.msg);
         return -1;
     }
@@ -418,7 +412,7 @@ int cmd_reproduce(int argc, char **argv)
         return CLI_FAIL;
     }
     r.tty = isatty(2);
-    r.t0 = now();
+    r.t0 = pfi_wall_monotonic();
     int ok = reproduce_all(cmd, &r, datadir, zeus) == 0;
     fclose(r.logf);
     return ok ? CLI_OK : CLI_FAIL;

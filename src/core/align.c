@@ -272,13 +272,10 @@ pfi_status pfi_bins_series(const pfi_bins *b, pfi_series *s, pfi_error *err)
                 pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? acc : acc / (double)b->ng;
         }
         s->util_min[k] = umin;
-        double dram = s->metric[PFI_M_DRAM_ACTIVE][k], copy = s->metric[PFI_M_MEM_COPY_UTIL][k];
-        double tens = s->metric[PFI_M_PIPE_TENSOR_ACTIVE][k], sm = s->metric[PFI_M_SM_ACTIVE][k];
-        s->derived[PFI_D_DRAM_COPY_PRODUCT][k] = dram * copy / 100.0;
-        s->derived[PFI_D_ARITHMETIC_INTENSITY][k] = dram > 0 ? tens / dram : NAN;
-        s->derived[PFI_D_TENSOR_SM_RATIO][k] = sm > 0 ? tens / sm : NAN;
-        s->derived[PFI_D_NVLINK_BYTES][k] =
-            s->metric[PFI_M_NVLINK_TX_BYTES][k] + s->metric[PFI_M_NVLINK_RX_BYTES][k];
+        double mk[PFI_M_COUNT];
+        for (int m = 0; m < PFI_M_COUNT; m++) mk[m] = s->metric[m][k];
+        for (int d = 0; d < PFI_D_COUNT; d++)
+            s->derived[d][k] = pfi_derived_value((pfi_derived)d, mk);
         k++;
     }
     s->n = k;

@@ -40,6 +40,10 @@ void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* The process's CPU seconds, for pfi_allocsim_cell.seconds: the one clock
+ * the core reads. Not the runtime's monotonic clock (clock.h), which the
+ * core may not call: this measures the study's own work and nothing it
+ * computes depends on it. */
 static double cpu_now(void)
 {
     struct timespec ts;
@@ -52,6 +56,18 @@ typedef struct wl_ref {
     double ref, orc; /* the reference's and the oracle's totals */
     int ofeas;       /* the oracle's floors fit */
 } wl_ref;
+
+/* a total t against the workload's reference and oracle: below 5% or 20%
+ * of the gap between them, and the worst shortfall */
+static void score_gap(pfi_allocsim_round *c, double t, const wl_ref *R)
+{
+    /* where the floors do not fit, the oracle is the tier rule on its true
+     * floors and can fall below the reference: no gap there */
+    double gap = fmax(0, R->orc - R->ref), d = t - R->ref, eps = 1e-9 * fabs(R->ref);
+    if (d < -0.05 * gap - eps) c->below_5++;
+    if (d < -0.2 * gap - eps) c->below_20++;
+    if (d < c->worst) c->worst = d;
+}
 
 static void score(pfi_allocsim_round *c, const prepared *ev, const pfi_alloc_job *w,
                   const double *P, const wl_ref *R, int infeas, int over, double W, double *tot,
@@ -68,12 +84,7 @@ static void score(pfi_allocsim_round *c, const prepared *ev, const pfi_alloc_job
     }
     c->infeasible += infeas;
     c->over_budget += over;
-    /* where the floors do not fit, the oracle is the tier rule on its true
-     * floors and can fall below the reference: no gap there */
-    double gap = fmax(0, R->orc - R->ref), d = t - R->ref, eps = 1e-9 * fabs(R->ref);
-    if (d < -0.05 * gap - eps) c->below_5++;
-    if (d < -0.2 * gap - eps) c->below_20++;
-    if (d < c->worst) c->worst = d;
+    score_gap(c, t, R);
     if (tot) *tot = t;
     if (viol) *viol = v;
 }
@@ -89,6 +100,283 @@ static pfi_status static_alloc(const pfi_alloc_job *w, size_t J, const double *b
     st = strategy_sweep(w, &pj, budgets, nc, ao, P, feas, over, err);
     prep_free(&pj);
     return st;
+}
+
+/* one simulation: its sizes, its draw of workloads from the pool and its
+ * scratch space for one workload and one strategy */
+typedef struct sim {
+    const pfi_allocsim_opts *o;
+    size_t nc, J, R1;    /* cuts, jobs per workload, the most rounds + 1 */
+    int rounds, orounds; /* the closed loop's and safe-online's rounds */
+    size_t k30;          /* the 30% cut */
+    double W;            /* the number of workloads, dividing the means */
+    gsl_rng *rng;
+    size_t *ft, *pt, nft, npt; /* the pool's fine-tuning and pre-training jobs */
+    double sla_cum[4], sla_total;
+    /* one workload: its jobs, evaluation curves, budgets per cut, reference and oracle */
+    pfi_alloc_job *w;
+    prepared ev;
+    double *budgets;
+    wl_ref *wr;
+    /* one strategy on it: allocations, and per cut its total, certificate
+     * gap, infeasibility and SLA violations */
+    double *Pall, *tot, *gap;
+    int *feas, *over, *inf;
+    size_t *viol;
+    double loop_sum[16]; /* the closed loop's totals per round at the 30% cut */
+} sim;
+
+static void sim_dispose(sim *m)
+{
+    prep_free(&m->ev);
+    free(m->Pall), free(m->feas), free(m->over), free(m->wr);
+    free(m->w), free(m->budgets), free(m->tot), free(m->gap), free(m->inf), free(m->viol);
+    free(m->ft), free(m->pt);
+    if (m->rng) gsl_rng_free(m->rng);
+}
+
+static int clamp_rounds(int n)
+{
+    return n > 15 ? 15 : n < 0 ? 0 : n;
+}
+
+/* the simulation's sizes and scratch space, the result's arrays, the pool
+ * split for the production draw and the random stream */
+static pfi_status sim_init(sim *m, const pfi_allocsim_opts *o, const int *is_ft, size_t npool,
+                           pfi_allocsim_result *r, pfi_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->o = o;
+    size_t nc = m->nc = (size_t)llround(o->cut_max / o->cut_step) + 1;
+    r->ncuts = nc;
+    r->cuts = malloc(nc * sizeof *r->cuts);
+    r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
+    size_t J = m->J = o->jobs;
+    m->rounds = clamp_rounds(o->loop_rounds);
+    m->orounds = clamp_rounds(o->online.rounds);
+    size_t R1 = m->R1 = (size_t)(m->rounds > m->orounds ? m->rounds : m->orounds) + 1;
+    r->rnd = calloc(PFI_STRAT_COUNT * nc * R1, sizeof *r->rnd);
+    r->oracle_infeasible = calloc(nc, sizeof *r->oracle_infeasible);
+    m->Pall = malloc((nc > R1 ? nc : R1) * J * sizeof *m->Pall);
+    m->feas = malloc(nc * sizeof *m->feas), m->over = malloc(nc * sizeof *m->over);
+    m->wr = malloc(nc * sizeof *m->wr);
+    m->w = malloc(J * sizeof *m->w);
+    m->budgets = malloc(nc * sizeof *m->budgets), m->tot = malloc(nc * sizeof *m->tot);
+    m->gap = malloc(nc * sizeof *m->gap);
+    m->inf = malloc(nc * sizeof *m->inf);
+    m->viol = malloc(nc * sizeof *m->viol);
+    m->ft = malloc(npool * sizeof *m->ft), m->pt = malloc(npool * sizeof *m->pt);
+    m->rng = gsl_rng_alloc(gsl_rng_taus2);
+    if (!r->cuts || !r->cell || !m->w || !m->budgets || !m->tot || !m->gap || !m->inf || !m->viol ||
+        !m->ft || !m->pt || !m->rng || !r->rnd || !r->oracle_infeasible || !m->Pall || !m->feas ||
+        !m->over || !m->wr)
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    for (size_t k = 0; k < nc; k++) r->cuts[k] = o->cut_step * (double)k;
+    for (size_t i = 0; i < npool; i++) {
+        if (is_ft && is_ft[i]) m->ft[m->nft++] = i;
+        else m->pt[m->npt++] = i;
+    }
+    gsl_rng_set(m->rng, (unsigned long)pfi_mix64(o->seed * 0x5151ULL + (uint64_t)o->scenario));
+    for (int t = 0; t < 4; t++) m->sla_total += o->sla_mix[t];
+    for (int t = 0; t < 4; t++)
+        m->sla_cum[t] =
+            (t ? m->sla_cum[t - 1] : 0) + (m->sla_total > 0 ? o->sla_mix[t] / m->sla_total : 0);
+    m->k30 = (size_t)llround(0.30 / o->cut_step);
+    if (m->k30 >= nc) m->k30 = nc - 1;
+    m->W = (double)o->workloads;
+    r->loop_rounds = m->rounds;
+    r->max_rounds = (int)R1 - 1;
+    for (size_t q = 0; q < PFI_STRAT_COUNT * nc * R1; q++) r->rnd[q].worst = INFINITY;
+    for (int s = 0; s < PFI_STRAT_COUNT; s++)
+        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP   ? m->rounds
+                        : s == PFI_STRAT_SAFE_ONLINE ? m->orounds
+                                                     : 0;
+    return PFI_OK;
+}
+
+/* the next workload: J jobs drawn from the pool (production: fine-tuning
+ * with probability ft_share), each with an SLA tier drawn from sla_mix,
+ * and the budget of each cut */
+static void draw_workload(sim *m, const pfi_alloc_job *pool, size_t npool, const double *cuts)
+{
+    const pfi_allocsim_opts *o = m->o;
+    double sum_max = 0;
+    for (size_t j = 0; j < m->J; j++) {
+        size_t pick;
+        if (o->scenario == PFI_SCEN_PRODUCTION && m->nft && m->npt) {
+            int want_ft = gsl_rng_uniform(m->rng) < o->ft_share;
+            pick = want_ft ? m->ft[gsl_rng_uniform_int(m->rng, (unsigned long)m->nft)]
+                           : m->pt[gsl_rng_uniform_int(m->rng, (unsigned long)m->npt)];
+        } else {
+            pick = (size_t)gsl_rng_uniform_int(m->rng, (unsigned long)npool);
+        }
+        m->w[j] = pool[pick];
+        m->w[j].sla_tier = -1;
+        if (m->sla_total > 0) {
+            double u = gsl_rng_uniform(m->rng);
+            int t = 0;
+            while (t < 3 && u > m->sla_cum[t]) t++;
+            m->w[j].sla_tier = t;
+        }
+        sum_max += m->w[j].power_max_w;
+    }
+    for (size_t k = 0; k < m->nc; k++) m->budgets[k] = sum_max * (1 - cuts[k]);
+}
+
+/* the workload's evaluation curves, and at each cut the reference's
+ * (equal) and the oracle's true totals that the strategies are scored
+ * against (when both run) */
+static pfi_status workload_refs(sim *m, pfi_allocsim_result *r, pfi_error *err)
+{
+    size_t J = m->J, nc = m->nc;
+    pfi_alloc_opts eo;
+    pfi_alloc_opts_default(&eo);
+    eo.normalized = m->o->normalized;
+    eo.strategy = PFI_STRAT_EQUAL;
+    prep_free(&m->ev);
+    pfi_status st;
+    if ((st = prep_jobs(m->w, J, &eo, 1, &m->ev, err)) || (st = prep_raw(m->w, &m->ev, err)))
+        return st;
+    for (size_t j = 0; j < J; j++) r->mean_uncapped += m->ev.tmax[j] / m->W;
+    for (size_t k = 0; k < nc; k++) m->wr[k] = (wl_ref){NAN, NAN, 1};
+    if ((m->o->strategies & 3u) != 3u) return PFI_OK;
+    if ((st = static_alloc(m->w, J, m->budgets, nc, &eo, m->Pall, m->feas, m->over, err)))
+        return st;
+    for (size_t k = 0; k < nc; k++) m->wr[k].ref = true_total(&m->ev, m->Pall + k * J, NULL, m->w);
+    eo.strategy = PFI_STRAT_ORACLE;
+    if ((st = static_alloc(m->w, J, m->budgets, nc, &eo, m->Pall, m->feas, m->over, err)))
+        return st;
+    for (size_t k = 0; k < nc; k++) {
+        m->wr[k].orc = true_total(&m->ev, m->Pall + k * J, NULL, m->w);
+        m->wr[k].ofeas = m->feas[k];
+        r->oracle_infeasible[k] += !m->feas[k];
+    }
+    return PFI_OK;
+}
+
+/* the closed loop at each cut: its total after every round (only totals:
+ * no allocation is kept), its violations and feasibility after the last */
+static pfi_status run_closed_loop(sim *m, size_t wl, const pfi_alloc_opts *ao,
+                                  pfi_allocsim_round *rc, pfi_error *err)
+{
+    pfi_status st = PFI_OK;
+    int rounds = m->rounds;
+    size_t R1 = m->R1;
+    double lt[16];
+    for (size_t k = 0; k < m->nc && !st; k++) {
+        pfi_alloc_result lr;
+        st = pfi_alloc_closed_loop(m->w, m->J, m->budgets[k], ao, rounds, m->o->loop_noise,
+                                   m->o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt, err);
+        m->tot[k] = lt[rounds];
+        m->viol[k] = lr.sla_violations;
+        m->inf[k] = !lr.feasible;
+        if (k == m->k30)
+            for (int q = 0; q <= rounds; q++) m->loop_sum[q] += lt[q];
+        for (int q = 0; q <= rounds; q++) {
+            pfi_allocsim_round *c = &rc[k * R1 + (size_t)q];
+            c->mean_total += lt[q] / m->W;
+            c->mean_total_raw = NAN;
+            score_gap(c, lt[q], &m->wr[k]);
+        }
+        rc[k * R1 + (size_t)rounds].sla_violations += (double)lr.sla_violations;
+        rc[k * R1 + (size_t)rounds].infeasible += !lr.feasible;
+    }
+    return st;
+}
+
+/* safe-online at each cut: every round's allocation scored */
+static pfi_status run_safe_online(sim *m, size_t wl, const pfi_alloc_opts *ao,
+                                  pfi_allocsim_round *rc, pfi_error *err)
+{
+    pfi_status st = PFI_OK;
+    size_t J = m->J;
+    for (size_t k = 0; k < m->nc && !st; k++) {
+        int ok = 1;
+        st = online_simulate(m->w, J, m->budgets[k], ao, &m->o->online, m->orounds,
+                             m->o->seed ^ pfi_mix64(wl * 131 + k), m->Pall, &ok, err);
+        for (int q = 0; q <= m->orounds && !st; q++) {
+            const double *Pq = m->Pall + (size_t)q * J;
+            double sum = 0;
+            for (size_t j = 0; j < J; j++) sum += Pq[j];
+            score(&rc[k * m->R1 + (size_t)q], &m->ev, m->w, Pq, &m->wr[k], !ok,
+                  sum > m->budgets[k] * (1 + 1e-9), m->W, &m->tot[k], &m->viol[k]);
+        }
+        m->inf[k] = !ok;
+    }
+    return st;
+}
+
+/* a static strategy at every cut, scored; the oracle's certificate gaps */
+static pfi_status run_static(sim *m, int s, const pfi_alloc_opts *ao, pfi_allocsim_round *rc,
+                             pfi_error *err)
+{
+    size_t J = m->J;
+    pfi_status st = static_alloc(m->w, J, m->budgets, m->nc, ao, m->Pall, m->feas, m->over, err);
+    for (size_t k = 0; k < m->nc && !st; k++) {
+        score(&rc[k * m->R1], &m->ev, m->w, m->Pall + k * J, &m->wr[k], !m->feas[k], m->over[k],
+              m->W, &m->tot[k], &m->viol[k]);
+        m->inf[k] = !m->feas[k];
+    }
+    if (!st && s == PFI_STRAT_ORACLE)
+        st = pfi_oracle_sweep(m->w, J, m->budgets, m->nc, m->o->normalized, m->tot, m->gap, err);
+    return st;
+}
+
+/* strategy s on the workload wl: its rounds and, per cut, its cell */
+static pfi_status run_strategy(sim *m, int s, size_t wl, pfi_allocsim_result *r, pfi_error *err)
+{
+    const pfi_allocsim_opts *o = m->o;
+    size_t nc = m->nc;
+    double t0 = cpu_now();
+    memset(m->gap, 0, nc * sizeof *m->gap);
+    memset(m->inf, 0, nc * sizeof *m->inf);
+    memset(m->viol, 0, nc * sizeof *m->viol);
+    pfi_alloc_opts ao;
+    pfi_alloc_opts_default(&ao);
+    ao.strategy = (pfi_strategy)s;
+    ao.normalized = o->normalized;
+    ao.sla_curve_margin = o->sla_curve_margin;
+    ao.op_pfi_true = o->op_pfi_true;
+    pfi_allocsim_round *rc = &r->rnd[(size_t)s * nc * m->R1];
+    pfi_status st = s == PFI_STRAT_CLOSED_LOOP   ? run_closed_loop(m, wl, &ao, rc, err)
+                    : s == PFI_STRAT_SAFE_ONLINE ? run_safe_online(m, wl, &ao, rc, err)
+                                                 : run_static(m, s, &ao, rc, err);
+    if (st) return st;
+    for (size_t k = 0; k < nc; k++) {
+        pfi_allocsim_cell *c = &r->cell[(size_t)s * nc + k];
+        c->mean_total += m->tot[k] / (double)o->workloads;
+        c->certificate_gap += m->gap[k] / (double)o->workloads;
+        c->infeasible += m->inf[k];
+        c->sla_violations += (double)m->viol[k];
+    }
+    r->cell[(size_t)s * nc].seconds += cpu_now() - t0;
+    return PFI_OK;
+}
+
+/* the closed loop's gap closed per round at the 30% cut, and every round's
+ * worst shortfall as a fraction of the oracle's gain over equal */
+static void relate_to_gap(const sim *m, pfi_allocsim_result *r)
+{
+    const pfi_allocsim_opts *o = m->o;
+    size_t nc = m->nc, k30 = m->k30;
+    if ((o->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) &&
+        (o->strategies & (1u << PFI_STRAT_ORACLE)) && (o->strategies & (1u << PFI_STRAT_EQUAL))) {
+        double O = r->cell[PFI_STRAT_ORACLE * nc + k30].mean_total,
+               E = r->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
+        for (int q = 0; q <= m->rounds; q++) {
+            double L = m->loop_sum[q] / (double)o->workloads;
+            r->loop_gap_closed[q] = O > E ? (L - E) / (O - E) : NAN;
+        }
+    }
+    for (int s = 0; s < PFI_STRAT_COUNT; s++)
+        for (size_t k = 0; k < nc; k++) {
+            double O = r->cell[PFI_STRAT_ORACLE * nc + k].mean_total,
+                   E = r->cell[PFI_STRAT_EQUAL * nc + k].mean_total;
+            for (size_t q = 0; q < m->R1; q++) {
+                pfi_allocsim_round *c = &r->rnd[((size_t)s * nc + k) * m->R1 + q];
+                c->worst = isfinite(c->worst) && O > E ? c->worst / (O - E) : NAN;
+            }
+        }
 }
 
 pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t npool,
@@ -107,193 +395,16 @@ pfi_status pfi_allocsim_run(const pfi_alloc_job *pool, const int *is_ft, size_t 
         pfi_status st = pfi_alloc_check_weights(pool, npool, &ao, err);
         if (st) return st;
     }
-    size_t nc = (size_t)llround(o->cut_max / o->cut_step) + 1;
-    r->ncuts = nc;
-    r->cuts = malloc(nc * sizeof *r->cuts);
-    r->cell = calloc(PFI_STRAT_COUNT * nc, sizeof *r->cell);
-    size_t J = o->jobs;
-    int rounds = o->loop_rounds > 15 ? 15 : o->loop_rounds < 0 ? 0 : o->loop_rounds;
-    int orounds = o->online.rounds > 15 ? 15 : o->online.rounds < 0 ? 0 : o->online.rounds;
-    size_t R1 = (size_t)(rounds > orounds ? rounds : orounds) + 1;
-    r->rnd = calloc(PFI_STRAT_COUNT * nc * R1, sizeof *r->rnd);
-    r->oracle_infeasible = calloc(nc, sizeof *r->oracle_infeasible);
-    double *Pall = malloc((nc > R1 ? nc : R1) * J * sizeof *Pall);
-    int *feas = malloc(nc * sizeof *feas), *over = malloc(nc * sizeof *over);
-    wl_ref *wr = malloc(nc * sizeof *wr);
-    prepared ev;
-    memset(&ev, 0, sizeof ev);
-    pfi_alloc_job *w = malloc(J * sizeof *w);
-    double *budgets = malloc(nc * sizeof *budgets), *tot = malloc(nc * sizeof *tot),
-           *gap = malloc(nc * sizeof *gap);
-    int *inf = malloc(nc * sizeof *inf);
-    size_t *viol = malloc(nc * sizeof *viol);
-    size_t *ft = malloc(npool * sizeof *ft), *pt = malloc(npool * sizeof *pt), nft = 0, npt = 0;
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
-    pfi_status st = PFI_OK;
-    if (!r->cuts || !r->cell || !w || !budgets || !tot || !gap || !inf || !viol || !ft || !pt ||
-        !rng || !r->rnd || !r->oracle_infeasible || !Pall || !feas || !over || !wr) {
-        st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t k = 0; k < nc; k++) r->cuts[k] = o->cut_step * (double)k;
-    for (size_t i = 0; i < npool; i++) {
-        if (is_ft && is_ft[i]) ft[nft++] = i;
-        else pt[npt++] = i;
-    }
-    gsl_rng_set(rng, (unsigned long)pfi_mix64(o->seed * 0x5151ULL + (uint64_t)o->scenario));
-    double sla_cum[4];
-    double sla_total = 0;
-    for (int t = 0; t < 4; t++) sla_total += o->sla_mix[t];
-    for (int t = 0; t < 4; t++)
-        sla_cum[t] = (t ? sla_cum[t - 1] : 0) + (sla_total > 0 ? o->sla_mix[t] / sla_total : 0);
-    size_t k30 = (size_t)llround(0.30 / o->cut_step);
-    if (k30 >= nc) k30 = nc - 1;
-    r->loop_rounds = rounds;
-    r->max_rounds = (int)R1 - 1;
-    for (size_t q = 0; q < PFI_STRAT_COUNT * nc * R1; q++) r->rnd[q].worst = INFINITY;
-    for (int s = 0; s < PFI_STRAT_COUNT; s++)
-        r->srounds[s] = s == PFI_STRAT_CLOSED_LOOP   ? rounds
-                        : s == PFI_STRAT_SAFE_ONLINE ? orounds
-                                                     : 0;
-    double loop_sum[16] = {0};
+    sim m;
+    pfi_status st = sim_init(&m, o, is_ft, npool, r, err);
     for (size_t wl = 0; wl < o->workloads && !st; wl++) {
-        double sum_max = 0;
-        for (size_t j = 0; j < J; j++) {
-            size_t pick;
-            if (o->scenario == PFI_SCEN_PRODUCTION && nft && npt) {
-                int want_ft = gsl_rng_uniform(rng) < o->ft_share;
-                pick = want_ft ? ft[gsl_rng_uniform_int(rng, (unsigned long)nft)]
-                               : pt[gsl_rng_uniform_int(rng, (unsigned long)npt)];
-            } else {
-                pick = (size_t)gsl_rng_uniform_int(rng, (unsigned long)npool);
-            }
-            w[j] = pool[pick];
-            w[j].sla_tier = -1;
-            if (sla_total > 0) {
-                double u = gsl_rng_uniform(rng);
-                int t = 0;
-                while (t < 3 && u > sla_cum[t]) t++;
-                w[j].sla_tier = t;
-            }
-            sum_max += w[j].power_max_w;
-        }
-        for (size_t k = 0; k < nc; k++) budgets[k] = sum_max * (1 - r->cuts[k]);
-        double W = (double)o->workloads;
-        /* the evaluation curves, the reference (equal) and the oracle */
-        pfi_alloc_opts eo;
-        pfi_alloc_opts_default(&eo);
-        eo.normalized = o->normalized;
-        eo.strategy = PFI_STRAT_EQUAL;
-        prep_free(&ev);
-        if ((st = prep_jobs(w, J, &eo, 1, &ev, err)) || (st = prep_raw(w, &ev, err))) break;
-        for (size_t j = 0; j < J; j++) r->mean_uncapped += ev.tmax[j] / W;
-        for (size_t k = 0; k < nc; k++) wr[k] = (wl_ref){NAN, NAN, 1};
-        if ((o->strategies & 3u) == 3u) {
-            if ((st = static_alloc(w, J, budgets, nc, &eo, Pall, feas, over, err))) break;
-            for (size_t k = 0; k < nc; k++) wr[k].ref = true_total(&ev, Pall + k * J, NULL, w);
-            eo.strategy = PFI_STRAT_ORACLE;
-            if ((st = static_alloc(w, J, budgets, nc, &eo, Pall, feas, over, err))) break;
-            for (size_t k = 0; k < nc; k++) {
-                wr[k].orc = true_total(&ev, Pall + k * J, NULL, w);
-                wr[k].ofeas = feas[k];
-                r->oracle_infeasible[k] += !feas[k];
-            }
-        }
-        for (int s = 0; s < PFI_STRAT_COUNT && !st; s++) {
-            if (!(o->strategies & (1u << s))) continue;
-            double t0 = cpu_now();
-            memset(gap, 0, nc * sizeof *gap);
-            memset(inf, 0, nc * sizeof *inf);
-            memset(viol, 0, nc * sizeof *viol);
-            pfi_alloc_opts ao;
-            pfi_alloc_opts_default(&ao);
-            ao.strategy = (pfi_strategy)s;
-            ao.normalized = o->normalized;
-            ao.sla_curve_margin = o->sla_curve_margin;
-            ao.op_pfi_true = o->op_pfi_true;
-            pfi_allocsim_round *rc = &r->rnd[(size_t)s * nc * R1];
-            if (s == PFI_STRAT_CLOSED_LOOP) {
-                double lt[16];
-                for (size_t k = 0; k < nc && !st; k++) {
-                    pfi_alloc_result lr;
-                    st = pfi_alloc_closed_loop(w, J, budgets[k], &ao, rounds, o->loop_noise,
-                                               o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt,
-                                               err);
-                    tot[k] = lt[rounds];
-                    viol[k] = lr.sla_violations;
-                    inf[k] = !lr.feasible;
-                    if (k == k30)
-                        for (int q = 0; q <= rounds; q++) loop_sum[q] += lt[q];
-                    for (int q = 0; q <= rounds; q++) { /* totals only: no allocation kept */
-                        pfi_allocsim_round *c = &rc[k * R1 + (size_t)q];
-                        c->mean_total += lt[q] / W;
-                        c->mean_total_raw = NAN;
-                        double gp = fmax(0, wr[k].orc - wr[k].ref), d = lt[q] - wr[k].ref;
-                        if (d < -0.05 * gp - 1e-9 * fabs(wr[k].ref)) c->below_5++;
-                        if (d < -0.2 * gp - 1e-9 * fabs(wr[k].ref)) c->below_20++;
-                        if (d < c->worst) c->worst = d;
-                    }
-                    rc[k * R1 + (size_t)rounds].sla_violations += (double)lr.sla_violations;
-                    rc[k * R1 + (size_t)rounds].infeasible += !lr.feasible;
-                }
-            } else if (s == PFI_STRAT_SAFE_ONLINE) {
-                for (size_t k = 0; k < nc && !st; k++) {
-                    int ok = 1;
-                    st = online_simulate(w, J, budgets[k], &ao, &o->online, orounds,
-                                         o->seed ^ pfi_mix64(wl * 131 + k), Pall, &ok, err);
-                    for (int q = 0; q <= orounds && !st; q++) {
-                        const double *Pq = Pall + (size_t)q * J;
-                        double sum = 0;
-                        for (size_t j = 0; j < J; j++) sum += Pq[j];
-                        score(&rc[k * R1 + (size_t)q], &ev, w, Pq, &wr[k], !ok,
-                              sum > budgets[k] * (1 + 1e-9), W, &tot[k], &viol[k]);
-                    }
-                    inf[k] = !ok;
-                }
-            } else {
-                st = static_alloc(w, J, budgets, nc, &ao, Pall, feas, over, err);
-                for (size_t k = 0; k < nc && !st; k++) {
-                    score(&rc[k * R1], &ev, w, Pall + k * J, &wr[k], !feas[k], over[k], W, &tot[k],
-                          &viol[k]);
-                    inf[k] = !feas[k];
-                }
-                if (!st && s == PFI_STRAT_ORACLE)
-                    st = pfi_oracle_sweep(w, J, budgets, nc, o->normalized, tot, gap, err);
-            }
-            if (st) break;
-            for (size_t k = 0; k < nc; k++) {
-                pfi_allocsim_cell *c = &r->cell[(size_t)s * nc + k];
-                c->mean_total += tot[k] / (double)o->workloads;
-                c->certificate_gap += gap[k] / (double)o->workloads;
-                c->infeasible += inf[k];
-                c->sla_violations += (double)viol[k];
-            }
-            r->cell[(size_t)s * nc].seconds += cpu_now() - t0;
-        }
+        draw_workload(&m, pool, npool, r->cuts);
+        if ((st = workload_refs(&m, r, err))) break;
+        for (int s = 0; s < PFI_STRAT_COUNT && !st; s++)
+            if (o->strategies & (1u << s)) st = run_strategy(&m, s, wl, r, err);
     }
-    if (!st && (o->strategies & (1u << PFI_STRAT_CLOSED_LOOP)) &&
-        (o->strategies & (1u << PFI_STRAT_ORACLE)) && (o->strategies & (1u << PFI_STRAT_EQUAL))) {
-        double O = r->cell[PFI_STRAT_ORACLE * nc + k30].mean_total,
-               E = r->cell[PFI_STRAT_EQUAL * nc + k30].mean_total;
-        for (int q = 0; q <= rounds; q++) {
-            double L = loop_sum[q] / (double)o->workloads;
-            r->loop_gap_closed[q] = O > E ? (L - E) / (O - E) : NAN;
-        }
-    }
-    for (int s = 0; !st && s < PFI_STRAT_COUNT; s++)
-        for (size_t k = 0; k < nc; k++) {
-            double O = r->cell[PFI_STRAT_ORACLE * nc + k].mean_total,
-                   E = r->cell[PFI_STRAT_EQUAL * nc + k].mean_total;
-            for (size_t q = 0; q < R1; q++) {
-                pfi_allocsim_round *c = &r->rnd[((size_t)s * nc + k) * R1 + q];
-                c->worst = isfinite(c->worst) && O > E ? c->worst / (O - E) : NAN;
-            }
-        }
-out:
-    prep_free(&ev);
-    free(Pall), free(feas), free(over), free(wr);
-    free(w), free(budgets), free(tot), free(gap), free(inf), free(viol), free(ft), free(pt);
-    if (rng) gsl_rng_free(rng);
+    if (!st) relate_to_gap(&m, r);
+    sim_dispose(&m);
     if (st) pfi_allocsim_result_dispose(r);
     return st;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pfi/metrics.h"
 #include "vec.h"
 
 const char *const pfi_all_dcgm_features[13] = {"DCGM_FI_DEV_GPU_UTIL",
@@ -149,4 +150,16 @@ pfi_status pfi_features_extract(const pfi_table *t, const pfi_groups *gs, char *
             X[g * p + k] = pfi_feature_value(t, &gs->g[g], names[k], NULL);
     }
     return PFI_OK;
+}
+
+double pfi_feature_from_metrics(const char *name, const double *m, int *known)
+{
+    if (known) *known = 1;
+    int i = pfi_metric_lookup(name, strlen(name));
+    if (i >= 0) return m[i];
+    for (int d = 0; d < PFI_D_COUNT; d++)
+        if (!strcmp(name, pfi_derived_name((pfi_derived)d)))
+            return pfi_derived_value((pfi_derived)d, m);
+    if (known) *known = 0;
+    return NAN;
 }

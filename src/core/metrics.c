@@ -2,6 +2,7 @@
  * them in base units (see metrics.h). */
 #include "pfi/metrics.h"
 
+#include <math.h>
 #include <string.h>
 
 static const pfi_metric_info table[PFI_M_COUNT] = {
@@ -76,4 +77,16 @@ const char *pfi_derived_name(pfi_derived d)
     static const char *const names[PFI_D_COUNT] = {"dram_copy_product", "arithmetic_intensity",
                                                    "tensor_sm_ratio", "nvlink_bytes"};
     return (unsigned)d < PFI_D_COUNT ? names[d] : NULL;
+}
+
+double pfi_derived_value(pfi_derived d, const double *m)
+{
+    double dram = m[PFI_M_DRAM_ACTIVE], tens = m[PFI_M_PIPE_TENSOR_ACTIVE];
+    switch (d) {
+    case PFI_D_DRAM_COPY_PRODUCT: return dram * m[PFI_M_MEM_COPY_UTIL] / 100.0;
+    case PFI_D_ARITHMETIC_INTENSITY: return dram > 0 ? tens / dram : NAN;
+    case PFI_D_TENSOR_SM_RATIO: return m[PFI_M_SM_ACTIVE] > 0 ? tens / m[PFI_M_SM_ACTIVE] : NAN;
+    case PFI_D_NVLINK_BYTES: return m[PFI_M_NVLINK_TX_BYTES] + m[PFI_M_NVLINK_RX_BYTES];
+    default: return NAN;
+    }
 }

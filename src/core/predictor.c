@@ -1,6 +1,7 @@
 /* predictor.c — OLS (minimum-norm, standardized), cross-validation, the
  * scalar PFI model and the curve model (see predictor.h), and a loaded
- * model file's PFI (pfi_modelfile_pfi, model_file.h: computation, no I/O). */
+ * model file's PFI (pfi_modelfile_pfi: computation, no I/O; the file is
+ * io's, model_file.h). */
 #include "pfi/predictor.h"
 
 #include <math.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 
 #include "pfi/curve.h"
-#include "pfi/model_file.h"
 #include "pfi/pfi.h"
 #include "pfi/stats.h"
 

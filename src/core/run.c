@@ -27,75 +27,75 @@ static int all_nan(const double *x, size_t n)
     return 1;
 }
 
-pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
-                             const pfi_protocol_opts *o, pfi_run_summary *s, pfi_log *log,
-                             pfi_error *err)
+/* the telemetry has what the protocol needs: power for as many GPUs as
+ * run.json says, and utilization to find the training phase */
+static pfi_status check_series(const pfi_series *ser, const pfi_run_summary *s, const char *name,
+                               pfi_log *log, pfi_error *err)
 {
-    const char *name = s->name ? s->name : s->m.group;
-    pfi_series ser;
-    pfi_status st = pfi_bins_series(bins, &ser, err);
-    if (st) return st;
-    s->ngpus = (int)ser.n_gpus;
-    s->n_bins = ser.n;
-    s->n_dropped = ser.n_dropped;
-    if (ser.n_gpus == 0 || ser.n == 0) {
-        pfi_series_dispose(&ser);
+    if (ser->n_gpus == 0 || ser->n == 0)
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no GPU power telemetry (DCGM_FI_DEV_POWER_USAGE)", name);
-    }
-    if ((int)ser.n_gpus != s->m.gpus) {
-        size_t have = ser.n_gpus;
-        pfi_series_dispose(&ser);
+    if ((int)ser->n_gpus != s->m.gpus)
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: run.json says %d GPUs but the telemetry has %zu", name,
-                          s->m.gpus, have);
-    }
-    if (ser.n_dropped)
+                          s->m.gpus, ser->n_gpus);
+    if (ser->n_dropped)
         pfi_warnf(log,
                   "run %s: %zu of %zu scrape intervals dropped (a GPU's power missing even after "
                   "carrying its last value for one interval)",
-                  name, ser.n_dropped, ser.n_dropped + ser.n);
+                  name, ser->n_dropped, ser->n_dropped + ser->n);
     int have_util = 0;
-    for (size_t i = 0; i < ser.n && !have_util; i++) have_util = !isnan(ser.util_min[i]);
-    if (!have_util) {
-        pfi_series_dispose(&ser);
+    for (size_t i = 0; i < ser->n && !have_util; i++) have_util = !isnan(ser->util_min[i]);
+    if (!have_util)
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no GPU utilization (DCGM_FI_DEV_GPU_UTIL): cannot find the "
                           "training phase",
                           name);
-    }
+    return PFI_OK;
+}
+
+/* the training phase of the series (phases.c), or an error saying why
+ * there is none */
+static pfi_status find_training(const pfi_series *ser, const pfi_protocol_opts *o, const char *name,
+                                pfi_log *log, pfi_phases *ph, pfi_error *err)
+{
     /* a protocol rule without its input is skipped, never silently */
-    if (all_nan(ser.metric[PFI_M_FB_USED], ser.n))
+    if (all_nan(ser->metric[PFI_M_FB_USED], ser->n))
         pfi_warnf(log,
                   "run %s: warm-up rule skipped: no framebuffer-used column "
                   "(DCGM_FI_DEV_FB_USED; nvidia-smi memory.used)",
                   name);
-    pfi_phases ph;
-    pfi_phases_segment(ser.metric[PFI_M_FB_USED], ser.metric[PFI_M_GPU_UTIL], ser.util_min, ser.n,
-                       o, &ph);
-    if (!ph.has_training) {
-        pfi_series_dispose(&ser);
+    pfi_phases_segment(ser->metric[PFI_M_FB_USED], ser->metric[PFI_M_GPU_UTIL], ser->util_min,
+                       ser->n, o, ph);
+    if (!ph->has_training)
         return pfi_errorf(err, PFI_EINVAL,
                           "run %s: no training phase (never %d consecutive scrapes with every GPU "
                           "above %g%% utilization)",
                           name, o->sustain_scrapes, o->util_train_pct);
-    }
-    size_t b = ph.train_begin, e = ph.train_end;
-    s->n_train = e - b;
-    int64_t iv_ms = (int64_t)llround(o->interval_s * 1000);
-    double t0 = (double)ser.t_ms[b] / 1000.0, t1 = (double)(ser.t_ms[e - 1] + iv_ms) / 1000.0;
-    s->train_s = t1 - t0;
-    agg(ser.power_w, b, e, o, &s->power_w, &s->power_w_sem);
-    for (int m = 0; m < PFI_M_COUNT; m++) agg(ser.metric[m], b, e, o, &s->metric[m], NULL);
-    for (int d = 0; d < PFI_D_COUNT; d++) agg(ser.derived[d], b, e, o, &s->derived[d], NULL);
+    return PFI_OK;
+}
+
+/* power, the metrics, the derived features and the enforced limit over the
+ * training bins [b, e) */
+static void aggregate_telemetry(const pfi_series *ser, size_t b, size_t e,
+                                const pfi_protocol_opts *o, pfi_run_summary *s)
+{
+    agg(ser->power_w, b, e, o, &s->power_w, &s->power_w_sem);
+    for (int m = 0; m < PFI_M_COUNT; m++) agg(ser->metric[m], b, e, o, &s->metric[m], NULL);
+    for (int d = 0; d < PFI_D_COUNT; d++) agg(ser->derived[d], b, e, o, &s->derived[d], NULL);
     /* the cap check uses the median enforced limit over training (not top-10%) */
     double med_sem;
-    const double *lim = ser.metric[PFI_M_ENFORCED_LIMIT];
+    const double *lim = ser->metric[PFI_M_ENFORCED_LIMIT];
     s->enforced_limit_w = NAN;
     if (pfi_aggregate(lim + b, e - b, PFI_AGG_MEDIAN, 0, &s->enforced_limit_w, &med_sem) == 0)
-        pfi_aggregate(ser.metric[PFI_M_MGMT_LIMIT] + b, e - b, PFI_AGG_MEDIAN, 0,
+        pfi_aggregate(ser->metric[PFI_M_MGMT_LIMIT] + b, e - b, PFI_AGG_MEDIAN, 0,
                       &s->enforced_limit_w, &med_sem);
-    pfi_series_dispose(&ser);
+}
+
+/* the enforced limit in the telemetry is the cap run.json names */
+static pfi_status check_cap(const pfi_run_summary *s, const pfi_protocol_opts *o, const char *name,
+                            pfi_log *log, pfi_error *err)
+{
     if (o->cap_check && isnan(s->enforced_limit_w))
         pfi_warnf(log,
                   "run %s: cap check skipped: no power-limit column with values in the "
@@ -108,6 +108,15 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
                           "run %s: enforced power limit %.1f W in the telemetry but cap_w %g W in "
                           "run.json (--no-cap-check to override)",
                           name, s->enforced_limit_w, s->m.cap_w);
+    return PFI_OK;
+}
+
+/* throughput, MFU and TFLOPS from the step log's samples in the training
+ * phase [t0, t1) s */
+static pfi_status aggregate_steps(const pfi_steplog *steps, double t0, double t1,
+                                  const pfi_protocol_opts *o, pfi_run_summary *s, const char *name,
+                                  pfi_error *err)
+{
     if (!steps || steps->n == 0)
         return pfi_errorf(err, PFI_EINVAL, "run %s: no step log samples: throughput unknown", name);
     double *tps = malloc(steps->n * sizeof *tps), *mfu = malloc(steps->n * sizeof *mfu);
@@ -141,6 +150,34 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
         return pfi_errorf(err, PFI_EINVAL, "run %s: throughput in the training phase is zero",
                           name);
     return PFI_OK;
+}
+
+pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
+                             const pfi_protocol_opts *o, pfi_run_summary *s, pfi_log *log,
+                             pfi_error *err)
+{
+    const char *name = s->name ? s->name : s->m.group;
+    pfi_series ser;
+    pfi_status st = pfi_bins_series(bins, &ser, err);
+    if (st) return st;
+    s->ngpus = (int)ser.n_gpus;
+    s->n_bins = ser.n;
+    s->n_dropped = ser.n_dropped;
+    pfi_phases ph;
+    if ((st = check_series(&ser, s, name, log, err)) ||
+        (st = find_training(&ser, o, name, log, &ph, err))) {
+        pfi_series_dispose(&ser);
+        return st;
+    }
+    size_t b = ph.train_begin, e = ph.train_end;
+    s->n_train = e - b;
+    int64_t iv_ms = (int64_t)llround(o->interval_s * 1000);
+    double t0 = (double)ser.t_ms[b] / 1000.0, t1 = (double)(ser.t_ms[e - 1] + iv_ms) / 1000.0;
+    s->train_s = t1 - t0;
+    aggregate_telemetry(&ser, b, e, o, s);
+    pfi_series_dispose(&ser);
+    if ((st = check_cap(s, o, name, log, err))) return st;
+    return aggregate_steps(steps, t0, t1, o, s, name, err);
 }
 
 /* ---- the sweep table of summaries ---- */

@@ -117,47 +117,88 @@ static double rel_sd(pfi_metric m)
     }
 }
 
-pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts *o,
-                         const pfi_synth_sink *sink, pfi_error *err)
+/* one run being generated: the group at one cap, its timeline in scrapes
+ * and its noise */
+typedef struct synth_run {
+    const pfi_recon_group *g;
+    const pfi_hw *hw;
+    const pfi_synth_opts *o;
+    int run;
+    double cap;
+    pfi_op op; /* the job at the cap (physmodel.c) */
+    int hosts, gph;
+    /* timeline: warm-up, start-up, training with an evaluation [ev0, ev1)
+     * and a checkpoint [ck0, ck1) in it, tail; t0 the first scrape's
+     * interval, iv the interval, ms */
+    int ntrain, nscr, ev0, ev1, ck0, ck1;
+    int64_t t0, iv;
+    /* noise: the run's biases, the job's common noise per scrape and one
+     * stream per GPU and metric (NULL: a metric not written) */
+    double b_power, b_tokens, b_tel;
+    double *com;
+    gsl_rng **streams;
+    size_t ngpu;
+} synth_run;
+
+/* the run's operating point at its cap and its timeline */
+static pfi_status synth_plan(synth_run *sr, const pfi_recon_group *g, int run,
+                             const pfi_synth_opts *o, pfi_error *err)
 {
-    const pfi_hw *hw = g->hw ? g->hw : pfi_hw_get(g->gpu_model);
-    if (!hw)
+    memset(sr, 0, sizeof *sr);
+    sr->g = g, sr->o = o, sr->run = run;
+    sr->hw = g->hw ? g->hw : pfi_hw_get(g->gpu_model);
+    if (!sr->hw)
         return pfi_errorf(err, PFI_EINVAL, "group %s: no hardware profile for %s", g->group,
                           g->gpu_model);
     if (run < 0 || run >= g->ncaps)
         return pfi_errorf(err, PFI_EINVAL, "group %s: no run %d", g->group, run);
-    double cap = g->caps_w[run];
-    pfi_op op;
-    pfi_phys_at_cap(hw, &g->job, cap, &op);
-    int hosts = pfi_synth_hosts(g), gph = pfi_synth_gpus_per_host(g);
-    int64_t iv = (int64_t)llround(o->interval_s * 1000);
+    sr->cap = g->caps_w[run];
+    pfi_phys_at_cap(sr->hw, &g->job, sr->cap, &sr->op);
+    sr->hosts = pfi_synth_hosts(g), sr->gph = pfi_synth_gpus_per_host(g);
+    sr->ngpu = (size_t)sr->hosts * (size_t)sr->gph;
+    sr->iv = (int64_t)llround(o->interval_s * 1000);
     int ntrain = (int)llround(o->train_s / o->interval_s);
     if (ntrain < 12) ntrain = 12;
-    int nscr = WARMUP + STARTUP + ntrain + TAIL;
-    int ev0 = WARMUP + STARTUP + ntrain / 3,
-        ev1 = ev0 + (ntrain * 12 + 359) / 360; /* ~1 min at 30 min */
-    int ck0 = WARMUP + STARTUP + (2 * ntrain) / 3, ck1 = ck0 + (ntrain * 6 + 359) / 360; /* ~30 s */
-    int64_t t0 = pfi_synth_run_start_ms(g, run);
-    t0 -= t0 % iv; /* hosts scrape out of phase, but within the same interval */
+    sr->ntrain = ntrain;
+    sr->nscr = WARMUP + STARTUP + ntrain + TAIL;
+    sr->ev0 = WARMUP + STARTUP + ntrain / 3;
+    sr->ev1 = sr->ev0 + (ntrain * 12 + 359) / 360; /* ~1 min at 30 min */
+    sr->ck0 = WARMUP + STARTUP + (2 * ntrain) / 3;
+    sr->ck1 = sr->ck0 + (ntrain * 6 + 359) / 360; /* ~30 s */
+    sr->t0 = pfi_synth_run_start_ms(g, run);
+    sr->t0 -= sr->t0 % sr->iv; /* hosts scrape out of phase, but within the same interval */
+    return PFI_OK;
+}
+
+static void synth_noise_dispose(synth_run *sr)
+{
+    if (sr->streams)
+        for (size_t i = 0; i < sr->ngpu * PFI_M_COUNT; i++)
+            if (sr->streams[i]) gsl_rng_free(sr->streams[i]);
+    free(sr->streams);
+    free(sr->com);
+}
+
+/* the run's noise, each part from its own stream of (seed, group, run) */
+static pfi_status synth_noise(synth_run *sr, pfi_error *err)
+{
+    const pfi_synth_opts *o = sr->o;
     gsl_rng *r_run = gsl_rng_alloc(gsl_rng_taus2), *r_com = gsl_rng_alloc(gsl_rng_taus2);
-    gsl_rng *r_gpu = gsl_rng_alloc(gsl_rng_taus2), *r_step = gsl_rng_alloc(gsl_rng_taus2);
-    double *v = malloc((size_t)gph * PFI_M_COUNT * sizeof *v);
-    double *com = malloc((size_t)nscr * sizeof *com);
+    sr->com = malloc((size_t)sr->nscr * sizeof *sr->com);
     /* per-GPU per-metric noise: each stream drawn in scrape order */
-    size_t ngpu = (size_t)hosts * (size_t)gph;
-    gsl_rng **streams = calloc(ngpu * PFI_M_COUNT, sizeof *streams);
+    sr->streams = calloc(sr->ngpu * PFI_M_COUNT, sizeof *sr->streams);
     pfi_status st = PFI_OK;
-    if (!r_run || !r_com || !r_gpu || !r_step || !v || !com || !streams) {
+    if (!r_run || !r_com || !sr->com || !sr->streams) {
         st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
         goto out;
     }
-    seed_stream(r_run, o, g, run, 1);
-    double b_power = gsl_ran_gaussian_ziggurat(r_run, 0.004);
-    double b_tokens = gsl_ran_gaussian_ziggurat(r_run, 0.005);
-    double b_tel = gsl_ran_gaussian_ziggurat(r_run, 0.005);
-    seed_stream(r_com, o, g, run, 2);
-    for (int k = 0; k < nscr; k++) com[k] = gsl_ran_gaussian_ziggurat(r_com, 0.005);
-    for (size_t gi = 0; gi < ngpu && !st; gi++)
+    seed_stream(r_run, o, sr->g, sr->run, 1);
+    sr->b_power = gsl_ran_gaussian_ziggurat(r_run, 0.004);
+    sr->b_tokens = gsl_ran_gaussian_ziggurat(r_run, 0.005);
+    sr->b_tel = gsl_ran_gaussian_ziggurat(r_run, 0.005);
+    seed_stream(r_com, o, sr->g, sr->run, 2);
+    for (int k = 0; k < sr->nscr; k++) sr->com[k] = gsl_ran_gaussian_ziggurat(r_com, 0.005);
+    for (size_t gi = 0; gi < sr->ngpu && !st; gi++)
         for (int m = 0; m < PFI_M_COUNT; m++) {
             if (!(o->metric_mask & (1UL << m))) continue;
             gsl_rng *s = gsl_rng_alloc(gsl_rng_taus2);
@@ -165,120 +206,154 @@ pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts
                 st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
                 break;
             }
-            seed_stream(s, o, g, run, 1000 + gi * 64 + (uint64_t)m);
-            streams[gi * PFI_M_COUNT + (size_t)m] = s;
+            seed_stream(s, o, sr->g, sr->run, 1000 + gi * 64 + (uint64_t)m);
+            sr->streams[gi * PFI_M_COUNT + (size_t)m] = s;
         }
-    if (st) goto out;
+out:
+    if (r_run) gsl_rng_free(r_run);
+    if (r_com) gsl_rng_free(r_com);
+    return st;
+}
+
+/* each metric's value at scrape k before noise, by the phase the run is
+ * in; returns whether the power takes training's noise (0: idle phases) */
+static int phase_base(const synth_run *sr, int k, double *base)
+{
+    const pfi_hw *hw = sr->hw;
     double idle = hw->idle_w;
-    for (int k = 0; k < nscr && !st; k++) {
-        for (int h = 0; h < hosts && !st; h++) {
-            int64_t t = t0 + (int64_t)k * iv + 300 + 600 * h; /* hosts out of phase */
+    memcpy(base, sr->op.dcgm, PFI_M_COUNT * sizeof *base);
+    if (k < WARMUP || k >= WARMUP + STARTUP + sr->ntrain || k < WARMUP + STARTUP) {
+        for (int m = 0; m < PFI_M_COUNT; m++) base[m] = 0;
+        base[PFI_M_MEM_CLOCK] = hw->mem_clock_mhz;
+        base[PFI_M_ENFORCED_LIMIT] = sr->cap;
+        base[PFI_M_SM_CLOCK] = 345;
+        base[PFI_M_GPU_TEMP] = 33;
+        if (k < WARMUP) {
+            base[PFI_M_FB_USED] = 600 + 700.0 * k;
+            base[PFI_M_POWER_USAGE] = idle + 8;
+        } else {
+            base[PFI_M_FB_USED] = sr->g->job.fb_mib;
+            base[PFI_M_POWER_USAGE] = idle + (k < WARMUP + STARTUP ? 25 : 20);
+        }
+        return 0;
+    }
+    if (k >= sr->ev0 && k < sr->ev1) { /* evaluation: forward passes only */
+        base[PFI_M_GPU_UTIL] = 72;
+        base[PFI_M_POWER_USAGE] = 0.62 * sr->op.power_w;
+        for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++) base[m] *= 0.6;
+        base[PFI_M_MEM_COPY_UTIL] *= 0.6;
+    } else if (k >= sr->ck0 && k < sr->ck1) { /* checkpoint: GPUs wait on storage */
+        base[PFI_M_GPU_UTIL] = 4;
+        base[PFI_M_POWER_USAGE] = idle + 35;
+        for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++) base[m] *= 0.04;
+        base[PFI_M_MEM_COPY_UTIL] *= 0.04;
+    }
+    return 1;
+}
+
+/* metric m's value val at scrape k with its noise e (this scrape's draw of
+ * its stream), at dcgm-exporter's resolution */
+static double noisy(const synth_run *sr, pfi_metric m, double val, double e, int k,
+                    int phase_power_noise)
+{
+    if (m == PFI_M_POWER_USAGE) {
+        if (phase_power_noise) val *= (1 + sr->b_power) * (1 + sr->com[k] + 0.005 * e);
+        else val *= 1 + 0.01 * e;
+    } else if (m == PFI_M_GPU_UTIL) {
+        val = val * (1 + rel_sd(m) * e);
+        if (val > 100) val = 100;
+    } else {
+        val *= (1 + rel_sd(m) * e) * ((m >= PFI_M_GR_ENGINE_ACTIVE && m <= PFI_M_NVLINK_RX_BYTES) ||
+                                              m == PFI_M_MEM_COPY_UTIL
+                                          ? 1 + sr->b_tel
+                                          : 1);
+    }
+    if (val < 0) val = 0;
+    return quantize(m, val);
+}
+
+/* every host's scrapes, in time order */
+static pfi_status write_scrapes(const synth_run *sr, const pfi_synth_sink *sink, pfi_error *err)
+{
+    int gph = sr->gph;
+    double *v = malloc((size_t)gph * PFI_M_COUNT * sizeof *v);
+    if (!v) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status st = PFI_OK;
+    for (int k = 0; k < sr->nscr && !st; k++) {
+        for (int h = 0; h < sr->hosts && !st; h++) {
+            int64_t t = sr->t0 + (int64_t)k * sr->iv + 300 + 600 * h; /* hosts out of phase */
             for (int gl = 0; gl < gph; gl++) {
                 size_t gi = (size_t)h * (size_t)gph + (size_t)gl;
                 double *x = v + (size_t)gl * PFI_M_COUNT;
                 for (int m = 0; m < PFI_M_COUNT; m++) x[m] = NAN;
                 double base[PFI_M_COUNT];
-                memcpy(base, op.dcgm, sizeof base);
-                int phase_power_noise = 1;
-                if (k < WARMUP || k >= WARMUP + STARTUP + ntrain || k < WARMUP + STARTUP) {
-                    for (int m = 0; m < PFI_M_COUNT; m++) base[m] = 0;
-                    base[PFI_M_MEM_CLOCK] = hw->mem_clock_mhz;
-                    base[PFI_M_ENFORCED_LIMIT] = cap;
-                    base[PFI_M_SM_CLOCK] = 345;
-                    base[PFI_M_GPU_TEMP] = 33;
-                    if (k < WARMUP) {
-                        base[PFI_M_FB_USED] = 600 + 700.0 * k;
-                        base[PFI_M_POWER_USAGE] = idle + 8;
-                    } else {
-                        base[PFI_M_FB_USED] = g->job.fb_mib;
-                        base[PFI_M_POWER_USAGE] = idle + (k < WARMUP + STARTUP ? 25 : 20);
-                    }
-                    phase_power_noise = 0;
-                } else if (k >= ev0 && k < ev1) { /* evaluation: forward passes only */
-                    base[PFI_M_GPU_UTIL] = 72;
-                    base[PFI_M_POWER_USAGE] = 0.62 * op.power_w;
-                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++)
-                        base[m] *= 0.6;
-                    base[PFI_M_MEM_COPY_UTIL] *= 0.6;
-                } else if (k >= ck0 && k < ck1) { /* checkpoint: GPUs wait on storage */
-                    base[PFI_M_GPU_UTIL] = 4;
-                    base[PFI_M_POWER_USAGE] = idle + 35;
-                    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_NVLINK_RX_BYTES; m++)
-                        base[m] *= 0.04;
-                    base[PFI_M_MEM_COPY_UTIL] *= 0.04;
-                }
+                int phase_power_noise = phase_base(sr, k, base);
                 for (int m = 0; m < PFI_M_COUNT; m++) {
-                    gsl_rng *s = streams[gi * PFI_M_COUNT + (size_t)m];
+                    gsl_rng *s = sr->streams[gi * PFI_M_COUNT + (size_t)m];
                     if (!s) continue;
-                    double e = gsl_ran_gaussian_ziggurat(
-                        s, 1.0); /* drawn every scrape: streams stay aligned */
-                    double val = base[m];
-                    if (m == PFI_M_POWER_USAGE) {
-                        if (phase_power_noise) val *= (1 + b_power) * (1 + com[k] + 0.005 * e);
-                        else val *= 1 + 0.01 * e;
-                    } else if (m == PFI_M_GPU_UTIL) {
-                        val = val * (1 + rel_sd((pfi_metric)m) * e);
-                        if (val > 100) val = 100;
-                    } else {
-                        val *= (1 + rel_sd((pfi_metric)m) * e) *
-                               ((m >= PFI_M_GR_ENGINE_ACTIVE && m <= PFI_M_NVLINK_RX_BYTES) ||
-                                        m == PFI_M_MEM_COPY_UTIL
-                                    ? 1 + b_tel
-                                    : 1);
-                    }
-                    if (val < 0) val = 0;
-                    x[m] = quantize((pfi_metric)m, val);
+                    /* drawn every scrape: streams stay aligned */
+                    double e = gsl_ran_gaussian_ziggurat(s, 1.0);
+                    x[m] = noisy(sr, (pfi_metric)m, base[m], e, k, phase_power_noise);
                 }
             }
             st = sink->scrape(sink->ud, h, t, v, gph, err);
         }
     }
-    if (st || !sink->step) goto out;
-    /* step log: tokens per step fixed (global batch); the step time varies */
-    {
-        double t_unc = op.tokens_per_s; /* at this cap */
-        double tps_ref = g->job.tokens_per_s_ref > 0 ? g->job.tokens_per_s_ref : t_unc;
-        double tokens_per_step =
-            pow(2, round(log2(tps_ref * 0.85 * 4.0))); /* ~4 s per step uncapped */
-        double ts = (double)(t0 + (int64_t)(WARMUP + STARTUP) * iv + 2000) / 1000.0;
-        double t_end = (double)(t0 + (int64_t)(WARMUP + STARTUP + ntrain) * iv) / 1000.0;
-        double ev_a = (double)(t0 + (int64_t)ev0 * iv) / 1000.0,
-               ev_b = (double)(t0 + (int64_t)ev1 * iv) / 1000.0;
-        double ck_a = (double)(t0 + (int64_t)ck0 * iv) / 1000.0,
-               ck_b = (double)(t0 + (int64_t)ck1 * iv) / 1000.0;
-        seed_stream(r_step, o, g, run, 3);
-        long step = 0;
-        while (ts < t_end && !st) {
-            double e = gsl_ran_gaussian_ziggurat(r_step, 0.01);
-            double dt = tokens_per_step / (op.tokens_per_s * (1 + b_tokens)) * (1 + e);
-            double tend = ts + dt;
-            if (ts >= ev_a && ts < ev_b) { /* evaluation: no training steps are logged */
-                ts = ev_b;
-                continue;
-            }
-            if (tend > ck_a && ts < ck_b)
-                tend += ck_b - ck_a; /* the step that includes the checkpoint */
-            double tps = q(tokens_per_step / (tend - ts), 2);
-            double mfu =
-                q(tps * g->job.flops_per_token / (hw->bf16_dense_tflops * 1e12 * g->gpus), 4);
-            double tflops = q(mfu * hw->bf16_dense_tflops, 1);
-            double t_log = q(tend, 3);
-            if (t_log >= t_end) break;
-            st = sink->step(sink->ud, t_log, tps, mfu, tflops, step++, err);
-            ts = tend;
-        }
-    }
-out:
-    if (streams)
-        for (size_t i = 0; i < ngpu * PFI_M_COUNT; i++)
-            if (streams[i]) gsl_rng_free(streams[i]);
-    free(streams);
-    free(com);
     free(v);
-    if (r_run) gsl_rng_free(r_run);
-    if (r_com) gsl_rng_free(r_com);
-    if (r_gpu) gsl_rng_free(r_gpu);
-    if (r_step) gsl_rng_free(r_step);
+    return st;
+}
+
+/* the step log: tokens per step fixed (global batch); the step time varies */
+static pfi_status write_steps(const synth_run *sr, const pfi_synth_sink *sink, pfi_error *err)
+{
+    const pfi_recon_group *g = sr->g;
+    const pfi_hw *hw = sr->hw;
+    int64_t t0 = sr->t0, iv = sr->iv;
+    gsl_rng *r_step = gsl_rng_alloc(gsl_rng_taus2);
+    if (!r_step) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    double t_unc = sr->op.tokens_per_s; /* at this cap */
+    double tps_ref = g->job.tokens_per_s_ref > 0 ? g->job.tokens_per_s_ref : t_unc;
+    double tokens_per_step = pow(2, round(log2(tps_ref * 0.85 * 4.0))); /* ~4 s per step uncapped */
+    double ts = (double)(t0 + (int64_t)(WARMUP + STARTUP) * iv + 2000) / 1000.0;
+    double t_end = (double)(t0 + (int64_t)(WARMUP + STARTUP + sr->ntrain) * iv) / 1000.0;
+    double ev_a = (double)(t0 + (int64_t)sr->ev0 * iv) / 1000.0,
+           ev_b = (double)(t0 + (int64_t)sr->ev1 * iv) / 1000.0;
+    double ck_a = (double)(t0 + (int64_t)sr->ck0 * iv) / 1000.0,
+           ck_b = (double)(t0 + (int64_t)sr->ck1 * iv) / 1000.0;
+    seed_stream(r_step, sr->o, g, sr->run, 3);
+    long step = 0;
+    pfi_status st = PFI_OK;
+    while (ts < t_end && !st) {
+        double e = gsl_ran_gaussian_ziggurat(r_step, 0.01);
+        double dt = tokens_per_step / (sr->op.tokens_per_s * (1 + sr->b_tokens)) * (1 + e);
+        double tend = ts + dt;
+        if (ts >= ev_a && ts < ev_b) { /* evaluation: no training steps are logged */
+            ts = ev_b;
+            continue;
+        }
+        if (tend > ck_a && ts < ck_b)
+            tend += ck_b - ck_a; /* the step that includes the checkpoint */
+        double tps = q(tokens_per_step / (tend - ts), 2);
+        double mfu = q(tps * g->job.flops_per_token / (hw->bf16_dense_tflops * 1e12 * g->gpus), 4);
+        double tflops = q(mfu * hw->bf16_dense_tflops, 1);
+        double t_log = q(tend, 3);
+        if (t_log >= t_end) break;
+        st = sink->step(sink->ud, t_log, tps, mfu, tflops, step++, err);
+        ts = tend;
+    }
+    gsl_rng_free(r_step);
+    return st;
+}
+
+pfi_status pfi_synth_run(const pfi_recon_group *g, int run, const pfi_synth_opts *o,
+                         const pfi_synth_sink *sink, pfi_error *err)
+{
+    synth_run sr;
+    pfi_status st = synth_plan(&sr, g, run, o, err);
+    if (st) return st;
+    if (!(st = synth_noise(&sr, err)) && !(st = write_scrapes(&sr, sink, err)) && sink->step)
+        st = write_steps(&sr, sink, err);
+    synth_noise_dispose(&sr);
     return st;
 }
 

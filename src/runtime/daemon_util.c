@@ -1,5 +1,6 @@
 /* daemon_util.c — the daemons' log (stderr, the journal, a file or
- * syslog), log reopening and signals (daemon_util.h). */
+ * syslog), log reopening, signals and the start-up they share
+ * (daemon_util.h). */
 #include "daemon_util.h"
 
 #include <ctype.h>
@@ -8,10 +9,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
+#include "httpd.h"
 
 /* a decimal number without sign or blanks, up to a stop character */
 static int parse_u64(const char *s, char stop, unsigned long long *v, const char **end)
@@ -171,4 +176,54 @@ void pfi_daemon_signals(void (*stop)(int), void (*hup)(int))
     sa.sa_handler = hup;
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+/* the log libmicrohttpd's messages go to (pfi_daemon_start): one per process */
+static pfi_daemon_log *httpd_log_dest;
+
+static void httpd_log(const char *msg)
+{
+    pfi_daemon_logf(httpd_log_dest, "warning: %s", msg);
+}
+
+int pfi_daemon_start(pfi_daemon_log *l, const pfi_daemon_setup *s)
+{
+    /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must
+       not kill the daemon between setting up and its way out */
+    if (s->stop) pfi_daemon_signals(s->stop, s->hup);
+    httpd_log_dest = l;
+    pfi_httpd_log_to(httpd_log);
+    pfi_error e;
+    if (pfi_clock_set(s->time_scale, s->epoch, &e)) {
+        pfi_daemon_logf(l, "error: %s", e.msg);
+        return 2;
+    }
+    if (s->log_level) {
+        int lv = pfi_daemon_log_level_parse(s->log_level);
+        if (lv < 0) {
+            pfi_daemon_logf(l, "error: --log-level: '%s' is not error, warning, info or debug",
+                            s->log_level);
+            return 2;
+        }
+        l->max_level = lv;
+    }
+    if (pfi_daemon_log_open(l, s->log_path, s->use_syslog, &e)) {
+        pfi_daemon_logf(l, "error: %s: %s", s->log_what, e.msg);
+        return 1;
+    }
+    struct rlimit rl;
+    if (s->raise_nofile && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return 0;
+}
+
+void pfi_daemon_log_hup(pfi_daemon_log *l, const char *log_what)
+{
+    pfi_error why;
+    if (!l->file) pfi_daemon_logf(l, "SIGHUP: no %s file to reopen; ignored", log_what);
+    else if (pfi_daemon_log_reopen(l, &why))
+        pfi_daemon_logf(l, "warning: SIGHUP: %s; still logging to the old file", why.msg);
+    else pfi_daemon_logf(l, "SIGHUP: log file %s reopened", l->path);
 }

@@ -1,4 +1,4 @@
-/* daemon_util.h — small pieces both daemons need the same way: their log,
+/* daemon_util.h — what both daemons need the same way: their start-up, their log,
  * reopening the log file on SIGHUP, and their signals. (HTTP bodies are
  * built in a pfi_buf, buf.h.)
  *
@@ -79,6 +79,35 @@ pfi_status pfi_daemon_log_reopen(pfi_daemon_log *l, pfi_error *err);
  * restore), SIGHUP calls hup (reopen the log), SIGPIPE is ignored. The
  * handlers must only set a flag. */
 void pfi_daemon_signals(void (*stop)(int), void (*hup)(int));
+
+/* What a daemon's start-up takes from its options (pfi_daemon_start). */
+typedef struct pfi_daemon_setup {
+    void (*stop)(int), (*hup)(int); /* the signal handlers (pfi_daemon_signals), installed
+                                       first; NULL: the caller installs them later */
+    double time_scale, epoch;       /* the pfi clock's (pfi_clock_set; NaN: from the
+                                       environment) */
+    const char *log_level;          /* --log-level's name; NULL: info */
+    const char *log_path;           /* the log file; NULL: none */
+    int use_syslog;                 /* syslog instead (not with log_path: the caller's usage
+                                       error) */
+    const char *log_what;           /* the log file's setting as messages name it: "--log",
+                                       or "log" for a configuration file's key */
+    int raise_nofile;               /* raise the open-file limit to its hard limit (a
+                                       connection per peer) */
+} pfi_daemon_setup;
+
+/* The start-up both daemons share, on a log pfi_daemon_log_init has set up
+ * (so that what the daemon does before can be logged): the signal
+ * handlers, libmicrohttpd's messages into the log as warnings
+ * (pfi_httpd_log_to; one log per process), the pfi clock, the log level,
+ * then the log file or syslog, and the open-file limit. 0, or the exit
+ * status with the error logged: 2 for a bad clock setting or log level
+ * (usage), 1 when the log file cannot be opened. */
+int pfi_daemon_start(pfi_daemon_log *l, const pfi_daemon_setup *s);
+
+/* SIGHUP's work (pfi_daemon_log_reopen, after logrotate renamed the log
+ * file), each outcome logged; log_what as in pfi_daemon_setup. */
+void pfi_daemon_log_hup(pfi_daemon_log *l, const char *log_what);
 
 #ifdef __cplusplus
 }

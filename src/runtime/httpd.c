@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 
 /* One open connection, as the watchdog sees it. Linked in on
  * MHD_CONNECTION_NOTIFY_STARTED, unlinked on ..._CLOSED, which libmicrohttpd
@@ -26,7 +27,7 @@
 typedef struct conn {
     struct conn *prev, *next;
     int fd;
-    double deadline_s; /* CLOCK_MONOTONIC: the next request must have arrived by then */
+    double deadline_s; /* pfi_wall_monotonic(): the next request must have arrived by then */
     int shut;
 } conn;
 
@@ -46,13 +47,6 @@ struct pfi_httpd {
     pthread_t watchdog;
     int have_watchdog;
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 typedef struct upload {
     pfi_buf body;
@@ -121,7 +115,7 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (ci && ci->socket_context) {
         pthread_mutex_lock(&h->cmu);
-        ((conn *)ci->socket_context)->deadline_s = mono_s() + h->o.request_timeout_s;
+        ((conn *)ci->socket_context)->deadline_s = pfi_wall_monotonic() + h->o.request_timeout_s;
         pthread_mutex_unlock(&h->cmu);
     }
     pthread_mutex_lock(&h->mu);
@@ -249,7 +243,7 @@ static void notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
         if (!k) return;
         k->fd = ci->connect_fd;
         pthread_mutex_lock(&h->cmu);
-        k->deadline_s = mono_s() + h->o.request_timeout_s;
+        k->deadline_s = pfi_wall_monotonic() + h->o.request_timeout_s;
         k->next = h->conns;
         if (h->conns) h->conns->prev = k;
         h->conns = k;
@@ -274,13 +268,15 @@ static void *watchdog(void *arg)
     pfi_httpd *h = arg;
     pthread_mutex_lock(&h->cmu);
     while (!h->stop) {
-        double now = mono_s();
+        double now = pfi_wall_monotonic();
         for (conn *k = h->conns; k; k = k->next)
             if (!k->shut && now > k->deadline_s) {
                 shutdown(k->fd, SHUT_RDWR);
                 k->shut = 1;
                 h->slow_closed++;
             }
+        /* the condition variable's deadline is a timespec on its own clock
+           (CLOCK_MONOTONIC, set below), not seconds: read here, as it wants */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 200 * 1000 * 1000;
@@ -303,7 +299,7 @@ void pfi_httpd_log_to(void (*fn)(const char *msg))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     pfi_httpd *h = cls;
-    double now = mono_s();
+    double now = pfi_wall_monotonic();
     pthread_mutex_lock(&h->cmu);
     int show = now - h->log_last_s >= 1.0;
     unsigned long long quiet = h->log_quiet;

@@ -2,9 +2,9 @@
 # test_check_layers.sh — scripts/check-layers.sh catches what it is for, on
 # a small made-up tree: a core object calling an io function, an io object
 # calling a runtime one, a relative include, a core source including an io
-# header, a non-pfi_ export, an export no header declares and a declared
-# function the library lacks. Each is named in one line, and a clean tree
-# passes.
+# header, a public header declaring a core and an io function, a non-pfi_
+# export, an export no header declares and a declared function the library
+# lacks. Each is named in one line, and a clean tree passes.
 . "$SRC/tests/cli/lib.sh"
 S="$T/src" B="$T/build"
 mkdir -p "$S/include/pfi" "$S/src/core" "$S/src/io" "$S/src/runtime" "$S/src/report" "$B"
@@ -42,6 +42,14 @@ rm "$S/src/core/io.h"
 ! check || fail "include violations pass"; ok
 contains "$T/out" "src/core/core.c:2: includes ../io/io.h by a relative path"
 contains "$T/out" "src/core/core.c:3: includes io.h, which is not in include/pfi src/core"
+# a public header declaring a core function beside an io one
+cp "$S/include/pfi/thing.h" "$T/thing.h"
+printf 'PFI_API int pfi_io_fn(int x);\n' >>"$S/include/pfi/thing.h"
+printf '#include "pfi/thing.h"\nint pfi_core_fn(int x) { return x; }\nint pfi_thing(int x) { return x; }\n' >"$S/src/core/core.c"
+build
+! check || fail "a public header of two layers passes"; ok
+contains "$T/out" "include/pfi/thing.h declares functions of core (pfi_thing) and of io (pfi_io_fn): one public header per layer"
+cp "$T/thing.h" "$S/include/pfi/thing.h"
 # exports: a non-pfi_ symbol, an undeclared pfi_ one, a declared one missing
 printf '#include "pfi/thing.h"\n__attribute__((visibility("default"))) int helper(int x) { return x; }\n__attribute__((visibility("default"))) int pfi_secret(int x) { return x; }\n' >"$S/src/core/core.c"
 printf 'int pfi_io_fn(int x) { return x + 1; }\n' >"$S/src/io/io.c"

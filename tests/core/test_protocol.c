@@ -1,9 +1,14 @@
 /* test_protocol.c — the measurement protocol's rules on hand-made series:
  * binning with out-of-phase hosts, carrying a GPU's value for one interval
  * only, dropping incomplete bins, sums vs averages, phase segmentation with
- * dips inside training, top-10% / mean / median aggregation, cap check. */
+ * dips inside training, top-10% / mean / median aggregation, cap check;
+ * the derived features from a job's metric values, and a model feature by
+ * name from them (what the agent and the controller compute). */
 #include "../testutil.h"
 
+#include <math.h>
+
+#include "pfi/features.h"
 #include "pfi/protocol.h"
 
 static pfi_protocol_opts opts(void)
@@ -192,6 +197,39 @@ static void cap_check(void **s)
     assert_int_equal(pfi_metric_lookup("DCGM_FI_DEV_XID_ERRORS", 22), -1);
 }
 
+static void derived_features(void **s)
+{
+    (void)s;
+    double m[PFI_M_COUNT];
+    for (int i = 0; i < PFI_M_COUNT; i++) m[i] = NAN;
+    m[PFI_M_DRAM_ACTIVE] = 0.5;
+    m[PFI_M_MEM_COPY_UTIL] = 40;
+    m[PFI_M_PIPE_TENSOR_ACTIVE] = 0.3;
+    m[PFI_M_SM_ACTIVE] = 0.6;
+    m[PFI_M_NVLINK_TX_BYTES] = 1e9;
+    m[PFI_M_NVLINK_RX_BYTES] = 2e9;
+    assert_true(pfi_derived_value(PFI_D_DRAM_COPY_PRODUCT, m) == 0.5 * 40 / 100.0);
+    assert_true(pfi_derived_value(PFI_D_ARITHMETIC_INTENSITY, m) == 0.3 / 0.5);
+    assert_true(pfi_derived_value(PFI_D_TENSOR_SM_RATIO, m) == 0.3 / 0.6);
+    assert_true(pfi_derived_value(PFI_D_NVLINK_BYTES, m) == 3e9);
+    int known = -1;
+    assert_true(pfi_feature_from_metrics("arithmetic_intensity", m, &known) == 0.3 / 0.5);
+    assert_int_equal(known, 1);
+    assert_true(pfi_feature_from_metrics("DCGM_FI_PROF_SM_ACTIVE", m, &known) == 0.6);
+    assert_int_equal(known, 1);
+    assert_true(isnan(pfi_feature_from_metrics("DCGM_FI_DEV_GPU_TEMP", m, &known)));
+    assert_int_equal(known, 1); /* a metric, not measured */
+    assert_true(isnan(pfi_feature_from_metrics("power_frac", m, &known)));
+    assert_int_equal(known, 0); /* not telemetry */
+    assert_true(isnan(pfi_feature_from_metrics("log_gpus", m, NULL)));
+    /* a ratio over nothing is missing, not infinite */
+    m[PFI_M_DRAM_ACTIVE] = 0;
+    m[PFI_M_SM_ACTIVE] = 0;
+    assert_true(isnan(pfi_derived_value(PFI_D_ARITHMETIC_INTENSITY, m)));
+    assert_true(isnan(pfi_derived_value(PFI_D_TENSOR_SM_RATIO, m)));
+    assert_true(pfi_derived_value(PFI_D_DRAM_COPY_PRODUCT, m) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +238,7 @@ int main(void)
         cmocka_unit_test(phases),
         cmocka_unit_test(aggregation),
         cmocka_unit_test(cap_check),
+        cmocka_unit_test(derived_features),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

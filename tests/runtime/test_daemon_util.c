@@ -4,10 +4,14 @@
  * first word; to the journal a line is "<N>message" with no timestamp, to
  * a file or a terminal "TIMESTAMP who: message"; while starting, an error
  * logged to a file is copied to stderr, afterwards not; SIGHUP's reopen
- * moves later lines to a new file after a rename. */
+ * moves later lines to a new file after a rename; the daemons' shared
+ * start-up refuses a bad clock setting or level (2) and a log file it
+ * cannot open (1), each said in one line. */
 #include "../testutil.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -215,12 +219,66 @@ static void test_open_fails(void **state)
     assert_int_equal(pfi_daemon_log_reopen(&l, &e), PFI_ESTATE);
 }
 
+/* the shared start-up: each refusal's exit status and line, then a good
+ * one opens the log file with its level, and SIGHUP's work names the file */
+static void test_start(void **state)
+{
+    (void)state;
+    char err_path[128], log_path[128], bad_path[128];
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    snprintf(log_path, sizeof log_path, "%s/start.log", dir);
+    snprintf(bad_path, sizeof bad_path, "%s/no/such/dir/log", dir);
+    int saved = stderr_to(err_path);
+    setenv("JOURNAL_STREAM", "1:1", 1);
+    pfi_daemon_log l;
+    pfi_daemon_log_init(&l, "pfi-test");
+    pfi_daemon_setup s = {.time_scale = 0, .epoch = NAN, .log_what = "--log"};
+    assert_int_equal(pfi_daemon_start(&l, &s), 2); /* a scale of 0 */
+    s.time_scale = 1;
+    s.log_level = "loud";
+    assert_int_equal(pfi_daemon_start(&l, &s), 2);
+    s.log_level = NULL;
+    s.log_path = bad_path;
+    assert_int_equal(pfi_daemon_start(&l, &s), 1);
+    pfi_daemon_log_hup(&l, "--log"); /* no file: said so */
+    s.log_level = "warning";
+    s.log_path = log_path;
+    s.raise_nofile = 1;
+    assert_int_equal(pfi_daemon_start(&l, &s), 0);
+    assert_int_equal(l.max_level, PFI_LOG_WARNING);
+    pfi_daemon_logf(&l, "an info line, dropped");
+    pfi_daemon_logf(&l, "warning: kept");
+    l.max_level = PFI_LOG_INFO; /* SIGHUP's lines are info */
+    pfi_daemon_log_hup(&l, "--log");
+    pfi_daemon_log_close(&l);
+    stderr_back(saved);
+    unsetenv("JOURNAL_STREAM");
+    char *e = strdup(slurp(err_path)); /* slurp's buffer is reused below */
+    assert_non_null(e);
+    assert_non_null(strstr(e, "pfi-test: error: "));
+    assert_non_null(strstr(e, "pfi-test: error: --log-level: 'loud' is not error, warning, info "
+                              "or debug\n"));
+    assert_non_null(strstr(e, "pfi-test: error: --log: "));
+    assert_non_null(strstr(e, "/no/such/dir/log: cannot open: No such file or directory\n"));
+    assert_non_null(strstr(e, "pfi-test: SIGHUP: no --log file to reopen; ignored\n"));
+    char *f = slurp(log_path);
+    assert_non_null(f);
+    assert_null(strstr(f, "dropped"));
+    assert_non_null(strstr(f, "pfi-test: warning: kept\n"));
+    assert_non_null(strstr(f, "pfi-test: SIGHUP: log file "));
+    assert_non_null(strstr(f, "/start.log reopened\n"));
+    free(e);
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    assert_true(rl.rlim_cur == rl.rlim_max);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_stream), cmocka_unit_test(test_level),
         cmocka_unit_test(test_journal_lines),  cmocka_unit_test(test_file_and_startup_copy),
-        cmocka_unit_test(test_open_fails),
+        cmocka_unit_test(test_open_fails),     cmocka_unit_test(test_start),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

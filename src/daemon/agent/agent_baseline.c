@@ -25,17 +25,11 @@
 #include <time.h>
 
 #include "agent.h"
+#include "clock.h"
 #include "state_file.h"
 
 #define DRIFT_TOL_W 1.0
 #define REAPPLY_WINDOW_S 60.0
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *agent_drift_kind_name(int k)
 {
@@ -207,7 +201,7 @@ void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample)
     if (limit <= lg->cap_w + DRIFT_TOL_W || !a->lease.active || g->contested) return;
     /* above our cap while a lease holds: a GPU reset, nvidia-smi -pl, DCGM's
        enforcement or a driver reload. Re-applied, up to 3 times a minute. */
-    double now = mono_s();
+    double now = pfi_wall_monotonic();
     int recent = 0;
     for (int k = 0; k < 3; k++)
         recent += g->reapply_t[k] > 0 && now - g->reapply_t[k] < REAPPLY_WINDOW_S;

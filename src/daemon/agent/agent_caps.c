@@ -114,39 +114,35 @@ static void caps_log(agent *a, size_t nd, const double *target, const size_t *do
     a->caps_log_req = a->caps_log_gpus = 0;
 }
 
-int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
+/* a request refused before anything changed: its answer, counted */
+static int reject(agent *a, char **resp, const char *msg, int code)
 {
-    pfi_caps_request rq;
-    pfi_error e;
+    *resp = err_json(msg);
+    a->rejected++;
+    return code;
+}
+
+/* one PUT's caps, GPU by GPU (index i), and the GPUs it changes */
+typedef struct caps_plan {
+    double want[AGENT_MAX_GPUS];  /* the cap to set; NaN: not listed, back to its baseline */
+    double asked[AGENT_MAX_GPUS]; /* the cap asked where it was clamped, else NaN */
+    double cur[AGENT_MAX_GPUS];   /* its cap now; NaN: not capped (skip) */
+    double target[AGENT_MAX_GPUS];
+    int skip[AGENT_MAX_GPUS], nskip, nclamp;
+    size_t idx[AGENT_MAX_GPUS], nch; /* the GPUs whose cap changes */
+    size_t done[AGENT_MAX_GPUS], nd; /* those the device set */
+} caps_plan;
+
+/* the cap the request asks for each GPU (p->want): GPUs by UUID or index,
+ * the GPUs of each job, each within its device's range; 0, or the
+ * answer's HTTP code */
+static int requested_caps(agent *a, const pfi_caps_request *rq, caps_plan *p, char **resp)
+{
     char msg[600];
-    if (pfi_caps_request_parse(body, len, &rq, &e)) {
-        *resp = err_json(e.msg);
-        a->rejected++;
-        return 400;
-    }
-    if (rq.lease_s > a->cfg.max_lease_s) {
-        snprintf(msg, sizeof msg,
-                 "lease_s: %g s is longer than this agent allows (%g s, --max-lease)", rq.lease_s,
-                 a->cfg.max_lease_s);
-        *resp = err_json(msg);
-        a->rejected++;
-        return 400;
-    }
-    double now = pfi_clock_mono(); /* leases run on the monotonic clock (lease.h) */
-    state_file_init(a);
-    pfi_error why;
-    pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, &why);
-    if (v != PFI_LEASE_ADMIT) {
-        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller,
-                  rq.generation, why.msg);
-        *resp = err_json(why.msg);
-        a->rejected++;
-        return v == PFI_LEASE_TOO_FAR ? 400 : 409;
-    }
-    double want[AGENT_MAX_GPUS], asked[AGENT_MAX_GPUS];
-    for (size_t i = 0; i < a->n; i++) want[i] = asked[i] = NAN;
-    for (size_t k = 0; k < rq.ngpus; k++) {
-        const pfi_caps_entry *x = &rq.gpus[k];
+    double *want = p->want;
+    for (size_t i = 0; i < a->n; i++) want[i] = p->asked[i] = NAN;
+    for (size_t k = 0; k < rq->ngpus; k++) {
+        const pfi_caps_entry *x = &rq->gpus[k];
         long i = -1;
         if (x->uuid[0]) {
             for (size_t q = 0; q < a->n; q++)
@@ -160,38 +156,30 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             if (!x->uuid[0])
                 snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%ld (%zu GPUs)", x->index,
                          a->n);
-            *resp = err_json(msg);
-            a->rejected++;
-            return 422;
+            return reject(a, resp, msg, 422);
         }
         if (!isnan(want[i])) {
             snprintf(msg, sizeof msg, "gpus[%zu]: GPU %ld is listed twice", k, i);
-            *resp = err_json(msg);
-            a->rejected++;
-            return 422;
+            return reject(a, resp, msg, 422);
         }
         want[i] = x->cap_w;
     }
-    for (size_t k = 0; k < rq.njobs; k++) {
+    for (size_t k = 0; k < rq->njobs; k++) {
         size_t idx[AGENT_MAX_GPUS];
-        int m = agent_job_gpus(a, rq.jobs[k].job_id, idx, AGENT_MAX_GPUS);
+        int m = agent_job_gpus(a, rq->jobs[k].job_id, idx, AGENT_MAX_GPUS);
         if (m <= 0) {
             snprintf(msg, sizeof msg, "jobs[%zu].job_id: no job '%s' on this node", k,
-                     rq.jobs[k].job_id);
-            *resp = err_json(msg);
-            a->rejected++;
-            return 422;
+                     rq->jobs[k].job_id);
+            return reject(a, resp, msg, 422);
         }
         for (int q = 0; q < m; q++) {
-            if (!isnan(want[idx[q]]) && fabs(want[idx[q]] - rq.jobs[k].cap_w) > 1e-9) {
+            if (!isnan(want[idx[q]]) && fabs(want[idx[q]] - rq->jobs[k].cap_w) > 1e-9) {
                 snprintf(msg, sizeof msg,
                          "jobs[%zu]: GPU %zu of job %s already has a different cap in this request",
-                         k, idx[q], rq.jobs[k].job_id);
-                *resp = err_json(msg);
-                a->rejected++;
-                return 422;
+                         k, idx[q], rq->jobs[k].job_id);
+                return reject(a, resp, msg, 422);
             }
-            want[idx[q]] = rq.jobs[k].cap_w;
+            want[idx[q]] = rq->jobs[k].cap_w;
         }
     }
     for (size_t i = 0; i < a->n; i++) {
@@ -201,11 +189,209 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
             !(want[i] >= in->cap_min_w - 1e-9 && want[i] <= in->cap_max_w + 1e-9)) {
             snprintf(msg, sizeof msg, "GPU %zu (%s): cap %g W outside the device's %g..%g W", i,
                      in->uuid, want[i], in->cap_min_w, in->cap_max_w);
-            *resp = err_json(msg);
-            a->rejected++;
-            return 422;
+            return reject(a, resp, msg, 422);
         }
     }
+    return 0;
+}
+
+/* what the request changes: each GPU's cap now (NaN: skipped), its target
+ * (the cap asked, clamped to its ceiling, or back to its baseline when not
+ * listed) and the GPUs whose cap changes; the lease's GPUs take their new
+ * caps */
+static void plan_caps(agent *a, caps_plan *p)
+{
+    double *want = p->want, *cur = p->cur, *target = p->target;
+    p->nch = 0, p->nskip = 0, p->nclamp = 0, p->nd = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        p->skip[i] = 0;
+        /* NaN: unavailable, its limit unreadable, or MIG enabled: not capped */
+        cur[i] = a->g[i].info.mig == 1 ? NAN : current_cap(a, i);
+        if (isnan(cur[i])) { /* unavailable, or its limit unreadable: not capped */
+            p->skip[i] = 1;
+            p->nskip++;
+            if (!isnan(want[i]) && agent_gpu_usable(a, i))
+                agent_log(a, "error: GPU %zu %s: its power limit cannot be read: not capped", i,
+                          a->g[i].info.uuid);
+            continue;
+        }
+        /* the ceiling: never above the limit the GPU had before pfi touched it */
+        double ceil_w = agent_gpu_ceiling(a, i);
+        if (!isnan(want[i]) && isfinite(ceil_w) && want[i] > ceil_w + 0.5) {
+            p->asked[i] = want[i];
+            want[i] = fmax(ceil_w, a->g[i].info.cap_min_w);
+            p->nclamp++;
+        }
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        if (!lg) continue;
+        target[i] = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur[i];
+        if (fabs(target[i] - cur[i]) < 0.5) {
+            if (!isnan(want[i]) && lg->changed) lg->cap_w = target[i];
+            continue;
+        }
+        p->idx[p->nch++] = i;
+        lg->cap_w = target[i];
+    }
+}
+
+/* every changed GPU at once (one thread per GPU with NVML: gpu.h),
+ * returning only once all of them are set or failed; the position in
+ * p->idx of the first GPU (by index) the device refused, with its error in
+ * *fe, or -1 */
+static long set_caps(agent *a, caps_plan *p, const pfi_caps_request *rq, pfi_error *fe)
+{
+    double tw[AGENT_MAX_GPUS];
+    pfi_status src[AGENT_MAX_GPUS];
+    pfi_error serr[AGENT_MAX_GPUS];
+    for (size_t k = 0; k < p->nch; k++) tw[k] = p->target[p->idx[k]];
+    pfi_gpu_set_caps(a->gpu, p->idx, tw, p->nch, src, serr);
+    long failed = -1;
+    for (size_t k = 0; k < p->nch; k++) a->g[p->idx[k]].cap_gen++; /* older samples show no drift */
+    for (size_t k = 0; k < p->nch; k++) {
+        size_t i = p->idx[k];
+        if (src[k]) {
+            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i,
+                      p->target[i], serr[k].msg);
+            if (failed < 0) failed = (long)k, *fe = serr[k];
+            continue;
+        }
+        p->done[p->nd++] = i;
+        a->cap_changes++;
+        agent_log(a, "debug: GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
+                  a->g[i].info.uuid, p->cur[i], p->target[i], rq->controller, rq->generation,
+                  isnan(p->want[i]) ? ", back to baseline" : "");
+    }
+    return failed;
+}
+
+/* the device refused a GPU's cap: every GPU that took its cap goes back to
+ * the cap it had (at once too), and the lease and its file to what they
+ * were; frees prev; the answer's HTTP code */
+static int undo_caps(agent *a, const caps_plan *p, pfi_lease_state *prev, size_t failed_gpu,
+                     const pfi_error *fe, char **resp)
+{
+    double back[AGENT_MAX_GPUS];
+    pfi_status brc[AGENT_MAX_GPUS];
+    pfi_error berr[AGENT_MAX_GPUS];
+    for (size_t q = 0; q < p->nd; q++) back[q] = p->cur[p->done[q]];
+    pfi_gpu_set_caps(a->gpu, p->done, back, p->nd, brc, berr);
+    int stuck = 0;
+    for (size_t q = 0; q < p->nd; q++)
+        if (brc[q]) {
+            agent_log(a, "error: GPU %zu: undo failed: %s", p->done[q], berr[q].msg);
+            stuck = 1;
+        }
+    /* a GPU the undo could not put back keeps its baseline in the
+     * saved state (restored when the lease ends) */
+    if (!stuck) {
+        a->lease = *prev;
+        agent_save_state(a);
+    }
+    free(prev);
+    char msg[600];
+    snprintf(msg, sizeof msg, "GPU %zu: %s", failed_gpu, fe->msg);
+    *resp = err_json(msg);
+    return fe->code == PFI_ERANGE ? 422 : 503;
+}
+
+/* GPUs now at their baseline are forgotten (if this save fails the file
+ * only lists them at their baseline: harmless) */
+static void forget_baselines(agent *a)
+{
+    int forgot = 0;
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        if (lg->changed && fabs(lg->cap_w - lg->baseline_w) < 0.5) lg->changed = 0, forgot = 1;
+    }
+    if (forgot) agent_save_state(a);
+}
+
+/* the request's log lines: the caps set, the lease taken over or granted,
+ * the caps clamped to their ceiling */
+static void log_put(agent *a, const caps_plan *p, const pfi_caps_request *rq,
+                    const pfi_lease_state *prev, int renewed, int taken_over)
+{
+    caps_log(a, p->nd, p->target, p->done, rq->controller, rq->generation);
+    if (taken_over)
+        agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld",
+                  rq->controller, rq->generation, prev->controller, prev->generation);
+    if (!renewed)
+        agent_log(a, "lease granted: controller %s generation %lld for %g s", rq->controller,
+                  rq->generation, rq->lease_s);
+    if (p->nclamp) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < a->n; i++)
+            if (!isnan(p->asked[i])) lo = fmin(lo, p->want[i]), hi = fmax(hi, p->asked[i]);
+        agent_log(a,
+                  "warning: %d GPUs' caps clamped to their ceiling (the limit they had before pfi, "
+                  "down to %.0f W; asked up to %.0f W) (controller %s, generation %lld)",
+                  p->nclamp, lo, hi, rq->controller, rq->generation);
+    }
+}
+
+/* the answer: each GPU capped, with its cap and baseline; the GPUs skipped
+ * and the caps clamped, when there are */
+static char *put_answer(agent *a, const caps_plan *p, const pfi_caps_request *rq, double now)
+{
+    json_t *sk = json_array(), *cl = json_array();
+    for (size_t i = 0; i < a->n; i++) {
+        if (p->skip[i])
+            json_array_append_new(sk, json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "uuid",
+                                                a->g[i].info.uuid, "state",
+                                                agent_gpu_usable(a, i) && a->g[i].info.mig == 1
+                                                    ? "mig"
+                                                    : agent_gpu_state(a, i)));
+        else if (!isnan(p->asked[i]))
+            json_array_append_new(cl, json_pack("{s:I,s:s,s:f,s:f}", "index", (json_int_t)i, "uuid",
+                                                a->g[i].info.uuid, "requested_w", p->asked[i],
+                                                "cap_w", p->want[i]));
+    }
+    json_t *g = json_array();
+    for (size_t i = 0; i < a->n; i++) {
+        if (p->skip[i]) continue;
+        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+        json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid,
+                              "cap_w", lg && lg->changed ? lg->cap_w : current_cap(a, i));
+        if (lg && lg->changed) json_object_set_new(x, "baseline_w", json_real(lg->baseline_w));
+        json_array_append_new(g, x);
+    }
+    json_t *o =
+        json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq->controller, "generation",
+                  (json_int_t)rq->generation, "lease_expires_at", a->lease.expires_at,
+                  "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
+    if (p->nskip) json_object_set_new(o, "skipped", sk);
+    else json_decref(sk);
+    if (p->nclamp) json_object_set_new(o, "clamped", cl);
+    else json_decref(cl);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
+{
+    pfi_caps_request rq;
+    pfi_error e;
+    char msg[600];
+    if (pfi_caps_request_parse(body, len, &rq, &e)) return reject(a, resp, e.msg, 400);
+    if (rq.lease_s > a->cfg.max_lease_s) {
+        snprintf(msg, sizeof msg,
+                 "lease_s: %g s is longer than this agent allows (%g s, --max-lease)", rq.lease_s,
+                 a->cfg.max_lease_s);
+        return reject(a, resp, msg, 400);
+    }
+    double now = pfi_clock_mono(); /* leases run on the monotonic clock (lease.h) */
+    state_file_init(a);
+    pfi_error why;
+    pfi_lease_verdict v = pfi_lease_admit(&a->lease, rq.controller, rq.generation, now, &why);
+    if (v != PFI_LEASE_ADMIT) {
+        agent_log(a, "rejected caps from controller %s generation %lld: %s", rq.controller,
+                  rq.generation, why.msg);
+        return reject(a, resp, why.msg, v == PFI_LEASE_TOO_FAR ? 400 : 409);
+    }
+    caps_plan p;
+    int code = requested_caps(a, &rq, &p, resp);
+    if (code) return code;
     /* Write ahead: the state after this request (baselines of the GPUs about
      * to change, their new caps, the lease) is saved before any device is
      * touched; if it cannot be saved nothing changes (503). A GPU going back
@@ -216,45 +402,14 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         return 503;
     }
     *prev = a->lease;
-    double cur[AGENT_MAX_GPUS], target[AGENT_MAX_GPUS];
-    size_t idx[AGENT_MAX_GPUS], nch = 0;
-    int skip[AGENT_MAX_GPUS], nskip = 0, nclamp = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        skip[i] = 0;
-        /* NaN: unavailable, its limit unreadable, or MIG enabled: not capped */
-        cur[i] = a->g[i].info.mig == 1 ? NAN : current_cap(a, i);
-        if (isnan(cur[i])) { /* unavailable, or its limit unreadable: not capped */
-            skip[i] = 1;
-            nskip++;
-            if (!isnan(want[i]) && agent_gpu_usable(a, i))
-                agent_log(a, "error: GPU %zu %s: its power limit cannot be read: not capped", i,
-                          a->g[i].info.uuid);
-            continue;
-        }
-        /* the ceiling: never above the limit the GPU had before pfi touched it */
-        double ceil_w = agent_gpu_ceiling(a, i);
-        if (!isnan(want[i]) && isfinite(ceil_w) && want[i] > ceil_w + 0.5) {
-            asked[i] = want[i];
-            want[i] = fmax(ceil_w, a->g[i].info.cap_min_w);
-            nclamp++;
-        }
-        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        if (!lg) continue;
-        target[i] = !isnan(want[i]) ? want[i] : lg->changed ? lg->baseline_w : cur[i];
-        if (fabs(target[i] - cur[i]) < 0.5) {
-            if (!isnan(want[i]) && lg->changed) lg->cap_w = target[i];
-            continue;
-        }
-        idx[nch++] = i;
-        lg->cap_w = target[i];
-    }
+    plan_caps(a, &p);
     int renewed = a->lease.active && !strcmp(a->lease.controller, rq.controller) &&
                   a->lease.generation == rq.generation;
     int taken_over = a->lease.active && !renewed && pfi_lease_live(&a->lease, now);
     pfi_lease_grant(&a->lease, rq.controller, rq.generation, rq.lease_s, now);
     /* the baselines of the GPUs about to change (the caps found now) are
        saved, and the file written, before any device is touched */
-    if (pfi_gpu_save(a->gpu, idx, nch, &a->sf, &e)) {
+    if (pfi_gpu_save(a->gpu, p.idx, p.nch, &a->sf, &e)) {
         agent_log(a,
                   "error: cannot save the state file, so no cap is changed (controller %s, "
                   "generation %lld): %s",
@@ -266,120 +421,13 @@ int agent_put_caps(agent *a, const char *body, size_t len, char **resp)
         *resp = err_json(msg);
         return 503;
     }
-    /* every changed GPU at once (one thread per GPU with NVML: gpu.h),
-     * answered only once all of them are set or failed */
-    double tw[AGENT_MAX_GPUS];
-    pfi_status src[AGENT_MAX_GPUS];
-    pfi_error serr[AGENT_MAX_GPUS];
-    for (size_t k = 0; k < nch; k++) tw[k] = target[idx[k]];
-    pfi_gpu_set_caps(a->gpu, idx, tw, nch, src, serr);
-    size_t done[AGENT_MAX_GPUS], nd = 0;
-    long failed = -1; /* the first GPU (by index) the device refused */
-    for (size_t k = 0; k < nch; k++) a->g[idx[k]].cap_gen++; /* older samples show no drift */
-    for (size_t k = 0; k < nch; k++) {
-        size_t i = idx[k];
-        if (src[k]) {
-            agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i,
-                      target[i], serr[k].msg);
-            if (failed < 0) failed = (long)k;
-            continue;
-        }
-        done[nd++] = i;
-        a->cap_changes++;
-        agent_log(a, "debug: GPU %zu %s: cap %.0f -> %.0f W (controller %s, generation %lld%s)", i,
-                  a->g[i].info.uuid, cur[i], target[i], rq.controller, rq.generation,
-                  isnan(want[i]) ? ", back to baseline" : "");
-    }
-    if (failed >= 0) {
-        /* every GPU that took its cap goes back to the cap it had (at once too) */
-        double back[AGENT_MAX_GPUS];
-        pfi_status brc[AGENT_MAX_GPUS];
-        pfi_error berr[AGENT_MAX_GPUS];
-        for (size_t q = 0; q < nd; q++) back[q] = cur[done[q]];
-        pfi_gpu_set_caps(a->gpu, done, back, nd, brc, berr);
-        int stuck = 0;
-        for (size_t q = 0; q < nd; q++)
-            if (brc[q]) {
-                agent_log(a, "error: GPU %zu: undo failed: %s", done[q], berr[q].msg);
-                stuck = 1;
-            }
-        /* a GPU the undo could not put back keeps its baseline in the
-         * saved state (restored when the lease ends) */
-        if (!stuck) {
-            a->lease = *prev;
-            agent_save_state(a);
-        }
-        free(prev);
-        const pfi_error *fe = &serr[failed];
-        snprintf(msg, sizeof msg, "GPU %zu: %s", idx[failed], fe->msg);
-        *resp = err_json(msg);
-        return fe->code == PFI_ERANGE ? 422 : 503;
-    }
-    /* GPUs now at their baseline are forgotten (if this save fails the file
-     * only lists them at their baseline: harmless) */
-    int forgot = 0;
-    for (size_t k = 0; k < a->lease.n; k++) {
-        pfi_lease_gpu *lg = &a->lease.gpu[k];
-        if (lg->changed && fabs(lg->cap_w - lg->baseline_w) < 0.5) lg->changed = 0, forgot = 1;
-    }
-    if (forgot) agent_save_state(a);
-    caps_log(a, nd, target, done, rq.controller, rq.generation);
-    if (taken_over)
-        agent_log(a, "lease taken over: controller %s generation %lld replaces %s generation %lld",
-                  rq.controller, rq.generation, prev->controller, prev->generation);
-    if (!renewed)
-        agent_log(a, "lease granted: controller %s generation %lld for %g s", rq.controller,
-                  rq.generation, rq.lease_s);
-    if (nclamp) {
-        double lo = INFINITY, hi = -INFINITY;
-        for (size_t i = 0; i < a->n; i++)
-            if (!isnan(asked[i])) lo = fmin(lo, want[i]), hi = fmax(hi, asked[i]);
-        agent_log(a,
-                  "warning: %d GPUs' caps clamped to their ceiling (the limit they had before pfi, "
-                  "down to %.0f W; asked up to %.0f W) (controller %s, generation %lld)",
-                  nclamp, lo, hi, rq.controller, rq.generation);
-    }
+    long failed = set_caps(a, &p, &rq, &e);
+    if (failed >= 0) return undo_caps(a, &p, prev, p.idx[failed], &e, resp);
+    forget_baselines(a);
+    log_put(a, &p, &rq, prev, renewed, taken_over);
     free(prev);
-    json_t *sk = json_array(), *cl = json_array();
-    for (size_t i = 0; i < a->n; i++) {
-        if (skip[i])
-            json_array_append_new(sk, json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "uuid",
-                                                a->g[i].info.uuid, "state",
-                                                agent_gpu_usable(a, i) && a->g[i].info.mig == 1
-                                                    ? "mig"
-                                                    : agent_gpu_state(a, i)));
-        else if (!isnan(asked[i]))
-            json_array_append_new(cl, json_pack("{s:I,s:s,s:f,s:f}", "index", (json_int_t)i, "uuid",
-                                                a->g[i].info.uuid, "requested_w", asked[i], "cap_w",
-                                                want[i]));
-    }
-    json_t *g = json_array();
-    for (size_t i = 0; i < a->n; i++) {
-        if (skip[i]) continue;
-        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        json_t *x = json_pack("{s:I,s:s,s:f}", "index", (json_int_t)i, "uuid", a->g[i].info.uuid,
-                              "cap_w", lg && lg->changed ? lg->cap_w : current_cap(a, i));
-        if (lg && lg->changed) json_object_set_new(x, "baseline_w", json_real(lg->baseline_w));
-        json_array_append_new(g, x);
-    }
-    json_t *o =
-        json_pack("{s:b,s:s,s:I,s:f,s:f,s:o}", "ok", 1, "controller", rq.controller, "generation",
-                  (json_int_t)rq.generation, "lease_expires_at", a->lease.expires_at,
-                  "lease_expires_in_s", a->lease.expires_mono - now, "gpus", g);
-    if (nskip) json_object_set_new(o, "skipped", sk);
-    else json_decref(sk);
-    if (nclamp) json_object_set_new(o, "clamped", cl);
-    else json_decref(cl);
-    *resp = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
+    *resp = put_answer(a, &p, &rq, now);
     return 200;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static long gpu_index(agent *a, const char *uuid)
@@ -447,7 +495,7 @@ void agent_restore(agent *a, const char *why)
         agent_log(a, "baselines restored on %d GPU%s (%s)", x.nrestored,
                   x.nrestored == 1 ? "" : "s", why);
     a->restore_delay_s = x.failed ? x.delay_s : 0;
-    if (x.failed) a->restore_retry_at_s = mono_s() + x.delay_s;
+    if (x.failed) a->restore_retry_at_s = pfi_wall_monotonic() + x.delay_s;
     if (!pending) a->lease.active = 0;
     if (x.any || !pending) agent_save_state(a);
 }
@@ -456,8 +504,8 @@ void agent_check_lease(agent *a)
 {
     double now = pfi_clock_mono();
     if (a->save_pending &&
-        mono_s() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
-        a->save_retry_at_s = mono_s() + 1;
+        pfi_wall_monotonic() >= a->save_retry_at_s) { /* the agent's own file only; once a second */
+        a->save_retry_at_s = pfi_wall_monotonic() + 1;
         agent_save_state(a);
     }
     int pending = 0;
@@ -467,7 +515,7 @@ void agent_check_lease(agent *a)
                   a->lease.generation);
         a->lease.active = 0;
         agent_restore(a, "lease expired");
-    } else if (!a->lease.active && pending && mono_s() >= a->restore_retry_at_s) {
+    } else if (!a->lease.active && pending && pfi_wall_monotonic() >= a->restore_retry_at_s) {
         agent_restore(a, "no lease");
     }
 }

@@ -33,6 +33,7 @@
 #include "atomic.h"
 #include "clock.h"
 #include "job_id.h"
+#include "pfi/features.h"
 #include "pfi/prom.h"
 #include "pfi/steplog.h"
 
@@ -265,11 +266,9 @@ static void write_mapping(agent *a)
     }
 }
 
-void agent_jobs_refresh(agent *a)
+/* source 1: the jobs of the GPUs' running compute processes */
+static void map_processes(agent *a, jmap *m)
 {
-    jmap *m = calloc(1, sizeof *m);
-    if (!m) return;
-    for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1;
     static unsigned warned_pid[AGENT_MAX_GPUS]; /* one warning per process */
     for (size_t i = 0; i < a->n; i++) {
         pfi_gpu_proc p[16];
@@ -312,47 +311,53 @@ void agent_jobs_refresh(agent *a)
                                               : AGENT_UID_UNKNOWN;
         }
     }
-    if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
+}
+
+/* source 2: the job files in --jobs-dir, in the order of their names */
+static void map_jobs_dir(agent *a, jmap *m)
+{
     struct stat dst;
-    if (a->cfg.jobs_dir &&
-        (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)))
+    if (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)) {
         refuse_once(
             a, a->cfg.jobs_dir,
             "--jobs-dir is not a directory of root's (or ours) that only its owner can write");
-    else if (a->cfg.jobs_dir) {
-        DIR *d = opendir(a->cfg.jobs_dir);
-        if (d) {
-            struct dirent *de;
-            char *names[256];
-            int nn = 0;
-            while ((de = readdir(d)) && nn < 256) {
-                size_t l = strlen(de->d_name);
-                if (l <= 5 || strcmp(de->d_name + l - 5, ".json")) continue;
-                if (!(names[nn] = strdup(de->d_name))) {
-                    agent_log(a, "error: %s: out of memory listing the job files", a->cfg.jobs_dir);
-                    break;
-                }
-                nn++;
-            }
-            closedir(d);
-            for (int i = 1; i < nn; i++) /* sorted: deterministic when files overlap */
-                for (int j = i; j > 0 && strcmp(names[j], names[j - 1]) < 0; j--) {
-                    char *t = names[j];
-                    names[j] = names[j - 1];
-                    names[j - 1] = t;
-                }
-            for (int i = 0; i < nn; i++) {
-                char path[4096];
-                snprintf(path, sizeof path, "%s/%s", a->cfg.jobs_dir, names[i]);
-                map_file(a, path, m);
-                free(names[i]);
-            }
-        }
+        return;
     }
-    /* simulated jobs on demand (sim:...,idle): a job file naming a simulated
-       job's GPUs starts it (writing to the job file's step log), and its
-       disappearance stops it — so the scheduler integration can be tested
-       on simulated GPUs */
+    DIR *d = opendir(a->cfg.jobs_dir);
+    if (!d) return;
+    struct dirent *de;
+    char *names[256];
+    int nn = 0;
+    while ((de = readdir(d)) && nn < 256) {
+        size_t l = strlen(de->d_name);
+        if (l <= 5 || strcmp(de->d_name + l - 5, ".json")) continue;
+        if (!(names[nn] = strdup(de->d_name))) {
+            agent_log(a, "error: %s: out of memory listing the job files", a->cfg.jobs_dir);
+            break;
+        }
+        nn++;
+    }
+    closedir(d);
+    for (int i = 1; i < nn; i++) /* sorted: deterministic when files overlap */
+        for (int j = i; j > 0 && strcmp(names[j], names[j - 1]) < 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    for (int i = 0; i < nn; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", a->cfg.jobs_dir, names[i]);
+        map_file(a, path, m);
+        free(names[i]);
+    }
+}
+
+/* simulated jobs on demand (sim:...,idle): a job file naming a simulated
+   job's GPUs starts it (writing to the job file's step log), and its
+   disappearance stops it — so the scheduler integration can be tested
+   on simulated GPUs */
+static void sim_jobs_on_demand(agent *a, const jmap *m)
+{
     int on_demand = !strncmp(a->cfg.backend, "sim", 3) && strstr(a->cfg.backend, "idle") != NULL;
     for (size_t k = 0; on_demand && k < pfi_gpu_sim_jobs(a->gpu) && k < 16; k++) {
         size_t first, last;
@@ -375,8 +380,12 @@ void agent_jobs_refresh(agent *a)
             agent_log(a, "simulated job %s stopped", sid);
         }
     }
-    /* a GPU whose job ended goes back to its baseline at once (the job's
-       epilog removed its job file); the lease goes on for the other GPUs */
+}
+
+/* a GPU whose job ended goes back to its baseline at once (the job's
+   epilog removed its job file); the lease goes on for the other GPUs */
+static void restore_ended(agent *a, const jmap *m)
+{
     for (size_t i = 0; i < a->n; i++) {
         if (!a->g[i].job_id[0] || !strcmp(a->g[i].job_id, m->id[i])) continue;
         pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
@@ -390,7 +399,12 @@ void agent_jobs_refresh(agent *a)
             agent_save_state(a);
         }
     }
-    /* rebuild the job list, keeping each job's step-log position and means */
+}
+
+/* the job list from the mapping, keeping each job's step-log position and
+ * means; jobs no GPU maps any more are dropped */
+static void rebuild_jobs(agent *a, const jmap *m)
+{
     for (size_t k = 0; k < a->njobs; k++) a->job[k].seen = 0, a->job[k].ngpus = 0;
     for (size_t i = 0; i < a->n; i++) {
         snprintf(a->g[i].job_id, sizeof a->g[i].job_id, "%s", m->id[i]);
@@ -427,6 +441,19 @@ void agent_jobs_refresh(agent *a)
         agent_log(a, "job %s ended", a->job[k].id);
         a->job[k] = a->job[--a->njobs];
     }
+}
+
+void agent_jobs_refresh(agent *a)
+{
+    jmap *m = calloc(1, sizeof *m);
+    if (!m) return;
+    for (size_t i = 0; i < AGENT_MAX_GPUS; i++) m->tier[i] = -1;
+    map_processes(a, m);
+    if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
+    if (a->cfg.jobs_dir) map_jobs_dir(a, m);
+    sim_jobs_on_demand(a, m);
+    restore_ended(a, m);
+    rebuild_jobs(a, m);
     if (a->cfg.mapping_dir) write_mapping(a);
     free(m);
 }
@@ -599,24 +626,14 @@ static double gpu_prof(const agent_gpu *g, int m)
     return g->last.prof[m];
 }
 
-/* a model feature's value for job j, by the sweep table's column name */
+/* a model feature's value for job j, by the sweep table's column name:
+ * from its training means as job values (summed metrics times its GPUs) */
 static double feature(const agent_job *j, const char *name, int *known)
 {
-    *known = 1;
-    int m = pfi_metric_lookup(name, strlen(name));
-    double n = (double)j->ngpus;
-    if (m >= 0) return j->feat[m] * (pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? n : 1);
-    const double *f = j->feat;
-    if (!strcmp(name, pfi_derived_name(PFI_D_DRAM_COPY_PRODUCT)))
-        return f[PFI_M_DRAM_ACTIVE] * f[PFI_M_MEM_COPY_UTIL] / 100;
-    if (!strcmp(name, pfi_derived_name(PFI_D_ARITHMETIC_INTENSITY)))
-        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_DRAM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_TENSOR_SM_RATIO)))
-        return f[PFI_M_PIPE_TENSOR_ACTIVE] / f[PFI_M_SM_ACTIVE];
-    if (!strcmp(name, pfi_derived_name(PFI_D_NVLINK_BYTES)))
-        return (f[PFI_M_NVLINK_TX_BYTES] + f[PFI_M_NVLINK_RX_BYTES]) * n;
-    *known = 0;
-    return NAN;
+    double n = (double)j->ngpus, v[PFI_M_COUNT];
+    for (int m = 0; m < PFI_M_COUNT; m++)
+        v[m] = j->feat[m] * (pfi_metric_get((pfi_metric)m)->agg == PFI_AGG_SUM ? n : 1);
+    return pfi_feature_from_metrics(name, v, known);
 }
 
 void agent_jobs_update(agent *a)

@@ -35,7 +35,6 @@
 #include "clock.h"
 #include "daemon_util.h"
 #include "datapath.h"
-#include "httpd.h"
 #include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
@@ -144,12 +143,6 @@ static void on_hup(int s)
 /* the log (daemon_util.h): one agent per process */
 static pfi_daemon_log g_log;
 
-/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
-static void httpd_log(const char *msg)
-{
-    pfi_daemon_logf(&g_log, "warning: %s", msg);
-}
-
 void agent_log(agent *a, const char *fmt, ...)
 {
     (void)a;
@@ -247,11 +240,7 @@ static void *lease_thread(void *arg)
         nanosleep(&ts, NULL);
         if (g_hup) {
             g_hup = 0;
-            pfi_error why;
-            if (!a->cfg.log_path) agent_log(a, "SIGHUP: no --log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(&g_log, &why))
-                agent_log(a, "warning: SIGHUP: %s; still logging to the old file", why.msg);
-            else agent_log(a, "SIGHUP: log file %s reopened", a->cfg.log_path);
+            pfi_daemon_log_hup(&g_log, "--log");
         }
         if (a->cfg.read_only) continue; /* no lease, nothing to restore */
         pthread_mutex_lock(&a->mu);
@@ -386,66 +375,38 @@ static int release_caps(agent *a)
     return exit_rc;
 }
 
-int main(int argc, char **argv)
+/* the reconstruction, for simulated jobs (--backend sim:...job=...): 0,
+ * or the exit status */
+static int load_recon(agent *a, pfi_recon *recon, int *have_recon)
 {
-    static agent A;
-    agent *a = &A;
     agent_cfg *c = &a->cfg;
-    int orc = options(c, argc, argv);
-    if (orc >= 0) return orc;
     pfi_error e;
-    /* first of all: a SIGHUP (logrotate) or SIGTERM during start-up must not
-       kill the agent between setting up and its restore path */
-    pfi_daemon_signals(on_signal, on_hup);
-    pfi_daemon_log_init(&g_log, "pfi-agent");
-    pfi_httpd_log_to(httpd_log);
-    if (pfi_clock_set(c->time_scale, c->epoch, &e)) {
+    *have_recon = 0;
+    if (strncmp(c->backend, "sim", 3) || !strstr(c->backend, "job=")) return 0;
+    char sp[4096], pp[4096];
+    if (pfi_data_path(c->data_dir, "reconstruction/spec.csv", sp, sizeof sp, &e) ||
+        pfi_data_path(c->data_dir, "reconstruction/params.csv", pp, sizeof pp, &e) ||
+        pfi_recon_load(sp, pp, recon, &e)) {
         agent_log(a, "error: %s", e.msg);
-        return 2;
-    }
-    if (c->log_level) {
-        int lv = pfi_daemon_log_level_parse(c->log_level);
-        if (lv < 0) {
-            agent_log(a, "error: --log-level: '%s' is not error, warning, info or debug",
-                      c->log_level);
-            return 2;
-        }
-        g_log.max_level = lv;
-    }
-    if (pfi_daemon_log_open(&g_log, c->log_path, c->use_syslog, &e)) {
-        agent_log(a, "error: --log %s", e.msg);
         return 1;
     }
-    pthread_mutex_init(&a->mu, NULL);
-    if (gethostname(a->hostname, sizeof a->hostname) != 0)
-        snprintf(a->hostname, sizeof a->hostname, "localhost");
-    a->hostname[sizeof a->hostname - 1] = '\0';
-    /* the reconstruction, for simulated jobs */
-    pfi_recon recon = {0};
-    int have_recon = 0;
-    if (!strncmp(c->backend, "sim", 3) && strstr(c->backend, "job=")) {
-        char sp[4096], pp[4096];
-        if (pfi_data_path(c->data_dir, "reconstruction/spec.csv", sp, sizeof sp, &e) ||
-            pfi_data_path(c->data_dir, "reconstruction/params.csv", pp, sizeof pp, &e) ||
-            pfi_recon_load(sp, pp, &recon, &e)) {
-            agent_log(a, "error: %s", e.msg);
-            return 1;
-        }
-        have_recon = 1;
-    }
-    if (c->read_only && c->restore_and_exit) {
-        agent_log(a, "error: --read-only and --restore-and-exit exclude each other");
-        return 2;
-    }
-    if ((c->read_only ? pfi_gpu_open_read_only
-                      : pfi_gpu_open)(c->backend, have_recon ? &recon : NULL, &a->gpu, &e)) {
+    *have_recon = 1;
+    return 0;
+}
+
+/* the GPU backend, and each GPU's description; a GPU that cannot be opened
+ * or read blocks neither the others, nor their restore, nor the start: it
+ * is marked and looked for again. 0, or the exit status */
+static int open_gpus(agent *a, const pfi_recon *recon)
+{
+    agent_cfg *c = &a->cfg;
+    pfi_error e;
+    if ((c->read_only ? pfi_gpu_open_read_only : pfi_gpu_open)(c->backend, recon, &a->gpu, &e)) {
         agent_log(a, "error: --backend %s: %s", c->backend, e.msg);
         return 1;
     }
     a->n = pfi_gpu_count(a->gpu);
     if (a->n > AGENT_MAX_GPUS) a->n = AGENT_MAX_GPUS;
-    /* a GPU that cannot be opened or read blocks neither the others, nor
-       their restore, nor the start: it is marked and looked for again */
     for (size_t i = 0; i < a->n; i++) {
         for (int m = 0; m < PFI_M_COUNT; m++) a->g[i].dcgm_prof[m] = NAN;
         a->g[i].avail = pfi_gpu_avail_get(a->gpu, i);
@@ -464,15 +425,14 @@ int main(int argc, char **argv)
                       i, pfi_gpu_avail_name(a->g[i].avail), e.msg, AGENT_RESCAN_S);
         }
     }
-    if (c->restore_and_exit) {
-        int rc = agent_restore_and_exit(a);
-        pfi_gpu_close(a->gpu);
-        if (have_recon) pfi_recon_dispose(&recon);
-        pfi_daemon_log_close(&g_log);
-        return rc;
-    }
-    int lrc = load_credentials(a);
-    if (lrc) return lrc;
+    return 0;
+}
+
+/* the agent and its GPUs in the log, then the state file: a live lease
+ * from before honoured, an expired one restored (unless --read-only); 0,
+ * or the exit status */
+static int take_over(agent *a)
+{
     agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION,
               pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
     for (size_t i = 0; i < a->n; i++)
@@ -482,7 +442,7 @@ int main(int argc, char **argv)
                       a->g[i].info.cap_default_w);
     pthread_mutex_lock(&a->mu);
     int st = 0;
-    if (c->read_only) {
+    if (a->cfg.read_only) {
         agent_log(a, "--read-only: caps are never written and nothing is put back; the state file "
                      "is not touched");
     } else {
@@ -490,40 +450,87 @@ int main(int argc, char **argv)
         agent_check_modes(a);
     }
     pthread_mutex_unlock(&a->mu);
-    if (st) return 1;
-    pthread_t lease_tid;
-    if (pthread_create(&lease_tid, NULL, lease_thread, a)) {
+    return st ? 1 : 0;
+}
+
+/* a bound port into the file that asks for it */
+static void write_port(agent *a, const char *file, int port)
+{
+    char b[32];
+    pfi_error e;
+    int k = snprintf(b, sizeof b, "%d\n", port);
+    if (pfi_write_file_private(file, b, (size_t)k, &e)) agent_log(a, "error: %s", e.msg);
+}
+
+/* the lease thread, a first sample, then the HTTP API and the fast
+ * trigger; 0, or the exit status (what started is stopped again) */
+static int serve(agent *a, pthread_t *lease_tid)
+{
+    agent_cfg *c = &a->cfg;
+    if (pthread_create(lease_tid, NULL, lease_thread, a)) {
         agent_log(a, "error: cannot start the lease thread");
         return 1;
     }
     sample_round(a, 1);
     if (agent_http_start(a)) {
         g_stop = SIGTERM;
-        pthread_join(lease_tid, NULL);
+        pthread_join(*lease_tid, NULL);
         return 1;
     }
     if (agent_fast_start(a)) {
         g_stop = SIGTERM;
-        pthread_join(lease_tid, NULL);
+        pthread_join(*lease_tid, NULL);
         agent_http_stop(a);
         release_caps(a);
         return 1;
     }
-    if (c->port_file) {
-        char b[32];
-        int k = snprintf(b, sizeof b, "%d\n", a->port);
-        if (pfi_write_file_private(c->port_file, b, (size_t)k, &e))
-            agent_log(a, "error: %s", e.msg);
-    }
-    if (c->control_port_file && c->control_listen) {
-        char b[32];
-        int k = snprintf(b, sizeof b, "%d\n", a->control_port);
-        if (pfi_write_file_private(c->control_port_file, b, (size_t)k, &e))
-            agent_log(a, "error: %s", e.msg);
-    }
+    if (c->port_file) write_port(a, c->port_file, a->port);
+    if (c->control_port_file && c->control_listen)
+        write_port(a, c->control_port_file, a->control_port);
     pfi_notify_ready("%zu GPUs (%s), sampling every %g s, listening on port %d", a->n,
                      pfi_gpu_backend(a->gpu), c->interval_s, a->port);
     pfi_daemon_log_started(&g_log);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static agent A;
+    agent *a = &A;
+    agent_cfg *c = &a->cfg;
+    int rc = options(c, argc, argv);
+    if (rc >= 0) return rc;
+    pfi_daemon_log_init(&g_log, "pfi-agent");
+    pfi_daemon_setup ds = {.stop = on_signal,
+                           .hup = on_hup,
+                           .time_scale = c->time_scale,
+                           .epoch = c->epoch,
+                           .log_level = c->log_level,
+                           .log_path = c->log_path,
+                           .use_syslog = c->use_syslog,
+                           .log_what = "--log"};
+    if ((rc = pfi_daemon_start(&g_log, &ds))) return rc;
+    pthread_mutex_init(&a->mu, NULL);
+    if (gethostname(a->hostname, sizeof a->hostname) != 0)
+        snprintf(a->hostname, sizeof a->hostname, "localhost");
+    a->hostname[sizeof a->hostname - 1] = '\0';
+    pfi_recon recon = {0};
+    int have_recon;
+    if ((rc = load_recon(a, &recon, &have_recon))) return rc;
+    if (c->read_only && c->restore_and_exit) {
+        agent_log(a, "error: --read-only and --restore-and-exit exclude each other");
+        return 2;
+    }
+    if ((rc = open_gpus(a, have_recon ? &recon : NULL))) return rc;
+    if (c->restore_and_exit) {
+        rc = agent_restore_and_exit(a);
+        pfi_gpu_close(a->gpu);
+        if (have_recon) pfi_recon_dispose(&recon);
+        pfi_daemon_log_close(&g_log);
+        return rc;
+    }
+    pthread_t lease_tid;
+    if ((rc = load_credentials(a)) || (rc = take_over(a)) || (rc = serve(a, &lease_tid))) return rc;
     sampling_loop(a);
     pfi_notify_stopping("signal %d: stopping, %s", (int)g_stop,
                         c->keep_caps ? "caps kept under the lease" : "restoring every cap");
@@ -531,10 +538,10 @@ int main(int argc, char **argv)
     pthread_join(lease_tid, NULL);
     agent_fast_stop(a);
     agent_http_stop(a);
-    int exit_rc = release_caps(a);
+    rc = release_caps(a);
     if (a->have_model) pfi_modelfile_dispose(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_dispose(&recon);
     pfi_daemon_log_close(&g_log);
-    return exit_rc;
+    return rc;
 }

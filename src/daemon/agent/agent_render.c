@@ -204,157 +204,177 @@ static gpu_series prof_series(int m)
     return d;
 }
 
-char *agent_render_metrics(agent *a, size_t *len)
+/* the readings of every GPU: pfi's series, and dcgm-exporter's with
+ * --export-dcgm */
+static void render_readings(pfi_buf *b, agent *a)
 {
-    pfi_buf b = {0};
-    for (size_t k = 0; k < sizeof series / sizeof *series; k++) gpu_metric(&b, a, &series[k]);
+    for (size_t k = 0; k < sizeof series / sizeof *series; k++) gpu_metric(b, a, &series[k]);
     for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
         gpu_series d = prof_series(m);
-        gpu_metric(&b, a, &d);
+        gpu_metric(b, a, &d);
     }
-    if (a->cfg.export_dcgm) {
-        for (size_t k = 0; k < sizeof series / sizeof *series; k++) dcgm_metric(&b, a, &series[k]);
-        for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
-            gpu_series d = prof_series(m);
-            dcgm_metric(&b, a, &d);
-        }
+    if (!a->cfg.export_dcgm) return;
+    for (size_t k = 0; k < sizeof series / sizeof *series; k++) dcgm_metric(b, a, &series[k]);
+    for (int m = PFI_M_GR_ENGINE_ACTIVE; m <= PFI_M_PCIE_RX_BYTES; m++) {
+        gpu_series d = prof_series(m);
+        dcgm_metric(b, a, &d);
     }
-    /* pfi's own */
-    label h, u, j, ctl, be;
-    L(h, a->hostname);
+}
+
+/* GPU i's line of one of pfi's own gauges, {gpu, uuid, hostname}; h the
+ * escaped host name */
+static void gpu_gauge(pfi_buf *b, const char *name, agent *a, size_t i, const char *h, double v)
+{
+    label u;
+    pfi_buf_printf(b, "%s{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n", name, i,
+                   L(u, a->g[i].info.uuid), h, v);
+}
+
+/* what each GPU enforces and whether it is up */
+static void render_gpu_state(pfi_buf *b, agent *a, const char *h)
+{
     /* the enforced limit, and whether it is below the cap (set out of band) */
-    head(&b, "pfi_gpu_power_limit_enforced_watts", "gauge",
+    head(b, "pfi_gpu_power_limit_enforced_watts", "gauge",
          "Power limit the GPU enforces (W): the lowest of the cap and any other limit.");
     for (size_t i = 0; i < a->n; i++)
         if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_ENFORCED))
-            pfi_buf_printf(&b,
-                           "pfi_gpu_power_limit_enforced_watts{gpu=\"%zu\",uuid=\"%s\","
-                           "hostname=\"%s\"} %g\n",
-                           i, L(u, a->g[i].info.uuid), h, a->g[i].last.enforced_w);
-    head(&b, "pfi_gpu_out_of_band_limit", "gauge",
+            gpu_gauge(b, "pfi_gpu_power_limit_enforced_watts", a, i, h, a->g[i].last.enforced_w);
+    head(b, "pfi_gpu_out_of_band_limit", "gauge",
          "1 when the enforced limit is more than 1 W below the cap: set by the BMC or another "
          "tool.");
     for (size_t i = 0; i < a->n; i++)
         if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_ENFORCED) &&
             (a->g[i].last.have & PFI_GS_CAP))
-            pfi_buf_printf(
-                &b, "pfi_gpu_out_of_band_limit{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n", i,
-                L(u, a->g[i].info.uuid), h, a->g[i].limit_out_of_band);
+            gpu_gauge(b, "pfi_gpu_out_of_band_limit", a, i, h, a->g[i].limit_out_of_band);
     /* each GPU's state: 1 while it is available and its last sample was
        read; its other series are absent otherwise (never a stale sample) */
-    head(&b, "pfi_gpu_up", "gauge",
+    head(b, "pfi_gpu_up", "gauge",
          "1 when the GPU is available and was read in the last sampling round; state: ok, lost, "
          "no_permission, not_supported, unknown (a read failed).");
     for (size_t i = 0; i < a->n; i++) {
         const char *st = agent_gpu_state(a, i);
-        label sl;
-        pfi_buf_printf(&b, "pfi_gpu_up{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\",state=\"%s\"} %d\n",
+        label u, sl;
+        pfi_buf_printf(b, "pfi_gpu_up{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\",state=\"%s\"} %d\n",
                        i, L(u, a->g[i].info.uuid), h, L(sl, st),
                        !strcmp(st, "ok") && a->g[i].sampled);
     }
-    head(&b, "pfi_gpu_power_cap_ceiling_watts", "gauge",
+}
+
+/* the caps pfi may set on each GPU, and how they have fared */
+static void render_gpu_caps(pfi_buf *b, agent *a, const char *h)
+{
+    head(b, "pfi_gpu_power_cap_ceiling_watts", "gauge",
          "Highest cap pfi may set: the limit the GPU had before pfi touched it (W).");
     for (size_t i = 0; i < a->n; i++) {
         double cw = agent_gpu_ceiling(a, i);
-        if (isfinite(cw))
-            pfi_buf_printf(
-                &b,
-                "pfi_gpu_power_cap_ceiling_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} "
-                "%g\n",
-                i, L(u, a->g[i].info.uuid), h, cw);
+        if (isfinite(cw)) gpu_gauge(b, "pfi_gpu_power_cap_ceiling_watts", a, i, h, cw);
     }
-    head(&b, "pfi_gpu_mig_enabled", "gauge",
+    head(b, "pfi_gpu_mig_enabled", "gauge",
          "1 when MIG mode is enabled: the GPU is left at its baseline, never capped.");
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i) && a->g[i].info.mig >= 0)
-            pfi_buf_printf(&b, "pfi_gpu_mig_enabled{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n",
-                           i, L(u, a->g[i].info.uuid), h, a->g[i].info.mig);
-    head(&b, "pfi_gpu_cap_contested", "gauge",
+            gpu_gauge(b, "pfi_gpu_mig_enabled", a, i, h, a->g[i].info.mig);
+    head(b, "pfi_gpu_cap_contested", "gauge",
          "1 when another tool kept raising the limit over pfi's cap and pfi stopped re-applying.");
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i))
-            pfi_buf_printf(&b,
-                           "pfi_gpu_cap_contested{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %d\n", i,
-                           L(u, a->g[i].info.uuid), h, a->g[i].contested);
-    head(&b, "pfi_gpu_cap_drift_total", "counter",
+            gpu_gauge(b, "pfi_gpu_cap_contested", a, i, h, a->g[i].contested);
+    head(b, "pfi_gpu_cap_drift_total", "counter",
          "Limits found changed behind pfi's back: lowered (an admin; adopted), raised (a reset or "
          "another tool; re-applied), contested (pfi stopped), baseline (changed while no cap was "
          "held).");
     for (int k = 0; k < AGENT_DRIFT_KINDS; k++)
-        pfi_buf_printf(&b, "pfi_gpu_cap_drift_total{kind=\"%s\",hostname=\"%s\"} %llu\n",
+        pfi_buf_printf(b, "pfi_gpu_cap_drift_total{kind=\"%s\",hostname=\"%s\"} %llu\n",
                        agent_drift_kind_name(k), h, a->drift[k]);
-    head(&b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
+    head(b, "pfi_gpu_power_cap_min_watts", "gauge", "Lowest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i))
-            pfi_buf_printf(
-                &b, "pfi_gpu_power_cap_min_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n", i,
-                L(u, a->g[i].info.uuid), h, a->g[i].info.cap_min_w);
-    head(&b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
+            gpu_gauge(b, "pfi_gpu_power_cap_min_watts", a, i, h, a->g[i].info.cap_min_w);
+    head(b, "pfi_gpu_power_cap_max_watts", "gauge", "Highest settable cap (W).");
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i))
-            pfi_buf_printf(
-                &b, "pfi_gpu_power_cap_max_watts{gpu=\"%zu\",uuid=\"%s\",hostname=\"%s\"} %g\n", i,
-                L(u, a->g[i].info.uuid), h, a->g[i].info.cap_max_w);
-    head(&b, "pfi_gpu_power_cap_baseline_watts", "gauge",
+            gpu_gauge(b, "pfi_gpu_power_cap_max_watts", a, i, h, a->g[i].info.cap_max_w);
+    head(b, "pfi_gpu_power_cap_baseline_watts", "gauge",
          "Cap found before pfi changed it (only GPUs whose cap pfi has not restored yet).");
+    label u;
     for (size_t k = 0; k < a->lease.n; k++)
         if (a->lease.gpu[k].changed)
-            pfi_buf_printf(&b, "pfi_gpu_power_cap_baseline_watts{uuid=\"%s\",hostname=\"%s\"} %g\n",
+            pfi_buf_printf(b, "pfi_gpu_power_cap_baseline_watts{uuid=\"%s\",hostname=\"%s\"} %g\n",
                            L(u, a->lease.gpu[k].uuid), h, a->lease.gpu[k].baseline_w);
-    head(&b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
+}
+
+/* job k's line of a pfi_job_* gauge, {hpc_job, hostname} */
+static void job_gauge(pfi_buf *b, const char *name, agent *a, size_t k, const char *h, double v)
+{
+    label j;
+    pfi_buf_printf(b, "%s{hpc_job=\"%s\",hostname=\"%s\"} %g\n", name, L(j, a->job[k].id), h, v);
+}
+
+/* the jobs on this node */
+static void render_jobs(pfi_buf *b, agent *a, const char *h)
+{
+    head(b, "pfi_job_gpus", "gauge", "GPUs of the job on this node.");
     for (size_t k = 0; k < a->njobs; k++)
-        pfi_buf_printf(&b, "pfi_job_gpus{hpc_job=\"%s\",hostname=\"%s\"} %zu\n", L(j, a->job[k].id),
-                       h, a->job[k].ngpus);
-    head(&b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
+        job_gauge(b, "pfi_job_gpus", a, k, h, (double)a->job[k].ngpus);
+    head(b, "pfi_job_power_watts", "gauge", "Power of the job's GPUs on this node (W).");
     for (size_t k = 0; k < a->njobs; k++)
-        pfi_buf_printf(&b, "pfi_job_power_watts{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
-                       L(j, a->job[k].id), h, a->job[k].power_w);
-    head(&b, "pfi_job_tokens_per_second", "gauge",
+        job_gauge(b, "pfi_job_power_watts", a, k, h, a->job[k].power_w);
+    head(b, "pfi_job_tokens_per_second", "gauge",
          "Job throughput from its step log (whole job, tokens/s).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].tokens_per_s))
-            pfi_buf_printf(&b, "pfi_job_tokens_per_second{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
-                           L(j, a->job[k].id), h, a->job[k].tokens_per_s);
-    head(&b, "pfi_job_pfi_predicted", "gauge",
+            job_gauge(b, "pfi_job_tokens_per_second", a, k, h, a->job[k].tokens_per_s);
+    head(b, "pfi_job_pfi_predicted", "gauge",
          "Predicted PFI of the job from its telemetry (--model).");
     for (size_t k = 0; k < a->njobs; k++)
         if (isfinite(a->job[k].pfi_pred))
-            pfi_buf_printf(&b, "pfi_job_pfi_predicted{hpc_job=\"%s\",hostname=\"%s\"} %g\n",
-                           L(j, a->job[k].id), h, a->job[k].pfi_pred);
+            job_gauge(b, "pfi_job_pfi_predicted", a, k, h, a->job[k].pfi_pred);
+}
+
+/* the controller's lease */
+static void render_lease(pfi_buf *b, agent *a)
+{
+    label ctl;
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
-    head(&b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
-    pfi_buf_printf(&b, "pfi_lease_active{controller=\"%s\"} %d\n",
+    head(b, "pfi_lease_active", "gauge", "1 while a controller holds a live caps lease.");
+    pfi_buf_printf(b, "pfi_lease_active{controller=\"%s\"} %d\n",
                    L(ctl, live ? a->lease.controller : ""), live);
-    head(&b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
-    pfi_buf_printf(&b, "pfi_lease_generation %lld\n", a->lease.generation);
-    head(&b, "pfi_lease_expires_in_seconds", "gauge",
+    head(b, "pfi_lease_generation", "gauge", "Generation of the current (or last) lease.");
+    pfi_buf_printf(b, "pfi_lease_generation %lld\n", a->lease.generation);
+    head(b, "pfi_lease_expires_in_seconds", "gauge",
          "Seconds until the lease ends (0 without one).");
-    pfi_buf_printf(&b, "pfi_lease_expires_in_seconds %g\n",
+    pfi_buf_printf(b, "pfi_lease_expires_in_seconds %g\n",
                    live ? a->lease.expires_mono - mono : 0.0);
-    head(&b, "pfi_agent_cap_changes_total", "counter",
+}
+
+/* the agent's own counters (caps, requests, datagrams, sampling) and
+ * what it is */
+static void render_agent(pfi_buf *b, agent *a, const char *h)
+{
+    head(b, "pfi_agent_cap_changes_total", "counter",
          "Caps the agent has set (including restores).");
-    pfi_buf_printf(&b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
-    head(&b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
+    pfi_buf_printf(b, "pfi_agent_cap_changes_total %llu\n", a->cap_changes);
+    head(b, "pfi_agent_requests_total", "counter", "HTTP requests by status class.");
     unsigned long long c2 = 0, c4 = 0, c5 = 0;
     if (a->httpd) pfi_httpd_counts(a->httpd, &c2, &c4, &c5);
     pfi_buf_printf(
-        &b,
+        b,
         "pfi_agent_requests_total{code=\"2xx\"} %llu\npfi_agent_requests_total{code=\"4xx\"} "
         "%llu\npfi_agent_requests_total{code=\"5xx\"} %llu\n",
         c2, c4, c5);
-    head(&b, "pfi_agent_slow_connections_closed_total", "counter",
+    head(b, "pfi_agent_slow_connections_closed_total", "counter",
          "Connections shut down because their request did not arrive within the request timeout "
          "(slow clients).");
-    pfi_buf_printf(&b, "pfi_agent_slow_connections_closed_total %llu\n",
+    pfi_buf_printf(b, "pfi_agent_slow_connections_closed_total %llu\n",
                    (a->httpd ? pfi_httpd_slow_closed(a->httpd) : 0) +
                        (a->control_httpd ? pfi_httpd_slow_closed(a->control_httpd) : 0));
-    head(&b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
-    pfi_buf_printf(&b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
-    head(&b, "pfi_agent_fast_trigger_datagrams_total", "counter",
+    head(b, "pfi_agent_rejected_caps_total", "counter", "PUT /v1/caps requests rejected.");
+    pfi_buf_printf(b, "pfi_agent_rejected_caps_total %llu\n", a->rejected);
+    head(b, "pfi_agent_fast_trigger_datagrams_total", "counter",
          "Fast trigger datagrams by result: taken (caps applied), refused (as PUT would be), "
          "view (GET /v1/control answered), bad (size, format or MAC), stale (seq not fresh).");
-    pfi_buf_printf(&b,
+    pfi_buf_printf(b,
                    "pfi_agent_fast_trigger_datagrams_total{result=\"taken\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"refused\"} %llu\n"
                    "pfi_agent_fast_trigger_datagrams_total{result=\"view\"} %llu\n"
@@ -363,16 +383,31 @@ char *agent_render_metrics(agent *a, size_t *len)
                    a->fast_taken, a->fast_refused, a->fast_views,
                    __atomic_load_n(&a->fast_bad, __ATOMIC_RELAXED),
                    __atomic_load_n(&a->fast_stale, __ATOMIC_RELAXED));
-    head(&b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
-    pfi_buf_printf(&b, "pfi_agent_samples_total %llu\n", a->samples);
-    head(&b, "pfi_agent_sampling_cpu_seconds_total", "counter",
+    head(b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
+    pfi_buf_printf(b, "pfi_agent_samples_total %llu\n", a->samples);
+    head(b, "pfi_agent_sampling_cpu_seconds_total", "counter",
          "CPU time spent sampling GPUs and following jobs.");
-    pfi_buf_printf(&b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
-    head(&b, "pfi_agent_info", "gauge", "pfi-agent's GPU backend and host.");
-    pfi_buf_printf(&b, "pfi_agent_info{backend=\"%s\",hostname=\"%s\"} 1\n",
+    pfi_buf_printf(b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
+    label be;
+    head(b, "pfi_agent_info", "gauge", "pfi-agent's GPU backend and host.");
+    pfi_buf_printf(b, "pfi_agent_info{backend=\"%s\",hostname=\"%s\"} 1\n",
                    L(be, pfi_gpu_backend(a->gpu)), h);
-    head(&b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
-    pfi_buf_printf(&b, "pfi_build_info{version=\"%s\",program=\"pfi-agent\"} 1\n", PFI_VERSION);
+    head(b, "pfi_build_info", "gauge", "The pfi build serving these metrics.");
+    pfi_buf_printf(b, "pfi_build_info{version=\"%s\",program=\"pfi-agent\"} 1\n", PFI_VERSION);
+}
+
+char *agent_render_metrics(agent *a, size_t *len)
+{
+    pfi_buf b = {0};
+    render_readings(&b, a);
+    /* pfi's own */
+    label h;
+    L(h, a->hostname);
+    render_gpu_state(&b, a, h);
+    render_gpu_caps(&b, a, h);
+    render_jobs(&b, a, h);
+    render_lease(&b, a);
+    render_agent(&b, a, h);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
 }
 
