@@ -7,6 +7,8 @@
 
 #include "ctl.h"
 #include "ctl_alloc_in.h"
+#include "pfi/features.h"
+#include "pfi/metrics.h"
 
 int ctl_alloc_in_new(ctl_alloc_in *a, size_t n)
 {
@@ -68,22 +70,21 @@ void ctl_alloc_in_opts(const ctl_alloc_in *a, const ctl_cfg *cfg, pfi_alloc_opts
         o->strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
 }
 
-/* the model's features from the agent's training means */
+/* the model's features from the agent's training means, by the one
+   formula of each (pfi_feature_from_metrics) */
 int ctl_job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
 {
-    double x[32];
+    double m[PFI_M_COUNT], x[32];
+    for (size_t k = 0; k < PFI_M_COUNT; k++) m[k] = NAN;
+    m[PFI_M_DRAM_ACTIVE] = j->feat_dram;
+    m[PFI_M_MEM_COPY_UTIL] = j->feat_copy;
+    m[PFI_M_PIPE_TENSOR_ACTIVE] = j->feat_tensor;
+    m[PFI_M_SM_ACTIVE] = j->feat_sm;
     size_t p = cm->p < 32 ? cm->p : 32;
     for (size_t k = 0; k < p; k++) {
-        const char *f = cm->features[k];
-        if (!strcmp(f, "dram_copy_product")) x[k] = j->feat_dram * j->feat_copy / 100;
-        else if (!strcmp(f, "arithmetic_intensity")) x[k] = j->feat_tensor / j->feat_dram;
-        else if (!strcmp(f, "tensor_sm_ratio")) x[k] = j->feat_tensor / j->feat_sm;
-        else if (!strcmp(f, "DCGM_FI_PROF_DRAM_ACTIVE")) x[k] = j->feat_dram;
-        else if (!strcmp(f, "DCGM_FI_DEV_MEM_COPY_UTIL")) x[k] = j->feat_copy;
-        else if (!strcmp(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")) x[k] = j->feat_tensor;
-        else if (!strcmp(f, "DCGM_FI_PROF_SM_ACTIVE")) x[k] = j->feat_sm;
-        else return -1;
-        if (!isfinite(x[k])) return -1;
+        int known;
+        x[k] = pfi_feature_from_metrics(cm->features[k], m, &known);
+        if (!known || !isfinite(x[k])) return -1;
     }
     double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
     return pfi_curve_model_curve(&cm->curve, x, j->hw_max_w, tmax, j->base_w, out, NULL) == PFI_OK

@@ -538,47 +538,13 @@ static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     json_resp(rs, ctl_event_http_code(PFI_OK, updated), a);
 }
 
-static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
+/* /v1/events (GET the list, POST one) and /v1/events/ID[/report[.png]]
+   (GET, DELETE: cancel) */
+static void events_route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get, int post,
+                         int del)
 {
-    ctl *c = ud;
-    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"),
-        post = !strcmp(rq->method, "POST"), del = !strcmp(rq->method, "DELETE");
     const char *u = rq->url;
-    pthread_mutex_lock(&c->mu);
-    const char *page = NULL, *ptype = NULL;
-    if (!strcmp(u, "/") || !strcmp(u, "/index.html"))
-        page = ctl_status_page, ptype = "text/html; charset=utf-8";
-    else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
-    else if (!strcmp(u, "/page.css")) page = ctl_page_css, ptype = "text/css; charset=utf-8";
-    if (page) {
-        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
-        else {
-            rs->body = strdup(page);
-            rs->len = rs->body ? strlen(rs->body) : 0;
-            rs->code = 200;
-            rs->ctype = ptype;
-            rs->csp = ctl_page_csp;
-        }
-    } else if (!strcmp(u, "/healthz")) {
-        /* small, for benchmarks that poll each period: /metrics grows with the jobs */
-        size_t up = 0;
-        for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up != 0;
-        json_resp(rs, 200,
-                  json_pack("{s:b,s:I,s:f,s:f,s:I,s:I,s:{s:f,s:f,s:f,s:f}}", "ok", 1, "cycles",
-                            (json_int_t)c->cycles, "period_s", c->loop_s, "trigger_push_s",
-                            isfinite(c->trigger_push_s) ? c->trigger_push_s : -1.0, "triggers",
-                            (json_int_t)c->triggers, "agents_up", (json_int_t)up, "phase_s",
-                            "collect", c->phase_s[CTL_PH_COLLECT], "decide",
-                            c->phase_s[CTL_PH_DECIDE], "persist", c->phase_s[CTL_PH_PERSIST],
-                            "push", c->phase_s[CTL_PH_PUSH]));
-    } else if (!strcmp(u, "/v1/status")) {
-        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
-        else json_resp(rs, 200, status_json(c));
-    } else if (!strcmp(u, "/metrics")) {
-        rs->body = metrics(c, &rs->len);
-        rs->code = 200;
-        rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
-    } else if (!strcmp(u, "/v1/events")) {
+    if (!strcmp(u, "/v1/events")) {
         if (get) {
             json_t *a = json_array();
             for (size_t i = 0; i < c->st.nevents; i++)
@@ -621,6 +587,51 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
             rs->code = 200;
         } else if (report == 2) png(c, e, rs);
         else json_resp(rs, 200, ctl_event_json(e));
+    }
+}
+
+static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    ctl *c = ud;
+    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"),
+        post = !strcmp(rq->method, "POST"), del = !strcmp(rq->method, "DELETE");
+    const char *u = rq->url;
+    pthread_mutex_lock(&c->mu);
+    const char *page = NULL, *ptype = NULL;
+    if (!strcmp(u, "/") || !strcmp(u, "/index.html"))
+        page = ctl_status_page, ptype = "text/html; charset=utf-8";
+    else if (!strcmp(u, "/page.js")) page = ctl_page_js, ptype = "text/javascript; charset=utf-8";
+    else if (!strcmp(u, "/page.css")) page = ctl_page_css, ptype = "text/css; charset=utf-8";
+    if (page) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else {
+            rs->body = strdup(page);
+            rs->len = rs->body ? strlen(rs->body) : 0;
+            rs->code = 200;
+            rs->ctype = ptype;
+            rs->csp = ctl_page_csp;
+        }
+    } else if (!strcmp(u, "/healthz")) {
+        /* small, for benchmarks that poll each period: /metrics grows with the jobs */
+        size_t up = 0;
+        for (size_t i = 0; i < c->io.nagents; i++) up += c->io.agent[i].up != 0;
+        json_resp(rs, 200,
+                  json_pack("{s:b,s:I,s:f,s:f,s:I,s:I,s:{s:f,s:f,s:f,s:f}}", "ok", 1, "cycles",
+                            (json_int_t)c->cycles, "period_s", c->loop_s, "trigger_push_s",
+                            isfinite(c->trigger_push_s) ? c->trigger_push_s : -1.0, "triggers",
+                            (json_int_t)c->triggers, "agents_up", (json_int_t)up, "phase_s",
+                            "collect", c->phase_s[CTL_PH_COLLECT], "decide",
+                            c->phase_s[CTL_PH_DECIDE], "persist", c->phase_s[CTL_PH_PERSIST],
+                            "push", c->phase_s[CTL_PH_PUSH]));
+    } else if (!strcmp(u, "/v1/status")) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else json_resp(rs, 200, status_json(c));
+    } else if (!strcmp(u, "/metrics")) {
+        rs->body = metrics(c, &rs->len);
+        rs->code = 200;
+        rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    } else if (!strncmp(u, "/v1/events", 10) && (!u[10] || u[10] == '/')) {
+        events_route(c, rq, rs, get, post, del);
     } else if (!strcmp(u, "/v1/trigger")) {
         if (!post) pfi_http_error(rs, 405, "method not allowed (POST)");
         else trigger(c, rq, rs);

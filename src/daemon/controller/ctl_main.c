@@ -24,7 +24,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +35,6 @@
 #include "ctl.h"
 #include "ctl_record.h"
 #include "daemon_util.h"
-#include "httpd.h"
 #include "notify.h"
 #include "options.h"
 #include "pfi/version.h"
@@ -97,12 +95,6 @@ static void on_hup(int s)
 
 /* the log (daemon_util.h): one controller per process */
 static pfi_daemon_log g_log;
-
-/* libmicrohttpd's own messages (httpd.h), as warnings in the log */
-static void httpd_log(const char *msg)
-{
-    pfi_daemon_logf(&g_log, "warning: %s", msg);
-}
 
 static void load_schedule(ctl *c)
 {
@@ -299,11 +291,7 @@ static void control_loop(ctl *c)
         pfi_watchdog_tick(&wd);
         if (g_hup) {
             g_hup = 0;
-            pfi_error why;
-            if (!c->cfg.log[0]) ctl_log(c, "SIGHUP: no log file to reopen; ignored");
-            else if (pfi_daemon_log_reopen(&g_log, &why))
-                ctl_log(c, "warning: SIGHUP: %s; still logging to the old file", why.msg);
-            else ctl_log(c, "SIGHUP: log file %s reopened", c->cfg.log);
+            pfi_daemon_log_hup(&g_log, "log");
         }
         double now = pfi_clock_now();
         pthread_mutex_lock(&c->mu);
@@ -344,10 +332,6 @@ static void control_loop(ctl *c)
 static int configure(ctl *c, const ctl_args *A)
 {
     pfi_error e;
-    if (pfi_clock_set(A->scale, A->epoch, &e)) {
-        ctl_log(c, "error: %s", e.msg);
-        return 2;
-    }
     /* the configuration file: missing, unreadable or wrong, exit 2 (pfi-controller(8)) */
     if (ctl_config_load(A->config, &c->cfg, &e)) {
         ctl_log(c, "error: %s", e.msg);
@@ -356,25 +340,22 @@ static int configure(ctl *c, const ctl_args *A)
     if (A->db) snprintf(c->cfg.db, sizeof c->cfg.db, "%s", A->db);
     if (A->listen) snprintf(c->cfg.listen, sizeof c->cfg.listen, "%s", A->listen);
     if (A->dry) c->cfg.dry_run = 1;
-    if (isnan(c->cfg.agent_timeout_s))
-        c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
     if (c->cfg.log[0] && A->use_syslog) {
         ctl_log(c, "error: --syslog: %s sets a log file (\"log\"); use one of them", A->config);
         return 2;
     }
-    if (A->log_level) {
-        int lv = pfi_daemon_log_level_parse(A->log_level);
-        if (lv < 0) {
-            ctl_log(c, "error: --log-level: '%s' is not error, warning, info or debug",
-                    A->log_level);
-            return 2;
-        }
-        g_log.max_level = lv;
-    }
-    if (pfi_daemon_log_open(&g_log, c->cfg.log[0] ? c->cfg.log : NULL, A->use_syslog, &e)) {
-        ctl_log(c, "error: log: %s", e.msg);
-        return 1;
-    }
+    /* the signals are installed later, once the state is open */
+    pfi_daemon_setup ds = {.time_scale = A->scale,
+                           .epoch = A->epoch,
+                           .log_level = A->log_level,
+                           .log_path = c->cfg.log[0] ? c->cfg.log : NULL,
+                           .use_syslog = A->use_syslog,
+                           .log_what = "log",
+                           .raise_nofile = 1};
+    int rc = pfi_daemon_start(c->io.log, &ds);
+    if (rc) return rc;
+    if (isnan(c->cfg.agent_timeout_s))
+        c->cfg.agent_timeout_s = fmin(2.0, fmax(0.2, 0.8 * c->cfg.period_s / pfi_clock_scale()));
     return 0;
 }
 
@@ -469,17 +450,10 @@ int main(int argc, char **argv)
     ctl *c = &C;
     pfi_daemon_log_init(&g_log, "pfi-controller");
     c->io.log = &g_log;
-    pfi_httpd_log_to(httpd_log);
     int rc = configure(c, &A);
     if (rc) return rc;
     pthread_mutex_init(&c->mu, NULL);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* one connection per agent: raise the open-file limit as far as allowed */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
     if (open_state(c, &A)) return 1;
     ctl_log(c, "pfi-controller %s: %zu agents, strategy %s, period %g s, lease %g s%s", PFI_VERSION,
             c->io.nagents, pfi_strategy_name(c->cfg.strategy), c->cfg.period_s, c->cfg.lease_s,
