@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "util.h"
 
 const char *pfi_strategy_name(pfi_strategy s)
 {
@@ -256,31 +257,31 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
 {
     memset(pj, 0, sizeof *pj);
     pj->n = n;
-    pj->jc = calloc(n, sizeof *pj->jc);
-    pj->belief = calloc(n, sizeof *pj->belief);
-    pj->floor = malloc(n * sizeof *pj->floor);
-    pj->hi = malloc(n * sizeof *pj->hi);
-    pj->weight = malloc(n * sizeof *pj->weight);
-    pj->scale = malloc(n * sizeof *pj->scale);
-    pj->tmax = malloc(n * sizeof *pj->tmax);
-    pj->lo = malloc(n * sizeof *pj->lo);
-    if (!pj->jc || !pj->belief || !pj->floor || !pj->hi || !pj->weight || !pj->scale || !pj->tmax ||
-        !pj->lo) {
-        prep_free(pj);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
-    /* every curve's points in one block (one allocation, not two per job) */
-    size_t points = 0, used = 0;
+    /* one block: the curves, the six per-job numbers, every curve's points;
+     * the oracle believes the true curves (belief is jc, not a copy) */
+    int shared = o->strategy == PFI_STRAT_ORACLE && want_true;
+    size_t points = 0, used = 0, ncurves = shared ? n : 2 * n;
     for (size_t i = 0; i < n; i++) {
         const pfi_curve *bc = belief_curve(&jobs[i], o);
         if (want_true && jobs[i].curve) points += jobs[i].curve->n;
-        if (bc && !(o->strategy == PFI_STRAT_ORACLE && want_true && jobs[i].curve)) points += bc->n;
+        if (bc && !(shared && jobs[i].curve)) points += bc->n;
     }
-    if (!st && !(pj->store = malloc((2 * points + 1) * sizeof *pj->store))) {
-        prep_free(pj);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
+    size_t curve_bytes = ncurves * sizeof(jcurve);
+    char *block = malloc(curve_bytes + (6 * n + 2 * points + 1) * sizeof(double));
+    if (!block) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    memset(block, 0, curve_bytes);
+    pj->block = block;
+    pj->jc = (jcurve *)block;
+    pj->belief = shared ? pj->jc : pj->jc + n;
+    double *per_job = (double *)(block + curve_bytes);
+    pj->floor = per_job;
+    pj->hi = per_job + n;
+    pj->weight = per_job + 2 * n;
+    pj->scale = per_job + 3 * n;
+    pj->tmax = per_job + 4 * n;
+    pj->lo = per_job + 5 * n;
+    pj->store = per_job + 6 * n;
+    pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
     for (size_t i = 0; i < n && !st; i++) {
         const pfi_alloc_job *j = &jobs[i];
         double scale = o->normalized ? 1.0 / j->tokens_per_s_max : 1.0;
@@ -295,8 +296,9 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
         }
         /* the curve the strategy believes (the oracle's: the true one, shared) */
         const pfi_curve *bc = belief_curve(j, o);
-        if (bc && o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) pj->belief[i] = pj->jc[i];
-        else if (bc) {
+        if (bc && o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) {
+            /* pj->belief is pj->jc */
+        } else if (bc) {
             if ((st = jc_build_in(bc, scale, 1, &pj->belief[i], pj->store + 2 * used, err))) break;
             used += bc->n;
         }
@@ -343,15 +345,7 @@ void prep_free(prepared *pj)
     if (pj->raw) /* built one by one (prep_raw) */
         for (size_t i = 0; i < pj->n; i++) jc_free(&pj->raw[i]);
     free(pj->raw);
-    free(pj->lo);
-    free(pj->store); /* every other curve's points */
-    free(pj->jc);
-    free(pj->belief);
-    free(pj->floor);
-    free(pj->hi);
-    free(pj->weight);
-    free(pj->scale);
-    free(pj->tmax);
+    free(pj->block); /* jc, belief, the per-job numbers and the points */
     memset(pj, 0, sizeof *pj);
 }
 
@@ -431,56 +425,10 @@ static int cmp_dref(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The slope below which every segment is removed whole when delta watts go
- * from segments taken in ascending slope: a quickselect on slope weighted by
- * length (expected linear time; one budget needs no more order than that).
- * Reorders s. INFINITY when every segment goes. */
-static double select_slope(seg *s, size_t hi, double r);
-
-static int cmp_slope_len(const void *a, const void *b)
-{
-    double x = ((const double *)a)[0], y = ((const double *)b)[0];
-    return (x > y) - (x < y);
-}
-
-static double threshold_slope(seg *s, size_t ns, double delta, double total_len)
-{
-    /* first narrow: two slopes of a sorted sample bracket the threshold,
-     * and one pass (without branches on the data) swaps the segments
-     * between them to the front; the selection then runs on those alone.
-     * A bracket that misses (the sample misled) falls back to all. */
-    enum { M = 512, SIDE = 24 };
-    if (ns >= 8 * M && total_len > 0) {
-        double smp[M][2], slen = 0;
-        size_t stride = ns / M;
-        for (size_t k = 0; k < M; k++) {
-            smp[k][0] = s[k * stride].slope;
-            smp[k][1] = s[k * stride].len;
-            slen += smp[k][1];
-        }
-        qsort(smp, M, sizeof smp[0], cmp_slope_len);
-        double want = delta / total_len * slen, acc = 0;
-        size_t q = 0;
-        while (q < M - 1 && acc + smp[q][1] < want) acc += smp[q++][1];
-        double lo_pv = q >= SIDE ? smp[q - SIDE][0] : -INFINITY,
-               hi_pv = q + SIDE < M ? smp[q + SIDE][0] : INFINITY;
-        size_t k = 0;
-        double below = 0, mid = 0;
-        for (size_t i = 0; i < ns; i++) {
-            seg x = s[i];
-            int in = x.slope >= lo_pv && x.slope <= hi_pv;
-            below += x.slope < lo_pv ? x.len : 0;
-            mid += in ? x.len : 0;
-            s[i] = s[k];
-            s[k] = x;
-            k += (size_t)in;
-        }
-        if (below <= delta && delta <= below + mid) return select_slope(s, k, delta - below);
-    }
-    return select_slope(s, ns, delta);
-}
-
-/* the quickselect of threshold_slope on s[0, hi) for r watts */
+/* The slope below which every segment of s[0, hi) is removed whole when r
+ * watts go from segments taken in ascending slope: a quickselect on slope
+ * weighted by length (expected linear time; one budget needs no more order
+ * than that). Reorders s. INFINITY when every segment goes. */
 static double select_slope(seg *s, size_t hi, double r)
 {
     size_t lo = 0;
@@ -514,22 +462,114 @@ static double select_slope(seg *s, size_t hi, double r)
     return INFINITY;
 }
 
+static int cmp_seg_slope(const void *a, const void *b)
+{
+    double x = ((const seg *)a)->slope, y = ((const seg *)b)->slope;
+    return (x > y) - (x < y);
+}
+
+/* moves the segments of s[0, ns) with in(slope) to the front in one pass
+ * without branches on the data; returns how many */
+static size_t to_front(seg *s, size_t ns, double lo, double hi)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < ns; i++) {
+        seg x = s[i];
+        int in = (x.slope >= lo) & (x.slope <= hi);
+        s[i] = s[k];
+        s[k] = x;
+        k += (size_t)in;
+    }
+    return k;
+}
+
+/* The threshold slope of delta watts over s[0, ns) (total_len watts in
+ * all); reorders s. Many segments are narrowed first: a sample of them
+ * brackets the threshold, one pass moves those between the two brackets
+ * to the front, and the selection runs on them alone. The bracket is the
+ * sample's weighted quantile +- ORACLE_Z standard errors (the weights are
+ * the lengths), so it misses about once in 10^4; a miss selects among the
+ * segments on the side it missed. The sample is drawn at fixed
+ * pseudo-random positions (the same every run), never at a stride: jobs
+ * of equal size lay their segments out with a period, and a stride that is
+ * a multiple of it draws one segment of each job (1,000,000 jobs x 5
+ * segments: a stride of 5,000,000 / 512 = 9,765 = 5 x 1,953 drew only top
+ * segments, and the bracket missed every time). */
+#define ORACLE_Z 4.0
+enum { ORACLE_NARROW = 4096, ORACLE_SAMPLE_MIN = 512, ORACLE_SAMPLE_MAX = 4096 };
+
+static double threshold_slope(seg *s, size_t ns, double delta, double total_len, oracle_trace *tr)
+{
+    /* 2 sqrt(ns) samples: sorting them costs about what the bracket saves */
+    size_t M = (size_t)(2 * sqrt((double)ns));
+    M = M < ORACLE_SAMPLE_MIN ? ORACLE_SAMPLE_MIN : M > ORACLE_SAMPLE_MAX ? ORACLE_SAMPLE_MAX : M;
+    seg *smp = ns < ORACLE_NARROW || !(total_len > 0) ? NULL : malloc(M * sizeof *smp);
+    if (!smp) { /* few segments (or no memory to narrow them) */
+        if (tr) tr->path = ORACLE_SELECT, tr->selected = ns;
+        return select_slope(s, ns, delta);
+    }
+    double wsum = 0, w2 = 0;
+    for (size_t k = 0; k < M; k++) {
+        smp[k] = s[pfi_mix64(k) % ns];
+        wsum += smp[k].len;
+        w2 += smp[k].len * smp[k].len;
+    }
+    qsort(smp, M, sizeof *smp, cmp_seg_slope);
+    /* the quantile's standard error, kept from vanishing at a cut near none or all */
+    double p = delta / total_len, margin = ORACLE_Z * sqrt((p * (1 - p) + 1.0 / (double)M) * w2),
+           lo_w = p * wsum - margin, hi_w = p * wsum + margin, acc = 0;
+    double lo_pv = -INFINITY, hi_pv = INFINITY;
+    for (size_t k = 0; k < M; k++) {
+        if (acc <= lo_w) lo_pv = smp[k].slope;
+        acc += smp[k].len;
+        if (acc >= hi_w) {
+            hi_pv = smp[k].slope;
+            break;
+        }
+    }
+    if (lo_w <= 0) lo_pv = -INFINITY;
+    if (hi_w >= wsum) hi_pv = INFINITY;
+    free(smp);
+    double below = 0, mid = 0;
+    for (size_t i = 0; i < ns; i++) { /* 0/1 factors: no branch to mispredict */
+        below += (double)(s[i].slope < lo_pv) * s[i].len;
+        mid += (double)((s[i].slope >= lo_pv) & (s[i].slope <= hi_pv)) * s[i].len;
+    }
+    size_t k = to_front(s, ns, lo_pv, hi_pv);
+    if (below <= delta && delta <= below + mid) {
+        if (tr) tr->path = ORACLE_BRACKET, tr->selected = k;
+        return select_slope(s, k, delta - below);
+    }
+    /* missed: the threshold is among the segments below the bracket, or above it */
+    int low = delta < below;
+    size_t m = low ? to_front(s + k, ns - k, -INFINITY, nextafter(lo_pv, -INFINITY))
+                   : to_front(s + k, ns - k, nextafter(hi_pv, INFINITY), INFINITY);
+    if (tr) tr->path = ORACLE_BRACKET_MISSED, tr->selected = m;
+    return select_slope(s + k, m, low ? delta : delta - below - mid);
+}
+
 /* one budget: the segments below the threshold slope whole, then those at
  * it by job, as the sorted path of several budgets takes them (the same
  * allocation up to rounding; within one job, equal slopes are
- * interchangeable). Returns -1 when memory ran out. */
+ * interchangeable). The sums run in the order the selection left the
+ * segments in: pfi reproduce's figures depend on it to the last bit.
+ * Returns -1 when memory ran out. */
 static int greedy_one(const prepared *pj, seg *s, size_t ns, double delta, double total_len,
-                      double top_total, double *removed, double *P, double *env_total)
+                      double top_total, double *removed, double *P, double *env_total,
+                      oracle_trace *tr)
 {
-    double lam = delta > 0 ? threshold_slope(s, ns, delta, total_len) : -INFINITY;
+    double lam = -INFINITY;
+    if (delta > 0) lam = threshold_slope(s, ns, delta, total_len, tr);
+    else if (tr) tr->path = ORACLE_SELECT, tr->selected = 0;
     double done = 0, loss = 0;
     size_t nties = 0;
-    for (size_t k = 0; k < ns; k++)
-        if (s[k].slope < lam) {
-            removed[s[k].job] += s[k].len;
-            loss += s[k].slope * s[k].len;
-            done += s[k].len;
-        } else if (s[k].slope == lam) nties++;
+    for (size_t k = 0; k < ns; k++) { /* x 0 or 1: no branch to mispredict */
+        double whole = (double)(s[k].slope < lam);
+        removed[s[k].job] += whole * s[k].len;
+        loss += whole * (s[k].slope * s[k].len);
+        done += whole * s[k].len;
+        nties += s[k].slope == lam;
+    }
     for (size_t i = 0; i < pj->n; i++) P[i] = pj->hi[i] - removed[i];
     double env = top_total - loss;
     seg *ties = malloc((nties ? nties : 1) * sizeof *ties);
@@ -583,23 +623,26 @@ static void greedy_sorted(const prepared *pj, const seg *s, size_t ns, const dre
 }
 
 /* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
- * env_total[k] (the envelope value) and feasible[k] */
+ * env_total[k] (the envelope value) and feasible[k]; tr (may be NULL): the
+ * path taken */
 pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
-                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err)
+                           size_t nb, double *P, double *env_total, int *feasible, oracle_trace *tr,
+                           pfi_error *err)
 {
     size_t n = pj->n, cap = 0, widest = 1; /* all segments; the most points of one curve */
     for (size_t i = 0; i < n; i++) {
         cap += curves[i].n + 2;
         if (curves[i].n + 2 > widest) widest = curves[i].n + 2;
     }
-    seg *s = malloc((cap ? cap : 1) * sizeof *s);
-    double *vp = malloc(widest * sizeof *vp), *vt = malloc(widest * sizeof *vt);
-    double *removed = calloc(n ? n : 1, sizeof *removed);
+    /* one block: the segments, what each job sheds, two curves' points */
+    seg *s = malloc(cap * sizeof *s + (n + 2 * widest + 1) * sizeof(double));
     dref *d = malloc((nb ? nb : 1) * sizeof *d);
-    if (!s || !vp || !vt || !removed || !d) {
-        free(s), free(vp), free(vt), free(removed), free(d);
+    if (!s || !d) {
+        free(s), free(d);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
+    double *removed = (double *)(s + cap), *vp = removed + n, *vt = vp + widest;
+    memset(removed, 0, n * sizeof *removed);
     size_t ns = 0;
     double sum_hi = 0, top_total = 0, shed_cap = 0;
     for (size_t i = 0; i < n; i++) {
@@ -614,19 +657,19 @@ pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const doubl
             s[ns++] = (seg){(vt[v] - vt[v - 1]) / len, len, i};
         }
     }
-    free(vp), free(vt);
+    if (tr) tr->segments = ns, tr->path = ORACLE_SORTED, tr->selected = 0;
     int fail = 0;
     if (nb == 1) {
         double delta = sum_hi - budgets[0];
         if (feasible) feasible[0] = delta <= shed_cap + 1e-6;
         delta = delta > shed_cap ? shed_cap : delta < 0 ? 0 : delta;
-        fail = greedy_one(pj, s, ns, delta, shed_cap, top_total, removed, P, env_total);
+        fail = greedy_one(pj, s, ns, delta, shed_cap, top_total, removed, P, env_total, tr);
     } else if (!(fail = sort_segs(s, ns))) {
         for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
         qsort(d, nb, sizeof *d, cmp_dref);
         greedy_sorted(pj, s, ns, d, nb, shed_cap, top_total, removed, P, env_total, feasible);
     }
-    free(s), free(removed), free(d);
+    free(s), free(d);
     return fail ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 
@@ -759,9 +802,9 @@ pfi_status strategy_sweep(const pfi_alloc_job *jobs, const prepared *pj, const d
     size_t n = pj->n;
     pfi_status st = PFI_OK;
     if (o->strategy == PFI_STRAT_ORACLE)
-        st = envelope_greedy(pj, pj->jc, budgets, nb, P, NULL, feasible, err);
+        st = envelope_greedy(pj, pj->jc, budgets, nb, P, NULL, feasible, NULL, err);
     else if (o->strategy == PFI_STRAT_CURVE_AWARE)
-        st = envelope_greedy(pj, pj->belief, budgets, nb, P, NULL, feasible, err);
+        st = envelope_greedy(pj, pj->belief, budgets, nb, P, NULL, feasible, NULL, err);
     else if (o->strategy == PFI_STRAT_PFI_OP) {
         double *w = malloc((n ? n : 1) * sizeof *w), sum_max = 0;
         if (!w) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -805,8 +848,9 @@ double true_total(const prepared *pj, const double *P, size_t *violations,
     return s;
 }
 
-pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
-                            int normalized, double *totals, double *gaps, pfi_error *err)
+pfi_status oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                        int normalized, double *totals, double *gaps, oracle_trace *tr,
+                        pfi_error *err)
 {
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
@@ -818,7 +862,7 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
     double *P = malloc((nb * n + 1) * sizeof *P), *env = malloc((nb ? nb : 1) * sizeof *env);
     int *feas = malloc((nb ? nb : 1) * sizeof *feas);
     if (!P || !env || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, feas, err);
+    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, feas, tr, err);
     for (size_t k = 0; !st && k < nb; k++) {
         double t = true_total(&pj, P + k * n, NULL, jobs);
         if (gaps) gaps[k] = env[k] - t > 0 ? env[k] - t : 0;
@@ -832,6 +876,12 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
     free(P), free(env), free(feas);
     prep_free(&pj);
     return st;
+}
+
+pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                            int normalized, double *totals, double *gaps, pfi_error *err)
+{
+    return oracle_sweep(jobs, n, budgets, nb, normalized, totals, gaps, NULL, err);
 }
 
 pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
@@ -946,7 +996,7 @@ pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
     int feas = 1;
     if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
     else if (o->strategy == PFI_STRAT_ORACLE)
-        st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
+        st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, NULL, err);
     else st = strategy_sweep(jobs, &pj, &budget_w, 1, o, P, &feas, NULL, err);
     if (!st && !feas && o->strategy == PFI_STRAT_ORACLE) hold_budget(&pj, jobs, NULL, budget_w, P);
     if (!st) {

@@ -127,7 +127,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
         co.strategy = PFI_STRAT_CURVE_AWARE;
         prepared pc;
         if ((st = prep_jobs(ej, n, &co, 1, &pc, err))) break;
-        st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, err);
+        st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, NULL, err);
         if (!st && !feas) hold_budget(&pc, ej, NULL, budget_w, P);
         prep_free(&pc);
         if (!st && totals) totals[r] = true_total(&pj, P, NULL, jobs);

@@ -443,7 +443,7 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
     /* 5. the greedy under the budget */
     int feas = 1;
     double *Pn = s->targets;
-    st = envelope_greedy(&g, s->local, &budget_w, 1, Pn, NULL, &feas, err);
+    st = envelope_greedy(&g, s->local, &budget_w, 1, Pn, NULL, &feas, NULL, err);
     if (st) return st;
     if (!feas) {
         for (size_t i = 0; i < n; i++) s->buf[i] = s->j[i].floor;
