@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 #include "util.h"
 
 #define MAX_OBS 64
@@ -151,4 +152,12 @@ out:
     if (rng) gsl_rng_free(rng);
     prep_free(&pj);
     return st;
+}
+
+pfi_status pfi_alloc_loop_default(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                  const pfi_alloc_opts *o, pfi_alloc_out *out,
+                                  pfi_alloc_result *res, pfi_error *err)
+{
+    return pfi_alloc_closed_loop(jobs, n, budget_w, o, PFI_LOOP_ROUNDS, PFI_LOOP_NOISE_REL,
+                                 PFI_LOOP_SEED, out, res, NULL, err);
 }

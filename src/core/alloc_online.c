@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 #include "util.h"
 
 #define MAXP 24
@@ -632,4 +633,14 @@ pfi_status pfi_alloc_safe_online(const pfi_alloc_job *jobs, size_t n, double bud
     }
     free(P);
     return st;
+}
+
+pfi_status pfi_alloc_online_default(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                    const pfi_alloc_opts *o, pfi_alloc_out *out,
+                                    pfi_alloc_result *res, pfi_error *err)
+{
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    return pfi_alloc_safe_online(jobs, n, budget_w, o, &oo, oo.rounds, PFI_ONLINE_SEED, out, res,
+                                 NULL, err);
 }
