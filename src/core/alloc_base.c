@@ -32,6 +32,7 @@ void pfi_alloc_opts_default(pfi_alloc_opts *o)
     o->normalized = 0;
     o->sla_ratio_floor = 0.8;
     o->sla_curve_margin = 0.06;
+    o->op_pfi_true = 0;
 }
 
 /* ---- job curves ---- */
@@ -229,6 +230,22 @@ static const pfi_curve *belief_curve(const pfi_strategy_ops *t, const pfi_alloc_
     }
 }
 
+/* a segment of a job's concave envelope (the envelope greedy's unit) */
+typedef struct seg {
+    double slope, len;
+    size_t job;
+} seg;
+
+/* glibc's largest block reused from its heap (DEFAULT_MMAP_THRESHOLD_MAX, 64-bit) */
+#define PREP_ONE_BLOCK_MAX ((size_t)32 << 20)
+
+/* the envelope greedy's scratch for curves of cap points in all (plus two
+ * ends each), the widest widest (plus two) */
+static size_t greedy_scratch_bytes(size_t n, size_t cap, size_t widest)
+{
+    return cap * sizeof(seg) + (n + 2 * widest + 1) * sizeof(double);
+}
+
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
                      prepared *pj, pfi_error *err)
 {
@@ -239,14 +256,27 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
     const pfi_strategy_ops *t = pfi_strategy_get(o->strategy);
     pfi_belief believes = t ? t->believes : PFI_BELIEVES_NOTHING;
     int measured = believes == PFI_BELIEVES_MEASURED, shared = measured && want_true;
-    size_t points = 0, used = 0, ncurves = shared ? n : 2 * n;
+    size_t points = 0, used = 0, ncurves = shared ? n : 2 * n, cap = 0, widest = 1;
     for (size_t i = 0; i < n; i++) {
         const pfi_curve *bc = belief_curve(t, &jobs[i], o);
-        if (want_true && jobs[i].curve) points += jobs[i].curve->n;
-        if (bc && !(shared && jobs[i].curve)) points += bc->n;
+        size_t nt = want_true && jobs[i].curve ? jobs[i].curve->n : 0, nb = bc ? bc->n : 0;
+        points += nt;
+        if (bc && !(shared && jobs[i].curve)) points += nb;
+        size_t most = (nt > nb ? nt : nb) + 2; /* envelope_greedy on either */
+        cap += most;
+        if (most > widest) widest = most;
     }
-    size_t curve_bytes = ncurves * sizeof(jcurve);
-    char *block = malloc(curve_bytes + (6 * n + 2 * points + 1) * sizeof(double));
+    /* A strategy that believes a curve gets the envelope greedy's scratch
+     * in the same block: one allocation a call, not two of about the same
+     * size, which made glibc trim its heap top after each call and fault
+     * the pages in again at the next (at 10,000 jobs half a call's time).
+     * Not past PREP_ONE_BLOCK_MAX: glibc maps a larger block afresh at
+     * every call, where two smaller ones are reused from its heap. */
+    size_t curve_bytes = ncurves * sizeof(jcurve),
+           bytes = curve_bytes + (6 * n + 2 * points + 1) * sizeof(double);
+    size_t scratch = believes == PFI_BELIEVES_NOTHING ? 0 : greedy_scratch_bytes(n, cap, widest);
+    if (bytes + scratch > PREP_ONE_BLOCK_MAX) scratch = 0;
+    char *block = malloc(bytes + scratch);
     if (!block) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     memset(block, 0, curve_bytes);
     pj->block = block;
@@ -260,6 +290,8 @@ pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *
     pj->tmax = per_job + 4 * n;
     pj->lo = per_job + 5 * n;
     pj->store = per_job + 6 * n;
+    pj->scratch = scratch ? pj->store + 2 * points + 1 : NULL;
+    pj->scratch_bytes = scratch;
     pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
     for (size_t i = 0; i < n && !st; i++) {
         const pfi_alloc_job *j = &jobs[i];
@@ -330,11 +362,6 @@ void prep_free(prepared *pj)
 }
 
 /* ---- envelope greedy over believed curves, for several budgets ---- */
-
-typedef struct seg {
-    double slope, len;
-    size_t job;
-} seg;
 
 static int cmp_seg(const void *a, const void *b)
 {
@@ -614,11 +641,13 @@ pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const doubl
         cap += curves[i].n + 2;
         if (curves[i].n + 2 > widest) widest = curves[i].n + 2;
     }
-    /* one block: the segments, what each job sheds, two curves' points */
-    seg *s = malloc(cap * sizeof *s + (n + 2 * widest + 1) * sizeof(double));
+    /* one block: the segments, what each job sheds, two curves' points;
+     * the prepared workload's scratch when it has room */
+    size_t need = greedy_scratch_bytes(n, cap, widest);
+    seg *own = NULL, *s = need <= pj->scratch_bytes ? pj->scratch : (own = malloc(need));
     dref *d = malloc((nb ? nb : 1) * sizeof *d);
     if (!s || !d) {
-        free(s), free(d);
+        free(own), free(d);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     double *removed = (double *)(s + cap), *vp = removed + n, *vt = vp + widest;
@@ -649,7 +678,7 @@ pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const doubl
         qsort(d, nb, sizeof *d, cmp_dref);
         greedy_sorted(pj, s, ns, d, nb, shed_cap, top_total, removed, P, env_total, feasible);
     }
-    free(s), free(d);
+    free(own), free(d);
     return fail ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
 }
 

@@ -29,9 +29,12 @@ typedef struct prepared {
     double *store;  /* the points of jc and belief */
     jcurve *raw;    /* true curves as measured (not isotonic); NULL unless asked for */
     double *floor, *hi, *weight, *scale, *tmax;
-    double *lo;  /* lowest reachable power (floor without the SLA) */
-    void *block; /* jc, belief, the per-job numbers and store: one allocation a workload
-                    (at 10^6 jobs a call's memory is fresh pages, each a page fault) */
+    double *lo;           /* lowest reachable power (floor without the SLA) */
+    void *block;          /* jc, belief, the per-job numbers, store and scratch: one
+                             allocation a workload (at 10^6 jobs a call's memory is fresh
+                             pages, each a page fault) */
+    void *scratch;        /* room for envelope_greedy on jc or belief (NULL: none) */
+    size_t scratch_bytes; /* its size */
 } prepared;
 
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
