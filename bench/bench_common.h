@@ -29,6 +29,14 @@ static inline double bench_peak_rss_mib(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+/* minor page faults of this process so far (fresh memory touched) */
+static inline long bench_minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
 #define BENCH_RESULT(name, value, unit, target)                                                    \
     printf("bench %-44s %12.4f %-6s (target %s)\n", name, (double)(value), unit, target)
 

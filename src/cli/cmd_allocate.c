@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "pfi/csv.h"
+#include "strategy.h"
 #include "sweeps.h"
 
 typedef struct allocate_args {
@@ -29,9 +30,7 @@ static const pfi_opt allocate_options[] = {
     OPT_DOUBLE(0, "cut", cut, "R", 0, 1, "cut fraction of the total uncapped power (e.g. 0.3)"),
     OPT_DOUBLE(0, "target-w", target_w, "W", 0, 1e12,
                "or an absolute budget of aggregate GPU power (W)"),
-    OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy,
-                         "oracle|equal|moe-ft-weighted|pfi-aware|dcgm|curve-aware|closed-loop|"
-                         "safe-online|pfi-op",
+    OPT_CALLBACK_CHOICES(0, "strategy", ao.strategy, PFI_STRATEGY_NAMES("|"),
                          "the allocation strategy (default safe-online: 5 simulated rounds of "
                          "measured moves from the equal-weight reference on the measured curves; "
                          "docs/allocation.md)",
@@ -224,7 +223,7 @@ static int allocate_jobs(const char *cmd, const allocate_args *a, pfi_groupset *
                       "at its floor (%.0f W total)",
                       sum - budget, R.total_power_w);
         }
-        if (a->ao.strategy == PFI_STRAT_ORACLE && R.certificate_gap > 1e-9 * R.total_tokens_true)
+        if (R.certificate_gap > 1e-9 * R.total_tokens_true) /* only the oracle has one */
             fprintf(stderr,
                     "pfi allocate: oracle certificate: within %.4g of the optimum (non-concave "
                     "curves)\n",

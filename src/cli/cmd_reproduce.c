@@ -269,11 +269,9 @@ static int stages_simulate(repro *r, const char *wl, const char *fleet, const ch
     stage(r, "  ... out of sample: validation + H100 jobs, and a fresh fleet of %s jobs", fleet);
     if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",
             dpath(r, "recon_model.json"), "--curve-model", dpath(r, "recon_curve_model.json"),
-            "--pool-where", "split=validation,h100", "--strategies",
-            "oracle,equal,moe-ft-weighted,pfi-aware,dcgm,curve-aware,closed-loop,safe-online,pfi-"
-            "op",
-            "--score-csv", dpath(r, "recon_scores_oos.csv"), "-o",
-            dpath(r, "recon_simulate_oos.csv"), dpath(r, "recon_sweep.csv"), NULL) ||
+            "--pool-where", "split=validation,h100", "--strategies", "all", "--score-csv",
+            dpath(r, "recon_scores_oos.csv"), "-o", dpath(r, "recon_simulate_oos.csv"),
+            dpath(r, "recon_sweep.csv"), NULL) ||
         run(r, "synth", "--summary", "--fleet", fleet, "--seed", r->seed, "--minutes", mins, "-o",
             dpath(r, "fleet_sweep.csv"), NULL) ||
         run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",

@@ -8,6 +8,7 @@
 
 #include "allocsim.h"
 #include "cli.h"
+#include "strategy.h"
 #include "sweeps.h"
 
 typedef struct simulate_args {
@@ -32,7 +33,7 @@ static int opt_strategies(const pfi_opts_ctx *ctx, const pfi_opt *o, const char 
     simulate_args *a = (simulate_args *)((char *)value - offsetof(simulate_args, so.strategies));
     a->strats_given = 1;
     if (!strcmp(arg, "all")) {
-        a->so.strategies = (1u << PFI_STRAT_COUNT) - 1;
+        a->so.strategies = PFI_STRAT_ALL;
         return 0;
     }
     a->so.strategies = 0;
@@ -76,13 +77,14 @@ static const pfi_opt simulate_options[] = {
     OPT_SIZE(0, "jobs", so.jobs, "J", 1, 1e6, "jobs per workload (default 100)"),
     OPT_DOUBLE(0, "cut-max", so.cut_max, "R", 0, 0.99, "deepest cluster cut (default 0.40)"),
     OPT_DOUBLE(0, "cut-step", so.cut_step, "S", 0.001, 0.5, "cut step (default 0.01)"),
-    OPT_CALLBACK(0, "strategies", so.strategies, "LIST|all",
-                 "comma list of oracle, equal, moe-ft-weighted, pfi-aware, dcgm, curve-aware, "
-                 "closed-loop, safe-online, pfi-op; default: "
-                 "all of them less (with a warning) those the table lacks a column for; a strategy "
-                 "named here (or all) "
-                 "without its column is an error",
-                 opt_strategies),
+    OPT_CALLBACK(
+        0, "strategies", so.strategies, "LIST|all",
+        "comma list of " PFI_STRATEGY_NAMES(", ") "; default: "
+                                                  "all of them less (with a warning) those the "
+                                                  "table lacks a column for; a strategy "
+                                                  "named here (or all) "
+                                                  "without its column is an error",
+        opt_strategies),
     OPT_CALLBACK_CHOICES(0, "pfi", po.pfi, "predicted|measured|measured-robust",
                          "the PFI pfi-aware (and closed-loop's start) weights by: predicted "
                          "(default), or each group's "
@@ -157,8 +159,9 @@ static void sim_rows(pfi_rows *R, const pfi_allocsim_opts *so, const pfi_allocsi
         if (!(so->strategies & (1u << s))) continue;
         for (size_t k = 0; k < nc; k++) {
             const pfi_allocsim_cell *cl = &res->cell[(size_t)s * nc + k];
-            double O =
-                (so->strategies & 1u) ? res->cell[PFI_STRAT_ORACLE * nc + k].mean_total : NAN;
+            double O = (so->strategies & (1u << PFI_STRAT_ORACLE))
+                           ? res->cell[PFI_STRAT_ORACLE * nc + k].mean_total
+                           : NAN;
             double E = (so->strategies & (1u << PFI_STRAT_EQUAL))
                            ? res->cell[PFI_STRAT_EQUAL * nc + k].mean_total
                            : NAN;
@@ -182,7 +185,8 @@ static void score_rows(pfi_rows *SR, const pfi_allocsim_opts *so, const pfi_allo
                        int sc)
 {
     size_t nc = res->ncuts, R1 = (size_t)res->max_rounds + 1;
-    if ((so->strategies & 3u) != 3u) return;
+    unsigned refs = 1u << PFI_STRAT_ORACLE | 1u << PFI_STRAT_EQUAL; /* the scores' references */
+    if ((so->strategies & refs) != refs) return;
     for (int s = 0; s < PFI_STRAT_COUNT; s++) {
         if (!(so->strategies & (1u << s))) continue;
         for (size_t k = 0; k < nc; k++) {
@@ -251,7 +255,8 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
                 (c[last].mean_total - e->mean_total) / (double)so->jobs,
                 so->normalized ? "(normalized)" : "tokens/s");
     }
-    if (!(k30 < nc && (so->strategies & 1u) && (so->strategies & (1u << PFI_STRAT_EQUAL)) &&
+    if (!(k30 < nc && (so->strategies & (1u << PFI_STRAT_ORACLE)) &&
+          (so->strategies & (1u << PFI_STRAT_EQUAL)) &&
           (so->strategies & (1u << PFI_STRAT_PFI_AWARE))))
         return;
     double O = res->cell[PFI_STRAT_ORACLE * nc + k30].mean_total,
@@ -415,7 +420,7 @@ int cmd_simulate(int argc, char **argv)
     memset(&a, 0, sizeof a);
     cli_out_init(&a.out);
     pfi_allocsim_opts_default(&a.so);
-    a.so.strategies = (1u << PFI_STRAT_COUNT) - 1;
+    a.so.strategies = PFI_STRAT_ALL;
     a.po = (pfi_pool_opts){.target = "pfi", .pfi = PFI_PFI_PREDICTED};
     a.scen_mask = 3;
     int first, rc = cli_parse(&cmd_simulate_opts, &a, argc, argv, &first);

@@ -1,812 +1,23 @@
-/* alloc.c — the allocator (see alloc.h): job curves on their allowed power
- * domain, the envelope oracle with its certificate, the proportional
- * strategies with water-filling, SLA floors, the cap mapping, and one-shot
- * allocation. Exact branch and bound and the closed loop are in
- * alloc_exact.c and alloc_loop.c; they share the job curves defined here. */
+/* alloc.c — the allocator's entry points (see alloc.h): one allocation by
+ * whichever strategy the table names (strategy.h), the oracle, curve-aware
+ * and the Eq. 2 strategies' own entries, and the simulator's sweeps over
+ * budgets. What they share is in alloc_base.c; the closed loop and
+ * safe-online are in alloc_loop.c and alloc_online.c, exact branch and
+ * bound in alloc_exact.c. */
 #include "pfi/alloc.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 
-const char *pfi_strategy_name(pfi_strategy s)
-{
-    static const char *const n[PFI_STRAT_COUNT] = {"oracle",      "equal",       "moe-ft-weighted",
-                                                   "pfi-aware",   "dcgm",        "curve-aware",
-                                                   "closed-loop", "safe-online", "pfi-op"};
-    return (unsigned)s < PFI_STRAT_COUNT ? n[s] : "?";
-}
+/* ---- sweeps over budgets (the simulator's fast path) ---- */
 
-int pfi_strategy_parse(const char *s, pfi_strategy *out)
-{
-    for (int i = 0; i < PFI_STRAT_COUNT; i++)
-        if (!strcmp(s, pfi_strategy_name((pfi_strategy)i))) {
-            *out = (pfi_strategy)i;
-            return 0;
-        }
-    return -1;
-}
-
-double pfi_sla_loss(int tier)
-{
-    switch (tier) {
-    case 0: return 0;
-    case 1: return 0.10;
-    case 2: return 0.25;
-    case 3: return 0.50;
-    default: return 1.0; /* no SLA */
-    }
-}
-
-void pfi_alloc_opts_default(pfi_alloc_opts *o)
-{
-    o->strategy = PFI_STRAT_PFI_AWARE;
-    o->normalized = 0;
-    o->sla_ratio_floor = 0.8;
-    o->sla_curve_margin = 0.06;
-}
-
-/* ---- job curves ---- */
-
-void jc_free(jcurve *j)
-{
-    free(j->p);
-    j->p = j->t = NULL;
-    j->n = 0;
-}
-
-/* j's points in store (2 x c->n doubles, the caller's); throughput made
- * monotone too when iso_t */
-static pfi_status jc_build_in(const pfi_curve *c, double scale, int iso_t, jcurve *j, double *store,
-                              pfi_error *err)
-{
-    memset(j, 0, sizeof *j);
-    if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
-    size_t n = c->n;
-    double sp[64], st[64], sw[64];
-    double *p = n <= 64 ? sp : malloc(n * sizeof *p), *t = n <= 64 ? st : malloc(n * sizeof *t);
-    double *w = n <= 64 ? sw : malloc(n * sizeof *w);
-    j->p = store;
-    if (!p || !t || !w) {
-        if (n > 64) free(p), free(t), free(w);
-        j->p = NULL;
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    /* the curve's points in cap order, made monotone (isotonic regression) */
-    for (size_t i = 0; i < n; i++) {
-        p[i] = c->pts[i].power_w;
-        t[i] = c->pts[i].tokens_per_s;
-        w[i] = c->pts[i].repeats > 0 ? c->pts[i].repeats : 1;
-    }
-    int mono = 1;
-    for (size_t i = 1; i < n && mono; i++) mono = p[i] >= p[i - 1] && (!iso_t || t[i] >= t[i - 1]);
-    if (!mono) {
-        pfi_isotonic_increasing(p, w, n);
-        if (iso_t) pfi_isotonic_increasing(t, w, n);
-    }
-    j->t = j->p + n;
-    for (size_t i = 0; i < n; i++) {
-        double tt = t[i] * scale;
-        if (j->n && p[i] <= j->p[j->n - 1] + 1e-9) { /* same power: the larger throughput */
-            if (tt > j->t[j->n - 1]) j->t[j->n - 1] = tt;
-            continue;
-        }
-        j->p[j->n] = p[i];
-        j->t[j->n] = tt;
-        j->n++;
-    }
-    if (n > 64) free(p), free(t), free(w);
-    j->lo = j->p[0];
-    j->hi = j->p[j->n - 1];
-    return PFI_OK;
-}
-
-pfi_status jc_build_raw(const pfi_curve *c, double scale, jcurve *j, pfi_error *err)
-{
-    memset(j, 0, sizeof *j);
-    if (!c || c->n < 1) return pfi_errorf(err, PFI_EINVAL, "job without a curve");
-    double *store = malloc(2 * c->n * sizeof *store);
-    if (!store) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    pfi_status st = jc_build_in(c, scale, 0, j, store, err);
-    if (st) free(store);
-    return st;
-}
-
-double jc_at(const jcurve *j, double p)
-{
-    if (p <= j->p[0]) return j->t[0];
-    if (p >= j->p[j->n - 1]) return j->t[j->n - 1];
-    size_t lo = 0, hi = j->n - 1;
-    while (hi - lo > 1) {
-        size_t m = (lo + hi) / 2;
-        if (j->p[m] <= p) lo = m;
-        else hi = m;
-    }
-    double f = (p - j->p[lo]) / (j->p[hi] - j->p[lo]);
-    return j->t[lo] + f * (j->t[hi] - j->t[lo]);
-}
-
-/* lowest power whose throughput is at least t */
-double jc_power_for(const jcurve *j, double t)
-{
-    if (t <= j->t[0]) return j->p[0];
-    for (size_t i = 1; i < j->n; i++)
-        if (j->t[i] >= t) {
-            if (j->t[i] == j->t[i - 1]) return j->p[i - 1];
-            double f = (t - j->t[i - 1]) / (j->t[i] - j->t[i - 1]);
-            return j->p[i - 1] + f * (j->p[i] - j->p[i - 1]);
-        }
-    return j->p[j->n - 1];
-}
-
-/* the concave envelope of the curve on [lo, hi] as segments (top first) */
-size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st, size_t cap)
-{
-    /* points inside the domain, with its ends */
-    size_t m = 0, need = j->n + 2;
-    double bx[66], bt[66];
-    size_t bi[66];
-    double *px = need <= 66 ? bx : malloc(need * sizeof *px),
-           *pt = need <= 66 ? bt : malloc(need * sizeof *pt);
-    size_t *idx = need <= 66 ? bi : malloc(need * sizeof *idx);
-    if (!px || !pt || !idx) {
-        if (need > 66) free(px), free(pt), free(idx);
-        return 0;
-    }
-    px[m] = lo;
-    pt[m++] = jc_at(j, lo);
-    for (size_t i = 0; i < j->n; i++)
-        if (j->p[i] > lo + 1e-9 && j->p[i] < hi - 1e-9) {
-            px[m] = j->p[i];
-            pt[m++] = j->t[i];
-        }
-    if (hi > lo + 1e-9) {
-        px[m] = hi;
-        pt[m++] = jc_at(j, hi);
-    }
-    size_t h = pfi_concave_envelope(px, pt, m, idx);
-    size_t k = 0;
-    for (size_t v = 0; v < h && k < cap; v++) {
-        sp[k] = px[idx[v]];
-        st[k] = pt[idx[v]];
-        k++;
-    }
-    if (need > 66) free(px), free(pt), free(idx);
-    return k;
-}
-
-/* ---- Eq. 2 weights ---- */
-
-static int proportional(pfi_strategy s)
-{
-    return s == PFI_STRAT_EQUAL || s == PFI_STRAT_MOE_FT || s == PFI_STRAT_PFI_AWARE ||
-           s == PFI_STRAT_DCGM ||
-           s == PFI_STRAT_CLOSED_LOOP; /* the closed loop starts from pfi-aware; pfi-op's weight
-                                          depends on the cut (pfi_op_weight) */
-}
-
-/* job i's weight (NaN or <= 0 when it has none: see pfi_alloc_check_weights) */
-static double eq2_weight(const pfi_alloc_job *j, const pfi_alloc_opts *o)
-{
-    switch (o->strategy) {
-    case PFI_STRAT_EQUAL: return j->power_max_w;
-    case PFI_STRAT_MOE_FT: return j->power_max_w * (j->moe_ft ? 2.0 : 1.0);
-    case PFI_STRAT_PFI_AWARE:
-    case PFI_STRAT_CLOSED_LOOP:
-        /* a PFI <= 0 with T_max <= 0 must not make a positive weight */
-        if (!(j->pfi_pred > 0)) return NAN;
-        return j->power_max_w / (o->normalized ? 1.0 : j->tokens_per_s_max) * j->pfi_pred;
-    case PFI_STRAT_DCGM: return j->dcp;
-    default: return 0;
-    }
-}
-
-pfi_status pfi_alloc_check_weights(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o,
-                                   pfi_error *err)
-{
-    if (!proportional(o->strategy)) return PFI_OK;
-    int by_pfi = o->strategy == PFI_STRAT_PFI_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP;
-    const char *what = by_pfi                          ? "PFI"
-                       : o->strategy == PFI_STRAT_DCGM ? "dram_copy_product"
-                                                       : "P_max";
-    char list[320];
-    size_t bad = 0, len = 0;
-    for (size_t i = 0; i < n; i++) {
-        const pfi_alloc_job *j = &jobs[i];
-        double w = eq2_weight(j, o);
-        if (w > 0 && isfinite(w)) continue;
-        if (++bad > 3) continue;
-        /* the quantity at fault: the source of the weight, else the weight itself */
-        const char *label = what;
-        double v = by_pfi ? j->pfi_pred : o->strategy == PFI_STRAT_DCGM ? j->dcp : j->power_max_w;
-        if (v > 0 && isfinite(v)) label = "weight", v = w;
-        char idx[32];
-        snprintf(idx, sizeof idx, "#%zu", i + 1);
-        int k = snprintf(list + len, sizeof list - len, "%s%s: %s %.4g", bad > 1 ? "; " : "",
-                         j->name ? j->name : idx, label, v);
-        if (k > 0) len += (size_t)k < sizeof list - len ? (size_t)k : sizeof list - len - 1;
-    }
-    if (!bad) return PFI_OK;
-    char more[48] = "";
-    if (bad > 3) snprintf(more, sizeof more, " and %zu more", bad - 3);
-    return pfi_errorf(
-        err, PFI_EINVAL,
-        "%s: %zu of %zu jobs have no finite, positive %s to weight their share by: %s%s",
-        pfi_strategy_name(o->strategy), bad, n, what, list, more);
-}
-
-/* ---- preparing a workload for one strategy ---- */
-
-/* the curve a strategy believes: the oracle the true one, the curve-aware
- * ones their prediction, the proportional ones none */
-static const pfi_curve *belief_curve(const pfi_alloc_job *j, const pfi_alloc_opts *o)
-{
-    if (o->strategy == PFI_STRAT_ORACLE) return j->curve;
-    if (o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP ||
-        (o->strategy == PFI_STRAT_PFI_OP && !o->op_pfi_true))
-        return j->pred_curve;
-    return NULL;
-}
-
-pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
-                     prepared *pj, pfi_error *err)
-{
-    memset(pj, 0, sizeof *pj);
-    pj->n = n;
-    pj->jc = calloc(n, sizeof *pj->jc);
-    pj->belief = calloc(n, sizeof *pj->belief);
-    pj->floor = malloc(n * sizeof *pj->floor);
-    pj->hi = malloc(n * sizeof *pj->hi);
-    pj->weight = malloc(n * sizeof *pj->weight);
-    pj->scale = malloc(n * sizeof *pj->scale);
-    pj->tmax = malloc(n * sizeof *pj->tmax);
-    pj->lo = malloc(n * sizeof *pj->lo);
-    if (!pj->jc || !pj->belief || !pj->floor || !pj->hi || !pj->weight || !pj->scale || !pj->tmax ||
-        !pj->lo) {
-        prep_free(pj);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    pfi_status st = pfi_alloc_check_weights(jobs, n, o, err);
-    /* every curve's points in one block (one allocation, not two per job) */
-    size_t points = 0, used = 0;
-    for (size_t i = 0; i < n; i++) {
-        const pfi_curve *bc = belief_curve(&jobs[i], o);
-        if (want_true && jobs[i].curve) points += jobs[i].curve->n;
-        if (bc && !(o->strategy == PFI_STRAT_ORACLE && want_true && jobs[i].curve)) points += bc->n;
-    }
-    if (!st && !(pj->store = malloc((2 * points + 1) * sizeof *pj->store))) {
-        prep_free(pj);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n && !st; i++) {
-        const pfi_alloc_job *j = &jobs[i];
-        double scale = o->normalized ? 1.0 / j->tokens_per_s_max : 1.0;
-        pj->scale[i] = scale;
-        pj->tmax[i] = j->tokens_per_s_max * scale;
-        pj->hi[i] = j->power_max_w;
-        if (want_true && j->curve) {
-            if ((st = jc_build_in(j->curve, scale, 1, &pj->jc[i], pj->store + 2 * used, err)))
-                break;
-            used += j->curve->n;
-            pj->hi[i] = pj->jc[i].hi;
-        }
-        /* the curve the strategy believes (the oracle's: the true one, shared) */
-        const pfi_curve *bc = belief_curve(j, o);
-        if (bc && o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) pj->belief[i] = pj->jc[i];
-        else if (bc) {
-            if ((st = jc_build_in(bc, scale, 1, &pj->belief[i], pj->store + 2 * used, err))) break;
-            used += bc->n;
-        }
-        /* floors: the lowest reachable power and the SLA */
-        double lo = j->power_min_w;
-        if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) lo = fmax(lo, pj->jc[i].lo);
-        if (bc) lo = fmax(lo, pj->belief[i].lo);
-        if (lo > pj->hi[i]) lo = pj->hi[i];
-        pj->lo[i] = lo;
-        double L = pfi_sla_loss(j->sla_tier);
-        if (j->sla_tier >= 0 && L < 1) {
-            double f;
-            if (j->sla_tier == 0) f = pj->hi[i];
-            else if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n)
-                f = jc_power_for(&pj->jc[i], (1 - L) * pj->tmax[i] * (1 + 1e-12));
-            else if (bc && o->strategy != PFI_STRAT_PFI_OP)
-                f = jc_power_for(&pj->belief[i],
-                                 fmin(1.0, 1 - L + o->sla_curve_margin) * pj->tmax[i]);
-            else f = pj->hi[i] * (1 - L * o->sla_ratio_floor);
-            if (f > lo) lo = f;
-        }
-        if (lo > pj->hi[i]) lo = pj->hi[i];
-        pj->floor[i] = lo;
-        pj->weight[i] = eq2_weight(j, o); /* finite and positive: checked above (pfi-op: per cut) */
-    }
-    if (st) prep_free(pj);
-    return st;
-}
-
-pfi_status prep_raw(const pfi_alloc_job *jobs, prepared *pj, pfi_error *err)
-{
-    pj->raw = calloc(pj->n ? pj->n : 1, sizeof *pj->raw);
-    if (!pj->raw) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    for (size_t i = 0; i < pj->n; i++)
-        if (jobs[i].curve) {
-            pfi_status st = jc_build_raw(jobs[i].curve, pj->scale[i], &pj->raw[i], err);
-            if (st) return st;
-        }
-    return PFI_OK;
-}
-
-void prep_free(prepared *pj)
-{
-    if (pj->raw) /* built one by one (prep_raw) */
-        for (size_t i = 0; i < pj->n; i++) jc_free(&pj->raw[i]);
-    free(pj->raw);
-    free(pj->lo);
-    free(pj->store); /* every other curve's points */
-    free(pj->jc);
-    free(pj->belief);
-    free(pj->floor);
-    free(pj->hi);
-    free(pj->weight);
-    free(pj->scale);
-    free(pj->tmax);
-    memset(pj, 0, sizeof *pj);
-}
-
-/* ---- envelope greedy over believed curves, for several budgets ---- */
-
-typedef struct seg {
-    double slope, len;
-    size_t job;
-} seg;
-
-static int cmp_seg(const void *a, const void *b)
-{
-    const seg *x = a, *y = b;
-    if (x->slope != y->slope) return (x->slope > y->slope) - (x->slope < y->slope);
-    return (x->job > y->job) - (x->job < y->job);
-}
-
-/* segments by slope ascending, ties in input (job) order: a stable LSD
- * radix sort on the slope's order-preserving bit pattern for large inputs
- * (the sort dominated the oracle's time), qsort for small ones */
-typedef struct rkey {
-    uint64_t key;
-    uint32_t idx;
-} rkey;
-
-static uint64_t order_bits(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return (b >> 63) ? ~b : b | 0x8000000000000000ULL;
-}
-
-static int sort_segs(seg *s, size_t ns)
-{
-    if (ns < 128) {
-        qsort(s, ns, sizeof *s, cmp_seg);
-        return 0;
-    }
-    enum { BITS = 11, BUCKETS = 1 << BITS, PASSES = 6 }; /* 6 x 11 >= 64 bits */
-    rkey *a = malloc(ns * sizeof *a), *b = malloc(ns * sizeof *b);
-    seg *o = malloc(ns * sizeof *o);
-    size_t *cnt = malloc(BUCKETS * sizeof *cnt);
-    if (!a || !b || !o || !cnt) {
-        free(a), free(b), free(o), free(cnt);
-        return -1;
-    }
-    for (size_t i = 0; i < ns; i++) a[i] = (rkey){order_bits(s[i].slope), (uint32_t)i};
-    for (int pass = 0; pass < PASSES; pass++) {
-        int sh = BITS * pass;
-        memset(cnt, 0, BUCKETS * sizeof *cnt);
-        for (size_t i = 0; i < ns; i++) cnt[(a[i].key >> sh) & (BUCKETS - 1)]++;
-        size_t sum = 0;
-        for (size_t k = 0; k < BUCKETS; k++) {
-            size_t c = cnt[k];
-            cnt[k] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < ns; i++) b[cnt[(a[i].key >> sh) & (BUCKETS - 1)]++] = a[i];
-        rkey *t = a;
-        a = b;
-        b = t;
-    }
-    for (size_t i = 0; i < ns; i++) o[i] = s[a[i].idx];
-    memcpy(s, o, ns * sizeof *s);
-    free(a), free(b), free(o), free(cnt);
-    return 0;
-}
-
-typedef struct dref {
-    double delta;
-    size_t k;
-} dref;
-
-static int cmp_dref(const void *a, const void *b)
-{
-    double x = ((const dref *)a)->delta, y = ((const dref *)b)->delta;
-    return (x > y) - (x < y);
-}
-
-/* The slope below which every segment is removed whole when delta watts go
- * from segments taken in ascending slope: a quickselect on slope weighted by
- * length (expected linear time; one budget needs no more order than that).
- * Reorders s. INFINITY when every segment goes. */
-static double select_slope(seg *s, size_t hi, double r);
-
-static int cmp_slope_len(const void *a, const void *b)
-{
-    double x = ((const double *)a)[0], y = ((const double *)b)[0];
-    return (x > y) - (x < y);
-}
-
-static double threshold_slope(seg *s, size_t ns, double delta, double total_len)
-{
-    /* first narrow: two slopes of a sorted sample bracket the threshold,
-     * and one pass (without branches on the data) swaps the segments
-     * between them to the front; the selection then runs on those alone.
-     * A bracket that misses (the sample misled) falls back to all. */
-    enum { M = 512, SIDE = 24 };
-    if (ns >= 8 * M && total_len > 0) {
-        double smp[M][2], slen = 0;
-        size_t stride = ns / M;
-        for (size_t k = 0; k < M; k++) {
-            smp[k][0] = s[k * stride].slope;
-            smp[k][1] = s[k * stride].len;
-            slen += smp[k][1];
-        }
-        qsort(smp, M, sizeof smp[0], cmp_slope_len);
-        double want = delta / total_len * slen, acc = 0;
-        size_t q = 0;
-        while (q < M - 1 && acc + smp[q][1] < want) acc += smp[q++][1];
-        double lo_pv = q >= SIDE ? smp[q - SIDE][0] : -INFINITY,
-               hi_pv = q + SIDE < M ? smp[q + SIDE][0] : INFINITY;
-        size_t k = 0;
-        double below = 0, mid = 0;
-        for (size_t i = 0; i < ns; i++) {
-            seg x = s[i];
-            int in = x.slope >= lo_pv && x.slope <= hi_pv;
-            below += x.slope < lo_pv ? x.len : 0;
-            mid += in ? x.len : 0;
-            s[i] = s[k];
-            s[k] = x;
-            k += (size_t)in;
-        }
-        if (below <= delta && delta <= below + mid) return select_slope(s, k, delta - below);
-    }
-    return select_slope(s, ns, delta);
-}
-
-/* the quickselect of threshold_slope on s[0, hi) for r watts */
-static double select_slope(seg *s, size_t hi, double r)
-{
-    size_t lo = 0;
-    uint64_t rng = 0x9E3779B97F4A7C15ULL; /* fixed: the same pivots every run */
-    while (lo < hi) {
-        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-        double pv = s[lo + (size_t)((rng >> 33) % (hi - lo))].slope;
-        size_t lt = lo, i = lo, gt = hi; /* [lo,lt) < pv, [lt,i) == pv, [gt,hi) > pv */
-        double below = 0, at = 0;
-        while (i < gt) {
-            seg x = s[i];
-            if (x.slope < pv) {
-                s[i++] = s[lt];
-                s[lt++] = x;
-                below += x.len;
-            } else if (x.slope > pv) {
-                s[i] = s[--gt];
-                s[gt] = x;
-            } else {
-                at += x.len;
-                i++;
-            }
-        }
-        if (r < below) hi = lt;
-        else if (r <= below + at) return pv;
-        else {
-            r -= below + at;
-            lo = gt;
-        }
-    }
-    return INFINITY;
-}
-
-/* one budget: the segments below the threshold slope whole, then those at
- * it by job, as the sorted path of several budgets takes them (the same
- * allocation up to rounding; within one job, equal slopes are
- * interchangeable). Returns -1 when memory ran out. */
-static int greedy_one(const prepared *pj, seg *s, size_t ns, double delta, double total_len,
-                      double top_total, double *removed, double *P, double *env_total)
-{
-    double lam = delta > 0 ? threshold_slope(s, ns, delta, total_len) : -INFINITY;
-    double done = 0, loss = 0;
-    size_t nties = 0;
-    for (size_t k = 0; k < ns; k++)
-        if (s[k].slope < lam) {
-            removed[s[k].job] += s[k].len;
-            loss += s[k].slope * s[k].len;
-            done += s[k].len;
-        } else if (s[k].slope == lam) nties++;
-    for (size_t i = 0; i < pj->n; i++) P[i] = pj->hi[i] - removed[i];
-    double env = top_total - loss;
-    seg *ties = malloc((nties ? nties : 1) * sizeof *ties);
-    if (!ties) return -1;
-    nties = 0;
-    for (size_t k = 0; k < ns; k++)
-        if (s[k].slope == lam) ties[nties++] = s[k];
-    qsort(ties, nties, sizeof *ties, cmp_seg);
-    for (size_t k = 0; k < nties && done < delta; k++) {
-        double take = done + ties[k].len <= delta + 1e-12 ? ties[k].len : delta - done;
-        P[ties[k].job] -= take;
-        env -= ties[k].slope * take;
-        done += take;
-        if (take < ties[k].len) break;
-    }
-    free(ties);
-    if (env_total) *env_total = env;
-    return 0;
-}
-
-/* several budgets: one pass over the segments sorted by slope */
-static void greedy_sorted(const prepared *pj, const seg *s, size_t ns, const dref *d, size_t nb,
-                          double shed_cap, double top_total, double *removed, double *P,
-                          double *env_total, int *feasible)
-{
-    size_t n = pj->n, si = 0;
-    double done = 0, part = 0, loss = 0; /* loss: envelope tokens removed by whole segments */
-    for (size_t q = 0; q < nb; q++) {
-        double delta = d[q].delta;
-        size_t k = d[q].k;
-        int ok = delta <= shed_cap + 1e-6;
-        if (delta > shed_cap) delta = shed_cap;
-        if (delta < 0) delta = 0;
-        /* advance whole segments */
-        while (si < ns && done + s[si].len <= delta + 1e-12) {
-            removed[s[si].job] += s[si].len;
-            loss += s[si].slope * s[si].len;
-            done += s[si].len;
-            si++;
-        }
-        part = delta - done;
-        for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i] - removed[i];
-        double env = top_total - loss;
-        if (si < ns && part > 0) {
-            P[k * n + s[si].job] -= part;
-            env -= s[si].slope * part;
-        }
-        if (env_total) env_total[k] = env;
-        if (feasible) feasible[k] = ok;
-    }
-}
-
-/* curves[i]: what the optimizer maximizes; writes P[k * n + i] per budget,
- * env_total[k] (the envelope value) and feasible[k] */
-pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
-                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err)
-{
-    size_t n = pj->n, cap = 0, widest = 1; /* all segments; the most points of one curve */
-    for (size_t i = 0; i < n; i++) {
-        cap += curves[i].n + 2;
-        if (curves[i].n + 2 > widest) widest = curves[i].n + 2;
-    }
-    seg *s = malloc((cap ? cap : 1) * sizeof *s);
-    double *vp = malloc(widest * sizeof *vp), *vt = malloc(widest * sizeof *vt);
-    double *removed = calloc(n ? n : 1, sizeof *removed);
-    dref *d = malloc((nb ? nb : 1) * sizeof *d);
-    if (!s || !vp || !vt || !removed || !d) {
-        free(s), free(vp), free(vt), free(removed), free(d);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    size_t ns = 0;
-    double sum_hi = 0, top_total = 0, shed_cap = 0;
-    for (size_t i = 0; i < n; i++) {
-        double lo = pj->floor[i], hi = pj->hi[i];
-        sum_hi += hi;
-        shed_cap += hi - lo;
-        top_total += jc_at(&curves[i], hi);
-        size_t m = jc_envelope(&curves[i], lo, hi, vp, vt, widest);
-        for (size_t v = m; v-- > 1;) { /* top segment first */
-            double len = vp[v] - vp[v - 1];
-            if (len <= 0) continue;
-            s[ns++] = (seg){(vt[v] - vt[v - 1]) / len, len, i};
-        }
-    }
-    free(vp), free(vt);
-    int fail = 0;
-    if (nb == 1) {
-        double delta = sum_hi - budgets[0];
-        if (feasible) feasible[0] = delta <= shed_cap + 1e-6;
-        delta = delta > shed_cap ? shed_cap : delta < 0 ? 0 : delta;
-        fail = greedy_one(pj, s, ns, delta, shed_cap, top_total, removed, P, env_total);
-    } else if (!(fail = sort_segs(s, ns))) {
-        for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
-        qsort(d, nb, sizeof *d, cmp_dref);
-        greedy_sorted(pj, s, ns, d, nb, shed_cap, top_total, removed, P, env_total, feasible);
-    }
-    free(s), free(removed), free(d);
-    return fail ? pfi_errorf(err, PFI_ENOMEM, "out of memory") : PFI_OK;
-}
-
-/* ---- proportional strategies with water-filling ---- */
-
-typedef struct ratio {
-    double r;
-    size_t i;
-} ratio;
-
-static int cmp_ratio(const void *a, const void *b)
-{
-    double x = ((const ratio *)a)->r, y = ((const ratio *)b)->r;
-    return (x > y) - (x < y);
-}
-
-pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P,
-                      int *feasible, pfi_error *err)
-{
-    size_t n = pj->n;
-    ratio *r = malloc((n ? n : 1) * sizeof *r);
-    dref *d = malloc((nb ? nb : 1) * sizeof *d);
-    if (!r || !d) {
-        free(r), free(d);
-        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    }
-    double sum_hi = 0, cap_total = 0, wsum = 0;
-    size_t nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        double c = pj->hi[i] - pj->floor[i];
-        sum_hi += pj->hi[i];
-        if (pj->weight[i] > 0 && c > 0) {
-            r[nr++] = (ratio){c / pj->weight[i], i};
-            cap_total += c;
-            wsum += pj->weight[i];
-        }
-    }
-    qsort(r, nr, sizeof *r, cmp_ratio);
-    for (size_t k = 0; k < nb; k++) d[k] = (dref){sum_hi - budgets[k], k};
-    qsort(d, nb, sizeof *d, cmp_dref);
-    /* as lambda grows, jobs saturate in order of cap/weight */
-    size_t sat = 0;
-    double shed_sat = 0, w_free = wsum;
-    for (size_t q = 0; q < nb; q++) {
-        double delta = d[q].delta;
-        size_t k = d[q].k;
-        if (feasible) feasible[k] = delta <= cap_total + 1e-6;
-        for (size_t i = 0; i < n; i++) P[k * n + i] = pj->hi[i];
-        if (delta <= 0) continue;
-        if (delta >=
-            cap_total) { /* every weight is positive (pfi_alloc_check_weights): all at the floor */
-            for (size_t i = 0; i < n; i++) P[k * n + i] = pj->floor[i];
-            continue;
-        }
-        /* lambda with shed_sat + w_free * lambda = delta, and lambda <= next saturation */
-        while (sat < nr && shed_sat + w_free * r[sat].r <= delta) {
-            shed_sat += pj->hi[r[sat].i] - pj->floor[r[sat].i];
-            w_free -= pj->weight[r[sat].i];
-            sat++;
-        }
-        double lambda = w_free > 0 ? (delta - shed_sat) / w_free : 0;
-        for (size_t q2 = 0; q2 < nr; q2++) {
-            size_t i = r[q2].i;
-            double c = q2 < sat ? pj->hi[i] - pj->floor[i] : pj->weight[i] * lambda;
-            P[k * n + i] = pj->hi[i] - c;
-        }
-    }
-    free(r), free(d);
-    return PFI_OK;
-}
-
-/* ---- the hard budget ---- */
-
-int hold_budget(const prepared *pj, const pfi_alloc_job *jobs, const double *floor, double budget,
-                double *P)
-{
-    size_t n = pj->n;
-    if (!floor) floor = pj->floor;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += P[i] = floor[i];
-    double short_w = sum - budget;
-    static const int order[] = {-1, 3, 2, 1, 0}; /* no SLA (room 0 unless online), Flex 3 first */
-    for (int q = 0; q < 5 && short_w > 0; q++) {
-        double room = 0;
-        for (size_t i = 0; i < n; i++) {
-            int t = jobs[i].sla_tier >= 0 && jobs[i].sla_tier <= 3 ? jobs[i].sla_tier : -1;
-            if (t == order[q] && P[i] > pj->lo[i]) room += P[i] - pj->lo[i];
-        }
-        if (room <= 0) continue;
-        double f = short_w >= room ? 1.0 : short_w / room;
-        for (size_t i = 0; i < n; i++) {
-            int t = jobs[i].sla_tier >= 0 && jobs[i].sla_tier <= 3 ? jobs[i].sla_tier : -1;
-            if (t == order[q] && P[i] > pj->lo[i]) P[i] -= f * (P[i] - pj->lo[i]);
-        }
-        short_w -= f * room;
-    }
-    return short_w > 1e-9 * (budget > 1 ? budget : 1) ? -1 : 0;
-}
-
-/* ---- evaluation on the true curves ---- */
-
-double raw_total(const prepared *pj, const double *P)
-{
-    double s = 0;
-    for (size_t i = 0; pj->raw && i < pj->n; i++)
-        if (pj->raw[i].n) s += jc_at(&pj->raw[i], P[i]);
-    return s;
-}
-
-double pfi_op_weight(const prepared *pj, const pfi_alloc_job *j, size_t i, double cut,
-                     const pfi_alloc_opts *o)
-{
-    const jcurve *c = o->op_pfi_true ? &pj->jc[i] : &pj->belief[i];
-    if (!c->n) return NAN;
-    if (cut < 0.01) cut = 0.01; /* the ratio's limit at the top: its value at a 1% cut */
-    double top = jc_at(c, j->power_max_w);
-    if (!(top > 0)) return NAN;
-    double loss = 1 - jc_at(c, (1 - cut) * j->power_max_w) / top;
-    /* a flat curve (no loss) sheds as if its PFI were 100; a job cannot shed
-     * beyond its floor (water-filling clips it) */
-    double pfi = loss > cut / 100 ? cut / loss : 100;
-    if (pfi < 0.01) pfi = 0.01;
-    return j->power_max_w / (o->normalized ? 1.0 : j->tokens_per_s_max) * pfi;
-}
-
-pfi_status strategy_sweep(const pfi_alloc_job *jobs, const prepared *pj, const double *budgets,
-                          size_t nb, const pfi_alloc_opts *o, double *P, int *feasible, int *over,
-                          pfi_error *err)
-{
-    size_t n = pj->n;
-    pfi_status st = PFI_OK;
-    if (o->strategy == PFI_STRAT_ORACLE)
-        st = envelope_greedy(pj, pj->jc, budgets, nb, P, NULL, feasible, err);
-    else if (o->strategy == PFI_STRAT_CURVE_AWARE)
-        st = envelope_greedy(pj, pj->belief, budgets, nb, P, NULL, feasible, err);
-    else if (o->strategy == PFI_STRAT_PFI_OP) {
-        double *w = malloc((n ? n : 1) * sizeof *w), sum_max = 0;
-        if (!w) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) sum_max += jobs[i].power_max_w;
-        prepared q = *pj;
-        q.weight = w;
-        for (size_t k = 0; k < nb && !st; k++) {
-            double cut = sum_max > 0 ? 1 - budgets[k] / sum_max : 0;
-            for (size_t i = 0; i < n && !st; i++) {
-                w[i] = pfi_op_weight(pj, &jobs[i], i, cut, o);
-                if (!(w[i] > 0 && isfinite(w[i])))
-                    st = pfi_errorf(err, PFI_EINVAL,
-                                    "pfi-op: job %s has no %s curve to take its PFI from",
-                                    jobs[i].name ? jobs[i].name : "?",
-                                    o->op_pfi_true ? "measured" : "predicted");
-            }
-            if (!st) st = water_fill(&q, &budgets[k], 1, P + k * n, &feasible[k], err);
-        }
-        free(w);
-    } else st = water_fill(pj, budgets, nb, P, feasible, err);
-    for (size_t k = 0; k < nb && !st; k++) {
-        int r = feasible[k] ? 0 : hold_budget(pj, jobs, NULL, budgets[k], P + k * n);
-        if (over) over[k] = r < 0;
-    }
-    return st;
-}
-
-double true_total(const prepared *pj, const double *P, size_t *violations,
-                  const pfi_alloc_job *jobs)
-{
-    double s = 0;
-    size_t v = 0;
-    for (size_t i = 0; i < pj->n; i++) {
-        if (!pj->jc[i].n) continue;
-        double t = jc_at(&pj->jc[i], P[i]);
-        s += t;
-        double L = pfi_sla_loss(jobs[i].sla_tier);
-        if (jobs[i].sla_tier >= 0 && L < 1 && t < (1 - L) * pj->tmax[i] * (1 - 1e-9)) v++;
-    }
-    if (violations) *violations = v;
-    return s;
-}
-
-pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
-                            int normalized, double *totals, double *gaps, pfi_error *err)
+pfi_status oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                        int normalized, double *totals, double *gaps, oracle_trace *tr,
+                        pfi_error *err)
 {
     pfi_alloc_opts o;
     pfi_alloc_opts_default(&o);
@@ -818,7 +29,7 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
     double *P = malloc((nb * n + 1) * sizeof *P), *env = malloc((nb ? nb : 1) * sizeof *env);
     int *feas = malloc((nb ? nb : 1) * sizeof *feas);
     if (!P || !env || !feas) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, feas, err);
+    if (!st) st = envelope_greedy(&pj, pj.jc, budgets, nb, P, env, feas, tr, err);
     for (size_t k = 0; !st && k < nb; k++) {
         double t = true_total(&pj, P + k * n, NULL, jobs);
         if (gaps) gaps[k] = env[k] - t > 0 ? env[k] - t : 0;
@@ -832,6 +43,12 @@ pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *b
     free(P), free(env), free(feas);
     prep_free(&pj);
     return st;
+}
+
+pfi_status pfi_oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                            int normalized, double *totals, double *gaps, pfi_error *err)
+{
+    return oracle_sweep(jobs, n, budgets, nb, normalized, totals, gaps, NULL, err);
 }
 
 pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
@@ -857,62 +74,66 @@ pfi_status pfi_prop_sweep(const pfi_alloc_job *jobs, size_t n, const double *bud
     return st;
 }
 
-/* ---- one allocation with caps ---- */
+/* ---- one allocation (pfi_strategy_ops.allocate) ---- */
 
-static double belief_tokens(const prepared *pj, const pfi_alloc_job *j, size_t i, double p,
-                            const pfi_alloc_opts *o)
+/* prepared, allocated at budget_w, capped; with_certificate: the envelope
+ * greedy on the true curves directly, its certificate reported */
+static pfi_status one_allocation(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                 const pfi_alloc_opts *o, int with_certificate, pfi_alloc_out *out,
+                                 pfi_alloc_result *res, pfi_error *err)
 {
-    if (pj->belief[i].n) return jc_at(&pj->belief[i], p) / pj->scale[i];
-    if (o->strategy == PFI_STRAT_ORACLE && pj->jc[i].n) return jc_at(&pj->jc[i], p) / pj->scale[i];
-    /* a scalar PFI implies a straight line: loss = reduction / PFI */
-    double pfi = j->pfi_pred > 0 ? j->pfi_pred : 1.0;
-    double t = j->tokens_per_s_max * (1 - (1 - p / j->power_max_w) / pfi);
-    return t > 0 ? t : 0;
+    prepared pj;
+    pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
+    if (st) return st;
+    double *P = malloc(n * sizeof *P), env = 0;
+    int feas = 1;
+    if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    else if (with_certificate)
+        st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, NULL, err);
+    else st = strategy_sweep(jobs, &pj, &budget_w, 1, o, P, &feas, NULL, err);
+    if (!st && !feas && with_certificate) hold_budget(&pj, jobs, NULL, budget_w, P);
+    if (!st) {
+        alloc_caps(jobs, &pj, P, o, out, res);
+        res->budget_w = budget_w;
+        res->feasible = feas;
+        if (with_certificate && feas) {
+            double tt = 0;
+            for (size_t i = 0; i < n; i++) tt += jc_at(&pj.jc[i], P[i]);
+            res->certificate_gap = env - tt > 0 ? (env - tt) : 0;
+        }
+    }
+    free(P);
+    prep_free(&pj);
+    return st;
 }
 
-pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const double *P,
-                      const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res)
+pfi_status pfi_alloc_oracle(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                            const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res,
+                            pfi_error *err)
 {
-    res->total_power_w = res->total_tokens_true = res->total_tokens_expected = 0;
-    res->sla_violations = 0;
-    for (size_t i = 0; i < pj->n; i++) {
-        const pfi_alloc_job *j = &jobs[i];
-        pfi_alloc_out *a = &out[i];
-        memset(a, 0, sizeof *a);
-        a->target_w = P[i];
-        a->cap_w = a->slack_w = NAN;
-        const pfi_curve *cc = j->curve ? j->curve : j->pred_curve;
-        if (cc) {
-            pfi_curve m;
-            if (pfi_curve_copy(&m, cc, NULL) == PFI_OK) {
-                pfi_curve_isotonic(&m);
-                pfi_inverse inv;
-                if (pfi_curve_cap_for_power(&m, P[i], &inv, NULL) == PFI_OK) {
-                    double cap = inv.cap_w;
-                    if (cap < j->cap_min_w) cap = ceil(j->cap_min_w);
-                    if (j->cap_max_w > 0 && cap > j->cap_max_w) cap = floor(j->cap_max_w);
-                    a->cap_w = cap;
-                    double pw;
-                    if (pfi_curve_power_at_cap(&m, cap, &pw, NULL) == PFI_OK)
-                        a->slack_w = P[i] - pw;
-                    a->cap_flags = inv.flags;
-                }
-                pfi_curve_dispose(&m);
-            }
-        }
-        a->tokens_expected = belief_tokens(pj, j, i, P[i], o);
-        a->tokens_true = pj->jc[i].n ? jc_at(&pj->jc[i], P[i]) / pj->scale[i] : NAN;
-        double L = pfi_sla_loss(j->sla_tier);
-        if (pj->jc[i].n && j->sla_tier >= 0 && L < 1 &&
-            a->tokens_true < (1 - L) * j->tokens_per_s_max * (1 - 1e-9)) {
-            a->sla_violated = 1;
-            res->sla_violations++;
-        }
-        res->total_power_w += P[i];
-        res->total_tokens_true += isnan(a->tokens_true) ? 0 : a->tokens_true;
-        res->total_tokens_expected += a->tokens_expected;
-    }
-    return PFI_OK;
+    for (size_t i = 0; i < n; i++)
+        if (!jobs[i].curve)
+            return pfi_errorf(err, PFI_EINVAL, "the oracle needs every job's measured curve");
+    return one_allocation(jobs, n, budget_w, o, 1, out, res, err);
+}
+
+pfi_status pfi_alloc_on_predicted(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                  const pfi_alloc_opts *o, pfi_alloc_out *out,
+                                  pfi_alloc_result *res, pfi_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!jobs[i].pred_curve)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "%s needs a predicted curve for every job (a curve model)",
+                              pfi_strategy_name(o->strategy));
+    return one_allocation(jobs, n, budget_w, o, 0, out, res, err);
+}
+
+pfi_status pfi_alloc_by_weight(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                               const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res,
+                               pfi_error *err)
+{
+    return one_allocation(jobs, n, budget_w, o, 0, out, res, err);
 }
 
 pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
@@ -922,44 +143,7 @@ pfi_status pfi_allocate(const pfi_alloc_job *jobs, size_t n, double budget_w,
     memset(res, 0, sizeof *res);
     res->budget_w = budget_w;
     if (n == 0) return pfi_errorf(err, PFI_EINVAL, "no jobs");
-    if (o->strategy == PFI_STRAT_CLOSED_LOOP)
-        return pfi_alloc_closed_loop(jobs, n, budget_w, o, 5, 0.005, 1, out, res, NULL, err);
-    if (o->strategy == PFI_STRAT_SAFE_ONLINE) {
-        pfi_online_opts oo;
-        pfi_online_opts_default(&oo);
-        return pfi_alloc_safe_online(jobs, n, budget_w, o, &oo, oo.rounds, 1, out, res, NULL, err);
-    }
-    if (o->strategy == PFI_STRAT_ORACLE)
-        for (size_t i = 0; i < n; i++)
-            if (!jobs[i].curve)
-                return pfi_errorf(err, PFI_EINVAL, "the oracle needs every job's measured curve");
-    if (o->strategy == PFI_STRAT_CURVE_AWARE)
-        for (size_t i = 0; i < n; i++)
-            if (!jobs[i].pred_curve)
-                return pfi_errorf(
-                    err, PFI_EINVAL,
-                    "curve-aware needs a predicted curve for every job (a curve model)");
-    prepared pj;
-    pfi_status st = prep_jobs(jobs, n, o, 1, &pj, err);
-    if (st) return st;
-    double *P = malloc(n * sizeof *P), env = 0;
-    int feas = 1;
-    if (!P) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    else if (o->strategy == PFI_STRAT_ORACLE)
-        st = envelope_greedy(&pj, pj.jc, &budget_w, 1, P, &env, &feas, err);
-    else st = strategy_sweep(jobs, &pj, &budget_w, 1, o, P, &feas, NULL, err);
-    if (!st && !feas && o->strategy == PFI_STRAT_ORACLE) hold_budget(&pj, jobs, NULL, budget_w, P);
-    if (!st) {
-        alloc_caps(jobs, &pj, P, o, out, res);
-        res->budget_w = budget_w;
-        res->feasible = feas;
-        if (o->strategy == PFI_STRAT_ORACLE && feas) {
-            double tt = 0;
-            for (size_t i = 0; i < n; i++) tt += jc_at(&pj.jc[i], P[i]);
-            res->certificate_gap = env - tt > 0 ? (env - tt) : 0;
-        }
-    }
-    free(P);
-    prep_free(&pj);
-    return st;
+    const pfi_strategy_ops *t = pfi_strategy_get(o->strategy);
+    if (!t) return pfi_errorf(err, PFI_EINVAL, "no strategy %d", (int)o->strategy);
+    return t->allocate(jobs, n, budget_w, o, out, res, err);
 }

@@ -25,11 +25,16 @@ size_t jc_envelope(const jcurve *j, double lo, double hi, double *sp, double *st
 typedef struct prepared {
     size_t n;
     jcurve *jc;     /* true curves (n == 0 when unknown) */
-    jcurve *belief; /* the strategy's curves (the oracle's: views of jc) */
-    double *store;  /* the points of jc and belief, one block */
+    jcurve *belief; /* the strategy's curves (the oracle's: jc itself) */
+    double *store;  /* the points of jc and belief */
     jcurve *raw;    /* true curves as measured (not isotonic); NULL unless asked for */
     double *floor, *hi, *weight, *scale, *tmax;
-    double *lo; /* lowest reachable power (floor without the SLA) */
+    double *lo;           /* lowest reachable power (floor without the SLA) */
+    void *block;          /* jc, belief, the per-job numbers, store and scratch: one
+                             allocation a workload (at 10^6 jobs a call's memory is fresh
+                             pages, each a page fault) */
+    void *scratch;        /* room for envelope_greedy on jc or belief (NULL: none) */
+    size_t scratch_bytes; /* its size */
 } prepared;
 
 pfi_status prep_jobs(const pfi_alloc_job *jobs, size_t n, const pfi_alloc_opts *o, int want_true,
@@ -55,8 +60,28 @@ double pfi_op_weight(const prepared *pj, const pfi_alloc_job *j, size_t i, doubl
 pfi_status strategy_sweep(const pfi_alloc_job *jobs, const prepared *pj, const double *budgets,
                           size_t nb, const pfi_alloc_opts *o, double *P, int *feasible, int *over,
                           pfi_error *err);
+/* which way envelope_greedy found its allocation (bench_alloc prints it) */
+typedef enum oracle_path {
+    ORACLE_SORTED,        /* several budgets: every segment sorted by slope */
+    ORACLE_SELECT,        /* one budget: the selection on every segment (few of them) */
+    ORACLE_BRACKET,       /* one budget: a sample brackets the threshold, the selection
+                             runs on the segments between the brackets */
+    ORACLE_BRACKET_MISSED /* one budget: the bracket missed, the selection on the segments
+                             on the side it missed */
+} oracle_path;
+typedef struct oracle_trace {
+    oracle_path path;
+    size_t segments; /* of every job's envelope */
+    size_t selected; /* the selection ran on these */
+} oracle_trace;
+/* tr may be NULL */
 pfi_status envelope_greedy(const prepared *pj, const jcurve *curves, const double *budgets,
-                           size_t nb, double *P, double *env_total, int *feasible, pfi_error *err);
+                           size_t nb, double *P, double *env_total, int *feasible, oracle_trace *tr,
+                           pfi_error *err);
+/* pfi_oracle_sweep with the path taken (tr may be NULL) */
+pfi_status oracle_sweep(const pfi_alloc_job *jobs, size_t n, const double *budgets, size_t nb,
+                        int normalized, double *totals, double *gaps, oracle_trace *tr,
+                        pfi_error *err);
 pfi_status water_fill(const prepared *pj, const double *budgets, size_t nb, double *P,
                       int *feasible, pfi_error *err);
 double true_total(const prepared *pj, const double *P, size_t *violations,

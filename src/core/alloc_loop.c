@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 #include "util.h"
 
 #define MAX_OBS 64
@@ -127,7 +128,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
         co.strategy = PFI_STRAT_CURVE_AWARE;
         prepared pc;
         if ((st = prep_jobs(ej, n, &co, 1, &pc, err))) break;
-        st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, err);
+        st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, NULL, err);
         if (!st && !feas) hold_budget(&pc, ej, NULL, budget_w, P);
         prep_free(&pc);
         if (!st && totals) totals[r] = true_total(&pj, P, NULL, jobs);
@@ -151,4 +152,12 @@ out:
     if (rng) gsl_rng_free(rng);
     prep_free(&pj);
     return st;
+}
+
+pfi_status pfi_alloc_loop_default(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                  const pfi_alloc_opts *o, pfi_alloc_out *out,
+                                  pfi_alloc_result *res, pfi_error *err)
+{
+    return pfi_alloc_closed_loop(jobs, n, budget_w, o, PFI_LOOP_ROUNDS, PFI_LOOP_NOISE_REL,
+                                 PFI_LOOP_SEED, out, res, NULL, err);
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 #include "util.h"
 
 #define MAXP 24
@@ -365,13 +366,12 @@ static void local_model(pfi_online *s, size_t i)
     s->dhi[i] = L->hi;
 }
 
-pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_w,
-                            const double *power_se_w, const double *tokens_per_s,
-                            const double *tokens_se, double *target_w, pfi_error *err)
+/* 1. this round's measurement of every job (a job without one keeps what
+ * it had), then the SLA floors learned from all of them */
+static void measure(pfi_online *s, const double *power_w, const double *power_se_w,
+                    const double *tokens_per_s, const double *tokens_se)
 {
     size_t n = s->n;
-    pfi_status st = PFI_OK;
-    /* 1. the measurements */
     for (size_t i = 0; i < n; i++) {
         double sc = s->pj.scale[i];
         opoint m = {power_w[i], tokens_per_s[i] * sc, power_se_w[i] * power_se_w[i],
@@ -382,78 +382,77 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         s->j[i].v_last = m.vt;
     }
     for (size_t i = 0; i < n; i++) s->j[i].floor = learn_floor(s, i);
-    if (fabs(budget_w - s->budget) > 1e-3 * fabs(s->budget)) {
-        st = reference(s, budget_w, err);
-        if (!st) memcpy(target_w, s->targets, n * sizeof *target_w);
-        return st;
+}
+
+/* 2. the last move lost by more than z SE of the moved jobs' measured
+ * total: put them back (unless a job below its floor forces a move) and
+ * write the targets; 1 when reverted */
+static int revert_lost_move(pfi_online *s, double *target_w)
+{
+    size_t n = s->n;
+    if (!s->moved_last) return 0;
+    double d = 0, v = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ojob *q = &s->j[i];
+        if (!q->moved) continue;
+        d += q->t_last - s->t_before[i];
+        v += q->v_last + s->v_before[i];
     }
-    /* 2. revert a move that lost, by measurement */
-    if (s->moved_last) {
-        double d = 0, v = 0;
-        for (size_t i = 0; i < n; i++) {
-            const ojob *q = &s->j[i];
-            if (!q->moved) continue;
-            d += q->t_last - s->t_before[i];
-            v += q->v_last + s->v_before[i];
+    s->moved_last = 0;
+    if (!(d < -s->oo.z * sqrt(v))) return 0;
+    int forced = 0;
+    for (size_t i = 0; i < n; i++) forced |= !s->j[i].held && s->j[i].P < s->j[i].floor - 1e-9;
+    if (forced) return 0;
+    for (size_t i = 0; i < n; i++) {
+        ojob *q = &s->j[i];
+        if (q->moved) {
+            q->P = q->Pprev;
+            q->D = s->oo.trust_frac;
+            q->dir = 0;
         }
-        s->moved_last = 0;
-        if (d < -s->oo.z * sqrt(v)) {
-            int forced = 0;
-            for (size_t i = 0; i < n; i++)
-                forced |= !s->j[i].held && s->j[i].P < s->j[i].floor - 1e-9;
-            if (!forced) {
-                for (size_t i = 0; i < n; i++) {
-                    ojob *q = &s->j[i];
-                    if (q->moved) {
-                        q->P = q->Pprev;
-                        q->D = s->oo.trust_frac;
-                        q->dir = 0;
-                    }
-                    q->moved = 0;
-                    target_w[i] = s->targets[i] = q->P;
-                }
-                return PFI_OK;
-            }
-        }
+        q->moved = 0;
+        target_w[i] = s->targets[i] = q->P;
     }
-    /* 4. pessimistic local models */
+    return 1;
+}
+
+/* 4. every job's pessimistic local model on its domain [dlo, dhi]; when
+ * the floors forced jobs up past what the trust region frees, every domain
+ * widened to its floor, the loss slope extended */
+static void local_models(pfi_online *s, double budget_w)
+{
+    size_t n = s->n;
     double sum_lo = 0;
     for (size_t i = 0; i < n; i++) {
         local_model(s, i);
         sum_lo += s->dlo[i];
     }
-    prepared g = s->pj;
-    g.floor = s->dlo;
-    g.hi = s->dhi;
-    if (sum_lo > budget_w * (1 + 1e-12)) {
-        /* floors forced jobs up past what the trust region frees: widen every
-         * domain to its floor, the loss slope extended */
-        for (size_t i = 0; i < n; i++) {
-            jcurve *L = &s->local[i];
-            double f = s->j[i].floor;
-            if (f < L->lo && !s->j[i].held) {
-                double sl = L->n > 1 ? (L->t[1] - L->t[0]) / (L->p[1] - L->p[0]) : 0;
-                L->t[0] -= sl * (L->p[0] - f);
-                L->p[0] = f;
-                L->lo = f;
-                s->dlo[i] = f;
-            }
+    if (!(sum_lo > budget_w * (1 + 1e-12))) return;
+    for (size_t i = 0; i < n; i++) {
+        jcurve *L = &s->local[i];
+        double f = s->j[i].floor;
+        if (f < L->lo && !s->j[i].held) {
+            double sl = L->n > 1 ? (L->t[1] - L->t[0]) / (L->p[1] - L->p[0]) : 0;
+            L->t[0] -= sl * (L->p[0] - f);
+            L->p[0] = f;
+            L->lo = f;
+            s->dlo[i] = f;
         }
     }
-    /* 5. the greedy under the budget */
-    int feas = 1;
-    double *Pn = s->targets;
-    st = envelope_greedy(&g, s->local, &budget_w, 1, Pn, NULL, &feas, err);
-    if (st) return st;
-    if (!feas) {
-        for (size_t i = 0; i < n; i++) s->buf[i] = s->j[i].floor;
-        hold_budget(&s->pj, s->jobs, s->buf, budget_w, Pn);
-    }
+}
+
+/* after the greedy's targets Pn: a move below the merge tolerance is noise
+ * (the job stays); a move taken remembers where it came from and grows or
+ * resets the job's trust region; the budget after dropping sub-tolerance
+ * moves gives any excess back from the moved jobs that gained */
+static void take_moves(pfi_online *s, double budget_w, double *Pn, double *target_w)
+{
+    size_t n = s->n;
     s->moved_last = 0;
     for (size_t i = 0; i < n; i++) {
         ojob *q = &s->j[i];
         q->moved = fabs(Pn[i] - q->P) > s->oo.merge_frac * s->jobs[i].power_max_w;
-        if (!q->moved) Pn[i] = q->P; /* a move below the merge tolerance is noise */
+        if (!q->moved) Pn[i] = q->P;
         s->t_before[i] = q->t_last;
         s->v_before[i] = q->v_last;
         if (q->moved) {
@@ -466,8 +465,6 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         }
         target_w[i] = Pn[i];
     }
-    /* the budget after dropping sub-tolerance moves: give any excess back
-     * from the moved jobs that gained */
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += Pn[i];
     for (size_t i = 0; i < n && sum > budget_w * (1 + 1e-12); i++) {
@@ -478,6 +475,34 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
         Pn[i] = target_w[i] = q->P;
         sum -= take;
     }
+}
+
+pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_w,
+                            const double *power_se_w, const double *tokens_per_s,
+                            const double *tokens_se, double *target_w, pfi_error *err)
+{
+    size_t n = s->n;
+    measure(s, power_w, power_se_w, tokens_per_s, tokens_se);
+    if (fabs(budget_w - s->budget) > 1e-3 * fabs(s->budget)) { /* a new budget: restart */
+        pfi_status st = reference(s, budget_w, err);
+        if (!st) memcpy(target_w, s->targets, n * sizeof *target_w);
+        return st;
+    }
+    if (revert_lost_move(s, target_w)) return PFI_OK;
+    local_models(s, budget_w);
+    /* 5. the greedy under the budget, on the local models and their domains */
+    prepared g = s->pj;
+    g.floor = s->dlo;
+    g.hi = s->dhi;
+    int feas = 1;
+    double *Pn = s->targets;
+    pfi_status st = envelope_greedy(&g, s->local, &budget_w, 1, Pn, NULL, &feas, NULL, err);
+    if (st) return st;
+    if (!feas) {
+        for (size_t i = 0; i < n; i++) s->buf[i] = s->j[i].floor;
+        hold_budget(&s->pj, s->jobs, s->buf, budget_w, Pn);
+    }
+    take_moves(s, budget_w, Pn, target_w);
     return PFI_OK;
 }
 
@@ -632,4 +657,14 @@ pfi_status pfi_alloc_safe_online(const pfi_alloc_job *jobs, size_t n, double bud
     }
     free(P);
     return st;
+}
+
+pfi_status pfi_alloc_online_default(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                    const pfi_alloc_opts *o, pfi_alloc_out *out,
+                                    pfi_alloc_result *res, pfi_error *err)
+{
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    return pfi_alloc_safe_online(jobs, n, budget_w, o, &oo, oo.rounds, PFI_ONLINE_SEED, out, res,
+                                 NULL, err);
 }

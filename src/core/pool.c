@@ -8,6 +8,7 @@
 
 #include "pfi/features.h"
 #include "physmodel.h"
+#include "strategy.h"
 
 void pfi_pool_dispose(pfi_pool *P)
 {
@@ -26,15 +27,35 @@ void pfi_pool_dispose(pfi_pool *P)
 #define BIT(s) (1u << (s))
 #define DEFAULT_FEATURES "dram_copy_product"
 
+/* strategy s needs a PFI / predicted curves from the pool (the table's needs) */
+static int needs_pfi(const pfi_pool_opts *o, pfi_strategy s)
+{
+    (void)o;
+    return pfi_strategy_needs(s, PFI_NEEDS_PFI);
+}
+
+static int needs_curves(const pfi_pool_opts *o, pfi_strategy s)
+{
+    /* the PFI at the operating point: from predicted curves unless measured */
+    return pfi_strategy_needs(s, PFI_NEEDS_PRED_CURVE) ||
+           (pfi_strategy_needs(s, PFI_NEEDS_OP_CURVE) && o->pfi == PFI_PFI_PREDICTED);
+}
+
+static int any_strategy(const pfi_pool_opts *o, int (*need)(const pfi_pool_opts *, pfi_strategy))
+{
+    for (int s = 0; s < PFI_STRAT_COUNT; s++)
+        if ((o->strategies & BIT(s)) && need(o, (pfi_strategy)s)) return 1;
+    return 0;
+}
+
 int pfi_pool_needs_pfi(const pfi_pool_opts *o)
 {
-    return (o->strategies & (BIT(PFI_STRAT_PFI_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0;
+    return any_strategy(o, needs_pfi);
 }
 
 int pfi_pool_needs_curves(const pfi_pool_opts *o)
 {
-    return (o->strategies & (BIT(PFI_STRAT_CURVE_AWARE) | BIT(PFI_STRAT_CLOSED_LOOP))) != 0 ||
-           ((o->strategies & BIT(PFI_STRAT_PFI_OP)) && o->pfi == PFI_PFI_PREDICTED);
+    return any_strategy(o, needs_curves);
 }
 
 int pfi_pfi_source_parse(const char *s, pfi_pfi_source *out)
@@ -79,14 +100,14 @@ int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s
                    size_t ncol)
 {
     const char *fs = o->features ? o->features : DEFAULT_FEATURES;
-    int by_pfi = s == PFI_STRAT_PFI_AWARE || s == PFI_STRAT_CLOSED_LOOP;
-    int by_curve = s == PFI_STRAT_CURVE_AWARE || s == PFI_STRAT_CLOSED_LOOP ||
-                   (s == PFI_STRAT_PFI_OP && o->pfi == PFI_PFI_PREDICTED);
-    if (s == PFI_STRAT_DCGM && lacks_feature(S, "dram_copy_product", col, ncol))
-        return PFI_POOL_LACK_DCP;
-    if (by_pfi && o->pfi == PFI_PFI_PREDICTED && !o->model && lacks_feature(S, fs, col, ncol))
+    const pfi_strategy_ops *t = pfi_strategy_get(s);
+    if (!t) return 0;
+    if ((t->needs & PFI_NEEDS_COLUMN) && lacks_feature(S, t->column, col, ncol))
+        return PFI_POOL_LACK_COLUMN;
+    if (needs_pfi(o, s) && o->pfi == PFI_PFI_PREDICTED && !o->model &&
+        lacks_feature(S, fs, col, ncol))
         return PFI_POOL_LACK_PFI_FIT;
-    if (by_curve && !o->curve_model && lacks_feature(S, fs, col, ncol))
+    if (needs_curves(o, s) && !o->curve_model && lacks_feature(S, fs, col, ncol))
         return PFI_POOL_LACK_CURVE_FIT;
     return 0;
 }
@@ -98,10 +119,10 @@ pfi_status pfi_pool_check(const pfi_groupset *S, const pfi_pool_opts *o, pfi_err
         const char *name = pfi_strategy_name((pfi_strategy)s);
         switch (o->strategies & BIT(s) ? pfi_pool_lacks(S, o, (pfi_strategy)s, col, sizeof col)
                                        : 0) {
-        case PFI_POOL_LACK_DCP:
+        case PFI_POOL_LACK_COLUMN:
             return pfi_errorf(err, PFI_ENOTFOUND,
-                              "dcgm weights each job by its dram_copy_product: the table has no "
-                              "column 'dram_copy_product'");
+                              "%s weights each job by its %s: the table has no column '%s'", name,
+                              col, col);
         case PFI_POOL_LACK_PFI_FIT:
             return pfi_errorf(
                 err, PFI_ENOTFOUND,

@@ -53,16 +53,17 @@ typedef struct pfi_pool_opts {
 } pfi_pool_opts;
 
 /* The strategies need a PFI (pfi-aware, closed-loop) / predicted curves
- * (curve-aware, closed-loop). */
+ * (curve-aware, closed-loop; pfi-op with a predicted PFI): the strategy
+ * table's needs (strategy.h). */
 int pfi_pool_needs_pfi(const pfi_pool_opts *o);
 int pfi_pool_needs_curves(const pfi_pool_opts *o);
 
 /* What the table lacks for strategy s, its column copied to col: 0 if it
- * has what s needs; PFI_POOL_LACK_DCP: dram_copy_product (dcgm); the
- * in-sample fit's features for a predicted PFI without a model
- * (PFI_POOL_LACK_PFI_FIT) or predicted curves without a curve model
- * (PFI_POOL_LACK_CURVE_FIT). */
-enum { PFI_POOL_LACK_DCP = 1, PFI_POOL_LACK_PFI_FIT, PFI_POOL_LACK_CURVE_FIT };
+ * has what s needs; PFI_POOL_LACK_COLUMN: the raw column s weights by (the
+ * strategy table's column: dcgm's dram_copy_product); the in-sample fit's
+ * features for a predicted PFI without a model (PFI_POOL_LACK_PFI_FIT) or
+ * predicted curves without a curve model (PFI_POOL_LACK_CURVE_FIT). */
+enum { PFI_POOL_LACK_COLUMN = 1, PFI_POOL_LACK_PFI_FIT, PFI_POOL_LACK_CURVE_FIT };
 int pfi_pool_lacks(const pfi_groupset *S, const pfi_pool_opts *o, pfi_strategy s, char *col,
                    size_t ncol);
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strategy.h"
+
 #define RATIO0 0.97
 #define MAX_INTEGRAL_FRAC 0.30
 
@@ -104,9 +106,11 @@ pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, do
         for (size_t i = 0; i < n; i++) aj[i].tokens_per_s_max = 1;
     pfi_alloc_opts oo = *o;
     oo.normalized = normalized || o->normalized;
-    /* safe-online runs outside (fixed targets); without them, where it starts:
-       the reference, equal weight with the tier floors (e.g. a trigger's plan) */
-    if (oo.strategy == PFI_STRAT_SAFE_ONLINE) oo.strategy = PFI_STRAT_EQUAL;
+    /* what a one-shot allocation runs for the strategy (the table's runs_as):
+       safe-online runs outside (fixed targets); without them, where it starts:
+       the reference, equal weight with the tier floors (e.g. a trigger's plan);
+       closed-loop, curve-aware on the curve estimates it was handed */
+    oo.strategy = pfi_strategy_runs_as(oo.strategy);
     double b = budget_w - fixed_w - integral_w;
     pfi_alloc_result res;
     pfi_status st = PFI_OK;

@@ -72,8 +72,10 @@ void pfi_pc_feedback(double *integral_w, double measured_total_w, double budget_
  * any excess over budget_w - fixed_w - integral_w, shed by equal weight
  * (P_max) down to each job's fixed_floor_w, then (the budget is hard) down
  * to the lowest powers tier by tier, Flex 3 first (then *feasible = 0); the
- * caps from the learned ratios. Strategy safe-online without them: the
- * reference (equal weight with the tier floors), where it starts. */
+ * caps from the learned ratios. The strategy runs as the table's runs_as
+ * (strategy.h): safe-online without them as the reference (equal weight
+ * with the tier floors), where it starts; closed-loop as curve-aware on the
+ * curve estimates in the jobs' pred_curve. */
 pfi_status pfi_pc_allocate(const pfi_pc_job *jobs, size_t n, double budget_w, double fixed_w,
                            double integral_w, const pfi_alloc_opts *o, pfi_pc_out *out,
                            int *feasible, pfi_error *err);

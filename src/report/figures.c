@@ -8,6 +8,7 @@
 #include "csvtable.h"
 #include "plot.h"
 #include "report.h"
+#include "strategy.h"
 
 #define MAXP 8192
 
@@ -271,10 +272,8 @@ static pfi_status fig_deficit(const char *outdir, const char *file, const char *
 {
     pfi_table *t = load(outdir, file, err);
     if (!t) return err->code;
-    static const char *const strat[] = {"equal", "moe-ft-weighted", "pfi-aware",
-                                        "dcgm",  "curve-aware",     "closed-loop"};
-    static arr a[2][6];
-    pfi_series s[2][6];
+    static arr a[2][PFI_STRAT_COUNT];
+    pfi_series s[2][PFI_STRAT_COUNT];
     pfi_panel p[2];
     static const char *const sc[2] = {"random", "production"};
     static char titles[2][160];
@@ -282,18 +281,21 @@ static pfi_status fig_deficit(const char *outdir, const char *file, const char *
     for (int k = 0; k < 2; k++) {
         if (!(scenarios & (1 << k))) continue;
         int ns = 0;
-        for (int q = 0; q < 6; q++) {
+        for (int q = 0; q < PFI_STRAT_COUNT; q++) {
+            /* the strategies the table gives a colour, less the oracle: the reference */
+            const pfi_strategy_ops *so = pfi_strategy_get((pfi_strategy)q);
+            if (so->color < 0 || q == PFI_STRAT_ORACLE) continue;
             arr *x = &a[np][ns];
             x->n = 0;
             for (size_t r = 0; r < pfi_table_nrows(t); r++) {
-                if (strcmp(txt(t, "scenario", r), sc[k]) || strcmp(txt(t, "strategy", r), strat[q]))
+                if (strcmp(txt(t, "scenario", r), sc[k]) || strcmp(txt(t, "strategy", r), so->name))
                     continue;
                 x->x[x->n] = 100 * pfi_table_get(t, (long)r, "cut");
                 x->y[x->n] = pfi_table_get(t, (long)r, "deficit_vs_oracle") / per;
                 x->n++;
             }
             if (x->n == 0) continue;
-            s[np][ns] = (pfi_series){x->x, x->y, x->n, strat[q], q, PFI_PLOT_LINE};
+            s[np][ns] = (pfi_series){x->x, x->y, x->n, so->name, so->color, PFI_PLOT_LINE};
             ns++;
         }
         snprintf(titles[np], sizeof titles[np], "%s: %s mix", title, sc[k]);
@@ -317,23 +319,22 @@ static pfi_status fig_sla(const char *outdir, pfi_error *err)
 {
     pfi_table *t = load(outdir, "recon_simulate_sla.csv", err);
     if (!t) return err->code;
-    static const char *const strat[] = {"oracle", "equal",       "moe-ft-weighted", "pfi-aware",
-                                        "dcgm",   "curve-aware", "closed-loop"};
-    static arr a[7];
-    pfi_series s[7];
+    static arr a[PFI_STRAT_COUNT];
+    pfi_series s[PFI_STRAT_COUNT];
     int ns = 0;
-    for (int q = 0; q < 7; q++) {
+    for (int q = 0; q < PFI_STRAT_COUNT; q++) { /* the strategies the table gives a colour */
+        const pfi_strategy_ops *so = pfi_strategy_get((pfi_strategy)q);
+        if (so->color < 0) continue;
         a[ns].n = 0;
         for (size_t r = 0; r < pfi_table_nrows(t); r++)
             if (!strcmp(txt(t, "scenario", r), "production") &&
-                !strcmp(txt(t, "strategy", r), strat[q])) {
+                !strcmp(txt(t, "strategy", r), so->name)) {
                 a[ns].x[a[ns].n] = 100 * pfi_table_get(t, (long)r, "cut");
                 a[ns].y[a[ns].n] = pfi_table_get(t, (long)r, "sla_violations");
                 a[ns].n++;
             }
         if (!a[ns].n) continue;
-        s[ns] =
-            (pfi_series){a[ns].x, a[ns].y, a[ns].n, strat[q], q == 0 ? 9 : q - 1, PFI_PLOT_LINE};
+        s[ns] = (pfi_series){a[ns].x, a[ns].y, a[ns].n, so->name, so->color, PFI_PLOT_LINE};
         ns++;
     }
     pfi_panel p = {"SLA violations by strategy (production mix, Flex 0/1/2/3 = 10/30/30/30%)",

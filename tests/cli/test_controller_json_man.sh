@@ -38,6 +38,23 @@ done
 grep -qx agents "$T/src.KEYS" && grep -qx url "$T/src.AGENTS" && grep -qx vtn_url "$T/src.OPENADR" ||
   fail "the key extraction missed agents / url / vtn_url"
 ok
+# the strategy entry names in bold exactly the strategies the strategy table
+# marks for the controller (PFI_TRAIT_CONTROLLER in src/core/strategy.c, their
+# names from src/core/strategy.h)
+awk 'NR == FNR { if ($1 == "#define" && $2 ~ /^PFI_STRAT_NAME_/) { v = $3; gsub(/"/, "", v); name[substr($2, 16)] = v }; next }
+     /^ *\[PFI_STRAT_[A-Z_]+\] = / { id = $0; sub(/^ *\[PFI_STRAT_/, "", id); sub(/\].*/, "", id) }
+     /PFI_TRAIT_CONTROLLER/ && id != "" { print name[id]; id = "" }' \
+  "$SRC/src/core/strategy.h" "$SRC/src/core/strategy.c" | sort >"$T/src.strategies"
+awk '/^\.B strategy$/ { on = 1; next } on && /^\.TP/ { exit }
+     on { while (match($0, /\\fB[a-z-]+\\fR/)) { print substr($0, RSTART + 3, RLENGTH - 6); $0 = substr($0, RSTART + RLENGTH) } }' \
+  "$M" | sort -u >"$T/man.strategies"
+n=$(grep -c . "$T/src.strategies")
+[ "$n" -ge 3 ] && grep -qx safe-online "$T/src.strategies" ||
+  fail "only $n controller strategies found in src/core/strategy.c (is the extraction broken?)"
+ok
+cmp -s "$T/src.strategies" "$T/man.strategies" ||
+  fail "pfi-controller.json(5)'s strategy entry names $(tr '\n' ' ' <"$T/man.strategies"), the table's controller strategies are $(tr '\n' ' ' <"$T/src.strategies")"
+ok
 # renders without warnings
 command -v groff >/dev/null || fail "groff is missing"
 groff -man -ww -z "$M" 2>"$T/groff.err"

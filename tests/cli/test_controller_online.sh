@@ -67,7 +67,7 @@ ev_is() { curl -s -m 5 "$URL/v1/events/$1" | grep -q "\"status\":\"$2\""; }
 # ---- configuration: the default, and the strategies still selectable ----
 cfg "$T/ctl.json" ', "strategy": "safe-online"'
 cfg "$T/c.json" ', "strategy": "oracle"'
-expect_error 2 "strategy: expected safe-online, pfi-aware, equal" "$CTL" --config "$T/c.json"
+expect_error 2 "strategy: expected safe-online, equal, pfi-aware, curve-aware or closed-loop" "$CTL" --config "$T/c.json"
 cfg "$T/ctl.json" ''
 start_ctl
 curl -s -m 5 "$URL/v1/status" >"$T/st"

@@ -10,6 +10,7 @@
 
 #include <glpk.h>
 
+#include "alloc_internal.h"
 #include "allocsim.h"
 #include "pfi/alloc.h"
 #include "util.h"
@@ -101,6 +102,64 @@ static void oracle_one_budget_equals_sorted(void **s)
         assert_near(gap, gaps[k], 1e-6 * all[k]);
     }
     for (size_t i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
+}
+
+/* one budget by each path of the selection, each against the sorted path
+ * of several budgets: few segments (every one selected); jobs of equal
+ * size whose segment count a stride sample would alias with (2,560 jobs x
+ * 5 segments: the old stride of 12,800 / 512 = 25 drew only top segments,
+ * and the bracket missed); a sample that misleads (every sampled segment
+ * made the flattest: the bracket misses and the selection runs on the side
+ * it missed) */
+static void one_budget_path(const pfi_alloc_job *jobs, size_t n, double budget, oracle_path want)
+{
+    double two[2] = {budget, 0.5 * budget}, all[2], gaps[2], one, gap;
+    oracle_trace tr;
+    assert_int_equal(oracle_sweep(jobs, n, two, 2, 0, all, gaps, &tr, NULL), PFI_OK);
+    assert_int_equal(tr.path, ORACLE_SORTED);
+    assert_int_equal(oracle_sweep(jobs, n, &budget, 1, 0, &one, &gap, &tr, NULL), PFI_OK);
+    assert_int_equal(tr.path, want);
+    if (want == ORACLE_BRACKET) assert_true(tr.selected < tr.segments / 2);
+    assert_near(one, all[0], 1e-9 * all[0]);
+    assert_near(gap, gaps[0], 1e-6 * all[0]);
+}
+
+static void oracle_one_budget_paths(void **s)
+{
+    (void)s;
+    enum { N = 2560, L = 20000, SAMPLED = 4096 /* at least the largest sample */ };
+    static pfi_curve c[L];
+    static pfi_alloc_job jobs[L];
+    double sum_max = 0;
+    for (size_t i = 0; i < N; i++) { /* 6 points, concave: 5 segments each */
+        double caps[6], p[6], t[6], e = 0.3 + 0.6 * (double)(pfi_mix64(i) % 1000) / 1000;
+        for (int k = 0; k < 6; k++) {
+            caps[k] = 200 + 100 * k;
+            p[k] = 8 * (150 + 0.75 * caps[k]);
+            t[k] = 1000 * pow(p[k] / 5400.0, e);
+        }
+        c[i] = mk(caps, p, t, 6);
+        jobs[i] = job_of(&c[i], 8);
+        sum_max += jobs[i].power_max_w;
+    }
+    one_budget_path(jobs, 100, 0.7 * sum_max * 100 / N, ORACLE_SELECT);
+    one_budget_path(jobs, N, 0.7 * sum_max, ORACLE_BRACKET);
+    one_budget_path(jobs, N, 0.3 * sum_max, ORACLE_BRACKET);
+    for (size_t i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
+    /* L lines (one segment each); the sampled ones the flattest */
+    static unsigned char sampled[L];
+    memset(sampled, 0, sizeof sampled);
+    for (size_t k = 0; k < SAMPLED; k++) sampled[pfi_mix64(k) % L] = 1;
+    sum_max = 0;
+    for (size_t i = 0; i < L; i++) {
+        double caps[2] = {200, 700}, p[2] = {1000, 5000},
+               t[2] = {1000, 1000 + 4000 * (sampled[i] ? 0.01 : 1 + (double)(i % 97) / 97)};
+        c[i] = mk(caps, p, t, 2);
+        jobs[i] = job_of(&c[i], 8);
+        sum_max += jobs[i].power_max_w;
+    }
+    one_budget_path(jobs, L, 0.5 * sum_max, ORACLE_BRACKET_MISSED);
+    for (size_t i = 0; i < L; i++) pfi_curve_dispose(&c[i]);
 }
 
 /* GLPK MILP: lambda formulation with segment binaries (SOS2) */
@@ -488,6 +547,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(oracle_concave_bruteforce),
         cmocka_unit_test(oracle_one_budget_equals_sorted),
+        cmocka_unit_test(oracle_one_budget_paths),
         cmocka_unit_test(exact_vs_glpk),
         cmocka_unit_test(proportional),
         cmocka_unit_test(sla_and_caps),

@@ -14,6 +14,7 @@
 
 #include "ctl.h"
 #include "json_obj.h"
+#include "strategy.h"
 #include "vec.h"
 
 /* 1 if the URL's host is loopback: 127.0.0.0/8, [::1], localhost or *.localhost. The
@@ -129,12 +130,14 @@ static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name,
 {
     (void)name, (void)ud;
     pfi_strategy s;
+    /* the strategies the table marks for the controller, the default first */
     if (!json_is_string(v) || pfi_strategy_parse(json_string_value(v), &s) ||
-        (s != PFI_STRAT_SAFE_ONLINE && s != PFI_STRAT_PFI_AWARE && s != PFI_STRAT_EQUAL &&
-         s != PFI_STRAT_CURVE_AWARE && s != PFI_STRAT_CLOSED_LOOP))
-        return pfi_errorf(
-            err, PFI_EINVAL,
-            "strategy: expected safe-online, pfi-aware, equal, curve-aware or closed-loop");
+        !pfi_strategy_has(s, PFI_TRAIT_CONTROLLER)) {
+        char list[256];
+        pfi_strategy_list(PFI_TRAIT_CONTROLLER, PFI_STRAT_SAFE_ONLINE, ", ", " or ", list,
+                          sizeof list);
+        return pfi_errorf(err, PFI_EINVAL, "strategy: expected %s", list);
+    }
     *(pfi_strategy *)k->dst = s;
     return PFI_OK;
 }
