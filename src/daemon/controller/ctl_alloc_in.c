@@ -9,6 +9,7 @@
 #include "ctl_alloc_in.h"
 #include "pfi/features.h"
 #include "pfi/metrics.h"
+#include "strategy.h"
 
 int ctl_alloc_in_new(ctl_alloc_in *a, size_t n)
 {
@@ -60,14 +61,11 @@ void ctl_alloc_in_belief(ctl_alloc_in *a, const ctl_cfg *cfg, const pfi_modelfil
 void ctl_alloc_in_opts(const ctl_alloc_in *a, const ctl_cfg *cfg, pfi_alloc_opts *o)
 {
     pfi_alloc_opts_default(o);
-    o->strategy = cfg->strategy;
     int missing_curve = 0;
     for (size_t q = 0; q < a->np; q++) missing_curve |= !a->pj[q].pred_curve;
-    if ((o->strategy == PFI_STRAT_CURVE_AWARE || o->strategy == PFI_STRAT_CLOSED_LOOP) &&
-        missing_curve)
-        o->strategy = PFI_STRAT_PFI_AWARE;
-    if (o->strategy == PFI_STRAT_CLOSED_LOOP)
-        o->strategy = PFI_STRAT_CURVE_AWARE; /* on the estimates */
+    /* the strategy table's rule (strategy.h): its fallback when a job has no
+       curve, then what a one-shot allocation runs for it */
+    o->strategy = pfi_strategy_runs_as(pfi_strategy_fallback(cfg->strategy, missing_curve));
 }
 
 /* the model's features from the agent's training means, by the one

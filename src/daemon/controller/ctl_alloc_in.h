@@ -29,9 +29,10 @@ pfi_pc_job *ctl_alloc_in_add(ctl_alloc_in *a, const ctl_job *j, size_t k, double
 /* the last added job's curve as the configured strategy believes it */
 void ctl_alloc_in_belief(ctl_alloc_in *a, const struct ctl_cfg *cfg, const pfi_modelfile *cm,
                          const ctl_job *j);
-/* the allocator's options: the configured strategy, or its fallback when a
- * job has no curve (curve-aware and closed-loop: pfi-aware), closed-loop
- * run as curve-aware on its estimates */
+/* the allocator's options: the configured strategy, or the strategy
+ * table's fallback when a job has no curve (curve-aware and closed-loop:
+ * pfi-aware), run as the table says a one-shot allocation runs it
+ * (closed-loop: curve-aware on its estimates; safe-online: its reference) */
 void ctl_alloc_in_opts(const ctl_alloc_in *a, const struct ctl_cfg *cfg, pfi_alloc_opts *o);
 
 /* the job's predicted throughput curve from the curve model (0), or -1 */
