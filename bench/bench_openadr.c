@@ -426,14 +426,14 @@ static void malformed(sbuf *b, long i)
             id, fut, v % 2 ? ", \"intervals\": []" : "");
         break;
     case 13: { /* bad durations */
-        static const char *const t[] = {"\"P8D\"", "\"PT-1H\"", "\"P1e303W\"", "\"forever\"",
-                                        "\"P10000Y\""};
+        static const char *const t[] = {"\"-PT1H\"", "\"PT-1H\"", "\"P1e303W\"", "\"forever\"",
+                                        "\"P1.5Y\""}; /* P8D, P10000Y: valid (issue 29) */
         event(b, id, "\"EVENT\"", fut, t[v % 5], "SIMPLE", "null", "[1]");
         break;
     }
     case 14: { /* limits that leave no GPU power */
         char val[32];
-        snprintf(val, sizeof val, "[%d]", -v);
+        snprintf(val, sizeof val, "[%d]", -v - 1); /* 0 is valid: every job at its floor */
         event(b, id, "\"EVENT\"", fut, "\"PT1H\"", "IMPORT_CAPACITY_LIMIT", "\"KW\"", val);
         break;
     }

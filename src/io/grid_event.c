@@ -30,7 +30,7 @@ int pfi_rfc3339_parse(const char *s, double *t)
         digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) || s[16] != ':' ||
         digits(s + 17, 2, &sec))
         return -1;
-    if (Y < 1970 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+    if (Y < 1 || Y > 9999 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
         return -1;
     const char *p = s + 19;
     double frac = 0;
@@ -172,8 +172,8 @@ static pfi_status iso_duration_field(const pfi_jkey *k, json_t *v, const char *n
     double *d = k->dst;
     if (!json_is_string(v) || pfi_iso8601_duration(json_string_value(v), d))
         return pfi_errorf(err, PFI_EINVAL, "%s: expected an ISO 8601 duration such as PT1H", name);
-    if (!(*d >= 1 && *d <= PFI_EVENT_MAX_OPEN_ENDED_S))
-        return pfi_errorf(err, PFI_ERANGE, "%s: expected PT1S .. P7D", name);
+    if (!(*d >= 1 && *d <= PFI_EVENT_MAX_END_S))
+        return pfi_errorf(err, PFI_ERANGE, "%s: expected at least PT1S", name);
     return PFI_OK;
 }
 
@@ -193,14 +193,15 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
     const pfi_jkey keys[] = {
         {"id", PFI_J_ANY, 0, ev->id, sizeof ev->id, .fn = id_field},
         {"start", PFI_J_ANY, PFI_J_REQUIRED, &ev->start, .fn = start_field},
-        {"duration_s", PFI_J_NUMBER, 0, &ev->duration_s, .lo = 1, .hi = PFI_EVENT_MAX_OPEN_ENDED_S,
-         .expect = "expected 1..604800 seconds (7 days)", .code = PFI_ERANGE, .seen = &have_dur},
+        {"duration_s", PFI_J_NUMBER, 0, &ev->duration_s, .lo = 1, .hi = PFI_EVENT_MAX_END_S,
+         .expect = "expected at least 1 second, ending by 9999-12-31T23:59:59Z",
+         .code = PFI_ERANGE, .seen = &have_dur},
         {"duration", PFI_J_ANY, 0, &iso_s, .fn = iso_duration_field, .seen = &have_iso},
         {"open_ended", PFI_J_BOOL, .dst = &have_open},
         {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev->reduction_pct, .lo = 0, .hi = 90,
          .expect = "expected a number in (0, 90]", .code = PFI_ERANGE, .seen = &kind[0]},
-        {"target_kw", PFI_J_NUMBER, PFI_J_LO_OPEN | PFI_J_HI_OPEN, &ev->target_kw, .lo = 0,
-         .hi = PFI_EVENT_MAX_TARGET_KW, .expect = "expected a positive number of kW below 1e6",
+        {"target_kw", PFI_J_NUMBER, PFI_J_HI_OPEN, &ev->target_kw, .lo = 0,
+         .hi = PFI_EVENT_MAX_TARGET_KW, .expect = "expected 0 or more kW, below 1e6",
          .code = PFI_ERANGE, .seen = &kind[1]},
         {"level", PFI_J_INTEGER, 0, &ev->level, sizeof ev->level, .lo = 0, .hi = 3,
          .expect = "expected an integer 0..3", .code = PFI_ERANGE, .seen = &kind[2]},
@@ -265,27 +266,24 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
     if (!id_ok(ev->id))
         return pfi_errorf(err, PFI_EINVAL,
                           "id: expected 1..140 characters of letters, digits, '.', '_', '-'");
-    /* RFC 3339 as parsed: years 1970..9999 (and a day of offset either side) */
-    if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0)
-        return pfi_errorf(err, PFI_ERANGE, "start: not a time from 1970 to 9999");
-    if (ev->open_ended) {
-        if (!(ev->duration_s == 0 ||
-              (ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_OPEN_ENDED_S)))
-            return pfi_errorf(
-                err, PFI_ERANGE,
-                "duration_s: an open-ended event has none, or ended after 1 s .. 10 years");
-    } else if (!(ev->duration_s >= 1 && ev->duration_s <= PFI_EVENT_MAX_DURATION_S)) {
-        return pfi_errorf(
-            err, PFI_ERANGE,
-            "duration_s: expected 1..604800 seconds (7 days), or \"open_ended\": true");
-    }
+    /* RFC 3339 as parsed: years 0001..9999 (and a day of offset either side) */
+    if (!isfinite(ev->start) || ev->start < PFI_EVENT_MIN_START_S - 86400 ||
+        ev->start > PFI_EVENT_MAX_END_S + 86400)
+        return pfi_errorf(err, PFI_ERANGE, "start: not a time from 0001 to 9999");
+    int bounded = !ev->open_ended || ev->duration_s != 0;
+    if (bounded && !(ev->duration_s >= 1 && ev->start + ev->duration_s <= PFI_EVENT_MAX_END_S))
+        return pfi_errorf(err, PFI_ERANGE,
+                          ev->open_ended
+                              ? "duration_s: an open-ended event has none, or ended after at "
+                                "least 1 s"
+                              : "duration_s: expected at least 1 second, ending by "
+                                "9999-12-31T23:59:59Z, or \"open_ended\": true");
     if (ev->kind == PFI_EV_REDUCTION) {
         if (!(ev->reduction_pct > 0 && ev->reduction_pct <= 90))
             return pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
     } else if (ev->kind == PFI_EV_TARGET_KW) {
-        if (!(ev->target_kw > 0 && ev->target_kw < PFI_EVENT_MAX_TARGET_KW))
-            return pfi_errorf(err, PFI_ERANGE,
-                              "target_kw: expected a positive number of kW below 1e6");
+        if (!(ev->target_kw >= 0 && ev->target_kw < PFI_EVENT_MAX_TARGET_KW))
+            return pfi_errorf(err, PFI_ERANGE, "target_kw: expected 0 or more kW, below 1e6");
     } else if (ev->kind == PFI_EV_LEVEL) {
         if (ev->level < 0 || ev->level > 3)
             return pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");

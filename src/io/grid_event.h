@@ -14,10 +14,13 @@
  * "priority": an integer >= 0, lower is more important (OpenADR's).
  *
  * Bounds (both formats; what passes can be stored and formatted back):
- * duration_s 1 s .. 7 days, unless "open_ended": true — the event runs until
- * it is cancelled (no duration_s), or, as a cancelled one is stored, ended
- * after duration_s (1 s .. 10 years); target_kw finite, in (0, 1e6) kW;
- * reduction_pct (0, 90]; level 0..3; ramps 0..86400 s.
+ * start from 0001-01-01 to 9999-12-31 (RFC 3339's years); duration_s at
+ * least 1 s, and the event ends by 9999-12-31T23:59:59Z (issue 29: no
+ * shorter bound — an OpenADR event may run for weeks; the operator cancels
+ * what it no longer wants), unless "open_ended": true — the event runs
+ * until it is cancelled (no duration_s), or, as a cancelled one is stored,
+ * ended after duration_s; target_kw finite, in [0, 1e6) kW (0: every job
+ * at its floor); reduction_pct (0, 90]; level 0..3; ramps 0..86400 s.
  *
  * OpenADR 3.0.1 and 3.1 events are read by openadr.h into one of these per
  * interval (a step); P9999Y there is "open_ended". Errors name the field. */
@@ -30,8 +33,8 @@
 extern "C" {
 #endif
 
-#define PFI_EVENT_MAX_DURATION_S (7 * 86400.0)      /* a bounded event */
-#define PFI_EVENT_MAX_OPEN_ENDED_S (3650 * 86400.0) /* a cancelled open-ended one */
+#define PFI_EVENT_MAX_END_S 253402300799.0 /* 9999-12-31T23:59:59Z: the latest end */
+#define PFI_EVENT_MIN_START_S (-62135596800.0) /* 0001-01-01T00:00:00Z */
 #define PFI_EVENT_MAX_TARGET_KW 1e6
 #define PFI_EVENT_ID_MAX 140 /* characters; OpenADR's 128 and a step suffix */
 
@@ -52,7 +55,7 @@ typedef struct pfi_grid_event {
     char source[16];            /* "api", "schedule", "openadr" */
 } pfi_grid_event;
 
-/* RFC 3339 -> Unix seconds; -1 if malformed. */
+/* RFC 3339 (years 0001..9999) -> Unix seconds; -1 if malformed. */
 int pfi_rfc3339_parse(const char *s, double *t);
 void pfi_rfc3339_format(double t, char *buf, size_t n);
 /* ISO 8601 duration (PnDTnHnMnS, PnW) -> seconds; -1 if malformed. */

@@ -64,26 +64,128 @@ static int oadr_id_ok(const char *s)
     return 1;
 }
 
-/* a start: RFC 3339, or the specification's "now" */
-static int start_read(const char *s, double now, double *t)
+/* a start: RFC 3339, or the specification's "now": any 0001-01-01, whatever
+ * its time or offset ("0001-01-01", "0001-01-01T00:00:00Z",
+ * "0001-01-01T00:00:00+00:00": VTNs that store timestamps write it so).
+ * 0 (*now_ = 1 for "now"), or -1 */
+static int start_read(const char *s, double *t, int *now_)
 {
-    if (!strcmp(s, "0001-01-01") || !strcmp(s, "0001-01-01T00:00:00")) {
-        *t = now;
+    *now_ = 0;
+    if (!strncmp(s, "0001-01-01", 10)) {
+        double ignored;
+        char z[48];
+        snprintf(z, sizeof z, "%.40sZ", s); /* a time without an offset: as UTC */
+        if (s[10] && pfi_rfc3339_parse(s, &ignored) && pfi_rfc3339_parse(z, &ignored)) return -1;
+        *now_ = 1;
         return 0;
     }
     return pfi_rfc3339_parse(s, t);
 }
 
-/* a duration: 1 s .. 7 days, or P9999Y (*open = 1); 0 or -1 */
-static int duration_read(const char *s, double *d, int *open)
+/* days from 1970-01-01 of a proleptic Gregorian date (any year) */
+static long long days_from_civil(long long y, int m, int d)
+{
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int month_days(long long y, int m)
+{
+    static const int md[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return md[m - 1] + (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+}
+
+/* start + years and months in UTC, the day of month clamped to the
+ * month's last (XML Schema 1.1 Part 2, appendix E: 2026-01-31 + P1M is
+ * 2026-02-28); the time of day kept */
+static double add_calendar(double start, double years, double months)
+{
+    double day_s = floor(start / 86400);
+    double tod = start - day_s * 86400;
+    /* civil from days (H. Hinnant's algorithm) */
+    long long z = (long long)day_s + 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    long long mp = (5 * doy + 2) / 153;
+    int d = (int)(doy - (153 * mp + 2) / 5 + 1), m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    y += m <= 2;
+    long long mi = (long long)m - 1 + (long long)months;
+    y += (long long)years + (mi >= 0 ? mi / 12 : (mi - 11) / 12);
+    m = (int)(((mi % 12) + 12) % 12) + 1;
+    if (d > month_days(y, m)) d = month_days(y, m);
+    return (double)days_from_civil(y, m, d) * 86400 + tod;
+}
+
+/* digits, then an optional fraction (*frac = 1); the number of characters
+ * read, 0 when none */
+static size_t number_read(const char *s, double *v, int *frac)
+{
+    const char *p = s;
+    *v = 0, *frac = 0;
+    while (isdigit((unsigned char)*p)) *v = *v * 10 + (*p++ - '0');
+    if (p == s) return 0;
+    if (*p == '.' || *p == ',') {
+        const char *f = ++p;
+        for (double scale = 0.1; isdigit((unsigned char)*p); scale /= 10) *v += (*p++ - '0') * scale;
+        if (p == f) return 0;
+        *frac = 1;
+    }
+    return (size_t)(p - s);
+}
+
+/* The OpenADR duration from start: the specification's pattern
+ * (-?)P[nY][nM][nW|nD][T[nH][nM][n[.n]S]], e.g. PT1H, P1D, openleadr-rs's
+ * full form P0Y0M0DT1H0M0S and P9999Y0M0DT0H0M0S; also a week part beside
+ * days and a fraction of hours or minutes (ISO 8601 allows them; the
+ * canonical API reads them). Years and months are calendar steps in UTC
+ * from the start; weeks, days and the time part are fixed lengths. An end
+ * after 9999-12-31T23:59:59Z (any P9999Y, any huge count) is "until
+ * cancelled" (*open = 1). A negative duration (leading '-') and anything
+ * else is -1; *d is the length in seconds otherwise. */
+int pfi_oadr_duration(const char *s, double start, double *d, int *open)
 {
     *open = 0;
-    if (!strcmp(s, "P9999Y")) {
-        *open = 1;
-        *d = 0;
+    if (*s != 'P') return -1; /* a '-' sign: negative, refused */
+    const char *p = s + 1;
+    static const char units[] = "YMWDHMS";
+    double part[7] = {0};
+    int at = 0, in_time = 0, any = 0, any_time = 0;
+    while (*p) {
+        if (*p == 'T') {
+            if (in_time || p[1] == '\0') return -1;
+            in_time = 1, at = 4, p++;
+            continue;
+        }
+        double v;
+        int frac;
+        size_t n = number_read(p, &v, &frac);
+        if (!n) return -1;
+        char u = p[n];
+        int k = at;
+        while (k < 7 && !(units[k] == u && (k >= 4) == in_time)) k++;
+        if (k == 7 || (frac && k < 2)) return -1; /* no fraction of a year or month */
+        part[k] = v, at = k + 1, any = 1, any_time += in_time;
+        p += n + 1;
+    }
+    if (!any || (in_time && !any_time)) return -1;
+    if (part[0] > 1e5 || part[1] > 1e6) { /* beyond any year this parser can hold */
+        *open = 1, *d = 0;
         return 0;
     }
-    return pfi_iso8601_duration(s, d);
+    double end = add_calendar(start, part[0], part[1]) + part[2] * 604800 + part[3] * 86400 +
+                 part[4] * 3600 + part[5] * 60 + part[6];
+    if (!(end <= PFI_EVENT_MAX_END_S)) { /* after 9999-12-31T23:59:59Z (or not finite) */
+        *open = 1, *d = 0;
+        return 0;
+    }
+    *d = end - start;
+    return 0;
 }
 
 typedef struct period {
@@ -104,8 +206,9 @@ static pfi_status period_read(json_t *o, const char *name, period *p, pfi_error 
     return PFI_JSON_OBJ_READ(o, keys, &o2, err);
 }
 
-/* kW per unit of a payload type's values: 1, 1e-3, 1e3; 0 for an unknown unit */
-static double unit_kw(json_t *descriptors, const char *type, const char **unit)
+/* kW per unit of a payload type's values in one list of descriptors: 1,
+ * 1e-3, 1e3; 0 for an unknown unit; -1 when the list gives none for it */
+static double unit_kw_in(json_t *descriptors, const char *type, const char **unit)
 {
     size_t i;
     json_t *d;
@@ -115,7 +218,7 @@ static double unit_kw(json_t *descriptors, const char *type, const char **unit)
         const char *pt = json_string_value(json_object_get(d, "payloadType"));
         if (!pt || strcmp(pt, type)) continue;
         json_t *u = json_object_get(d, "units");
-        if (!u || json_is_null(u)) return 1;
+        if (!u || json_is_null(u)) continue; /* a descriptor without a unit: look further */
         *unit = json_string_value(u);
         if (!*unit) return 0;
         if (!strcmp(*unit, "KW")) return 1;
@@ -123,7 +226,37 @@ static double unit_kw(json_t *descriptors, const char *type, const char **unit)
         if (!strcmp(*unit, "MW")) return 1e3;
         return 0;
     }
-    return 1;
+    return -1;
+}
+
+/* kW per unit: the event's descriptors, else the program's, else KW */
+static double unit_kw(json_t *descriptors, const pfi_oadr_opts *o, const char *type,
+                      const char **unit)
+{
+    double f = unit_kw_in(descriptors, type, unit);
+    if (f >= 0 || !o->program_descriptors) return f >= 0 ? f : 1;
+    json_t *pd = json_loads(o->program_descriptors, 0, NULL);
+    f = unit_kw_in(pd, type, unit);
+    json_decref(pd);
+    return f >= 0 ? f : 1;
+}
+
+/* a target value as text: a string, or a number's decimal text (a resource
+ * named 42 matches "42"); NULL otherwise */
+static const char *target_text(json_t *v, char *buf, size_t n)
+{
+    if (json_is_string(v)) return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+        return buf;
+    }
+    if (json_is_real(v) && isfinite(json_real_value(v))) {
+        double x = json_real_value(v);
+        if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, n, "%.0f", x);
+        else snprintf(buf, n, "%.17g", x);
+        return buf;
+    }
+    return NULL;
 }
 
 /* is the event for us? 3.0.1: [{type, values}], 3.1: ["name", ...] */
@@ -142,10 +275,11 @@ static pfi_status targets_read(json_t *t, const pfi_oadr_opts *o, pfi_oadr_event
     json_array_foreach(t, i, x)
     {
         if (o->version == PFI_OADR_V3_1) {
-            if (!json_is_string(x))
+            char num[40];
+            const char *s = target_text(x, num, sizeof num);
+            if (!s)
                 return reject(ev, PFI_OADR_R_MALFORMED, err,
                               "targets[%zu]: expected a string (OpenADR 3.1)", i);
-            const char *s = json_string_value(x);
             if (!strcmp(s, o->ven_name)) ev->targeted = 1;
             for (size_t r = 0; r < o->nresources; r++)
                 if (!strcmp(s, o->resources[r])) ev->targeted = 1;
@@ -161,7 +295,8 @@ static pfi_status targets_read(json_t *t, const pfi_oadr_opts *o, pfi_oadr_event
         named = 1;
         json_array_foreach(vals, k, v)
         {
-            const char *s = json_string_value(v);
+            char num[40];
+            const char *s = target_text(v, num, sizeof num);
             if (!s) continue;
             if (ven && !strcmp(s, o->ven_name)) ev->targeted = 1;
             for (size_t r = 0; res && r < o->nresources; r++)
@@ -211,26 +346,29 @@ static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const p
                               "intervals[%zu].payloads[%zu].type: expected a string", i, k);
             if (pass == 0 && !strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
                 const char *unit;
-                double f = unit_kw(desc, type, &unit);
+                double f = unit_kw(desc, o, type, &unit);
                 if (f == 0)
                     return reject(ev, PFI_OADR_R_UNIT, err,
                                   "payloadDescriptors: IMPORT_CAPACITY_LIMIT in unit %.20s: "
                                   "expected KW (or W, MW)",
                                   unit ? unit : "(not a string)");
                 if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
-                    !(json_number_value(val) > 0))
+                    !(json_number_value(val) >= 0))
                     return reject(ev, PFI_OADR_R_PAYLOAD, err,
                                   "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT "
-                                  "must be a positive number",
+                                  "must be a number >= 0",
                                   i, k);
                 double kw = json_number_value(val) * f;
                 s->kind = PFI_EV_TARGET_KW;
                 s->target_kw = kw - o->non_gpu_offset_kw;
-                if (!(s->target_kw > 0))
-                    return reject(ev, PFI_OADR_R_PAYLOAD, err,
-                                  "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT "
-                                  "%g kW is below the non-GPU offset %g kW",
-                                  i, k, kw, o->non_gpu_offset_kw);
+                if (!(s->target_kw > 0)) { /* nothing left for the GPUs: every job at its floor */
+                    if (!strstr(ev->note, "non-GPU offset"))
+                        note_add(ev,
+                                 "IMPORT_CAPACITY_LIMIT %g kW at or below the non-GPU offset "
+                                 "%g kW: GPU target 0 kW (every job at its floor)",
+                                 kw, o->non_gpu_offset_kw);
+                    s->target_kw = 0;
+                }
                 if (!(s->target_kw < PFI_EVENT_MAX_TARGET_KW))
                     return reject(ev, PFI_OADR_R_PAYLOAD, err,
                                   "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT "
@@ -240,14 +378,14 @@ static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const p
                 break;
             }
             if (pass == 1 && !strcmp(type, "SIMPLE")) {
-                if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-                    json_integer_value(val) > 3)
+                double lv = json_number_value(val);
+                if (!json_is_number(val) || !(lv >= 0 && lv <= 3) || lv != floor(lv))
                     return reject(ev, PFI_OADR_R_PAYLOAD, err,
                                   "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be "
                                   "0..3",
                                   i, k);
                 s->kind = PFI_EV_LEVEL;
-                s->level = (int)json_integer_value(val);
+                s->level = (int)lv;
                 *found = 1;
                 break;
             }
@@ -286,6 +424,145 @@ static void report_descriptors(json_t *rd, pfi_oadr_event *ev)
         }
     }
     if (!ev->report_mask && len) ev->report_mask = PFI_OADR_REPORT_NONE;
+}
+
+/* interval i's step, when it carries a payload pfi acts on */
+static pfi_status step_add(json_t *x, size_t i, double st, double d, int open, json_t *desc,
+                           const pfi_oadr_opts *o, pfi_oadr_event *ev, pfi_error *err)
+{
+    pfi_grid_event s;
+    memset(&s, 0, sizeof s);
+    s.ramp_s = s.ramp_down_s = NAN;
+    snprintf(s.source, sizeof s.source, "openadr");
+    s.start = st;
+    s.open_ended = open;
+    s.duration_s = open ? 0 : d;
+    s.has_priority = ev->has_priority;
+    s.priority = ev->priority;
+    int found;
+    if (payload_read(json_object_get(x, "payloads"), i, desc, o, &s, &found, ev, err))
+        return PFI_EINVAL;
+    if (!found) {
+        note_add(ev, "intervals[%zu]: no IMPORT_CAPACITY_LIMIT or SIMPLE payload", i);
+        return PFI_OK;
+    }
+    if (ev->nsteps == PFI_OADR_MAX_STEPS)
+        return reject(ev, PFI_OADR_R_INTERVALS, err,
+                      "intervals: more than %d with a payload: the whole event is refused",
+                      PFI_OADR_MAX_STEPS);
+    json_t *idv = json_object_get(x, "id");
+    ev->interval_id[ev->nsteps] = json_is_integer(idv) ? (long long)json_integer_value(idv)
+                                                       : (long long)i;
+    ev->step[ev->nsteps++] = s;
+    return PFI_OK;
+}
+
+/* the start an interval's period gives: its own (RFC 3339; "now" on the
+ * first interval is the event's start, on a later one the end of the one
+ * before: User Guide 7.3), else the end of the one before (the event's start
+ * for the first). event_start is the event's own (NaN: none; "now" there is
+ * the receipt). 0, or -1 with the message in err */
+static int interval_start(const period *p, size_t i, double event_start, double prev_end,
+                          const pfi_oadr_opts *o, double *st, pfi_oadr_event *ev, pfi_error *err)
+{
+    int now_ = 0;
+    *st = i == 0 ? event_start : prev_end;
+    if (p->start && start_read(json_string_value(p->start), st, &now_)) {
+        reject(ev, PFI_OADR_R_MALFORMED, err,
+               "intervals[%zu].intervalPeriod.start: expected RFC 3339 or 0001-01-01 (now)", i);
+        return -1;
+    }
+    if (now_) *st = i == 0 ? (isnan(event_start) ? o->now : event_start) : prev_end;
+    if (isnan(*st)) {
+        reject(ev, PFI_OADR_R_MALFORMED, err, "intervals[%zu].intervalPeriod.start: missing", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* the explicit start of interval i + 1's period (NaN: none, "now" or bad) */
+static double next_start(json_t *iv, size_t i)
+{
+    json_t *ip = json_object_get(json_array_get(iv, i + 1), "intervalPeriod");
+    const char *s = json_string_value(json_object_get(ip, "start"));
+    double t = NAN;
+    int now_;
+    if (!s || start_read(s, &t, &now_) || now_) return NAN;
+    return t;
+}
+
+/* an interval's length: its own duration, else the event's, else (neither:
+ * openleadr-rs's reading of an interval without one) until the next
+ * interval's explicit start, or until cancelled for the last one */
+static int interval_length(const period *p, const period *ep, json_t *iv, size_t i, double st,
+                           double *d, int *open, pfi_oadr_event *ev, pfi_error *err)
+{
+    const char *ds = json_string_value(p->duration ? p->duration : ep->duration);
+    *open = 0;
+    if (ds) {
+        if (!pfi_oadr_duration(ds, st, d, open)) return 0;
+        reject(ev, PFI_OADR_R_DURATION, err,
+               "intervals[%zu]: duration %.40s is not an OpenADR duration (ISO 8601, not "
+               "negative)",
+               i, ds);
+        return -1;
+    }
+    if (i + 1 == json_array_size(iv)) { /* the last: until cancelled */
+        *open = 1, *d = 0;
+        return 0;
+    }
+    double nx = next_start(iv, i);
+    if (!(nx > st)) {
+        reject(ev, PFI_OADR_R_DURATION, err,
+               "intervals[%zu]: no duration, and the next interval gives no later start", i);
+        return -1;
+    }
+    *d = nx - st;
+    return 0;
+}
+
+/* every interval into ev's steps (with a payload pfi acts on) */
+static pfi_status intervals_read(json_t *iv, const period *ep, json_t *desc, const pfi_oadr_opts *o,
+                                 pfi_oadr_event *ev, size_t *zero, pfi_error *err)
+{
+    double event_start = NAN, t = NAN;
+    int now_ = 0;
+    if (ep->start && start_read(json_string_value(ep->start), &event_start, &now_))
+        return reject(ev, PFI_OADR_R_MALFORMED, err,
+                      "intervalPeriod.start: expected RFC 3339 or 0001-01-01 (now)");
+    if (now_) event_start = o->now;
+    size_t i;
+    json_t *x;
+    int after_open = 0;
+    json_array_foreach(iv, i, x)
+    {
+        char name[48];
+        snprintf(name, sizeof name, "intervals[%zu].intervalPeriod", i);
+        if (!json_is_object(x))
+            return reject(ev, PFI_OADR_R_MALFORMED, err, "intervals[%zu]: expected an object", i);
+        period p;
+        if (period_read(json_object_get(x, "intervalPeriod"), name, &p, err))
+            return keep(ev, PFI_OADR_R_MALFORMED, err);
+        double st, d;
+        int open;
+        if (interval_start(&p, i, event_start, t, o, &st, ev, err)) return PFI_EINVAL;
+        if (after_open && !(isfinite(st)))
+            return reject(ev, PFI_OADR_R_DURATION, err,
+                          "intervals[%zu]: follows an interval until cancelled", i);
+        if (interval_length(&p, ep, iv, i, st, &d, &open, ev, err)) return PFI_EINVAL;
+        if (!open && d == 0) { /* PT0S: a window of no duration (the User Guide's cancel) */
+            (*zero)++;
+            t = st;
+            continue;
+        }
+        if (!open && !(d >= 1))
+            return reject(ev, PFI_OADR_R_DURATION, err,
+                          "intervals[%zu]: a duration under 1 s (PT0S aside)", i);
+        t = open ? INFINITY : st + d;
+        after_open |= open;
+        if (step_add(x, i, st, d, open, desc, o, ev, err)) return PFI_EINVAL;
+    }
+    return PFI_OK;
 }
 
 static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *ev, pfi_error *err)
@@ -337,79 +614,8 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     if (period_read(ip, "intervalPeriod", &ep, err)) return keep(ev, PFI_OADR_R_MALFORMED, err);
     if (!json_is_array(iv) || json_array_size(iv) == 0)
         return reject(ev, PFI_OADR_R_INTERVALS, err, "intervals: expected a non-empty array");
-    double t = NAN, d0 = NAN;
-    int open0 = 0;
-    if (ep.start && start_read(json_string_value(ep.start), o->now, &t))
-        return reject(ev, PFI_OADR_R_MALFORMED, err,
-                      "intervalPeriod.start: expected RFC 3339 or 0001-01-01 (now)");
-    if (ep.duration && duration_read(json_string_value(ep.duration), &d0, &open0))
-        return reject(ev, PFI_OADR_R_DURATION, err,
-                      "intervalPeriod.duration: %.40s is not an ISO 8601 duration of days, hours, "
-                      "minutes, seconds (or P9999Y)",
-                      json_string_value(ep.duration));
-    size_t i;
-    json_t *x;
-    int after_open = 0;
     size_t zero = 0; /* intervals of duration PT0S */
-    json_array_foreach(iv, i, x)
-    {
-        char name[48];
-        snprintf(name, sizeof name, "intervals[%zu].intervalPeriod", i);
-        if (!json_is_object(x))
-            return reject(ev, PFI_OADR_R_MALFORMED, err, "intervals[%zu]: expected an object", i);
-        period p;
-        if (period_read(json_object_get(x, "intervalPeriod"), name, &p, err))
-            return keep(ev, PFI_OADR_R_MALFORMED, err);
-        double st = t, d = d0;
-        int open = open0;
-        if (p.start && start_read(json_string_value(p.start), o->now, &st))
-            return reject(ev, PFI_OADR_R_MALFORMED, err,
-                          "%s.start: expected RFC 3339 or 0001-01-01 (now)", name);
-        if (p.duration && duration_read(json_string_value(p.duration), &d, &open))
-            return reject(ev, PFI_OADR_R_DURATION, err,
-                          "%s.duration: %.40s is not an ISO 8601 duration of days, hours, "
-                          "minutes, seconds (or P9999Y)",
-                          name, json_string_value(p.duration));
-        if (isnan(st))
-            return reject(ev, PFI_OADR_R_MALFORMED, err, "intervalPeriod.start: missing");
-        if (after_open && !p.start)
-            return reject(ev, PFI_OADR_R_DURATION, err,
-                          "intervals[%zu]: follows an interval of P9999Y (until cancelled)", i);
-        if (!open && isnan(d))
-            return reject(ev, PFI_OADR_R_DURATION, err, "intervalPeriod.duration: missing");
-        if (!open && d == 0) { /* PT0S: a window of no duration (the User Guide's cancel) */
-            zero++;
-            t = st;
-            continue;
-        }
-        if (!open && !(d >= 1 && d <= PFI_EVENT_MAX_DURATION_S))
-            return reject(ev, PFI_OADR_R_DURATION, err,
-                          "intervalPeriod.duration: %.40s is outside 1 s .. 7 days (PT1S .. P7D; "
-                          "P9999Y: until cancelled)",
-                          json_string_value(p.duration ? p.duration : ep.duration));
-        t = open ? INFINITY : st + d;
-        after_open |= open;
-        pfi_grid_event s;
-        memset(&s, 0, sizeof s);
-        s.ramp_s = s.ramp_down_s = NAN;
-        snprintf(s.source, sizeof s.source, "openadr");
-        s.start = st;
-        s.open_ended = open;
-        s.duration_s = open ? 0 : d;
-        s.has_priority = ev->has_priority;
-        s.priority = ev->priority;
-        int found;
-        if (payload_read(json_object_get(x, "payloads"), i, desc, o, &s, &found, ev, err))
-            return PFI_EINVAL;
-        if (!found) {
-            note_add(ev, "intervals[%zu]: no IMPORT_CAPACITY_LIMIT or SIMPLE payload", i);
-            continue;
-        }
-        if (ev->nsteps == PFI_OADR_MAX_STEPS)
-            return reject(ev, PFI_OADR_R_INTERVALS, err, "intervals: more than %d with a payload",
-                          PFI_OADR_MAX_STEPS);
-        ev->step[ev->nsteps++] = s;
-    }
+    if (intervals_read(iv, &ep, desc, o, ev, &zero, err)) return PFI_EINVAL;
     if (!ev->nsteps && zero == json_array_size(iv)) {
         ev->op = PFI_OADR_OP_DELETE; /* every interval PT0S: the event is cancelled */
         return PFI_OK;

@@ -13,16 +13,27 @@
  * steps — one pfi_grid_event per interval carrying IMPORT_CAPACITY_LIMIT
  * (target_kw = limit in kW - non_gpu_offset_kw) or SIMPLE (level 0..3).
  * Step k starts at the interval's own intervalPeriod.start, else where
- * the interval before it ended (the first at the event's start); it lasts
- * the interval's own duration, else the event's. Start "0001-01-01" or
- * "0001-01-01T00:00:00" is opts->now; duration "P9999Y" is until cancelled
- * (only for the last step); PT0S is a window of no duration: such an
+ * the interval before it ended (the first at the event's start); "now" (any
+ * 0001-01-01, whatever its time or offset) is the event's start on the
+ * first interval and the end of the one before on a later one (User Guide
+ * 7.3); on the event itself it is opts->now (the controller passes the
+ * first receipt of the event's id, so a restart or a new version does not
+ * restart the event). A step lasts the interval's own duration, else the
+ * event's, else until the next interval's explicit start (the last one:
+ * until cancelled), as openleadr-rs reads an interval without one.
+ * Durations: pfi_oadr_duration. PT0S is a window of no duration: such an
  * interval is skipped, and an event whose every interval is PT0S (the User
- * Guide's way to cancel an event) reads as a DELETE; any other duration
- * must be 1 s .. 7 days.
+ * Guide's way to cancel an event) reads as a DELETE.
  * Step ids: the event's id for one step, ID.0, ID.1, ... for several
- * (OpenADR ids cannot contain '.'). Units from payloadDescriptors: KW
- * (also when missing or null), W and MW; any other unit rejects the event.
+ * (OpenADR ids cannot contain '.'); each step keeps its interval's own id
+ * (interval_id) for the REPORT. Units of a payload type: the event's
+ * payloadDescriptors, else its program's (opts->program_descriptors), else
+ * KW; KW, W and MW are read, any other unit rejects the event. An
+ * IMPORT_CAPACITY_LIMIT of 0, or one at or below the non-GPU offset, is a
+ * GPU target of 0 kW (every job at its floor). A SIMPLE level is 0..3,
+ * written as an integer or an integral number (2.0). A target (3.1: a
+ * string; 3.0.1: a value of VEN_NAME or RESOURCE_NAME) written as a number
+ * is compared as its decimal text.
  * A 3.1 event-level `duration` (looping the intervals) is not supported:
  * such an event is rejected (reason "loop").
  *
@@ -41,7 +52,9 @@ extern "C" {
 #endif
 
 #define PFI_OADR_ID_MAX 128   /* the specification's objectID */
-#define PFI_OADR_MAX_STEPS 96 /* e.g. a day of 15-minute intervals */
+/* intervals with a payload per event: a week of 15-minute steps (672) and
+ * some room; an event with more is refused whole (reason "intervals") */
+#define PFI_OADR_MAX_STEPS 1000
 
 typedef enum pfi_oadr_version { PFI_OADR_V3_1 = 0, PFI_OADR_V3_0_1 } pfi_oadr_version;
 
@@ -56,7 +69,7 @@ typedef enum pfi_oadr_reason {
     PFI_OADR_R_MALFORMED, /* not an EVENT, bad JSON, id, time or value */
     PFI_OADR_R_OPERATION, /* an operation that asks nothing of us (READ) */
     PFI_OADR_R_UNIT,      /* a unit other than KW, W, MW */
-    PFI_OADR_R_DURATION,  /* over 7 days (not P9999Y), under 1 s, missing */
+    PFI_OADR_R_DURATION,  /* malformed, negative, under 1 s (PT0S aside), missing */
     PFI_OADR_R_LOOP,      /* 3.1 event-level duration */
     PFI_OADR_R_INTERVALS, /* no intervals */
     PFI_OADR_R_PAYLOAD,   /* no IMPORT_CAPACITY_LIMIT or SIMPLE, or a value out of range */
@@ -90,6 +103,9 @@ typedef struct pfi_oadr_opts {
     const char *ven_name;     /* NULL or "": targets are not checked */
     const char *const *resources;
     size_t nresources;
+    /* the program's payloadDescriptors as JSON text (NULL: none known):
+       the units of payload types the event's own descriptors do not give */
+    const char *program_descriptors;
 } pfi_oadr_opts;
 
 typedef struct pfi_oadr_event {
@@ -100,6 +116,7 @@ typedef struct pfi_oadr_event {
     int targeted; /* for us (or no targets) */
     size_t nsteps;
     pfi_grid_event step[PFI_OADR_MAX_STEPS];
+    long long interval_id[PFI_OADR_MAX_STEPS]; /* each step's interval's own id */
     /* reportDescriptors: which of the payloads pfi reports it asks for
        (PFI_OADR_REPORT_*; 0 when it has none: all three), and the payload
        types it asks for that pfi cannot measure (e.g. "VOLTS, KVAR") */
@@ -108,6 +125,15 @@ typedef struct pfi_oadr_event {
     pfi_oadr_reason reason; /* why it is rejected (PFI_OADR_OK: it is not) */
     char note[160];         /* payloads or intervals that were skipped, and why */
 } pfi_oadr_event;
+
+/* An OpenADR duration from start (Unix seconds): the specification's
+ * pattern P[nY][nM][nW|nD][T[nH][nM][n[.n]S]] (openleadr-rs's full form
+ * P0Y0M0DT1H0M0S included; also weeks beside days and fractions of days,
+ * hours and minutes); years and months are calendar steps in UTC from
+ * start (the day clamped to the month's last); an end after
+ * 9999-12-31T23:59:59Z is until cancelled (*open = 1, *d = 0). 0, or -1
+ * when malformed or negative. */
+int pfi_oadr_duration(const char *s, double start, double *d, int *open);
 
 /* Parse one EVENT or notification. PFI_OK: ev describes it (ev->targeted
  * says whether it is for us; a DELETE or READ has id and version only).

@@ -336,12 +336,8 @@ static void events(void **s)
          "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"PRICE\",\"values\":[1]}]}]}",
          "no IMPORT_CAPACITY_LIMIT"},
         {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
-         "\"P1M\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
+         "\"-P1M\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
          "duration"},
-        {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
-         "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":["
-         "100]}]}]}",
-         "below the non-GPU offset"},
         {"{\"id\":\"x\",\"intervalPeriod\":{\"start\":\"2026-12-02T18:00:00Z\",\"duration\":"
          "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[7]}]}]}",
          "SIMPLE level"}};

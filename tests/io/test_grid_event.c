@@ -76,16 +76,21 @@ static void canonical(void **s)
     const char *week = "{\"id\":\"w\"," START ",\"duration_s\":604800,\"target_kw\":999999.5}";
     assert_int_equal(pfi_grid_event_parse(week, strlen(week), &ev, NULL), PFI_OK);
     round_trip(&ev);
-    expect_bad("{" START ",\"duration_s\":604801,\"level\":1}", "duration_s");
-    expect_bad("{" START ",\"duration_s\":2764800,\"level\":1}",
-               "duration_s"); /* the fuzzer's 32 days */
+    /* no bound below the end of 9999 (issue 29): 8 days, 32 days are events */
+    const char *month = "{\"id\":\"m\"," START ",\"duration_s\":2764800,\"level\":1}";
+    assert_int_equal(pfi_grid_event_parse(month, strlen(month), &ev, NULL), PFI_OK);
+    round_trip(&ev);
+    expect_bad("{" START ",\"duration_s\":2.6e11,\"level\":1}", "duration_s"); /* past 9999 */
     expect_bad("{" START ",\"duration_s\":0.5,\"level\":1}", "duration_s");
     expect_bad("{" START ",\"duration_s\":1e300,\"level\":1}", "duration_s");
     expect_bad("{" START ",\"duration_s\":1e400,\"level\":1}", "event"); /* JSON overflow */
     expect_bad("{" START ",\"duration_s\":60,\"target_kw\":1e6}", "target_kw");
     expect_bad("{" START ",\"duration_s\":60,\"target_kw\":8.9e12}",
                "target_kw"); /* the fuzzer's */
-    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":0}", "target_kw");
+    expect_bad("{" START ",\"duration_s\":60,\"target_kw\":-0.5}", "target_kw");
+    const char *zero = "{\"id\":\"z\"," START ",\"duration_s\":60,\"target_kw\":0}";
+    assert_int_equal(pfi_grid_event_parse(zero, strlen(zero), &ev, NULL), PFI_OK); /* floors */
+    round_trip(&ev);
     expect_bad("{" START ",\"level\":1}", "duration_s: missing");
     expect_bad("{" START ",\"open_ended\":false,\"level\":1}", "duration_s: missing");
     expect_bad("{" START ",\"open_ended\":1,\"level\":1}", "open_ended");
@@ -95,7 +100,7 @@ static void canonical(void **s)
     assert_true(ev.open_ended);
     assert_true(isinf(pfi_grid_event_end(&ev)));
     round_trip(&ev);
-    /* as a cancelled one is stored: ended after duration_s (may pass 7 days) */
+    /* as a cancelled one is stored: ended after duration_s */
     ev.duration_s = 40 * 86400.0;
     assert_near(pfi_grid_event_end(&ev), ev.start + 40 * 86400.0, 0);
     round_trip(&ev);
@@ -132,7 +137,9 @@ static void iso_duration(void **s)
     expect_bad("{" START ",\"duration\":\"1h\",\"level\":1}", "duration: expected an ISO 8601");
     expect_bad("{" START ",\"duration\":3600,\"level\":1}", "duration: expected an ISO 8601");
     expect_bad("{" START ",\"duration\":\"PT0S\",\"level\":1}", "duration");
-    expect_bad("{" START ",\"duration\":\"P8D\",\"level\":1}", "duration_s");
+    const char *w8 = "{\"id\":\"w\"," START ",\"duration\":\"P8D\",\"level\":2}";
+    assert_int_equal(pfi_grid_event_parse(w8, strlen(w8), &ev, NULL), PFI_OK);
+    assert_near(ev.duration_s, 8 * 86400.0, 0);
 }
 
 static void openadr(void **s)
@@ -154,19 +161,36 @@ static void openadr(void **s)
     assert_true(ev.open_ended);
     round_trip(&ev);
     const char *lvl = "{\"type\":\"SIMPLE\",\"values\":[1]}";
-    expect_bad_adr("P1e303W", lvl, "intervalPeriod.duration"); /* ran forever */
-    expect_bad_adr("PT1e3S", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P32D", lvl, "intervalPeriod.duration: P32D is outside 1 s .. 7 days");
-    expect_bad_adr("P1W1D", lvl, "intervalPeriod.duration");
-    expect_bad_adr("PT0.5S", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P10000Y", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P9998Y", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P1DT", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P-1D", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P+1D", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P0x10D", lvl, "intervalPeriod.duration");
-    expect_bad_adr("PinfD", lvl, "intervalPeriod.duration");
-    expect_bad_adr("P1234567890123D", lvl, "intervalPeriod.duration");
+    expect_bad_adr("P1e303W", lvl, "duration"); /* ran forever */
+    expect_bad_adr("PT1e3S", lvl, "duration");
+    expect_bad_adr("PT0.5S", lvl, "under 1 s");
+    expect_bad_adr("P1DT", lvl, "duration");
+    expect_bad_adr("P-1D", lvl, "duration");
+    expect_bad_adr("-P1D", lvl, "duration"); /* negative: the spec's pattern allows the sign */
+    expect_bad_adr("P+1D", lvl, "duration");
+    expect_bad_adr("P0x10D", lvl, "duration");
+    expect_bad_adr("PinfD", lvl, "duration");
+    expect_bad_adr("P1.5M", lvl, "duration");
+    expect_bad_adr("PT1H2D", lvl, "duration");
+    expect_bad_adr("P1D1Y", lvl, "duration");
+    /* issue 29: calendar parts from the start, huge ones until cancelled */
+    const char *f32 = "{\"id\":\"f\",\"intervalPeriod\":{" START ",\"duration\":\"P32D\"},"
+                      "\"intervals\":[{\"payloads\":[" "{\"type\":\"SIMPLE\",\"values\":[1]}" "]}]}";
+    assert_int_equal(adr_parse(f32, 10, &ev, &del, NULL), PFI_OK);
+    assert_near(ev.duration_s, 32 * 86400.0, 0);
+    assert_false(ev.open_ended);
+    round_trip(&ev);
+    static const char *const forever_forms[] = {"P10000Y", "P9998Y", "P1234567890123D",
+                                                "P9999Y0M0DT0H0M0S", "PT99999999999999999999H"};
+    for (size_t k = 0; k < sizeof forever_forms / sizeof *forever_forms; k++) {
+        char j[400];
+        snprintf(j, sizeof j,
+                 "{\"id\":\"f\",\"intervalPeriod\":{" START ",\"duration\":\"%s\"},"
+                 "\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
+                 forever_forms[k]);
+        if (adr_parse(j, 10, &ev, &del, NULL)) fail_msg("%s refused", forever_forms[k]);
+        if (!ev.open_ended) fail_msg("%s is not until cancelled", forever_forms[k]);
+    }
     expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[8.9e12]}", "values[0]");
     expect_bad_adr("PT1H", "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1000010]}",
                    "values[0]");

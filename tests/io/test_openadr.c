@@ -168,7 +168,6 @@ static void rejected(void **s)
 {
     (void)s;
     bad("bad_unit_kva.json", PFI_OADR_R_UNIT, "KVA");
-    bad("bad_duration_8d.json", PFI_OADR_R_DURATION, "P8D");
     bad("bad_no_intervals.json", PFI_OADR_R_INTERVALS, "intervals");
     bad("bad_loop_duration.json", PFI_OADR_R_LOOP, "duration");
     assert_string_equal(pfi_oadr_reason_name(PFI_OADR_R_UNIT), "unit");
@@ -185,10 +184,10 @@ static void rejected(void **s)
         {"{\"id\":\"a.b\",\"intervals\":[]}", PFI_OADR_R_MALFORMED, "id"},
         {"{\"id\":\"a\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"
          "\"P1e303W\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
-         PFI_OADR_R_DURATION, "intervalPeriod.duration"},
+         PFI_OADR_R_DURATION, "P1e303W"},
         {"{\"id\":\"a\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"
-         "\"P10000Y\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
-         PFI_OADR_R_DURATION, "intervalPeriod.duration"},
+         "\"-PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
+         PFI_OADR_R_DURATION, "not an OpenADR duration"},
         {"{\"id\":\"a\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"
          "\"PT1H\"},\"intervals\":[{\"payloads\":[{\"type\":\"PRICE\",\"values\":[1]}]}]}",
          PFI_OADR_R_PAYLOAD, "no IMPORT_CAPACITY_LIMIT or SIMPLE"},
@@ -199,7 +198,7 @@ static void rejected(void **s)
         {"{\"id\":\"a\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\",\"duration\":"
          "\"P9999Y\"},\"intervals\":[{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]},"
          "{\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2]}]}]}",
-         PFI_OADR_R_DURATION, "P9999Y"},
+         PFI_OADR_R_DURATION, "until cancelled"},
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         pfi_error e;
@@ -301,10 +300,170 @@ static void versions(void **s)
     pfi_oadr_book_free(&b);
 }
 
+
+/* issue 29: every duration form of the specification's pattern and of
+ * openleadr-rs's serializer, calendar parts from the start in UTC */
+static void durations(void **s)
+{
+    (void)s;
+    double d, t0, t1;
+    int open;
+    struct {
+        const char *from, *dur, *to; /* to NULL: until cancelled */
+    } c[] = {
+        {"2026-01-31T00:00:00Z", "P1M", "2026-02-28T00:00:00Z"}, /* day clamped */
+        {"2024-01-31T12:00:00Z", "P1M", "2024-02-29T12:00:00Z"}, /* leap year */
+        {"2024-02-29T00:00:00Z", "P1Y", "2025-02-28T00:00:00Z"},
+        {"2026-03-01T00:00:00Z", "P0Y0M0DT1H0M0S", "2026-03-01T01:00:00Z"}, /* openleadr-rs */
+        {"2026-03-01T00:00:00Z", "P0Y0M1DT0H15M0S", "2026-03-02T00:15:00Z"},
+        {"2026-03-01T00:00:00Z", "P1Y2M3DT4H5M6S", "2027-05-04T04:05:06Z"},
+        {"2026-03-01T00:00:00Z", "P2W", "2026-03-15T00:00:00Z"},
+        {"2026-03-01T00:00:00Z", "PT15M", "2026-03-01T00:15:00Z"},
+        {"2026-03-01T00:00:00Z", "PT0.5S", "2026-03-01T00:00:00.500Z"},
+        {"2026-03-01T00:00:00Z", "P13M", "2027-04-01T00:00:00Z"},
+        {"2026-03-01T00:00:00Z", "P7973Y", "9999-03-01T00:00:00Z"},
+        {"2026-03-01T00:00:00Z", "P7974Y", NULL}, /* ends after 9999 */
+        {"2026-03-01T00:00:00Z", "P9999Y", NULL},
+        {"2026-03-01T00:00:00Z", "P9999Y0M0DT0H0M0S", NULL}, /* openleadr-rs */
+        {"2026-03-01T00:00:00Z", "P99999999999999999999Y", NULL},
+        {"2026-03-01T00:00:00Z", "PT99999999999999999999S", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        assert_int_equal(pfi_rfc3339_parse(c[i].from, &t0), 0);
+        if (pfi_oadr_duration(c[i].dur, t0, &d, &open)) fail_msg("%s refused", c[i].dur);
+        if (!c[i].to) {
+            if (!open) fail_msg("%s: not until cancelled (%g s)", c[i].dur, d);
+            continue;
+        }
+        assert_int_equal(pfi_rfc3339_parse(c[i].to, &t1), 0);
+        if (open || fabs(t0 + d - t1) > 1e-6)
+            fail_msg("%s from %s: %g s, expected %g", c[i].dur, c[i].from, d, t1 - t0);
+    }
+    static const char *const bad_forms[] = {"-PT1H", "PT-1H", "P", "PT",    "P1",   "1H",
+                                            "P1H",   "PT1D",  "P1.5Y", "P1Y1Y", "P1DT", "P1e3D",
+                                            "P1S",   "PT1M1H"};
+    for (size_t i = 0; i < sizeof bad_forms / sizeof *bad_forms; i++)
+        if (!pfi_oadr_duration(bad_forms[i], NOW, &d, &open)) fail_msg("%s accepted", bad_forms[i]);
+}
+
+static pfi_status parse_text(const char *j, const pfi_oadr_opts *o, pfi_error *e)
+{
+    return pfi_oadr_parse(j, strlen(j), o, &ev, e);
+}
+
+/* issue 29: "now" as VTNs store it, and on an interval (User Guide 7.3) */
+static void now_forms(void **s)
+{
+    (void)s;
+    pfi_oadr_opts o = {.now = NOW};
+    static const char *const forms[] = {"0001-01-01", "0001-01-01T00:00:00",
+                                        "0001-01-01T00:00:00Z", "0001-01-01T00:00:00+00:00",
+                                        "0001-01-01T00:00:00.000Z"};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        char j[400];
+        snprintf(j, sizeof j,
+                 "{\"id\":\"n\",\"intervalPeriod\":{\"start\":\"%s\",\"duration\":\"PT5M\"},"
+                 "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}",
+                 forms[i]);
+        pfi_error e;
+        if (parse_text(j, &o, &e)) fail_msg("%s: %s", forms[i], e.msg);
+        assert_near(ev.step[0].start, NOW, 1e-9);
+    }
+    /* the event starts at 12:00; interval 0 "now" = the event's start,
+       interval 1 "now" = interval 0's end (not the wall clock) */
+    const char *ug73 =
+        "{\"id\":\"u\",\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\",\"duration\":"
+        "\"PT5M\"},\"intervals\":["
+        "{\"id\":7,\"intervalPeriod\":{\"start\":\"0001-01-01T00:00:00Z\"},"
+        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]},"
+        "{\"id\":9,\"intervalPeriod\":{\"start\":\"0001-01-01\",\"duration\":\"PT10M\"},"
+        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2]}]}]}";
+    pfi_error e;
+    if (parse_text(ug73, &o, &e)) fail_msg("%s", e.msg);
+    double t;
+    assert_int_equal(pfi_rfc3339_parse("2026-05-01T12:00:00Z", &t), 0);
+    assert_int_equal(ev.nsteps, 2);
+    assert_near(ev.step[0].start, t, 1e-9);
+    assert_near(ev.step[1].start, t + 300, 1e-9);
+    assert_near(ev.step[1].duration_s, 600, 1e-9);
+    assert_int_equal(ev.interval_id[0], 7);
+    assert_int_equal(ev.interval_id[1], 9);
+    /* no event start: "now" on the first interval is the receipt */
+    const char *nostart = "{\"id\":\"u\",\"intervals\":[{\"id\":0,\"intervalPeriod\":{\"start\":"
+                          "\"0001-01-01\",\"duration\":\"PT1H\"},\"payloads\":[{\"type\":"
+                          "\"SIMPLE\",\"values\":[1]}]}]}";
+    assert_int_equal(parse_text(nostart, &o, NULL), PFI_OK);
+    assert_near(ev.step[0].start, NOW, 1e-9);
+}
+
+/* issue 29 item 7 and 4: an interval without a duration, 0 kW, SIMPLE 2.0,
+ * numeric resource names, units from the program, 672 intervals */
+static void wire_forms(void **s)
+{
+    (void)s;
+    pfi_oadr_opts o = {.now = NOW, .non_gpu_offset_kw = 1};
+    const char *nodur =
+        "{\"id\":\"a\",\"intervals\":["
+        "{\"id\":0,\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\"},"
+        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]},"
+        "{\"id\":1,\"intervalPeriod\":{\"start\":\"2026-05-01T12:20:00Z\"},"
+        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2.0]}]}]}";
+    pfi_error e;
+    if (parse_text(nodur, &o, &e)) fail_msg("%s", e.msg);
+    assert_near(ev.step[0].duration_s, 1200, 1e-9); /* until the next interval */
+    assert_int_equal(ev.step[1].open_ended, 1);     /* the last: until cancelled */
+    assert_int_equal(ev.step[1].level, 2);          /* 2.0 */
+    const char *zero = "{\"id\":\"z\",\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\","
+                       "\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":"
+                       "\"IMPORT_CAPACITY_LIMIT\",\"values\":[0]}]}]}";
+    if (parse_text(zero, &o, &e)) fail_msg("%s", e.msg);
+    assert_near(ev.step[0].target_kw, 0, 0); /* every job at its floor */
+    assert_non_null(strstr(ev.note, "floor"));
+    /* units from the program: 5000 W is 5 kW, not 5000 kW */
+    const char *prog = "{\"id\":\"p\",\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\","
+                       "\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":"
+                       "\"IMPORT_CAPACITY_LIMIT\",\"values\":[5000]}]}]}";
+    o.program_descriptors = "[{\"payloadType\":\"IMPORT_CAPACITY_LIMIT\",\"units\":\"W\"}]";
+    if (parse_text(prog, &o, &e)) fail_msg("%s", e.msg);
+    assert_near(ev.step[0].target_kw, 4, 1e-9); /* 5 kW less the 1 kW offset */
+    o.program_descriptors = "[{\"payloadType\":\"IMPORT_CAPACITY_LIMIT\",\"units\":\"KVA\"}]";
+    assert_int_not_equal(parse_text(prog, &o, &e), PFI_OK);
+    assert_int_equal(ev.reason, PFI_OADR_R_UNIT);
+    o.program_descriptors = NULL;
+    assert_int_equal(parse_text(prog, &o, NULL), PFI_OK);
+    assert_near(ev.step[0].target_kw, 4999, 1e-9); /* no unit anywhere: KW */
+    /* a resource named by a number */
+    const char *res[] = {"42"};
+    pfi_oadr_opts r = {.now = NOW, .ven_name = "ven", .resources = res, .nresources = 1};
+    const char *num = "{\"id\":\"t\",\"targets\":[42],\"intervalPeriod\":{\"start\":"
+                      "\"2026-05-01T12:00:00Z\",\"duration\":\"PT1H\"},\"intervals\":[{\"id\":0,"
+                      "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}";
+    assert_int_equal(parse_text(num, &r, NULL), PFI_OK);
+    assert_true(ev.targeted);
+    /* a week of 15-minute steps in openleadr-rs's full form: every interval kept */
+    size_t cap = 200000, n = 0;
+    char *big = malloc(cap);
+    assert_non_null(big);
+    n += (size_t)snprintf(big + n, cap - n,
+                          "{\"id\":\"week\",\"intervalPeriod\":{\"start\":\"2026-05-01T00:00:00Z\","
+                          "\"duration\":\"P0Y0M0DT0H15M0S\"},\"intervals\":[");
+    for (int i = 0; i < 672; i++)
+        n += (size_t)snprintf(big + n, cap - n,
+                              "%s{\"id\":%d,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[%d]}]}",
+                              i ? "," : "", i, 1 + i % 3);
+    snprintf(big + n, cap - n, "]}");
+    if (parse_text(big, &o, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 672);
+    assert_near(ev.step[671].start - ev.step[0].start, 671 * 900.0, 1e-6);
+    assert_int_equal(ev.interval_id[671], 671);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(capacity_limit), cmocka_unit_test(simple),  cmocka_unit_test(rejected),
-        cmocka_unit_test(operations),     cmocka_unit_test(targets), cmocka_unit_test(versions)};
+        cmocka_unit_test(operations),     cmocka_unit_test(targets), cmocka_unit_test(versions),
+        cmocka_unit_test(durations),      cmocka_unit_test(now_forms), cmocka_unit_test(wire_forms)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

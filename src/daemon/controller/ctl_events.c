@@ -94,10 +94,8 @@ pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err)
     if (e->status == CTL_EV_SCHEDULED) {
         e->status = CTL_EV_CANCELLED;
     } else if (e->status == CTL_EV_ACTIVE) {
-        if (now < pfi_grid_event_end(&e->ev)) { /* end now; ramp down */
-            double max_s = e->ev.open_ended ? PFI_EVENT_MAX_OPEN_ENDED_S : PFI_EVENT_MAX_DURATION_S;
-            e->ev.duration_s = fmin(fmax(1, now - e->ev.start), max_s);
-        }
+        if (now < pfi_grid_event_end(&e->ev)) /* end now; ramp down */
+            e->ev.duration_s = fmax(1, now - e->ev.start);
         e->cancelled = 1;
     } else {
         return pfi_errorf(err, PFI_ESTATE, "event %s is already %s", id,

@@ -69,7 +69,7 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
     double start = e->ev.start, end = pfi_grid_event_end(s);
     e->ev = *s;
     e->ev.start = start;
-    if (!s->open_ended) e->ev.duration_s = fmin(fmax(1, end - start), PFI_EVENT_MAX_DURATION_S);
+    if (!s->open_ended) e->ev.duration_s = fmax(1, end - start);
     e->target_w = ctl_event_target_w(&c->cfg, e);
     e->reached_t = NAN;
     ctl_log(c, "event %s (openadr) updated while active: target %.0f W, %s", e->ev.id, e->target_w,
