@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define PFI_EVENT_MAX_END_S 253402300799.0 /* 9999-12-31T23:59:59Z: the latest end */
+#define PFI_EVENT_MAX_END_S 253402300799.0     /* 9999-12-31T23:59:59Z: the latest end */
 #define PFI_EVENT_MIN_START_S (-62135596800.0) /* 0001-01-01T00:00:00Z */
 #define PFI_EVENT_MAX_TARGET_KW 1e6
 #define PFI_EVENT_ID_MAX 140 /* characters; OpenADR's 128 and a step suffix */

@@ -132,7 +132,8 @@ static size_t number_read(const char *s, double *v, int *frac)
     if (p == s) return 0;
     if (*p == '.' || *p == ',') {
         const char *f = ++p;
-        for (double scale = 0.1; isdigit((unsigned char)*p); scale /= 10) *v += (*p++ - '0') * scale;
+        for (double scale = 0.1; isdigit((unsigned char)*p); scale /= 10)
+            *v += (*p++ - '0') * scale;
         if (p == f) return 0;
         *frac = 1;
     }
@@ -451,8 +452,8 @@ static pfi_status step_add(json_t *x, size_t i, double st, double d, int open, j
                       "intervals: more than %d with a payload: the whole event is refused",
                       PFI_OADR_MAX_STEPS);
     json_t *idv = json_object_get(x, "id");
-    ev->interval_id[ev->nsteps] = json_is_integer(idv) ? (long long)json_integer_value(idv)
-                                                       : (long long)i;
+    ev->interval_id[ev->nsteps] =
+        json_is_integer(idv) ? (long long)json_integer_value(idv) : (long long)i;
     ev->step[ev->nsteps++] = s;
     return PFI_OK;
 }

@@ -51,7 +51,7 @@
 extern "C" {
 #endif
 
-#define PFI_OADR_ID_MAX 128   /* the specification's objectID */
+#define PFI_OADR_ID_MAX 128 /* the specification's objectID */
 /* intervals with a payload per event: a week of 15-minute steps (672) and
  * some room; an event with more is refused whole (reason "intervals") */
 #define PFI_OADR_MAX_STEPS 1000

@@ -175,7 +175,9 @@ static void openadr(void **s)
     expect_bad_adr("P1D1Y", lvl, "duration");
     /* issue 29: calendar parts from the start, huge ones until cancelled */
     const char *f32 = "{\"id\":\"f\",\"intervalPeriod\":{" START ",\"duration\":\"P32D\"},"
-                      "\"intervals\":[{\"payloads\":[" "{\"type\":\"SIMPLE\",\"values\":[1]}" "]}]}";
+                      "\"intervals\":[{\"payloads\":["
+                      "{\"type\":\"SIMPLE\",\"values\":[1]}"
+                      "]}]}";
     assert_int_equal(adr_parse(f32, 10, &ev, &del, NULL), PFI_OK);
     assert_near(ev.duration_s, 32 * 86400.0, 0);
     assert_false(ev.open_ended);

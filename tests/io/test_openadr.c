@@ -300,7 +300,6 @@ static void versions(void **s)
     pfi_oadr_book_free(&b);
 }
 
-
 /* issue 29: every duration form of the specification's pattern and of
  * openleadr-rs's serializer, calendar parts from the start in UTC */
 static void durations(void **s)
@@ -339,9 +338,9 @@ static void durations(void **s)
         if (open || fabs(t0 + d - t1) > 1e-6)
             fail_msg("%s from %s: %g s, expected %g", c[i].dur, c[i].from, d, t1 - t0);
     }
-    static const char *const bad_forms[] = {"-PT1H", "PT-1H", "P", "PT",    "P1",   "1H",
-                                            "P1H",   "PT1D",  "P1.5Y", "P1Y1Y", "P1DT", "P1e3D",
-                                            "P1S",   "PT1M1H"};
+    static const char *const bad_forms[] = {"-PT1H", "PT-1H", "P",    "PT",    "P1",
+                                            "1H",    "P1H",   "PT1D", "P1.5Y", "P1Y1Y",
+                                            "P1DT",  "P1e3D", "P1S",  "PT1M1H"};
     for (size_t i = 0; i < sizeof bad_forms / sizeof *bad_forms; i++)
         if (!pfi_oadr_duration(bad_forms[i], NOW, &d, &open)) fail_msg("%s accepted", bad_forms[i]);
 }
@@ -356,9 +355,8 @@ static void now_forms(void **s)
 {
     (void)s;
     pfi_oadr_opts o = {.now = NOW};
-    static const char *const forms[] = {"0001-01-01", "0001-01-01T00:00:00",
-                                        "0001-01-01T00:00:00Z", "0001-01-01T00:00:00+00:00",
-                                        "0001-01-01T00:00:00.000Z"};
+    static const char *const forms[] = {"0001-01-01", "0001-01-01T00:00:00", "0001-01-01T00:00:00Z",
+                                        "0001-01-01T00:00:00+00:00", "0001-01-01T00:00:00.000Z"};
     for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
         char j[400];
         snprintf(j, sizeof j,
@@ -402,12 +400,11 @@ static void wire_forms(void **s)
 {
     (void)s;
     pfi_oadr_opts o = {.now = NOW, .non_gpu_offset_kw = 1};
-    const char *nodur =
-        "{\"id\":\"a\",\"intervals\":["
-        "{\"id\":0,\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\"},"
-        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]},"
-        "{\"id\":1,\"intervalPeriod\":{\"start\":\"2026-05-01T12:20:00Z\"},"
-        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2.0]}]}]}";
+    const char *nodur = "{\"id\":\"a\",\"intervals\":["
+                        "{\"id\":0,\"intervalPeriod\":{\"start\":\"2026-05-01T12:00:00Z\"},"
+                        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]},"
+                        "{\"id\":1,\"intervalPeriod\":{\"start\":\"2026-05-01T12:20:00Z\"},"
+                        "\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2.0]}]}]}";
     pfi_error e;
     if (parse_text(nodur, &o, &e)) fail_msg("%s", e.msg);
     assert_near(ev.step[0].duration_s, 1200, 1e-9); /* until the next interval */
@@ -462,8 +459,10 @@ static void wire_forms(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(capacity_limit), cmocka_unit_test(simple),  cmocka_unit_test(rejected),
-        cmocka_unit_test(operations),     cmocka_unit_test(targets), cmocka_unit_test(versions),
-        cmocka_unit_test(durations),      cmocka_unit_test(now_forms), cmocka_unit_test(wire_forms)};
+        cmocka_unit_test(capacity_limit), cmocka_unit_test(simple),
+        cmocka_unit_test(rejected),       cmocka_unit_test(operations),
+        cmocka_unit_test(targets),        cmocka_unit_test(versions),
+        cmocka_unit_test(durations),      cmocka_unit_test(now_forms),
+        cmocka_unit_test(wire_forms)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
