@@ -606,6 +606,9 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
         return reject(ev, PFI_OADR_R_MALFORMED, err, "payloadDescriptors: expected an array");
     if (targets_read(tg, o, ev, err)) return PFI_EINVAL;
     if (ev->op != PFI_OADR_OP_UPSERT) return PFI_OK; /* the rest is not needed */
+    pfi_oadr_opts oo = *o;
+    if (o->first_receipt) oo.now = o->first_receipt(o->ud, ev->id, o->now);
+    o = &oo;
     report_descriptors(rd, ev);
     if (dur && !json_is_null(dur))
         return reject(ev, PFI_OADR_R_LOOP, err,

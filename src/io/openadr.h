@@ -106,6 +106,10 @@ typedef struct pfi_oadr_opts {
     /* the program's payloadDescriptors as JSON text (NULL: none known):
        the units of payload types the event's own descriptors do not give */
     const char *program_descriptors;
+    /* what "now" means for the event id: called once its id is read (NULL:
+       opts->now); the controller answers the id's first receipt, stored */
+    double (*first_receipt)(void *ud, const char *id, double now);
+    void *ud;
 } pfi_oadr_opts;
 
 typedef struct pfi_oadr_event {
@@ -141,6 +145,11 @@ int pfi_oadr_duration(const char *s, double start, double *d, int *open);
  * when they could be read. */
 pfi_status pfi_oadr_parse(const char *json, size_t len, const pfi_oadr_opts *opts,
                           pfi_oadr_event *ev, pfi_error *err);
+
+/* What the configured version's schema requires of a REPORT a VEN POSTs
+ * (openadr_report.c): PFI_OK, or PFI_EINVAL naming the first field that
+ * fails. */
+pfi_status pfi_oadr_report_check(const char *json, size_t len, pfi_oadr_version v, pfi_error *err);
 
 /* The versions seen, per event id: a newer modificationDateTime replaces,
  * the same or an older one is ignored, each ignored or rejected version is

@@ -83,7 +83,8 @@ static void job(size_t a, const char *id, int tier, int gpus, double power_w, do
 
 static ctl_event *event(const char *id, double start, double dur, double cut_pct)
 {
-    ctl_event *e = &g_st.event[g_st.nevents++];
+    ctl_event *e = ctl_state_event_new(&g_st);
+    assert_non_null(e);
     memset(e, 0, sizeof *e);
     snprintf(e->ev.id, sizeof e->ev.id, "%s", id);
     e->ev.start = start;

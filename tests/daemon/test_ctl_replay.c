@@ -74,7 +74,8 @@ static void take_events(json_t *events)
     json_t *o;
     json_array_foreach(events, i, o)
     {
-        ctl_event *e = &g_st.event[g_st.nevents++];
+        ctl_event *e = ctl_state_event_new(&g_st);
+        assert_non_null(e);
         memset(e, 0, sizeof *e);
         pfi_grid_event *v = &e->ev;
         snprintf(v->id, sizeof v->id, "%s", json_string_value(json_object_get(o, "id")));

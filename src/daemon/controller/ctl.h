@@ -120,6 +120,9 @@ typedef struct ctl_io {
     /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
        the webhook accepts besides token ("": none); its thread */
     char callback_token[PFI_TOKEN_MAX + 1];
+    /* the program's payloadDescriptors as JSON text (malloc'd; NULL: none
+       known), fetched and followed by the VTN thread, read under the lock */
+    char *program_descriptors;
     pthread_t vtn_thread;
     int vtn_running;
     atomic_int vtn_stop;
@@ -139,6 +142,7 @@ typedef struct ctl {
     ctl_io io;
     pthread_mutex_t mu;
     int wake;          /* run a period now (an event that starts now arrived) */
+    int adds_quiet;    /* ctl_event_add logs nothing (OpenADR logs one line per event) */
     double loop_s;     /* wall time of the last whole period */
     double phase_s[4]; /* its steps (CTL_PH_*) */
     double cycle_s;    /* the decision's share */
@@ -199,6 +203,14 @@ char *ctl_db_report_next(ctl *c, char *event_id, size_t n);
 int ctl_db_report_done(ctl *c, const char *event_id, const char *report_id);
 int ctl_db_report_refused(ctl *c, const char *event_id);
 /* an event's samples (pfi clock time, measured W; NaN: none), at most max */
+/* OpenADR 3: a step's VTN event id and interval id (0; -1 unknown), the
+ * first receipt of an event id (stored at the first call: what its "now"
+ * means ever after), forgotten when the VTN deletes the event */
+int ctl_db_oadr_step_put(ctl *c, const char *step_id, const char *event_id, long long interval_id);
+int ctl_db_oadr_step_get(ctl *c, const char *step_id, char *event_id, size_t n,
+                         long long *interval_id);
+double ctl_db_oadr_first(ctl *c, const char *event_id, double now);
+void ctl_db_oadr_forget(ctl *c, const char *event_id);
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
 /* ctl_agents.c (without the lock: network I/O; the control loop's thread
@@ -251,12 +263,19 @@ int ctl_trigger(ctl *c, const char *id, double cut_pct, pfi_error *err);
 /* ctl_events.c (lock held): schedule ev, or update the scheduled event with
  * its id (*updated: 1 then, 0 for a new one); refused: PFI_ESTATE (it
  * already started or ended), PFI_EINVAL (out of bounds), PFI_ERANGE (it
- * already ended), PFI_ENOMEM (too many pending events), with the reason in
- * err. Cancel: PFI_ENOTFOUND, PFI_ESTATE (already over). Each change is
- * stored at once. */
+ * already ended), PFI_ENOMEM (its source's bound of pending events,
+ * ctl_state.h, or out of memory), with the reason in err. Cancel:
+ * PFI_ENOTFOUND, PFI_ESTATE (already over). Each change is stored at once.
+ * Adding may move the event table: pointers into it are stale after. */
 pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_error *err);
 pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err);
 ctl_event *ctl_event_find(ctl *c, const char *id);
+/* the class of a source's bound: "grid" (openadr), "trigger", "operator"
+ * (api, schedule); the events of a class scheduled or running */
+const char *ctl_event_class(const char *source);
+size_t ctl_events_pending(const ctl_state *s, const char *cls);
+/* forget the finished events beyond CTL_KEEP_FINISHED (oldest end first) */
+void ctl_events_forget_finished(ctl_state *s);
 /* the target in W of an event that is active (its baseline resolved) */
 double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e);
 

@@ -33,6 +33,11 @@ static const char schema[] =
     " tries INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, report_id TEXT);"
     /* event_id: "EVENTID#k", report interval k; accepted: 0 to send, 1 accepted
        (report_id), 2 refused by the VTN (4xx), 3 nothing to report */
+    /* OpenADR 3 (issue 29): each step's VTN event id and interval id (for its
+       REPORT), and the first receipt of each event id (what its "now" means) */
+    "CREATE TABLE IF NOT EXISTS oadr_steps(step_id TEXT PRIMARY KEY, event_id TEXT NOT NULL,"
+    " interval_id INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS oadr_first(event_id TEXT PRIMARY KEY, first_s REAL NOT NULL);"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';"
     "PRAGMA user_version=1;";
@@ -136,8 +141,9 @@ int ctl_db_load_events(ctl *c)
             -1, &s, NULL) != SQLITE_OK)
         return -1;
     c->st.nevents = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && c->st.nevents < CTL_MAX_EVENTS) {
-        ctl_event *e = &c->st.event[c->st.nevents];
+    ctl_event tmp;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        ctl_event *e = &tmp;
         memset(e, 0, sizeof *e);
         const char *j = (const char *)sqlite3_column_text(s, 0);
         pfi_error err;
@@ -157,8 +163,14 @@ int ctl_db_load_events(ctl *c)
         e->ramp_s = ctl_db_col_num(s, 5);
         e->ramp_down_s = ctl_db_col_num(s, 6);
         e->reached_t = ctl_db_col_num(s, 7);
-        c->st.nevents++;
+        ctl_event *slot = ctl_state_event_new(&c->st);
+        if (!slot) {
+            ctl_log(c, "error: %s: out of memory loading events", c->cfg.db);
+            break;
+        }
+        *slot = tmp;
     }
+    ctl_events_forget_finished(&c->st);
     sqlite3_finalize(s);
     return 0;
 }
@@ -312,4 +324,71 @@ size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_
     }
     sqlite3_finalize(s);
     return n;
+}
+
+int ctl_db_oadr_step_put(ctl *c, const char *step_id, const char *event_id, long long interval_id)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->io.db, "INSERT OR REPLACE INTO oadr_steps VALUES(?,?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, step_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, interval_id);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int ctl_db_oadr_step_get(ctl *c, const char *step_id, char *event_id, size_t n,
+                         long long *interval_id)
+{
+    sqlite3_stmt *s;
+    int rc = -1;
+    if (sqlite3_prepare_v2(c->io.db, "SELECT event_id, interval_id FROM oadr_steps WHERE step_id=?",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, step_id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
+        snprintf(event_id, n, "%s", (const char *)sqlite3_column_text(s, 0));
+        *interval_id = sqlite3_column_int64(s, 1);
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+double ctl_db_oadr_first(ctl *c, const char *event_id, double now)
+{
+    sqlite3_stmt *s;
+    double t = now;
+    if (sqlite3_prepare_v2(c->io.db, "INSERT OR IGNORE INTO oadr_first VALUES(?,?)", -1, &s,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s, 2, now);
+        if (sqlite3_step(s) != SQLITE_DONE)
+            ctl_log(c, "error: storing the first receipt of OpenADR event %s: %s", event_id,
+                    sqlite3_errmsg(c->io.db));
+        sqlite3_finalize(s);
+    }
+    if (sqlite3_prepare_v2(c->io.db, "SELECT first_s FROM oadr_first WHERE event_id=?", -1, &s,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(s) == SQLITE_ROW) t = sqlite3_column_double(s, 0);
+        sqlite3_finalize(s);
+    }
+    return t;
+}
+
+void ctl_db_oadr_forget(ctl *c, const char *event_id)
+{
+    static const char *const q[] = {"DELETE FROM oadr_first WHERE event_id=?",
+                                    "DELETE FROM oadr_steps WHERE event_id=?"};
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(c->io.db, q[i], -1, &s, NULL) != SQLITE_OK) continue;
+        sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+        sqlite3_step(s);
+        sqlite3_finalize(s);
+    }
 }

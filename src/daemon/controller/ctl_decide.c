@@ -467,4 +467,7 @@ void ctl_state_free(ctl_state *s)
     free(s->job);
     s->job = NULL;
     s->njobs = s->job_cap = 0;
+    free(s->event);
+    s->event = NULL;
+    s->nevents = s->event_cap = 0;
 }

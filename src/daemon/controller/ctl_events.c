@@ -28,17 +28,58 @@ double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e)
                                           : e->baseline_w * (1 - cut / 100);
 }
 
-/* a slot for a new event: the end of the table, or the oldest finished
-   event's; NULL when every one is pending or running */
-static ctl_event *new_slot(ctl_state *s)
+static int finished(const ctl_event *e)
 {
-    if (s->nevents < CTL_MAX_EVENTS) return &s->event[s->nevents++];
-    size_t k;
-    for (k = 0; k < s->nevents; k++)
-        if (s->event[k].status == CTL_EV_DONE || s->event[k].status == CTL_EV_CANCELLED) break;
-    if (k == s->nevents) return NULL;
-    s->event[k] = s->event[--s->nevents]; /* forget the oldest finished event */
-    return &s->event[s->nevents++];
+    return e->status == CTL_EV_DONE || e->status == CTL_EV_CANCELLED;
+}
+
+/* forget the finished events beyond CTL_KEEP_FINISHED, those that ended
+   first (they stay in SQLite) */
+void ctl_events_forget_finished(ctl_state *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nevents; i++) n += finished(&s->event[i]);
+    while (n > CTL_KEEP_FINISHED) {
+        size_t old = s->nevents;
+        for (size_t i = 0; i < s->nevents; i++)
+            if (finished(&s->event[i]) &&
+                (old == s->nevents ||
+                 pfi_grid_event_end(&s->event[i].ev) < pfi_grid_event_end(&s->event[old].ev)))
+                old = i;
+        memmove(&s->event[old], &s->event[old + 1],
+                (s->nevents - old - 1) * sizeof *s->event); /* the table's order kept */
+        s->nevents--, n--;
+    }
+}
+
+const char *ctl_event_class(const char *source)
+{
+    return !strcmp(source, "openadr")   ? "grid"
+           : !strcmp(source, "trigger") ? "trigger"
+                                        : "operator";
+}
+
+size_t ctl_events_pending(const ctl_state *s, const char *cls)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nevents; i++)
+        n += !finished(&s->event[i]) && !strcmp(ctl_event_class(s->event[i].ev.source), cls);
+    return n;
+}
+
+/* room for one more scheduled or running event of ev's source: its own
+   bound (ctl_state.h); 0, or PFI_ENOMEM with the bound named */
+static pfi_status room_for(const ctl_state *s, const pfi_grid_event *ev, pfi_error *err)
+{
+    const char *cls = ctl_event_class(ev->source);
+    size_t max = !strcmp(cls, "grid")      ? CTL_GRID_MAX_STEPS
+                 : !strcmp(cls, "trigger") ? CTL_TRIGGER_MAX_EVENTS
+                                           : CTL_OPERATOR_MAX_EVENTS;
+    if (ctl_events_pending(s, cls) < max) return PFI_OK;
+    return pfi_errorf(err, PFI_ENOMEM,
+                      "too many pending events from the %s (%zu scheduled or running; cancel one "
+                      "first)",
+                      cls, max);
 }
 
 /* an event that starts now without a ramp: the fast path pushes the planned caps at once */
@@ -65,8 +106,13 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_err
         return pfi_errorf(err, PFI_ERANGE,
                           "event %s ended before it arrived (start + duration_s is in the past)",
                           ev->id);
-    ctl_event *e = old ? old : new_slot(&c->st);
-    if (!e) return pfi_errorf(err, PFI_ENOMEM, "too many pending events (%d)", CTL_MAX_EVENTS);
+    if (!old) {
+        pfi_status st = room_for(&c->st, ev, err);
+        if (st) return st;
+        ctl_events_forget_finished(&c->st);
+    }
+    ctl_event *e = old ? old : ctl_state_event_new(&c->st);
+    if (!e) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory", ev->id);
     memset(e, 0, sizeof *e);
     e->ev = *ev;
     e->status = CTL_EV_SCHEDULED;
@@ -77,8 +123,9 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_err
     char dur[48];
     if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
     else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
-    ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source,
-            old ? "updated" : "received", ev->start - now, dur);
+    if (!c->adds_quiet)
+        ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source,
+                old ? "updated" : "received", ev->start - now, dur);
     if (ev->start <= now + c->cfg.period_s)
         c->wake = 1; /* starts now: do not wait for the next period */
     fast_path(c, e, now);

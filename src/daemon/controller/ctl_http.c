@@ -74,6 +74,7 @@ json_t *ctl_event_json(const ctl_event *e)
                         isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
     json_object_set_new(o, "target_w",
                         isfinite(e->target_w) ? json_real(e->target_w) : json_null());
+    if (e->ended_by[0]) json_object_set_new(o, "ended_by", json_string(e->ended_by));
     return o;
 }
 
@@ -220,7 +221,7 @@ static void head(pfi_buf *b, const char *name, const char *type, const char *hel
 }
 
 /* events on /metrics: the running ones and those ended within this long
- * (pfi clock), at most CTL_MAX_EVENTS; older ones are in /v1/events */
+ * (pfi clock), at most CTL_LIST_EVENTS; older ones are in /v1/events */
 #define CTL_METRICS_EVENT_AGE_S 3600.0
 
 /* per event {event_id} (ids come from the grid operator: escaped): its
@@ -230,9 +231,9 @@ static void head(pfi_buf *b, const char *name, const char *type, const char *hel
 static void event_metrics(ctl *c, pfi_buf *b)
 {
     double now = pfi_clock_now();
-    json_t *ev[CTL_MAX_EVENTS];
+    json_t *ev[CTL_LIST_EVENTS];
     size_t n = 0;
-    for (size_t i = 0; i < c->st.nevents && n < CTL_MAX_EVENTS; i++) {
+    for (size_t i = 0; i < c->st.nevents && n < CTL_LIST_EVENTS; i++) {
         ctl_event *e = &c->st.event[i];
         double end = pfi_grid_event_end(&e->ev);
         int active = (e->status == CTL_EV_ACTIVE);

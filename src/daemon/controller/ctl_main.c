@@ -420,6 +420,7 @@ static void shut_down(ctl *c)
     ctl_inputs_free(&c->io.in);
     ctl_decision_free(&c->io.dec);
     pfi_oadr_book_free(&c->oadr_book);
+    free(c->io.program_descriptors);
     ctl_config_free(&c->cfg);
     ctl_persist_close(c);
     sqlite3_close(c->io.db);

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "clock.h"
 #include "ctl.h"
 
@@ -78,10 +80,105 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
     c->wake = 1;
 }
 
+/* the OpenADR id a grid step belongs to: its id up to a ".k" suffix */
+static size_t base_len(const char *step_id)
+{
+    const char *dot = strrchr(step_id, '.');
+    return dot ? (size_t)(dot - step_id) : strlen(step_id);
+}
+
+static int cmp_base(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t nx = base_len(x), ny = base_len(y);
+    int r = strncmp(x, y, nx < ny ? nx : ny);
+    return r ? r : (nx > ny) - (nx < ny);
+}
+
+/* does ev fit the grid's bounds (ctl_state.h) once its own pending steps
+   are replaced? The whole event or nothing: 0, or -1 with err set */
+static int grid_room(ctl *c, const pfi_oadr_event *ev, double now, pfi_error *err)
+{
+    const ctl_state *s = &c->st;
+    size_t other = 0, adds = 0, nb = 0;
+    const char **base = malloc((s->nevents + 1) * sizeof *base);
+    if (!base) return pfi_errorf(err, PFI_ENOMEM, "out of memory"), -1;
+    for (size_t i = 0; i < s->nevents; i++) {
+        const ctl_event *e = &s->event[i];
+        if (ended(e) || strcmp(ctl_event_class(e->ev.source), "grid") || step_of(e, ev->id))
+            continue;
+        other++;
+        base[nb++] = e->ev.id;
+    }
+    for (size_t k = 0; k < ev->nsteps; k++) adds += pfi_grid_event_end(&ev->step[k]) > now;
+    qsort(base, nb, sizeof *base, cmp_base);
+    size_t events = 0;
+    for (size_t i = 0; i < nb; i++) events += i == 0 || cmp_base(&base[i - 1], &base[i]);
+    free(base);
+    if (other + adds > CTL_GRID_MAX_STEPS)
+        return pfi_errorf(err, PFI_ENOMEM,
+                          "%zu intervals with the %zu the grid has pending would pass the bound "
+                          "of %d: the whole event is refused",
+                          adds, other, CTL_GRID_MAX_STEPS),
+               -1;
+    if (adds && events + 1 > CTL_GRID_MAX_EVENTS)
+        return pfi_errorf(err, PFI_ENOMEM,
+                          "the grid has %zu events pending, the bound is %d: the whole event is "
+                          "refused",
+                          events, CTL_GRID_MAX_EVENTS),
+               -1;
+    return 0;
+}
+
+static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
+                     pfi_error *err, double now);
+
 static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out, pfi_error *err)
 {
     double now = pfi_clock_now();
+    if (grid_room(c, ev, now, err)) {
+        rejected(c, PFI_OADR_R_REFUSED, ev->id, via, err->msg);
+        return 413; /* too large for what is left: a 4xx, not a retry later */
+    }
+    /* one transaction and one log line for all of the event's intervals */
+    int txn = sqlite3_exec(c->io.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    c->adds_quiet = 1;
     cancel_steps(c, ev->id, ev);
+    int code = add_steps(c, ev, via, out, err, now);
+    c->adds_quiet = 0;
+    if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
+        sqlite3_exec(c->io.db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return code;
+}
+
+/* one line for the event's steps taken: how many, when the first starts
+   and the last ends */
+static void steps_logged(ctl *c, const pfi_oadr_event *ev, const char *via, size_t taken,
+                         double now)
+{
+    double first = INFINITY, last = -INFINITY;
+    for (size_t k = 0; k < ev->nsteps; k++) {
+        double end = pfi_grid_event_end(&ev->step[k]);
+        if (end <= now) continue;
+        first = fmin(first, ev->step[k].start);
+        last = fmax(last, end);
+    }
+    char lastbuf[48];
+    if (isfinite(last))
+        snprintf(lastbuf, sizeof lastbuf, "the last ends %.0f s from now", last - now);
+    else snprintf(lastbuf, sizeof lastbuf, "until cancelled");
+    ctl_log(c,
+            "OpenADR event %s (%s): %zu interval%s scheduled or updated, the first starts %.0f s "
+            "from now, %s",
+            ev->id, via, taken, taken == 1 ? "" : "s", first - now, lastbuf);
+}
+
+/* each step of ev that has not ended: added, or retargeted while active */
+static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
+                     pfi_error *err, double now)
+{
     json_t *steps = json_array();
     size_t taken = 0, past = 0, refused = 0;
     int code = 200;
@@ -109,6 +206,7 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
             }
         }
         taken++;
+        ctl_db_oadr_step_put(c, s->id, ev->id, ev->interval_id[k]);
         ctl_event *added = ctl_event_find(c, s->id);
         if (added) added->report_mask = ev->report_mask;
         json_array_append_new(steps, ctl_event_json(added));
@@ -129,6 +227,7 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
         return code;
     }
     if (past) ctl_log(c, "OpenADR event %s: %zu intervals already over, skipped", ev->id, past);
+    steps_logged(c, ev, via, taken, now);
     if (ev->report_unmeasured[0])
         ctl_log(c,
                 "OpenADR event %s: reportDescriptors ask for %s: pfi cannot measure %s, not "
@@ -137,6 +236,12 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
     *out = answer(ev->id, "applied", NULL);
     json_object_set_new(*out, "events", steps);
     return 200;
+}
+
+/* "now" of an event id: its first receipt, stored (lock held) */
+static double first_receipt(void *ud, const char *id, double now)
+{
+    return ctl_db_oadr_first(ud, id, now);
 }
 
 int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **out,
@@ -150,7 +255,10 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
                        .non_gpu_offset_kw = c->cfg.non_gpu_offset_kw,
                        .ven_name = c->cfg.openadr_ven_name,
                        .resources = res,
-                       .nresources = c->cfg.openadr_nresources};
+                       .nresources = c->cfg.openadr_nresources,
+                       .program_descriptors = c->io.program_descriptors,
+                       .first_receipt = first_receipt,
+                       .ud = c};
     pfi_oadr_event *ev = malloc(sizeof *ev);
     if (!ev) {
         pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -179,6 +287,7 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
         *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_OPERATION));
     } else if (ev->op == PFI_OADR_OP_DELETE) {
         cancel_steps(c, ev->id, NULL);
+        ctl_db_oadr_forget(c, ev->id);
         ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
         *out = answer(ev->id, "deleted", NULL);
         json_object_set_new(*out, "status", json_string("cancelled"));

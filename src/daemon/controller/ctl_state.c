@@ -64,3 +64,12 @@ int ctl_event_status_parse(const char *name, ctl_event_status *s)
         }
     return -1;
 }
+
+ctl_event *ctl_state_event_new(ctl_state *s)
+{
+    if (pfi_vec_reserve(&s->event, &s->event_cap, s->nevents + 1, sizeof *s->event, NULL))
+        return NULL;
+    ctl_event *e = &s->event[s->nevents++];
+    memset(e, 0, sizeof *e);
+    return e;
+}

@@ -15,8 +15,21 @@
 #include "pfi/model_file.h"
 
 #define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
-#define CTL_MAX_EVENTS 64
-#define CTL_PLAN_MAX 8 /* cuts in the response plan: levels 1..3, scheduled events */
+/* The event table (issue 29): growable, with a bound per source so that no
+ * source can take another's room. The grid (OpenADR: poll, webhook) keeps
+ * at most CTL_GRID_MAX_EVENTS events and CTL_GRID_MAX_STEPS steps
+ * (intervals) scheduled or running — an event that does not fit is refused
+ * whole; the operator (API, schedule file) CTL_OPERATOR_MAX_EVENTS; the
+ * trigger CTL_TRIGGER_MAX_EVENTS of its own, so the emergency path always
+ * has room. Finished events stay in memory (the report, /v1/events) up to
+ * CTL_KEEP_FINISHED, the oldest forgotten first (SQLite keeps them all). */
+#define CTL_GRID_MAX_EVENTS 256
+#define CTL_GRID_MAX_STEPS 16384
+#define CTL_OPERATOR_MAX_EVENTS 256
+#define CTL_TRIGGER_MAX_EVENTS 64
+#define CTL_KEEP_FINISHED 256
+#define CTL_LIST_EVENTS 64 /* events on /metrics at most */
+#define CTL_PLAN_MAX 8     /* cuts in the response plan: levels 1..3, scheduled events */
 #define CTL_JOB_ID_MAX 63
 
 struct ctl_cfg;
@@ -111,14 +124,18 @@ typedef struct ctl_event {
        0: all three). Not kept across a restart (then all three). */
     unsigned report_mask;
     size_t reports_kept; /* report intervals 0..reports_kept-1 are in the table (ctl_vtn.c) */
+    /* why it ended before its end ("": it did not, or the operator's
+       DELETE): "deleted at the VTN" when the grid discarded it (not kept
+       across a restart) */
+    char ended_by[32];
 } ctl_event;
 
 /* what the decision keeps across periods */
 typedef struct ctl_state {
     ctl_job *job; /* growable (vec.h) */
     size_t njobs, job_cap;
-    ctl_event event[CTL_MAX_EVENTS];
-    size_t nevents;
+    ctl_event *event; /* growable (vec.h; ctl_state_event_new) */
+    size_t nevents, event_cap;
     double integral_w;
     int stable_periods; /* periods with unchanged caps and budget */
     int feasible;
@@ -165,5 +182,8 @@ void ctl_decision_free(ctl_decision *d);
 int ctl_decide(const struct ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *s,
                const ctl_inputs *in, double now, ctl_decision *d);
 void ctl_state_free(ctl_state *s);
+/* a new event at the end of s's table, zeroed; NULL when out of memory.
+ * It may move the table: pointers into it are stale after a call. */
+ctl_event *ctl_state_event_new(ctl_state *s);
 
 #endif

@@ -29,6 +29,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "vec.h"
 #include "vtn_client.h"
 
 /* a secret file: the token file's rules (regular, not a symlink, mode 0600
@@ -97,6 +98,17 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
         size_t b = (size_t)((t[i] - start) / R);
         if (b < nb) sum[b] += m[i], cnt[b]++;
     }
+    /* the VTN's own event id and the interval's own id (issue 29): a step of
+       a multi-interval event is "ID.k" here, which the VTN does not know */
+    char vid[PFI_OADR_ID_MAX + 1];
+    long long iid = 0;
+    if (ctl_db_oadr_step_get(c, e->ev.id, vid, sizeof vid, &iid)) {
+        const char *dot = strrchr(e->ev.id, '.');
+        size_t len = dot ? (size_t)(dot - e->ev.id) : strlen(e->ev.id);
+        snprintf(vid, sizeof vid, "%.*s", (int)(len < PFI_OADR_ID_MAX ? len : PFI_OADR_ID_MAX),
+                 e->ev.id);
+        iid = dot ? strtoll(dot + 1, NULL, 10) : 0;
+    }
     json_t *iv = json_array();
     double base_kw = e->baseline_w / 1000;
     /* what the event's reportDescriptors ask for (all three without them) */
@@ -116,7 +128,7 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
             if (want & (1u << k))
                 json_array_append_new(pl,
                                       json_pack("{s:s,s:[f]}", "type", types[k], "values", v[k]));
-        json_array_append_new(iv, json_pack("{s:I,s:{s:s,s:s},s:o}", "id", (json_int_t)b,
+        json_array_append_new(iv, json_pack("{s:I,s:{s:s,s:s},s:o}", "id", (json_int_t)iid,
                                             "intervalPeriod", "start", ts, "duration", dur,
                                             "payloads", pl));
     }
@@ -130,7 +142,7 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
                                                       units[i]));
         char name[sizeof e->ev.id + 4]; /* "pfi " and the event id */
         snprintf(name, sizeof name, "pfi %s", e->ev.id);
-        json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", e->ev.id, "clientName",
+        json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", vid, "clientName",
                               g->openadr_ven_name, "reportName", name, "payloadDescriptors", desc,
                               "resources", "resourceName", "pfi-gpus", "intervals", iv);
         if (r && v301) {
@@ -195,6 +207,15 @@ static int send_report(ctl *c, pfi_vtn *v)
     if (!body) return 0;
     pfi_http_reply r;
     pfi_error e;
+    if (pfi_oadr_report_check(body, strlen(body), (pfi_oadr_version)c->cfg.openadr_version, &e)) {
+        free(body); /* a strict VTN must refuse it: never sent */
+        pthread_mutex_lock(&c->mu);
+        ctl_db_report_refused(c, id);
+        c->reports_refused++;
+        ctl_log(c, "error: report for event %s fails the OpenADR schema (%s): not sent", id, e.msg);
+        pthread_mutex_unlock(&c->mu);
+        return 1;
+    }
     pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
     free(body);
     json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
@@ -209,8 +230,17 @@ static int send_report(ctl *c, pfi_vtn *v)
     } else if (refused) {
         ctl_db_report_refused(c, id);
         c->reports_refused++;
-        ctl_log(c, "warning: VTN POST /reports for event %s: HTTP %ld: refused, not sent again", id,
-                r.code);
+        char said[201]; /* the VTN's answer, one line, printable */
+        size_t k = 0;
+        for (size_t i = 0; r.body && i < r.len && k + 1 < sizeof said; i++)
+            said[k++] = (unsigned char)r.body[i] < 0x20 || (unsigned char)r.body[i] >= 0x7f
+                            ? '?'
+                            : r.body[i];
+        said[k] = '\0';
+        ctl_log(c,
+                "warning: VTN POST /reports for event %s: HTTP %ld: refused, not sent again; the "
+                "VTN said: %s",
+                id, r.code, k ? said : "(nothing)");
     } else {
         ctl_db_report_done(c, id, NULL);
         char why[64];
@@ -233,21 +263,122 @@ static void nap(ctl *c, double s)
     while (!c->io.vtn_stop && pfi_wall_monotonic() < end) usleep(50 * 1000);
 }
 
-/* the VTN's events, page after page while pages are full, at most 20
- * (1000 events), each into the controller; *listed: the count of the last
- * poll (logged when it changes) */
+/* the ids a page of GET /events lists, appended to *ids (a growable list
+   of malloc'd strings); -1 when the page is not a JSON array */
+static int page_ids(const char *body, char ***ids, size_t *n, size_t *cap)
+{
+    json_t *a = json_loads(body, 0, NULL);
+    if (!json_is_array(a)) {
+        json_decref(a);
+        return -1;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x)
+    {
+        const char *id = json_string_value(json_object_get(x, "id"));
+        if (!id || PFI_VEC_RESERVE(*ids, *cap, *n + 1, NULL)) continue;
+        char *d = strdup(id);
+        if (d) (*ids)[(*n)++] = d;
+    }
+    json_decref(a);
+    return 0;
+}
+
+static int listed_has(char *const *ids, size_t n, const char *id, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(ids[i]) == len && !strncmp(ids[i], id, len)) return 1;
+    return 0;
+}
+
+/* the grid's pending events that a complete listing lacks, at most max
+   (lock held): their OpenADR ids into out[] */
+static size_t absent_events(ctl *c, char *const *ids, size_t n, char out[][PFI_OADR_ID_MAX + 1],
+                            size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->st.nevents && k < max; i++) {
+        const ctl_event *e = &c->st.event[i];
+        if (strcmp(e->ev.source, "openadr") || e->status == CTL_EV_DONE ||
+            e->status == CTL_EV_CANCELLED || e->cancelled)
+            continue;
+        const char *dot = strrchr(e->ev.id, '.');
+        size_t len = dot ? (size_t)(dot - e->ev.id) : strlen(e->ev.id);
+        if (len > PFI_OADR_ID_MAX || listed_has(ids, n, e->ev.id, len)) continue;
+        int dup = 0;
+        for (size_t j = 0; j < k; j++)
+            dup |= strlen(out[j]) == len && !strncmp(out[j], e->ev.id, len);
+        if (dup) continue;
+        memcpy(out[k], e->ev.id, len);
+        out[k++][len] = '\0';
+    }
+    return k;
+}
+
+/* User Guide 7.9: an event the VTN deleted is discarded, with its ramp
+ * down. Only when a complete listing lacked it and GET /events/{id}
+ * answers 404: a filter that hides it, or a VTN that failed half-way,
+ * discards nothing. */
+static void reconcile(ctl *c, pfi_vtn *v, char *const *ids, size_t n)
+{
+    char gone[16][PFI_OADR_ID_MAX + 1];
+    pthread_mutex_lock(&c->mu);
+    size_t k = absent_events(c, ids, n, gone, 16);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < k; i++) {
+        char path[16 + 3 * PFI_OADR_ID_MAX + 1], esc[3 * PFI_OADR_ID_MAX + 1];
+        if (pfi_url_escape(gone[i], esc, sizeof esc)) continue;
+        snprintf(path, sizeof path, "/events/%s", esc);
+        pfi_http_reply r;
+        pfi_error e;
+        if (pfi_vtn_request(v, "GET", path, NULL, &r, &e)) continue;
+        long code = r.code;
+        pfi_http_reply_dispose(&r);
+        if (code != 404) continue;
+        pthread_mutex_lock(&c->mu);
+        for (size_t j = 0; j < c->st.nevents; j++) {
+            ctl_event *x = &c->st.event[j];
+            size_t len = strlen(gone[i]);
+            if (strcmp(x->ev.source, "openadr") || strncmp(x->ev.id, gone[i], len) ||
+                (x->ev.id[len] && x->ev.id[len] != '.') || x->status == CTL_EV_DONE ||
+                x->status == CTL_EV_CANCELLED || x->cancelled)
+                continue;
+            if (ctl_event_cancel(c, x->ev.id, NULL) == PFI_OK)
+                snprintf(x->ended_by, sizeof x->ended_by, "deleted at the VTN");
+        }
+        ctl_db_oadr_forget(c, gone[i]);
+        ctl_log(c,
+                "OpenADR event %s: deleted at the VTN (absent from a complete listing, GET "
+                "/events/%s: 404): discarded, its caps ramp down",
+                gone[i], gone[i]);
+        c->wake = 1;
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* the VTN's events, page after page (skip, limit=PFI_VTN_PAGE) until a
+ * short page, at most 40 pages (2,000 events), each into the controller;
+ * a complete listing (every page 2xx, the last one short) reconciles what
+ * the VTN deleted; *listed: the count of the last poll (logged when it
+ * changes) */
 static pfi_status poll_events(ctl *c, pfi_vtn *v, long long *listed, pfi_error *e)
 {
-    char *body;
-    size_t n = 0, k = PFI_VTN_PAGE;
+    char *body, **ids = NULL;
+    size_t n = 0, k = PFI_VTN_PAGE, nids = 0, cap = 0;
     pfi_status st = PFI_OK;
-    for (int page = 0; !st && k == PFI_VTN_PAGE && page < 20; page++) {
+    int whole = 1;
+    for (int page = 0; !st && k == PFI_VTN_PAGE && page < 40; page++) {
         if (!(st = pfi_vtn_events_page(v, n, &body, e))) {
+            whole &= page_ids(body, &ids, &nids, &cap) == 0;
             k = ctl_openadr_ingest(c, body);
             n += k;
             free(body);
         }
     }
+    if (!st && whole && k < PFI_VTN_PAGE) reconcile(c, v, ids, nids);
+    for (size_t i = 0; i < nids; i++) free(ids[i]);
+    free(ids);
     if (st) return st;
     if ((long long)n != *listed) { /* the first poll, then changes only */
         pthread_mutex_lock(&c->mu);
@@ -256,6 +387,37 @@ static pfi_status poll_events(ctl *c, pfi_vtn *v, long long *listed, pfi_error *
     }
     *listed = (long long)n;
     return PFI_OK;
+}
+
+/* the program's payloadDescriptors (the units of its events' payloads),
+ * fetched with each poll when program_id is set; a change is logged and
+ * every event read again at the next poll (the book forgets the versions) */
+static void program_follow(ctl *c, pfi_vtn *v)
+{
+    const char *pid = c->cfg.vtn.program_id;
+    char path[16 + 3 * 128 + 1], esc[3 * 128 + 1];
+    if (!pid[0] || pfi_url_escape(pid, esc, sizeof esc)) return;
+    snprintf(path, sizeof path, "/programs/%s", esc);
+    pfi_http_reply r;
+    pfi_error e;
+    if (pfi_vtn_request(v, "GET", path, NULL, &r, &e)) return;
+    json_t *o = r.code == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+    pfi_http_reply_dispose(&r);
+    json_t *d = json_object_get(o, "payloadDescriptors");
+    char *text = json_is_array(d) ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    if (!text) return; /* not answered or none: the last known stays */
+    pthread_mutex_lock(&c->mu);
+    if (!c->io.program_descriptors || strcmp(c->io.program_descriptors, text)) {
+        ctl_log(c, "VTN: program %s: payloadDescriptors %s", pid,
+                c->io.program_descriptors ? "changed: its events are read again" : "read");
+        if (c->io.program_descriptors) pfi_oadr_book_free(&c->oadr_book);
+        free(c->io.program_descriptors);
+        c->io.program_descriptors = text;
+        text = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(text);
 }
 
 /* new access tokens and 401 retries since the last turn, logged */
@@ -341,6 +503,7 @@ static void *vtn_thread(void *arg)
             }
         } else if (pfi_wall_monotonic() >= next_poll) {
             step = "GET /events";
+            program_follow(c, &v);
             if (!(st = poll_events(c, &v, &listed, &e)))
                 next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
         }
