@@ -77,6 +77,16 @@ post_event() {
     "$URL/openadr3/events")
   [ "$c" = 200 ] || [ "$c" = 201 ] || { cat "$T/body" >&2; fail "webhook event $1 ($V): HTTP $c"; }; ok
 }
+# post_multi ID: a two-interval event (interval ids 3 and 5, PT2S each, the
+# second at "now" = the first's end) whose REPORTs must carry the VTN's id
+# ID and those interval ids (issue 29 item 6: "ID.0" broke the schema)
+post_multi() {
+  S=$(date -u -d "@$(( $(date +%s) + 2 ))" +%Y-%m-%dT%H:%M:%SZ)
+  c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Bearer $CB" -H 'Content-Type: application/json' \
+    --data-binary '{"id":"'$1'","intervalPeriod":{"start":"'$S'","duration":"P0Y0M0DT0H0M2S"},"intervals":[{"id":3,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.5]}]},{"id":5,"intervalPeriod":{"start":"0001-01-01T00:00:00Z"},"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.4]}]}]}' \
+    "$URL/openadr3/events")
+  [ "$c" = 200 ] || { cat "$T/body" >&2; fail "webhook event $1 ($V): HTTP $c"; }; ok
+}
 
 for V in 3.1.1 3.0.1; do
   CFGV=$([ $V = 3.1.1 ] && echo 3.1 || echo 3.0.1)
@@ -110,6 +120,12 @@ for V in 3.1.1 3.0.1; do
   EV=rep-$(echo $V | tr . -)
   post_event "$EV"
   wait_for 30 "the report of $EV ($V)" 'grep -qF "VTN: report for event $EV#0 accepted (report " "$T/ctl.log"'; ok
+  # a multi-interval event: each interval's REPORT accepted by the contract
+  post_multi "$EV-m"
+  for k in 0 1; do
+    wait_for 30 "the report of interval $k of $EV-m ($V)" 'grep -qF "VTN: report for event $EV-m.$k#0 accepted (report " "$T/ctl.log"'; ok
+  done
+  lacks "$T/ctl.log" "fails the OpenADR schema"
   # every request Prism saw
   for r in "post /auth/token" "get /vens" "post /vens" "get /subscriptions" "post /subscriptions" "get /events" "post /reports"; do
     grep -qF "[HTTP SERVER] $r " "$T/prism.log" || { tail -40 "$T/prism.log" >&2; fail "Prism saw no $r ($V)"; }; ok
