@@ -23,7 +23,7 @@ typedef struct event_args {
     cli_out out;
     const char *controller, *token_file;
     double reduction, target_kw;
-    int level, dry_run;
+    int level, dry_run, allow_insecure_http;
     const char *start, *duration, *ramp, *ramp_down, *id, *png;
 } event_args;
 
@@ -52,6 +52,9 @@ static const pfi_opt event_options[] = {
     OPT_FILENAME(0, "token-file", token_file, "FILE",
                  "its bearer token, for create and cancel (default: $PFI_TOKEN_FILE, else "
                  "\"token_file\" in the configuration file)"),
+    OPT_BOOLEAN(0, "allow-insecure-http", allow_insecure_http,
+                "create, cancel: send the token over plain http to a host other than loopback "
+                "(a trusted network only; also $PFI_ALLOW_INSECURE_HTTP=1)"),
     OPT_INCLUDE(cli_out_options, out, "ls: " CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -76,7 +79,8 @@ const pfi_opts cmd_event_opts = CLI_OPTS(
         "The controller and its token: --controller and --token-file, else $PFI_CONTROLLER\n"
         "and $PFI_TOKEN_FILE, else the JSON file /etc/pfi/pfi.conf ($PFI_CONF) with keys\n"
         "controller, token_file and ca_file (the CA of an https controller). Reads need\n"
-        "no token; create and cancel do (a file of mode 0600).\n",
+        "no token; create and cancel do (a file of mode 0600), and send it over plain http\n"
+        "only to loopback unless --allow-insecure-http (or $PFI_ALLOW_INSECURE_HTTP=1).\n",
     .footer = "Exit status 0 on success, 1 on failure (one line with the controller's reason),\n"
               "2 on usage errors.\n",
     .options = event_options, .operands = PFI_OPERANDS_ACTION,
@@ -85,7 +89,8 @@ const pfi_opts cmd_event_opts = CLI_OPTS(
 /* the options an action accepts (beyond --controller, --token-file, --help) */
 static int check_applies(const char *act, const event_args *a)
 {
-    int create = !strcmp(act, "create"), ls = !strcmp(act, "ls"), report = !strcmp(act, "report");
+    int create = !strcmp(act, "create"), ls = !strcmp(act, "ls"), report = !strcmp(act, "report"),
+        cancel = !strcmp(act, "cancel");
     struct {
         const char *name;
         int given, ok;
@@ -99,6 +104,7 @@ static int check_applies(const char *act, const event_args *a)
              {"--id", a->id != NULL, create},
              {"--dry-run", a->dry_run, create},
              {"--png", a->png != NULL, report},
+             {"--allow-insecure-http", a->allow_insecure_http, create || cancel},
              {"--format", a->out.fmt_set, ls},
              {"--output", a->out.path != NULL, ls}};
     for (size_t i = 0; i < sizeof o / sizeof *o; i++)
@@ -167,7 +173,7 @@ static int event_create(const event_args *a)
     }
     cli_ctl c;
     pfi_http_reply r;
-    int rc = cli_ctl_open("event", a->controller, a->token_file, 1, &c);
+    int rc = cli_ctl_open("event", a->controller, a->token_file, 1, a->allow_insecure_http, &c);
     if (rc == CLI_OK) rc = cli_ctl_request("event", &c, "POST", "/v1/events", body, &r);
     free(body);
     if (rc != CLI_OK) return rc;
@@ -296,7 +302,8 @@ static int event_run(event_args *a, char **ops, int nops)
                          : cli_usage_error("event", "'event %s' takes no operands", act);
     if (k == 0) return event_create(a);
     cli_ctl c;
-    int rc = cli_ctl_open("event", a->controller, a->token_file, k == 3, &c);
+    int rc =
+        cli_ctl_open("event", a->controller, a->token_file, k == 3, a->allow_insecure_http, &c);
     if (rc != CLI_OK) return rc;
     return k == 1 ? event_ls(a, &c) : event_one(act, a, &c, ops[1]);
 }

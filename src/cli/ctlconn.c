@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -18,8 +19,25 @@ static void set(char *dst, size_t n, const char *v)
     if (v && *v) snprintf(dst, n, "%s", v);
 }
 
+/* the token may travel to the controller's URL: https, loopback, or
+   allowed (the option or $PFI_ALLOW_INSECURE_HTTP=1) */
+static int token_url_ok(const char *cmd, const char *url, int allow_insecure_http)
+{
+    const char *env = getenv("PFI_ALLOW_INSECURE_HTTP");
+    int allow = allow_insecure_http || (env && !strcmp(env, "1"));
+    if (pfi_url_secret_ok(url, allow)) return 1;
+    if (strncasecmp(url, "http://", 7))
+        cli_error(cmd, "controller %.200s: expected http:// or https://", url);
+    else
+        cli_error(cmd,
+                  "controller %.200s: plain http to a non-loopback host would send the token in "
+                  "cleartext; use https:// or --allow-insecure-http (a trusted network only)",
+                  url);
+    return 0;
+}
+
 int cli_ctl_open(const char *cmd, const char *controller, const char *token_file, int need_token,
-                 cli_ctl *c)
+                 int allow_insecure_http, cli_ctl *c)
 {
     memset(c, 0, sizeof *c);
     const char *url = controller ? controller : getenv("PFI_CONTROLLER");
@@ -48,6 +66,7 @@ int cli_ctl_open(const char *cmd, const char *controller, const char *token_file
     size_t n = strlen(c->conf.controller);
     while (n && c->conf.controller[n - 1] == '/') c->conf.controller[--n] = '\0';
     if (!need_token) return CLI_OK;
+    if (!token_url_ok(cmd, c->conf.controller, allow_insecure_http)) return CLI_FAIL;
     if (!c->conf.token_file[0]) {
         cli_error(cmd,
                   "no token: give --token-file FILE, set PFI_TOKEN_FILE, or \"token_file\" in "

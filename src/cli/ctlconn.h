@@ -2,7 +2,9 @@
  * URL and the token file from --controller/--token-file, else
  * $PFI_CONTROLLER/$PFI_TOKEN_FILE, else the configuration file
  * (/etc/pfi/pfi.conf, $PFI_CONF; src/io/ctl_conf.h), which also gives the
- * CA file for https. Errors are one line: the controller's own reason (its
+ * CA file for https. The token goes over plain http only to loopback
+ * (pfi_url_secret_ok, the daemons' rule) unless --allow-insecure-http or
+ * $PFI_ALLOW_INSECURE_HTTP=1 says so. Errors are one line: the controller's own reason (its
  * {"error": "..."} body) with the HTTP status. */
 #ifndef PFI_CLI_CTLCONN_H
 #define PFI_CLI_CTLCONN_H
@@ -15,10 +17,12 @@ typedef struct cli_ctl {
     char token[PFI_TOKEN_MAX + 1]; /* read when a change needs it */
 } cli_ctl;
 
-/* Resolve the controller (need_token: read the token file too). Returns
- * CLI_OK, or CLI_FAIL after printing why (naming where it looked). */
+/* Resolve the controller (need_token: read the token file too, refused for
+ * a URL the token may not travel to unless allow_insecure_http or
+ * $PFI_ALLOW_INSECURE_HTTP=1). Returns CLI_OK, or CLI_FAIL after printing
+ * why (naming where it looked). */
 int cli_ctl_open(const char *cmd, const char *controller, const char *token_file, int need_token,
-                 cli_ctl *c);
+                 int allow_insecure_http, cli_ctl *c);
 /* METHOD PATH [BODY] (with the token if read). CLI_OK for a 2xx answer (in
  * *r; dispose it), else CLI_FAIL after printing the one-line reason. */
 int cli_ctl_request(const char *cmd, const cli_ctl *c, const char *method, const char *path,

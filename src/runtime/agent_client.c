@@ -1,12 +1,16 @@
-/* agent_client.c — HTTP client of pfi-agent and the token file (agent_client.h). */
+/* agent_client.c — HTTP client of pfi-agent, the token file and where a
+ * secret may be sent (agent_client.h). */
 #include "agent_client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -175,4 +179,38 @@ pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps
     pfi_status st = pfi_http_request("PUT", full, token, body, timeout_s, r, err);
     free(body);
     return st;
+}
+
+int pfi_url_loopback(const char *url)
+{
+    const char *h = strstr(url, "://");
+    if (!h) return 0;
+    h += 3;
+    size_t n = strcspn(h, "/?#");
+    if (memchr(h, '@', n)) return 0;
+    char host[256];
+    if (n >= sizeof host) return 0;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (!close || (close[1] && close[1] != ':')) return 0;
+        *close = '\0';
+        struct in6_addr a6;
+        return inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+    }
+    char *colon = strchr(host, ':');
+    if (colon) *colon = '\0';
+    size_t hn = strlen(host);
+    if (!strcasecmp(host, "localhost") || (hn > 10 && !strcasecmp(host + hn - 10, ".localhost")))
+        return 1;
+    struct in_addr a4;
+    return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+int pfi_url_secret_ok(const char *url, int allow_insecure_http)
+{
+    if (!strncasecmp(url, "https://", 8)) return 1;
+    if (strncasecmp(url, "http://", 7)) return 0;
+    return allow_insecure_http || pfi_url_loopback(url);
 }

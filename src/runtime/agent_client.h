@@ -52,6 +52,20 @@ pfi_status pfi_http_request_ca(const char *method, const char *url, const char *
 pfi_status pfi_http_request_ex(const char *method, const char *url, const char *const *headers,
                                const char *body, const char *content_type, const char *ca_file,
                                double timeout_s, pfi_http_reply *r, pfi_error *err);
+/* 1 if url's host is loopback: 127.0.0.0/8, [::1], localhost or
+ * *.localhost (RFC 6761 6.3; curl resolves them to loopback itself). The
+ * authority runs from "://" to the first '/', '?' or '#'; a URL with user
+ * information ('@') is never loopback (http://127.0.0.1@host/). */
+int pfi_url_loopback(const char *url);
+/* 1 if a secret (a bearer token, client credentials) may be sent to url:
+ * https://, or http:// to loopback, or any http:// when allow_insecure_http
+ * (written down by an operator: a configuration key or a command-line
+ * option); 0 for plain http to another host and for any other scheme or
+ * none (curl would guess http). The one rule of the controller's
+ * configuration, the VTN client (token URLs a VTN names included) and the
+ * CLI: docs/security.md, "Tokens on the wire". */
+int pfi_url_secret_ok(const char *url, int allow_insecure_http);
+
 /* PUT /v1/caps with the bearer token. */
 pfi_status pfi_agent_put_caps(const char *url, const char *token, const pfi_caps_request *req,
                               double timeout_s, pfi_http_reply *r, pfi_error *err);

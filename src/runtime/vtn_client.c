@@ -84,6 +84,12 @@ static pfi_status discover(pfi_vtn *v, pfi_error *err)
     else if (!strncmp(v->cfg.vtn_url, "https://", 8) && strncmp(t, "https://", 8))
         /* the client secret would leave TLS because the answer said so */
         st = pfi_errorf(err, PFI_EPERM, "%s: tokenURL %.200s is not https like the VTN", url, t);
+    else if (!pfi_url_secret_ok(t, v->cfg.allow_insecure_http))
+        /* the configuration's rule for token_url, whoever names the URL */
+        st = pfi_errorf(err, PFI_EPERM,
+                        "%s: tokenURL %.200s: plain http to a non-loopback host would send the "
+                        "client secret in cleartext (openadr.allow_insecure_http: false)",
+                        url, t);
     else snprintf(v->token_url, sizeof v->token_url, "%s", t);
     json_decref(o);
     pfi_http_reply_dispose(&r);
@@ -104,6 +110,11 @@ static pfi_status fetch_token(pfi_vtn *v, pfi_error *err)
 {
     pfi_status st = discover(v, err);
     if (st) return st;
+    if (!pfi_url_secret_ok(v->token_url, v->cfg.allow_insecure_http))
+        return pfi_errorf(err, PFI_EPERM,
+                          "token endpoint %.200s: plain http to a non-loopback host would send "
+                          "the client secret in cleartext (openadr.allow_insecure_http: false)",
+                          v->token_url);
     size_t n = 3 * (strlen(v->cfg.client_id) + strlen(v->cfg.client_secret)) + 128;
     char *form = malloc(n), *id = malloc(n), *secret = malloc(n);
     if (!form || !id || !secret) {
@@ -167,6 +178,12 @@ pfi_status pfi_vtn_request(pfi_vtn *v, const char *method, const char *path, con
     memset(r, 0, sizeof *r);
     for (int attempt = 0;; attempt++) {
         int oauth = v->cfg.client_id && v->cfg.client_id[0];
+        /* the access token, and the callback token in a subscription */
+        if (!pfi_url_secret_ok(url, v->cfg.allow_insecure_http))
+            return pfi_errorf(err, PFI_EPERM,
+                              "%.200s: plain http to a non-loopback host would send tokens in "
+                              "cleartext (openadr.allow_insecure_http: false)",
+                              v->cfg.vtn_url);
         pfi_status st = oauth ? pfi_vtn_token(v, err) : PFI_OK;
         if (st) return st;
         char *auth = NULL;

@@ -6,7 +6,11 @@
  *                 with client_id and client_secret form-encoded in the body
  *                 (the spec's clientCredentialRequest) to the token endpoint
  *                 (configured, else GET {vtn}/auth/server's tokenURL, which
- *                 must be https when the VTN is); the
+ *                 must be https when the VTN is); the client secret and
+ *                 the bearer token go over plain http only to loopback
+ *                 unless allow_insecure_http (pfi_url_secret_ok: the
+ *                 configuration's rule, also for a token URL the VTN
+ *                 names); the
  *                 token is kept and fetched again before it expires
  *                 (expires_in); a 401 from any request fetches a new token
  *                 once and retries that request once.
@@ -52,10 +56,12 @@ typedef struct pfi_vtn_cfg {
     const char *callback_token; /* the bearer token the VTN sends to callback_url */
     const char *const *targets; /* events filter, ntargets strings */
     size_t ntargets;
-    const char *ca_file;    /* https trust anchors; NULL: the system's */
-    double timeout_s;       /* per request; 0: 10 s */
-    pfi_vtn_send_fn send;   /* NULL: libcurl (pfi_http_request_ex) */
-    pfi_vtn_clock_fn clock; /* NULL: pfi_wall_monotonic */
+    const char *ca_file;     /* https trust anchors; NULL: the system's */
+    int allow_insecure_http; /* secrets over plain http to a host other than loopback
+                                (openadr.allow_insecure_http); 0: never (pfi_url_secret_ok) */
+    double timeout_s;        /* per request; 0: 10 s */
+    pfi_vtn_send_fn send;    /* NULL: libcurl (pfi_http_request_ex) */
+    pfi_vtn_clock_fn clock;  /* NULL: pfi_wall_monotonic */
     void *ud;
 } pfi_vtn_cfg;
 

@@ -3,7 +3,8 @@
 # simulated agent (issue 16 item 3): create with each target kind (listed
 # with its target), --dry-run prints the JSON and creates nothing, show,
 # cancel (listed as cancelled), report (JSON and a PNG), status; a wrong
-# token is a one-line error with the controller's reason (exit 1); no
+# token is a one-line error with the controller's reason (exit 1); the token
+# goes over plain http only to loopback unless --allow-insecure-http; no
 # controller configured names where it looked; a configuration file with an
 # unknown key names the file and the key; the canonical API takes "duration"
 # in ISO 8601, and refuses it beside duration_s.
@@ -110,6 +111,22 @@ expect_error 1 "missing or wrong bearer token" "$PFI" event cancel tkw --token-f
 contains "$T/err" "HTTP 401"
 chmod 644 "$T/wrong"
 expect_error 1 "chmod 600" "$PFI" event cancel tkw --token-file "$T/wrong"
+
+# ---- the token over plain http only to loopback (pfi_url_secret_ok, the
+# daemons' rule): 127.1 reaches this controller but is not written as
+# loopback, so create and cancel refuse it before the token is read, unless
+# --allow-insecure-http or $PFI_ALLOW_INSECURE_HTTP=1 says so; reads carry no token ----
+ALT=http://127.1:${URL##*:}
+expect_error 1 "controller $ALT: plain http to a non-loopback host would send the token in cleartext" \
+  "$PFI" event create --level 1 --start "$LATER" --duration 1h --id insecure --controller "$ALT"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/events/insecure")" = 404 ] || fail "created over refused plain http"; ok
+PFI_ALLOW_INSECURE_HTTP=0 expect_error 1 "would send the token in cleartext" "$PFI" event cancel tkw --controller "$ALT"
+expect_error 1 "controller ctl.example:9480: expected http:// or https://" "$PFI" event cancel tkw --controller ctl.example:9480
+expect_status 0 "$PFI" event create --level 1 --start "$LATER" --duration 1h --id insecure --controller "$ALT" --allow-insecure-http
+PFI_ALLOW_INSECURE_HTTP=1 expect_status 0 "$PFI" event cancel insecure --controller "$ALT"
+expect_status 0 "$PFI" event ls --controller "$ALT"
+contains "$T/out" "insecure"
+expect_error 2 "--allow-insecure-http does not apply to 'event ls'" "$PFI" event ls --allow-insecure-http
 
 # ---- the canonical API: "duration" in ISO 8601, not beside duration_s ----
 req() { CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" --data-binary "$1" "$URL/v1/events"); }

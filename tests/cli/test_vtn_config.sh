@@ -2,7 +2,8 @@
 # test_vtn_config.sh — the controller's OpenADR 3 VTN settings without a VTN
 # (test_vtn_prism.sh talks to one): the configuration refuses what it cannot
 # use (a bad version, the VTN's keys without vtn_url, missing credentials or
-# ven_name, credentials over plain http to another host, a 3.0.1
+# ven_name, credentials or the callback token (callback_url) over plain
+# http to another host, a 3.0.1
 # subscription without program_id, a callback without its token file); a
 # credential or callback token file others can read stops the start; an
 # existing callback token is used as it is, and the webhook
@@ -46,6 +47,11 @@ cfg "$VTN"', "token_url": "http://auth.example/token"'
 expect_error 2 "openadr.token_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "callback_url": "https://ctl.example/openadr3/events"'
 expect_error 2 "openadr.callback_url: needs callback_token_file" "$CTL" --config "$T/c.json"
+# the VTN sends the callback token to callback_url: the same rule
+cfg "$VTN"', "callback_url": "http://ctl.example/openadr3/events", "callback_token_file": "'$T/cbtok'"'
+expect_error 2 "openadr.callback_url: plain http to a non-loopback host would send the callback token in cleartext" "$CTL" --config "$T/c.json"
+cfg "$VTN"', "callback_url": "http://127.0.0.1@ctl.example/openadr3/events", "callback_token_file": "'$T/cbtok'"'
+expect_error 2 "openadr.callback_url: plain http to a non-loopback host" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "version": "3.0.1", "callback_url": "https://ctl.example/openadr3/events", "callback_token_file": "'$T/cbtok'"'
 expect_error 2 "openadr.callback_url: a 3.0.1 subscription needs program_id" "$CTL" --config "$T/c.json"
 cfg "$VTN"', "targets": ["a", 3]'

@@ -4,7 +4,9 @@
  * token on every request, the token fetched again before it expires and
  * after a 401 (exactly one new token and one retry), registration only
  * when the VEN is not listed, the subscription with our callback URL and
- * token, the events filters of 3.1 and 3.0.1. */
+ * token, the events filters of 3.1 and 3.0.1; secrets over plain http only
+ * to loopback (pfi_url_secret_ok), a token URL the VTN names included,
+ * unless allow_insecure_http. */
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -104,6 +106,7 @@ static pfi_vtn_cfg cfg_for(fake *f)
                      .callback_token = "cbtoken-0123456789abcdef",
                      .targets = targets,
                      .ntargets = 2,
+                     .allow_insecure_http = 1, /* the fake's hosts are plain http */
                      .send = fake_send,
                      .clock = fake_clock,
                      .ud = f};
@@ -264,6 +267,132 @@ static void token_url_stays_https(void **s)
     pfi_vtn_dispose(&v);
 }
 
+/* the tokenURL the fake VTN names in /auth/server; every other request is
+ * the token endpoint's answer */
+static const char *named_token_url;
+
+static pfi_status named_token_send(void *ud, const char *method, const char *url,
+                                   const char *const *headers, const char *body, const char *ctype,
+                                   double timeout_s, pfi_http_reply *r, pfi_error *err)
+{
+    (void)method, (void)headers, (void)ctype, (void)timeout_s, (void)err;
+    fake *f = ud;
+    f->requests++;
+    memset(r, 0, sizeof *r);
+    if (strstr(url, "/auth/server")) {
+        char b[256];
+        snprintf(b, sizeof b, "{\"tokenURL\":\"%s\"}", named_token_url);
+        answer(r, 200, b);
+    } else {
+        snprintf(f->form, sizeof f->form, "%s", body ? body : "");
+        answer(r, 200, "{\"access_token\":\"t\",\"token_type\":\"Bearer\"}");
+    }
+    return PFI_OK;
+}
+
+/* a plain http VTN on loopback that names a plain http token endpoint
+ * elsewhere: the client secret is not sent, as the configuration refuses
+ * the same token_url; a loopback one, or allow_insecure_http, is taken */
+static void named_token_url_plain_http(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *url;
+        int allow, ok;
+    } cases[] = {
+        {"http://auth.example/token", 0, 0}, {"http://127.0.0.1@auth.example/token", 0, 0},
+        {"http://auth.example/token", 1, 1}, {"http://127.0.0.1:8080/token", 0, 1},
+        {"http://[::1]:8080/token", 0, 1},   {"https://auth.example/token", 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fake f = {0};
+        pfi_vtn_cfg c = cfg_for(&f);
+        c.vtn_url = "http://127.0.0.1:9/api";
+        c.allow_insecure_http = cases[i].allow;
+        c.send = named_token_send;
+        named_token_url = cases[i].url;
+        pfi_vtn v;
+        pfi_vtn_init(&v, &c);
+        pfi_error e;
+        pfi_status st = pfi_vtn_token(&v, &e);
+        if (cases[i].ok) {
+            assert_int_equal(st, PFI_OK);
+            assert_int_equal(f.requests, 2);
+            assert_non_null(strstr(f.form, "client_secret="));
+        } else {
+            assert_int_equal(st, PFI_EPERM);
+            assert_non_null(strstr(e.msg, "would send the client secret in cleartext"));
+            assert_int_equal(f.requests, 1); /* /auth/server only: no secret sent */
+            assert_string_equal(f.form, "");
+        }
+        pfi_vtn_dispose(&v);
+    }
+}
+
+/* the same rule for a configured token URL and the VTN itself: nothing is
+ * sent to plain http elsewhere (the bearer token would go with it) */
+static void configured_plain_http_refused(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 3600};
+    pfi_vtn_cfg c = cfg_for(&f);
+    c.allow_insecure_http = 0;
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "in cleartext"));
+    assert_int_equal(f.requests, 0);
+    assert_int_equal(f.issued, 0);
+    pfi_vtn_dispose(&v);
+    c.vtn_url = "http://localhost:9/api";
+    c.token_url = "http://auth.test/token";
+    pfi_vtn_init(&v, &c);
+    assert_int_equal(pfi_vtn_token(&v, &e), PFI_EPERM);
+    assert_non_null(strstr(e.msg, "would send the client secret in cleartext"));
+    assert_int_equal(f.issued, 0);
+    pfi_vtn_dispose(&v);
+}
+
+/* the one loopback rule (agent_client.h): the controller's configuration,
+ * the VTN client and the CLI call it */
+static void secret_url_rules(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *url;
+        int ok, ok_allowed;
+    } cases[] = {
+        {"https://vtn.example/api", 1, 1},
+        {"HTTPS://vtn.example/api", 1, 1},
+        {"http://127.0.0.1:9480/", 1, 1},
+        {"http://127.8.9.10/", 1, 1},
+        {"http://[::1]:9480/x", 1, 1},
+        {"http://localhost:9480", 1, 1},
+        {"http://LocalHost/", 1, 1},
+        {"http://ctl.localhost/", 1, 1},
+        {"HTTP://127.0.0.1/", 1, 1},
+        {"http://vtn.example/", 0, 1},
+        {"http://128.0.0.1/", 0, 1},
+        {"http://127.0.0.1@vtn.example/", 0, 1},
+        {"http://localhost.example/", 0, 1},
+        {"http://[::2]/", 0, 1},
+        {"http://[::1/", 0, 1},
+        {"http://0x7f000001/", 0, 1},
+        {"vtn.example:80/", 0, 0}, /* curl would guess http */
+        {"ftp://127.0.0.1/", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (pfi_url_secret_ok(cases[i].url, 0) != cases[i].ok ||
+            pfi_url_secret_ok(cases[i].url, 1) != cases[i].ok_allowed)
+            fail_msg("%s: expected %d / %d (allowed)", cases[i].url, cases[i].ok,
+                     cases[i].ok_allowed);
+    }
+    assert_int_equal(pfi_url_loopback("https://127.0.0.1/"), 1);
+    assert_int_equal(pfi_url_loopback("https://vtn.example/"), 0);
+}
+
 static void url_escape(void **s)
 {
     (void)s;
@@ -282,6 +411,9 @@ int main(void)
         cmocka_unit_test(v301_bodies),
         cmocka_unit_test(url_escape),
         cmocka_unit_test(token_url_stays_https),
+        cmocka_unit_test(named_token_url_plain_http),
+        cmocka_unit_test(configured_plain_http_refused),
+        cmocka_unit_test(secret_url_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

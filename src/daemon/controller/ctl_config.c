@@ -3,10 +3,8 @@
  * keys and wrong types are errors naming the key (one line); paths are used
  * as given. ctl_config_parse reads the same from memory (the fuzz target
  * tests/fuzz/fuzz_ctl_config.c). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,36 +14,6 @@
 #include "json_obj.h"
 #include "strategy.h"
 #include "vec.h"
-
-/* 1 if the URL's host is loopback: 127.0.0.0/8, [::1], localhost or *.localhost. The
- * authority runs from "://" to the first '/', '?' or '#'; a URL with
- * user information ('@') is never loopback (http://127.0.0.1@host/). */
-static int loopback_url(const char *url)
-{
-    const char *h = strstr(url, "://");
-    if (!h) return 0;
-    h += 3;
-    size_t n = strcspn(h, "/?#");
-    if (memchr(h, '@', n)) return 0;
-    char host[256];
-    if (n >= sizeof host) return 0;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    if (host[0] == '[') {
-        char *close = strchr(host, ']');
-        if (!close || (close[1] && close[1] != ':')) return 0;
-        *close = '\0';
-        struct in6_addr a6;
-        return inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-    }
-    char *colon = strchr(host, ':');
-    if (colon) *colon = '\0';
-    /* localhost and its subdomains (RFC 6761 6.3; curl resolves them to loopback itself) */
-    size_t hn = strlen(host);
-    if (!strcmp(host, "localhost") || (hn > 10 && !strcmp(host + hn - 10, ".localhost"))) return 1;
-    struct in_addr a4;
-    return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
-}
 
 /* the checks between an agent's keys; its default name */
 static pfi_status agent_check(ctl_cfg *c, size_t i, pfi_error *err)
@@ -63,7 +31,7 @@ static pfi_status agent_check(ctl_cfg *c, size_t i, pfi_error *err)
                         "agents[%zu]: ca_file, client_cert and client_key need an https:// url", i);
     else if (!c->agents[i].client_cert[0] != !c->agents[i].client_key[0])
         st = pfi_errorf(err, PFI_EINVAL, "agents[%zu]: client_cert and client_key go together", i);
-    else if (!strncmp(url, "http://", 7) && !loopback_url(url) && !c->agents[i].allow_insecure_http)
+    else if (!pfi_url_secret_ok(url, c->agents[i].allow_insecure_http))
         st = pfi_errorf(err, PFI_EINVAL,
                         "agents[%zu].url: plain http to a non-loopback host would send the token "
                         "in cleartext; use https:// (with "
@@ -244,12 +212,13 @@ static pfi_status vtn_check(const ctl_cfg *c, pfi_error *err)
         if (!u[0]) continue;
         if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
             return pfi_errorf(err, PFI_EINVAL, "openadr.%s: expected http:// or https://", keys[i]);
-        if (i < 2 && !strncmp(u, "http://", 7) && !loopback_url(u) && !c->vtn.allow_insecure_http)
+        /* the credentials, the access token and (to callback_url, from the
+           VTN) the callback token: never in cleartext across a network */
+        if (!pfi_url_secret_ok(u, c->vtn.allow_insecure_http))
             return pfi_errorf(err, PFI_EINVAL,
-                              "openadr.%s: plain http to a non-loopback host would send the "
-                              "credentials in cleartext; use https:// or set "
-                              "allow_insecure_http: true",
-                              keys[i]);
+                              "openadr.%s: plain http to a non-loopback host would send %s in "
+                              "cleartext; use https:// or set allow_insecure_http: true",
+                              keys[i], i < 2 ? "the credentials" : "the callback token");
     }
     if (!c->vtn.client_id_file[0] || !c->vtn.client_secret_file[0])
         return pfi_errorf(err, PFI_EINVAL,

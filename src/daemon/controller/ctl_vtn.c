@@ -469,6 +469,7 @@ static void *vtn_thread(void *arg)
                       .targets = run->targets,
                       .ntargets = g->vtn.ntargets,
                       .ca_file = g->vtn.ca_file[0] ? g->vtn.ca_file : NULL,
+                      .allow_insecure_http = g->vtn.allow_insecure_http,
                       .timeout_s = 10};
     pfi_vtn v;
     pfi_vtn_init(&v, &vc);
