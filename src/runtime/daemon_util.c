@@ -115,6 +115,46 @@ static void put_line(FILE *f, const char *who, int journal, int level, const cha
     fflush(f);
 }
 
+size_t pfi_log_escape(const char *msg, char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t k = 0;
+    if (!n) return 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        char e[5] = {(char)*p, 0};
+        if (*p < 0x20 || *p == 0x7f) {
+            const char *named = *p == '\n' ? "\\n" : *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : NULL;
+            if (named) snprintf(e, sizeof e, "%s", named);
+            else e[0] = '\\', e[1] = 'x', e[2] = hex[*p >> 4], e[3] = hex[*p & 15], e[4] = 0;
+        }
+        size_t len = strlen(e);
+        if (k + len >= n) break;
+        memcpy(out + k, e, len);
+        k += len;
+    }
+    out[k] = '\0';
+    return k;
+}
+
+/* msg (malloc'd unless it is small) as one line: a copy with its control
+   characters escaped, or msg itself when it has none (or, out of memory,
+   each replaced by '?'); frees what it replaces */
+static char *one_line(char *msg, const char *small)
+{
+    size_t len = strlen(msg), ctl = 0;
+    for (size_t i = 0; i < len; i++) ctl += (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f;
+    if (!ctl) return msg;
+    char *esc = malloc(len + 3 * ctl + 1);
+    if (!esc) {
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+        return msg;
+    }
+    pfi_log_escape(msg, esc, len + 3 * ctl + 1);
+    if (msg != small) free(msg);
+    return esc;
+}
+
 void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap)
 {
     char small[1024], *msg = small;
@@ -125,6 +165,7 @@ void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap)
         vsnprintf(msg, (size_t)n + 1, fmt, aq);
     else if (!msg) msg = small; /* out of memory: the message cut short */
     va_end(aq);
+    msg = one_line(msg, small); /* nothing in it starts a line of its own */
     int level = pfi_daemon_log_level(msg);
     if (level > l->max_level) {
         if (msg != small) free(msg);

@@ -17,7 +17,14 @@
  * to a file or syslog is also written to stderr ("pfi-agent: error: ...",
  * or "<3>error: ..." to the journal), so that a daemon that fails to start
  * always says why where it was started. Lines are written whole (one
- * write per line), flushed. */
+ * write per line), flushed.
+ *
+ * Every message is one line: its control characters (bytes 0x00..0x1f and
+ * 0x7f) are written as escapes (\n, \r, \t, else \xHH) before it goes
+ * anywhere, so that text from the network in a message (a VTN's answer, an
+ * OpenADR event's field, a peer's error) can neither start a line of its
+ * own ("ALARM: ...") nor give the journal a priority ("<0>"). Other bytes,
+ * UTF-8 included, are kept. */
 #ifndef PFI_DAEMON_UTIL_H
 #define PFI_DAEMON_UTIL_H
 
@@ -54,6 +61,11 @@ pfi_status pfi_daemon_log_open(pfi_daemon_log *l, const char *path, int use_sysl
 /* Start-up is over: errors now go only where the log goes. */
 void pfi_daemon_log_started(pfi_daemon_log *l);
 void pfi_daemon_log_close(pfi_daemon_log *l);
+
+/* msg with its control characters escaped (see above) into out[n], cut at
+ * a whole escape when it does not fit; the length written. An escape takes
+ * at most 4 bytes: 4 * strlen(msg) + 1 always fits. */
+size_t pfi_log_escape(const char *msg, char *out, size_t n);
 
 /* One message (see above). */
 void pfi_daemon_vlog(pfi_daemon_log *l, const char *fmt, va_list ap);

@@ -6,7 +6,9 @@
  * logged to a file is copied to stderr, afterwards not; SIGHUP's reopen
  * moves later lines to a new file after a rename; the daemons' shared
  * start-up refuses a bad clock setting or level (2) and a log file it
- * cannot open (1), each said in one line. */
+ * cannot open (1), each said in one line; a message with a newline, a
+ * journal priority and other control characters (as a VTN's answer could
+ * carry) stays one line, in the journal, a file and the start-up copy. */
 #include "../testutil.h"
 
 #include <math.h>
@@ -273,12 +275,56 @@ static void test_start(void **state)
     assert_true(rl.rlim_cur == rl.rlim_max);
 }
 
+/* what a VTN could put in an answer or an event field */
+static const char forged[] = "said: x\n<0>ALARM: forged\r\x1b[2J\tz\x7f";
+static const char escaped[] = "said: x\\n<0>ALARM: forged\\r\\x1b[2J\\tz\\x7f";
+
+static void test_one_line(void **state)
+{
+    (void)state;
+    char err_path[128], log_path[128], v[64];
+    snprintf(err_path, sizeof err_path, "%s/journal1", dir);
+    snprintf(log_path, sizeof log_path, "%s/log1", dir);
+    /* the journal: one "<4>" line, no "<0>" line */
+    int saved = stderr_to(err_path);
+    dev_ino(2, 0, v, sizeof v);
+    setenv("JOURNAL_STREAM", v, 1);
+    pfi_daemon_log l;
+    pfi_daemon_log_init(&l, "pfi-test");
+    pfi_daemon_logf(&l, "warning: VTN %s", forged);
+    pfi_daemon_log_close(&l);
+    /* a file, and the start-up copy of an error on stderr (the journal) */
+    pfi_daemon_log_init(&l, "pfi-test");
+    pfi_error e;
+    assert_int_equal(pfi_daemon_log_open(&l, log_path, 0, &e), PFI_OK);
+    pfi_daemon_logf(&l, "error: VTN %s", forged);
+    pfi_daemon_log_close(&l);
+    stderr_back(saved);
+    unsetenv("JOURNAL_STREAM");
+    char want[256];
+    snprintf(want, sizeof want, "<4>warning: VTN %s\n<3>error: VTN %s\n", escaped, escaped);
+    assert_string_equal(slurp(err_path), want);
+    char *s = slurp(log_path);
+    assert_non_null(s);
+    assert_int_equal(strchr(s, '\n') - s + 1, (long)strlen(s)); /* one line */
+    snprintf(want, sizeof want, "pfi-test: error: VTN %s\n", escaped);
+    assert_stamped(s, want);
+    /* the escape itself: whole escapes only when cut */
+    char out[12];
+    assert_int_equal(pfi_log_escape("ab\ncd", out, sizeof out), 6);
+    assert_string_equal(out, "ab\\ncd");
+    assert_int_equal(pfi_log_escape("abcdefgh\x01", out, sizeof out), 8);
+    assert_string_equal(out, "abcdefgh");
+    assert_int_equal(pfi_log_escape("caf\xc3\xa9", out, sizeof out), 5); /* UTF-8 kept */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_journal_stream), cmocka_unit_test(test_level),
         cmocka_unit_test(test_journal_lines),  cmocka_unit_test(test_file_and_startup_copy),
         cmocka_unit_test(test_open_fails),     cmocka_unit_test(test_start),
+        cmocka_unit_test(test_one_line),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
