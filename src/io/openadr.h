@@ -77,6 +77,8 @@ typedef enum pfi_oadr_reason {
     PFI_OADR_R_STALE,     /* an older version than the one we have */
     PFI_OADR_R_ENDED,     /* every step ended before it arrived */
     PFI_OADR_R_REFUSED,   /* the controller refused a step (e.g. too many events) */
+    PFI_OADR_R_COLLISION, /* its id (or a step's) names an event of another source: the
+                             operator's (API, schedule file) or a trigger's */
     PFI_OADR_NREASONS
 } pfi_oadr_reason;
 

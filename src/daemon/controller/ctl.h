@@ -185,6 +185,9 @@ int ctl_db_put_event(ctl *c, const ctl_event *e);
  * target; a new event whole either way); 0, or -1 */
 int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns);
 int ctl_db_load_events(ctl *c);
+/* the source of the stored event id (also one the table forgot): 1 (source
+ * into source[n]), 0 none stored, -1 on error */
+int ctl_db_event_source(ctl *c, const char *id, char *source, size_t n);
 /* NaN as NULL, both ways */
 void ctl_db_bind_num(sqlite3_stmt *s, int i, double v);
 double ctl_db_col_num(sqlite3_stmt *s, int i);

@@ -380,6 +380,20 @@ double ctl_db_oadr_first(ctl *c, const char *event_id, double now)
     return t;
 }
 
+int ctl_db_event_source(ctl *c, const char *id, char *source, size_t n)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->io.db, "SELECT source FROM events WHERE id=?", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    const char *src = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    if (src) snprintf(source, n, "%s", src);
+    sqlite3_finalize(s);
+    return src ? 1 : rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
+}
+
 void ctl_db_oadr_forget(ctl *c, const char *event_id)
 {
     static const char *const q[] = {"DELETE FROM oadr_first WHERE event_id=?",

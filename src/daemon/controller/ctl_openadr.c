@@ -8,7 +8,14 @@
  * are cancelled, scheduled ones are replaced, an active one keeps running
  * with the new target and end at once (its start and baseline stay).
  * Every version that is not acted on is logged once, with its reason, and
- * counted in pfi_ctl_openadr_rejected_total{reason}. The lock is held. */
+ * counted in pfi_ctl_openadr_rejected_total{reason}.
+ *
+ * The grid (webhook, poller: source "openadr") creates, changes and
+ * cancels only its own events: a version whose id or step ids name an
+ * event of another source — the operator's (API, schedule file) or a
+ * trigger's, in the table or stored — is refused whole (reason collision,
+ * HTTP 409), and a DELETE of such an id cancels nothing; the operator's
+ * token does the rest. The lock is held. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,17 +32,54 @@ static void rejected(ctl *c, pfi_oadr_reason r, const char *id, const char *via,
             pfi_oadr_reason_name(r), msg);
 }
 
-/* is the controller event e a step of the OpenADR event id? */
-static int step_of(const ctl_event *e, const char *id)
+/* is eid id itself or a step id of it (id.k)? */
+static int names_step(const char *eid, const char *id)
 {
     size_t n = strlen(id);
-    if (strcmp(e->ev.source, "openadr") || strncmp(e->ev.id, id, n)) return 0;
-    const char *p = e->ev.id + n;
+    if (strncmp(eid, id, n)) return 0;
+    const char *p = eid + n;
     if (!*p) return 1;
     if (*p++ != '.' || !*p) return 0;
     for (; *p; p++)
         if (*p < '0' || *p > '9') return 0;
     return 1;
+}
+
+/* is the controller event e a step of the OpenADR event id? */
+static int step_of(const ctl_event *e, const char *id)
+{
+    return !strcmp(e->ev.source, "openadr") && names_step(e->ev.id, id);
+}
+
+/* the source of the event id that is not the grid's (the operator's, a
+   trigger's), in the table, else stored (a finished one the table forgot);
+   NULL when id names none */
+static const char *foreign_source(ctl *c, const char *id, char *src, size_t n)
+{
+    const ctl_event *e = ctl_event_find(c, id);
+    if (e) {
+        if (!strcmp(e->ev.source, "openadr")) return NULL;
+        snprintf(src, n, "%s", e->ev.source);
+        return src;
+    }
+    return ctl_db_event_source(c, id, src, n) == 1 && strcmp(src, "openadr") ? src : NULL;
+}
+
+/* a version whose steps would take the id of another source's event:
+   refused whole, that event untouched; 0, or 409 with err set */
+static int collision(ctl *c, const pfi_oadr_event *ev, const char *via, pfi_error *err)
+{
+    char src[sizeof ev->step[0].source];
+    for (size_t k = 0; k < ev->nsteps; k++) {
+        if (!foreign_source(c, ev->step[k].id, src, sizeof src)) continue;
+        pfi_errorf(err, PFI_ESTATE,
+                   "%s %s is the id of an event of source %s: the whole event is refused (the "
+                   "grid creates, changes and cancels only its own events)",
+                   ev->nsteps > 1 ? "its step" : "its id", ev->step[k].id, src);
+        rejected(c, PFI_OADR_R_COLLISION, ev->id, via, err->msg);
+        return 409;
+    }
+    return 0;
 }
 
 static int ended(const ctl_event *e)
@@ -136,6 +180,8 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t *
 static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out, pfi_error *err)
 {
     double now = pfi_clock_now();
+    int code = collision(c, ev, via, err);
+    if (code) return code;
     if (grid_room(c, ev, now, err)) {
         rejected(c, PFI_OADR_R_REFUSED, ev->id, via, err->msg);
         return 413; /* too large for what is left: a 4xx, not a retry later */
@@ -144,7 +190,7 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
     int txn = sqlite3_exec(c->io.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     c->adds_quiet = 1;
     cancel_steps(c, ev->id, ev);
-    int code = add_steps(c, ev, via, out, err, now);
+    code = add_steps(c, ev, via, out, err, now);
     c->adds_quiet = 0;
     if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
@@ -238,6 +284,39 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t *
     return 200;
 }
 
+/* a DELETE: the grid's own steps of the id cancelled; an id that names
+   only another source's event (or its steps) cancels nothing: a collision,
+   409 with err set */
+static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
+                        pfi_error *err)
+{
+    char src[sizeof ev->step[0].source];
+    const char *foreign = foreign_source(c, ev->id, src, sizeof src);
+    int own = 0;
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        const ctl_event *e = &c->st.event[i];
+        own |= step_of(e, ev->id);
+        if (!foreign && strcmp(e->ev.source, "openadr") && names_step(e->ev.id, ev->id)) {
+            snprintf(src, sizeof src, "%s", e->ev.source);
+            foreign = src;
+        }
+    }
+    if (foreign && !own) {
+        pfi_errorf(err, PFI_ESTATE,
+                   "%s is the id of an event of source %s: not cancelled (the grid creates, "
+                   "changes and cancels only its own events)",
+                   ev->id, foreign);
+        rejected(c, PFI_OADR_R_COLLISION, ev->id, via, err->msg);
+        return 409;
+    }
+    cancel_steps(c, ev->id, NULL);
+    ctl_db_oadr_forget(c, ev->id);
+    ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
+    *out = answer(ev->id, "deleted", NULL);
+    json_object_set_new(*out, "status", json_string("cancelled"));
+    return 200;
+}
+
 /* "now" of an event id: its first receipt, stored (lock held) */
 static double first_receipt(void *ud, const char *id, double now)
 {
@@ -286,11 +365,7 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
         rejected(c, PFI_OADR_R_OPERATION, ev->id, via, "a READ notification asks nothing of us");
         *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_OPERATION));
     } else if (ev->op == PFI_OADR_OP_DELETE) {
-        cancel_steps(c, ev->id, NULL);
-        ctl_db_oadr_forget(c, ev->id);
-        ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
-        *out = answer(ev->id, "deleted", NULL);
-        json_object_set_new(*out, "status", json_string("cancelled"));
+        code = delete_event(c, ev, via, out, err);
     } else if (!ev->targeted) { /* an earlier version may have been for us */
         cancel_steps(c, ev->id, NULL);
         rejected(c, PFI_OADR_R_TARGETS, ev->id, via,
