@@ -155,17 +155,39 @@ pfi_status pfi_oadr_report_check(const char *json, size_t len, pfi_oadr_version 
 
 /* The versions seen, per event id: a newer modificationDateTime replaces,
  * the same or an older one is ignored, each ignored or rejected version is
- * reported once. */
+ * reported once.
+ *
+ * Bounded: at most PFI_OADR_BOOK_MAX ids (16 times the grid's 256 pending
+ * events: a VTN's whole listing and its history fit). A new id that finds
+ * the book full makes room for itself and the next ones by forgetting
+ * PFI_OADR_BOOK_MAX / 8 ids at once: deleted ids first, then ids with
+ * nothing scheduled or active (ended, ignored, refused), each group least
+ * recently seen first (every note of an id, a repeated poll included,
+ * makes it the most recently seen); an id for which pending() answers 1 —
+ * it has a step scheduled or active — is never forgotten. A forgotten id
+ * seen again is NEW: an event that ended is then skipped as ended, one that
+ * was refused is refused (and counted) again; its "now" stays its first
+ * receipt, which the controller keeps apart (SQLite). When nothing can be
+ * forgotten the new id is not recorded (NEW each time it is seen). */
+#define PFI_OADR_BOOK_MAX 4096
+
 typedef struct pfi_oadr_seen {
     char id[PFI_OADR_ID_MAX + 1];
     double modified; /* the newest version seen */
     double reported; /* the last version reported as ignored (NaN: none) */
     int deleted;
+    unsigned long long seen; /* the book's tick at its last note (least recently seen first) */
 } pfi_oadr_seen;
 
 typedef struct pfi_oadr_book {
     pfi_oadr_seen *v;
     size_t n, cap;
+    unsigned long long tick;      /* notes so far */
+    unsigned long long forgotten; /* ids forgotten to make room, in all */
+    /* 1 if the event id has a step scheduled or active: never forgotten
+       (NULL: none has); the caller sets it (pfi_oadr_book_free clears it) */
+    int (*pending)(void *ud, const char *id);
+    void *ud;
 } pfi_oadr_book;
 
 typedef enum pfi_oadr_verdict {
@@ -179,11 +201,37 @@ typedef enum pfi_oadr_verdict {
  * is 1 the first time a SAME or OLDER version is seen as such after an
  * OLDER one (OLDER: once per version), and for NEW and NEWER. A DELETE
  * passes deleted = 1: the id stays known so that the same version served
- * again does not come back. Returns PFI_OADR_NEW without recording when out
- * of memory. */
+ * again does not come back (until the book forgets it, above). Returns
+ * PFI_OADR_NEW without recording when out of memory or when the book is
+ * full of ids pending() keeps. */
 pfi_oadr_verdict pfi_oadr_book_note(pfi_oadr_book *b, const char *id, double modified, int deleted,
                                     int *report);
 void pfi_oadr_book_free(pfi_oadr_book *b);
+
+/* Log lines of OpenADR versions not acted on, limited: the first
+ * PFI_OADR_LOG_BURST of a window of PFI_OADR_LOG_WINDOW_S seconds (it opens
+ * with its first line) are logged, the rest only counted, and once the
+ * window has ended their number is said in one summary line. Whoever
+ * counts rejections counts every one regardless. */
+#define PFI_OADR_LOG_BURST 20
+#define PFI_OADR_LOG_WINDOW_S 60.0
+
+typedef struct pfi_oadr_loglimit {
+    double start;                  /* the open window's start (seconds) */
+    unsigned logged;               /* lines logged in it */
+    unsigned long long suppressed; /* lines not logged in it */
+} pfi_oadr_loglimit;               /* all zero: no window open */
+
+/* One line at now_s (seconds of a monotonic clock): 1 to log it, 0 when
+ * the window's PFI_OADR_LOG_BURST are spent (counted as suppressed).
+ * *summary: the lines suppressed in a window that ended before now_s (0:
+ * none), to be said first. */
+int pfi_oadr_log_allow(pfi_oadr_loglimit *l, double now_s, unsigned long long *summary);
+/* The lines suppressed in a window that has ended by now_s (0: none, or
+ * the window still open), to be said in one line; the next line opens a
+ * new window. Called now and then, so that a summary does not wait for
+ * the next rejection. */
+unsigned long long pfi_oadr_log_due(pfi_oadr_loglimit *l, double now_s);
 
 #ifdef __cplusplus
 }

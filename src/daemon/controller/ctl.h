@@ -160,7 +160,8 @@ typedef struct ctl {
     unsigned long long fast_sent[2], fast_answered[2], fast_fallbacks[2];
     size_t trigger_fast; /* the last trigger's agents reached by datagram */
     unsigned long long cycles, pushes, push_errors, generation_rejects;
-    pfi_oadr_book oadr_book;                             /* OpenADR versions seen */
+    pfi_oadr_book oadr_book;         /* OpenADR versions seen */
+    pfi_oadr_loglimit oadr_loglimit; /* their rejection lines: the first 20 a minute */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
 } ctl;
@@ -300,6 +301,9 @@ double ctl_online_target_w(const ctl_state *s, const char *id, int tier); /* NaN
  * done, its steps as listed by /v1/events) or err. */
 int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **answer,
                      pfi_error *err);
+/* the summary of rejection lines not logged in a minute that has ended
+ * (pfi_oadr_log_due), if any (lock held; the control loop, each period) */
+void ctl_openadr_log_due(ctl *c);
 json_t *ctl_event_json(const ctl_event *e);
 
 /* The one rule for "at target": measured power at or below the target plus

@@ -330,7 +330,8 @@ static void cluster_metrics(ctl *c, pfi_buf *b)
 static void openadr_metrics(ctl *c, pfi_buf *b)
 {
     head(b, "pfi_ctl_openadr_rejected_total", "counter",
-         "OpenADR event versions not acted on, by reason (each logged once).");
+         "OpenADR event versions not acted on, by reason (each logged once, at most 20 lines a "
+         "minute).");
     for (int r = 1; r < PFI_OADR_NREASONS; r++) {
         char rl[64];
         pfi_buf_printf(b, "pfi_ctl_openadr_rejected_total{reason=\"%s\"} %llu\n",

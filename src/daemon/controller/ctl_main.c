@@ -311,6 +311,9 @@ static void control_loop(ctl *c)
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
         ctl_period(c);
+        pthread_mutex_lock(&c->mu);
+        ctl_openadr_log_due(c); /* a minute's suppressed OpenADR lines, in one */
+        pthread_mutex_unlock(&c->mu);
         if (c->cfg.openadr_poll_url[0] && now >= next_poll) {
             next_poll = now + c->cfg.openadr_poll_s;
             poll_openadr(c);

@@ -8,7 +8,11 @@
  * are cancelled, scheduled ones are replaced, an active one keeps running
  * with the new target and end at once (its start and baseline stay).
  * Every version that is not acted on is logged once, with its reason, and
- * counted in pfi_ctl_openadr_rejected_total{reason}.
+ * counted in pfi_ctl_openadr_rejected_total{reason}; the lines are limited
+ * to the first PFI_OADR_LOG_BURST a minute, then one summary line (a flood
+ * of new ids is counted in full, not logged in full). The book of versions
+ * is bounded (openadr.h): it never forgets an id with a step scheduled or
+ * running.
  *
  * The grid (webhook, poller: source "openadr") creates, changes and
  * cancels only its own events: a version whose id or step ids name an
@@ -25,9 +29,34 @@
 #include "clock.h"
 #include "ctl.h"
 
+static void log_summary(ctl *c, unsigned long long n)
+{
+    ctl_log(c,
+            "OpenADR: %llu more event version%s not acted on %s not logged (at most %d such lines "
+            "a minute; every one is counted in pfi_ctl_openadr_rejected_total)",
+            n, n == 1 ? "" : "s", n == 1 ? "was" : "were", PFI_OADR_LOG_BURST);
+}
+
+/* may a line about a version not acted on be logged now? (the first
+   PFI_OADR_LOG_BURST a minute; the summary of a minute that has ended first) */
+static int log_allowed(ctl *c)
+{
+    unsigned long long n;
+    int ok = pfi_oadr_log_allow(&c->oadr_loglimit, pfi_wall_monotonic(), &n);
+    if (n) log_summary(c, n);
+    return ok;
+}
+
+void ctl_openadr_log_due(ctl *c)
+{
+    unsigned long long n = pfi_oadr_log_due(&c->oadr_loglimit, pfi_wall_monotonic());
+    if (n) log_summary(c, n);
+}
+
 static void rejected(ctl *c, pfi_oadr_reason r, const char *id, const char *via, const char *msg)
 {
-    c->oadr_rejected[r]++;
+    c->oadr_rejected[r]++; /* every one, logged or not */
+    if (!log_allowed(c)) return;
     ctl_log(c, "OpenADR event %s (%s): not acted on (%s): %s", id[0] ? id : "(no id)", via,
             pfi_oadr_reason_name(r), msg);
 }
@@ -311,7 +340,8 @@ static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, json_
     }
     cancel_steps(c, ev->id, NULL);
     ctl_db_oadr_forget(c, ev->id);
-    ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
+    if (own || log_allowed(c)) /* a DELETE of an id never seen: a flood's, limited */
+        ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
     *out = answer(ev->id, "deleted", NULL);
     json_object_set_new(*out, "status", json_string("cancelled"));
     return 200;
@@ -321,6 +351,31 @@ static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, json_
 static double first_receipt(void *ud, const char *id, double now)
 {
     return ctl_db_oadr_first(ud, id, now);
+}
+
+/* the book never forgets an id with a step scheduled or running (lock held) */
+static int book_pending(void *ud, const char *id)
+{
+    const ctl *c = ud;
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (step_of(&c->st.event[i], id) && !ended(&c->st.event[i])) return 1;
+    return 0;
+}
+
+/* the book's verdict on ev's version; a batch it forgot to make room, logged */
+static pfi_oadr_verdict book_note(ctl *c, const pfi_oadr_event *ev, int deleted, int *report)
+{
+    pfi_oadr_book *b = &c->oadr_book;
+    b->pending = book_pending;
+    b->ud = c;
+    unsigned long long before = b->forgotten;
+    pfi_oadr_verdict v = pfi_oadr_book_note(b, ev->id, ev->modified, deleted, report);
+    if (b->forgotten != before)
+        ctl_log(c,
+                "OpenADR: %d event ids known, the bound: %llu forgotten to make room (deleted "
+                "first, then the least recently seen with nothing scheduled or running)",
+                PFI_OADR_BOOK_MAX, b->forgotten - before);
+    return v;
 }
 
 int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **out,
@@ -348,8 +403,7 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
     int report = 1, code = 200;
     pfi_oadr_verdict v = PFI_OADR_NEW;
     if (ev->id[0] && !(!st && ev->op == PFI_OADR_OP_READ)) /* a READ is no version */
-        v = pfi_oadr_book_note(&c->oadr_book, ev->id, ev->modified,
-                               !st && ev->op == PFI_OADR_OP_DELETE, &report);
+        v = book_note(c, ev, !st && ev->op == PFI_OADR_OP_DELETE, &report);
     if (st) {
         if (report) rejected(c, ev->reason, ev->id, via, pe.msg);
         *err = pe;
