@@ -67,12 +67,15 @@ int pfi_rfc3339_parse(const char *s, double *t)
 
 void pfi_rfc3339_format(double t, char *buf, size_t n)
 {
-    time_t s = (time_t)floor(t);
+    /* to the millisecond, rounded (with carry): a time stored and read back
+       prints the same (truncation printed .835 for .836 after a restart) */
+    double ms_total = round(t * 1000);
+    time_t s = (time_t)floor(ms_total / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
     char b[24]; /* "YYYY-MM-DDTHH:MM:SS": the events' bounds keep years to 4 digits */
     if (!strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm)) b[0] = '\0';
-    unsigned ms = (unsigned)((t - floor(t)) * 1000) % 1000u;
+    unsigned ms = (unsigned)(ms_total - (double)s * 1000) % 1000u;
     if (ms) snprintf(buf, n, "%s.%03uZ", b, ms);
     else snprintf(buf, n, "%sZ", b);
 }
