@@ -55,6 +55,13 @@ class H(http.server.BaseHTTPRequestHandler):
         elif path == "/reports":
             r = json.loads(self.last_body or b"{}")
             n_ok = len(open(countdir + "/ok_types").readlines()) if os.path.exists(countdir + "/ok_types") else 0
+            # openleadr-rs keeps a unique index on reportName: a second report
+            # of the same name is 409 Conflict (migrations/..._initial_scheme.sql)
+            names = countdir + "/names"
+            seen = open(names).read().split("\n") if os.path.exists(names) else []
+            if r.get("reportName") is not None and r.get("reportName") in seen:
+                bump("conflicts"); self.reply(409, {"title": "Conflict", "status": 409, "detail": "reportName taken"}); return
+            if r.get("reportName") is not None: open(names, "a").write(r["reportName"] + "\n")
             if str(r.get("eventID", "")).startswith("ok-"):
                 bump("ok_reports")
                 iv = r["resources"][0]["intervals"]
@@ -132,4 +139,6 @@ c=$(curl -s -o "$T/body" -w '%{http_code}' -m 5 -X POST -H "Authorization: Beare
 contains "$T/ctl.log" "OpenADR event ok-rd: reportDescriptors ask for READING in VOLTS, READING in KVAR: pfi cannot measure them, not reported"
 wait_for 30 "ok-rd reported" 'grep -qF "VTN: report for event ok-rd#0 accepted (report " "$T/ctl.log"'; ok
 grep -qx "ok-rd READING READING" "$T/counts/ok_types" || fail "with reportDescriptors: $(grep ok-rd "$T/counts/ok_types")"; ok
+# every report under a name of its own (openleadr-rs answers a reused one 409)
+[ ! -e "$T/counts/conflicts" ] || fail "a reportName sent twice (openleadr-rs: 409)"; ok
 done_ok

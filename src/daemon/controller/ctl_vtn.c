@@ -140,8 +140,10 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
                                                       "REPORT_PAYLOAD_DESCRIPTOR", "payloadType",
                                                       types[i], "readingType", reading[i], "units",
                                                       units[i]));
-        char name[sizeof e->ev.id + 4]; /* "pfi " and the event id */
-        snprintf(name, sizeof name, "pfi %s", e->ev.id);
+        /* unique per report: openleadr-rs keeps a unique index on reportName
+           (a second report of the same name is 409 there) */
+        char name[sizeof e->ev.id + 32];
+        snprintf(name, sizeof name, "pfi %s#%zu", e->ev.id, b_lo);
         json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", vid, "clientName",
                               g->openadr_ven_name, "reportName", name, "payloadDescriptors", desc,
                               "resources", "resourceName", "pfi-gpus", "intervals", iv);
