@@ -209,22 +209,23 @@ static pfi_status period_read(json_t *o, const char *name, period *p, pfi_error 
 
 /* kW per unit of a payload type's values in one list of descriptors: 1,
  * 1e-3, 1e3; 0 for an unknown unit; -1 when the list gives none for it */
-static double unit_kw_in(json_t *descriptors, const char *type, const char **unit)
+static double unit_kw_in(json_t *descriptors, const char *type, char *unit, size_t n)
 {
     size_t i;
     json_t *d;
-    *unit = NULL;
+    snprintf(unit, n, "(not a string)");
     json_array_foreach(descriptors, i, d)
     {
         const char *pt = json_string_value(json_object_get(d, "payloadType"));
         if (!pt || strcmp(pt, type)) continue;
         json_t *u = json_object_get(d, "units");
         if (!u || json_is_null(u)) continue; /* a descriptor without a unit: look further */
-        *unit = json_string_value(u);
-        if (!*unit) return 0;
-        if (!strcmp(*unit, "KW")) return 1;
-        if (!strcmp(*unit, "W")) return 1e-3;
-        if (!strcmp(*unit, "MW")) return 1e3;
+        const char *s = json_string_value(u);
+        if (!s) return 0;
+        snprintf(unit, n, "%s", s); /* a copy: the program's descriptors are freed below */
+        if (!strcmp(s, "KW")) return 1;
+        if (!strcmp(s, "W")) return 1e-3;
+        if (!strcmp(s, "MW")) return 1e3;
         return 0;
     }
     return -1;
@@ -232,12 +233,12 @@ static double unit_kw_in(json_t *descriptors, const char *type, const char **uni
 
 /* kW per unit: the event's descriptors, else the program's, else KW */
 static double unit_kw(json_t *descriptors, const pfi_oadr_opts *o, const char *type,
-                      const char **unit)
+                      char *unit, size_t n)
 {
-    double f = unit_kw_in(descriptors, type, unit);
+    double f = unit_kw_in(descriptors, type, unit, n);
     if (f >= 0 || !o->program_descriptors) return f >= 0 ? f : 1;
     json_t *pd = json_loads(o->program_descriptors, 0, NULL);
-    f = unit_kw_in(pd, type, unit);
+    f = unit_kw_in(pd, type, unit, n);
     json_decref(pd);
     return f >= 0 ? f : 1;
 }
@@ -346,13 +347,13 @@ static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const p
                 return reject(ev, PFI_OADR_R_MALFORMED, err,
                               "intervals[%zu].payloads[%zu].type: expected a string", i, k);
             if (pass == 0 && !strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
-                const char *unit;
-                double f = unit_kw(desc, o, type, &unit);
+                char unit[24];
+                double f = unit_kw(desc, o, type, unit, sizeof unit);
                 if (f == 0)
                     return reject(ev, PFI_OADR_R_UNIT, err,
                                   "payloadDescriptors: IMPORT_CAPACITY_LIMIT in unit %.20s: "
                                   "expected KW (or W, MW)",
-                                  unit ? unit : "(not a string)");
+                                  unit);
                 if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
                     !(json_number_value(val) >= 0))
                     return reject(ev, PFI_OADR_R_PAYLOAD, err,
