@@ -232,8 +232,8 @@ static double unit_kw_in(json_t *descriptors, const char *type, char *unit, size
 }
 
 /* kW per unit: the event's descriptors, else the program's, else KW */
-static double unit_kw(json_t *descriptors, const pfi_oadr_opts *o, const char *type,
-                      char *unit, size_t n)
+static double unit_kw(json_t *descriptors, const pfi_oadr_opts *o, const char *type, char *unit,
+                      size_t n)
 {
     double f = unit_kw_in(descriptors, type, unit, n);
     if (f >= 0 || !o->program_descriptors) return f >= 0 ? f : 1;

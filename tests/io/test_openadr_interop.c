@@ -85,8 +85,14 @@ static void expect(const char *f, const pfi_oadr_opts *o, const want *w, size_t 
     for (size_t i = 0; i < n; i++) check_step(f, i, &w[i]);
 }
 
-#define KW(s, sec, k) {s, 0, sec, k, -1}
-#define NOWKW(rel, sec, k) {NULL, rel, sec, k, -1}
+#define KW(s, sec, k)                                                                              \
+    {                                                                                              \
+        s, 0, sec, k, -1                                                                           \
+    }
+#define NOWKW(rel, sec, k)                                                                         \
+    {                                                                                              \
+        NULL, rel, sec, k, -1                                                                      \
+    }
 
 static const pfi_oadr_opts V31 = {.version = PFI_OADR_V3_1, .now = 0};
 
@@ -153,9 +159,18 @@ static void check_quarters(const char *f, double t0, size_t n, double (*kw)(size
     }
 }
 
-static double day_of_96(size_t i) { return day_kw((int)i); }
-static double week_of_672(size_t i) { return i >= 5 * 96 ? 40 : day_kw((int)(i % 96)); }
-static double gac_separated(size_t i) { return i >= 17 * 4 && i < 21 * 4 ? 3.7 : 11; }
+static double day_of_96(size_t i)
+{
+    return day_kw((int)i);
+}
+static double week_of_672(size_t i)
+{
+    return i >= 5 * 96 ? 40 : day_kw((int)(i % 96));
+}
+static double gac_separated(size_t i)
+{
+    return i >= 17 * 4 && i < 21 * 4 ? 3.7 : 11;
+}
 
 static void schedules(void **s)
 {
@@ -198,7 +213,8 @@ static void elaad(void **s)
     assert_non_null(strstr(ev.note, "PT0S"));
     /* 3.0.1 targets as valuesMaps */
     pfi_oadr_opts o301 = {.version = PFI_OADR_V3_0_1, .now = receipt, .ven_name = "pfi-test-ven"};
-    const want t301[] = {KW("2030-01-08T00:00:00Z", 3600, 11), KW("2030-01-08T01:00:00Z", 3600, 5.5)};
+    const want t301[] = {KW("2030-01-08T00:00:00Z", 3600, 11),
+                         KW("2030-01-08T01:00:00Z", 3600, 5.5)};
     expect("elaad_301_targets.json", &o301, t301, 2);
     o301.ven_name = "other";
     assert_int_equal(parse_with("elaad_301_targets.json", &o301), PFI_OK);
@@ -210,7 +226,8 @@ static void user_guide(void **s)
     (void)s;
     pfi_oadr_opts o = V31;
     o.now = receipt;
-    const want first[] = {KW("2030-01-07T12:00:00Z", 1800, 10), KW("2030-01-07T12:30:00Z", 3600, 8)};
+    const want first[] = {KW("2030-01-07T12:00:00Z", 1800, 10),
+                          KW("2030-01-07T12:30:00Z", 3600, 8)};
     expect("ug_7.3_now_first_interval.json", &o, first, 2);
     const want noep[] = {NOWKW(0, 1800, 10), NOWKW(1800, 1800, 8)};
     expect("ug_7.3_now_first_interval_no_event_period.json", &o, noep, 2);
@@ -233,8 +250,11 @@ static void user_guide(void **s)
                            KW("2030-01-17T00:00:00Z", 1209600, 25)};
     expect("ug_longer_than_7_days.json", &o, longer, 2);
     const char *res42[] = {"42"}, *res43[] = {"43"};
-    pfi_oadr_opts o301 = {.version = PFI_OADR_V3_0_1, .now = receipt, .ven_name = "ven",
-                          .resources = res42, .nresources = 1};
+    pfi_oadr_opts o301 = {.version = PFI_OADR_V3_0_1,
+                          .now = receipt,
+                          .ven_name = "ven",
+                          .resources = res42,
+                          .nresources = 1};
     const want r42[] = {KW("2030-01-07T12:00:00Z", 3600, 9)};
     expect("ug_target_resource_number_301.json", &o301, r42, 1);
     o301.resources = res43;
@@ -269,19 +289,21 @@ static void every_fixture_has_a_meaning(void **s)
 {
     (void)s;
     static const char *const known[] = {
-        "elaad_301_targets.json", "elaad_durations.json", "elaad_gac_continuous.json",
-        "elaad_gac_separated.json", "elaad_report_post.json", "olrs_day_96x15m.json",
-        "olrs_fractional_hours.json", "olrs_full_form_durations.json",
-        "olrs_notification_create.json", "olrs_notification_delete.json", "olrs_now_offset.json",
-        "olrs_now_z.json", "olrs_program_units_w.json", "olrs_start_no_duration.json",
-        "olrs_units_from_program.json", "olrs_until_cancelled.json", "olrs_week_672x15m.json",
-        "olrs_weeks_as_days.json", "ug_7.3_now_first_interval.json",
-        "ug_7.3_now_first_interval_no_event_period.json", "ug_7.3_now_later_interval.json",
-        "ug_7.4_duration_without_start.json", "ug_7.9_cancel_pt0s_update.json",
-        "ug_7.9_delete_notification.json", "ug_8.10.1_zero_kw.json",
-        "ug_8.2_simple_level_2_0.json", "ug_longer_than_7_days.json",
-        "ug_report_7.7_aggregated.json", "ug_report_8.3_usage.json",
-        "ug_target_resource_number_301.json"};
+        "elaad_301_targets.json",         "elaad_durations.json",
+        "elaad_gac_continuous.json",      "elaad_gac_separated.json",
+        "elaad_report_post.json",         "olrs_day_96x15m.json",
+        "olrs_fractional_hours.json",     "olrs_full_form_durations.json",
+        "olrs_notification_create.json",  "olrs_notification_delete.json",
+        "olrs_now_offset.json",           "olrs_now_z.json",
+        "olrs_program_units_w.json",      "olrs_start_no_duration.json",
+        "olrs_units_from_program.json",   "olrs_until_cancelled.json",
+        "olrs_week_672x15m.json",         "olrs_weeks_as_days.json",
+        "ug_7.3_now_first_interval.json", "ug_7.3_now_first_interval_no_event_period.json",
+        "ug_7.3_now_later_interval.json", "ug_7.4_duration_without_start.json",
+        "ug_7.9_cancel_pt0s_update.json", "ug_7.9_delete_notification.json",
+        "ug_8.10.1_zero_kw.json",         "ug_8.2_simple_level_2_0.json",
+        "ug_longer_than_7_days.json",     "ug_report_7.7_aggregated.json",
+        "ug_report_8.3_usage.json",       "ug_target_resource_number_301.json"};
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/openadr3/interop", PFI_SOURCE_DIR);
     DIR *d = opendir(dir);
