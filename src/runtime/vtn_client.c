@@ -184,8 +184,10 @@ pfi_status pfi_vtn_request(pfi_vtn *v, const char *method, const char *path, con
                               "%.200s: plain http to a non-loopback host would send tokens in "
                               "cleartext (openadr.allow_insecure_http: false)",
                               v->cfg.vtn_url);
+        unsigned long fetches = v->token_fetches;
         pfi_status st = oauth ? pfi_vtn_token(v, err) : PFI_OK;
         if (st) return st;
+        int kept = v->token_fetches == fetches; /* sent a token fetched before this call */
         char *auth = NULL;
         const char *hdr[3] = {"Accept: application/json", NULL, NULL};
         if (oauth) {
@@ -197,12 +199,16 @@ pfi_status pfi_vtn_request(pfi_vtn *v, const char *method, const char *path, con
         st = v->cfg.send(v->cfg.ud, method, url, hdr, body, body ? "application/json" : NULL,
                          v->cfg.timeout_s, r, err);
         free(auth);
-        if (st || r->code != 401 || !oauth || attempt) return st;
-        /* the token was revoked or expired early: one new token, one retry */
+        /* the token was revoked or expired early: one new token, one retry.
+           RFC 6750 3.1 says 401 for an invalid or expired token; openleadr-rs
+           answers 403 ("Invalid authentication token provided",
+           openleadr-vtn/src/jwt.rs), so a 403 to a kept token is retried
+           too (a 403 to a token just fetched is a real refusal) */
+        if (st || !oauth || attempt || !(r->code == 401 || (r->code == 403 && kept))) return st;
         pfi_http_reply_dispose(r);
         free(v->token);
         v->token = NULL;
-        v->retries_401++;
+        v->retries_auth++;
     }
 }
 

@@ -70,7 +70,7 @@ typedef struct pfi_vtn {
     char token_url[2048];
     char *token;        /* malloc'd access token; NULL: none yet */
     double token_renew; /* clock time to fetch a new one (INFINITY: no expiry) */
-    unsigned long token_fetches, retries_401;
+    unsigned long token_fetches, retries_auth;
     char ven_id[129], subscription_id[129];
 } pfi_vtn;
 

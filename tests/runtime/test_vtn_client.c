@@ -2,8 +2,8 @@
  * fake VTN in place of libcurl: the token endpoint found through
  * /auth/server, client credentials form-encoded in the body, the bearer
  * token on every request, the token fetched again before it expires and
- * after a 401 (exactly one new token and one retry), registration only
- * when the VEN is not listed, the subscription with our callback URL and
+ * after a 401 or a 403 to a kept token (exactly one new token and one
+ * retry), registration only when the VEN is not listed, the subscription with our callback URL and
  * token, the events filters of 3.1 and 3.0.1; secrets over plain http only
  * to loopback (pfi_url_secret_ok), a token URL the VTN names included,
  * unless allow_insecure_http. */
@@ -21,6 +21,8 @@ typedef struct fake {
     int issued;        /* tokens issued: "tok-<issued>" */
     int valid;         /* the token the VTN accepts (0: none, always 401) */
     int refuse_all;    /* every bearer token is refused */
+    int bad_status;    /* the answer to a refused token: 0 = 401 (RFC 6750 3.1);
+                          403 as openleadr-rs answers (openleadr-vtn/src/jwt.rs) */
     int listed;        /* GET /vens lists our VEN */
     int requests;      /* to the VTN (not the token endpoint) */
     char last_url[512], last_body[2048], last_auth[256], form[512], form_type[128];
@@ -76,7 +78,7 @@ static pfi_status fake_send(void *ud, const char *method, const char *url,
     char want[64];
     snprintf(want, sizeof want, "Bearer tok-%d", f->valid);
     if (!f->valid || strcmp(f->last_auth, want)) {
-        answer(r, 401, "{\"title\":\"unauthorized\"}");
+        answer(r, f->bad_status ? f->bad_status : 401, "{\"title\":\"unauthorized\"}");
         return PFI_OK;
     }
     if (!strncmp(url, "http://vtn.test/api/vens?", 25) && !strcmp(method, "GET"))
@@ -175,7 +177,7 @@ static void renewed_before_expiry(void **s)
     free(body);
     assert_int_equal(v.token_fetches, 2);
     assert_string_equal(f.last_auth, "Bearer tok-2");
-    assert_int_equal(v.retries_401, 0); /* never sent an expired token */
+    assert_int_equal(v.retries_auth, 0); /* never sent an expired token */
     pfi_vtn_dispose(&v);
 }
 
@@ -197,7 +199,7 @@ static void one_refresh_one_retry_on_401(void **s)
     free(body);
     assert_int_equal(f.requests, 2); /* refused, then retried */
     assert_int_equal(v.token_fetches, 2);
-    assert_int_equal(v.retries_401, 1);
+    assert_int_equal(v.retries_auth, 1);
     assert_string_equal(f.last_auth, "Bearer tok-2");
     /* a VTN that refuses every token: one new token, one retry, then the 401 */
     f.refuse_all = 1;
@@ -212,6 +214,39 @@ static void one_refresh_one_retry_on_401(void **s)
     assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_EPERM);
     assert_null(body);
     assert_non_null(strstr(e.msg, "GET /events: HTTP 401"));
+    pfi_vtn_dispose(&v);
+}
+
+/* openleadr-rs answers an invalid or expired token 403: one new token, one
+ * retry; a 403 to a token fetched for this very request is not retried */
+static void one_retry_on_403_to_a_kept_token(void **s)
+{
+    (void)s;
+    fake f = {.expires_in = 0, .bad_status = 403};
+    pfi_vtn_cfg c = cfg_for(&f);
+    pfi_vtn v;
+    pfi_vtn_init(&v, &c);
+    pfi_error e;
+    char *body;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    f.valid = 0; /* tok-1 revoked */
+    f.requests = 0;
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_OK);
+    free(body);
+    assert_int_equal(f.requests, 2);
+    assert_int_equal(v.retries_auth, 1);
+    assert_string_equal(f.last_auth, "Bearer tok-2");
+    /* a new client whose first token is refused 403: no retry */
+    pfi_vtn_dispose(&v);
+    fake g = {.expires_in = 0, .bad_status = 403, .refuse_all = 1};
+    c = cfg_for(&g);
+    pfi_vtn_init(&v, &c);
+    assert_int_equal(pfi_vtn_events(&v, &body, &e), PFI_EPERM);
+    assert_int_equal(g.requests, 1);
+    assert_int_equal(v.token_fetches, 1);
+    assert_int_equal(v.retries_auth, 0);
+    assert_non_null(strstr(e.msg, "HTTP 403"));
     pfi_vtn_dispose(&v);
 }
 
@@ -408,6 +443,7 @@ int main(void)
         cmocka_unit_test(conversation),
         cmocka_unit_test(renewed_before_expiry),
         cmocka_unit_test(one_refresh_one_retry_on_401),
+        cmocka_unit_test(one_retry_on_403_to_a_kept_token),
         cmocka_unit_test(v301_bodies),
         cmocka_unit_test(url_escape),
         cmocka_unit_test(token_url_stays_https),

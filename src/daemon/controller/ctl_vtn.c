@@ -422,18 +422,18 @@ static void program_follow(ctl *c, pfi_vtn *v)
     free(text);
 }
 
-/* new access tokens and 401 retries since the last turn, logged */
+/* new access tokens and 401/403 retries since the last turn, logged */
 static void log_tokens(ctl *c, const pfi_vtn *v, unsigned long *fetches, unsigned long *retries)
 {
-    if (v->token_fetches == *fetches && v->retries_401 == *retries) return;
+    if (v->token_fetches == *fetches && v->retries_auth == *retries) return;
     pthread_mutex_lock(&c->mu);
-    if (v->retries_401 != *retries)
-        ctl_log(c, "VTN: a request was refused (401): new token, request retried once");
+    if (v->retries_auth != *retries)
+        ctl_log(c, "VTN: a request was refused (401 or 403): new token, request retried once");
     if (v->token_fetches != *fetches)
         ctl_log(c, "VTN: access token fetched from %s (%lu so far)", v->token_url,
                 v->token_fetches);
     pthread_mutex_unlock(&c->mu);
-    *fetches = v->token_fetches, *retries = v->retries_401;
+    *fetches = v->token_fetches, *retries = v->retries_auth;
 }
 
 /* the reports due, kept and sent; the next try after a failure backs off
