@@ -19,7 +19,7 @@ typedef struct sweep_args {
     const char *out, *backend, *gpus_s, *caps_s, *group, *arch, *task, *model, *agent_url,
         *token_file, *state, *data;
     double duration, interval, pause, scale, epoch;
-    int no_agent;
+    int no_agent, allow_insecure_http;
     size_t sim_job;
 } sweep_args;
 
@@ -42,6 +42,9 @@ static const pfi_opt sweep_options[] = {
                "the node agent (default http://127.0.0.1:9477 if it answers)"),
     OPT_BOOLEAN(0, "no-agent", no_agent, "set caps directly even if an agent answers"),
     OPT_FILENAME(0, "token-file", token_file, "FILE", "the agent's bearer token (mode 0600)"),
+    OPT_BOOLEAN(0, "allow-insecure-http", allow_insecure_http,
+                "send the token over plain http to a non-loopback --agent (a trusted network "
+                "only; also $PFI_ALLOW_INSECURE_HTTP=1)"),
     OPT_FILENAME(0, "state-file", state, "FILE",
                  "direct mode: previous caps (default /var/lib/pfi/sweep-state.json)"),
     OPT_SIZE(0, "sim-job", sim_job, "K", 0, 15, "--backend sim: which simulated job (default 0)"),
@@ -175,6 +178,9 @@ int cmd_sweep(int argc, char **argv)
                         .agent_url = agent_url,
                         .no_agent = no_agent,
                         .token_file = token_file,
+                        .allow_insecure_http = A.allow_insecure_http ||
+                                               (getenv("PFI_ALLOW_INSECURE_HTTP") &&
+                                                !strcmp(getenv("PFI_ALLOW_INSECURE_HTTP"), "1")),
                         .state_file = S.state,
                         .log = {on_note, on_error, on_progress, &S}};
     pfi_sweep_result res;

@@ -293,6 +293,12 @@ static int find_agent(sweep *s)
                         "a pfi-agent answers at %s: caps go through it; give its --token-file (or "
                         "--no-agent)",
                         url);
+        if (!pfi_url_secret_ok(url, o->allow_insecure_http))
+            return fail(s, 0,
+                        "--agent %.200s: plain http to a non-loopback host would send the token "
+                        "in cleartext; use https:// or --allow-insecure-http (a trusted network "
+                        "only)",
+                        url);
         if (pfi_token_read(o->token_file, s->token, sizeof s->token, &e))
             return fail(s, 0, "%s", e.msg);
         s->agent = url;

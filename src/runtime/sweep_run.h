@@ -55,6 +55,8 @@ typedef struct pfi_sweep_opts {
     const char *agent_url;           /* the node agent; NULL: http://127.0.0.1:9477 if it answers */
     int no_agent;                    /* set caps directly even if an agent answers */
     const char *token_file;          /* the agent's bearer token */
+    int allow_insecure_http;         /* the token over plain http to a host other than
+                                        loopback (pfi_url_secret_ok); 0: refused */
     const char *state_file;          /* direct mode: the caps before the sweep */
     pfi_sweep_log log;
 } pfi_sweep_opts;

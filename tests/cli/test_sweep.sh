@@ -64,6 +64,15 @@ start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --bac
   --token-file "$T/token" --state-file "$T/agent-state" --interval 0.5 --log "$T/agent.log"
 AP=$DPID; URL=http://127.0.0.1:$DPORT
 expect_error 1 "give its --token-file" "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 30 --agent "$URL" --out "$T/s5"
+# the token over plain http only to loopback (issue 29): 127.1 reaches this
+# agent but is not written as loopback; refused before any cap is set
+ALT=http://127.1:${URL##*:}
+expect_error 1 "--agent $ALT: plain http to a non-loopback host would send the token in cleartext" \
+  "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 30 --agent "$ALT" --token-file "$T/token" --out "$T/s5x"
+lacks "$T/agent.log" "controller pfi-sweep@"
+PFI_ALLOW_INSECURE_HTTP=1 expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 90 --pause 2 \
+  --agent "$ALT" --token-file "$T/token" --out "$T/s5y"
+contains "$T/err" "caps through the agent at $ALT"
 expect_status 0 "$PFI" sweep --backend "$SIM" --caps 700,500 --duration 90 --pause 2 --agent "$URL" --token-file "$T/token" --out "$T/s5"
 contains "$T/err" "caps through the agent"
 contains "$T/err" "handed back to the agent"
