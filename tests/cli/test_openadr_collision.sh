@@ -74,7 +74,9 @@ req "$CTOK" POST /v1/events '{"id":"op-1","start":"'$NOW'","duration_s":3600,"re
 req "$CTOK" POST /v1/events '{"id":"op-2","start":"'$LATER'","duration_s":3600,"target_kw":2}'; expect_code 201 "op-2"
 req "$CTOK" POST /v1/events '{"id":"multi.1","start":"'$LATER'","duration_s":600,"level":2}'; expect_code 201 "multi.1"
 req "$CTOK" POST /v1/trigger '{"level":1,"id":"trig-1","duration_s":3600}'; expect_code 201 "trigger"
-req "$CTOK" POST /v1/events '{"id":"op-short","start":"'$NOW'","duration_s":1,"reduction_pct":5}'; expect_code 201 "op-short"
+# its start taken just before it is sent, 5 s long: under load the requests
+# before it can take longer than a 1 s event (it then ends before it arrives: 422)
+req "$CTOK" POST /v1/events '{"id":"op-short","start":"'$(date -u +%Y-%m-%dT%H:%M:%SZ)'","duration_s":5,"reduction_pct":5}'; expect_code 201 "op-short"
 wait_for 30 "op-1 active" 'ev_is op-1 active'
 wait_for 30 "op-short done" 'ev_is op-short done'
 curl -s -m 5 "$URL/v1/events" >"$T/list"; contains "$T/list" '"id":"op-1"' # the ids are public
