@@ -5,7 +5,10 @@
  * control loop", "Faults", "Triggers"): overlapping events, ramps in and
  * out, tiers and infeasible floors under the hard budget, jobs arriving and
  * leaving mid-event, an agent lost and back, an event with nothing to shed,
- * a trigger within and beyond the plan. */
+ * a trigger within and beyond the plan; baselines (ctl_baseline.c): start-up
+ * and dips left out, the steps of one event and back-to-back events sharing
+ * the last steady uncapped baseline, the recovery after an event left out,
+ * and where a job without a steady window gets its baseline. */
 #include "../testutil.h"
 #include <math.h>
 #include <stdarg.h>
@@ -141,10 +144,11 @@ static double alloc_sum(void)
     return s;
 }
 
-/* baselines for 10 s, then the event at t = 100 */
+/* the jobs seen from t = 70: settled (baseline_settle_s 10) at 80, a steady
+   window (baseline_window_s 10) by 100, when the event starts */
 static void warm_up(void)
 {
-    for (int t = 90; t < 100; t++) decide(t);
+    for (int t = 70; t < 100; t++) decide(t);
 }
 
 /* jobs a (agent n1) and b (n2) of tier and PFIs given, 4 GPUs at 2400 W
@@ -310,10 +314,87 @@ static void test_nothing_to_shed(void **st)
     assert_true(g_dec.active);
     assert_true(fabs(g_st.event[0].baseline_w) < 1e-9);
     assert_true(noted("event empty started: baseline 0 W of 0 jobs"));
+    assert_true(noted("warning: event empty: nothing to shed (no managed load"));
+    assert_int_equal(g_st.event[0].baseline_src, CTL_BASE_NONE);
     assert_int_equal(g_st.njobs, 0);
     assert_int_equal(g_dec.nrows, 0);
     assert_true(g_dec.sample); /* the period is still recorded: the report shows it */
     assert_true(fabs(g_dec.measured_w) < 1e-9);
+}
+
+/* a job's view this period: power and throughput (NaN: none) */
+static void set_view(size_t a, const char *id, double power_w, double tokens_per_s, double cap_w)
+{
+    for (size_t q = 0; q < g_agent[a].njobs; q++)
+        if (!strcmp(g_view[a][q].id, id)) {
+            g_view[a][q].power_w = power_w;
+            g_view[a][q].tokens_per_s = tokens_per_s;
+            g_view[a][q].cap_w = cap_w;
+        }
+}
+
+/* start-up (loading: low power, no throughput) and an evaluation dip are
+   not the baseline; the old mean of the window was 1,875 W */
+static void test_baseline_startup_and_dips(void **st)
+{
+    (void)st;
+    g_cfg.baseline_window_s = 30;
+    job(0, "a", -1, 4, 300, NAN, 1);
+    event("e", 100, 60, 20);
+    for (int t = 70; t < 100; t++) {
+        if (t == 85) set_view(0, "a", 2400, 1000, 700); /* training */
+        if (t == 92) set_view(0, "a", 1500, 0, 700);    /* evaluation */
+        if (t == 94) set_view(0, "a", 2400, 1000, 700);
+        decide(t);
+    }
+    decide(100);
+    assert_true(fabs(g_st.event[0].baseline_w - 2400) < 1e-6);
+    assert_int_equal(g_st.event[0].baseline_src, CTL_BASE_STEADY); /* 80..99: 19 s of 30 */
+    assert_true(fabs(find("a")->base_tokens - 1000) < 1e-6);
+    assert_true(noted("event e started: baseline 2400 W of 1 jobs, target 1920 W"));
+}
+
+/* the steps of one event, and an event soon after, share the last steady
+   uncapped baseline: the cut does not compound on the capped draw */
+static void test_baseline_shared_by_steps(void **st)
+{
+    (void)st;
+    job(0, "a", -1, 4, 2400, 1000, 1);
+    job(1, "b", -1, 4, 2400, 1000, 1);
+    event("s.0", 100, 30, 20);
+    event("s.1", 130, 30, 20);
+    event("later", 175, 30, 20); /* 15 s after s.1: still recovering */
+    warm_up();
+    for (int t = 100; t < 175; t++) {
+        decide(t);
+        if (g_dec.active) apply_caps(1.0);
+        else { /* the caps handed back: the draw recovers over 20 s */
+            double w = fmin(2400, 1920 + 24 * (t - 160));
+            set_view(0, "a", w, 1000 * w / 2400, 700);
+            set_view(1, "b", w, 1000 * w / 2400, 700);
+        }
+    }
+    decide(175);
+    for (size_t i = 0; i < 3; i++) {
+        const ctl_event *e = &g_st.event[i];
+        if (fabs(e->baseline_w - 4800) > 1e-6)
+            fail_msg("%s: baseline %g W, not the steady 4800 W", e->ev.id, e->baseline_w);
+        assert_int_equal(e->baseline_src, CTL_BASE_STEADY);
+        assert_true(fabs(e->target_w - 3840) < 1e-6);
+    }
+}
+
+/* a job seen seconds before the event: no uncapped window yet; its GPUs at
+   0.97 of their ceiling, flagged as an estimate */
+static void test_baseline_estimate(void **st)
+{
+    (void)st;
+    job(0, "a", -1, 4, 600, NAN, 1);
+    event("e", 100, 60, 20);
+    for (int t = 95; t <= 100; t++) decide(t);
+    assert_int_equal(g_st.event[0].baseline_src, CTL_BASE_ESTIMATE);
+    assert_true(fabs(g_st.event[0].baseline_w - 4 * 700 * 0.97) < 1e-6);
+    assert_true(noted("(steady 0, short window 0, estimate 1)"));
 }
 
 static void test_trigger_plan(void **st)
@@ -368,6 +449,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_agent_lost_and_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_to_shed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trigger_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_startup_and_dips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_shared_by_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

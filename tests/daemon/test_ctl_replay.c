@@ -58,9 +58,8 @@ static void take_header(const char *name, json_t *h)
     { /* a restarted controller's resumed jobs (ctl_main.c) */
         assert_int_equal(PFI_VEC_RESERVE(g_st.job, g_st.job_cap, g_st.njobs + 1, NULL), PFI_OK);
         ctl_job *x = &g_st.job[g_st.njobs++];
-        memset(x, 0, sizeof *x);
-        snprintf(x->id, sizeof x->id, "%s", json_string_value(json_array_get(j, 0)));
-        x->tier = (int)json_integer_value(json_array_get(j, 1));
+        ctl_job_init(x, json_string_value(json_array_get(j, 0)),
+                     (int)json_integer_value(json_array_get(j, 1)));
         x->base_w = ctl_record_get_num(json_array_get(j, 2));
         x->base_tokens = ctl_record_get_num(json_array_get(j, 3));
         x->seen = 1;
@@ -179,13 +178,40 @@ static size_t compare(const char *name, size_t period, json_t *rec)
     return n;
 }
 
+/* PFI_REPLAY_BLESS=1: the period's decision written over the recorded one
+ * (ctl_record_decision's fields), for a deliberate change of the decision
+ * (docs/controller.md, "Recording and replaying periods", says when) */
+static void bless(json_t *rec)
+{
+    json_t *caps = json_array(), *plan = json_array(), *cuts = json_array();
+    for (size_t k = 0; k < g_st.njobs; k++) {
+        const ctl_job *j = &g_st.job[k];
+        json_array_append_new(caps,
+                              json_pack("[siOO]", j->id, j->tier, ctl_record_num(j->alloc_cap_w),
+                                        ctl_record_num(j->alloc_w)));
+        json_t *row = json_pack("[si]", j->id, j->tier);
+        for (size_t p = 0; p < g_st.nplan; p++)
+            json_array_append_new(row, ctl_record_num(j->plan_cap_w[p]));
+        json_array_append_new(plan, row);
+    }
+    for (size_t p = 0; p < g_st.nplan; p++)
+        json_array_append_new(cuts, ctl_record_num(g_st.plan_cut_pct[p]));
+    json_object_set_new(rec, "caps", caps);
+    json_object_set_new(rec, "plan_cut_pct", cuts);
+    json_object_set_new(rec, "plan", plan);
+    json_object_set_new(rec, "budget_w", ctl_record_num(g_st.budget_w));
+    json_object_set_new(rec, "integral_w", ctl_record_num(g_st.integral_w));
+}
+
 /* one recording; the periods replayed and the caps compared */
 static void replay(const char *name, size_t *periods, size_t *caps)
 {
-    char path[1200];
+    char path[1200], blessed[1300];
     snprintf(path, sizeof path, "%s/%s", GOLDEN, name);
+    snprintf(blessed, sizeof blessed, "%s.blessed", path);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
+    FILE *out = getenv("PFI_REPLAY_BLESS") ? fopen(blessed, "w") : NULL;
     char *line = NULL;
     size_t cap = 0, period = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -199,13 +225,24 @@ static void replay(const char *name, size_t *periods, size_t *caps)
             take_agents(json_object_get(rec, "agents"));
             double t = ctl_record_get_num(json_object_get(rec, "t"));
             ctl_decide(&g_cfg, g_have_cm ? &g_cm : NULL, &g_st, &g_in, t, &g_dec);
+            if (out) bless(rec);
             *caps += compare(name, period, rec);
             period++;
+        }
+        if (out) {
+            char *text = json_dumps(rec, JSON_COMPACT);
+            assert_non_null(text);
+            fprintf(out, "%s\n", text);
+            free(text);
         }
         json_decref(rec);
     }
     free(line);
     fclose(f);
+    if (out) {
+        assert_int_equal(fclose(out), 0);
+        assert_int_equal(rename(blessed, path), 0);
+    }
     *periods += period;
     ctl_state_free(&g_st);
     ctl_config_free(&g_cfg);

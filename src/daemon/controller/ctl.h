@@ -44,7 +44,7 @@ typedef struct ctl_cfg {
     char schedule[1024], openadr_poll_url[1024], log[1024];
     pfi_strategy strategy;
     double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s,
-        lease_s;
+        baseline_settle_s, lease_s;
     double level_cut_pct[4];   /* grid level -> cut (default 0, 10, 20, 30 %) */
     double agent_timeout_s;    /* one request's deadline (NaN: from the period, 0.2..2 s) */
     double agent_concurrency;  /* requests in flight at once (default 1024) */
@@ -245,10 +245,19 @@ int ctl_persist(ctl *c, const ctl_decision *d);
 void ctl_persist_close(ctl *c);
 
 /* ctl_decide.c: whether e runs at now (active, before the end of its ramp
- * down); a job's mean power over the last window_s of its baseline samples
- * (NaN: none) */
+ * down) */
 int ctl_event_running(const ctl_event *e, double now);
-double ctl_job_window_w(const ctl_job *j, double now, double window_s);
+/* a job as first seen (or resumed): no baseline, no samples */
+void ctl_job_init(ctl_job *j, const char *id, int tier);
+/* baselines (ctl_baseline.c): each period, a job's sample for its baseline
+ * (none while an event runs); a job's baseline now (*w, *tok) and where it
+ * comes from; the source's name ("steady", "short window", "estimate",
+ * "late", "none") */
+void ctl_baseline_observe(const ctl_cfg *cfg, ctl_job *j, double now, int event_running);
+ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double now, double *w,
+                              double *tok);
+const char *ctl_base_src_name(ctl_base_src s);
+int ctl_base_src_parse(const char *name, ctl_base_src *s); /* 0; -1 (NONE) when unknown */
 
 /* ctl_plan.c (pure): the response plan, computed at the end of each
  * decision; a trigger's caps (trig_cap_w) for cut_pct % off the plan's
@@ -315,11 +324,19 @@ static inline int ctl_within_target(const ctl_cfg *cfg, double measured_w, doubl
 }
 
 /* ctl_report.c (lock held) */
-/* the report's verdict on e from its samples: *met (every steady-window
- * period within target, 0 without one), *mean_w (mean measured power over
- * the steady window, NaN without one); returns the steady samples, -1 when
- * out of memory */
-int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w);
+/* the verdict on an ended event e from its samples: nothing to shed (no
+ * managed load at its start), not applicable (cancelled before any period
+ * below its baseline by more than the tolerance), no steady samples, else
+ * met (every steady-window period within target) or not; *mean_w the mean
+ * measured power over the steady window (NaN without one); returns the
+ * steady samples, -1 when out of memory */
+int ctl_report_verdict(ctl *c, const ctl_event *e, ctl_verdict *v, double *mean_w);
+/* "pending", "met", "not met", "nothing to shed", "not applicable", "no steady samples" */
+const char *ctl_verdict_name(ctl_verdict v);
+/* the verdict an active event has now: nothing to shed, or met / not met
+   at measured_w (pending in its ramps: phase "ramp" or "ramp down") */
+ctl_verdict ctl_verdict_now(const ctl_cfg *cfg, const ctl_event *e, double measured_w,
+                            const char *phase);
 char *ctl_report_json(ctl *c, const ctl_event *e);
 /* the chart of event e as PNG (and SVG) files base.png, base.svg */
 pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);

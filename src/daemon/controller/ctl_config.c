@@ -276,6 +276,7 @@ static void defaults(ctl_cfg *c)
     c->period_s = 5;
     c->tolerance_pct = 2;
     c->baseline_window_s = 60;
+    c->baseline_settle_s = 10;
     c->lease_s = NAN;
     c->default_tier = -1;
     c->openadr_poll_s = 60;
@@ -314,6 +315,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("ramp_s", &c->ramp_s, 0, 86400),
         CFG_NUM("ramp_down_s", &c->ramp_down_s, 0, 86400),
         CFG_NUM("baseline_window_s", &c->baseline_window_s, 0.1, 86400),
+        CFG_NUM("baseline_settle_s", &c->baseline_settle_s, 0, 3600),
         CFG_NUM("lease_s", &c->lease_s, 1, 86400),
         CFG_NUM("default_tier", &tier, -1, 3),
         CFG_NUM("agent_timeout_s", &c->agent_timeout_s, 0.01, 60),

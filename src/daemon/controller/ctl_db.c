@@ -4,7 +4,7 @@
  * agent name), the OpenADR 3 reports not yet accepted by the VTN, and a few state values (the
  * feedback term) so a restarted controller resumes an event without lifting caps. The database's
  * format version is SQLite's user_version (PRAGMA): 0 (a database from before versions were kept)
- * is read as 1 and marked 1; a newer one is refused. */
+ * is read as 1; 1 gets format 2's columns; a newer one is refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,8 @@ static const char schema[] =
     "PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS events(id TEXT PRIMARY KEY, json TEXT NOT NULL, source TEXT, "
     "status TEXT NOT NULL,"
-    " baseline_w REAL, target_w REAL, ramp_s REAL, ramp_down_s REAL, reached_t REAL);"
+    " baseline_w REAL, target_w REAL, ramp_s REAL, ramp_down_s REAL, reached_t REAL,"
+    " baseline_source TEXT, created_by TEXT, changed_by TEXT, cancelled_by TEXT);"
     "CREATE TABLE IF NOT EXISTS samples(event_id TEXT, t REAL, budget_w REAL, target_w REAL, "
     "measured_w REAL,"
     " PRIMARY KEY(event_id, t));"
@@ -39,10 +40,51 @@ static const char schema[] =
     " interval_id INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS oadr_first(event_id TEXT PRIMARY KEY, first_s REAL NOT NULL);"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
-    "DELETE FROM meta WHERE key='generation';"
-    "PRAGMA user_version=1;";
+    "DELETE FROM meta WHERE key='generation';";
 
-#define CTL_DB_FORMAT_VERSION 1
+/* Format 2 (issue 30): events carry their baseline's source and the
+ * operators who created, changed and cancelled them; a format-1 table
+ * gets the columns (NULL in its rows: not known) */
+#define CTL_DB_FORMAT_VERSION 2
+static const char *const v2_columns[] = {"baseline_source TEXT", "created_by TEXT",
+                                         "changed_by TEXT", "cancelled_by TEXT"};
+
+static int has_column(sqlite3 *db, const char *table, const char *col, size_t n)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", table);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return -1;
+    int found = 0;
+    while (!found && sqlite3_step(s) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 1);
+        found = name && strlen(name) == n && !strncmp(name, col, n);
+    }
+    sqlite3_finalize(s);
+    return found;
+}
+
+/* the columns of later formats, then the version: 0, or -1 (logged) */
+static int migrate(ctl *c)
+{
+    for (size_t i = 0; i < sizeof v2_columns / sizeof *v2_columns; i++) {
+        size_t n = strcspn(v2_columns[i], " ");
+        int h = has_column(c->io.db, "events", v2_columns[i], n);
+        char sql[128];
+        snprintf(sql, sizeof sql, "ALTER TABLE events ADD COLUMN %s", v2_columns[i]);
+        if (h < 0 || (!h && sqlite3_exec(c->io.db, sql, NULL, NULL, NULL) != SQLITE_OK)) {
+            ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
+            return -1;
+        }
+    }
+    char sql[48];
+    snprintf(sql, sizeof sql, "PRAGMA user_version=%d", CTL_DB_FORMAT_VERSION);
+    if (sqlite3_exec(c->io.db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
+        return -1;
+    }
+    return 0;
+}
 
 static int db_version(ctl *c)
 {
@@ -74,7 +116,7 @@ int ctl_db_open(ctl *c)
         sqlite3_free(msg);
         return -1;
     }
-    return 0;
+    return migrate(c);
 }
 
 double ctl_db_col_num(sqlite3_stmt *s, int i)
@@ -90,9 +132,10 @@ void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
 /* the API's write sets every column on conflict; the period's the columns
  * its decision changes (ctl_persist.c) */
 static const char put_event_sql[] =
-    "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t)"
-    " VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET status=excluded.status,"
-    " baseline_w=excluded.baseline_w, target_w=excluded.target_w, reached_t=excluded.reached_t";
+    "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
+    "baseline_source) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+    " status=excluded.status, baseline_w=excluded.baseline_w, target_w=excluded.target_w,"
+    " reached_t=excluded.reached_t, baseline_source=excluded.baseline_source";
 static const char put_event_all_sql[] = ", json=excluded.json, ramp_s=excluded.ramp_s,"
                                         " ramp_down_s=excluded.ramp_down_s";
 
@@ -116,6 +159,8 @@ int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns)
     ctl_db_bind_num(s, 7, e->ramp_s);
     ctl_db_bind_num(s, 8, e->ramp_down_s);
     ctl_db_bind_num(s, 9, e->reached_t);
+    if (e->status == CTL_EV_SCHEDULED) sqlite3_bind_null(s, 10);
+    else sqlite3_bind_text(s, 10, ctl_base_src_name(e->baseline_src), -1, SQLITE_STATIC);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     sqlite3_finalize(s);
     free(j);
@@ -136,8 +181,8 @@ int ctl_db_load_events(ctl *c)
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(
             c->io.db,
-            "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t FROM "
-            "events ORDER BY rowid",
+            "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
+            "baseline_source FROM events ORDER BY rowid",
             -1, &s, NULL) != SQLITE_OK)
         return -1;
     c->st.nevents = 0;
@@ -163,6 +208,7 @@ int ctl_db_load_events(ctl *c)
         e->ramp_s = ctl_db_col_num(s, 5);
         e->ramp_down_s = ctl_db_col_num(s, 6);
         e->reached_t = ctl_db_col_num(s, 7);
+        ctl_base_src_parse((const char *)sqlite3_column_text(s, 8), &e->baseline_src);
         ctl_event *slot = ctl_state_event_new(&c->st);
         if (!slot) {
             ctl_log(c, "error: %s: out of memory loading events", c->cfg.db);

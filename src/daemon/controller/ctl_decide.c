@@ -55,13 +55,20 @@ static ctl_job *job_get(ctl_state *s, ctl_jobidx *index, const char *id, int tie
                      id, agent, tier, other->tier);
     }
     ctl_job *j = &s->job[s->njobs];
+    ctl_job_init(j, id, tier);
+    if (ctl_jobidx_add(index, s, s->njobs)) return NULL;
+    s->njobs++;
+    return j;
+}
+
+void ctl_job_init(ctl_job *j, const char *id, int tier)
+{
     memset(j, 0, sizeof *j);
     snprintf(j->id, sizeof j->id, "%s", id);
     j->tier = tier;
     j->base_w = j->base_tokens = NAN;
-    if (ctl_jobidx_add(index, s, s->njobs)) return NULL;
-    s->njobs++;
-    return j;
+    j->uncapped_since = j->steady_t = j->steady_eval_t = NAN; /* no baseline samples yet */
+    j->steady_w = j->steady_tokens = NAN;
 }
 
 /* the first view of a job this period: what it carried last period is reset */
@@ -162,23 +169,6 @@ static int take_jobs(ctl_state *s, const ctl_inputs *in, ctl_decision *d)
     return 0;
 }
 
-static double mean_window(const ctl_job *j, double now, double window, const double *v)
-{
-    double sum = 0;
-    int n = 0;
-    for (size_t k = 0; k < j->hist_n; k++) {
-        size_t i = (j->hist_head + CTL_HIST - 1 - k) % CTL_HIST;
-        if (now - j->hist_t[i] > window) break;
-        if (isfinite(v[i])) sum += v[i], n++;
-    }
-    return n ? sum / n : NAN;
-}
-
-double ctl_job_window_w(const ctl_job *j, double now, double window_s)
-{
-    return mean_window(j, now, window_s, j->hist_w);
-}
-
 int ctl_event_running(const ctl_event *e, double now)
 {
     return e->status == CTL_EV_ACTIVE && now < pfi_grid_event_end(&e->ev) + e->ramp_down_s;
@@ -191,28 +181,39 @@ static void event_row(ctl_decision *d, const ctl_event *e)
     else ctl_note(&d->notes, "error: out of memory: event %s's new state not stored", e->ev.id);
 }
 
-/* an event starts: every job's baseline from its window, the event's target */
+/* an event starts: every job's baseline (ctl_baseline.c: its last steady
+   uncapped window, shared by the steps of one event and back-to-back
+   events), the event's target */
 static void event_start(const ctl_cfg *cfg, ctl_state *s, ctl_event *e, double now, ctl_decision *d)
 {
     double base = 0;
+    size_t by_src[CTL_BASE_LATE + 1] = {0};
+    e->baseline_src = CTL_BASE_NONE;
     for (size_t k = 0; k < s->njobs; k++) {
         ctl_job *j = &s->job[k];
-        double bw = mean_window(j, now, cfg->baseline_window_s, j->hist_w);
-        double bt = mean_window(j, now, cfg->baseline_window_s, j->hist_tok);
-        j->base_w = isfinite(bw) ? bw : j->measured_w;
-        j->base_tokens = isfinite(bt) ? bt : j->tokens_per_s;
+        j->base_src = ctl_baseline_now(cfg, j, now, &j->base_w, &j->base_tokens);
         j->nobs = 0;
         j->late = 0;
         base += j->base_w;
+        by_src[j->base_src]++;
+        if (j->base_src > e->baseline_src) e->baseline_src = j->base_src;
     }
     e->baseline_w = base;
     e->target_w = ctl_event_target_w(cfg, e);
     e->status = CTL_EV_ACTIVE;
     s->integral_w = 0;
-    ctl_note(&d->notes,
-             "event %s started: baseline %.0f W of %zu jobs, target %.0f W (%.1f%% cut)%s",
-             e->ev.id, base, s->njobs, e->target_w, base > 0 ? 100 * (1 - e->target_w / base) : 0,
-             e->ev.dry_run || cfg->dry_run ? " [dry run]" : "");
+    char how[96] = "";
+    if (by_src[CTL_BASE_SHORT] || by_src[CTL_BASE_ESTIMATE])
+        snprintf(how, sizeof how, " (steady %zu, short window %zu, estimate %zu)",
+                 by_src[CTL_BASE_STEADY], by_src[CTL_BASE_SHORT], by_src[CTL_BASE_ESTIMATE]);
+    ctl_note(
+        &d->notes, "event %s started: baseline %.0f W of %zu jobs%s, target %.0f W (%.1f%% cut)%s",
+        e->ev.id, base, s->njobs, how, e->target_w, base > 0 ? 100 * (1 - e->target_w / base) : 0,
+        e->ev.dry_run || cfg->dry_run ? " [dry run]" : "");
+    if (!s->njobs || !(base > 0))
+        ctl_note(&d->notes,
+                 "warning: event %s: nothing to shed (no managed load: %zu jobs, baseline %.0f W)",
+                 e->ev.id, s->njobs, base);
     event_row(d, e);
 }
 
@@ -227,6 +228,11 @@ static int step_events(const ctl_cfg *cfg, ctl_state *s, double now, ctl_decisio
             e->status = e->cancelled ? CTL_EV_CANCELLED : CTL_EV_DONE;
             ctl_note(&d->notes, "event %s %s", e->ev.id,
                      e->cancelled ? "cancelled and ramped down" : "finished");
+            if (e->cancelled && !e->shed_any && e->baseline_w > 0)
+                ctl_note(&d->notes,
+                         "warning: event %s: cancelled before it shed anything: not applicable "
+                         "(neither met nor missed)",
+                         e->ev.id);
             event_row(d, e);
         }
         if (ctl_event_running(e, now)) active = 1;
@@ -234,20 +240,16 @@ static int step_events(const ctl_cfg *cfg, ctl_state *s, double now, ctl_decisio
     return active;
 }
 
-/* step 2: baselines, only while nothing is capped by us */
-static void keep_baselines(ctl_state *s, double now)
+/* step 2: baselines (ctl_baseline.c: samples only while nothing runs) */
+static void keep_baselines(const ctl_cfg *cfg, ctl_state *s, double now, int active)
 {
     for (size_t k = 0; k < s->njobs; k++) {
         ctl_job *j = &s->job[k];
-        if (!j->reachable) continue;
-        size_t h = j->hist_head;
-        j->hist_w[h] = j->measured_w;
-        j->hist_tok[h] = j->tokens_per_s;
-        j->hist_t[h] = now;
-        j->hist_head = (h + 1) % CTL_HIST;
-        if (j->hist_n < CTL_HIST) j->hist_n++;
-        j->alloc_cap_w = 0;
-        j->alloc_w = NAN;
+        ctl_baseline_observe(cfg, j, now, active);
+        if (!active && j->reachable) {
+            j->alloc_cap_w = 0;
+            j->alloc_w = NAN;
+        }
     }
 }
 
@@ -288,6 +290,7 @@ static void late_baseline(ctl_job *j)
     if (!isfinite(j->base_w)) { /* started during the event */
         j->base_w = uncapped ? j->measured_w : j->gpus * j->cap_max_w * 0.97;
         j->base_tokens = j->tokens_per_s;
+        j->base_src = CTL_BASE_LATE;
         j->late = 1;
     } else if (j->late && uncapped && j->reachable) {
         /* its first samples can be from before it really ran (a job ramping
@@ -422,6 +425,11 @@ static int control(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, co
     s->feasible = feasible;
     s->budget_w = budget;
     s->measured_w = meas;
+    for (size_t i = 0; i < s->nevents; i++) { /* what the verdicts need (ctl_report.c) */
+        ctl_event *ev = &s->event[i];
+        if (ctl_event_running(ev, now) && meas < ev->baseline_w * (1 - cfg->tolerance_pct / 100))
+            ev->shed_any = 1;
+    }
     s->fixed_w = fixed;
     if (gov) {
         snprintf(s->gov_id, sizeof s->gov_id, "%s", gov->ev.id);
@@ -445,7 +453,7 @@ int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *
     s->now = now;
     int rc = take_jobs(s, in, d);
     int active = step_events(cfg, s, now, d);
-    if (!active) keep_baselines(s, now);
+    keep_baselines(cfg, s, now, active);
     s->active = d->active = active;
     s->gov_id[0] = 0;
     if (!active) {

@@ -74,6 +74,10 @@ json_t *ctl_event_json(const ctl_event *e)
                         isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
     json_object_set_new(o, "target_w",
                         isfinite(e->target_w) ? json_real(e->target_w) : json_null());
+    json_object_set_new(o, "baseline_source",
+                        e->status == CTL_EV_SCHEDULED
+                            ? json_null()
+                            : json_string(ctl_base_src_name(e->baseline_src)));
     if (e->ended_by[0]) json_object_set_new(o, "ended_by", json_string(e->ended_by));
     return o;
 }
@@ -111,29 +115,34 @@ static json_t *status_event_json(ctl *c, ctl_event *e, double now)
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     json_t *achieved = json_null(), *met = json_null();
     const char *basis = NULL;
+    ctl_verdict v = CTL_VERDICT_PENDING;
     if (active && c->st.active && isfinite(c->st.measured_w) && isfinite(e->target_w)) {
         achieved = json_real(c->st.measured_w);
-        met = json_boolean(ctl_within_target(&c->cfg, c->st.measured_w, e->target_w));
+        v = ctl_verdict_now(&c->cfg, e, c->st.measured_w, "steady");
         basis = "now";
     } else if (!scheduled && !active && isfinite(e->target_w)) {
         if (!e->verdict_known) {
-            int m = 0;
             double w = NAN;
-            int n = ctl_report_verdict(c, e, &m, &w);
+            ctl_verdict got;
+            int n = ctl_report_verdict(c, e, &got, &w);
             if (n >= 0) {
                 e->verdict_known = 1;
-                e->verdict_met = m;
+                e->verdict = got;
                 e->verdict_steady = n;
                 e->verdict_mean_w = w;
             }
         }
-        if (e->verdict_known && e->verdict_steady > 0) {
+        if (e->verdict_known) {
+            v = e->verdict;
             achieved = num_or_null(e->verdict_mean_w);
-            met = json_boolean(e->verdict_met);
-            basis = "steady window";
+            basis = e->verdict_steady > 0 ? "steady window" : NULL;
         }
     }
+    /* met / not met only where there was something to shed */
+    if (v == CTL_VERDICT_MET || v == CTL_VERDICT_NOT_MET) met = json_boolean(v == CTL_VERDICT_MET);
+    else basis = NULL;
     json_object_set_new(o, "achieved_w", achieved);
+    json_object_set_new(o, "verdict", json_string(ctl_verdict_name(v)));
     json_object_set_new(o, "met", met);
     json_object_set_new(o, "met_basis", basis ? json_string(basis) : json_null());
     return o;
@@ -175,9 +184,13 @@ static json_t *status_json(ctl *c)
                           ? 1 - j->tokens_per_s / j->base_tokens
                           : NAN,
                allowed = pfi_sla_loss(j->tier);
-        json_object_set_new(o, "baseline_w", during ? num_or_null(j->base_w) : json_null());
-        json_object_set_new(o, "baseline_tokens_per_s",
-                            during && j->base_tokens > 0 ? json_real(j->base_tokens) : json_null());
+        /* the event's baseline while one runs, else the one an event
+           starting now would take (ctl_baseline.c), with its source */
+        double bw = j->base_w, bt = j->base_tokens;
+        ctl_base_src src = during ? j->base_src : ctl_baseline_now(&c->cfg, j, c->st.now, &bw, &bt);
+        json_object_set_new(o, "baseline_w", num_or_null(bw));
+        json_object_set_new(o, "baseline_tokens_per_s", bt > 0 ? json_real(bt) : json_null());
+        json_object_set_new(o, "baseline_source", json_string(ctl_base_src_name(src)));
         json_object_set_new(o, "loss_pct", num_or_null(100 * loss));
         json_object_set_new(o, "allowed_loss_pct",
                             j->tier >= 0 && allowed < 1 ? json_real(100 * allowed) : json_null());
@@ -241,19 +254,32 @@ static void event_metrics(ctl *c, pfi_buf *b)
                      (!isfinite(end) || now - end <= CTL_METRICS_EVENT_AGE_S);
         if (active || recent) ev[n++] = status_event_json(c, e, now);
     }
-    static const char *const name[3] = {"pfi_ctl_event_target_watts",
-                                        "pfi_ctl_event_achieved_watts", "pfi_ctl_event_met"};
-    static const char *const help[3] = {
+    static const char *const name[4] = {"pfi_ctl_event_target_watts",
+                                        "pfi_ctl_event_achieved_watts", "pfi_ctl_event_met",
+                                        "pfi_ctl_event_not_applicable"};
+    static const char *const help[4] = {
         "A running or recently ended grid event's power target (W).",
         "Power achieved against the event: measured now while it runs, the steady window's mean "
         "once it ended (W).",
         "1 when the event is met (measured at or below target plus tolerance), 0 when not; absent "
-        "during its ramps."};
+        "during its ramps and when there was nothing to shed.",
+        "1 for an event that can be neither met nor missed: reason \"nothing to shed\" (no "
+        "managed load when it started) or \"not applicable\" (cancelled before it shed "
+        "anything)."};
     char id[2 * PFI_EVENT_ID_MAX + 2];
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < 4; q++) {
         head(b, name[q], "gauge", help[q]);
         for (size_t i = 0; i < n; i++) {
             json_t *o = ev[i], *v = NULL;
+            if (q == 3) {
+                const char *vd = json_string_value(json_object_get(o, "verdict"));
+                if (vd && (!strcmp(vd, "nothing to shed") || !strcmp(vd, "not applicable")))
+                    pfi_buf_printf(
+                        b, "%s{event_id=\"%s\",reason=\"%s\"} 1\n", name[q],
+                        pfi_prom_label(id, sizeof id, json_string_value(json_object_get(o, "id"))),
+                        vd);
+                continue;
+            }
             if (q == 0) v = json_object_get(o, "target_w");
             else if (q == 1) v = json_object_get(o, "achieved_w");
             else {

@@ -193,13 +193,12 @@ static void resume_baselines(ctl *c)
         while (sqlite3_step(s) == SQLITE_ROW &&
                !PFI_VEC_RESERVE(c->st.job, c->st.job_cap, c->st.njobs + 1, NULL)) {
             ctl_job *j = &c->st.job[c->st.njobs++];
-            memset(j, 0, sizeof *j);
-            snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(s, 0));
+            ctl_job_init(j, (const char *)sqlite3_column_text(s, 0), sqlite3_column_int(s, 3));
+            j->base_src = e->baseline_src;
             j->base_w =
                 sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
             j->base_tokens =
                 sqlite3_column_type(s, 2) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 2);
-            j->tier = sqlite3_column_int(s, 3);
             j->seen = 1;
             n++;
         }

@@ -5,7 +5,8 @@
  * cut the grid may ask for next — the configured levels 1..3 (levels_pct)
  * and every scheduled event's cut — computed by the configured strategy
  * from the current baselines (the job's event baseline while one runs,
- * else its mean over baseline_window_s) and its current estimates (the
+ * else the baseline an event starting now would take, ctl_baseline.c) and
+ * its current estimates (the
  * curve model, the closed loop's observations; equal weight where there
  * are none yet), without feedback (the loop adds that once it runs).
  *
@@ -25,8 +26,9 @@
 double ctl_plan_base_w(const ctl_cfg *cfg, const ctl_state *s, const ctl_job *j)
 {
     if (s->active && isfinite(j->base_w)) return j->base_w;
-    double w = ctl_job_window_w(j, s->now, cfg->baseline_window_s);
-    return isfinite(w) ? w : j->measured_w;
+    double w, tok;
+    ctl_baseline_now(cfg, j, s->now, &w, &tok); /* what an event starting now would take */
+    return w;
 }
 
 double ctl_event_cut_pct(const ctl_cfg *cfg, const ctl_state *s, const ctl_event *e)

@@ -4,7 +4,9 @@
  *   time to target (first period at or below target + tolerance);
  *   the steady window — from ramp_s + two control periods after the start
  *   to the end — its mean achieved reduction and worst excess over target;
- *   met = every steady period at or below target + tolerance (and the share
+ *   the verdict (ctl_verdict): nothing to shed (no managed load at the
+ *   start), not applicable (cancelled before any period shed anything),
+ *   else met = every steady period at or below target + tolerance (and the share
  *   of steady periods that were: a job starting uncapped or an agent lost
  *   mid-event shows up here);
  *   energy shed (kWh) = integral of (baseline - measured) from the start to
@@ -70,50 +72,60 @@ static double steady_start(const ctl *c, const ctl_event *e)
     return e->ev.start + e->ramp_s + 2 * c->cfg.period_s;
 }
 
-int ctl_report_verdict(ctl *c, const ctl_event *e, int *met, double *mean_w)
+const char *ctl_verdict_name(ctl_verdict v)
+{
+    static const char *const names[] = {
+        "pending", "met", "not met", "nothing to shed", "not applicable", "no steady samples"};
+    return (unsigned)v < sizeof names / sizeof *names ? names[v] : "pending";
+}
+
+ctl_verdict ctl_verdict_now(const ctl_cfg *cfg, const ctl_event *e, double measured_w,
+                            const char *phase)
+{
+    if (!(e->baseline_w > 0)) return CTL_VERDICT_NOTHING;
+    if (!phase || strcmp(phase, "steady") || !isfinite(measured_w)) return CTL_VERDICT_PENDING;
+    return ctl_within_target(cfg, measured_w, e->target_w) ? CTL_VERDICT_MET : CTL_VERDICT_NOT_MET;
+}
+
+/* the verdict from the samples (ctl_report_verdict's rule) */
+static ctl_verdict verdict_of(const ctl_event *e, int steady_n, int steady_ok, int shed_any)
+{
+    if (!(e->baseline_w > 0)) return CTL_VERDICT_NOTHING;
+    if (e->status == CTL_EV_CANCELLED && !shed_any) return CTL_VERDICT_NA;
+    if (!steady_n) return CTL_VERDICT_NO_STEADY;
+    return steady_ok ? CTL_VERDICT_MET : CTL_VERDICT_NOT_MET;
+}
+
+/* a period shed something: below the baseline by more than the tolerance */
+static int shed(const ctl *c, const ctl_event *e, double measured_w)
+{
+    return measured_w < e->baseline_w * (1 - c->cfg.tolerance_pct / 100);
+}
+
+int ctl_report_verdict(ctl *c, const ctl_event *e, ctl_verdict *v, double *mean_w)
 {
     series s;
     if (load_series(c, e->ev.id, &s)) return -1;
     double steady0 = steady_start(c, e), end = pfi_grid_event_end(&e->ev), sum = 0;
-    int n = 0, ok = 1;
-    for (size_t i = 0; i < s.n; i++)
+    int n = 0, ok = 1, shed_any = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        shed_any |= shed(c, e, s.m[i]);
         if (s.t[i] >= steady0 && s.t[i] < end) {
             n++;
             sum += s.m[i];
             if (!ctl_within_target(&c->cfg, s.m[i], s.tg[i])) ok = 0;
         }
+    }
     free_series(&s);
-    *met = n && ok;
+    *v = verdict_of(e, n, ok, shed_any);
     *mean_w = n ? sum / n : NAN;
     return n;
 }
 
-char *ctl_report_json(ctl *c, const ctl_event *e)
+/* per job over the steady window: baseline and measured throughput, the
+   loss against its tier's allowed loss */
+static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
 {
-    series s;
-    if (load_series(c, e->ev.id, &s)) return NULL; /* out of memory: 500 */
-    double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
-    double steady0 = steady_start(c, e);
-    json_t *tl = json_array();
-    double shed_j = 0, sum_red = 0, worst = -INFINITY;
-    int nsteady = 0, met = 1, within = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw",
-                                            s.b[i] / 1000, "target_kw", s.tg[i] / 1000,
-                                            "measured_kw", s.m[i] / 1000));
-        if (i > 0)
-            shed_j += 0.5 * ((e->baseline_w - s.m[i]) + (e->baseline_w - s.m[i - 1])) *
-                      (s.t[i] - s.t[i - 1]);
-        if (s.t[i] >= steady0 && s.t[i] < end) {
-            nsteady++;
-            sum_red += 1 - s.m[i] / e->baseline_w;
-            double over = s.m[i] / s.tg[i] - 1;
-            if (over > worst) worst = over;
-            if (!ctl_within_target(&c->cfg, s.m[i], s.tg[i])) met = 0;
-            else within++;
-        }
-    }
-    if (!nsteady) met = 0;
     json_t *jobs = json_array();
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->io.db,
@@ -151,6 +163,37 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
         }
         sqlite3_finalize(st);
     }
+    return jobs;
+}
+
+char *ctl_report_json(ctl *c, const ctl_event *e)
+{
+    series s;
+    if (load_series(c, e->ev.id, &s)) return NULL; /* out of memory: 500 */
+    double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
+    double steady0 = steady_start(c, e);
+    json_t *tl = json_array();
+    double shed_j = 0, sum_red = 0, worst = -INFINITY;
+    int nsteady = 0, met = 1, within = 0, shed_any = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        shed_any |= shed(c, e, s.m[i]);
+        json_array_append_new(tl, json_pack("{s:f,s:f,s:f,s:f}", "t_s", s.t[i] - start, "budget_kw",
+                                            s.b[i] / 1000, "target_kw", s.tg[i] / 1000,
+                                            "measured_kw", s.m[i] / 1000));
+        if (i > 0)
+            shed_j += 0.5 * ((e->baseline_w - s.m[i]) + (e->baseline_w - s.m[i - 1])) *
+                      (s.t[i] - s.t[i - 1]);
+        if (s.t[i] >= steady0 && s.t[i] < end) {
+            nsteady++;
+            sum_red += 1 - s.m[i] / e->baseline_w;
+            double over = s.m[i] / s.tg[i] - 1;
+            if (over > worst) worst = over;
+            if (!ctl_within_target(&c->cfg, s.m[i], s.tg[i])) met = 0;
+            else within++;
+        }
+    }
+    if (!nsteady) met = 0;
+    json_t *jobs = jobs_json(c, e, steady0, end);
     char t0[40];
     pfi_rfc3339_format(start, t0, sizeof t0);
     const char *kind = e->ev.kind == PFI_EV_REDUCTION   ? "reduction_pct"
@@ -176,8 +219,16 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "steady_samples", json_integer(nsteady));
     json_object_set_new(o, "steady_within_target_pct",
                         nsteady ? json_real(100.0 * within / nsteady) : json_null());
+    json_object_set_new(o, "baseline_source", json_string(ctl_base_src_name(e->baseline_src)));
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
-    json_object_set_new(o, "met", json_boolean(met));
+    /* met only when there was load to shed and it was shed to target
+       (issue 30: an event with nothing to shed was reported met) */
+    ctl_verdict v = e->status == CTL_EV_ACTIVE && !(e->baseline_w > 0) ? CTL_VERDICT_NOTHING
+                    : e->status == CTL_EV_ACTIVE                       ? CTL_VERDICT_PENDING
+                                                 : verdict_of(e, nsteady, met, shed_any);
+    json_object_set_new(o, "met",
+                        json_boolean(v == CTL_VERDICT_MET || (v == CTL_VERDICT_PENDING && met)));
+    json_object_set_new(o, "verdict", json_string(ctl_verdict_name(v)));
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
     json_object_set_new(o, "dry_run", json_boolean(e->ev.dry_run || c->cfg.dry_run));
     json_object_set_new(o, "strategy", json_string(pfi_strategy_name(c->cfg.strategy)));

@@ -70,6 +70,15 @@ typedef struct ctl_inputs {
     size_t nagents;
 } ctl_inputs;
 
+/* where a job's baseline comes from (ctl_baseline.c) */
+typedef enum ctl_base_src {
+    CTL_BASE_NONE = 0,
+    CTL_BASE_STEADY,   /* its last steady uncapped window */
+    CTL_BASE_SHORT,    /* no steady window yet: the uncapped samples it has */
+    CTL_BASE_ESTIMATE, /* none: its GPUs at 0.97 of their ceiling */
+    CTL_BASE_LATE      /* it started during the event: what it draws uncapped */
+} ctl_base_src;
+
 typedef struct ctl_job {
     char id[CTL_JOB_ID_MAX + 1];
     int tier, gpus, seen;
@@ -86,10 +95,15 @@ typedef struct ctl_job {
     double measured_w, tokens_per_s, pfi_pred;
     double hist_w[CTL_HIST], hist_tok[CTL_HIST], hist_t[CTL_HIST];
     size_t hist_n, hist_head;
-    double ratio;               /* power-control state */
+    double ratio; /* power-control state */
+    /* the baseline's samples (hist_*: uncapped, settled, training; ring)
+       and the last steady estimate (steady_t: when; NaN: none yet) */
+    double uncapped_since, steady_w, steady_tokens, steady_t, steady_eval_t;
+    int has_tokens;             /* it has reported throughput */
     double base_w, base_tokens; /* pre-event baseline (event start) */
-    int late;                   /* started during the event: baseline follows its
-                                   measured power until the controller first caps it */
+    ctl_base_src base_src;
+    int late; /* started during the event: baseline follows its
+                 measured power until the controller first caps it */
     double alloc_w, alloc_cap_w;
     double plan_cap_w[CTL_PLAN_MAX];                   /* the response plan's caps (ctl_plan.c) */
     double trig_cap_w;                                 /* the last trigger's cap (0: none) */
@@ -109,16 +123,29 @@ typedef enum ctl_event_status {
 const char *ctl_event_status_name(ctl_event_status s);
 int ctl_event_status_parse(const char *name, ctl_event_status *s); /* 0, or -1 */
 
+/* an event's verdict (ctl_report.c; docs/controller.md, "Verdicts") */
+typedef enum ctl_verdict {
+    CTL_VERDICT_PENDING = 0, /* scheduled, or running in a ramp */
+    CTL_VERDICT_MET,
+    CTL_VERDICT_NOT_MET,
+    CTL_VERDICT_NOTHING,  /* no managed load when it started: nothing to shed */
+    CTL_VERDICT_NA,       /* cancelled before it shed anything: not applicable */
+    CTL_VERDICT_NO_STEADY /* ended without a steady-window period */
+} ctl_verdict;
+
 typedef struct ctl_event {
     pfi_grid_event ev;
     ctl_event_status status;
     double baseline_w, target_w; /* resolved at start */
+    ctl_base_src baseline_src;   /* the weakest of its jobs' (NONE: no jobs) */
     double ramp_s, ramp_down_s;
     double reached_t; /* first time at or below target (NaN) */
     int cancelled;
+    int shed_any; /* a period of it measured below its baseline by more than the tolerance */
     /* the report's verdict once it ended (ctl_report_verdict), kept: a
        finished event's samples do not change; the status page asks every second */
-    int verdict_known, verdict_met, verdict_steady;
+    int verdict_known, verdict_steady;
+    ctl_verdict verdict;
     double verdict_mean_w;
     /* OpenADR: the payloads its reportDescriptors ask for (PFI_OADR_REPORT_*;
        0: all three). Not kept across a restart (then all three). */

@@ -115,7 +115,10 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
     unsigned want = e->report_mask ? e->report_mask : PFI_OADR_REPORT_DEFAULT;
     const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE", "READING", "USAGE"};
     const char *units[] = {"KW", "KW", "KWH", "KW", "KWH"};
-    const char *reading[] = {"MEAN", "DIRECT_READ", "SUMMED", "MEAN", "SUMMED"};
+    /* BASELINE: the mean of a steady uncapped window, else an estimate
+       (ctl_baseline.c; the Definition's reading types, Table 3) */
+    const char *reading[] = {"MEAN", e->baseline_src == CTL_BASE_STEADY ? "MEAN" : "ESTIMATED",
+                             "SUMMED", "MEAN", "SUMMED"};
     for (size_t b = b_lo; b < nb && b < b_hi && iv && !(want & PFI_OADR_REPORT_NONE); b++) {
         if (!cnt[b]) continue;
         double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;

@@ -1,0 +1,160 @@
+/* ctl_baseline.c — each job's baseline: its uncapped, steady training draw
+ * and throughput (docs/controller.md, "Baselines"). Pure: no I/O, no clock.
+ *
+ * The rule, after the meter-before/meter-after baselines of demand-response
+ * measurement and verification (NAESB WEQ M&V; a day-matching baseline does
+ * not fit a job that runs for hours):
+ *   - a sample counts only when no event runs, the job is reachable, we do
+ *     not cap it (its cap at its ceiling), it has been so for at least
+ *     baseline_settle_s (the recovery from an earlier event and a job's
+ *     first seconds are left out), and — for a job that reports throughput —
+ *     it is training (tokens/s > 0: loading and evaluation are left out);
+ *   - over the last baseline_window_s of such samples, the plateau: the
+ *     mean of the samples at or above 0.9 x their median (checkpoint and
+ *     evaluation dips left out), throughput over the same samples;
+ *   - the plateau is the job's steady baseline when its samples span at
+ *     least half the window (and number at least 3); the last steady
+ *     baseline is kept (it is what an event uses, so the steps of one
+ *     event and back-to-back events share it: no cut compounds);
+ *   - a job with no steady baseline yet: the plateau of the samples it has
+ *     ("short window"), else an estimate, its GPUs at 0.97 of their ceiling
+ *     ("estimate"; training jobs draw close to their limit). Issue 31's
+ *     profile will come before the estimate. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+#define PLATEAU_FLOOR 0.9 /* samples under 0.9 x the median are dips */
+#define STEADY_SPAN 0.5   /* a steady window spans half baseline_window_s */
+#define STEADY_MIN_N 3
+#define ESTIMATE_RATIO 0.97 /* a training job's draw / its GPUs' ceiling */
+
+static const char *const src_names[] = {"none", "steady", "short window", "estimate", "late"};
+
+const char *ctl_base_src_name(ctl_base_src s)
+{
+    return (unsigned)s < sizeof src_names / sizeof *src_names ? src_names[s] : "none";
+}
+
+int ctl_base_src_parse(const char *name, ctl_base_src *s)
+{
+    for (size_t i = 0; name && i < sizeof src_names / sizeof *src_names; i++)
+        if (!strcmp(name, src_names[i])) {
+            *s = (ctl_base_src)i;
+            return 0;
+        }
+    *s = CTL_BASE_NONE;
+    return -1;
+}
+
+static int capped(const ctl_job *j)
+{
+    return isfinite(j->cap_w) && j->cap_w < j->cap_max_w - 0.5;
+}
+
+/* the k-th smallest of v[0..n) (reorders v) */
+static double select_kth(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[(lo + hi) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j], v[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return v[k];
+    }
+    return v[k];
+}
+
+/* the plateau of the samples of the last window_s: 0 and *w, *tok, *span_s,
+ * *n; -1 when there are none */
+static int plateau(const ctl_job *j, double now, double window_s, double *w, double *tok,
+                   double *span_s, size_t *n)
+{
+    double p[CTL_HIST];
+    size_t m = 0;
+    double oldest = now;
+    for (size_t k = 0; k < j->hist_n; k++) {
+        size_t i = (j->hist_head + CTL_HIST - 1 - k) % CTL_HIST;
+        if (now - j->hist_t[i] > window_s) break;
+        p[m++] = j->hist_w[i];
+        oldest = j->hist_t[i];
+    }
+    if (!m) return -1;
+    double med = select_kth(p, m, m / 2);
+    double sw = 0, st = 0;
+    size_t nw = 0, nt = 0;
+    for (size_t k = 0; k < m; k++) {
+        size_t i = (j->hist_head + CTL_HIST - 1 - k) % CTL_HIST;
+        if (j->hist_w[i] < PLATEAU_FLOOR * med) continue;
+        sw += j->hist_w[i], nw++;
+        if (isfinite(j->hist_tok[i])) st += j->hist_tok[i], nt++;
+    }
+    *w = sw / (double)nw;
+    *tok = nt ? st / (double)nt : NAN;
+    *span_s = now - oldest;
+    *n = nw;
+    return 0;
+}
+
+void ctl_baseline_observe(const ctl_cfg *cfg, ctl_job *j, double now, int event_running)
+{
+    if (!j->reachable) return;
+    if (event_running || capped(j)) { /* the settle starts again after */
+        j->uncapped_since = NAN;
+        return;
+    }
+    if (!isfinite(j->uncapped_since)) j->uncapped_since = now;
+    if (isfinite(j->tokens_per_s)) j->has_tokens = 1;
+    if (now - j->uncapped_since < cfg->baseline_settle_s) return;
+    if (j->has_tokens && !(j->tokens_per_s > 0)) return; /* loading, evaluating */
+    if (!(j->measured_w > 0)) return;
+    size_t h = j->hist_head;
+    j->hist_w[h] = j->measured_w;
+    j->hist_tok[h] = j->tokens_per_s;
+    j->hist_t[h] = now;
+    j->hist_head = (h + 1) % CTL_HIST;
+    if (j->hist_n < CTL_HIST) j->hist_n++;
+    /* the steady estimate, refreshed every tenth of a window (a median of
+       up to CTL_HIST samples per job is not free at 12,500 agents) */
+    if (isfinite(j->steady_eval_t) && now - j->steady_eval_t < cfg->baseline_window_s / 10) return;
+    j->steady_eval_t = now;
+    double w, tok, span;
+    size_t n;
+    if (plateau(j, now, cfg->baseline_window_s, &w, &tok, &span, &n) == 0 &&
+        span >= STEADY_SPAN * cfg->baseline_window_s && n >= STEADY_MIN_N) {
+        j->steady_w = w;
+        j->steady_tokens = tok;
+        j->steady_t = now;
+    }
+}
+
+ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double now, double *w,
+                              double *tok)
+{
+    if (isfinite(j->steady_t)) {
+        *w = j->steady_w;
+        *tok = j->steady_tokens;
+        return CTL_BASE_STEADY;
+    }
+    double span;
+    size_t n;
+    if (plateau(j, now, cfg->baseline_window_s, w, tok, &span, &n) == 0) return CTL_BASE_SHORT;
+    *w = j->gpus * j->cap_max_w * ESTIMATE_RATIO;
+    *tok = j->tokens_per_s > 0 && !capped(j) ? j->tokens_per_s : NAN;
+    if (!isfinite(*w)) *w = j->measured_w;
+    return CTL_BASE_ESTIMATE;
+}
