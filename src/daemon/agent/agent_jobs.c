@@ -322,8 +322,9 @@ static void map_jobs_dir(agent *a, jmap *m)
         /* not made yet (the Slurm plugin makes /run/pfi/jobs at the node's
            first job): nothing to read and nothing wrong; said once, as info */
         if (!a->jobs_dir_missing_said)
-            agent_log(a, "--jobs-dir %s does not exist yet: no job files until the scheduler "
-                         "integration makes it",
+            agent_log(a,
+                      "--jobs-dir %s does not exist yet: no job files until the scheduler "
+                      "integration makes it",
                       a->cfg.jobs_dir);
         a->jobs_dir_missing_said = 1;
         return;
