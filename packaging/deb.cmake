@@ -5,8 +5,12 @@
 #   pfi-agent       (component agent)      /usr/sbin/pfi-agent, its unit, /etc/default/pfi-agent
 #   pfi-controller  (component controller) /usr/sbin/pfi-controller, its unit, /etc/pfi/controller.json
 #   pfi-slurm       (component slurm)      the SPANK plugin and its plugstack.conf.d snippet
-# `make deb` configures build-deb/ with prefix /usr and the multiarch libdir
-# and runs cpack there. Included from the top-level CMakeLists.txt.
+# `make deb` configures build-deb/ with prefix /usr, the multiarch libdir and
+# PFI_DEB (man pages gzip -9n, the per-package files below) and runs cpack
+# there. Each package has /usr/share/doc/PACKAGE/copyright (DEP-5:
+# packaging/deb/copyright, the project's and the bundled data's licences)
+# and changelog.Debian.gz (packaging/deb/changelog). Included from the
+# top-level CMakeLists.txt.
 if(NOT PFI_CLI)
   return() # the packages need the whole tree (daemons and report)
 endif()
@@ -15,7 +19,13 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME pfi)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "pfi")
-set(CPACK_PACKAGE_CONTACT "pfi maintainers <pfi@localhost>")
+# the Maintainer field: the project's own address (the one its commits
+# carry; docs/packaging.md). A site that rebuilds the packages for its own
+# repository puts its name here: cmake -DPFI_DEB_MAINTAINER="Ops <ops@site>"
+set(PFI_DEB_MAINTAINER "pfi maintainers <maintainers@users.noreply.a-seed-53b49e0b.example>" CACHE STRING
+  "the Debian packages' Maintainer field")
+set(CPACK_PACKAGE_CONTACT "${PFI_DEB_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${PFI_DEB_MAINTAINER}")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_OUTPUT_FILE_PREFIX ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
@@ -34,6 +44,26 @@ set(CPACK_STRIP_FILES TRUE)
 
 set(PFI_DEB_DIR ${CMAKE_SOURCE_DIR}/packaging/deb)
 set(CPACK_COMPONENTS_ALL pfi agent controller)
+
+# every package's /usr/share/doc/PACKAGE: copyright and changelog.Debian.gz
+# (gzip -9n: the same bytes each build); its lintian overrides, each with
+# its reason (packaging/deb/PACKAGE/lintian-overrides, docs/packaging.md)
+if(PFI_DEB)
+  set(PFI_DEB_CHANGELOG_GZ ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz)
+  add_custom_command(OUTPUT ${PFI_DEB_CHANGELOG_GZ} COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/deb
+    COMMAND sh -c "gzip -9n -c '${PFI_DEB_DIR}/changelog' > '${PFI_DEB_CHANGELOG_GZ}'"
+    DEPENDS ${PFI_DEB_DIR}/changelog VERBATIM)
+  add_custom_target(pfi_deb_changelog ALL DEPENDS ${PFI_DEB_CHANGELOG_GZ})
+  foreach(cp pfi:pfi agent:pfi-agent controller:pfi-controller slurm:pfi-slurm)
+    string(REPLACE ":" ";" cp "${cp}")
+    list(GET cp 0 comp)
+    list(GET cp 1 pkg)
+    install(FILES ${PFI_DEB_DIR}/copyright ${PFI_DEB_CHANGELOG_GZ} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg}
+      COMPONENT ${comp})
+    install(FILES ${PFI_DEB_DIR}/${pkg}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
+      RENAME ${pkg} COMPONENT ${comp})
+  endforeach()
+endif()
 
 set(CPACK_DEBIAN_PFI_PACKAGE_NAME pfi)
 set(CPACK_COMPONENT_PFI_DESCRIPTION
@@ -56,9 +86,10 @@ pfi-agent samples a node's NVIDIA GPUs through NVML, maps them to jobs,
 serves Prometheus metrics and sets GPU power caps under a lease from
 pfi-controller, restoring them when the lease ends or the agent stops.
 Runs as a systemd service (options in /etc/default/pfi-agent).")
-# deb-systemd-helper and deb-systemd-invoke in the maintainer scripts;
-# procps: /bin/kill, the units' ExecReload
-set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "init-system-helpers, procps")
+# procps: /bin/kill, the units' ExecReload. (deb-systemd-helper and
+# deb-systemd-invoke of the maintainer scripts are init-system-helpers',
+# an Essential package: no dependency is written, as Debian policy 3.5 says)
+set(CPACK_DEBIAN_AGENT_PACKAGE_DEPENDS "procps")
 # NVML comes with the NVIDIA driver (Debian non-free's libnvidia-ml1, or
 # NVIDIA's own installer): loaded at run time, not a hard dependency
 set(CPACK_DEBIAN_AGENT_PACKAGE_SUGGESTS "libnvidia-ml1")
@@ -73,8 +104,9 @@ pfi-controller receives grid events (HTTP API, OpenADR 3, a schedule),
 splits each cut across the managed jobs by their Power Flexibility Index,
 enforces it through the node agents with leased caps, verifies and reports
 it. Configuration in /etc/pfi/controller.json (pfi-controller.json(5)).")
-# the report's PNG figures: PLplot's cairo driver (loaded at run time)
-set(CPACK_DEBIAN_CONTROLLER_PACKAGE_DEPENDS "init-system-helpers, procps, plplot-driver-cairo")
+# the report's PNG figures: PLplot's cairo driver (loaded at run time);
+# adduser: the postinst makes the system user pfi-controller runs as
+set(CPACK_DEBIAN_CONTROLLER_PACKAGE_DEPENDS "adduser, procps, plplot-driver-cairo")
 set(CPACK_DEBIAN_CONTROLLER_PACKAGE_CONTROL_EXTRA
   ${PFI_DEB_DIR}/pfi-controller/postinst ${PFI_DEB_DIR}/pfi-controller/prerm
   ${PFI_DEB_DIR}/pfi-controller/postrm ${PFI_DEB_DIR}/pfi-controller/conffiles)

@@ -11,7 +11,8 @@
 #                               clang-format-14 for the format check,
 #                               Slurm + munge, Chromium, mmdebstrap,
 #                               systemd (systemd-analyze verify), man-db
-#                               (man, groff: the man page checks), nodejs +
+#                               (man, groff: the man page checks), lintian
+#                               (the packages' check), nodejs +
 #                               npm: scripts/prism.sh installs Stoplight Prism,
 #                               the OpenADR 3 mock VTN, under build/prism
 #                               when its test first runs; Prometheus and
@@ -33,7 +34,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
   libplplot-dev plplot-driver-cairo"
 DEB_PKGS="dpkg-dev file libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
-  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db
+  slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db lintian
   prometheus python3-torch python3-venv python3-setuptools python3-wheel"
 
 case "${1:-run}" in

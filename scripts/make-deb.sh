@@ -2,7 +2,9 @@
 # make-deb.sh — build the Debian packages (docs/packaging.md) in a build
 # directory of their own: configured for /usr (the data path compiled into
 # pfi), /etc and the multiarch libdir (the SPANK plugin's path in
-# pfi-spank(8)), built without tests, packaged by CPack's DEB generator
+# pfi-spank(8)) and Debian's layout (PFI_DEB: man pages gzip -9n, each
+# package's copyright and changelog.Debian.gz), built without tests,
+# packaged by CPack's DEB generator
 # (packaging/deb.cmake). The packages land in DIR/packages/ (old ones are
 # removed first); their names are printed. `make deb` and
 # tests/cli/test_deb.sh run it.
@@ -17,7 +19,7 @@ command -v file >/dev/null || { echo "make-deb: file is missing: install the Deb
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 # shellcheck disable=SC2086 # CMAKE_FLAGS is a list of options
 cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPFI_TESTS=OFF -DCMAKE_INSTALL_PREFIX=/usr \
-  -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" -DCMAKE_INSTALL_SYSCONFDIR=/etc ${CMAKE_FLAGS:-} >"$dir.configure.log" 2>&1 ||
+  -DCMAKE_INSTALL_LIBDIR="lib/$multiarch" -DCMAKE_INSTALL_SYSCONFDIR=/etc -DPFI_DEB=ON ${CMAKE_FLAGS:-} >"$dir.configure.log" 2>&1 ||
   { cat "$dir.configure.log" >&2; exit 1; }
 rm -f "$dir.configure.log"
 cmake --build "$dir" -j "$jobs" -- --no-print-directory >"$dir/build.log" 2>&1 || { tail -n 40 "$dir/build.log" >&2; exit 1; }

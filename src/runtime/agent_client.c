@@ -28,6 +28,11 @@ pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token
                            pfi_error *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) /* e.g. root's, read by the packaged controller's own user */
+        return pfi_errorf(err, PFI_EIO,
+                          "%s: cannot open the token file: %s (this process runs as uid %u: the "
+                          "file must be that user's)",
+                          path, strerror(errno), (unsigned)geteuid());
     if (fd < 0)
         return pfi_errorf(err, PFI_EIO, "%s: cannot open the token file: %s", path,
                           strerror(errno));

@@ -10,7 +10,8 @@
 #  - start-up errors on stderr also with --log FILE or --syslog; --syslog
 #    writes nothing to stderr;
 #  - the exit codes of pfi-agent(8) and pfi-controller(8), and the messages
-#    of a missing or misspelt configuration;
+#    of a missing or misspelt configuration, and of a token file the
+#    daemon's user cannot read (the uid named; run as root);
 #  - no help text prints '%%' or points at a C header, and every daemon
 #    option is in its man page.
 . "$SRC/tests/cli/lib.sh"
@@ -140,6 +141,20 @@ expect_error 1 "pfi-controller: error: " "$CTL" --config "$T/busy.json"
 contains "$T/busy.log" "error: "
 sed "s|\"$T/token\"|\"$T/missing-token\"|" "$T/busy.json" >"$T/notok.json"
 expect_error 1 "pfi-controller: error: agents[0]: $T/missing-token" "$CTL" --config "$T/notok.json"
+# a token file the daemon's user may not read (the packaged controller runs
+# as its own user, pfi-controller: a root-owned token): the error says which
+# uid it runs as, so the owner to give the file is plain
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  chmod 711 "$T"
+  mkdir -m 755 "$T/pub"
+  cp "$T/token" "$T/pub/root.token"
+  printf '{"listen": "127.0.0.1:0", "db": "%s", "agents": [{"url": "%s", "token_file": "%s"}]}\n' \
+    "$T/pub/x.db" "$AURL" "$T/pub/root.token" >"$T/pub/rootok.json"
+  chmod 644 "$T/pub/rootok.json"
+  expect_error 1 "agents[0]: $T/pub/root.token: cannot open the token file: Permission denied (this process runs as uid 65534: the file must be that user's)" \
+    setpriv --reuid 65534 --regid 65534 --clear-groups "$CTL" --config "$T/pub/rootok.json"
+  chmod 700 "$T"
+fi
 
 # ---- exit codes (pfi-agent(8), pfi-controller(8) EXIT STATUS) ----
 expect_error 2 "unknown option '--bogus'" "$PFI_AGENT" --bogus

@@ -11,14 +11,18 @@
 #   pfi --version, man pfi-controller.json, pfi demo (the daemons as
 #   installed, on loopback, about 30 s), python3 -c 'import pfi_steplog'
 #   (Debian's python3) when the package has the hook, systemd-analyze verify on the installed units
-#   (exit 0, nothing on stderr); no unit was started (no systemd runs
-#   there) and the maintainer scripts made /var/lib/pfi;
+#   (exit 0, nothing on stderr) and systemd-analyze security --offline
+#   (the controller's exposure below 2.0); no unit was started (no systemd
+#   runs there) and the maintainer scripts made /var/lib/pfi and the system
+#   user pfi-controller with its /var/lib/pfi/controller; the controller run
+#   as that user, as its unit does, with the shipped configuration;
 #   apt-get purge of the four, apt-get autoremove --purge of what they pulled
 # and checks that nothing is left: no file dpkg -L listed for them, no
 # /etc/pfi, /var/lib/pfi, /usr/share/doc/pfi, /usr/lib/<multiarch>/pfi,
 # /usr/share/pfi, and the root's files are those from before the install
-# (apt's and dpkg's own records aside). The root is removed whatever
-# happens.
+# (apt's and dpkg's own records aside, and the account pfi-controller,
+# which stays as Debian leaves a removed service's user: docs/packaging.md).
+# The root is removed whatever happens.
 #
 # The packages come from cli_test_deb ($BUILD/deb/packages; ctest fixture
 # "debs"). About 1 GB of disk and 2-3 minutes. Labelled "plain" and
@@ -61,7 +65,8 @@ cp "$P"/*.deb "$R/debs/"
 snapshot() {
   (cd "$R" && find . -xdev \( -path ./proc -o -path ./dev -o -path ./sys -o -path ./tmp -o -path ./run -o -path ./debs \
     -o -path ./var/lib/dpkg -o -path ./var/lib/apt -o -path ./var/cache -o -path ./var/log \
-    -o -path ./etc/ld.so.cache \) -prune -o -print | sort) >"$1"
+    -o -path ./etc/ld.so.cache -o -path ./etc/passwd- -o -path ./etc/group- -o -path ./etc/shadow- \
+    -o -path ./etc/gshadow- \) -prune -o -print | sort) >"$1"
 }
 snapshot "$T/before"
 
@@ -94,6 +99,16 @@ echo "fresh root: apt-get install exited $rc after $(( $(date +%s) - t0 )) s"
 [ "$(grep -c 'install ok installed' "$R/debs/status")" -eq 4 ] || { cat "$R/debs/status" >&2; fail "not all four packages installed"; }
 ok
 [ -d "$R/var/lib/pfi" ] || fail "the maintainer scripts did not make /var/lib/pfi"; ok
+# the controller's own system user (no login), owning its state directory
+# and nothing above it
+pw=$(grep '^pfi-controller:' "$R/etc/passwd") || fail "no user pfi-controller after installation"
+uid=$(echo "$pw" | cut -d: -f3)
+[ "$uid" -gt 0 ] && [ "$uid" -lt 1000 ] || fail "pfi-controller is not a system user: $pw"; ok
+case $pw in *:/usr/sbin/nologin) ok ;; *) fail "pfi-controller can log in: $pw" ;; esac
+[ "$(stat -c '%u %a' "$R/var/lib/pfi/controller")" = "$uid 750" ] ||
+  fail "/var/lib/pfi/controller: $(stat -c '%U %a' "$R/var/lib/pfi/controller"), not pfi-controller's, 750"
+ok
+[ "$(stat -c '%u %a' "$R/var/lib/pfi")" = "0 755" ] || fail "/var/lib/pfi is not root's 755"; ok
 [ -L "$R/etc/systemd/system/multi-user.target.wants/pfi-agent.service" ] || fail "pfi-agent.service not enabled"; ok
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/pfi-controller.service" ] || fail "pfi-controller enabled before it is configured"; ok
 [ -f "$R/usr/lib/$multi/pfi/spank_pfi.so" ] || fail "no SPANK plugin at /usr/lib/$multi/pfi"; ok
@@ -116,6 +131,12 @@ in_root 600 '
   fi
   systemd-analyze verify pfi-agent.service pfi-controller.service 2>/debs/verify.err
   echo "verify: exit 0"
+  # the hardening as systemd scores it: the controller below 2.0 (issue 30)
+  for u in pfi-agent pfi-controller; do
+    systemd-analyze security --offline=yes /usr/lib/systemd/system/$u.service 2>&1 | tail -n 1 >>/debs/security
+  done
+  systemd-analyze security --offline=yes --threshold=19 /usr/lib/systemd/system/pfi-controller.service >/dev/null 2>&1
+  echo "security: controller below 2.0"
   # the daemons as installed, with their default state paths (what a
   # service leaves for the purge): the agent on simulated GPUs, the
   # controller with the shipped /etc/pfi/controller.json and the
@@ -131,16 +152,23 @@ in_root 600 '
     done
   }
   umask 077
+  # the tokens the controller reads are its user'"'"'s (docs/deploy.md); the
+  # root agent reads the same agent token
   for t in agent operator; do head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n" >/etc/pfi/$t.token; done
+  chown pfi-controller: /etc/pfi/agent.token /etc/pfi/operator.token
+  mkdir -m 1777 /tmp/ctl
   pfi-agent --backend sim --listen 127.0.0.1:0 --port-file /tmp/agent.port 2>/tmp/agent.log &
   a=$!
-  pfi-controller --config /etc/pfi/controller.json --listen 127.0.0.1:0 --port-file /tmp/ctl.port 2>/tmp/ctl.log &
+  # as the unit runs it: the user pfi-controller, no capability
+  setpriv --reuid pfi-controller --regid pfi-controller --init-groups --inh-caps=-all --bounding-set=-all \
+    pfi-controller --config /etc/pfi/controller.json --listen 127.0.0.1:0 --port-file /tmp/ctl/port 2>/tmp/ctl.log &
   c=$!
   wait_file /tmp/agent.port $a /tmp/agent.log
-  wait_file /tmp/ctl.port $c /tmp/ctl.log
+  wait_file /tmp/ctl/port $c /tmp/ctl.log
   kill $a $c
   wait $a $c || true
   ls /var/lib/pfi >/debs/state
+  ls -n /var/lib/pfi/controller >/debs/ctl-state
   # an interrupted pfi sweep: its state file still lists a GPU whose cap it
   # changed, the only record of the cap before (the purge must keep it)
   printf "{\"format_version\": 1, \"pid\": 1, \"gpus\": [{\"index\": 0, \"uuid\": \"GPU-x\", \"cap_w\": 700}]}\n" \
@@ -161,7 +189,12 @@ if grep -q '/pfi_steplog/__init__.py$' "$R/debs/listed"; then
   contains "$T/run.log" "python: pfi_steplog from /usr/lib/python3/dist-packages/pfi_steplog/__init__.py"
 fi
 contains "$R/debs/state" "agent-state.json"
-contains "$R/debs/state" "controller.db"
+# the database where the shipped configuration keeps it, the user's
+awk -v u="$uid" '$NF == "controller.db" && $3 == u {f = 1} END {exit !f}' "$R/debs/ctl-state" ||
+  { cat "$R/debs/ctl-state" >&2; fail "no controller.db of pfi-controller's in /var/lib/pfi/controller"; }
+ok
+contains "$T/run.log" "security: controller below 2.0"
+cat "$R/debs/security"
 # a demo's leftovers would stay in /tmp, which is not the packages' business
 
 t0=$(date +%s)
@@ -179,6 +212,9 @@ echo "fresh root: apt-get purge exited $rc after $(( $(date +%s) - t0 )) s"
 [ -f "$R/var/lib/pfi/sweep-state.json" ] || fail "purge removed a sweep state file that still lists a GPU"; ok
 contains "$T/purge.log" "sweep-state.json still lists GPUs"
 [ "$(ls "$R/var/lib/pfi")" = "sweep-state.json" ] || fail "left in /var/lib/pfi: $(ls "$R/var/lib/pfi")"; ok
+# the state directory of the controller is gone, its account stays
+[ ! -e "$R/var/lib/pfi/controller" ] || fail "/var/lib/pfi/controller is left after apt-get purge"; ok
+grep -q '^pfi-controller:' "$R/etc/passwd" || fail "the purge removed the account pfi-controller"; ok
 # the operator, having restored that GPU, removes the record
 rm "$R/var/lib/pfi/sweep-state.json"
 rmdir "$R/var/lib/pfi"

@@ -86,7 +86,7 @@ ok
 # the test list: every program the suite calls, present after the bootstrap
 # (the tests' own checks would only find a missing one when they run)
 TOOLS="cmake cc clang clang-format-14 cpack dpkg-deb dpkg-shlibdeps file curl tar git openssl unshare mmdebstrap
-  node npm systemd-analyze man groff prometheus promtool python3 slurmctld slurmd sbatch srun scontrol munged chromium"
+  node npm systemd-analyze lintian setpriv man groff prometheus promtool python3 slurmctld slurmd sbatch srun scontrol munged chromium"
 TOOLS=$(echo $TOOLS) # one line: it goes into a shell command line
 in_root bootstrap-test "scripts/bootstrap.sh test && { for t in $TOOLS; do command -v \$t >/dev/null || echo MISSING \$t; done; \
   python3 -c 'import torch, venv, setuptools, wheel' || echo MISSING python3-torch; }" ||

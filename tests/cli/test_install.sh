@@ -18,7 +18,7 @@ ok
 for f in bin/pfi sbin/pfi-agent sbin/pfi-controller include/pfi/pfi.h include/pfi/curve.h include/pfi/version.h \
   share/man/man1/pfi.1 share/man/man8/pfi-agent.8 share/man/man8/pfi-controller.8 share/man/man8/pfi-spank.8 \
   share/man/man5/pfi-controller.json.5 lib/systemd/system/pfi-agent.service lib/systemd/system/pfi-controller.service \
-  share/doc/pfi/README.md share/doc/pfi/docs/agent.md; do
+  share/doc/pfi/README.md share/doc/pfi/LICENSE share/doc/pfi/docs/agent.md; do
   [ -f "$P/$f" ] || fail "missing $f"; ok
 done
 # the /etc samples: PREFIX/etc, or /etc for prefix /usr

@@ -10,7 +10,8 @@
  * predictions, dcgm-exporter mapping files, a local dcgm-exporter),
  * agent_render.c (/metrics and /v1/node), agent_fast.c (fast trigger
  * datagrams: PUT /v1/caps over UDP), agent_baseline.c (each GPU's
- * baseline, its ceiling, drift of its limit). One mutex guards the agent's
+ * baseline, its ceiling, drift of its limit), agent_privs.c (the
+ * capabilities its options need; the others dropped at start). One mutex guards the agent's
  * state; the GPU backend serializes its own calls. */
 #ifndef PFI_AGENT_H
 #define PFI_AGENT_H
@@ -115,6 +116,7 @@ typedef struct agent {
     } base[AGENT_MAX_GPUS * 2];
     size_t nbase;
     int dcgm_missing_logged;                 /* the features a scrape cannot give, said once */
+    int jobs_dir_missing_said;               /* --jobs-dir does not exist: said once (info) */
     char restore_logged[PFI_LEASE_MAX_GPUS]; /* a saved GPU's failed restore, logged */
     /* the info line of cap requests, coalesced (agent_caps.c): since caps_log_t */
     unsigned caps_log_req, caps_log_gpus;
@@ -137,6 +139,7 @@ typedef struct agent {
     double fast_drop_logged_t;
     pthread_t fast_tid;
     atomic_int fast_stop;
+    char privs[160]; /* the capabilities kept, for the start-up log (agent_privs.c) */
 } agent;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",
@@ -193,6 +196,12 @@ char *agent_render_metrics(agent *a, size_t *len);
 char *agent_render_node(agent *a);
 /* GET /v1/control: the controller's compact view (docs/agent.md) */
 char *agent_render_control(agent *a);
+
+/* agent_privs.c: the capabilities the options need (a mask of 1 << CAP_*),
+ * and the drop of all others from every set, once at start before any
+ * thread: 0, or 1 (logged) when the kernel refused */
+uint64_t agent_caps_needed(const agent_cfg *c);
+int agent_drop_capabilities(agent *a);
 
 /* agent_fast.c: fast trigger datagrams on the control listener's port
  * (UDP), after agent_http_start; 0, or -1 when the thread cannot start */

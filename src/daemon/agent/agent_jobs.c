@@ -317,7 +317,20 @@ static void map_processes(agent *a, jmap *m)
 static void map_jobs_dir(agent *a, jmap *m)
 {
     struct stat dst;
-    if (lstat(a->cfg.jobs_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)) {
+    int st = lstat(a->cfg.jobs_dir, &dst);
+    if (st != 0 && errno == ENOENT) {
+        /* not made yet (the Slurm plugin makes /run/pfi/jobs at the node's
+           first job): nothing to read and nothing wrong; said once, as info */
+        if (!a->jobs_dir_missing_said)
+            agent_log(a,
+                      "--jobs-dir %s does not exist yet: no job files until the scheduler "
+                      "integration makes it",
+                      a->cfg.jobs_dir);
+        a->jobs_dir_missing_said = 1;
+        return;
+    }
+    a->jobs_dir_missing_said = 0; /* there again: a later disappearance is said again */
+    if (st != 0 || !S_ISDIR(dst.st_mode) || !admin_owned(&dst)) {
         refuse_once(
             a, a->cfg.jobs_dir,
             "--jobs-dir is not a directory of root's (or ours) that only its owner can write");

@@ -1,8 +1,9 @@
 /* agent_main.c — pfi-agent: options, start-up, the sampling loop and
  * shutdown (agent.h; docs/agent.md).
  *
- * Start-up: open the GPU backend, read the token file (refused unless mode
- * 0600), load the model, then the state file: a live lease from before a
+ * Start-up: read the token file (refused unless mode 0600) and the model,
+ * drop the capabilities the options do not need (agent_privs.c), open the
+ * GPU backend, then the state file: a live lease from before a
  * crash is honoured (its caps re-applied), an expired one restored. Two
  * threads besides HTTP's: the main loop samples every --interval clock
  * seconds and refreshes the job mapping every 5 s (step logs, which the
@@ -433,8 +434,8 @@ static int open_gpus(agent *a, const pfi_recon *recon)
  * or the exit status */
 static int take_over(agent *a)
 {
-    agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g", PFI_VERSION,
-              pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale());
+    agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g; %s", PFI_VERSION,
+              pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale(), a->privs);
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i))
             agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid,
@@ -521,6 +522,11 @@ int main(int argc, char **argv)
         agent_log(a, "error: --read-only and --restore-and-exit exclude each other");
         return 2;
     }
+    /* the tokens and the model read while every capability is there (a
+       token file may be the controller's user's); then only what the
+       options need, before the GPUs are opened and any thread starts */
+    if (!c->restore_and_exit && (rc = load_credentials(a))) return rc;
+    if (agent_drop_capabilities(a)) return 1;
     if ((rc = open_gpus(a, have_recon ? &recon : NULL))) return rc;
     if (c->restore_and_exit) {
         rc = agent_restore_and_exit(a);
@@ -530,7 +536,7 @@ int main(int argc, char **argv)
         return rc;
     }
     pthread_t lease_tid;
-    if ((rc = load_credentials(a)) || (rc = take_over(a)) || (rc = serve(a, &lease_tid))) return rc;
+    if ((rc = take_over(a)) || (rc = serve(a, &lease_tid))) return rc;
     sampling_loop(a);
     pfi_notify_stopping("signal %d: stopping, %s", (int)g_stop,
                         c->keep_caps ? "caps kept under the lease" : "restoring every cap");

@@ -271,7 +271,7 @@ static void defaults(ctl_cfg *c)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:9480");
-    snprintf(c->db, sizeof c->db, "/var/lib/pfi/controller.db");
+    snprintf(c->db, sizeof c->db, "/var/lib/pfi/controller/controller.db");
     c->strategy = PFI_STRAT_SAFE_ONLINE;
     c->period_s = 5;
     c->tolerance_pct = 2;
