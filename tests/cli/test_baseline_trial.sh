@@ -30,7 +30,7 @@ start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" \
 AURL=http://127.0.0.1:$DPORT
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1,
- "baseline_window_s": 30, "ramp_s": 0, "ramp_down_s": 0, "lease_s": 60, "tolerance_pct": 2,
+ "ramp_s": 0, "ramp_down_s": 0, "lease_s": 60, "tolerance_pct": 2,
  "openadr": {"version": "3.1", "ven_name": "ven-a"},
  "agents": [{"name": "n1", "url": "$AURL", "token_file": "$T/atok"}]}
 EOF
@@ -82,7 +82,10 @@ if abs(base - steady) > 0.02 * steady:
 real_cut = 100 * (1 - target / steady)
 if abs(real_cut - cut) > 2:
     bad.append("target %.0f W is a %.1f%% cut of the steady draw, asked %g%%" % (target, real_cut, cut))
-if r["baseline_source"] != "steady":
+# baseline_window_s is the default 60 s, as in the trial: before the first
+# event the jobs have trained ~30 s (a short window, flagged), and between
+# events 10 s settled; never an estimate
+if r["baseline_source"] not in ("steady", "short window"):
     bad.append("baseline source %s" % r["baseline_source"])
 # the verdict of a whole event (a step's first periods follow the step
 # before it: its verdict is the loop's, not the baseline's)

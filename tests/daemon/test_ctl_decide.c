@@ -384,6 +384,29 @@ static void test_baseline_shared_by_steps(void **st)
     }
 }
 
+/* no steady window yet (20 s of a 60 s window): the steps of one event
+   share the short window's plateau, flagged, and never fall back to an
+   estimate or the capped draw */
+static void test_baseline_short_shared_by_steps(void **st)
+{
+    (void)st;
+    g_cfg.baseline_window_s = 60;
+    job(0, "a", -1, 4, 2400, 1000, 1);
+    event("s.0", 100, 30, 20);
+    event("s.1", 130, 30, 30);
+    for (int t = 70; t < 160; t++) {
+        decide(t);
+        if (g_dec.active) apply_caps(1.0);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        const ctl_event *e = &g_st.event[i];
+        if (fabs(e->baseline_w - 2400) > 1e-6)
+            fail_msg("%s: baseline %g W, not 2400 W", e->ev.id, e->baseline_w);
+        assert_int_equal(e->baseline_src, CTL_BASE_SHORT);
+    }
+    assert_true(fabs(g_st.event[1].target_w - 2400 * 0.7) < 1e-6);
+}
+
 /* a job seen seconds before the event: no uncapped window yet; its GPUs at
    0.97 of their ceiling, flagged as an estimate */
 static void test_baseline_estimate(void **st)
@@ -451,6 +474,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trigger_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_startup_and_dips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_shared_by_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_short_shared_by_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
     };

@@ -254,8 +254,7 @@ void ctl_job_init(ctl_job *j, const char *id, int tier);
  * comes from; the source's name ("steady", "short window", "estimate",
  * "late", "none") */
 void ctl_baseline_observe(const ctl_cfg *cfg, ctl_job *j, double now, int event_running);
-ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double now, double *w,
-                              double *tok);
+ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double *w, double *tok);
 const char *ctl_base_src_name(ctl_base_src s);
 int ctl_base_src_parse(const char *name, ctl_base_src *s); /* 0; -1 (NONE) when unknown */
 

@@ -16,8 +16,9 @@
  *     least half the window (and number at least 3); the last steady
  *     baseline is kept (it is what an event uses, so the steps of one
  *     event and back-to-back events share it: no cut compounds);
- *   - a job with no steady baseline yet: the plateau of the samples it has
- *     ("short window"), else an estimate, its GPUs at 0.97 of their ceiling
+ *   - a job with no steady baseline yet: the plateau of its last window of
+ *     samples, up to the newest ("short window": the steps of one event
+ *     take the same), else an estimate, its GPUs at 0.97 of their ceiling
  *     ("estimate"; training jobs draw close to their limit). Issue 31's
  *     profile will come before the estimate. */
 #include <math.h>
@@ -142,17 +143,22 @@ void ctl_baseline_observe(const ctl_cfg *cfg, ctl_job *j, double now, int event_
     }
 }
 
-ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double now, double *w,
-                              double *tok)
+ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double *w, double *tok)
 {
     if (isfinite(j->steady_t)) {
         *w = j->steady_w;
         *tok = j->steady_tokens;
         return CTL_BASE_STEADY;
     }
+    /* the last window of uncapped samples, up to the newest: an event's
+       later steps and an event soon after another take the same */
     double span;
     size_t n;
-    if (plateau(j, now, cfg->baseline_window_s, w, tok, &span, &n) == 0) return CTL_BASE_SHORT;
+    if (j->hist_n) {
+        double newest = j->hist_t[(j->hist_head + CTL_HIST - 1) % CTL_HIST];
+        if (plateau(j, newest, cfg->baseline_window_s, w, tok, &span, &n) == 0)
+            return CTL_BASE_SHORT;
+    }
     *w = j->gpus * j->cap_max_w * ESTIMATE_RATIO;
     *tok = j->tokens_per_s > 0 && !capped(j) ? j->tokens_per_s : NAN;
     if (!isfinite(*w)) *w = j->measured_w;

@@ -191,7 +191,7 @@ static void event_start(const ctl_cfg *cfg, ctl_state *s, ctl_event *e, double n
     e->baseline_src = CTL_BASE_NONE;
     for (size_t k = 0; k < s->njobs; k++) {
         ctl_job *j = &s->job[k];
-        j->base_src = ctl_baseline_now(cfg, j, now, &j->base_w, &j->base_tokens);
+        j->base_src = ctl_baseline_now(cfg, j, &j->base_w, &j->base_tokens);
         j->nobs = 0;
         j->late = 0;
         base += j->base_w;

@@ -187,7 +187,7 @@ static json_t *status_json(ctl *c)
         /* the event's baseline while one runs, else the one an event
            starting now would take (ctl_baseline.c), with its source */
         double bw = j->base_w, bt = j->base_tokens;
-        ctl_base_src src = during ? j->base_src : ctl_baseline_now(&c->cfg, j, c->st.now, &bw, &bt);
+        ctl_base_src src = during ? j->base_src : ctl_baseline_now(&c->cfg, j, &bw, &bt);
         json_object_set_new(o, "baseline_w", num_or_null(bw));
         json_object_set_new(o, "baseline_tokens_per_s", bt > 0 ? json_real(bt) : json_null());
         json_object_set_new(o, "baseline_source", json_string(ctl_base_src_name(src)));
