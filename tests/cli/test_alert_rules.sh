@@ -5,7 +5,8 @@
 # alerts (down, absent, killed mid-event: its series stop and the event's
 # alerts keep firing) and cap drift; the recording rules join dcgm-exporter's
 # series to pfi's hpc_job (promtool test rules
-# contrib/prometheus/tests/*.yml). Broken copies of the rules (the hold over
+# contrib/prometheus/tests/*.yml); contrib's prometheus.yml and
+# docs/deploy.md's agree with each other and with the shipped ports. Broken copies of the rules (the hold over
 # a dead controller's series removed, ...) fail those tests. promtool comes
 # with Debian's prometheus (scripts/bootstrap.sh test).
 . "$SRC/tests/cli/lib.sh"
@@ -16,6 +17,34 @@ for f in "$SRC"/contrib/prometheus/tests/*.yml; do
   (cd "$(dirname "$f")" && promtool test rules "$(basename "$f")") >"$T/out" 2>&1 || { cat "$T/out" >&2; fail "promtool test rules $f"; }
   contains "$T/out" "SUCCESS"
 done
+# contrib's prometheus.yml and docs/deploy.md §6 are valid configurations
+# (promtool check config, their /etc paths made local) and agree with each
+# other and with what ships: the agents' CA and read token at the same
+# paths, the controller on the shipped port 9480 over http (9478 is an
+# agent's --control-listen example), the CA installed (§3) before §4 uses it
+mkdir -p "$T/etc"; : >"$T/etc/ca.pem"; echo "0123456789abcdef0123" >"$T/etc/agent-read.token"
+localize() { sed "s#/etc/pfi/#$T/etc/#g; s#/etc/prometheus/pfi-rules.yml#$SRC/contrib/prometheus/pfi-rules.yml#" "$1" >"$2"; }
+localize "$SRC/contrib/prometheus/prometheus.yml" "$T/contrib.yml"
+expect_status 0 promtool check config "$T/contrib.yml"
+awk '/^## 6\. Prometheus/ {s = 1} s && /^```yaml/ {y = 1; next} y && /^```/ {exit} y' "$SRC/docs/deploy.md" >"$T/deploy6.yml"
+contains "$T/deploy6.yml" "job_name: pfi-agent"
+localize "$T/deploy6.yml" "$T/deploy.yml"
+expect_status 0 promtool check config "$T/deploy.yml"
+for f in "$SRC/contrib/prometheus/prometheus.yml" "$T/deploy6.yml"; do
+  for want in "ca_file: /etc/pfi/ca.pem" "credentials_file: /etc/pfi/agent-read.token" "type: Bearer" \
+    "ctl.cluster:9480" "gpu01.cluster:9477" "- /etc/prometheus/pfi-rules.yml"; do
+    contains "$f" "$want"
+  done
+  grep -v '^ *#' "$f" | grep -q ':9478' && fail "$f scrapes port 9478 (an agent's control port)"; ok
+  # the controller's job is plain http, as shipped
+  awk '/job_name: pfi-controller/ {c = 1; next} /job_name:/ {c = 0} c && /^ *scheme: https/ {exit 1}' "$f" || fail "$f: the controller over https"; ok
+done
+contains "$SRC/packaging/etc/pfi/controller.json" '"listen": "127.0.0.1:9480"'
+contains "$SRC/packaging/etc/pfi/pfi.conf" '"controller": "http://127.0.0.1:9480"'
+awk '/^## 3\. TLS/ {s = 1} /^## 4\./ {exit} s && /install -D -m 0644 ca.pem \/etc\/pfi\/ca.pem/ {f = 1} END {exit !f}' "$SRC/docs/deploy.md" ||
+  fail "docs/deploy.md §3 does not install /etc/pfi/ca.pem, which §4 uses"
+ok
+
 # a rule that no longer matches what it tests is caught: each broken copy
 # fails the tests, naming the alert it broke
 mkdir -p "$T/tests"; cp "$SRC/contrib/prometheus/tests/pfi-rules-test.yml" "$T/tests/t.yml"
