@@ -265,9 +265,15 @@ static int event_one(const char *act, const event_args *a, const cli_ctl *c, con
             rc = CLI_FAIL;
         }
     } else if (!strcmp(act, "cancel")) {
+        /* the controller answers with the event after the cancel: a
+           scheduled one is "cancelled", a running one still "active" while
+           its caps ramp back (it becomes "cancelled" when that ends); say
+           what happened, not the bare status */
         json_t *o = json_loadb(r.body, r.len, 0, NULL);
         const char *st = json_string_value(json_object_get(o, "status"));
-        printf("%s %s\n", id, st ? st : "cancelled");
+        if (st && !strcmp(st, "active")) printf("%s cancelled: ending (ramp down)\n", id);
+        else if (!st || !strcmp(st, "cancelled")) printf("%s cancelled\n", id);
+        else printf("%s cancelled (status %s)\n", id, st);
         json_decref(o);
     } else {
         /* the controller's JSON, indented */

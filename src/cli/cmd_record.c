@@ -8,7 +8,13 @@
  * --max-failures consecutive failures give up (exit 1), and so does a run
  * that ends without one successful scrape. --count counts successful
  * scrapes. FILE is opened for appending; on failure the file is removed only
- * if this run created it and left it empty (a user's file is never removed). */
+ * if this run created it and left it empty (a user's file is never removed).
+ * An agent deployed with TLS and a read token (docs/deploy.md) is scraped
+ * with --ca-file (its CA, as ca_file in the controller's and the CLI's
+ * configuration) and --token-file (a bearer token, mode 0600, read before
+ * anything is written); the token goes over plain http only to loopback
+ * unless --allow-insecure-http or $PFI_ALLOW_INSECURE_HTTP=1
+ * (pfi_url_secret_ok, the rule of the daemons and the other clients). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,13 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_client.h"
 #include "cli.h"
 #include "clock.h"
 
 typedef struct record_args {
-    const char *url, *path;
+    const char *url, *path, *ca_file, *token_file;
     double interval, duration, timeout, max_mb;
     long count, max_failures;
+    int allow_insecure_http;
+    char token[PFI_TOKEN_MAX + 1]; /* read from token_file */
 } record_args;
 
 #define OPT_T record_args
@@ -42,6 +51,13 @@ static const pfi_opt record_options[] = {
     OPT_DOUBLE(0, "max-mb", max_mb, "N", 1, 65536, "largest scrape accepted, MiB (default 64)"),
     OPT_LONG(0, "max-failures", max_failures, "N", 1, 1e9,
              "consecutive failed scrapes before giving up (default 10)"),
+    OPT_FILENAME(0, "ca-file", ca_file, "FILE",
+                 "PEM CA to check an https --url's certificate with (default: the system's)"),
+    OPT_FILENAME(0, "token-file", token_file, "FILE",
+                 "bearer token sent with each scrape (mode 0600), e.g. the agent's read token"),
+    OPT_BOOLEAN(0, "allow-insecure-http", allow_insecure_http,
+                "send the token over plain http to a host other than loopback (a trusted network "
+                "only; also $PFI_ALLOW_INSECURE_HTTP=1)"),
     OPT_HELP(),
     OPT_END()};
 #undef OPT_T
@@ -49,7 +65,8 @@ static const pfi_opt record_options[] = {
 const pfi_opts cmd_record_opts = CLI_OPTS(
     record,
     .usage = "pfi record --url URL -o FILE [--interval S] [--duration S | --count N]\n"
-             "           [--max-failures N]",
+             "           [--max-failures N] [--ca-file FILE] [--token-file FILE]\n"
+             "           [--allow-insecure-http]",
     .description = "Scrape URL (Prometheus text, e.g. http://localhost:9400/metrics from\n"
                    "dcgm-exporter) every S seconds (default 5) and append each scrape to FILE,\n"
                    "preceded by a line '# pfi-scrape-time <unix_ms>' (the time the scrape\n"
@@ -59,7 +76,10 @@ const pfi_opts cmd_record_opts = CLI_OPTS(
                    "http://HOST... or https://HOST... (else exit 2). A failed scrape is reported\n"
                    "and skipped; --max-failures failures in a row give up with exit 1, and so\n"
                    "does an end without a single successful scrape. FILE is appended to; on\n"
-                   "failure it is removed only if this run created it and wrote nothing.\n",
+                   "failure it is removed only if this run created it and wrote nothing.\n"
+                   "A pfi-agent with TLS and a read token (docs/deploy.md): --ca-file CA.pem\n"
+                   "--token-file READ-TOKEN. The token goes over plain http only to loopback\n"
+                   "unless --allow-insecure-http (or $PFI_ALLOW_INSECURE_HTTP=1).\n",
     .options = record_options);
 
 static volatile sig_atomic_t stop_flag;
@@ -150,11 +170,13 @@ static long long now_ms(void)
 typedef struct scrapes {
     long written, failed, in_a_row;
     char last_error[CURL_ERROR_SIZE + 32];
+    char curl_error[CURL_ERROR_SIZE];
 } scrapes;
 
 /* scrape until the end, a signal, or too many failures; CLI_FAIL if FILE cannot be written */
 static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, FILE *f, scrapes *n)
 {
+    char *errbuf = n->curl_error; /* curl's CURLOPT_ERRORBUFFER */
     double start = pfi_wall_monotonic();
     for (long k = 0; !stop_flag; k++) {
         double due = start + (double)k * a->interval;
@@ -166,12 +188,17 @@ static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, 
         if (pfi_wall_monotonic() - start > a->duration || stop_flag) break;
         b->n = 0;
         b->too_big = 0;
+        errbuf[0] = '\0';
         long long t = now_ms();
         CURLcode cc = curl_easy_perform(h);
         if (cc != CURLE_OK) {
             n->failed++;
+            /* curl's own line where it has one ("The requested URL returned
+               error: 401", the certificate's problem), else its code's */
             snprintf(n->last_error, sizeof n->last_error, "%s",
-                     b->too_big ? "larger than --max-mb" : curl_easy_strerror(cc));
+                     b->too_big  ? "larger than --max-mb"
+                     : errbuf[0] ? errbuf
+                                 : curl_easy_strerror(cc));
             if (++n->in_a_row >= a->max_failures) break;
             fprintf(stderr, "pfi record: warning: scrape %ld failed: %s\n", k, n->last_error);
             continue;
@@ -208,7 +235,16 @@ static int record_to(const char *cmd, const record_args *a, FILE *f, int created
     curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(a->timeout * 1000));
-    scrapes n = {0, 0, 0, ""};
+    if (a->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, a->ca_file);
+    struct curl_slist *hdr = NULL;
+    char auth[PFI_TOKEN_MAX + 32];
+    if (a->token[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
+        hdr = curl_slist_append(NULL, auth);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    }
+    scrapes n = {0, 0, 0, "", ""};
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, n.curl_error);
     int rc = scrape_loop(cmd, a, h, &b, f, &n);
     /* a pipe or character device answers fsync with EINVAL: only files are synced */
     if (fflush(f) != 0 || (S_ISREG(fsb->st_mode) && fsync(fileno(f)) != 0)) {
@@ -217,6 +253,7 @@ static int record_to(const char *cmd, const record_args *a, FILE *f, int created
     }
     fclose(f);
     curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
     curl_global_cleanup();
     free(b.p);
     /* on any failure, only an empty file this run created goes; a user's file stays */
@@ -242,10 +279,47 @@ static int record_to(const char *cmd, const record_args *a, FILE *f, int created
     return rc;
 }
 
+/* --ca-file and --token-file: the CA readable and for an https URL, the
+ * token read (mode 0600) and only for a URL it may travel to; CLI_OK, or
+ * the exit status after one line naming the option */
+static int credentials(const char *cmd, record_args *a)
+{
+    if (a->ca_file) {
+        if (strncasecmp(a->url, "https://", 8) != 0)
+            return cli_usage_error(cmd, "--ca-file applies to an https:// --url, not '%s'", a->url);
+        FILE *f = fopen(a->ca_file, "r");
+        if (!f) {
+            cli_error(cmd, "--ca-file %s: %s", a->ca_file, strerror(errno));
+            return CLI_FAIL;
+        }
+        fclose(f);
+    }
+    if (!a->token_file) return CLI_OK;
+    const char *env = getenv("PFI_ALLOW_INSECURE_HTTP");
+    if (!pfi_url_secret_ok(a->url, a->allow_insecure_http || (env && !strcmp(env, "1")))) {
+        cli_error(cmd,
+                  "--url %.200s: plain http to a non-loopback host would send the token in "
+                  "cleartext; use https:// or --allow-insecure-http (a trusted network only)",
+                  a->url);
+        return CLI_FAIL;
+    }
+    pfi_error e;
+    if (pfi_token_read(a->token_file, a->token, sizeof a->token, &e)) {
+        cli_error(cmd, "--token-file: %s", e.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *cmd = "record";
-    record_args a = {NULL, NULL, 5, INFINITY, NAN, 64, -1, 10};
+    record_args a = {.interval = 5,
+                     .duration = INFINITY,
+                     .timeout = NAN,
+                     .max_mb = 64,
+                     .count = -1,
+                     .max_failures = 10};
     int first, rc = cli_parse(&cmd_record_opts, &a, argc, argv, &first);
     if (rc >= 0) return rc;
     if (!a.url) return cli_usage_error(cmd, "--url is required");
@@ -254,6 +328,7 @@ int cmd_record(int argc, char **argv)
     if (!a.path || strcmp(a.path, "-") == 0) return cli_usage_error(cmd, "-o FILE is required");
     if (first < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first]);
     if (isnan(a.timeout)) a.timeout = a.interval;
+    if ((rc = credentials(cmd, &a)) != CLI_OK) return rc;
     int created;
     struct stat fsb;
     FILE *f = open_append(a.path, &created, &fsb);

@@ -91,8 +91,25 @@ static int summary(const cli_ctl *c, json_t *st, const status_args *a)
     printf("controller   %s\n", c->conf.controller);
     printf("event        %s%s\n", json_is_true(json_object_get(st, "active")) ? "active" : "none",
            json_is_true(json_object_get(st, "dry_run")) ? " (dry run)" : "");
-    watts(stdout, "target", num(st, "budget_w"));
-    watts(stdout, "measured", num(st, "measured_w"));
+    int active = json_is_true(json_object_get(st, "active"));
+    double target = num(st, "budget_w"), meas = num(st, "measured_w");
+    if (isfinite(target) || active) watts(stdout, "target", target);
+    else printf("%-12s none (no event)\n", "target");
+    if (isfinite(meas) || active) watts(stdout, "measured", meas);
+    else {
+        /* outside events the controller keeps no cluster total: the jobs'
+           power, as pfi_ctl_measured_watts on its /metrics */
+        double sum = 0;
+        size_t i, n = 0;
+        json_t *j;
+        json_array_foreach(json_object_get(st, "jobs"), i, j)
+        {
+            double w = num(j, "power_w");
+            if (isfinite(w)) sum += w, n++;
+        }
+        if (n) printf("%-12s %.0f W (the jobs' GPUs; no event)\n", "measured", sum);
+        else printf("%-12s - (no jobs; no event)\n", "measured");
+    }
     printf("agents       %.0f/%.0f up\n", num(st, "agents_up"), num(st, "agents_total"));
     size_t i, shown = 0;
     json_t *e;

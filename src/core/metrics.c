@@ -34,7 +34,7 @@ static const pfi_metric_info table[PFI_M_COUNT] = {
     [PFI_M_PCIE_RX_BYTES] = {"DCGM_FI_PROF_PCIE_RX_BYTES", PFI_AGG_SUM, 0,
                              "pfi_gpu_pcie_receive_bytes_per_second", 1},
     [PFI_M_ENFORCED_LIMIT] = {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", PFI_AGG_AVG, 0,
-                              "pfi_gpu_enforced_power_limit_watts", 1},
+                              "pfi_gpu_power_limit_enforced_watts", 1},
     [PFI_M_MGMT_LIMIT] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT", PFI_AGG_AVG, 0, "pfi_gpu_power_cap_watts",
                           1},
 };
@@ -57,6 +57,11 @@ int pfi_metric_lookup(const char *name, size_t len)
 int pfi_metric_lookup_pfi(const char *name, size_t len)
 {
     if (len < 9 || memcmp(name, "pfi_gpu_", 8) != 0) return -1;
+    /* the enforced limit's other name, which agents before issue 30 also
+       served: their recordings still read */
+    static const char old_enforced[] = "pfi_gpu_enforced_power_limit_watts";
+    if (len == sizeof old_enforced - 1 && memcmp(name, old_enforced, len) == 0)
+        return PFI_M_ENFORCED_LIMIT;
     for (int i = 0; i < PFI_M_COUNT; i++) {
         const char *n = table[i].pfi_name;
         if (strlen(n) == len && memcmp(n, name, len) == 0) return i;

@@ -259,6 +259,22 @@ static size_t print_series(const pfi_summary *s, size_t i, FILE *f)
     return j;
 }
 
+/* a row's section and item, indented by indent, padded to the numbers'
+ * column; an item too long for it is printed whole on its own line and the
+ * numbers go on the next, so no two rows read alike ("... round 5" and
+ * "... round 15" were cut to the same 64 characters; issue 30) */
+#define SUMMARY_ITEM_W 64
+static void label(FILE *f, const char *section, const char *item, int indent)
+{
+    int w = SUMMARY_ITEM_W - indent;
+    if ((int)strlen(item) <= w) {
+        fprintf(f, "%-16s %*s%-*s", section, indent, "", w, item);
+        return;
+    }
+    fprintf(f, "%-16s %*s%s\n", section, indent, "", item);
+    fprintf(f, "%-16s %*s", "", SUMMARY_ITEM_W, "");
+}
+
 void pfi_summary_print(const pfi_summary *s, FILE *f)
 {
     /* per-group tables collapse to their largest deviation; series to one line */
@@ -296,18 +312,18 @@ void pfi_summary_print(const pfi_summary *s, FILE *f)
             snprintf(item, sizeof item, "PFI of %zu groups: mean |diff| %.3f; largest at", n,
                      n ? sum / (double)n : NAN);
             fprintf(f, "%-16s %-64s\n", r->section, item);
-            fprintf(f, "%-16s   %-62.62s %9.3f %9.3f %+9.3f  %s\n", "", s->r[worst].item,
-                    s->r[worst].paper, s->r[worst].pfi, s->r[worst].pfi - s->r[worst].paper,
-                    r->kind);
+            label(f, "", s->r[worst].item, 2);
+            fprintf(f, " %9.3f %9.3f %+9.3f  %s\n", s->r[worst].paper, s->r[worst].pfi,
+                    s->r[worst].pfi - s->r[worst].paper, r->kind);
             i = j;
             continue;
         }
+        label(f, r->section, r->item, 0);
         if (isfinite(r->paper))
-            fprintf(f, "%-16s %-64.64s %9.4g %9.4g %+9.3g  %s\n", r->section, r->item, r->paper,
-                    r->pfi, r->pfi - r->paper, r->kind);
+            fprintf(f, " %9.4g %9.4g %+9.3g  %s\n", r->paper, r->pfi, r->pfi - r->paper, r->kind);
         else
-            fprintf(f, "%-16s %-64.64s %9s %9.4g %9s  %s%s%s\n", r->section, r->item, "-", r->pfi,
-                    "", r->kind, r->note[0] ? "; " : "", r->note);
+            fprintf(f, " %9s %9.4g %9s  %s%s%s\n", "-", r->pfi, "", r->kind, r->note[0] ? "; " : "",
+                    r->note);
         i++;
     }
 }

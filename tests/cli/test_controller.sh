@@ -103,6 +103,15 @@ k=$(( $(metric "$URL" pfi_ctl_cycles_total) - k0 ))
 # counted in control periods, not seconds: two periods plus the agents' sampling
 [ "$k" -le 6 ] || fail "target + 2% reached only $k periods after the start"; ok
 echo "event at target after $k periods: measured $M W, target $B W"
+# the log says which bound was met: the target plus the 2% tolerance, named
+# (a bare "3814 W <= 3785 W" read as a contradiction, issue 30)
+wait_for 30 "the log's at-target line for ev30" 'grep -q "event ev30: at target after" "$T/ctl.log"'
+sed -n 's/.*event ev30: at target after [0-9.]* s (\([0-9]*\) W <= \([0-9]*\) W, the target \([0-9]*\) W + 2% tolerance)$/\1 \2 \3/p' "$T/ctl.log" >"$T/at"
+[ -s "$T/at" ] || { grep "at target" "$T/ctl.log" >&2; fail "the at-target line does not name the target and tolerance"; }; ok
+read -r am ab at <"$T/at"
+awk -v m="$am" -v b="$ab" -v t="$at" 'BEGIN{exit !(m <= b && b - t * 1.02 <= 1 && t * 1.02 - b <= 1)}' ||
+  fail "at target: $am W <= $ab W, target $at W + 2%"
+ok
 wait_for 30 "job j1 capped" 'num "$(acap $P1 0)" "<" 700'
 [ "$(acap $P1 5)" = "700" ] || fail "Flex 0 job j2 was capped ($(acap $P1 5) W)"; ok
 contains "$T/a1.log" "controller pfi-controller@"

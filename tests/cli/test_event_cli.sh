@@ -37,6 +37,15 @@ PFI_CONF="$T/bad.conf" expect_error 1 "$T/bad.conf: key 'tokenfile'" "$PFI" even
 printf '{"controller": "%s", "token_file": "%s"}\n' "$URL" "$T/ctok" >"$T/pfi.conf"
 export PFI_CONF="$T/pfi.conf"
 
+# ---- pfi status outside events: the jobs' measured power, not "-" (issue 30) ----
+wait_for 30 "job j1 in pfi status" '"$PFI" status 2>/dev/null | grep -q "^j1 "'
+expect_status 0 "$PFI" status
+contains "$T/out" "event        none"
+contains "$T/out" "target       none (no event)"
+mw=$(sed -n 's/^measured  *\([0-9][0-9]*\) W (the jobs. GPUs; no event)$/\1/p' "$T/out")
+[ -n "$mw" ] || { cat "$T/out" >&2; fail "pfi status outside an event: no measured power"; }; ok
+num "$mw" ">" 0 || fail "measured $mw W outside an event"; ok
+
 # ---- --dry-run: the JSON, and nothing created ----
 expect_status 0 "$PFI" event create --reduction 30 --start now --duration 1h30m --ramp 5m --id dry --dry-run
 contains "$T/out" '"duration_s":5400'
@@ -96,7 +105,8 @@ contains "$T/jobs.csv" "j1,3,4,"
 # a chart needs two samples of the event
 wait_for 30 "two samples of red" '[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/v1/events/red/report.png")" = 200 ]'
 expect_status 0 "$PFI" event cancel red
-contains "$T/out" "red"
+# a running event ends with its ramp down: said so, never "active" (issue 30)
+[ "$(cat "$T/out")" = "red cancelled: ending (ramp down)" ] || fail "cancel red printed '$(cat "$T/out")'"; ok
 wait_for 30 "the event red cancelled" 'status_is red cancelled'
 expect_status 0 "$PFI" event ls --format json
 listed red status "cancelled"
@@ -124,6 +134,8 @@ PFI_ALLOW_INSECURE_HTTP=0 expect_error 1 "would send the token in cleartext" "$P
 expect_error 1 "controller ctl.example:9480: expected http:// or https://" "$PFI" event cancel tkw --controller ctl.example:9480
 expect_status 0 "$PFI" event create --level 1 --start "$LATER" --duration 1h --id insecure --controller "$ALT" --allow-insecure-http
 PFI_ALLOW_INSECURE_HTTP=1 expect_status 0 "$PFI" event cancel insecure --controller "$ALT"
+# a scheduled event is cancelled at once
+[ "$(cat "$T/out")" = "insecure cancelled" ] || fail "cancel insecure printed '$(cat "$T/out")'"; ok
 expect_status 0 "$PFI" event ls --controller "$ALT"
 contains "$T/out" "insecure"
 expect_error 2 "--allow-insecure-http does not apply to 'event ls'" "$PFI" event ls --allow-insecure-http

@@ -103,7 +103,10 @@ start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --backend nvml --listen
 URL=http://127.0.0.1:$DPORT
 wait_counter 30 "$URL" pfi_agent_samples_total 2
 curl -s -m 5 "$URL/metrics" >"$T/m"
-contains "$T/m" 'pfi_gpu_power_limit_enforced_watts{gpu="1",uuid="GPU-fa4e0000-0000-4000-8000-000000000001",hostname="'
+contains "$T/m" 'pfi_gpu_power_limit_enforced_watts{gpu="1",uuid="GPU-fa4e0000-0000-4000-8000-000000000001",model_name="'
+# one name for the enforced limit (issue 30): one family, the other name gone
+[ "$(grep -c '^# TYPE pfi_gpu.*enforced' "$T/m")" = 1 ] || fail "the enforced limit under more than one name"; ok
+lacks "$T/m" "pfi_gpu_enforced_power_limit_watts"
 grep -q '^pfi_gpu_power_limit_enforced_watts{gpu="1",.*} 450$' "$T/m" || fail "enforced 450"; ok
 # the instant field (NVML 186; the double reads 5 W above its average): exported and in /v1/node
 grep -q '^pfi_gpu_power_instant_watts{gpu="0",uuid="GPU-fa4e0000-0000-4000-8000-000000000000",.*} [0-9]' "$T/m" \

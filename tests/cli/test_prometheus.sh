@@ -14,7 +14,10 @@
 #     baseline and loss series;
 #   - every rule of contrib/prometheus/pfi-rules.yml evaluates (health ok)
 #     and every PromQL expression of contrib/grafana/pfi.json (Grafana
-#     variables as .*) is accepted and, during the event, has data.
+#     variables as .*) is accepted and, during the event, has data;
+#   - the controller killed (SIGKILL) during the event: PfiControllerDown and
+#     PfiEventUnanswered fire on /api/v1/alerts (the rules loaded with every
+#     `for` shortened to 2 s; nothing else changed), neither before.
 # Prometheus runs at most 300 s and is killed at exit with the daemons
 # (its pid is the one start_daemon watches: no wrapper to outlive).
 . "$SRC/tests/cli/lib.sh"
@@ -58,15 +61,19 @@ cat >"$T/ctl.json" <<EOF
             {"name": "n2", "url": "https://127.0.0.1:$A2", "token_file": "$T/atok", "read_token_file": "$T/rtok", "ca_file": "$P/ca.pem"}]}
 EOF
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-C=$DPORT; CURL=http://127.0.0.1:$C
+C=$DPORT; CPID=$DPID; CURL=http://127.0.0.1:$C
 wait_for 60 "both agents up at the controller" 'curl -s -m 5 "$CURL/metrics" | grep -qx "pfi_ctl_agents_up 2"'
 wait_for 60 "jobs ja and jb on agent 1" 'aget $A1 /v1/node | grep -q "\"job_id\":\"jb\""'
 
-# ---- Prometheus on a free port, scraping every second, the contrib rules loaded ----
+# ---- Prometheus on a free port, scraping every second, the contrib rules
+# loaded with each alert's `for` at 2 s (so an alert fires within the test) ----
 PP=$($PY "$PQ" free-port) || fail "no free port"
+sed 's/^\( *for:\) .*/\1 2s/' "$SRC/contrib/prometheus/pfi-rules.yml" >"$T/pfi-rules.yml"
+[ "$(grep -c '^ *for: 2s$' "$T/pfi-rules.yml")" = "$(grep -c '^ *for: ' "$SRC/contrib/prometheus/pfi-rules.yml")" ] ||
+  fail "the rules' for: not all shortened"; ok
 cat >"$T/prometheus.yml" <<EOF
 global: {scrape_interval: 1s, evaluation_interval: 1s, scrape_timeout: 900ms}
-rule_files: ["$SRC/contrib/prometheus/pfi-rules.yml"]
+rule_files: ["$T/pfi-rules.yml"]
 scrape_configs:
   - job_name: pfi-agent
     scheme: https
@@ -165,9 +172,23 @@ contains "$T/lint" 'DCGM_FI_DEV_POWER_USAGE'
 
 # ---- every rule evaluates; every dashboard expression is accepted ----
 $PY "$PQ" "$PURL" rules >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "a contrib rule does not evaluate"; }; ok
-contains "$T/out" "9 rules"
+contains "$T/out" "13 rules"
 $PY "$PQ" "$PURL" dashboard "$SRC/contrib/grafana/pfi.json" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "dashboard expressions refused"; }; ok
 cat "$T/out"
 # during the event every panel has data: a renamed series would leave one empty
 contains "$T/out" ' exprs, 0 empty'
+
+# ---- the controller killed during the event: its series stop, the alerts fire ----
+alerts() { $PY "$PQ" "$PURL" alerts >"$T/alerts" 2>"$T/aerr" || { cat "$T/aerr" >&2; fail "GET /api/v1/alerts"; }; }
+firing() { alerts; grep -q "^$1 firing {.*instance=\"127.0.0.1:$C\"" "$T/alerts"; }
+[ "$(qval 'pfi_ctl_event_active')" = 1 ] || fail "no event active before the kill: $(cat "$T/q")"; ok
+alerts; lacks "$T/alerts" "PfiControllerDown"
+lacks "$T/alerts" "PfiEventUnanswered"
+stop_daemon "$CPID" KILL
+wait_for 60 "PfiControllerDown firing for the killed controller" 'firing PfiControllerDown'
+wait_for 60 "PfiEventUnanswered firing for the killed controller" 'firing PfiEventUnanswered'
+cat "$T/alerts"
+# the controller's own series are gone (stale): what fires is the hold, not a leftover sample
+q 'pfi_ctl_event_active'; [ ! -s "$T/q" ] || fail "pfi_ctl_event_active still there: $(cat "$T/q")"; ok
+[ "$(qval "up{job=\"pfi-controller\"}")" = 0 ] || fail "up of the killed controller: $(cat "$T/q")"; ok
 done_ok

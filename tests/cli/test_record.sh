@@ -4,7 +4,11 @@
 # failed scrapes are skipped, but never fail open: a malformed URL is a usage
 # error, --max-failures failures in a row or no successful scrape exit 1, and
 # only an empty file record created itself is removed; the recording ingests
-# as prometheus telemetry.
+# as prometheus telemetry. An agent deployed as docs/deploy.md says (TLS of a
+# private CA, a read token) is scraped with --ca-file and --token-file, and
+# without either the scrape fails naming why; the token goes over plain http
+# only to loopback unless --allow-insecure-http or $PFI_ALLOW_INSECURE_HTTP=1,
+# and is never written to the recording.
 . "$(dirname "$0")/lib.sh"
 : "${TOOLS:?}"
 start_daemon fixture "$T/fixture.log" "$T/port" "$TOOLS/http_fixture" "$T/port"
@@ -93,4 +97,54 @@ expect_error 2 "must start with http:// or https://" timeout 30 "$PFI" record --
 expect_error 2 "--url 'http://a b/'" timeout 30 "$PFI" record --url "http://a b/" -o "$T/u.prom"
 [ ! -e "$T/u.prom" ] || fail "a usage error created the output file"; ok
 expect_error 2 "--max-failures" "$PFI" record --url "$URL" --max-failures 0 -o "$T/u.prom"
+
+# ---- an agent with TLS and a read token, as docs/deploy.md deploys it ----
+: "${PFI_AGENT:?}"
+command -v openssl >/dev/null || fail "openssl is needed (scripts/bootstrap.sh test)"
+P=$T/pki; mkdir -p "$P"
+ossl() { openssl "$@" >>"$P/openssl.log" 2>&1 || { cat "$P/openssl.log" >&2; fail "openssl $1 failed"; }; }
+ossl req -x509 -newkey rsa:2048 -nodes -keyout "$P/ca.key" -out "$P/ca.pem" -days 2 -subj "/CN=pfi test CA"
+ossl req -newkey rsa:2048 -nodes -keyout "$P/agent.key" -out "$P/agent.csr" -subj "/CN=127.0.0.1"
+printf 'subjectAltName=IP:127.0.0.1\n' >"$P/san.ext"
+ossl x509 -req -in "$P/agent.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/agent.pem" -days 2 -extfile "$P/san.ext"
+new_token "$T/atok" "$T/rtok"
+start_daemon agent "$T/agent.log" "$T/a.port" "$PFI_AGENT" --backend "sim:gpus=2,load=0,state=$T/hw.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a.port" --token-file "$T/atok" --read-token-file "$T/rtok" \
+  --tls-cert "$P/agent.pem" --tls-key "$P/agent.key" --state-file "$T/a.state" --interval 0.1 --log "$T/agent.log"
+AURL=https://127.0.0.1:$DPORT/metrics
+# without the CA: the certificate is not trusted (the system's CAs do not know this one)
+expect_error 1 "gave up after 2 failed" timeout 30 "$PFI" record --url "$AURL" --token-file "$T/rtok" --interval 0.05 --max-failures 2 -o "$T/t.prom"
+contains "$T/err" "certificate"
+[ ! -e "$T/t.prom" ] || fail "a failed recording left its empty file"; ok
+# the CA but no token: the agent answers 401, and the error says so
+expect_error 1 "gave up after 2 failed" timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --interval 0.05 --max-failures 2 -o "$T/t.prom"
+contains "$T/err" "401"
+# both: whole scrapes of the agent's series, and no token in the file
+expect_status 0 timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/rtok" --interval 0.1 --count 2 -o "$T/t.prom"
+[ "$(grep -c '^# pfi-scrape-time ' "$T/t.prom")" -eq 2 ] || fail "2 scrapes of the TLS agent expected"; ok
+[ "$(grep -c '^pfi_gpu_power_watts{gpu="' "$T/t.prom")" -eq 4 ] || fail "2 GPUs x 2 scrapes of pfi_gpu_power_watts"; ok
+lacks "$T/t.prom" "$(cat "$T/rtok")"
+contains "$T/err" "2 scrapes written"
+# the control token works too (the agent's rule); a wrong one is refused
+expect_status 0 timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/atok" --interval 0.1 --count 1 -o "$T/t2.prom"
+new_token "$T/wrong"
+expect_error 1 "401" timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/wrong" --interval 0.05 --max-failures 1 -o "$T/t3.prom"
+# wrong use: --ca-file with http (2), a CA file that is not there, a token others can read (1); nothing created
+expect_error 2 "--ca-file applies to an https:// --url" "$PFI" record --url "$URL" --ca-file "$P/ca.pem" -o "$T/u.prom"
+expect_error 1 "--ca-file $P/none.pem: No such file or directory" "$PFI" record --url "$AURL" --ca-file "$P/none.pem" -o "$T/u.prom"
+cp "$T/rtok" "$T/open.tok"; chmod 644 "$T/open.tok"
+expect_error 1 "chmod 600" "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/open.tok" -o "$T/u.prom"
+[ ! -e "$T/u.prom" ] || fail "a refused recording created its file"; ok
+
+# ---- the token over plain http only to loopback (pfi_url_secret_ok): 127.1
+# reaches the fixture but is not written as loopback ----
+ALT=http://127.1:$port/metrics
+PFI_ALLOW_INSECURE_HTTP=0 expect_error 1 "--url $ALT: plain http to a non-loopback host would send the token in cleartext" \
+  "$PFI" record --url "$ALT" --token-file "$T/rtok" --count 1 -o "$T/u.prom"
+[ ! -e "$T/u.prom" ] || fail "a refused recording created its file"; ok
+expect_status 0 timeout 30 "$PFI" record --url "$ALT" --token-file "$T/rtok" --allow-insecure-http --interval 0.05 --count 1 -o "$T/i1.prom"
+PFI_ALLOW_INSECURE_HTTP=1 expect_status 0 timeout 30 "$PFI" record --url "$ALT" --token-file "$T/rtok" --interval 0.05 --count 1 -o "$T/i2.prom"
+# loopback and no token need neither
+expect_status 0 timeout 30 "$PFI" record --url "$URL" --token-file "$T/rtok" --interval 0.05 --count 1 -o "$T/i3.prom"
+expect_status 0 timeout 30 "$PFI" record --url "$ALT" --interval 0.05 --count 1 -o "$T/i4.prom"
 done_ok

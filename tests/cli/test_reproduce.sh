@@ -54,6 +54,25 @@ n=$(grep -c 'Reconstruction calibrated to published tables' "$R/index.html")
 # the summary's numbers are those of the CSVs it names
 "$TOOLS/check_summary" "$R" "$SRC/data/paper" 100 >"$T/check" 2>&1 || { cat "$T/check" >&2; fail "summary does not match its sources"; }
 cat "$T/check"; ok
+# ... every row's label whole in the terminal table (issue 30: labels were
+# cut at 64 characters, so "... round 5" and "... round 15" read alike):
+# each item of summary.csv outside the per-group tables ends a line of it,
+# the long ones (on a line of their own) included
+/usr/bin/python3 - "$R/summary.csv" "$T/summary.txt" >"$T/labels" <<'PY' || { cat "$T/labels" >&2; fail "row labels cut in the printed summary"; }
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if not r["section"].startswith("table ")]
+lines = [l.rstrip() for l in open(sys.argv[2])]
+# a series prints its rows as one line; every other row prints its item
+series = {r["item"] for r in rows if r["item"].startswith("closed loop, gap closed after round ")}
+long = [r["item"] for r in rows if len(r["item"]) > 64 and r["item"] not in series]
+cut = [i for i in long if not any(l.endswith(" " + i) for l in lines)]
+print("%d labels over 64 characters, %d cut" % (len(long), len(cut)))
+for i in cut:
+    print("cut: " + i)
+sys.exit(1 if cut or len(long) < 3 else 0)
+PY
+cat "$T/labels"; ok
+grep -q ', round 5$' "$T/summary.txt" && grep -q ', round 15$' "$T/summary.txt" || fail "the round 5 and round 15 rows do not read apart"; ok
 # ... and the terminal table shows the same values as summary.csv
 v=$(awk -F, '$2=="Kruskal-Wallis H"{print $4}' "$R/summary.csv")
 [ -n "$v" ] || fail "no Kruskal-Wallis row in summary.csv"; ok

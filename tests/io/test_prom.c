@@ -76,7 +76,9 @@ static void pfi_names(void **s)
         {"pfi_gpu_dram_active_ratio{gpu=\"1\"} 0.5", PFI_M_DRAM_ACTIVE, 0.5},
         {"pfi_gpu_nvlink_transmit_bytes_per_second{gpu=\"1\"} 1e9", PFI_M_NVLINK_TX_BYTES, 1e9},
         {"pfi_gpu_power_cap_watts{gpu=\"1\"} 450", PFI_M_MGMT_LIMIT, 450},
-        {"pfi_gpu_enforced_power_limit_watts{gpu=\"1\"} 440", PFI_M_ENFORCED_LIMIT, 440},
+        {"pfi_gpu_power_limit_enforced_watts{gpu=\"1\"} 440", PFI_M_ENFORCED_LIMIT, 440},
+        /* an older agent's name for it (recordings made before issue 30) */
+        {"pfi_gpu_enforced_power_limit_watts{gpu=\"1\"} 430", PFI_M_ENFORCED_LIMIT, 430},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (pfi_prom_parse_line(cases[i].line, strlen(cases[i].line), &x, &what) != 1)

@@ -14,6 +14,9 @@ library only; run with Debian's /usr/bin/python3).
                                      and each empty one's expression
   prom_query.py URL rules            exit 1 unless every loaded rule's
                                      health is "ok"; prints the count
+  prom_query.py URL alerts           the active alerts (/api/v1/alerts), one
+                                     line each: "NAME STATE {label="v",...}"
+                                     (sorted; STATE pending or firing)
   free-port                          a free TCP port on 127.0.0.1 (bound to
                                      port 0 and closed; no URL)
 """
@@ -109,6 +112,20 @@ def main(argv):
             print("rule %s: %s %s" % (r["name"], r.get("health"), r.get("lastError", "")), file=sys.stderr)
         print("%d rules" % len(rules))
         return 1 if bad else 0
+    if what == "alerts":
+        code, body = get(url, "/api/v1/alerts")
+        if code != 200 or body.get("status") != "success":
+            print("alerts: HTTP %d" % code, file=sys.stderr)
+            return 1
+        lines = []
+        for a in body["data"]["alerts"]:
+            labels = dict(a["labels"])
+            name = labels.pop("alertname", "")
+            lines.append("%s %s {%s}" % (name, a["state"],
+                                         ",".join('%s="%s"' % kv for kv in sorted(labels.items()))))
+        for line in sorted(lines):
+            print(line)
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -172,8 +172,11 @@ static const gpu_series series[] = {
      1048576},
     {"pfi_gpu_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (C).",
      "GPU temperature (in C).", PFI_GS_TEMP, -1, g_temp, 1},
-    {"pfi_gpu_enforced_power_limit_watts", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge",
-     "Power limit the driver enforces, the lowest of every limit set (W).",
+    /* one name for the enforced limit: pfi_gpu_power_* like the cap's
+       series (general to specific, so they sort together); the out-of-band
+       check below compares it with pfi_gpu_power_cap_watts */
+    {"pfi_gpu_power_limit_enforced_watts", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge",
+     "Power limit the GPU enforces: the lowest of the cap and any other limit (W).",
      "Enforced power limit (in W).", PFI_GS_ENFORCED, -1, g_enf, 1},
     {"pfi_gpu_power_cap_watts", "DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge",
      "Current power cap (management limit, W).", "Power management limit (in W).", PFI_GS_CAP, -1,
@@ -233,12 +236,8 @@ static void gpu_gauge(pfi_buf *b, const char *name, agent *a, size_t i, const ch
 /* what each GPU enforces and whether it is up */
 static void render_gpu_state(pfi_buf *b, agent *a, const char *h)
 {
-    /* the enforced limit, and whether it is below the cap (set out of band) */
-    head(b, "pfi_gpu_power_limit_enforced_watts", "gauge",
-         "Power limit the GPU enforces (W): the lowest of the cap and any other limit.");
-    for (size_t i = 0; i < a->n; i++)
-        if (a->g[i].sampled && (a->g[i].last.have & PFI_GS_ENFORCED))
-            gpu_gauge(b, "pfi_gpu_power_limit_enforced_watts", a, i, h, a->g[i].last.enforced_w);
+    /* whether the enforced limit (pfi_gpu_power_limit_enforced_watts, with
+       the readings) is below the cap: set out of band */
     head(b, "pfi_gpu_out_of_band_limit", "gauge",
          "1 when the enforced limit is more than 1 W below the cap: set by the BMC or another "
          "tool.");

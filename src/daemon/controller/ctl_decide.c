@@ -436,8 +436,13 @@ static int control(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, co
         if (isnan(gov->reached_t) && now >= gov->ev.start && now < pfi_grid_event_end(&gov->ev) &&
             ctl_within_target(cfg, meas, gov->target_w)) {
             gov->reached_t = now;
-            ctl_note(&d->notes, "event %s: at target after %.1f s (%.0f W <= %.0f W)", gov->ev.id,
-                     now - gov->ev.start, meas, gov->target_w);
+            /* the bound ctl_within_target used: the target plus the tolerance */
+            ctl_note(&d->notes,
+                     "event %s: at target after %.1f s (%.0f W <= %.0f W, the target %.0f W + %g%% "
+                     "tolerance)",
+                     gov->ev.id, now - gov->ev.start, meas,
+                     gov->target_w * (1 + cfg->tolerance_pct / 100), gov->target_w,
+                     cfg->tolerance_pct);
             event_row(d, gov);
         }
         sample_rows(s, gov, now, budget, target, meas, d);
