@@ -200,20 +200,21 @@ static void target_text(json_t *ev, char *buf, size_t n)
 static int event_ls(const event_args *a, const cli_ctl *c)
 {
     pfi_http_reply r;
-    int rc = cli_ctl_request("event", c, "GET", "/v1/events", NULL, &r);
+    /* /v1/status: the events as /v1/events has them, with their verdicts */
+    int rc = cli_ctl_request("event", c, "GET", "/v1/status", NULL, &r);
     if (rc != CLI_OK) return rc;
     json_t *o = json_loadb(r.body, r.len, 0, NULL);
     pfi_http_reply_dispose(&r);
     json_t *evs = json_object_get(o, "events");
     if (!json_is_array(evs)) {
         json_decref(o);
-        cli_error("event", "the controller's /v1/events is not {\"events\": [...]}");
+        cli_error("event", "the controller's /v1/status has no \"events\": [...]");
         return CLI_FAIL;
     }
-    const char *names[] = {"id", "source", "status", "start", "end", "target"};
-    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
+    const char *names[] = {"id", "source", "status", "start", "end", "target", "verdict"};
+    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
                             PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT};
-    pfi_rows *rows = pfi_rows_new(6, names, types);
+    pfi_rows *rows = pfi_rows_new(7, names, types);
     if (!rows) {
         json_decref(o);
         cli_error("event", "out of memory");
@@ -236,6 +237,11 @@ static int event_ls(const event_args *a, const cli_ctl *c)
         pfi_rows_text(rows, row, 3, start);
         pfi_rows_text(rows, row, 4, end);
         pfi_rows_text(rows, row, 5, target);
+        const char *v = json_string_value(json_object_get(ev, "verdict"));
+        pfi_rows_text(rows, row, 6, v ? v : "-");
+        if (v && (!strcmp(v, "nothing to shed") || !strcmp(v, "not applicable")))
+            fprintf(stderr, "pfi event: warning: event %s: %s\n",
+                    json_string_value(json_object_get(ev, "id")), v);
     }
     json_decref(o);
     rc = cli_save_rows("event", rows, &a->out);

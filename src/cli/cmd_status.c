@@ -121,6 +121,13 @@ static int summary(const cli_ctl *c, json_t *st, const status_args *a)
                text(e, "start"));
     }
     if (!shown) printf("events       none scheduled or running\n");
+    /* an event that could be neither met nor missed: said, not hidden */
+    json_array_foreach(json_object_get(st, "events"), i, e)
+    {
+        const char *v = text(e, "verdict");
+        if (!strcmp(v, "nothing to shed") || !strcmp(v, "not applicable"))
+            printf("warning: event %s (%s): %s\n", text(e, "id"), text(e, "status"), v);
+    }
     printf("\n");
     fflush(stdout);
     cli_out o = a->out;

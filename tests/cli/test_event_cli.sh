@@ -168,5 +168,5 @@ PFI_CONF="$T/tls.conf" expect_status 0 "$PFI" event cancel tkw
 PFI_CONF="$T/tls.conf" expect_status 0 "$PFI" status --controller "$SURL"
 contains "$T/out" "controller   $SURL"
 # without the CA: the certificate is not trusted, one line, exit 1
-expect_error 1 "$SURL/v1/events" "$PFI" event ls --controller "$SURL"
+expect_error 1 "$SURL/v1/status" "$PFI" event ls --controller "$SURL"
 done_ok
