@@ -33,7 +33,14 @@
 extern "C" {
 #endif
 
-typedef enum pfi_agg_mode { PFI_AGG_TOP = 0, PFI_AGG_MEAN, PFI_AGG_MEDIAN } pfi_agg_mode;
+/* PFI_AGG_RATE: throughput only (pfi_throughput_rate) — tokens counted over
+ * the wall time they took; elsewhere it is the mean */
+typedef enum pfi_agg_mode {
+    PFI_AGG_TOP = 0,
+    PFI_AGG_MEAN,
+    PFI_AGG_MEDIAN,
+    PFI_AGG_RATE
+} pfi_agg_mode;
 
 typedef struct pfi_protocol_opts {
     double interval_s;     /* scrape interval: 5 */
@@ -42,6 +49,7 @@ typedef struct pfi_protocol_opts {
     int sustain_scrapes;   /* ... for this many consecutive scrapes: 3 */
     pfi_agg_mode agg;      /* top10 */
     double top_frac;       /* 0.10 */
+    pfi_agg_mode tput_agg; /* throughput: top10 (the paper's); pfi ingest: rate */
     double cap_tol_w;      /* 1 W */
     int cap_check;         /* 1 */
     size_t max_bins;       /* span limit of one run: 2,000,000 bins */
@@ -111,6 +119,17 @@ PFI_API const char *pfi_phase_name(pfi_phase p);
 PFI_API size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac,
                              double *value, double *sem);
 PFI_API int pfi_agg_mode_parse(const char *s, pfi_agg_mode *m);
+
+/* The throughput a training loop itself measures — its tokens over the wall
+ * time they took — from the step log's lines in a window (t_s ascending):
+ * the tokens of lines 2..n (a line's "tokens", times the steps since the
+ * line before when both carry "step"; a line with tokens_per_s alone counts
+ * tokens_per_s x the time since the line before) over t_n - t_1. *sem from
+ * the per-interval rates. tokens and step may be NULL (none carried).
+ * Fewer than two lines: the mean of tokens_per_s. Returns the lines used. */
+PFI_API size_t pfi_throughput_rate(const double *t_s, const double *tokens_per_s,
+                                   const double *tokens, const double *step, size_t n,
+                                   double *value, double *sem);
 
 /* ---- cap check ------------------------------------------------------------------------ */
 

@@ -51,6 +51,10 @@ PFI_API const char *pfi_tel_format_name(pfi_tel_format f);
 typedef struct pfi_steplog {
     size_t n, cap;
     double *t_s, *tokens_per_s, *mfu, *tflops; /* mfu/tflops NaN when absent */
+    /* the line's "tokens" and "step" (NaN when absent: a line that gives
+       tokens_per_s alone; a logger that does not number its steps): what the
+       throughput estimator "rate" counts (protocol.h) */
+    double *tokens, *step;
 } pfi_steplog;
 
 /* Free what s holds and zero it (s itself is the caller's). */

@@ -7,7 +7,12 @@ the sweep row `pfi ingest` makes from the step log:
 
   tokens_per_s_mean   mean over steps of tokens / step time (what
                       `pfi ingest --agg mean` computes from the step log)
-  tokens_per_s_top10  mean of the top ceil(0.1 n) of those (the default)
+  tokens_per_s_top10  mean of the top ceil(0.1 n) of those (the paper's rule,
+                      `pfi ingest --throughput-agg top10`)
+  tokens_per_s_wall   the loop's own rate: its tokens over the wall time of
+                      its training phase, from the end of its first step to
+                      the end of its last (what `pfi ingest` gives by
+                      default; the first step, torch's warm-up, left out)
   tokens_per_s_min/max, steps, tokens_per_step, first_loss, last_loss
 
 Usage: tiny_train.py OUT.json [STEPS]   (PYTHONPATH must reach pfi_steplog)
@@ -34,7 +39,7 @@ def main():
                                 torch.nn.ReLU(), torch.nn.Linear(DIM, VOCAB))
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     tokens = BATCH * SEQ
-    rates, losses = [], []
+    rates, losses, ends = [], [], []
     with StepLogger() as sl:
         if not sl.enabled:
             sys.exit("tiny_train.py: PFI_STEPLOG is not set (or this is not rank 0)")
@@ -49,6 +54,7 @@ def main():
                 opt.step()
                 s.loss = loss.item()
                 t1 = time.perf_counter()
+            ends.append(time.perf_counter())
             rates.append(tokens / (t1 - t0))
             losses.append(s.loss)
         written = sl.lines
@@ -56,6 +62,7 @@ def main():
     res = {"steps": steps, "lines": written, "tokens_per_step": tokens,
            "tokens_per_s_mean": sum(rates) / len(rates), "tokens_per_s_top10": sum(top) / len(top),
            "tokens_per_s_min": min(rates), "tokens_per_s_max": max(rates),
+           "tokens_per_s_wall": tokens * (len(ends) - 1) / (ends[-1] - ends[0]),
            "first_loss": losses[0], "last_loss": losses[-1]}
     with open(out, "w") as f:
         json.dump(res, f)

@@ -15,6 +15,15 @@ typedef struct ingest_args {
 
 static int opt_agg(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
 {
+    pfi_agg_mode m;
+    if (pfi_agg_mode_parse(arg, &m) || m == PFI_AGG_RATE) /* rate: throughput only */
+        return pfi_opts_bad_choice(ctx, o, arg), -1;
+    *(pfi_agg_mode *)value = m;
+    return 0;
+}
+
+static int opt_tput_agg(const pfi_opts_ctx *ctx, const pfi_opt *o, const char *arg, void *value)
+{
     if (pfi_agg_mode_parse(arg, value)) return pfi_opts_bad_choice(ctx, o, arg), -1;
     return 0;
 }
@@ -42,6 +51,10 @@ static const pfi_opt ingest_options[] = {
                          "run-level aggregation (default top10)", opt_agg),
     OPT_DOUBLE(0, "top-frac", o.proto.top_frac, "F", 1e-6, 1,
                "fraction kept by top10 (default 0.10)"),
+    OPT_CALLBACK_CHOICES(0, "throughput-agg", o.proto.tput_agg, "rate|top10|mean|median",
+                         "tokens/s: rate (default; the loop's tokens over the wall time they "
+                         "took), or as --agg",
+                         opt_tput_agg),
     OPT_SET_INT(0, "no-cap-check", o.proto.cap_check, 0,
                 "do not require the enforced limit to match cap_w"),
     OPT_DOUBLE(0, "cap-tolerance", o.proto.cap_tol_w, "W", 0, 1e5,
@@ -64,8 +77,10 @@ const pfi_opts cmd_ingest_opts = CLI_OPTS(
     .description = "Turn run directories (run.json + dcgm-exporter / Prometheus / nvidia-smi\n"
                    "telemetry + step log; docs/formats.md) into a sweep table, following the\n"
                    "paper's protocol: scrapes aligned by interval, warmup/startup/training/tail\n"
-                   "phases, the mean of the top 10% of training samples per quantity, and a\n"
-                   "check of the enforced power limit against the manifest's cap.\n",
+                   "phases, the mean of the top 10% of training samples per telemetry quantity,\n"
+                   "the training loop's own throughput (its tokens over the wall time they took;\n"
+                   "--throughput-agg top10 for the paper's rule), and a check of the enforced\n"
+                   "power limit against the manifest's cap.\n",
     .options = ingest_options, .operands = PFI_OPERANDS_FILES);
 
 static int ingest_run(const char *cmd, ingest_args *a, char **paths, int npaths)

@@ -1,6 +1,7 @@
 /* aggregate.c — run-level aggregation of training-phase samples: the
  * paper's mean of the top 10% (which drops evaluation and checkpoint dips),
- * or the mean, or the median; with the SEM of the samples used. */
+ * or the mean, or the median; with the SEM of the samples used. And the
+ * throughput a loop itself measures (tokens over wall time; "rate"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,40 @@ int pfi_agg_mode_parse(const char *s, pfi_agg_mode *m)
     if (strcmp(s, "top10") == 0) *m = PFI_AGG_TOP;
     else if (strcmp(s, "mean") == 0) *m = PFI_AGG_MEAN;
     else if (strcmp(s, "median") == 0) *m = PFI_AGG_MEDIAN;
+    else if (strcmp(s, "rate") == 0) *m = PFI_AGG_RATE;
     else return -1;
     return 0;
+}
+
+size_t pfi_throughput_rate(const double *t_s, const double *tokens_per_s, const double *tokens,
+                           const double *step, size_t n, double *value, double *sem)
+{
+    if (n < 2) return pfi_aggregate(tokens_per_s, n, PFI_AGG_MEAN, 0, value, sem);
+    double sum = 0, s1 = 0, s2 = 0;
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        double dt = t_s[i] - t_s[i - 1], tok;
+        if (tokens && isfinite(tokens[i])) {
+            double steps =
+                step && isfinite(step[i]) && isfinite(step[i - 1]) && step[i] > step[i - 1]
+                    ? step[i] - step[i - 1]
+                    : 1;
+            tok = tokens[i] * steps;
+        } else {
+            tok = tokens_per_s[i] * dt;
+        }
+        sum += tok;
+        if (dt > 0) {
+            double r = tok / dt;
+            s1 += r, s2 += r * r, k++;
+        }
+    }
+    double span = t_s[n - 1] - t_s[0];
+    if (!(span > 0)) return pfi_aggregate(tokens_per_s, n, PFI_AGG_MEAN, 0, value, sem);
+    *value = sum / span;
+    *sem = k >= 2 ? sqrt(fmax(0, (s2 - s1 * s1 / (double)k) / (double)(k - 1)) / (double)k)
+                  : NAN; /* the per-interval rates' SD / sqrt(k) */
+    return n;
 }
 
 size_t pfi_aggregate(const double *x, size_t n, pfi_agg_mode mode, double top_frac, double *value,

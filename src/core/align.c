@@ -40,6 +40,7 @@ void pfi_protocol_opts_default(pfi_protocol_opts *o)
     o->sustain_scrapes = 3;
     o->agg = PFI_AGG_TOP;
     o->top_frac = 0.10;
+    o->tput_agg = PFI_AGG_TOP;
     o->cap_tol_w = 1;
     o->cap_check = 1;
     o->max_bins = 2000000;

@@ -125,9 +125,10 @@ static pfi_status aggregate_steps(const pfi_steplog *steps, double t0, double t1
         free(tps), free(mfu), free(tfl);
         return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
-    size_t k = 0;
+    size_t k = 0, first = steps->n;
     for (size_t i = 0; i < steps->n; i++)
         if (steps->t_s[i] >= t0 && steps->t_s[i] < t1) {
+            if (first == steps->n) first = i;
             tps[k] = steps->tokens_per_s[i];
             mfu[k] = steps->mfu[i];
             tfl[k] = steps->tflops[i];
@@ -142,7 +143,12 @@ static pfi_status aggregate_steps(const pfi_steplog *steps, double t0, double t1
             "step log %.0f..%.0f s)",
             name, t0, t1, steps->t_s[0], steps->t_s[steps->n - 1]);
     }
-    agg(tps, 0, k, o, &s->tokens_per_s, &s->tokens_per_s_sem);
+    if (o->tput_agg == PFI_AGG_RATE) /* the lines in the window are consecutive */
+        pfi_throughput_rate(steps->t_s + first, steps->tokens_per_s + first,
+                            steps->tokens ? steps->tokens + first : NULL,
+                            steps->step ? steps->step + first : NULL, k, &s->tokens_per_s,
+                            &s->tokens_per_s_sem);
+    else pfi_aggregate(tps, k, o->tput_agg, o->top_frac, &s->tokens_per_s, &s->tokens_per_s_sem);
     agg(mfu, 0, k, o, &s->mfu, &s->mfu_sem);
     agg(tfl, 0, k, o, &s->tflops, NULL);
     free(tps), free(mfu), free(tfl);

@@ -48,17 +48,20 @@ void pfi_steplog_dispose(pfi_steplog *s)
     free(s->tokens_per_s);
     free(s->mfu);
     free(s->tflops);
+    free(s->tokens);
+    free(s->step);
     memset(s, 0, sizeof *s);
 }
 
 pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu,
-                            double tflops, pfi_error *err)
+                            double tflops, double tokens, double step, pfi_error *err)
 {
-    if (s->n == s->cap) { /* four parallel arrays: one capacity */
+    if (s->n == s->cap) { /* six parallel arrays: one capacity */
         size_t nc = 0;
         if (pfi_vec_next_cap(s->cap, s->n + 1, sizeof(double), &nc, NULL) ||
             PFI_VEC_RESIZE(s->t_s, nc, NULL) || PFI_VEC_RESIZE(s->tokens_per_s, nc, NULL) ||
-            PFI_VEC_RESIZE(s->mfu, nc, NULL) || PFI_VEC_RESIZE(s->tflops, nc, NULL))
+            PFI_VEC_RESIZE(s->mfu, nc, NULL) || PFI_VEC_RESIZE(s->tflops, nc, NULL) ||
+            PFI_VEC_RESIZE(s->tokens, nc, NULL) || PFI_VEC_RESIZE(s->step, nc, NULL))
             return pfi_errorf(err, PFI_ENOMEM, "out of memory");
         s->cap = nc;
     }
@@ -66,6 +69,8 @@ pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, dou
     s->tokens_per_s[s->n] = tokens_per_s;
     s->mfu[s->n] = mfu;
     s->tflops[s->n] = tflops;
+    s->tokens[s->n] = tokens;
+    s->step[s->n] = step;
     s->n++;
     return PFI_OK;
 }

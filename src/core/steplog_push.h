@@ -11,10 +11,10 @@
 extern "C" {
 #endif
 
-/* Append (t_s, tokens_per_s, mfu, tflops); PFI_ENOMEM ("out of memory")
- * leaves s as it was. */
+/* Append (t_s, tokens_per_s, mfu, tflops, tokens, step; NaN: absent);
+ * PFI_ENOMEM ("out of memory") leaves s as it was. */
 pfi_status pfi_steplog_push(pfi_steplog *s, double t_s, double tokens_per_s, double mfu,
-                            double tflops, pfi_error *err);
+                            double tflops, double tokens, double step, pfi_error *err);
 
 #ifdef __cplusplus
 }

@@ -387,9 +387,8 @@ static pfi_status summ_scrape(void *ud, int host, int64_t t_ms, const double *v,
 static pfi_status summ_step(void *ud, double t_s, double tps, double mfu, double tflops, long step,
                             pfi_error *err)
 {
-    (void)step;
     summ_ctx *c = ud;
-    return pfi_steplog_push(&c->steps, t_s, tps, mfu, tflops, err);
+    return pfi_steplog_push(&c->steps, t_s, tps, mfu, tflops, NAN, (double)step, err);
 }
 
 static char *dupstr(const char *s)

@@ -30,6 +30,9 @@ void pfi_ingest_opts_default(pfi_ingest_opts *o)
 {
     memset(o, 0, sizeof *o);
     pfi_protocol_opts_default(&o->proto);
+    /* an operator's runs: the loop's own rate (the paper's top 10% is kept
+       by pfi reproduce, which asks for it) */
+    o->proto.tput_agg = PFI_AGG_RATE;
     o->max_buffered_bytes = (size_t)1 << 30;
 }
 

@@ -19,8 +19,10 @@ static int num(json_t *o, const char *key, double *v)
     return 1;
 }
 
-int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tps_out,
-                           double *mfu_out, double *tflops_out, const char **bad_out)
+/* one line, with its tokens and step number too (NaN when absent) */
+static int parse_line(const char *line, size_t n, double *t_out, double *tps_out, double *mfu_out,
+                      double *tflops_out, double *tokens_out, double *step_out,
+                      const char **bad_out)
 {
     static __thread char jmsg[200];
     *bad_out = NULL;
@@ -41,6 +43,8 @@ int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tp
     int hp = num(o, "tokens_per_s", &tps);
     int hk = num(o, "tokens", &tokens), hs = num(o, "step_time_s", &st);
     int hm = num(o, "mfu", &mfu), hf = num(o, "tflops", &tflops);
+    double step = NAN;
+    if (num(o, "step", &step) != 1 || !(step >= 0 && step < 9e15)) step = NAN; /* optional */
     if (ht < 0) bad = "key 't_s': not a number";
     else if (ht == 0) bad = "key 't_s': missing";
     else if (!isfinite(t) || t < 0) bad = "key 't_s': not a non-negative number";
@@ -62,7 +66,16 @@ int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tp
     *tps_out = tps;
     *mfu_out = mfu;
     *tflops_out = tflops;
+    *tokens_out = hk == 1 ? tokens : NAN;
+    *step_out = step;
     return 1;
+}
+
+int pfi_steplog_parse_line(const char *line, size_t n, double *t_out, double *tps_out,
+                           double *mfu_out, double *tflops_out, const char **bad_out)
+{
+    double tokens, step;
+    return parse_line(line, n, t_out, tps_out, mfu_out, tflops_out, &tokens, &step, bad_out);
 }
 
 pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err)
@@ -77,9 +90,9 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
         size_t k = 0;
         while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
         if (k == n) continue;
-        double t, tps, mfu, tflops;
+        double t, tps, mfu, tflops, tokens, step;
         const char *bad = NULL;
-        int k2 = pfi_steplog_parse_line(line, n, &t, &tps, &mfu, &tflops, &bad);
+        int k2 = parse_line(line, n, &t, &tps, &mfu, &tflops, &tokens, &step, &bad);
         if (k2 == 0) continue;
         if (k2 == -2 && pfi_reader_truncated_last(r)) {
             pfi_warnf(log, "%s:%llu: truncated last line ignored", r->name, ln);
@@ -95,7 +108,7 @@ pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_e
             return pfi_errorf(err, PFI_EINVAL, "%s:%llu: key 't_s': goes backwards", r->name, ln);
         }
         last_t = t;
-        pfi_status st = pfi_steplog_push(out, t, tps, mfu, tflops, err);
+        pfi_status st = pfi_steplog_push(out, t, tps, mfu, tflops, tokens, step, err);
         if (st) {
             pfi_steplog_dispose(out);
             return st;

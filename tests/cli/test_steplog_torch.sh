@@ -5,10 +5,12 @@
 # writes its step log through python/pfi_steplog while a pfi-agent on
 # simulated GPUs runs and reads it (a job file names the log), and
 # `pfi record` scrapes the agent. Then `pfi ingest` makes a sweep row from
-# the recording and the step log: its tokens/s (--agg mean, and the default
-# top-10% mean) equals what the loop measured with its own timer inside
-# each step, within 1% (the logger's timer encloses the loop's: the
-# difference is two perf_counter calls per step), every step falls in the
+# the recording and the step log: by default its tokens/s is the loop's own
+# rate — its tokens over the wall time they took, which the loop measures
+# with its own timer — within 2% (issue 30); --throughput-agg mean and top10
+# equal the loop's per-step mean and top-10% mean within 1% (the logger's
+# timer encloses the loop's: the difference is two perf_counter calls per
+# step), every step falls in the
 # training window, and the agent's pfi_job_tokens_per_second lies within the
 # loop's per-step range. The loss falls (a real training).
 . "$SRC/tests/cli/lib.sh"
@@ -57,14 +59,19 @@ cat >"$T/run/run.json" <<JSON
 {"group": "torch-tiny", "gpu_model": "H200", "gpus": 2, "cap_w": 700, "interval_s": 0.2,
  "telemetry": [{"path": "telemetry.prom", "format": "prometheus"}], "steplog": "steps.jsonl"}
 JSON
-expect_status 0 "$PFI" ingest --agg mean "$T/run"
+expect_status 0 "$PFI" ingest --throughput-agg mean "$T/run"
 row() { csv_field "$T/out" group torch-tiny "$1"; }
 [ "$(row n_steps)" = 300 ] || fail "n_steps $(row n_steps): every step is in the training window"; ok
 # within 1% (relative) of what the loop measured itself
 near_rel() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(b > 0 && d <= r*b)}' || fail "$4: $1 vs the loop's $2 (more than $3 relative)"; ok; }
 near_rel "$(row tokens_per_s)" "$(loop tokens_per_s_mean)" 0.01 "tokens/s (mean)"
 num "$(row power_w)" ">" 0 || fail "no power in the row"; ok
-expect_status 0 "$PFI" ingest "$T/run"
+expect_status 0 "$PFI" ingest --throughput-agg top10 "$T/run"
 near_rel "$(row tokens_per_s)" "$(loop tokens_per_s_top10)" 0.01 "tokens/s (top 10%)"
-echo "loop: mean $(loop tokens_per_s_mean) tok/s, top-10% $(loop tokens_per_s_top10); ingest top-10% $(row tokens_per_s); agent $agent_tps" >&2
+top10=$(row tokens_per_s)
+# the default (issue 30): the loop's own rate, its tokens over the wall
+# time they took, within 2% (the top 10% was twice it on a noisy CPU)
+expect_status 0 "$PFI" ingest "$T/run"
+near_rel "$(row tokens_per_s)" "$(loop tokens_per_s_wall)" 0.02 "tokens/s (default: the loop's rate)"
+echo "loop: wall rate $(loop tokens_per_s_wall) tok/s, mean of steps $(loop tokens_per_s_mean), top-10% $(loop tokens_per_s_top10); ingest default $(row tokens_per_s), top-10% $top10; agent $agent_tps" >&2
 done_ok

@@ -1,7 +1,8 @@
 /* test_protocol.c — the measurement protocol's rules on hand-made series:
  * binning with out-of-phase hosts, carrying a GPU's value for one interval
  * only, dropping incomplete bins, sums vs averages, phase segmentation with
- * dips inside training, top-10% / mean / median aggregation, cap check;
+ * dips inside training, top-10% / mean / median aggregation, the loop's own
+ * throughput (tokens over wall time), cap check;
  * the derived features from a job's metric values, and a model feature by
  * name from them (what the agent and the controller compute). */
 #include "../testutil.h"
@@ -182,6 +183,49 @@ static void aggregation(void **s)
     assert_int_equal(pfi_agg_mode_parse("max", &m), -1);
 }
 
+/* the loop's own rate (issue 30): a noisy loop whose steps take 0.1 s of
+   compute and 0.02..0.1 s of overhead, one step in ten slowed 5x: its
+   tokens over the wall time, where the top 10% of per-step rates is far
+   above it; a log of every 4th step (step numbers); lines with
+   tokens_per_s alone (weighted by time); fewer than two lines */
+static void throughput_rate(void **s)
+{
+    (void)s;
+    enum { N = 200 };
+    double t[N], tps[N], tok[N], step[N], now = 1000, v, sem, top, dummy;
+    for (int i = 0; i < N; i++) {
+        double compute = 0.1 * (i % 10 == 3 ? 5 : 1), overhead = 0.02 + 0.08 * (i % 7) / 6.0;
+        now += compute + overhead;
+        t[i] = now;
+        tok[i] = 1000;
+        tps[i] = 1000 / compute; /* the loop's own per-step rate: compute only */
+        step[i] = i;
+    }
+    double truth = 1000.0 * (N - 1) / (t[N - 1] - t[0]);
+    assert_int_equal(pfi_throughput_rate(t, tps, tok, step, N, &v, &sem), N);
+    assert_near(v, truth, 1e-9 * truth);
+    assert_true(sem > 0 && sem < 0.2 * truth);
+    pfi_aggregate(tps, N, PFI_AGG_TOP, 0.10, &top, &dummy);
+    assert_true(top > 1.5 * truth); /* what the default was */
+    /* every 4th step logged: the steps between count too */
+    double t4[N / 4], tps4[N / 4], tok4[N / 4], st4[N / 4];
+    for (int i = 0; i < N / 4; i++)
+        t4[i] = t[4 * i], tps4[i] = tps[4 * i], tok4[i] = tok[4 * i], st4[i] = step[4 * i];
+    pfi_throughput_rate(t4, tps4, tok4, st4, N / 4, &v, &sem);
+    double truth4 = 1000.0 * 4 * (N / 4 - 1) / (t4[N / 4 - 1] - t4[0]);
+    assert_near(v, truth4, 1e-9 * truth4);
+    /* tokens_per_s alone: tokens_per_s x the time since the line before */
+    double flat[3] = {10, 20, 40}, tt[3] = {0, 1, 3};
+    pfi_throughput_rate(tt, flat, NULL, NULL, 3, &v, &sem);
+    assert_near(v, (20 * 1 + 40 * 2) / 3.0, 1e-12);
+    /* one line: its tokens_per_s */
+    assert_int_equal(pfi_throughput_rate(tt, flat, NULL, NULL, 1, &v, &sem), 1);
+    assert_near(v, 10, 1e-12);
+    pfi_agg_mode m;
+    assert_int_equal(pfi_agg_mode_parse("rate", &m), 0);
+    assert_int_equal(m, PFI_AGG_RATE);
+}
+
 static void cap_check(void **s)
 {
     (void)s;
@@ -237,6 +281,7 @@ int main(void)
         cmocka_unit_test(bins_two_samples_and_growth),
         cmocka_unit_test(phases),
         cmocka_unit_test(aggregation),
+        cmocka_unit_test(throughput_rate),
         cmocka_unit_test(cap_check),
         cmocka_unit_test(derived_features),
     };
