@@ -11,7 +11,8 @@
 # with an operator's token is that operator's. require_read_scope: reads
 # need the scope read (401 without a token, 403 with an operator without
 # it), the status page's files and /healthz stay open. The old token_file
-# alone is the operator "operator" with every scope. Configuration errors
+# alone is the operator "operator" with every scope; a schedule file's
+# event is the schedule's. Configuration errors
 # are one line naming the key: an unknown scope, a duplicate name, a
 # reserved or badly formed name, one token file for two operators, the same
 # token in two files (at start), token_file's name taken, the VTN's
@@ -169,9 +170,12 @@ for p in / /page.js /page.css /healthz; do req "" GET "$p"; expect_code 200 "GET
 req "$DAVE" POST /v1/events "$EV"; expect_code 403 "dave (read only) writes"
 stop_daemon "$CP" TERM
 
-# ---- the old token_file alone: the operator "operator", every scope ----
-cfg "$T/ctl.json" ", \"token_file\": \"$T/legacy\""
+# ---- the old token_file alone: the operator "operator", every scope (and a schedule file's event) ----
+printf '[{"id": "planned", "start": "%s", "duration_s": 600, "level": 2}]\n' "$LATER" >"$T/sched.json"
+cfg "$T/ctl.json" ", \"token_file\": \"$T/legacy\", \"schedule\": \"$T/sched.json\""
 start_ctl "$T/ctl.json"
+req "" GET /v1/events/planned; contains "$T/body" '"created_by":"schedule"'
+contains "$T/ctl.log" "event planned (schedule) received from schedule: "
 EV2="{\"id\":\"ev-l\",\"start\":\"$LATER\",\"duration_s\":600,\"level\":1}"
 req "$LEGACY" POST /v1/events "$EV2"; expect_code 201 "token_file creates"
 contains "$T/body" '"created_by":"operator"'
