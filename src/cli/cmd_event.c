@@ -3,7 +3,7 @@
  * (help, man page and completions are generated from it); an option given
  * to an action it does not apply to is a usage error naming both.
  *   create   POST /v1/events (the canonical JSON; --dry-run prints it)
- *   ls       GET  /v1/events as rows (id, source, status, start, end, target)
+ *   ls       GET  /v1/events as rows (id, source, status, start, end, target, by)
  *   show     GET  /v1/events/ID
  *   cancel   DELETE /v1/events/ID
  *   report   GET  /v1/events/ID/report, or report.png into --png FILE */
@@ -72,7 +72,7 @@ const pfi_opts cmd_event_opts = CLI_OPTS(
         "Grid events on pfi-controller (docs/controller.md):\n"
         "  create   schedule one (exactly one of --reduction, --target-kw, --level); prints\n"
         "           its id\n"
-        "  ls       every event: id, source, status, start, end, target\n"
+        "  ls       every event: id, source, status, start, end, target, by (who made it)\n"
         "  show     one event as the controller's JSON\n"
         "  cancel   cancel one (scheduled or running)\n"
         "  report   its measurement and verification report (JSON), or the chart (--png)\n"
@@ -211,10 +211,10 @@ static int event_ls(const event_args *a, const cli_ctl *c)
         cli_error("event", "the controller's /v1/status has no \"events\": [...]");
         return CLI_FAIL;
     }
-    const char *names[] = {"id", "source", "status", "start", "end", "target", "verdict"};
+    const char *names[] = {"id", "source", "status", "start", "end", "target", "by", "verdict"};
     pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
-                            PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT};
-    pfi_rows *rows = pfi_rows_new(7, names, types);
+                            PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT};
+    pfi_rows *rows = pfi_rows_new(8, names, types);
     if (!rows) {
         json_decref(o);
         cli_error("event", "out of memory");
@@ -237,8 +237,11 @@ static int event_ls(const event_args *a, const cli_ctl *c)
         pfi_rows_text(rows, row, 3, start);
         pfi_rows_text(rows, row, 4, end);
         pfi_rows_text(rows, row, 5, target);
+        /* who made it (the controller's operator, "grid", "schedule"; "-": not known) */
+        const char *by = json_string_value(json_object_get(ev, "created_by"));
+        pfi_rows_text(rows, row, 6, by ? by : "-");
         const char *v = json_string_value(json_object_get(ev, "verdict"));
-        pfi_rows_text(rows, row, 6, v ? v : "-");
+        pfi_rows_text(rows, row, 7, v ? v : "-");
         if (v && (!strcmp(v, "nothing to shed") || !strcmp(v, "not applicable")))
             fprintf(stderr, "pfi event: warning: event %s: %s\n",
                     json_string_value(json_object_get(ev, "id")), v);

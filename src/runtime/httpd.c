@@ -51,6 +51,7 @@ struct pfi_httpd {
 typedef struct upload {
     pfi_buf body;
     int too_big, answered;
+    char who[64]; /* authorize's name for the caller */
 } upload;
 
 static upload ANSWERED = {.answered = 1};
@@ -144,6 +145,39 @@ static int client_cert_ok(struct MHD_Connection *c)
     return gnutls_certificate_verify_peers(s, &purpose, 1, &status) == 0 && status == 0;
 }
 
+/* may this request go on? The daemon's authorize, else its tokens by
+ * is_protected: 0 (who set), or 1 with the refusal in rs */
+static int refused(pfi_httpd *h, const char *method, const char *url, const char *auth, char *who,
+                   pfi_http_resp *rs)
+{
+    if (h->o.authorize) {
+        char msg[512] = "";
+        int code =
+            h->o.authorize(h->o.ud, method, url, auth, who, sizeof ANSWERED.who, msg, sizeof msg);
+        if (!code) return 0;
+        pfi_http_error(rs, code, "%s", msg[0] ? msg : "refused");
+        return 1;
+    }
+    int need = h->o.is_protected ? h->o.is_protected(h->o.ud, method, url) : PFI_HTTP_OPEN;
+    if (need == PFI_HTTP_CONTROL && !pfi_bearer_ok(auth, h->o.token)) {
+        pfi_http_error(rs, 401,
+                       h->o.token ? "missing or wrong bearer token"
+                                  : "no token is configured: this endpoint is disabled");
+        return 1;
+    }
+    if (need == PFI_HTTP_WEBHOOK && !pfi_bearer_ok(auth, h->o.token) &&
+        !pfi_bearer_ok(auth, h->o.webhook_token)) {
+        pfi_http_error(rs, 401, "missing or wrong bearer token");
+        return 1;
+    }
+    if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) &&
+        !pfi_bearer_ok(auth, h->o.token)) {
+        pfi_http_error(rs, 401, "missing or wrong bearer token (the read or the control token)");
+        return 1;
+    }
+    return 0;
+}
+
 static int takes_body(const char *m)
 {
     return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE");
@@ -163,27 +197,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                            "a client certificate signed by the configured CA is required");
             return send_resp(h, c, &rs);
         }
-        int need = h->o.is_protected ? h->o.is_protected(h->o.ud, method, url) : PFI_HTTP_OPEN;
         const char *auth =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        if (need == PFI_HTTP_CONTROL && !pfi_bearer_ok(auth, h->o.token)) {
+        char who[sizeof ANSWERED.who] = "";
+        if (refused(h, method, url, auth, who, &rs)) {
             *ctx = &ANSWERED;
-            pfi_http_error(&rs, 401,
-                           h->o.token ? "missing or wrong bearer token"
-                                      : "no token is configured: this endpoint is disabled");
-            return send_resp(h, c, &rs);
-        }
-        if (need == PFI_HTTP_WEBHOOK && !pfi_bearer_ok(auth, h->o.token) &&
-            !pfi_bearer_ok(auth, h->o.webhook_token)) {
-            *ctx = &ANSWERED;
-            pfi_http_error(&rs, 401, "missing or wrong bearer token");
-            return send_resp(h, c, &rs);
-        }
-        if (need == PFI_HTTP_READ && h->o.read_token && !pfi_bearer_ok(auth, h->o.read_token) &&
-            !pfi_bearer_ok(auth, h->o.token)) {
-            *ctx = &ANSWERED;
-            pfi_http_error(&rs, 401,
-                           "missing or wrong bearer token (the read or the control token)");
             return send_resp(h, c, &rs);
         }
         const char *cl =
@@ -195,6 +213,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         upload *u = calloc(1, sizeof *u);
         if (!u) return MHD_NO;
+        memcpy(u->who, who, sizeof u->who);
         *ctx = u;
         return MHD_YES;
     }
@@ -214,7 +233,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
         return send_resp(h, c, &rs);
     }
-    pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n};
+    pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n, u->who};
     h->o.handle(h->o.ud, &rq, &rs);
     return send_resp(h, c, &rs);
 }

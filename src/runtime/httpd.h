@@ -10,7 +10,9 @@
  * everywhere: bodies only on
  * PUT/POST/DELETE and at most max_body bytes (a larger Content-Length is
  * refused with 413 before reading), the bearer token checked in constant
- * time before a protected request's body is read (401), errors as
+ * time before a protected request's body is read (401; or the daemon's own
+ * check, authorize, which may also answer 403 and names the caller to the
+ * handler), errors as
  * {"error": "..."}, counters by status class, and a Content-Security-Policy
  * (nothing runs unless the answer allows it) and nosniff on every answer. */
 #ifndef PFI_HTTPD_H
@@ -28,6 +30,7 @@ typedef struct pfi_http_req {
     const char *method, *url;
     const char *body; /* NUL-terminated; len bytes */
     size_t len;
+    const char *who; /* whom authorize named ("": nobody, or no authorize) */
 } pfi_http_req;
 
 /* the Content-Security-Policy of every answer that sets none: nothing runs or loads */
@@ -62,6 +65,14 @@ typedef struct pfi_httpd_opts {
        control token, when a read token is configured), PFI_HTTP_CONTROL or
        PFI_HTTP_WEBHOOK (the control or the webhook token) */
     int (*is_protected)(void *ud, const char *method, const char *url);
+    /* instead of the tokens and is_protected: the daemon decides, from the
+       request line and the Authorization header's value (NULL: none), before
+       the body is read. 0: go on, with who (who_n bytes) naming the caller
+       for the handler (pfi_http_req.who); else the HTTP status to answer
+       (401, 403) with the reason in msg (msg_n bytes). Called from several
+       threads. */
+    int (*authorize)(void *ud, const char *method, const char *url, const char *authorization,
+                     char *who, size_t who_n, char *msg, size_t msg_n);
     void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
     void *ud;
 } pfi_httpd_opts;

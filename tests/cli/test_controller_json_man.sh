@@ -2,8 +2,9 @@
 # test_controller_json_man.sh — pfi-controller.json(5) documents every key
 # of the controller's configuration: the keys are read from the key tables
 # in src/daemon/controller/ctl_config.c (each "const pfi_jkey keys[]" of
-# read_keys, agent_entry and openadr_field), and each must be a ".B KEY"
-# entry in the man page's section of that object (KEYS, AGENTS, OPENADR).
+# read_keys, agent_entry, operator_entry and openadr_field), and each must
+# be a ".B KEY" entry in the man page's section of that object (KEYS,
+# AGENTS, OPERATORS, OPENADR).
 # Also: the page renders with groff without warnings, and the keys the page
 # documents exist (no stale entries).
 . "$SRC/tests/cli/lib.sh"
@@ -23,20 +24,21 @@ table_keys() {
 man_keys() {
   awk -v sec="$1" '/^\.SH / { in_s = ($2 == sec); next } in_s && prev == ".TP" && /^\.B [a-z_0-9]+$/ { print $2 } { prev = $0 }' "$M"
 }
-for pair in read_keys:KEYS agent_entry:AGENTS openadr_field:OPENADR; do
-  fn=${pair%%:*}; sec=${pair#*:}
+for pair in read_keys:KEYS:8 agent_entry:AGENTS:8 operator_entry:OPERATORS:3 openadr_field:OPENADR:8; do
+  fn=${pair%%:*}; sec=${pair#*:}; least=${sec#*:}; sec=${sec%%:*}
   table_keys "$fn" | sort >"$T/src.$sec"
   man_keys "$sec" | sort >"$T/man.$sec"
   n=$(wc -l <"$T/src.$sec")
-  [ "$n" -ge 8 ] || fail "only $n keys found in $fn's table in ctl_config.c (is the extraction broken?)"; ok
+  [ "$n" -ge "$least" ] || fail "only $n keys found in $fn's table in ctl_config.c (is the extraction broken?)"; ok
   missing=$(comm -23 "$T/src.$sec" "$T/man.$sec" | tr '\n' ' ')
   [ -z "$missing" ] || fail "pfi-controller.json(5), section $sec, does not document: $missing"; ok
   stale=$(comm -13 "$T/src.$sec" "$T/man.$sec" | tr '\n' ' ')
   [ -z "$stale" ] || fail "pfi-controller.json(5), section $sec, documents keys $fn does not read: $stale"; ok
 done
 # the tables found are the ones the controller reads: a key known from docs
-grep -qx agents "$T/src.KEYS" && grep -qx url "$T/src.AGENTS" && grep -qx vtn_url "$T/src.OPENADR" ||
-  fail "the key extraction missed agents / url / vtn_url"
+grep -qx agents "$T/src.KEYS" && grep -qx url "$T/src.AGENTS" && grep -qx vtn_url "$T/src.OPENADR" &&
+  grep -qx scopes "$T/src.OPERATORS" ||
+  fail "the key extraction missed agents / url / vtn_url / scopes"
 ok
 # the strategy entry names in bold exactly the strategies the strategy table
 # marks for the controller (PFI_TRAIT_CONTROLLER in src/core/strategy.c, their

@@ -120,10 +120,17 @@ contains "$T/body" '"result":"applied"'
 wait_for 30 "grid-1 active" 'ev_is grid-1 active'
 req "$CB" POST /openadr3/events "$(oadr grid-1 DELETE)"; expect_code 200 "webhook DELETE grid-1"
 wait_for 30 "grid-1 cancelled" 'ev_is grid-1 cancelled'
+# the grid's events are recorded as the grid's (the callback token is no operator)
+curl -s -m 5 "$URL/v1/events/grid-1" >"$T/ev"
+contains "$T/ev" '"created_by":"grid","changed_by":null,"cancelled_by":"grid"'
+contains "$T/ctl.log" "OpenADR event grid-1 (webhook): 1 interval scheduled or updated by grid"
+contains "$T/ctl.log" "OpenADR event grid-1 (webhook) deleted by grid"
 # ... and the operator may still cancel one through the API
 req "$CB" POST /openadr3/events "$(oadr grid-2 CREATE "$LATER" PT1H 2)"; expect_code 200 "webhook CREATE grid-2"
 req "$CTOK" DELETE /v1/events/grid-2; expect_code 200 "the operator cancels grid-2"
 ev_is grid-2 cancelled || fail "grid-2 not cancelled"; ok
+# token_file's operator, "operator"
+contains "$T/body" '"created_by":"grid","changed_by":null,"cancelled_by":"operator"'
 
 # ---- the callback token reaches none of the operator's endpoints ----
 req "$CB" POST /v1/events '{"id":"cb-1","start":"'$LATER'","duration_s":60,"level":1}'; expect_code 401 "callback token: POST /v1/events"

@@ -11,6 +11,7 @@
  * ctl_config.c (the JSON configuration), ctl_db.c (SQLite for the API),
  * ctl_events.c (the event table as the API changes it), ctl_trigger.c (the
  * trigger fast path), ctl_http.c (the API and the status page),
+ * ctl_operators.c (who may call the API: named operators and scopes),
  * ctl_openadr.c (OpenADR events from the webhook and the poller),
  * ctl_report.c (an event's measurement and verification, JSON and PNG),
  * ctl_record.c (--record), ctl_log.c. One mutex guards the controller's
@@ -37,6 +38,14 @@
 enum { CTL_PH_COLLECT, CTL_PH_DECIDE, CTL_PH_PERSIST, CTL_PH_PUSH }; /* a period's steps */
 #define CTL_STATUS_HIST 600
 #define CTL_OADR_MAX_RESOURCES 16
+
+/* an operator's scopes (docs/controller.md, "Operators"): read (GET, only
+ * with require_read_scope), events (create, change, cancel events: POST,
+ * DELETE /v1/events, POST /openadr3/events), control (POST /v1/trigger,
+ * every other change; cancelling a trigger's event) */
+enum { CTL_SCOPE_READ = 1, CTL_SCOPE_EVENTS = 2, CTL_SCOPE_CONTROL = 4, CTL_SCOPE_ALL = 7 };
+/* the name token_file's operator has (every scope) */
+#define CTL_LEGACY_OPERATOR "operator"
 
 typedef struct ctl_cfg {
     char listen[128], token_file[1024], tls_cert[1024], tls_key[1024], db[1024], model[1024],
@@ -67,7 +76,14 @@ typedef struct ctl_cfg {
         double report_s; /* a report's interval (default 900 s) */
     } vtn;
     int default_tier, dry_run;
-    json_t *tiers; /* {"job id": tier} */
+    /* operators (token_file's "operator" last, when there is one), malloc'd */
+    size_t noperators;
+    struct ctl_cfg_operator {
+        char name[CTL_WHO_MAX + 1], token_file[1024];
+        unsigned scopes; /* CTL_SCOPE_* */
+    } * operators;
+    int require_read_scope; /* reads (GET) need an operator with scope read */
+    json_t *tiers;          /* {"job id": tier} */
     size_t nagents;
     struct ctl_cfg_agent {
         char name[64], url[512], token_file[1024], read_token_file[1024];
@@ -113,8 +129,8 @@ typedef struct ctl_io {
        period's own (ctl_persist.c, the loop's thread) */
     sqlite3 *db, *pdb;
     sqlite3_stmt *job_sample_stmt; /* on pdb, prepared once */
-    char token[PFI_TOKEN_MAX + 1];
-    int have_token;
+    /* the operators' tokens, cfg.operators' order (malloc'd; read at start) */
+    char (*op_token)[PFI_TOKEN_MAX + 1];
     struct pfi_httpd *httpd;
     int port;
     /* the VTN (ctl_vtn.c): the bearer token our subscription gives it, which
@@ -279,8 +295,12 @@ int ctl_trigger(ctl *c, const char *id, double cut_pct, pfi_error *err);
  * ctl_state.h, or out of memory), with the reason in err. Cancel:
  * PFI_ENOTFOUND, PFI_ESTATE (already over). Each change is stored at once.
  * Adding may move the event table: pointers into it are stale after. */
-pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_error *err);
-pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err);
+/* who: the operator, "grid" or "schedule" (ctl_state.h, CTL_WHO_MAX),
+ * recorded as the event's created_by (a new one), changed_by (an update),
+ * cancelled_by, and named in the log line. */
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int *updated,
+                         pfi_error *err);
+pfi_status ctl_event_cancel(ctl *c, const char *id, const char *who, pfi_error *err);
 ctl_event *ctl_event_find(ctl *c, const char *id);
 /* the class of a source's bound: "grid" (openadr), "trigger", "operator"
  * (api, schedule); the events of a class scheduled or running */
@@ -304,15 +324,19 @@ unsigned long long ctl_online_rounds(const ctl_state *s);
 double ctl_online_target_w(const ctl_state *s, const char *id, int tier); /* NaN: none */
 
 /* ctl_openadr.c (lock held): one OpenADR EVENT or notification from the
- * webhook or the poller (via: "webhook", "poll"). Returns the HTTP status
+ * webhook or the poller (via: "webhook", "poll"), sent by who ("grid": the
+ * VTN; an operator's name). Returns the HTTP status
  * that answers it and sets *answer (a JSON object: the event's id, what was
  * done, its steps as listed by /v1/events) or err. */
-int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **answer,
-                     pfi_error *err);
+int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, const char *who,
+                     json_t **answer, pfi_error *err);
 /* the summary of rejection lines not logged in a minute that has ended
  * (pfi_oadr_log_due), if any (lock held; the control loop, each period) */
 void ctl_openadr_log_due(ctl *c);
 json_t *ctl_event_json(const ctl_event *e);
+/* who created, changed, cancelled e into o: created_by, changed_by,
+ * cancelled_by (null: nobody, or not known) */
+void ctl_event_who_json(json_t *o, const ctl_event *e);
 
 /* The one rule for "at target": measured power at or below the target plus
  * tolerance_pct. The cycle's time to target, the report's steady-window
@@ -349,6 +373,18 @@ size_t ctl_openadr_ingest(ctl *c, const char *body);
  * registers, subscribes and polls the VTN (cfg.vtn); 0, or -1 (logged) */
 int ctl_vtn_start(ctl *c);
 void ctl_vtn_stop(ctl *c);
+
+/* ctl_operators.c: the operators' tokens from their files (lock not held, at start): 0, or
+ * -1 (logged, naming the key: a file that cannot be read, two operators
+ * with one token) */
+int ctl_operators_open(ctl *c);
+/* the operator named name (NULL: none) */
+const struct ctl_cfg_operator *ctl_operator_find(const ctl *c, const char *name);
+/* the VTN's callback token is no operator's: 0, or -1 (logged) */
+int ctl_operators_grid_check(ctl *c);
+/* httpd.h's authorize for the API (ud: the ctl) */
+int ctl_authorize(void *ud, const char *method, const char *url, const char *authorization,
+                  char *who, size_t who_n, char *msg, size_t msg_n);
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);

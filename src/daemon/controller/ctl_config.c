@@ -93,6 +93,140 @@ static pfi_status agents_field(const pfi_jkey *k, json_t *v, const char *name, v
     return PFI_OK;
 }
 
+/* "scopes": ["read" | "events" | "control", ...], 1 or more */
+static pfi_status scopes_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                               pfi_error *err)
+{
+    (void)ud;
+    static const char *const names[] = {"read", "events", "control"};
+    unsigned *scopes = k->dst;
+    size_t i;
+    json_t *x;
+    *scopes = 0;
+    if (json_array_size(v) == 0)
+        return pfi_errorf(err, PFI_EINVAL,
+                          "%s: expected a list of 1 or more of read, events, "
+                          "control",
+                          name);
+    json_array_foreach(v, i, x)
+    {
+        const char *s = json_string_value(x);
+        unsigned bit = 0;
+        for (unsigned b = 0; s && b < 3; b++)
+            if (!strcmp(s, names[b])) bit = 1u << b;
+        if (!bit)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "%s[%zu]: unknown scope (expected read, events or control)", name, i);
+        if (*scopes & bit)
+            return pfi_errorf(err, PFI_EINVAL, "%s[%zu]: %s is listed twice", name, i, s);
+        *scopes |= bit;
+    }
+    return PFI_OK;
+}
+
+/* an operator's name: 1..CTL_WHO_MAX of [A-Za-z0-9._-], not one the
+   controller records for others ("grid", "schedule") */
+static int name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > CTL_WHO_MAX || !strcmp(s, ".") || !strcmp(s, "..")) return 0;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* the checks of operators[i] against the ones before it */
+static pfi_status operator_check(const ctl_cfg *c, size_t i, pfi_error *err)
+{
+    const struct ctl_cfg_operator *o = &c->operators[i];
+    if (!name_ok(o->name))
+        return pfi_errorf(err, PFI_EINVAL,
+                          "operators[%zu].name: expected 1..%d characters of A-Z a-z 0-9 . _ -", i,
+                          CTL_WHO_MAX);
+    if (!strcmp(o->name, "grid") || !strcmp(o->name, "schedule"))
+        return pfi_errorf(err, PFI_EINVAL,
+                          "operators[%zu].name: %s is reserved (the controller records events of "
+                          "the VTN as grid, of the schedule file as schedule)",
+                          i, o->name);
+    for (size_t j = 0; j < i; j++) {
+        if (!strcmp(o->name, c->operators[j].name))
+            return pfi_errorf(err, PFI_EINVAL, "operators[%zu].name: %s is also operators[%zu]'s",
+                              i, o->name, j);
+        if (!strcmp(o->token_file, c->operators[j].token_file))
+            return pfi_errorf(err, PFI_EINVAL,
+                              "operators[%zu].token_file: the same file as operators[%zu] (%s): "
+                              "each operator needs a token of its own",
+                              i, j, c->operators[j].name);
+    }
+    return PFI_OK;
+}
+
+/* one entry of "operators": name, token_file, scopes (all required) */
+static pfi_status operator_entry(json_t *a, size_t i, ctl_cfg *c, pfi_error *err)
+{
+    char where[32];
+    snprintf(where, sizeof where, "operators[%zu]", i);
+    struct ctl_cfg_operator *op = &c->operators[i];
+    const pfi_jkey keys[] = {
+        {"name", PFI_J_STRING, PFI_J_REQUIRED, op->name, .size = sizeof op->name,
+         .expect = "expected 1..32 characters of A-Z a-z 0-9 . _ -"},
+        {"token_file", PFI_J_STRING, PFI_J_REQUIRED | PFI_J_NONEMPTY, op->token_file,
+         .size = sizeof op->token_file},
+        {"scopes", PFI_J_ARRAY, PFI_J_REQUIRED, &op->scopes, .fn = scopes_field},
+    };
+    pfi_jopts o = {
+        .prefix = where, .key_max = 20, .unknown_text = "unknown key (name, token_file, scopes)"};
+    if (!json_is_object(a))
+        return pfi_errorf(err, PFI_EINVAL, "%s: expected {\"name\", \"token_file\", \"scopes\"}",
+                          where);
+    pfi_status st = PFI_JSON_OBJ_READ(a, keys, &o, err);
+    return st ? st : operator_check(c, i, err);
+}
+
+static pfi_status operators_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                  pfi_error *err)
+{
+    (void)name, (void)ud;
+    ctl_cfg *c = k->dst;
+    free(c->operators);
+    c->noperators = 0;
+    /* one more: token_file's operator */
+    if (!(c->operators = pfi_calloc(json_array_size(v) + 1, sizeof *c->operators, err)))
+        return PFI_ENOMEM;
+    size_t i;
+    json_t *a;
+    json_array_foreach(v, i, a)
+    {
+        pfi_status st = operator_entry(a, i, c, err);
+        if (st) return st;
+        c->noperators++;
+    }
+    return PFI_OK;
+}
+
+/* token_file: one more operator, "operator", with every scope */
+static pfi_status legacy_operator(ctl_cfg *c, pfi_error *err)
+{
+    if (!c->token_file[0]) return PFI_OK;
+    if (!c->operators && !(c->operators = pfi_calloc(1, sizeof *c->operators, err)))
+        return PFI_ENOMEM;
+    for (size_t j = 0; j < c->noperators; j++) {
+        if (!strcmp(c->operators[j].name, CTL_LEGACY_OPERATOR))
+            return pfi_errorf(err, PFI_EINVAL,
+                              "operators[%zu].name: %s is token_file's operator (every scope); "
+                              "name it otherwise, or drop token_file",
+                              j, CTL_LEGACY_OPERATOR);
+        if (!strcmp(c->operators[j].token_file, c->token_file))
+            return pfi_errorf(err, PFI_EINVAL,
+                              "token_file: the same file as operators[%zu] (%s): each operator "
+                              "needs a token of its own",
+                              j, c->operators[j].name);
+    }
+    struct ctl_cfg_operator *o = &c->operators[c->noperators++];
+    snprintf(o->name, sizeof o->name, "%s", CTL_LEGACY_OPERATOR);
+    snprintf(o->token_file, sizeof o->token_file, "%s", c->token_file);
+    o->scopes = CTL_SCOPE_ALL;
+    return PFI_OK;
+}
+
 static pfi_status strategy_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                  pfi_error *err)
 {
@@ -330,10 +464,17 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
          .expect = "expected {\"poll_url\", \"poll_s\", \"vtn_url\", ...}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},
+        {"operators", PFI_J_ARRAY, 0, c, .fn = operators_field,
+         .expect = "expected [{\"name\", \"token_file\", \"scopes\"}, ...]"},
+        {"require_read_scope", PFI_J_BOOL, .dst = &c->require_read_scope},
     };
 #undef CFG_NUM
     pfi_status st = PFI_JSON_OBJ_READ(o, keys, NULL, err);
     c->default_tier = (int)tier;
+    if (!st) st = legacy_operator(c, err);
+    if (!st && c->require_read_scope && !c->noperators)
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "require_read_scope: needs operators (or token_file): no one could read");
     return st;
 }
 
@@ -379,6 +520,9 @@ void ctl_config_free(ctl_cfg *c)
     free(c->agents);
     c->agents = NULL;
     c->nagents = 0;
+    free(c->operators);
+    c->operators = NULL;
+    c->noperators = 0;
 }
 
 pfi_status ctl_config_load(const char *path, ctl_cfg *c, pfi_error *err)

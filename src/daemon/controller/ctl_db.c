@@ -130,14 +130,30 @@ void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
 }
 
 /* the API's write sets every column on conflict; the period's the columns
- * its decision changes (ctl_persist.c) */
+ * its decision changes (ctl_persist.c): never who created, changed or
+ * cancelled it (its copy of the event may be older than the API's change) */
 static const char put_event_sql[] =
     "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
-    "baseline_source) VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+    "baseline_source,created_by,changed_by,cancelled_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT(id) DO UPDATE SET"
     " status=excluded.status, baseline_w=excluded.baseline_w, target_w=excluded.target_w,"
     " reached_t=excluded.reached_t, baseline_source=excluded.baseline_source";
-static const char put_event_all_sql[] = ", json=excluded.json, ramp_s=excluded.ramp_s,"
-                                        " ramp_down_s=excluded.ramp_down_s";
+static const char put_event_all_sql[] =
+    ", json=excluded.json, ramp_s=excluded.ramp_s, ramp_down_s=excluded.ramp_down_s,"
+    " created_by=excluded.created_by, changed_by=excluded.changed_by,"
+    " cancelled_by=excluded.cancelled_by";
+
+/* "" as NULL, both ways */
+static void bind_who(sqlite3_stmt *s, int i, const char *who)
+{
+    if (who[0]) sqlite3_bind_text(s, i, who, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(s, i);
+}
+static void col_who(sqlite3_stmt *s, int i, char *who, size_t n)
+{
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    snprintf(who, n, "%s", t ? t : "");
+}
 
 int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns)
 {
@@ -161,6 +177,9 @@ int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns)
     ctl_db_bind_num(s, 9, e->reached_t);
     if (e->status == CTL_EV_SCHEDULED) sqlite3_bind_null(s, 10);
     else sqlite3_bind_text(s, 10, ctl_base_src_name(e->baseline_src), -1, SQLITE_STATIC);
+    bind_who(s, 11, e->created_by);
+    bind_who(s, 12, e->changed_by);
+    bind_who(s, 13, e->cancelled_by);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     sqlite3_finalize(s);
     free(j);
@@ -182,7 +201,7 @@ int ctl_db_load_events(ctl *c)
     if (sqlite3_prepare_v2(
             c->io.db,
             "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
-            "baseline_source FROM events ORDER BY rowid",
+            "baseline_source,created_by,changed_by,cancelled_by FROM events ORDER BY rowid",
             -1, &s, NULL) != SQLITE_OK)
         return -1;
     c->st.nevents = 0;
@@ -209,6 +228,9 @@ int ctl_db_load_events(ctl *c)
         e->ramp_down_s = ctl_db_col_num(s, 6);
         e->reached_t = ctl_db_col_num(s, 7);
         ctl_base_src_parse((const char *)sqlite3_column_text(s, 8), &e->baseline_src);
+        col_who(s, 9, e->created_by, sizeof e->created_by);
+        col_who(s, 10, e->changed_by, sizeof e->changed_by);
+        col_who(s, 11, e->cancelled_by, sizeof e->cancelled_by);
         ctl_event *slot = ctl_state_event_new(&c->st);
         if (!slot) {
             ctl_log(c, "error: %s: out of memory loading events", c->cfg.db);

@@ -92,7 +92,8 @@ static void fast_path(ctl *c, const ctl_event *e, double now)
         ctl_log(c, "event %s: no fast path: %s; the next period acts on it", e->ev.id, te.msg);
 }
 
-pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_error *err)
+pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int *updated,
+                         pfi_error *err)
 {
     ctl_event *old = ctl_event_find(c, ev->id);
     double now = pfi_clock_now();
@@ -113,7 +114,11 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_err
     }
     ctl_event *e = old ? old : ctl_state_event_new(&c->st);
     if (!e) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory", ev->id);
+    char created_by[sizeof e->created_by];
+    snprintf(created_by, sizeof created_by, "%s", old ? old->created_by : who);
     memset(e, 0, sizeof *e);
+    snprintf(e->created_by, sizeof e->created_by, "%s", created_by);
+    if (old) snprintf(e->changed_by, sizeof e->changed_by, "%s", who);
     e->ev = *ev;
     e->status = CTL_EV_SCHEDULED;
     e->baseline_w = e->target_w = e->reached_t = NAN;
@@ -124,8 +129,8 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_err
     if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
     else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
     if (!c->adds_quiet)
-        ctl_log(c, "event %s (%s) %s: start %.0f s from now, %s", ev->id, ev->source,
-                old ? "updated" : "received", ev->start - now, dur);
+        ctl_log(c, "event %s (%s) %s %s: start %.0f s from now, %s", ev->id, ev->source,
+                old ? "updated by" : "received from", who[0] ? who : "?", ev->start - now, dur);
     if (ev->start <= now + c->cfg.period_s)
         c->wake = 1; /* starts now: do not wait for the next period */
     fast_path(c, e, now);
@@ -133,7 +138,7 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, int *updated, pfi_err
     return PFI_OK;
 }
 
-pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err)
+pfi_status ctl_event_cancel(ctl *c, const char *id, const char *who, pfi_error *err)
 {
     ctl_event *e = ctl_event_find(c, id);
     if (!e) return pfi_errorf(err, PFI_ENOTFOUND, "no event %s", id);
@@ -148,7 +153,8 @@ pfi_status ctl_event_cancel(ctl *c, const char *id, pfi_error *err)
         return pfi_errorf(err, PFI_ESTATE, "event %s is already %s", id,
                           ctl_event_status_name(e->status));
     }
-    ctl_log(c, "event %s cancelled", id);
+    snprintf(e->cancelled_by, sizeof e->cancelled_by, "%s", who);
+    ctl_log(c, "event %s cancelled by %s", id, who[0] ? who : "?");
     ctl_db_put_event(c, e);
     return PFI_OK;
 }

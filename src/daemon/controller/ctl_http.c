@@ -1,6 +1,9 @@
 /* ctl_http.c — pfi-controller's HTTP API (docs/controller.md) on the shared
- * server (httpd.h). Reading is open; every POST and DELETE needs the bearer
- * token.
+ * server (httpd.h). Who may do what is ctl_operators.c's: reading is open
+ * (unless require_read_scope), every POST and DELETE needs an operator's
+ * bearer token with the scope its endpoint needs (docs/controller.md,
+ * "Operators"); the handler gets the operator's name (rq->who) and records
+ * it on the events it creates, changes or cancels.
  *   GET  /                          status page (live power vs target;
  *                                   /page.js, /page.css: its script and style)
  *   GET  /v1/status                 what the page draws (JSON)
@@ -29,17 +32,6 @@
 #include "pfi/prom.h"
 #include "pfi/version.h"
 
-/* changes need the token; reads are open (the status page is read by a
- * browser, which sends no bearer token: keep the port on the operators' network) */
-static int is_protected(void *ud, const char *method, const char *url)
-{
-    (void)ud;
-    if (strcmp(method, "POST") && strcmp(method, "DELETE") && strcmp(method, "PUT"))
-        return PFI_HTTP_OPEN;
-    /* the VTN's callbacks carry the token our subscription gave it (ctl_vtn.c) */
-    return !strcmp(url, "/openadr3/events") ? PFI_HTTP_WEBHOOK : PFI_HTTP_CONTROL;
-}
-
 int ctl_event_http_code(pfi_status st, int updated)
 {
     switch (st) {
@@ -62,6 +54,14 @@ static void json_resp(pfi_http_resp *rs, int code, json_t *o)
     rs->code = code;
 }
 
+void ctl_event_who_json(json_t *o, const ctl_event *e)
+{
+    const char *k[3] = {"created_by", "changed_by", "cancelled_by"};
+    const char *v[3] = {e->created_by, e->changed_by, e->cancelled_by};
+    for (int i = 0; i < 3; i++)
+        json_object_set_new(o, k[i], v[i][0] ? json_string(v[i]) : json_null());
+}
+
 json_t *ctl_event_json(const ctl_event *e)
 {
     char *t = pfi_grid_event_format(&e->ev);
@@ -79,6 +79,7 @@ json_t *ctl_event_json(const ctl_event *e)
                             ? json_null()
                             : json_string(ctl_base_src_name(e->baseline_src)));
     if (e->ended_by[0]) json_object_set_new(o, "ended_by", json_string(e->ended_by));
+    ctl_event_who_json(o, e);
     return o;
 }
 
@@ -507,6 +508,21 @@ static void png(ctl *c, const ctl_event *e, pfi_http_resp *rs)
     rs->ctype = "image/png";
 }
 
+/* the caller's name (httpd.h: authorize's, ctl_operators.c) */
+static const char *who(const pfi_http_req *rq)
+{
+    return rq->who ? rq->who : "";
+}
+
+/* DELETE /v1/events/ID: an operator with the scope events, or with
+   control for a trigger's event (ctl_operators.c let both through) */
+static int may_cancel(const ctl *c, const pfi_http_req *rq, const ctl_event *e)
+{
+    const struct ctl_cfg_operator *o = ctl_operator_find(c, who(rq));
+    unsigned s = o ? o->scopes : 0;
+    return (s & CTL_SCOPE_EVENTS) || ((s & CTL_SCOPE_CONTROL) && !strcmp(e->ev.source, "trigger"));
+}
+
 /* POST /v1/trigger: {"level": 1..3} or {"reduction_pct": (0, 90]}, optional
  * "id" and "duration_s" (default: until cancelled with DELETE /v1/events/ID);
  * never a ramp. It is an event that starts now (listed, reported, cancelled
@@ -559,7 +575,7 @@ static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     snprintf(ev.source, sizeof ev.source, "trigger");
     int updated = 0;
     unsigned long long before = c->triggers;
-    st = ctl_event_add(c, &ev, &updated, &e);
+    st = ctl_event_add(c, &ev, who(rq), &updated, &e);
     if (st) return pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
     json_t *a = ctl_event_json(ctl_event_find(c, ev.id));
     json_object_set_new(a, "fast_path", json_boolean(c->triggers > before));
@@ -585,7 +601,7 @@ static void events_route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int 
             pfi_status st = PFI_OK;
             if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e))
                 pfi_http_error(rs, 400, "%s", e.msg);
-            else if ((st = ctl_event_add(c, &ev, &updated, &e)))
+            else if ((st = ctl_event_add(c, &ev, who(rq), &updated, &e)))
                 pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
             else
                 json_resp(rs, ctl_event_http_code(PFI_OK, updated),
@@ -603,9 +619,14 @@ static void events_route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int 
         ctl_event *e = ctl_event_find(c, id);
         if (report < 0) pfi_http_error(rs, 404, "no such endpoint");
         else if (!e) pfi_http_error(rs, 404, "no event %s", id);
+        else if (del && !report && !may_cancel(c, rq, e))
+            pfi_http_error(rs, 403,
+                           "operator %s lacks the scope events (DELETE /v1/events/ID needs it; "
+                           "control cancels a trigger's event only)",
+                           who(rq));
         else if (del && !report) {
             pfi_error ce;
-            pfi_status st = ctl_event_cancel(c, id, &ce);
+            pfi_status st = ctl_event_cancel(c, id, who(rq), &ce);
             if (st) pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", ce.msg);
             else json_resp(rs, 200, ctl_event_json(e));
         } else if (!get) pfi_http_error(rs, 405, "method not allowed");
@@ -668,7 +689,7 @@ static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
         else {
             json_t *answer = NULL;
             pfi_error e;
-            int code = ctl_openadr_take(c, rq->body, rq->len, "webhook", &answer, &e);
+            int code = ctl_openadr_take(c, rq->body, rq->len, "webhook", who(rq), &answer, &e);
             if (answer) json_resp(rs, code, answer);
             else pfi_http_error(rs, code, "%s", e.msg);
         }
@@ -686,9 +707,7 @@ int ctl_http_start(ctl *c)
                         .tls_cert = c->cfg.tls_cert[0] ? c->cfg.tls_cert : NULL,
                         .tls_key = c->cfg.tls_key[0] ? c->cfg.tls_key : NULL,
                         .max_body = 1 << 20,
-                        .token = c->io.have_token ? c->io.token : NULL,
-                        .webhook_token = c->io.callback_token[0] ? c->io.callback_token : NULL,
-                        .is_protected = is_protected,
+                        .authorize = ctl_authorize,
                         .handle = handle,
                         .ud = c};
     pfi_error e;

@@ -123,7 +123,8 @@ static void load_schedule(ctl *c)
             ctl_log(c, "warning: schedule %s: events[%zu]: %s", c->cfg.schedule, i, e.msg);
         else if (!ctl_event_find(c, ev.id)) {
             snprintf(ev.source, sizeof ev.source, "schedule");
-            if (ctl_event_add(c, &ev, NULL, &e)) ctl_log(c, "warning: schedule: %s", e.msg);
+            if (ctl_event_add(c, &ev, "schedule", NULL, &e))
+                ctl_log(c, "warning: schedule: %s", e.msg);
         }
         free(t);
     }
@@ -165,7 +166,9 @@ size_t ctl_openadr_ingest(ctl *c, const char *body)
     {
         char *t = json_dumps(x, JSON_COMPACT);
         json_t *answer = NULL;
-        if (t) ctl_openadr_take(c, t, strlen(t), "poll", &answer, &e); /* logs what it refuses */
+        if (t)
+            ctl_openadr_take(c, t, strlen(t), "poll", "grid", &answer,
+                             &e); /* logs what it refuses */
         json_decref(answer);
         free(t);
     }
@@ -380,22 +383,13 @@ static void next_generations(ctl *c)
     }
 }
 
-/* the token, the agents, SQLite and what it holds (events, generations,
- * the feedback term, a running event's baselines), the schedule,
- * --record: 0, or -1 (logged) */
+/* the operators' tokens, the agents, SQLite and what it holds (events,
+ * generations, the feedback term, a running event's baselines), the
+ * schedule, --record: 0, or -1 (logged) */
 static int open_state(ctl *c, const ctl_args *A)
 {
-    pfi_error e;
     c->st.plan_t = c->trigger_push_s = NAN;
-    if (c->cfg.token_file[0]) {
-        if (pfi_token_read(c->cfg.token_file, c->io.token, sizeof c->io.token, &e)) {
-            ctl_log(c, "error: token_file: %s", e.msg);
-            return -1;
-        }
-        c->io.have_token = 1;
-    } else {
-        ctl_log(c, "warning: no token_file: control endpoints (POST, DELETE) are refused");
-    }
+    if (ctl_operators_open(c)) return -1;
     if (load_agents(c) || ctl_agents_open(c)) return -1;
     if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return -1;
     next_generations(c);
@@ -423,6 +417,7 @@ static void shut_down(ctl *c)
     ctl_decision_free(&c->io.dec);
     pfi_oadr_book_free(&c->oadr_book);
     free(c->io.program_descriptors);
+    free(c->io.op_token);
     ctl_config_free(&c->cfg);
     ctl_persist_close(c);
     sqlite3_close(c->io.db);

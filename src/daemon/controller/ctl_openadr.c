@@ -125,7 +125,7 @@ static json_t *answer(const char *id, const char *result, const char *reason)
 
 /* the steps of an event that is deleted or replaced: cancelled (keep: a
    new version's steps that stay) */
-static void cancel_steps(ctl *c, const char *id, const pfi_oadr_event *keep)
+static void cancel_steps(ctl *c, const char *id, const pfi_oadr_event *keep, const char *who)
 {
     for (size_t i = 0; i < c->st.nevents; i++) {
         ctl_event *e = &c->st.event[i];
@@ -134,12 +134,12 @@ static void cancel_steps(ctl *c, const char *id, const pfi_oadr_event *keep)
         for (size_t k = 0; keep && k < keep->nsteps; k++)
             kept |= !strcmp(keep->step[k].id, e->ev.id) &&
                     pfi_grid_event_end(&keep->step[k]) > pfi_clock_now();
-        if (!kept) ctl_event_cancel(c, e->ev.id, NULL);
+        if (!kept) ctl_event_cancel(c, e->ev.id, who, NULL);
     }
 }
 
 /* an active step takes the new version's target and end now */
-static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
+static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s, const char *who)
 {
     double start = e->ev.start, end = pfi_grid_event_end(s);
     e->ev = *s;
@@ -147,8 +147,9 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s)
     if (!s->open_ended) e->ev.duration_s = fmax(1, end - start);
     e->target_w = ctl_event_target_w(&c->cfg, e);
     e->reached_t = NAN;
-    ctl_log(c, "event %s (openadr) updated while active: target %.0f W, %s", e->ev.id, e->target_w,
-            e->ev.open_ended ? "until cancelled" : "new end");
+    snprintf(e->changed_by, sizeof e->changed_by, "%s", who);
+    ctl_log(c, "event %s (openadr) updated while active by %s: target %.0f W, %s", e->ev.id, who,
+            e->target_w, e->ev.open_ended ? "until cancelled" : "new end");
     ctl_db_put_event(c, e);
     c->wake = 1;
 }
@@ -203,10 +204,11 @@ static int grid_room(ctl *c, const pfi_oadr_event *ev, double now, pfi_error *er
     return 0;
 }
 
-static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
-                     pfi_error *err, double now);
+static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
+                     json_t **out, pfi_error *err, double now);
 
-static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out, pfi_error *err)
+static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who, json_t **out,
+                 pfi_error *err)
 {
     double now = pfi_clock_now();
     int code = collision(c, ev, via, err);
@@ -218,8 +220,8 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
     /* one transaction and one log line for all of the event's intervals */
     int txn = sqlite3_exec(c->io.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     c->adds_quiet = 1;
-    cancel_steps(c, ev->id, ev);
-    code = add_steps(c, ev, via, out, err, now);
+    cancel_steps(c, ev->id, ev, who);
+    code = add_steps(c, ev, via, who, out, err, now);
     c->adds_quiet = 0;
     if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
@@ -230,8 +232,8 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out
 
 /* one line for the event's steps taken: how many, when the first starts
    and the last ends */
-static void steps_logged(ctl *c, const pfi_oadr_event *ev, const char *via, size_t taken,
-                         double now)
+static void steps_logged(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
+                         size_t taken, double now)
 {
     double first = INFINITY, last = -INFINITY;
     for (size_t k = 0; k < ev->nsteps; k++) {
@@ -245,14 +247,14 @@ static void steps_logged(ctl *c, const pfi_oadr_event *ev, const char *via, size
         snprintf(lastbuf, sizeof lastbuf, "the last ends %.0f s from now", last - now);
     else snprintf(lastbuf, sizeof lastbuf, "until cancelled");
     ctl_log(c,
-            "OpenADR event %s (%s): %zu interval%s scheduled or updated, the first starts %.0f s "
-            "from now, %s",
-            ev->id, via, taken, taken == 1 ? "" : "s", first - now, lastbuf);
+            "OpenADR event %s (%s): %zu interval%s scheduled or updated by %s, the first starts "
+            "%.0f s from now, %s",
+            ev->id, via, taken, taken == 1 ? "" : "s", who, first - now, lastbuf);
 }
 
 /* each step of ev that has not ended: added, or retargeted while active */
-static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
-                     pfi_error *err, double now)
+static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
+                     json_t **out, pfi_error *err, double now)
 {
     json_t *steps = json_array();
     size_t taken = 0, past = 0, refused = 0;
@@ -267,12 +269,12 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t *
         }
         ctl_event *e = ctl_event_find(c, s->id);
         if (e && (e->status == CTL_EV_ACTIVE) && !e->cancelled) {
-            retarget(c, e, s);
+            retarget(c, e, s, who);
         } else {
             if (e && (e->status != CTL_EV_SCHEDULED)) /* an ended step of an earlier version */
                 *e = c->st.event[--c->st.nevents];
             pfi_error pe;
-            pfi_status st = ctl_event_add(c, s, NULL, &pe);
+            pfi_status st = ctl_event_add(c, s, who, NULL, &pe);
             if (st) {
                 refused++;
                 code = ctl_event_http_code(st, 0);
@@ -302,7 +304,7 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t *
         return code;
     }
     if (past) ctl_log(c, "OpenADR event %s: %zu intervals already over, skipped", ev->id, past);
-    steps_logged(c, ev, via, taken, now);
+    steps_logged(c, ev, via, who, taken, now);
     if (ev->report_unmeasured[0])
         ctl_log(c,
                 "OpenADR event %s: reportDescriptors ask for %s: pfi cannot measure %s, not "
@@ -316,8 +318,8 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, json_t *
 /* a DELETE: the grid's own steps of the id cancelled; an id that names
    only another source's event (or its steps) cancels nothing: a collision,
    409 with err set */
-static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, json_t **out,
-                        pfi_error *err)
+static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
+                        json_t **out, pfi_error *err)
 {
     char src[sizeof ev->step[0].source];
     const char *foreign = foreign_source(c, ev->id, src, sizeof src);
@@ -338,10 +340,10 @@ static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, json_
         rejected(c, PFI_OADR_R_COLLISION, ev->id, via, err->msg);
         return 409;
     }
-    cancel_steps(c, ev->id, NULL);
+    cancel_steps(c, ev->id, NULL, who);
     ctl_db_oadr_forget(c, ev->id);
     if (own || log_allowed(c)) /* a DELETE of an id never seen: a flood's, limited */
-        ctl_log(c, "OpenADR event %s (%s) deleted", ev->id, via);
+        ctl_log(c, "OpenADR event %s (%s) deleted by %s", ev->id, via, who);
     *out = answer(ev->id, "deleted", NULL);
     json_object_set_new(*out, "status", json_string("cancelled"));
     return 200;
@@ -378,8 +380,8 @@ static pfi_oadr_verdict book_note(ctl *c, const pfi_oadr_event *ev, int deleted,
     return v;
 }
 
-int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json_t **out,
-                     pfi_error *err)
+int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, const char *who,
+                     json_t **out, pfi_error *err)
 {
     *out = NULL;
     const char *res[CTL_OADR_MAX_RESOURCES];
@@ -419,15 +421,15 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, json
         rejected(c, PFI_OADR_R_OPERATION, ev->id, via, "a READ notification asks nothing of us");
         *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_OPERATION));
     } else if (ev->op == PFI_OADR_OP_DELETE) {
-        code = delete_event(c, ev, via, out, err);
+        code = delete_event(c, ev, via, who, out, err);
     } else if (!ev->targeted) { /* an earlier version may have been for us */
-        cancel_steps(c, ev->id, NULL);
+        cancel_steps(c, ev->id, NULL, who);
         rejected(c, PFI_OADR_R_TARGETS, ev->id, via,
                  "its targets name neither this VEN (ven_name) nor its resources");
         *out = answer(ev->id, "ignored", pfi_oadr_reason_name(PFI_OADR_R_TARGETS));
     } else {
         if (ev->note[0]) ctl_log(c, "OpenADR event %s (%s): %s", ev->id, via, ev->note);
-        code = apply(c, ev, via, out, err);
+        code = apply(c, ev, via, who, out, err);
     }
     free(ev);
     return code;

@@ -124,6 +124,11 @@ int ctl_report_verdict(ctl *c, const ctl_event *e, ctl_verdict *v, double *mean_
 
 /* per job over the steady window: baseline and measured throughput, the
    loss against its tier's allowed loss */
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
 {
     json_t *jobs = json_array();
@@ -202,13 +207,14 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     double val = e->ev.kind == PFI_EV_REDUCTION   ? e->ev.reduction_pct
                  : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw
                                                   : e->ev.level;
-    json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:f,s:f,s:f,s:o,s:o}", "id", e->ev.id, "status",
-                  ctl_event_status_name(e->status), "source", e->ev.source, "start", t0,
-                  "duration_s", 0.0, "requested", "kind", kind, "value", val, "baseline_kw",
-                  e->baseline_w / 1000, "target_kw", e->target_w / 1000, "requested_reduction_pct",
-                  e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0, "timeline", tl,
-                  "jobs", jobs);
+    /* an event cancelled before it started has no baseline nor target: null */
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:o,s:o,s:f,s:o,s:o}", "id", e->ev.id,
+                          "status", ctl_event_status_name(e->status), "source", e->ev.source,
+                          "start", t0, "duration_s", 0.0, "requested", "kind", kind, "value", val,
+                          "baseline_kw", num_or_null(e->baseline_w / 1000), "target_kw",
+                          num_or_null(e->target_w / 1000), "requested_reduction_pct",
+                          e->baseline_w > 0 ? 100 * (1 - e->target_w / e->baseline_w) : 0.0,
+                          "timeline", tl, "jobs", jobs);
     /* an open-ended event that still runs has no duration yet */
     json_object_set_new(o, "duration_s", isfinite(end) ? json_real(e->ev.duration_s) : json_null());
     json_object_set_new(o, "time_to_target_s",
@@ -232,6 +238,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
     json_object_set_new(o, "dry_run", json_boolean(e->ev.dry_run || c->cfg.dry_run));
     json_object_set_new(o, "strategy", json_string(pfi_strategy_name(c->cfg.strategy)));
+    ctl_event_who_json(o, e);
     char *txt = json_dumps(o, JSON_INDENT(1));
     json_decref(o);
     free_series(&s);

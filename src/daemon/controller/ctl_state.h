@@ -31,6 +31,11 @@
 #define CTL_LIST_EVENTS 64 /* events on /metrics at most */
 #define CTL_PLAN_MAX 8     /* cuts in the response plan: levels 1..3, scheduled events */
 #define CTL_JOB_ID_MAX 63
+/* who created, changed or cancelled an event: an operator's name
+ * (ctl_config.c: 1..32 of [A-Za-z0-9._-]), "grid" (the VTN: its webhook
+ * with the callback token, the poller), "schedule" (the schedule file);
+ * "" unknown (a row from before database format 2) */
+#define CTL_WHO_MAX 32
 
 struct ctl_cfg;
 typedef struct ctl_online ctl_online_t; /* ctl_online.c */
@@ -155,6 +160,9 @@ typedef struct ctl_event {
        DELETE): "deleted at the VTN" when the grid discarded it (not kept
        across a restart) */
     char ended_by[32];
+    /* who made it, last changed it ("": nobody since), cancelled it
+       (""): stored (database format 2) */
+    char created_by[CTL_WHO_MAX + 1], changed_by[CTL_WHO_MAX + 1], cancelled_by[CTL_WHO_MAX + 1];
 } ctl_event;
 
 /* what the decision keeps across periods */

@@ -349,7 +349,7 @@ static void reconcile(ctl *c, pfi_vtn *v, char *const *ids, size_t n)
                 (x->ev.id[len] && x->ev.id[len] != '.') || x->status == CTL_EV_DONE ||
                 x->status == CTL_EV_CANCELLED || x->cancelled)
                 continue;
-            if (ctl_event_cancel(c, x->ev.id, NULL) == PFI_OK)
+            if (ctl_event_cancel(c, x->ev.id, "grid", NULL) == PFI_OK)
                 snprintf(x->ended_by, sizeof x->ended_by, "deleted at the VTN");
         }
         ctl_db_oadr_forget(c, gone[i]);
@@ -538,7 +538,8 @@ int ctl_vtn_start(ctl *c)
 {
     const ctl_cfg *g = &c->cfg;
     if (!g->vtn.vtn_url[0]) return 0;
-    if (g->vtn.callback_url[0] && callback_token(c)) return -1;
+    /* the callback token is the grid's, never an operator's (ctl_operators.c) */
+    if (g->vtn.callback_url[0] && (callback_token(c) || ctl_operators_grid_check(c))) return -1;
     vtn_run *run = calloc(1, sizeof *run);
     if (!run) {
         ctl_log(c, "error: out of memory");
