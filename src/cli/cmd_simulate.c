@@ -109,7 +109,8 @@ static const pfi_opt simulate_options[] = {
                          "maximize total tokens/s (default) or sum T/T_max", cli_opt_objective),
     OPT_LIST(0, "pool-where", pool_w, "COL=V[,V]",
              "draw jobs only from matching groups (repeatable)"),
-    OPT_INTEGER(0, "loop-rounds", so.loop_rounds, "K", 1, 15, "closed-loop rounds (default 5)"),
+    OPT_INTEGER(0, "loop-rounds", so.loop_rounds, "K", 1, PFI_SIM_MAX_ROUNDS,
+                "closed-loop rounds (default 5)"),
     OPT_U64(0, "seed", so.seed, "N", 0, 1.8e19, "workload draw and noise seed (default 1)"),
     CLI_OPT_GPU_MODEL,
     OPT_FILENAME(0, "loop-csv", loop_csv, "FILE",
@@ -118,7 +119,7 @@ static const pfi_opt simulate_options[] = {
                  "write the scores per strategy, cut and round (docs/allocation.md, "
                  "\"Scoring\"): gap closed against the reference on isotonic and raw curves, "
                  "scored cells, SLA, budget and safety counts"),
-    OPT_INTEGER(0, "online-rounds", so.online.rounds, "K", 0, 15,
+    OPT_INTEGER(0, "online-rounds", so.online.rounds, "K", 0, PFI_SIM_MAX_ROUNDS,
                 "safe-online rounds (default 15; the main table shows the last)"),
     OPT_DOUBLE(0, "online-trust", so.online.trust_frac, "F", 0.001, 1,
                "safe-online: trust region, x P_max per round (default 0.05)"),

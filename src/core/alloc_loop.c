@@ -80,10 +80,11 @@ pfi_status pfi_alloc_curve_estimate(const pfi_alloc_job *j, const double *power_
     return build_estimate(j, &o, out, err);
 }
 
-pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
-                                 const pfi_alloc_opts *o, int rounds, double noise_rel,
-                                 uint64_t seed, pfi_alloc_out *out, pfi_alloc_result *res,
-                                 double *totals, pfi_error *err)
+/* the closed loop, with each round's SLA violations (viols: rounds + 1, or NULL) */
+static pfi_status closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                              const pfi_alloc_opts *o, int rounds, double noise_rel, uint64_t seed,
+                              pfi_alloc_out *out, pfi_alloc_result *res, double *totals,
+                              size_t *viols, pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].curve)
@@ -107,7 +108,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
     int feas;
     if ((st = water_fill(&pj, &budget_w, 1, P, &feas, err))) goto out;
     if (!feas) hold_budget(&pj, jobs, NULL, budget_w, P);
-    if (totals) totals[0] = true_total(&pj, P, NULL, jobs);
+    if (totals) totals[0] = true_total(&pj, P, viols, jobs);
     for (int r = 1; r <= rounds && !st; r++) {
         /* observe at the current powers */
         for (size_t i = 0; i < n; i++) {
@@ -131,7 +132,7 @@ pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double bud
         st = envelope_greedy(&pc, pc.belief, &budget_w, 1, P, NULL, &feas, NULL, err);
         if (!st && !feas) hold_budget(&pc, ej, NULL, budget_w, P);
         prep_free(&pc);
-        if (!st && totals) totals[r] = true_total(&pj, P, NULL, jobs);
+        if (!st && totals) totals[r] = true_total(&pj, P, viols ? viols + r : NULL, jobs);
     }
     if (!st && (out || res)) {
         pfi_alloc_result local;
@@ -152,6 +153,23 @@ out:
     if (rng) gsl_rng_free(rng);
     prep_free(&pj);
     return st;
+}
+
+pfi_status pfi_alloc_closed_loop(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                 const pfi_alloc_opts *o, int rounds, double noise_rel,
+                                 uint64_t seed, pfi_alloc_out *out, pfi_alloc_result *res,
+                                 double *totals, pfi_error *err)
+{
+    return closed_loop(jobs, n, budget_w, o, rounds, noise_rel, seed, out, res, totals, NULL, err);
+}
+
+pfi_status pfi_alloc_closed_loop_rounds(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                        const pfi_alloc_opts *o, int rounds, double noise_rel,
+                                        uint64_t seed, pfi_alloc_result *res, double *totals,
+                                        size_t *violations, pfi_error *err)
+{
+    return closed_loop(jobs, n, budget_w, o, rounds, noise_rel, seed, NULL, res, totals, violations,
+                       err);
 }
 
 pfi_status pfi_alloc_loop_default(const pfi_alloc_job *jobs, size_t n, double budget_w,

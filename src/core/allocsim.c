@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "alloc_internal.h"
+#include "strategy.h"
 #include "util.h"
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
@@ -123,7 +124,7 @@ typedef struct sim {
     double *Pall, *tot, *gap;
     int *feas, *over, *inf;
     size_t *viol;
-    double loop_sum[16]; /* the closed loop's totals per round at the 30% cut */
+    double loop_sum[PFI_SIM_MAX_ROUNDS + 1]; /* the closed loop's totals per round at 30% */
 } sim;
 
 static void sim_dispose(sim *m)
@@ -137,7 +138,7 @@ static void sim_dispose(sim *m)
 
 static int clamp_rounds(int n)
 {
-    return n > 15 ? 15 : n < 0 ? 0 : n;
+    return n > PFI_SIM_MAX_ROUNDS ? PFI_SIM_MAX_ROUNDS : n < 0 ? 0 : n;
 }
 
 /* the simulation's sizes and scratch space, the result's arrays, the pool
@@ -262,23 +263,28 @@ static pfi_status run_closed_loop(sim *m, size_t wl, const pfi_alloc_opts *ao,
     pfi_status st = PFI_OK;
     int rounds = m->rounds;
     size_t R1 = m->R1;
-    double lt[16];
+    double lt[PFI_SIM_MAX_ROUNDS + 1];
+    size_t lv[PFI_SIM_MAX_ROUNDS + 1];
     for (size_t k = 0; k < m->nc && !st; k++) {
         pfi_alloc_result lr;
-        st = pfi_alloc_closed_loop(m->w, m->J, m->budgets[k], ao, rounds, m->o->loop_noise,
-                                   m->o->seed ^ pfi_mix64(wl * 131 + k), NULL, &lr, lt, err);
+        st = pfi_alloc_closed_loop_rounds(m->w, m->J, m->budgets[k], ao, rounds, m->o->loop_noise,
+                                          m->o->seed ^ pfi_mix64(wl * 131 + k), &lr, lt, lv, err);
         m->tot[k] = lt[rounds];
         m->viol[k] = lr.sla_violations;
         m->inf[k] = !lr.feasible;
         if (k == m->k30)
             for (int q = 0; q <= rounds; q++) m->loop_sum[q] += lt[q];
-        for (int q = 0; q <= rounds; q++) {
+        for (int q = 0; q <= rounds; q++) { /* every round's total and SLA violations */
             pfi_allocsim_round *c = &rc[k * R1 + (size_t)q];
             c->mean_total += lt[q] / m->W;
             c->mean_total_raw = NAN;
+            c->sla_violations += (double)lv[q];
+            if (m->wr[k].ofeas) {
+                c->sla_viol_ofeas += (double)lv[q];
+                c->viol_workloads_ofeas += lv[q] > 0;
+            }
             score_gap(c, lt[q], &m->wr[k]);
         }
-        rc[k * R1 + (size_t)rounds].sla_violations += (double)lr.sla_violations;
         rc[k * R1 + (size_t)rounds].infeasible += !lr.feasible;
     }
     return st;

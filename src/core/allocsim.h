@@ -63,11 +63,16 @@ typedef struct pfi_allocsim_round {
     double worst;                /* min over workloads of (total - reference) / mean gap */
 } pfi_allocsim_round;
 
+/* the most rounds of the closed loop and of safe-online a study runs
+   (issue 31: 15 was too few to study convergence) */
+#define PFI_SIM_MAX_ROUNDS 100
+
 typedef struct pfi_allocsim_result {
     size_t ncuts;
     double *cuts;
-    pfi_allocsim_cell *cell;    /* [strategy * ncuts + cut] */
-    double loop_gap_closed[16]; /* closed loop: mean gap closed after round k at the 30% cut */
+    pfi_allocsim_cell *cell;                        /* [strategy * ncuts + cut] */
+    double loop_gap_closed[PFI_SIM_MAX_ROUNDS + 1]; /* closed loop: mean gap closed after
+                                                        round k at the 30% cut */
     int loop_rounds;
     int max_rounds;               /* the larger of the closed loop's and safe-online's rounds */
     pfi_allocsim_round *rnd;      /* [(strategy * ncuts + cut) * (max_rounds + 1) + round] */

@@ -146,6 +146,12 @@ pfi_status pfi_alloc_on_predicted(const pfi_alloc_job *jobs, size_t n, double bu
 pfi_status pfi_alloc_by_weight(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                const pfi_alloc_opts *o, pfi_alloc_out *out, pfi_alloc_result *res,
                                pfi_error *err);
+/* alloc_loop.c: the closed loop (pfi_alloc_closed_loop) with every round's
+ * total and SLA violations (rounds + 1 of each): what the study scores */
+pfi_status pfi_alloc_closed_loop_rounds(const pfi_alloc_job *jobs, size_t n, double budget_w,
+                                        const pfi_alloc_opts *o, int rounds, double noise_rel,
+                                        uint64_t seed, pfi_alloc_result *res, double *totals,
+                                        size_t *violations, pfi_error *err);
 /* alloc_loop.c: pfi_alloc_closed_loop with PFI_LOOP_ROUNDS, PFI_LOOP_NOISE_REL, PFI_LOOP_SEED */
 pfi_status pfi_alloc_loop_default(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                   const pfi_alloc_opts *o, pfi_alloc_out *out,

@@ -64,6 +64,20 @@ awk -F, '$2=="oracle" && $3>0 && $6 != 1 {exit 1} $2=="equal" && $3>0 && $6 != 0
 expect_status 0 "$PFI" simulate --workloads 15 --pool-where split=headline "$R"
 cmp -s "$T/out" "$T/sim.csv" || fail "simulate not deterministic"; ok
 
+# --- the score CSV (issue 31): the closed loop's SLA columns filled at every
+# round (they read 0 before, its last round's violations aside), and more
+# than 15 rounds
+expect_status 0 "$PFI" simulate --workloads 10 --pool-where split=headline --strategies oracle,equal,closed-loop,safe-online \
+  --sla-mix 0.25,0.25,0.25,0.25 --loop-rounds 20 --online-rounds 25 --score-csv "$T/score.csv" "$R"
+head -1 "$T/score.csv" | grep -q '^scenario,strategy,cut,round,total,total_raw,gap_points,scored,gap_closed,gap_closed_raw,sla_violations,sla_violations_oracle_feasible,violating_workloads_oracle_feasible,' || fail "score CSV header"; ok
+awk -F, '$2=="safe-online" && $3==0.3' "$T/score.csv" >"$T/so30"; lines "$T/so30" 52   # rounds 0..25, two scenarios
+awk -F, '$2=="closed-loop" && $3==0.3' "$T/score.csv" >"$T/cl30"; lines "$T/cl30" 42   # rounds 0..20
+awk -F, 'NR > 1 && $2=="closed-loop" && $4 < 20 && $11 > 0 {n++} END {exit !(n > 0)}' "$T/score.csv" ||
+  fail "closed-loop: no SLA violations before its last round"; ok
+awk -F, 'NR > 1 && $2=="closed-loop" && $12 > 0 {n++} NR > 1 && ($12 > $11 || $13 > $12) {bad++} END {exit !(n > 0 && !bad)}' "$T/score.csv" ||
+  fail "closed-loop: oracle-feasible SLA columns empty or inconsistent"; ok
+expect_error 2 "--online-rounds" "$PFI" simulate --online-rounds 101 "$R"
+
 # --- out of sample: predictor fitted on the headline groups, jobs drawn from validation + H100
 "$PFI" fit --train-where split=headline --model "$T/m.json" "$R" >/dev/null 2>&1 || fail fit; ok
 "$PFI" fit --curve --train-where split=headline --model "$T/c.json" "$R" >/dev/null 2>&1 || fail "fit --curve"; ok
