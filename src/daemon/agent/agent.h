@@ -139,7 +139,7 @@ typedef struct agent {
     double fast_drop_logged_t;
     pthread_t fast_tid;
     atomic_int fast_stop;
-    char privs[160]; /* the capabilities kept, for the start-up log (agent_privs.c) */
+    char privs[224]; /* the capabilities kept, for the start-up log (agent_privs.c) */
 } agent;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",
