@@ -178,6 +178,14 @@ pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_
 /* what a loaded configuration holds (the agents, the tiers) */
 void ctl_config_free(ctl_cfg *cfg);
 
+/* ctl_lock.c: one controller per database. take: an exclusive flock on
+ * cfg.db + ".lock", held until the process exits, naming this process in
+ * it (listen: the configured address); 0, or -1 (logged, naming the holder
+ * when another controller has it). name: the holder's line again, with the
+ * address the server got (its port once known); 0 */
+int ctl_lock_take(ctl *c);
+int ctl_lock_name(ctl *c, const char *listen);
+
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
 int ctl_db_put_event(ctl *c, const ctl_event *e);
