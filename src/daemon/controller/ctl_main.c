@@ -398,7 +398,8 @@ static int open_state(ctl *c, const ctl_args *A)
     }
     if (load_agents(c) || ctl_agents_open(c)) return -1;
     /* before the database is opened (its schema, migrations) or written */
-    if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return -1;
+    if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c))
+        return -1;
     next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);
     c->st.feasible = 1;
