@@ -63,8 +63,7 @@ int ctl_lock_take(ctl *c)
         char holder[256];
         if (e == EWOULDBLOCK) wait_holder(fd, holder, sizeof holder);
         close(fd);
-        if (e != EWOULDBLOCK)
-            ctl_log(c, "error: %s: cannot lock: %s", path, strerror(e));
+        if (e != EWOULDBLOCK) ctl_log(c, "error: %s: cannot lock: %s", path, strerror(e));
         else
             ctl_log(c,
                     "error: %s: in use by another pfi-controller (%s; lock %s): one controller "
