@@ -427,7 +427,7 @@ static void shut_down(ctl *c)
     free(c->io.program_descriptors);
     ctl_config_free(&c->cfg);
     ctl_persist_close(c);
-    sqlite3_close(c->io.db);
+    ctl_db_close(c);
     pfi_daemon_log_close(&g_log);
 }
 
