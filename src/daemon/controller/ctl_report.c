@@ -276,7 +276,7 @@ static uint64_t chart_key(const ctl_event *e, const series *s)
 
 /* the last charts drawn (cache_mu; held while one is drawn, so that a
  * second request for it waits and takes it) */
-#define CHARTS 4
+#define CHARTS 16
 static struct chart {
     uint64_t key;
     char id[PFI_EVENT_ID_MAX + 1];
