@@ -158,7 +158,7 @@ static void events_list(ctl *c, pfi_http_resp *rs)
     pthread_mutex_lock(&c->mu);
     size_t n = c->st.nevents;
     ctl_event *copy = malloc((n ? n : 1) * sizeof *copy);
-    if (copy) memcpy(copy, c->st.event, n * sizeof *copy);
+    if (copy && n) memcpy(copy, c->st.event, n * sizeof *copy);
     pthread_mutex_unlock(&c->mu);
     if (!copy) return pfi_http_error(rs, 500, "out of memory");
     json_t *a = json_array();
@@ -288,13 +288,29 @@ static void webhook(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     else pfi_http_error(rs, code, "%s", e.msg);
 }
 
-/* Each route takes the lock itself: the changes (POST, DELETE: the token)
-   for as long as they take, the open reads only to copy (ctl_view.c) */
+/* The open reads (GET, HEAD) are answered one at a time, behind a gate of
+ * their own, never the controller's lock: however many clients read in a
+ * loop, building their answers takes at most one core, and the control
+ * loop, a trigger and the agents keep the others (bench_report_contention:
+ * with 8 clients reloading a kept chart on 2 cores, 19,000 answers/s took
+ * both cores and a trigger's p99 went from 8 to 95-123 ms). */
+static pthread_mutex_t g_read_gate = PTHREAD_MUTEX_INITIALIZER;
+
+static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get);
+
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
-    ctl *c = ud;
-    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"),
-        post = !strcmp(rq->method, "POST"), del = !strcmp(rq->method, "DELETE");
+    int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
+    if (get) pthread_mutex_lock(&g_read_gate);
+    route(ud, rq, rs, get);
+    if (get) pthread_mutex_unlock(&g_read_gate);
+}
+
+/* Each route takes the lock itself: the changes (POST, DELETE: the token)
+   for as long as they take, the open reads only to copy (ctl_view.c) */
+static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
+{
+    int post = !strcmp(rq->method, "POST"), del = !strcmp(rq->method, "DELETE");
     const char *u = rq->url;
     if (static_page(u, get, rs)) return;
     if (!strcmp(u, "/healthz")) healthz(c, rs);

@@ -80,7 +80,7 @@ static int take_jobs(ctl *c, view *v)
         v->sjob = malloc((v->njobs ? v->njobs : 1) * sizeof *v->sjob);
         v->sjob_online_w = malloc((v->njobs ? v->njobs : 1) * sizeof *v->sjob_online_w);
         if (!v->sjob || !v->sjob_online_w) return -1;
-        memcpy(v->sjob, s->job, v->njobs * sizeof *v->sjob);
+        if (v->njobs) memcpy(v->sjob, s->job, v->njobs * sizeof *v->sjob);
         for (size_t k = 0; k < v->njobs; k++) {
             v->sjob[k].agent_idx = NULL;
             v->sjob_online_w[k] = ctl_online_target_w(s, s->job[k].id, s->job[k].tier);
@@ -158,7 +158,7 @@ static view *view_take(ctl *c, int for_status)
     int bad = take_agents(c, v) || take_jobs(c, v);
     v->nevents = c->st.nevents;
     v->event = malloc((v->nevents ? v->nevents : 1) * sizeof *v->event);
-    if (v->event) memcpy(v->event, c->st.event, v->nevents * sizeof *v->event);
+    if (v->event && v->nevents) memcpy(v->event, c->st.event, v->nevents * sizeof *v->event);
     take_figures(c, v);
     if (for_status) v->online = ctl_online_json(&c->st);
     pthread_mutex_unlock(&c->mu);
