@@ -1,9 +1,11 @@
 /* plot.c — PLplot figures (see plot.h). PLplot keeps global stream state:
- * one figure at a time, each rendered once per device. */
+ * one figure at a time in the process (plot_mu: the controller draws from
+ * its HTTP threads), each rendered once per device. */
 #include "plot.h"
 
 #include <math.h>
 #include <plplot.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,11 +131,15 @@ static void draw_panel(const pfi_panel *p)
     }
 }
 
-pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny,
-                    const pfi_panel *panels, size_t npanels, pfi_error *err)
+static pthread_mutex_t plot_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* one figure on PLplot's one stream (plot_mu held) */
+static pfi_status plot_locked(const char *base, int width, int height, int nx, int ny,
+                              const pfi_panel *panels, size_t npanels, int formats, pfi_error *err)
 {
     static const char *const dev[2] = {"pngcairo", "svgcairo"}, *ext[2] = {"png", "svg"};
     for (int d = 0; d < 2; d++) {
+        if (!(formats & (d ? PFI_PLOT_SVG : PFI_PLOT_PNG))) continue;
         char path[4096], tmp[4200];
         snprintf(path, sizeof path, "%s.%s", base, ext[d]);
         snprintf(tmp, sizeof tmp, "%s.%s.tmp", base, ext[d]); /* renamed when complete */
@@ -160,4 +166,20 @@ pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny,
         }
     }
     return PFI_OK;
+}
+
+pfi_status pfi_plot_formats(const char *base, int width, int height, int nx, int ny,
+                            const pfi_panel *panels, size_t npanels, int formats, pfi_error *err)
+{
+    pthread_mutex_lock(&plot_mu);
+    pfi_status st = plot_locked(base, width, height, nx, ny, panels, npanels, formats, err);
+    pthread_mutex_unlock(&plot_mu);
+    return st;
+}
+
+pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny,
+                    const pfi_panel *panels, size_t npanels, pfi_error *err)
+{
+    return pfi_plot_formats(base, width, height, nx, ny, panels, npanels,
+                            PFI_PLOT_PNG | PFI_PLOT_SVG, err);
 }

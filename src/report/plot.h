@@ -1,5 +1,5 @@
 /* plot.h — figures for the report, drawn with PLplot's cairo drivers: each
- * figure is written as BASE.png and BASE.svg. A figure is a grid of panels;
+ * figure is written as BASE.png and BASE.svg (or one of them). A figure is a grid of panels;
  * a panel has axes (labels with units, optional categories on x, an
  * optional y = x diagonal) and series (lines and/or points, a legend entry
  * each). Axis ranges default to the data's. */
@@ -35,5 +35,11 @@ typedef struct pfi_panel {
 /* nx x ny panels on a width x height pixel page; writes base.png and base.svg */
 pfi_status pfi_plot(const char *base, int width, int height, int nx, int ny,
                     const pfi_panel *panels, size_t npanels, pfi_error *err);
+/* the same, only the formats asked for (PFI_PLOT_PNG | PFI_PLOT_SVG). Both
+ * are thread-safe: one figure is drawn at a time in the process (PLplot's
+ * state is global), the others wait. */
+enum { PFI_PLOT_PNG = 1, PFI_PLOT_SVG = 2 };
+pfi_status pfi_plot_formats(const char *base, int width, int height, int nx, int ny,
+                            const pfi_panel *panels, size_t npanels, int formats, pfi_error *err);
 
 #endif

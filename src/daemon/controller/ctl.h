@@ -8,14 +8,18 @@
  * (ctl_decide.c: pure, on the types of ctl_state.h; ctl_alloc_in.c,
  * ctl_plan.c, ctl_online.c) -> persist (ctl_persist.c) -> push
  * (ctl_agents.c). Around it: ctl_main.c (options, start-up, the loop),
- * ctl_config.c (the JSON configuration), ctl_db.c (SQLite for the API),
- * ctl_events.c (the event table as the API changes it), ctl_trigger.c (the
- * trigger fast path), ctl_http.c (the API and the status page),
+ * ctl_config.c (the JSON configuration), ctl_lock.c (one controller per
+ * database), ctl_db.c (SQLite for the API), ctl_events.c (the event table
+ * as the API changes it), ctl_trigger.c (the trigger fast path), ctl_http.c
+ * (the API and the status page), ctl_view.c (/v1/status and /metrics),
  * ctl_operators.c (who may call the API: named operators and scopes),
  * ctl_openadr.c (OpenADR events from the webhook and the poller),
  * ctl_report.c (an event's measurement and verification, JSON and PNG),
  * ctl_record.c (--record), ctl_log.c. One mutex guards the controller's
- * state; HTTP handlers and the loop share it. */
+ * state; HTTP handlers and the loop share it. The open (unauthenticated)
+ * reads hold it only to copy what they answer from, and build the answer
+ * (JSON, Prometheus text, a chart) after: a client reading them in a loop
+ * cannot hold up a period or a trigger. */
 #ifndef PFI_CTL_H
 #define PFI_CTL_H
 
@@ -125,9 +129,11 @@ typedef struct ctl_io {
        loop's thread only, under the lock */
     ctl_inputs in;
     ctl_decision dec;
-    /* SQLite: the HTTP handlers' connection (under the lock) and the
-       period's own (ctl_persist.c, the loop's thread) */
-    sqlite3 *db, *pdb;
+    /* SQLite: the HTTP handlers' connection (under the lock), the
+       period's own (ctl_persist.c, the loop's thread) and the readers'
+       (rdb, read-only, under rmu: the open reads outside the lock) */
+    sqlite3 *db, *pdb, *rdb;
+    pthread_mutex_t rmu;
     sqlite3_stmt *job_sample_stmt; /* on pdb, prepared once */
     /* the operators' tokens, cfg.operators' order (malloc'd; read at start) */
     char (*op_token)[PFI_TOKEN_MAX + 1];
@@ -194,8 +200,22 @@ pfi_status ctl_config_parse(const char *text, size_t len, const char *name, ctl_
 /* what a loaded configuration holds (the agents, the tiers) */
 void ctl_config_free(ctl_cfg *cfg);
 
+/* ctl_lock.c: one controller per database. take: an exclusive flock on
+ * cfg.db + ".lock", held until the process exits, naming this process in
+ * it (listen: the configured address); 0, or -1 (logged, naming the holder
+ * when another controller has it). name: the holder's line again, with the
+ * address the server got (its port once known); 0 */
+int ctl_lock_take(ctl *c);
+int ctl_lock_name(ctl *c, const char *listen);
+
 /* ctl_db.c */
 int ctl_db_open(ctl *c);
+/* the readers' connection (read-only; the open reads, outside the
+ * controller's lock: report, report.png, an ended event's verdict), one
+ * user at a time: reader returns it held, reader_done lets it go */
+sqlite3 *ctl_db_reader(ctl *c);
+void ctl_db_reader_done(ctl *c);
+void ctl_db_close(ctl *c);
 int ctl_db_put_event(ctl *c, const ctl_event *e);
 /* an event's row on connection db: every column (the API's changes), or
  * only those a period's decision changes (status, baseline, target, time to
@@ -346,7 +366,8 @@ static inline int ctl_within_target(const ctl_cfg *cfg, double measured_w, doubl
     return measured_w <= target_w * (1 + cfg->tolerance_pct / 100);
 }
 
-/* ctl_report.c (lock held) */
+/* ctl_report.c (lock not held: e is the caller's copy; the samples are
+ * read through ctl_db_reader) */
 /* the verdict on an ended event e from its samples: nothing to shed (no
  * managed load at its start), not applicable (cancelled before any period
  * below its baseline by more than the tolerance), no steady samples, else
@@ -361,8 +382,16 @@ const char *ctl_verdict_name(ctl_verdict v);
 ctl_verdict ctl_verdict_now(const ctl_cfg *cfg, const ctl_event *e, double measured_w,
                             const char *phase);
 char *ctl_report_json(ctl *c, const ctl_event *e);
-/* the chart of event e as PNG (and SVG) files base.png, base.svg */
-pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err);
+/* the chart of event e as PNG bytes (*png malloc'd, *len bytes); drawn
+ * once per content (the last few kept); PFI_ESTATE with fewer than two
+ * samples */
+pfi_status ctl_report_png(ctl *c, const ctl_event *e, char **png, size_t *len, pfi_error *err);
+
+/* ctl_view.c (lock not held: each copies what it needs under it): GET
+ * /v1/status as JSON, GET /metrics as Prometheus text (malloc'd, *len
+ * bytes); NULL when out of memory */
+json_t *ctl_view_status(ctl *c);
+char *ctl_view_metrics(ctl *c, size_t *len);
 
 /* ctl_main.c: the events of a VTN's answer (a JSON array of EVENTs), each
  * through the OpenADR parser as the poller hands them; the count listed

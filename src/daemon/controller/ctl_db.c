@@ -116,7 +116,34 @@ int ctl_db_open(ctl *c)
         sqlite3_free(msg);
         return -1;
     }
-    return migrate(c);
+    if (migrate(c)) return -1;
+    /* the readers': after the schema (a read-only connection cannot make it) */
+    pthread_mutex_init(&c->io.rmu, NULL);
+    if (sqlite3_open_v2(c->cfg.db, &c->io.rdb, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.rdb));
+        return -1;
+    }
+    sqlite3_busy_timeout(c->io.rdb, 2000);
+    return 0;
+}
+
+sqlite3 *ctl_db_reader(ctl *c)
+{
+    pthread_mutex_lock(&c->io.rmu);
+    return c->io.rdb;
+}
+
+void ctl_db_reader_done(ctl *c)
+{
+    pthread_mutex_unlock(&c->io.rmu);
+}
+
+void ctl_db_close(ctl *c)
+{
+    sqlite3_close(c->io.rdb);
+    c->io.rdb = NULL;
+    sqlite3_close(c->io.db);
+    c->io.db = NULL;
 }
 
 double ctl_db_col_num(sqlite3_stmt *s, int i)

@@ -391,7 +391,9 @@ static int open_state(ctl *c, const ctl_args *A)
     c->st.plan_t = c->trigger_push_s = NAN;
     if (ctl_operators_open(c)) return -1;
     if (load_agents(c) || ctl_agents_open(c)) return -1;
-    if (ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c)) return -1;
+    /* before the database is opened (its schema, migrations) or written */
+    if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c))
+        return -1;
     next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);
     c->st.feasible = 1;
@@ -420,7 +422,7 @@ static void shut_down(ctl *c)
     free(c->io.op_token);
     ctl_config_free(&c->cfg);
     ctl_persist_close(c);
-    sqlite3_close(c->io.db);
+    ctl_db_close(c);
     pfi_daemon_log_close(&g_log);
 }
 
@@ -464,6 +466,11 @@ int main(int argc, char **argv)
     pfi_daemon_signals(on_signal, on_hup);
     /* the callback token first: the webhook accepts it from the start */
     if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
+    char where[160];
+    const char *colon = strrchr(c->cfg.listen, ':');
+    snprintf(where, sizeof where, "%.*s:%d", colon ? (int)(colon - c->cfg.listen) : 0,
+             c->cfg.listen, c->io.port);
+    ctl_lock_name(c, where);
     if (A.port_file) {
         char b[32];
         int k = snprintf(b, sizeof b, "%d\n", c->io.port);

@@ -13,10 +13,20 @@
  *   the end of the ramp down;
  *   per job: baseline and steady-window throughput, loss, its tier's allowed
  *   loss and whether it was kept (1 percentage point allowed for
- *   measurement noise). */
+ *   measurement noise).
+ * Outside the controller's lock (issue 30): from a copy of the event, the
+ * configuration (unchanged after start) and the readers' SQLite connection
+ * (ctl_db_reader). The chart is drawn once per content: the last few PNGs
+ * are kept, keyed by a hash of everything drawn (the samples, the event's
+ * start and baseline), so clients reloading it in a loop cost a copy, and a
+ * new sample (each period) draws it again. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "plot.h"
@@ -37,11 +47,13 @@ static int load_series(ctl *c, const char *id, series *s)
 {
     memset(s, 0, sizeof *s);
     sqlite3_stmt *st;
+    sqlite3 *db = ctl_db_reader(c);
     if (sqlite3_prepare_v2(
-            c->io.db,
-            "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t", -1,
-            &st, NULL) != SQLITE_OK)
+            db, "SELECT t,budget_w,target_w,measured_w FROM samples WHERE event_id=? ORDER BY t",
+            -1, &st, NULL) != SQLITE_OK) {
+        ctl_db_reader_done(c);
         return 0;
+    }
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (s->n == s->cap) { /* four parallel arrays: one capacity */
@@ -50,6 +62,7 @@ static int load_series(ctl *c, const char *id, series *s)
                 PFI_VEC_RESIZE(s->t, nc, NULL) || PFI_VEC_RESIZE(s->b, nc, NULL) ||
                 PFI_VEC_RESIZE(s->tg, nc, NULL) || PFI_VEC_RESIZE(s->m, nc, NULL)) {
                 sqlite3_finalize(st);
+                ctl_db_reader_done(c);
                 free_series(s);
                 memset(s, 0, sizeof *s);
                 return -1;
@@ -63,6 +76,7 @@ static int load_series(ctl *c, const char *id, series *s)
         s->n++;
     }
     sqlite3_finalize(st);
+    ctl_db_reader_done(c);
     return 0;
 }
 
@@ -133,7 +147,8 @@ static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
 {
     json_t *jobs = json_array();
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->io.db,
+    sqlite3 *db = ctl_db_reader(c);
+    if (sqlite3_prepare_v2(db,
                            "SELECT job_id, MAX(tier), AVG(base_tokens), AVG(tokens_per_s), "
                            "AVG(power_w), AVG(base_w), AVG(cap_w), COUNT(*)"
                            " FROM job_samples WHERE event_id=? AND t>=? AND t<? GROUP BY job_id, "
@@ -168,6 +183,7 @@ static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
         }
         sqlite3_finalize(st);
     }
+    ctl_db_reader_done(c);
     return jobs;
 }
 
@@ -245,30 +261,104 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     return txt;
 }
 
-pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_error *err)
+/* the chart's key: FNV-1a over everything it draws */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
-    series s;
-    if (load_series(c, e->ev.id, &s))
-        return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
-    if (s.n < 2) {
-        free_series(&s);
-        return pfi_errorf(err, PFI_ESTATE, "event %s has fewer than two samples", e->ev.id);
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t chart_key(const ctl_event *e, const series *s)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, e->ev.id, strlen(e->ev.id) + 1);
+    h = fnv(h, &e->ev.start, sizeof e->ev.start);
+    h = fnv(h, &e->baseline_w, sizeof e->baseline_w);
+    h = fnv(h, &s->n, sizeof s->n);
+    h = fnv(h, s->t, s->n * sizeof *s->t);
+    h = fnv(h, s->b, s->n * sizeof *s->b);
+    h = fnv(h, s->tg, s->n * sizeof *s->tg);
+    return fnv(h, s->m, s->n * sizeof *s->m);
+}
+
+/* the last charts drawn (cache_mu; held while one is drawn, so that a
+ * second request for it waits and takes it) */
+#define CHARTS 16
+static struct chart {
+    uint64_t key;
+    char id[PFI_EVENT_ID_MAX + 1];
+    char *png;
+    size_t len;
+    unsigned long long used;
+} g_chart[CHARTS];
+static unsigned long long g_chart_uses;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* a copy of the kept chart of key (cache_mu held): 1, 0 (none), -1 (out of memory) */
+static int chart_kept(const ctl_event *e, uint64_t key, char **png, size_t *len)
+{
+    for (int i = 0; i < CHARTS; i++) {
+        struct chart *k = &g_chart[i];
+        if (!k->png || k->key != key || strcmp(k->id, e->ev.id)) continue;
+        k->used = ++g_chart_uses;
+        if (!(*png = malloc(k->len))) return -1;
+        memcpy(*png, k->png, k->len);
+        *len = k->len;
+        return 1;
     }
-    double *x = malloc(s.n * sizeof *x), *bl = malloc(s.n * sizeof *bl);
+    return 0;
+}
+
+/* keep a copy of a chart drawn (cache_mu held), in place of the least used */
+static void chart_keep(const ctl_event *e, uint64_t key, const char *png, size_t len)
+{
+    struct chart *k = &g_chart[0];
+    for (int i = 1; i < CHARTS; i++)
+        if (g_chart[i].used < k->used) k = &g_chart[i];
+    char *copy = malloc(len);
+    if (!copy) return;
+    memcpy(copy, png, len);
+    free(k->png);
+    k->png = copy, k->len = len, k->key = key, k->used = ++g_chart_uses;
+    snprintf(k->id, sizeof k->id, "%s", e->ev.id);
+}
+
+/* a file's bytes (malloc'd): 0, or -1 */
+static int read_all(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *b = n > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
+    size_t got = b ? fread(b, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!b || got != (size_t)n) {
+        free(b);
+        return -1;
+    }
+    *out = b, *len = got;
+    return 0;
+}
+
+/* the chart of e from its samples s (at least two) as PNG bytes */
+static pfi_status draw(const ctl *c, const ctl_event *e, series *s, char **png, size_t *len,
+                       pfi_error *err)
+{
+    double *x = malloc(s->n * sizeof *x), *bl = malloc(s->n * sizeof *bl);
+    char dir[] = "/tmp/pfi-ctl-report-XXXXXX", base[64], path[80];
     if (!x || !bl) {
         free(x), free(bl);
-        free_series(&s);
         return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its chart", e->ev.id);
     }
-    for (size_t i = 0; i < s.n; i++) {
-        x[i] = (s.t[i] - e->ev.start) / 60;
-        s.m[i] /= 1000, s.tg[i] /= 1000, s.b[i] /= 1000;
+    for (size_t i = 0; i < s->n; i++) {
+        x[i] = (s->t[i] - e->ev.start) / 60;
+        s->m[i] /= 1000, s->tg[i] /= 1000, s->b[i] /= 1000;
         bl[i] = e->baseline_w / 1000;
     }
-    pfi_series se[4] = {{x, bl, s.n, "baseline (pre-event)", 7, PFI_PLOT_LINE},
-                        {x, s.tg, s.n, "target", 3, PFI_PLOT_LINE},
-                        {x, s.b, s.n, "budget (with ramps)", 2, PFI_PLOT_LINE},
-                        {x, s.m, s.n, "measured GPU power", 0, PFI_PLOT_LINE | PFI_PLOT_POINTS}};
+    pfi_series se[4] = {{x, bl, s->n, "baseline (pre-event)", 7, PFI_PLOT_LINE},
+                        {x, s->tg, s->n, "target", 3, PFI_PLOT_LINE},
+                        {x, s->b, s->n, "budget (with ramps)", 2, PFI_PLOT_LINE},
+                        {x, s->m, s->n, "measured GPU power", 0, PFI_PLOT_LINE | PFI_PLOT_POINTS}};
     char title[PFI_EVENT_ID_MAX + 96];
     snprintf(title, sizeof title, "Event %s: managed jobs' GPU power vs target (%s)", e->ev.id,
              pfi_strategy_name(c->cfg.strategy));
@@ -286,8 +376,38 @@ pfi_status ctl_report_png(ctl *c, const ctl_event *e, const char *base, pfi_erro
                    se,
                    4,
                    NULL};
-    pfi_status st = pfi_plot(base, 1000, 560, 1, 1, &p, 1, err);
+    pfi_status st = PFI_OK;
+    if (!mkdtemp(dir)) st = pfi_errorf(err, PFI_EIO, "cannot make a temporary directory");
+    else {
+        snprintf(base, sizeof base, "%s/r", dir);
+        snprintf(path, sizeof path, "%s.png", base);
+        st = pfi_plot_formats(base, 1000, 560, 1, 1, &p, 1, PFI_PLOT_PNG, err);
+        if (!st && read_all(path, png, len))
+            st = pfi_errorf(err, PFI_EIO, "%s: cannot read the chart", path);
+        unlink(path);
+        rmdir(dir);
+    }
     free(x), free(bl);
+    return st;
+}
+
+pfi_status ctl_report_png(ctl *c, const ctl_event *e, char **png, size_t *len, pfi_error *err)
+{
+    series s;
+    if (load_series(c, e->ev.id, &s))
+        return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its samples", e->ev.id);
+    if (s.n < 2) {
+        free_series(&s);
+        return pfi_errorf(err, PFI_ESTATE, "event %s has fewer than two samples", e->ev.id);
+    }
+    uint64_t key = chart_key(e, &s);
+    pfi_status st = PFI_OK;
+    pthread_mutex_lock(&cache_mu);
+    int kept = chart_kept(e, key, png, len);
+    if (kept < 0)
+        st = pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory for its chart", e->ev.id);
+    else if (!kept && !(st = draw(c, e, &s, png, len, err))) chart_keep(e, key, *png, *len);
+    pthread_mutex_unlock(&cache_mu);
     free_series(&s);
     return st;
 }
