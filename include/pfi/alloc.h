@@ -183,6 +183,10 @@ typedef struct pfi_online_opts {
     double lipschitz;   /* largest slope d(T/T_max)/d(P/P_max) (1.25): SLA floor bound */
     double merge_frac;  /* measurements closer than this x P_max are one point (0.005) */
     double sla_margin;  /* learned floors keep this x T_max above the tier (0.01) */
+    /* below a job's lowest measured point, before a second chord measures how
+     * its slope grows: the curvature allowed (3; about the 80th percentile that
+     * a 5%-of-P_max step below the reference needs on Zeus A40 + V100) */
+    double curvature_unverified;
 } pfi_online_opts;
 
 PFI_API void pfi_online_opts_default(pfi_online_opts *o);

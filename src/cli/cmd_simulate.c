@@ -129,6 +129,9 @@ static const pfi_opt simulate_options[] = {
                "safe-online: noise of one 1 s power average (default 0.02)"),
     OPT_DOUBLE(0, "online-curvature", so.online.curvature, "K", 0, 100,
                "safe-online: curvature allowance (default 0.3)"),
+    OPT_DOUBLE(0, "online-unverified-curvature", so.online.curvature_unverified, "K", 0, 100,
+               "safe-online: curvature allowed below a job's lowest measured point "
+               "before two chords measure it (default 3)"),
     OPT_DOUBLE(0, "online-period", so.online.period_s, "S", 1, 86400,
                "safe-online: seconds per round (default 60)"),
     OPT_DOUBLE(0, "online-settle", so.online.settle_s, "S", 0, 86400,

@@ -435,10 +435,18 @@ static int cmp_dref(const void *a, const void *b)
 /* The slope below which every segment of s[0, hi) is removed whole when r
  * watts go from segments taken in ascending slope: a quickselect on slope
  * weighted by length (expected linear time; one budget needs no more order
- * than that). Reorders s. INFINITY when every segment goes. */
+ * than that). Reorders s. When r is the length of the segments below some
+ * slope exactly (safe-online's every job at its current power: r is the sum
+ * of the segments above it), rounding can leave r a few ulps over what is
+ * left: the threshold is then the pivot that last bounded the search from
+ * above (the segments below it go whole, those at it take the ~0 left), or
+ * with none the steepest slope (every segment goes). Earlier versions
+ * returned INFINITY there: every segment went, every job to the bottom of
+ * its domain, far under the budget. */
 static double select_slope(seg *s, size_t hi, double r)
 {
-    size_t lo = 0;
+    size_t lo = 0, n = hi;
+    double up = INFINITY;                 /* the threshold is at most this */
     uint64_t rng = 0x9E3779B97F4A7C15ULL; /* fixed: the same pivots every run */
     while (lo < hi) {
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -459,14 +467,18 @@ static double select_slope(seg *s, size_t hi, double r)
                 i++;
             }
         }
-        if (r < below) hi = lt;
-        else if (r <= below + at) return pv;
+        if (r < below) {
+            hi = lt;
+            up = pv;
+        } else if (r <= below + at) return pv;
         else {
             r -= below + at;
             lo = gt;
         }
     }
-    return INFINITY;
+    if (isinf(up))
+        for (size_t k = 0; k < n; k++) up = k ? fmax(up, s[k].slope) : s[k].slope;
+    return up;
 }
 
 static int cmp_seg_slope(const void *a, const void *b)

@@ -74,6 +74,7 @@ void pfi_online_opts_default(pfi_online_opts *o)
     o->power_noise = 0.02;
     o->z = 2;
     o->curvature = 0.3;
+    o->curvature_unverified = 3;
     o->lipschitz = 1.25;
     o->merge_frac = 0.005;
     o->sla_margin = 0.01;
@@ -293,6 +294,86 @@ static double secant(const opoint *a, const opoint *b, double *se)
     return s;
 }
 
+/* the points of job i below cur (outside the merge tolerance), highest
+ * first; returns how many */
+static size_t points_below(const pfi_online *s, size_t i, const opoint *cur, const opoint **out)
+{
+    const ojob *q = &s->j[i];
+    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    size_t m = 0;
+    for (size_t k = 0; k < q->np; k++)
+        if (q->pt[k].p < cur->p - tol) out[m++] = &q->pt[k];
+    for (size_t a = 1; a < m; a++) /* insertion sort, descending power */
+        for (size_t b = a; b > 0 && out[b]->p > out[b - 1]->p; b--) {
+            const opoint *t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return m;
+}
+
+/* the nearest point of job i above x (NULL: none) */
+static const opoint *point_above(const pfi_online *s, size_t i, const opoint *x)
+{
+    const opoint *b, *c, *a;
+    neighbours(s, i, x->p, &b, &c, &a);
+    return a;
+}
+
+/* below job i's lowest measured point low (chord low..up, the next chord
+ * up..up2 where there is one), how fast its slope may grow per W: as
+ * measured between the two chords (the lower chord's own standard error is
+ * added where it is extended; never under the assumed curvature), or, with
+ * one chord only (unverified: every job at round 1), the unverified
+ * curvature, set from real sweeps */
+static double growth_below(const pfi_online *s, size_t i, const opoint *low, const opoint *up,
+                           const opoint *up2)
+{
+    double pmax = s->jobs[i].power_max_w, u = s->pj.tmax[i] / pmax;
+    double k = s->oo.curvature * u / pmax;
+    if (!up || !up2) return s->oo.curvature_unverified * u / pmax;
+    double se0, se1, s0 = secant(low, up, &se0), s1 = secant(up, up2, &se1);
+    return fmax(k, (s0 - s1) / (0.5 * (up2->p - low->p)));
+}
+
+/* The pessimistic loss slope of job i from its current point cur down to
+ * power pt (< cur->p), per W. Down to its lowest measured point the loss
+ * is read off its measured points joined by straight lines (a short chord
+ * between two noisy points is no evidence of a flat stretch beyond it),
+ * with the points' standard errors and, for a convex stretch, curvature x
+ * length^2 / 8; below the lowest point the lowest chord is extended with
+ * its standard error and the growth growth_below allows (docs/allocation.md,
+ * "safe-online"). Never below 0 (curves are monotone). */
+static double loss_slope(const pfi_online *s, size_t i, const opoint *cur, double pt)
+{
+    const opoint *x[MAXP + 1];
+    size_t m = points_below(s, i, cur, x + 1), j = 0;
+    x[0] = cur;
+    double pmax = s->jobs[i].power_max_w, z = s->oo.z;
+    double k = s->oo.curvature * s->pj.tmax[i] / (pmax * pmax), loss, var;
+    while (j < m && x[j + 1]->p > pt) j++; /* pt on the chord x[j + 1] .. x[j] */
+    if (j < m) {
+        const opoint *hi = x[j], *lo = x[j + 1];
+        double len = hi->p - lo->p, w = (pt - lo->p) / len, sl = (hi->t - lo->t) / len;
+        loss = cur->t - (lo->t + w * (hi->t - lo->t)) + k * len * len / 8;
+        var = (j ? cur->vt + w * w * hi->vt : (1 - w) * (1 - w) * cur->vt) +
+              (1 - w) * (1 - w) * lo->vt + sl * sl * (cur->vp + lo->vp);
+    } else {
+        const opoint *low = x[m], *up = m ? x[m - 1] : point_above(s, i, cur);
+        const opoint *up2 = m >= 2 ? x[m - 2] : up ? point_above(s, i, up) : NULL;
+        double ext = low->p - pt, se = 0, sl = 0, len = 0;
+        if (up) {
+            sl = secant(low, up, &se);
+            len = up->p - low->p;
+        }
+        double kx = growth_below(s, i, low, up, up2);
+        loss = cur->t - low->t + (sl + z * se + kx * (ext + 0.5 * len)) * ext;
+        var = m ? cur->vt + low->vt : 0;
+    }
+    double l = (loss + z * sqrt(var)) / (cur->p - pt);
+    return l > 0 ? l : 0;
+}
+
 /* job i's pessimistic local model around its current power: 3 points in
  * s->local[i], domain [dlo, dhi] */
 static void local_model(pfi_online *s, size_t i)
@@ -309,6 +390,7 @@ static void local_model(pfi_online *s, size_t i)
     double P = q->P, D = q->D * pmax, z = s->oo.z, k = s->oo.curvature * u / pmax;
     const opoint *b, *c, *a;
     neighbours(s, i, P, &b, &c, &a);
+    (void)b, (void)a;
     opoint cur = c ? *c : (opoint){P, q->t_last, 0, q->v_last};
     double tc = cur.t;
     /* gain slope above: the best pessimistic secant to a measured point above
@@ -324,21 +406,11 @@ static void local_model(pfi_online *s, size_t i)
         double gx = sl - z * se - 0.5 * k * (len - step); /* less the shortfall a curve may have */
         if (!have_up || gx > g) g = gx, up = step, have_up = 1;
     }
-    /* loss slope below: the least pessimistic secant to a measured point below */
-    double l = INFINITY, se_up = 0, sl_up = a ? secant(&cur, a, &se_up) : 0;
-    double len_up = a ? a->p - cur.p : 0;
-    for (size_t m = 0; m < qq->np; m++) {
-        const opoint *x = &qq->pt[m];
-        if (x->p >= cur.p - s->oo.merge_frac * pmax) continue;
-        double se, sl = secant(x, &cur, &se), len = cur.p - x->p;
-        double lx = sl + z * se + (len >= D ? 0.5 * k * (len - D) : k * (D - 0.5 * len));
-        if (lx < l) l = lx;
-    }
-    if (!isfinite(l)) /* the secant above, extrapolated down across the trust region */
-        l = sl_up + z * se_up + k * (D + 0.5 * len_up);
-    (void)b;
+    /* loss slope below, over the step the trust region allows */
+    double lo = fmax(q->floor, P - D);
+    double l = loss_slope(s, i, &cur, lo < P ? lo : P - D);
     if (g > l) g = l; /* never more gain than loss on one job (concavity, noise) */
-    double lo = fmax(q->floor, P - D), hi = fmin(s->pj.hi[i], P + up);
+    double hi = fmin(s->pj.hi[i], P + up);
     if (P < q->floor) { /* forced up by its floor */
         lo = q->floor;
         hi = fmax(hi, q->floor);

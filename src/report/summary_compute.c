@@ -214,13 +214,57 @@ static pfi_status mean_and_max(sum_ctx *x, const sum_ref *r, double *v, char *no
     return PFI_OK;
 }
 
+/* safe-online's safety over a scores CSV (docs/allocation.md, "Scoring"):
+ * COLUMN summed over the rows matching every key at cuts 5% and deeper and
+ * rounds 1 and later (every workload-round the study scores, the first
+ * round included); the note has the cells summed and the worst workload's
+ * shortfall (worst_vs_ref_in_gaps) with its cut and round:
+ * FILE|KEY=VALUE[&...]|rounds(COLUMN) */
+static pfi_status rounds_sum(sum_ctx *x, const sum_ref *r, double *v, char *note, size_t n)
+{
+    char col[96];
+    size_t len = strlen(r->col);
+    if (r->nk == 0 || strncmp(r->col, "rounds(", 7) || r->col[len - 1] != ')' ||
+        len - 8 >= sizeof col)
+        return sum_fail(x, PFI_EINVAL, "'%s': expected FILE|KEY=VALUE[&...]|rounds(COLUMN)",
+                        r->text);
+    snprintf(col, sizeof col, "%.*s", (int)(len - 8), r->col + 7);
+    pfi_table *t;
+    long kc[SUM_MAX_KEYS], cc, ccut, cr, cw;
+    pfi_status st = sum_table(x, SUM_RUN, r->file, &t);
+    if (!st) st = sum_key_cols(x, t, r, kc);
+    if (!st) st = sum_col(x, t, r->file, col, &cc);
+    if (!st) st = sum_col(x, t, r->file, "cut", &ccut);
+    if (!st) st = sum_col(x, t, r->file, "round", &cr);
+    if (!st) st = sum_col(x, t, r->file, "worst_vs_ref_in_gaps", &cw);
+    if (st) return st;
+    double sum = 0, worst = INFINITY, wcut = NAN, wround = NAN;
+    size_t cells = 0;
+    for (size_t i = 0; i < pfi_table_nrows(t); i++) {
+        double cut = pfi_table_num(t, (size_t)ccut, i), q = pfi_table_num(t, (size_t)cr, i);
+        if (!sum_row_has(t, kc, r, i) || cut < 0.05 - 1e-9 || q < 1) continue;
+        sum += pfi_table_num(t, (size_t)cc, i);
+        cells++;
+        double w = pfi_table_num(t, (size_t)cw, i);
+        if (w < worst) worst = w, wcut = cut, wround = q;
+    }
+    *v = sum;
+    snprintf(note, n, "%zu cut-rounds; worst workload %+.2f gaps (%.0f%% cut, round %.0f)", cells,
+             worst, 100 * wcut, wround);
+    return PFI_OK;
+}
+
 static const struct {
     const char *name;
     sum_compute_fn fn;
 } computations[] = {
-    {"rank_corr_h100_h200", rank_corr_models}, {"grid_median_increase", grid_median_increase},
-    {"grid_rank_corr", grid_rank_corr},        {"count_below_equal", count_below},
-    {"count_ok_noisy", count_ok_noisy},        {"mean_and_max", mean_and_max},
+    {"rank_corr_h100_h200", rank_corr_models},
+    {"grid_median_increase", grid_median_increase},
+    {"grid_rank_corr", grid_rank_corr},
+    {"count_below_equal", count_below},
+    {"count_ok_noisy", count_ok_noisy},
+    {"mean_and_max", mean_and_max},
+    {"rounds_sum", rounds_sum},
 };
 
 sum_compute_fn sum_compute_find(const char *name)

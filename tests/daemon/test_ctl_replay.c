@@ -2,7 +2,7 @@
  * replaying periods"): periods that pfi-controller --record wrote before the
  * decision was a pure function (the .jsonl files of tests/data/golden: pfi demo and the
  * controller's shell tests, recorded from the controller of commit ee71f3a;
- * their decisions re-blessed once, for issue 30's baselines)
+ * their decisions re-blessed for issue 30's baselines and issue 31's safe-online)
  * replayed through ctl_decide, which must give the same caps, the same
  * allocation and the same response plan, job by job and period by period.
  * Each period's event table is the recorded one (the API changes events
