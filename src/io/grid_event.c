@@ -73,8 +73,12 @@ void pfi_rfc3339_format(double t, char *buf, size_t n)
     time_t s = (time_t)floor(ms_total / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
-    char b[24]; /* "YYYY-MM-DDTHH:MM:SS": the events' bounds keep years to 4 digits */
-    if (!strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm)) b[0] = '\0';
+    /* "YYYY-MM-DDTHH:MM:SS", the year zero-padded (strftime's %Y writes
+       year 447 as "447", which RFC 3339 refuses: found by fuzz_events); the
+       events' bounds keep years to 4 digits */
+    char b[48];
+    snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     unsigned ms = (unsigned)(ms_total - (double)s * 1000) % 1000u;
     if (ms) snprintf(buf, n, "%s.%03uZ", b, ms);
     else snprintf(buf, n, "%sZ", b);

@@ -3,7 +3,8 @@
  * input fails with a message (and, for OpenADR, a reason) or parses; whatever
  * either parser accepts is within the bounds (grid_event.h, written out
  * here again rather than calling pfi_grid_event_check: issue 14 item 9
- * found an infinite duration, a 32-day event and an 8.9e12 kW target), and
+ * found an infinite duration and an 8.9e12 kW target; issue 29 set the
+ * bounds to years 0001..9999 and 0 kW and more), and
  * formats back to JSON that parses to the same event. */
 #include <math.h>
 #include <stdint.h>
@@ -18,15 +19,15 @@ static void within_bounds(const pfi_grid_event *ev)
     size_t n = strlen(ev->id);
     if (n == 0 || n > PFI_EVENT_ID_MAX) abort();
     if (ev->has_priority && (ev->priority < 0 || ev->priority > 1000000000)) abort();
-    if (!isfinite(ev->start) || ev->start < -86400 || ev->start > 253402387200.0) abort();
-    if (ev->open_ended) {
-        if (!(ev->duration_s == 0 || (ev->duration_s >= 1 && ev->duration_s <= 3650 * 86400.0)))
-            abort();
-    } else if (!(ev->duration_s >= 1 && ev->duration_s <= 7 * 86400.0)) {
+    /* issue 29: years 0001..9999 (a day either side for offsets), any
+       duration ending by 9999-12-31T23:59:59Z (no 7-day bound), 0 kW allowed */
+    if (!isfinite(ev->start) || ev->start < -62135596800.0 - 86400 ||
+        ev->start > 253402300799.0 + 86400)
         abort();
-    }
+    int bounded = !ev->open_ended || ev->duration_s != 0;
+    if (bounded && !(ev->duration_s >= 1 && ev->start + ev->duration_s <= 253402300799.0)) abort();
     if (ev->kind == PFI_EV_TARGET_KW &&
-        !(isfinite(ev->target_kw) && ev->target_kw > 0 && ev->target_kw < 1e6))
+        !(isfinite(ev->target_kw) && ev->target_kw >= 0 && ev->target_kw < 1e6))
         abort();
     if (ev->kind == PFI_EV_REDUCTION &&
         !(isfinite(ev->reduction_pct) && ev->reduction_pct > 0 && ev->reduction_pct <= 90))
