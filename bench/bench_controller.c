@@ -881,26 +881,10 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
         snprintf(urls[i], sizeof urls[i], "http://127.0.0.1:%d", port);
         n++;
     }
-    char cfg[512], portf[512], log[512], db[512];
-    snprintf(cfg, sizeof cfg, "%s/demo.json", dir);
-    snprintf(portf, sizeof portf, "%s/demo.port", dir);
+    char log[512];
     snprintf(log, sizeof log, "%s/demo-ctl.log", dir);
-    snprintf(db, sizeof db, "%s/demo.db", dir);
-    FILE *f = fopen(cfg, "w");
-    if (!f) return;
-    fprintf(f,
-            "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
-            "\"baseline_window_s\": 10, \"ramp_s\": 0, "
-            "\"default_tier\": 3, \"agents\": [",
-            tokf, db);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s{\"name\": \"a%d\", \"url\": \"%s\", \"token_file\": \"%s\"}", i ? ", " : "",
-                i, urls[i], tokf);
-    fprintf(f, "]}\n");
-    fclose(f);
-    char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    pid_t p = bench_spawn(argv, log);
-    int cport = bench_read_port(portf, p, 10);
+    pid_t p;
+    int cport = bench_start_demo_controller(ctl_bin, dir, "demo", tokf, urls, n, log, &p);
     if (cport >= 0) {
         char url[64];
         snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);
@@ -953,6 +937,7 @@ static void demo_latency(const char *ctl_bin, const char *agent_bin, const char 
         waitpid(p, NULL, 0);
     } else {
         printf("bench controller demo: controller did not start (see %s)\n", log);
+        if (p > 0) kill(p, SIGTERM), waitpid(p, NULL, 0);
     }
     for (int i = 0; i < n; i++) kill(ap[i], SIGTERM), waitpid(ap[i], NULL, 0);
 }

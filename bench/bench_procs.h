@@ -74,4 +74,32 @@ static inline int bench_start_agent(const char *agent_bin, const char *dir, int 
     return bench_read_port(portf, *pid, 10);
 }
 
+/* the demo's controller (default tier 3, no ramp, 10 s baseline window) over
+ * n agents at urls with token tokf, its files DIR/NAME.{json,port,db} and its
+ * log at log: its port, or -1 (*pid set when it was started) */
+static inline int bench_start_demo_controller(const char *ctl_bin, const char *dir,
+                                              const char *name, const char *tokf, char urls[][64],
+                                              int n, const char *log, pid_t *pid)
+{
+    char cfg[512], portf[512], db[512];
+    snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
+    snprintf(portf, sizeof portf, "%s/%s.port", dir, name);
+    snprintf(db, sizeof db, "%s/%s.db", dir, name);
+    *pid = -1;
+    FILE *f = fopen(cfg, "w");
+    if (!f) return -1;
+    fprintf(f,
+            "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
+            "\"baseline_window_s\": 10, \"ramp_s\": 0, \"default_tier\": 3, \"agents\": [",
+            tokf, db);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s{\"name\": \"a%d\", \"url\": \"%s\", \"token_file\": \"%s\"}", i ? ", " : "",
+                i, urls[i], tokf);
+    fprintf(f, "]}\n");
+    fclose(f);
+    char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
+    *pid = bench_spawn(argv, log);
+    return bench_read_port(portf, *pid, 10);
+}
+
 #endif

@@ -283,28 +283,12 @@ static int start_agents(const char *agent_bin, const char *dir, const char *tokf
 static pid_t start_controller(const char *ctl_bin, const char *dir, const char *tokf,
                               char urls[][64], int n, const char *log)
 {
-    char cfg[512], portf[512], db[512];
-    snprintf(cfg, sizeof cfg, "%s/ctl.json", dir);
-    snprintf(portf, sizeof portf, "%s/ctl.port", dir);
-    snprintf(db, sizeof db, "%s/ctl.db", dir);
-    FILE *f = fopen(cfg, "w");
-    if (!f) return -1;
-    fprintf(f,
-            "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
-            "\"baseline_window_s\": 10, \"ramp_s\": 0, \"default_tier\": 3, \"agents\": [",
-            tokf, db);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "%s{\"name\": \"a%d\", \"url\": \"%s\", \"token_file\": \"%s\"}", i ? ", " : "",
-                i, urls[i], tokf);
-    fprintf(f, "]}\n");
-    fclose(f);
-    char *argv[] = {(char *)ctl_bin, "--config", cfg, "--port-file", portf, NULL};
-    pid_t p = bench_spawn(argv, log);
+    pid_t p;
     static char url[64];
-    int port = bench_read_port(portf, p, 10);
+    int port = bench_start_demo_controller(ctl_bin, dir, "ctl", tokf, urls, n, log, &p);
     if (port < 0) {
         printf("bench report contention: controller did not start (see %s)\n", log);
-        kill(p, SIGTERM), waitpid(p, NULL, 0);
+        if (p > 0) kill(p, SIGTERM), waitpid(p, NULL, 0);
         return -1;
     }
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
