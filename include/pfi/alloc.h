@@ -78,6 +78,14 @@ PFI_API int pfi_strategy_parse(const char *s, pfi_strategy *out);
 /* allowed throughput loss of an SLA tier (0..3); -1 = no SLA */
 PFI_API double pfi_sla_loss(int tier);
 
+/* one measured operating point of a job (a profile at job start, a round of
+ * an earlier event): aggregate power and tokens/s, means with their
+ * standard errors (docs/allocation.md, "Profiles and memory") */
+typedef struct pfi_online_point {
+    double power_w, power_se_w;
+    double tokens_per_s, tokens_se;
+} pfi_online_point;
+
 typedef struct pfi_alloc_job {
     int gpus;
     double tokens_per_s_max, power_max_w;
@@ -90,6 +98,11 @@ typedef struct pfi_alloc_job {
     int sla_tier;                /* 0..3, or -1 */
     double cap_min_w, cap_max_w; /* per-GPU device limits for the cap mapping */
     const char *name;            /* for error messages; may be NULL (then the job's index) */
+    /* what was measured of this job before the event (safe-online starts
+     * from it: its floors and first moves read off these points); NULL/0:
+     * nothing. Same units as tokens_per_s_max / power_max_w. */
+    const pfi_online_point *known;
+    size_t n_known;
 } pfi_alloc_job;
 
 typedef struct pfi_alloc_opts {
