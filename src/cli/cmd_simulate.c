@@ -136,6 +136,20 @@ static const pfi_opt simulate_options[] = {
                "safe-online: seconds per round (default 60)"),
     OPT_DOUBLE(0, "online-settle", so.online.settle_s, "S", 0, 86400,
                "safe-online: settling seconds after a cap change (default 10)"),
+    OPT_SET_INT(0, "no-profile", so.profile, 0,
+                "safe-online: no job is profiled at job start (default: every job not in "
+                "Flex 0, docs/allocation.md \"Profiles and memory\")"),
+    OPT_INTEGER(0, "profile-points", so.prof.points, "K", 1, 16,
+                "profile: powers below the ceiling (default 8)"),
+    OPT_INTEGER(0, "profile-steps", so.prof.steps, "N", 1, 100000,
+                "profile: training steps measured at each (default 20)"),
+    OPT_DOUBLE(0, "profile-cost", so.prof.cost_max, "F", 0, 1,
+               "profile: most throughput given up, x the job's first hour (default 0.01)"),
+    OPT_DOUBLE(0, "profile-low", so.prof.low_frac, "F", 0.05, 1,
+               "profile: lowest power of the schedule, x P_max (default 0.5)"),
+    OPT_INTEGER(0, "memory-events", so.memory_events, "K", 0, 20,
+                "safe-online: K earlier events (cuts drawn in 5..30%) whose measured points "
+                "it keeps (default 0)"),
     OPT_INCLUDE(cli_out_options, out, CLI_OUT_DOC),
     OPT_HELP(),
     OPT_END()};
@@ -239,6 +253,15 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
             fprintf(stderr, " %s %.2f", pfi_strategy_name((pfi_strategy)s),
                     res->cell[(size_t)s * nc].seconds);
     fprintf(stderr, "\n");
+    if ((so->strategies & (1u << PFI_STRAT_SAFE_ONLINE)) && so->profile && res->profile_jobs_all > 0)
+        fprintf(stderr,
+                "pfi simulate: %s: profiles: %.4g%% of jobs profiled, %.3g points each; cost "
+                "(throughput given up / the first hour's) mean %.3g%%, max %.3g%% (bound "
+                "%.3g%%); %.0f profile points below their tier on the true curve\n",
+                sc ? "production" : "random", 100 * res->profiled_jobs / res->profile_jobs_all,
+                res->profiled_jobs > 0 ? res->profile_points / res->profiled_jobs : 0,
+                100 * res->profile_cost_sum / res->profile_jobs_all, 100 * res->profile_cost_max,
+                100 * so->prof.cost_max, res->profile_tier_violations);
     /* the headline: the 30% cut */
     size_t k30 = (size_t)llround(0.30 / so->cut_step);
     unsigned need = 1u << PFI_STRAT_ORACLE | 1u << PFI_STRAT_EQUAL | 1u << PFI_STRAT_SAFE_ONLINE;

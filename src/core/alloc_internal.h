@@ -91,8 +91,15 @@ pfi_status alloc_caps(const pfi_alloc_job *jobs, const prepared *pj, const doubl
 
 /* safe-online simulated: P[r * n + i] after round r (r = 0: the reference),
  * r <= rounds; *feasible: the learned floors fit the budget at the end */
+/* keep (may be NULL): every job's measured points at the end, at most
+ * max per job (pts[i * max ..], n[i] of them): the memory of this event */
+typedef struct online_keep {
+    pfi_online_point *pts;
+    size_t *n, max;
+} online_keep;
 pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
                            const pfi_alloc_opts *o, const pfi_online_opts *oo, int rounds,
-                           uint64_t seed, double *P, int *feasible, pfi_error *err);
+                           uint64_t seed, double *P, int *feasible, online_keep *keep,
+                           pfi_error *err);
 
 #endif

@@ -32,7 +32,8 @@
 #include "strategy.h"
 #include "util.h"
 
-#define MAXP 24
+#define MAXP 32 /* points per job: a profile, earlier events and this one */
+#define LOCAL_MAX (MAXP + 2) /* points of a local model (the plan's: every measured point) */
 
 typedef struct opoint {
     double p, t, vp, vt; /* power, tokens/s (scaled), their variances */
@@ -109,6 +110,9 @@ void pfi_online_free(pfi_online *s)
 
 static void neighbours(const pfi_online *s, size_t i, double p, const opoint **below,
                        const opoint **at, const opoint **above);
+static void add_point(pfi_online *s, size_t i, opoint m);
+static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job);
+static pfi_status plan_from_known(pfi_online *s, pfi_error *err);
 static double secant(const opoint *a, const opoint *b, double *se);
 
 /* the tier's throughput (scaled), or -1 without an SLA */
@@ -222,19 +226,23 @@ pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
     for (size_t i = 0; i < n; i++) {
         s->jobs[i].curve = s->jobs[i].pred_curve = NULL;
         s->jobs[i].name = NULL;
-        s->local[i].p = malloc(6 * sizeof(double));
+        s->local[i].p = malloc(2 * LOCAL_MAX * sizeof(double));
         if (!s->local[i].p) {
             pfi_online_free(s);
             return pfi_errorf(err, PFI_ENOMEM, "out of memory");
         }
-        s->local[i].t = s->local[i].p + 3;
+        s->local[i].t = s->local[i].p + LOCAL_MAX;
         ojob *q = &s->j[i];
-        q->pt[0] = (opoint){s->pj.hi[i], s->pj.tmax[i], 0, 0}; /* the uncapped baseline */
+        /* the uncapped baseline; in a simulation what the true curve gives there
+         * (its isotonic top can differ from the table's T_max) */
+        double t0 = s->pj.jc && s->pj.jc[i].n ? jc_at(&s->pj.jc[i], s->pj.hi[i]) : s->pj.tmax[i];
+        q->pt[0] = (opoint){s->pj.hi[i], t0, 0, 0};
         q->D = oo->trust_frac;
         q->np = 1;
+        add_known(s, i, &jobs[i]);
         q->floor = learn_floor(s, i);
     }
-    if ((st = reference(s, budget_w, err))) {
+    if ((st = reference(s, budget_w, err)) || (st = plan_from_known(s, err))) {
         pfi_online_free(s);
         return st;
     }
@@ -372,6 +380,141 @@ static double loss_slope(const pfi_online *s, size_t i, const opoint *cur, doubl
     }
     double l = (loss + z * sqrt(var)) / (cur->p - pt);
     return l > 0 ? l : 0;
+}
+
+/* job i's known points (jobs[i].known: a profile, earlier events) added
+ * to its measured points, tokens/s scaled as the state's; a point not
+ * finite, not positive or above the uncapped power is skipped */
+static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job)
+{
+    double sc = s->pj.scale[i], hi = s->pj.hi[i];
+    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    for (size_t k = 0; job->known && k < job->n_known; k++) {
+        const pfi_online_point *x = &job->known[k];
+        double pse = isfinite(x->power_se_w) ? x->power_se_w : 0;
+        double tse = isfinite(x->tokens_se) ? x->tokens_se : 0;
+        if (!(isfinite(x->power_w) && isfinite(x->tokens_per_s) && x->power_w > 0 &&
+              x->tokens_per_s >= 0 && x->power_w <= hi + tol))
+            continue;
+        add_point(s, i, (opoint){x->power_w, x->tokens_per_s * sc, pse * pse, tse * sc * tse * sc});
+    }
+}
+
+size_t pfi_online_export(const pfi_online *s, size_t i, pfi_online_point *out, size_t max)
+{
+    if (i >= s->n) return 0;
+    const ojob *q = &s->j[i];
+    double sc = s->pj.scale[i];
+    size_t m = 0;
+    for (size_t k = 1; k < q->np && m < max; k++) { /* pt[0]: the uncapped baseline */
+        const opoint *a = &q->pt[k];
+        out[m++] = (pfi_online_point){a->p, sqrt(a->vp), a->t / sc, sqrt(a->vt) / sc};
+    }
+    return m;
+}
+
+/* job i's measured points sorted by power, each less z SE and made
+ * monotone (a lower point never above a higher one): its pessimistic
+ * curve where it was measured; returns how many (into x, pt, tt) */
+static size_t pessimistic_points(const pfi_online *s, size_t i, opoint *x, double *pt, double *tt)
+{
+    const ojob *q = &s->j[i];
+    size_t m = q->np;
+    memcpy(x, q->pt, m * sizeof *x);
+    for (size_t a = 1; a < m; a++) /* insertion sort, ascending power */
+        for (size_t b = a; b > 0 && x[b].p < x[b - 1].p; b--) {
+            opoint t = x[b];
+            x[b] = x[b - 1];
+            x[b - 1] = t;
+        }
+    for (size_t k = 0; k < m; k++) pt[k] = x[k].p, tt[k] = x[k].t - s->oo.z * sqrt(x[k].vt);
+    for (size_t k = m - 1; k-- > 0;)
+        if (tt[k] > tt[k + 1]) tt[k] = tt[k + 1];
+    return m;
+}
+
+/* job i's curve for the plan (s->local[i], domain [dlo, dhi]): its
+ * pessimistic measured curve from its floor (or its lowest point) to its
+ * uncapped baseline, chords less the curvature allowance (len^2 / 8);
+ * where its reference target lies below its lowest point, extended down
+ * to it with loss_slope's extrapolation. A job without measured points
+ * (or held) is pinned at its reference target. */
+static void plan_curve(pfi_online *s, size_t i)
+{
+    ojob *q = &s->j[i];
+    jcurve *L = &s->local[i];
+    double P0 = q->P;
+    L->n = 0;
+    if (q->np < 2 || q->held) {
+        L->n = 1;
+        L->p[0] = L->lo = L->hi = s->dlo[i] = s->dhi[i] = P0;
+        L->t[0] = 0;
+        return;
+    }
+    opoint x[MAXP];
+    double pt[MAXP], tt[MAXP], pmax = s->jobs[i].power_max_w;
+    double kc = s->oo.curvature * s->pj.tmax[i] / (pmax * pmax);
+    size_t m = pessimistic_points(s, i, x, pt, tt);
+    double lo = fmax(q->floor, pt[0]);
+    if (P0 < lo) lo = P0;
+    if (lo < pt[0]) { /* below every measured point: extrapolated */
+        L->p[0] = lo;
+        L->t[0] = tt[0] - loss_slope(s, i, &x[0], lo) * (pt[0] - lo);
+        L->n = 1;
+    }
+    for (size_t k = 0; k < m; k++) {
+        if (pt[k] < lo) {
+            if (k + 1 < m && pt[k + 1] > lo) { /* lo on the chord k .. k + 1 */
+                double len = pt[k + 1] - pt[k], w = (lo - pt[k]) / len;
+                L->p[L->n] = lo;
+                L->t[L->n++] = tt[k] + w * (tt[k + 1] - tt[k]) - kc * len * len / 8;
+            }
+            continue;
+        }
+        if (L->n && pt[k] <= L->p[L->n - 1]) continue;
+        L->p[L->n] = pt[k];
+        L->t[L->n++] = tt[k];
+    }
+    L->lo = L->p[0];
+    L->hi = L->p[L->n - 1];
+    s->dlo[i] = L->lo;
+    s->dhi[i] = L->hi;
+}
+
+/* The first targets from what is known before a round (a profile at job
+ * start, earlier events: docs/allocation.md, "Profiles and memory"): the
+ * oracle's greedy under the budget on each job's pessimistic measured
+ * curve (plan_curve), the jobs without points pinned at their reference
+ * share. Every reference target lies on its job's domain, so the plan's
+ * pessimistic total is never below the reference's on the same curves;
+ * where the floors do not fit, the reference (the tier rule) stands. */
+static pfi_status plan_from_known(pfi_online *s, pfi_error *err)
+{
+    size_t n = s->n;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= s->j[i].np > 1 && !s->j[i].held;
+    if (!any) return PFI_OK;
+    double sum_lo = 0;
+    for (size_t i = 0; i < n; i++) {
+        plan_curve(s, i);
+        sum_lo += s->dlo[i];
+    }
+    if (sum_lo > s->budget * (1 + 1e-12)) return PFI_OK;
+    prepared g = s->pj;
+    g.floor = s->dlo;
+    g.hi = s->dhi;
+    int feas = 1;
+    double budget = s->budget, sum = 0;
+    pfi_status st = envelope_greedy(&g, s->local, &budget, 1, s->buf, NULL, &feas, NULL, err);
+    if (st || !feas) return st;
+    for (size_t i = 0; i < n; i++) sum += s->buf[i];
+    if (sum > budget * (1 + 1e-9)) return PFI_OK;
+    for (size_t i = 0; i < n; i++) {
+        ojob *q = &s->j[i];
+        q->P = q->Pprev = s->targets[i] = s->buf[i];
+        q->moved = 0;
+    }
+    return PFI_OK;
 }
 
 /* job i's pessimistic local model around its current power: 3 points in
@@ -557,6 +700,7 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
     measure(s, power_w, power_se_w, tokens_per_s, tokens_se);
     if (fabs(budget_w - s->budget) > 1e-3 * fabs(s->budget)) { /* a new budget: restart */
         pfi_status st = reference(s, budget_w, err);
+        if (!st) st = plan_from_known(s, err);
         if (!st) memcpy(target_w, s->targets, n * sizeof *target_w);
         return st;
     }
@@ -646,7 +790,8 @@ pfi_status pfi_online_rejob(const pfi_online *old, const pfi_alloc_job *jobs, si
 
 pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
                            const pfi_alloc_opts *o, const pfi_online_opts *oo, int rounds,
-                           uint64_t seed, double *P, int *feasible, pfi_error *err)
+                           uint64_t seed, double *P, int *feasible, online_keep *keep,
+                           pfi_error *err)
 {
     for (size_t i = 0; i < n; i++)
         if (!jobs[i].curve)
@@ -690,6 +835,8 @@ pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
         for (size_t i = 0; i < n; i++) sum += s->j[i].floor;
         *feasible = sum <= budget_w * (1 + 1e-9);
     }
+    for (size_t i = 0; !st && keep && i < n; i++)
+        keep->n[i] = pfi_online_export(s, i, keep->pts + i * keep->max, keep->max);
     free(pw), free(prev);
     gsl_rng_free(rng);
     pfi_online_free(s);
@@ -705,7 +852,7 @@ pfi_status pfi_alloc_safe_online(const pfi_alloc_job *jobs, size_t n, double bud
     double *P = malloc(((size_t)rounds + 1) * n * sizeof *P + 1);
     if (!P) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     int feas = 1;
-    pfi_status st = online_simulate(jobs, n, budget_w, o, oo, rounds, seed, P, &feas, err);
+    pfi_status st = online_simulate(jobs, n, budget_w, o, oo, rounds, seed, P, &feas, NULL, err);
     prepared pj;
     if (!st) {
         pfi_alloc_opts eo = *o;

@@ -1,6 +1,7 @@
 /* allocsim.c — the allocation experiment (see allocsim.h). */
 #include "allocsim.h"
 
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +31,9 @@ void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
     o->sla_curve_margin = ao.sla_curve_margin;
     pfi_online_opts_default(&o->online);
     o->online.rounds = 15;
+    o->profile = 1;
+    pfi_profile_opts_default(&o->prof);
+    o->memory_events = 0;
 }
 
 void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
@@ -125,7 +129,12 @@ typedef struct sim {
     int *feas, *over, *inf;
     size_t *viol;
     double loop_sum[PFI_SIM_MAX_ROUNDS + 1]; /* the closed loop's totals per round at 30% */
+    /* safe-online's knowledge of each job before the event: KNOWN_MAX points a job */
+    pfi_online_point *known;
+    size_t *nknown;
 } sim;
+
+#define KNOWN_MAX 32
 
 static void sim_dispose(sim *m)
 {
@@ -133,6 +142,7 @@ static void sim_dispose(sim *m)
     free(m->Pall), free(m->feas), free(m->over), free(m->wr);
     free(m->w), free(m->budgets), free(m->tot), free(m->gap), free(m->inf), free(m->viol);
     free(m->ft), free(m->pt);
+    free(m->known), free(m->nknown);
     if (m->rng) gsl_rng_free(m->rng);
 }
 
@@ -168,6 +178,9 @@ static pfi_status sim_init(sim *m, const pfi_allocsim_opts *o, const int *is_ft,
     m->viol = malloc(nc * sizeof *m->viol);
     m->ft = malloc(npool * sizeof *m->ft), m->pt = malloc(npool * sizeof *m->pt);
     m->rng = gsl_rng_alloc(gsl_rng_taus2);
+    m->known = malloc(J * KNOWN_MAX * sizeof *m->known);
+    m->nknown = calloc(J, sizeof *m->nknown);
+    if (!m->known || !m->nknown) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     if (!r->cuts || !r->cell || !m->w || !m->budgets || !m->tot || !m->gap || !m->inf || !m->viol ||
         !m->ft || !m->pt || !m->rng || !r->rnd || !r->oracle_infeasible || !m->Pall || !m->feas ||
         !m->over || !m->wr)
@@ -290,16 +303,93 @@ static pfi_status run_closed_loop(sim *m, size_t wl, const pfi_alloc_opts *ao,
     return st;
 }
 
+/* job j's profile at job start on its true curve (pfi_profile_next's
+ * rule, the measurement noise of safe-online's model): its points into
+ * m->known, the cost and tier checks into r */
+static void profile_job(sim *m, size_t j, gsl_rng *rng, pfi_allocsim_result *r)
+{
+    const pfi_allocsim_opts *o = m->o;
+    const pfi_alloc_job *job = &m->w[j];
+    pfi_online_point *pts = m->known + j * KNOWN_MAX;
+    double spent_meas = 0, spent_true = 0, T = job->tokens_per_s_max, next_w;
+    double L = pfi_sla_loss(job->sla_tier);
+    size_t n = 0;
+    double budget = pfi_profile_budget_tokens(job, &o->prof);
+    while (n < KNOWN_MAX && pfi_profile_next(job, &o->prof, pts, n, spent_meas, &next_w) ==
+                                PFI_PROFILE_GO) {
+        double t = jc_at(&m->ev.jc[j], next_w) / m->ev.scale[j], rate = T - t;
+        /* the controller watches the cost as it goes: a point that would pass
+         * the budget ends early (its steps cut), and is dropped with fewer
+         * than a quarter of them */
+        double d = pfi_profile_point_s(&o->prof), steps = o->prof.steps;
+        if (rate > 0 && spent_true + rate * d > budget) {
+            d = (budget - spent_true) / rate;
+            steps = (d - o->prof.settle_s) / o->online.step_s;
+        }
+        spent_true += rate * d;
+        if (steps < 0.25 * o->prof.steps) break;
+        double rt = o->online.step_jitter / sqrt(steps);
+        double rp = o->online.power_noise / sqrt(fmax(1, steps * o->online.step_s));
+        double tm = t * (1 + gsl_ran_gaussian_ziggurat(rng, rt));
+        pts[n++] = (pfi_online_point){next_w * (1 + gsl_ran_gaussian_ziggurat(rng, rp)),
+                                      next_w * rp, tm, fabs(tm) * rt};
+        spent_meas += (T - tm) * d;
+        if (job->sla_tier >= 0 && t < (1 - L) * T * (1 - 1e-9)) r->profile_tier_violations++;
+    }
+    m->nknown[j] = n;
+    double cost = T > 0 ? spent_true / (T * 3600) : 0;
+    r->profile_jobs_all++;
+    r->profiled_jobs += n > 0;
+    r->profile_points += (double)n;
+    r->profile_cost_sum += cost;
+    if (cost > r->profile_cost_max) r->profile_cost_max = cost;
+}
+
+/* what safe-online knows of the workload's jobs before its event: their
+ * profiles, then the points of memory_events earlier events */
+static pfi_status known_before(sim *m, size_t wl, const pfi_alloc_opts *ao,
+                               pfi_allocsim_result *r, pfi_error *err)
+{
+    const pfi_allocsim_opts *o = m->o;
+    size_t J = m->J;
+    memset(m->nknown, 0, J * sizeof *m->nknown);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    if (!rng) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    gsl_rng_set(rng, (unsigned long)pfi_mix64(o->seed ^ (wl * 7919 + 0x9f0f11eULL)));
+    for (size_t j = 0; o->profile && j < J; j++) profile_job(m, j, rng, r);
+    pfi_status st = PFI_OK;
+    double sum_max = 0;
+    for (size_t j = 0; j < J; j++) sum_max += m->w[j].power_max_w;
+    for (int e = 0; e < o->memory_events && !st; e++) {
+        double cut = 0.05 + 0.25 * gsl_rng_uniform(rng);
+        for (size_t j = 0; j < J; j++) {
+            m->w[j].known = m->known + j * KNOWN_MAX;
+            m->w[j].n_known = m->nknown[j];
+        }
+        online_keep keep = {m->known, m->nknown, KNOWN_MAX};
+        int ok;
+        st = online_simulate(m->w, J, sum_max * (1 - cut), ao, &o->online, m->orounds,
+                             o->seed ^ pfi_mix64(wl * 977 + (size_t)e + 0x3e3e), m->Pall, &ok,
+                             &keep, err);
+    }
+    gsl_rng_free(rng);
+    for (size_t j = 0; j < J; j++) {
+        m->w[j].known = m->nknown[j] ? m->known + j * KNOWN_MAX : NULL;
+        m->w[j].n_known = m->nknown[j];
+    }
+    return st;
+}
+
 /* safe-online at each cut: every round's allocation scored */
 static pfi_status run_safe_online(sim *m, size_t wl, const pfi_alloc_opts *ao,
-                                  pfi_allocsim_round *rc, pfi_error *err)
+                                  pfi_allocsim_round *rc, pfi_allocsim_result *r, pfi_error *err)
 {
-    pfi_status st = PFI_OK;
     size_t J = m->J;
+    pfi_status st = known_before(m, wl, ao, r, err);
     for (size_t k = 0; k < m->nc && !st; k++) {
         int ok = 1;
         st = online_simulate(m->w, J, m->budgets[k], ao, &m->o->online, m->orounds,
-                             m->o->seed ^ pfi_mix64(wl * 131 + k), m->Pall, &ok, err);
+                             m->o->seed ^ pfi_mix64(wl * 131 + k), m->Pall, &ok, NULL, err);
         for (int q = 0; q <= m->orounds && !st; q++) {
             const double *Pq = m->Pall + (size_t)q * J;
             double sum = 0;
@@ -309,6 +399,7 @@ static pfi_status run_safe_online(sim *m, size_t wl, const pfi_alloc_opts *ao,
         }
         m->inf[k] = !ok;
     }
+    for (size_t j = 0; j < J; j++) m->w[j].known = NULL, m->w[j].n_known = 0;
     return st;
 }
 
@@ -345,7 +436,7 @@ static pfi_status run_strategy(sim *m, int s, size_t wl, pfi_allocsim_result *r,
     ao.op_pfi_true = o->op_pfi_true;
     pfi_allocsim_round *rc = &r->rnd[(size_t)s * nc * m->R1];
     pfi_status st = s == PFI_STRAT_CLOSED_LOOP   ? run_closed_loop(m, wl, &ao, rc, err)
-                    : s == PFI_STRAT_SAFE_ONLINE ? run_safe_online(m, wl, &ao, rc, err)
+                    : s == PFI_STRAT_SAFE_ONLINE ? run_safe_online(m, wl, &ao, rc, r, err)
                                                  : run_static(m, s, &ao, rc, err);
     if (st) return st;
     for (size_t k = 0; k < nc; k++) {

@@ -14,6 +14,7 @@
 #define PFI_ALLOCSIM_H
 
 #include "pfi/alloc.h"
+#include "pfi/profile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,14 @@ typedef struct pfi_allocsim_opts {
     double sla_curve_margin; /* curve-aware SLA margin (pfi_alloc_opts default) */
     int op_pfi_true;         /* pfi-op: PFI at the operating point from the true curve */
     pfi_online_opts online;  /* safe-online (rounds: 15 here) */
+    /* safe-online's knowledge before the event (docs/allocation.md, "Profiles
+     * and memory"): every job profiled at job start (profile: 1 by default;
+     * the measurement noise of online's step_jitter and power_noise), and
+     * memory_events earlier events (each at a cut drawn uniformly in 5..30%,
+     * online.rounds rounds) whose measured points it keeps */
+    int profile;
+    pfi_profile_opts prof;
+    int memory_events;
 } pfi_allocsim_opts;
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o);
@@ -79,6 +88,11 @@ typedef struct pfi_allocsim_result {
     int srounds[PFI_STRAT_COUNT]; /* rounds filled per strategy (0: static) */
     double mean_uncapped;         /* mean sum of T_max (normalized: of 1) */
     double *oracle_infeasible;    /* per cut: workloads where the oracle's floors do not fit */
+    /* the profiles (profile on): jobs profiled, their points, the cost
+     * (throughput given up on the true curve / the first hour's), points
+     * measured below the tier on the true curve */
+    double profiled_jobs, profile_points, profile_cost_sum, profile_cost_max;
+    double profile_tier_violations, profile_jobs_all;
 } pfi_allocsim_result;
 
 /* pool[i].moe_ft and is_ft[i] (task) drive the scenarios. */

@@ -63,8 +63,11 @@ static const pfi_allocsim_round *rnd(const pfi_allocsim_result *r, int s, size_t
     return &r->rnd[((size_t)s * r->ncuts + k) * (size_t)(r->max_rounds + 1) + (size_t)q];
 }
 
-/* the study on the adversarial pool: safety and monotonicity per cut */
-static void run_study(double sla_flex0, int normalized)
+/* the study on the adversarial pool: safety and monotonicity per cut;
+ * profile: every job profiled at job start (round 0 is then the plan on
+ * the profiles, not the reference); returns the gap closed at round 1
+ * summed over the cuts */
+static double run_study(double sla_flex0, int normalized, int profile)
 {
     pool P;
     pool_init(&P, 0.3);
@@ -77,6 +80,7 @@ static void run_study(double sla_flex0, int normalized)
     so.scenario = PFI_SCEN_RANDOM;
     so.normalized = normalized;
     so.online.rounds = 10;
+    so.profile = profile;
     so.strategies = (1u << PFI_STRAT_ORACLE) | (1u << PFI_STRAT_EQUAL) |
                     (1u << PFI_STRAT_SAFE_ONLINE) | (1u << PFI_STRAT_PFI_OP);
     if (sla_flex0 >= 0) {
@@ -86,7 +90,7 @@ static void run_study(double sla_flex0, int normalized)
     pfi_allocsim_result r;
     pfi_error e;
     assert_int_equal(pfi_allocsim_run(P.j, NULL, NCURVE, &so, &r, &e), PFI_OK);
-    double gained = 0;
+    double gained = 0, closed1 = 0;
     for (size_t k = 1; k < r.ncuts; k++) {
         double O = rnd(&r, PFI_STRAT_ORACLE, k, 0)->mean_total,
                E = rnd(&r, PFI_STRAT_EQUAL, k, 0)->mean_total, gap = O - E;
@@ -98,7 +102,9 @@ static void run_study(double sla_flex0, int normalized)
         }
         for (int q = 0; q <= r.srounds[PFI_STRAT_SAFE_ONLINE]; q++) {
             const pfi_allocsim_round *c = rnd(&r, PFI_STRAT_SAFE_ONLINE, k, q);
-            if (q == 0) assert_near(c->mean_total, E, 1e-9 * E); /* starts at the reference */
+            if (q == 0 && !profile) /* starts at the reference */
+                assert_near(c->mean_total, E, 1e-9 * E);
+            if (q == 1 && gap > 0) closed1 += (c->mean_total - E) / gap;
             if (q > 0) /* monotone across rounds, to 0.02 of the gap */
                 assert_true(c->mean_total >= rnd(&r, PFI_STRAT_SAFE_ONLINE, k, q - 1)->mean_total -
                                                  0.02 * gap - 1e-9 * E);
@@ -111,7 +117,7 @@ static void run_study(double sla_flex0, int normalized)
             /* none at round 5 where the learned floors can fit (cuts to 25%) */
             if (sla_flex0 >= 0 && q == 5 && r.cuts[k] < 0.25 + 1e-9)
                 assert_int_equal((int)c->sla_viol_ofeas, 0);
-            if (sla_flex0 >= 0 && q == r.srounds[PFI_STRAT_SAFE_ONLINE])
+            if (sla_flex0 >= 0 && q == r.srounds[PFI_STRAT_SAFE_ONLINE] && !profile)
                 assert_true(c->sla_viol_ofeas <=
                             0.1 * rnd(&r, PFI_STRAT_SAFE_ONLINE, k, 0)->sla_viol_ofeas);
         }
@@ -119,21 +125,32 @@ static void run_study(double sla_flex0, int normalized)
             rnd(&r, PFI_STRAT_SAFE_ONLINE, k, r.srounds[PFI_STRAT_SAFE_ONLINE])->mean_total - E;
     }
     assert_true(gained > 0); /* it learns something */
+    if (profile) { /* the profiles: within the cost, every job (none is Flex 0 or tiered here) */
+        assert_true(r.profile_cost_max <= so.prof.cost_max * (1 + 1e-9));
+        if (sla_flex0 < 0) assert_true(r.profiled_jobs == r.profile_jobs_all);
+        assert_true(r.profile_points >= 2 * r.profiled_jobs);
+    }
     pfi_allocsim_result_dispose(&r);
     pool_dispose(&P);
+    return closed1;
 }
 
 static void adversarial_safety(void **s)
 {
     (void)s;
-    run_study(-1, 0);
-    run_study(-1, 1);
+    run_study(-1, 0, 0);
+    run_study(-1, 1, 0);
+    /* with profiles: the same safety, and more of the gap closed at round 1 */
+    double without = run_study(-1, 1, 0), with = run_study(-1, 1, 1);
+    assert_true(with > without);
+    run_study(-1, 0, 1);
 }
 
 static void adversarial_sla(void **s)
 {
     (void)s;
-    run_study(0.1, 1);
+    run_study(0.1, 1, 0);
+    run_study(0.1, 1, 1);
 }
 
 /* the online API: a measured violation forces a job up; a new budget
