@@ -268,6 +268,11 @@ static int stages_simulate(repro *r, const char *wl, const char *fleet, const ch
             "--sla-mix", "0.1,0.3,0.3,0.3", "--score-csv", dpath(r, "recon_scores_sla.csv"), "-o",
             dpath(r, "recon_simulate_sla.csv"), dpath(r, "recon_sweep.csv"), NULL))
         return -1;
+    if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--pool-where", "split=headline",
+            "--sla-mix", "0.1,0.3,0.3,0.3", "--no-profile", "--strategies",
+            "oracle,equal,safe-online", "--score-csv", dpath(r, "recon_scores_sla_noprofile.csv"),
+            "-o", dpath(r, "recon_simulate_sla_noprofile.csv"), dpath(r, "recon_sweep.csv"), NULL))
+        return -1;
     stage(r, "  ... out of sample: validation + H100 jobs, and a fresh fleet of %s jobs", fleet);
     if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--model",
             dpath(r, "recon_model.json"), "--curve-model", dpath(r, "recon_curve_model.json"),
@@ -325,6 +330,21 @@ static int stages_zeus(repro *r, const char *wl, char zeus[4][4096])
             dpath(r, "zeus_scores_sla.csv"), "-o", dpath(r, "zeus_simulate_sla.csv"), zeus[0],
             zeus[1], zeus[2], zeus[3], NULL))
         return -1;
+    /* profiles and memory (issue 31): the held-out pair without profiles,
+     * with profiles and 3 earlier events, and with tiers without profiles */
+    stage(r, "  ... safe-online without profiles, with 3 earlier events, tiers without profiles");
+    /* variant v: its two options, its tier mix (0,0,0,0: none), its scores */
+    static const char *const pv[3][4] = {
+        {"--no-profile", "--memory-events=0", "0,0,0,0", "zeus_scores_noprofile.csv"},
+        {"--memory-events=3", "--profile-points=8", "0,0,0,0", "zeus_scores_memory3.csv"},
+        {"--no-profile", "--memory-events=0", "0.1,0.3,0.3,0.3", "zeus_scores_sla_noprofile.csv"}};
+    for (int v = 0; v < 3; v++)
+        if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
+                "--scenario", "random", "--cut-max", "0.3", "--pool-where",
+                "gpu_model=P100,RTX6000", "--strategies", "oracle,equal,safe-online", pv[v][0],
+                pv[v][1], "--sla-mix", pv[v][2], "--score-csv", dpath(r, pv[v][3]), "-o",
+                dpath(r, "zeus_simulate_variant.csv"), zeus[0], zeus[1], zeus[2], zeus[3], NULL))
+            return -1;
     for (int dev = 0; dev < 2; dev++)
         if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",
                 "--scenario", "random", "--cut-max", "0.3", "--pfi", "measured", "--pool-where",

@@ -216,8 +216,8 @@ static pfi_status mean_and_max(sum_ctx *x, const sum_ref *r, double *v, char *no
 
 /* safe-online's safety over a scores CSV (docs/allocation.md, "Scoring"):
  * COLUMN summed over the rows matching every key at cuts 5% and deeper and
- * rounds 1 and later (every workload-round the study scores, the first
- * round included); the note has the cells summed and the worst workload's
+ * every round (round 0 included: with profiles it is the plan, not the
+ * reference); the note has the cells summed and the worst workload's
  * shortfall (worst_vs_ref_in_gaps) with its cut and round:
  * FILE|KEY=VALUE[&...]|rounds(COLUMN) */
 static pfi_status rounds_sum(sum_ctx *x, const sum_ref *r, double *v, char *note, size_t n)
@@ -242,7 +242,7 @@ static pfi_status rounds_sum(sum_ctx *x, const sum_ref *r, double *v, char *note
     size_t cells = 0;
     for (size_t i = 0; i < pfi_table_nrows(t); i++) {
         double cut = pfi_table_num(t, (size_t)ccut, i), q = pfi_table_num(t, (size_t)cr, i);
-        if (!sum_row_has(t, kc, r, i) || cut < 0.05 - 1e-9 || q < 1) continue;
+        if (!sum_row_has(t, kc, r, i) || cut < 0.05 - 1e-9 || q < 0) continue;
         sum += pfi_table_num(t, (size_t)cc, i);
         cells++;
         double w = pfi_table_num(t, (size_t)cw, i);
@@ -251,6 +251,42 @@ static pfi_status rounds_sum(sum_ctx *x, const sum_ref *r, double *v, char *note
     *v = sum;
     snprintf(note, n, "%zu cut-rounds; worst workload %+.2f gaps (%.0f%% cut, round %.0f)", cells,
              worst, 100 * wcut, wround);
+    return PFI_OK;
+}
+
+/* over the cuts of a scores CSV (the rows matching every key): mean of
+ * COLUMN over cuts 5-30% (cutmean; the note has the smallest and its cut)
+ * or its sum over cuts 10-30% (cutsum): FILE|KEY=VALUE[&...]|cutmean(COLUMN) */
+static pfi_status over_cuts(sum_ctx *x, const sum_ref *r, double *v, char *note, size_t n)
+{
+    char col[96];
+    size_t len = strlen(r->col);
+    int mean = !strncmp(r->col, "cutmean(", 8), skip = mean ? 8 : 7;
+    if (r->nk == 0 || (!mean && strncmp(r->col, "cutsum(", 7)) || r->col[len - 1] != ')' ||
+        len - (size_t)skip - 1 >= sizeof col)
+        return sum_fail(x, PFI_EINVAL, "'%s': expected FILE|KEY=VALUE[&...]|cutmean(COLUMN)",
+                        r->text);
+    snprintf(col, sizeof col, "%.*s", (int)(len - (size_t)skip - 1), r->col + skip);
+    pfi_table *t;
+    long kc[SUM_MAX_KEYS], cc, ccut;
+    pfi_status st = sum_table(x, SUM_RUN, r->file, &t);
+    if (!st) st = sum_key_cols(x, t, r, kc);
+    if (!st) st = sum_col(x, t, r->file, col, &cc);
+    if (!st) st = sum_col(x, t, r->file, "cut", &ccut);
+    if (st) return st;
+    double sum = 0, lo = INFINITY, lo_cut = NAN, from = mean ? 0.05 : 0.10;
+    size_t cells = 0;
+    for (size_t i = 0; i < pfi_table_nrows(t); i++) {
+        double cut = pfi_table_num(t, (size_t)ccut, i), e = pfi_table_num(t, (size_t)cc, i);
+        if (!sum_row_has(t, kc, r, i) || cut < from - 1e-9 || cut > 0.30 + 1e-9 || !isfinite(e))
+            continue;
+        sum += e;
+        cells++;
+        if (e < lo) lo = e, lo_cut = cut;
+    }
+    *v = mean ? (cells ? sum / (double)cells : NAN) : sum;
+    snprintf(note, n, "%zu cuts (%.0f-30%%); smallest %.3f at %.0f%%", cells, 100 * from, lo,
+             100 * lo_cut);
     return PFI_OK;
 }
 
@@ -265,6 +301,7 @@ static const struct {
     {"count_ok_noisy", count_ok_noisy},
     {"mean_and_max", mean_and_max},
     {"rounds_sum", rounds_sum},
+    {"over_cuts", over_cuts},
 };
 
 sum_compute_fn sum_compute_find(const char *name)
