@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 typedef struct pfi_profile_opts {
-    int points;       /* powers below the ceiling (8) */
+    int points;       /* powers below the ceiling (12) */
     int steps;        /* training steps measured at each (20) */
     double settle_s;  /* after each cap change, not measured (10) */
     double step_s;    /* one training step, s (1; the controller measures it) */

@@ -336,7 +336,7 @@ static int stages_zeus(repro *r, const char *wl, char zeus[4][4096])
     /* variant v: its two options, its tier mix (0,0,0,0: none), its scores */
     static const char *const pv[3][4] = {
         {"--no-profile", "--memory-events=0", "0,0,0,0", "zeus_scores_noprofile.csv"},
-        {"--memory-events=3", "--profile-points=8", "0,0,0,0", "zeus_scores_memory3.csv"},
+        {"--memory-events=3", "--profile-points=12", "0,0,0,0", "zeus_scores_memory3.csv"},
         {"--no-profile", "--memory-events=0", "0.1,0.3,0.3,0.3", "zeus_scores_sla_noprofile.csv"}};
     for (int v = 0; v < 3; v++)
         if (run(r, "simulate", "--workloads", wl, "--seed", r->seed, "--objective", "normalized",

@@ -140,13 +140,16 @@ static const pfi_opt simulate_options[] = {
                 "safe-online: no job is profiled at job start (default: every job not in "
                 "Flex 0, docs/allocation.md \"Profiles and memory\")"),
     OPT_INTEGER(0, "profile-points", so.prof.points, "K", 1, 16,
-                "profile: powers below the ceiling (default 8)"),
+                "profile: powers below the ceiling (default 12)"),
     OPT_INTEGER(0, "profile-steps", so.prof.steps, "N", 1, 100000,
                 "profile: training steps measured at each (default 20)"),
     OPT_DOUBLE(0, "profile-cost", so.prof.cost_max, "F", 0, 1,
                "profile: most throughput given up, x the job's first hour (default 0.01)"),
     OPT_DOUBLE(0, "profile-low", so.prof.low_frac, "F", 0.05, 1,
                "profile: lowest power of the schedule, x P_max (default 0.5)"),
+    OPT_DOUBLE(0, "sla-floor-margin", so.sla_floor_margin, "M", 0, 1,
+               "the study's floor margin: SLA violations also counted where the oracle fits "
+               "every floor raised by M x T_max (default 0.05)"),
     OPT_INTEGER(0, "memory-events", so.memory_events, "K", 0, 20,
                 "safe-online: K earlier events (cuts drawn in 5..30%) whose measured points "
                 "it keeps (default 0)"),
@@ -236,6 +239,8 @@ static void score_rows(pfi_rows *SR, const pfi_allocsim_opts *so, const pfi_allo
                 pfi_rows_int(SR, r, 16, (long long)c->below_5);
                 pfi_rows_int(SR, r, 17, (long long)c->below_20);
                 pfi_rows_num(SR, r, 18, c->worst);
+                pfi_rows_int(SR, r, 19, (long long)c->sla_viol_ofeas_m);
+                pfi_rows_int(SR, r, 20, (long long)c->viol_workloads_ofeas_m);
             }
         }
     }
@@ -343,12 +348,15 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
                             "oracle_infeasible_workloads",
                             "workloads_below_ref_5pct_gap",
                             "workloads_below_ref_20pct_gap",
-                            "worst_vs_ref_in_gaps"};
-    pfi_celltype stt[19] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
+                            "worst_vs_ref_in_gaps",
+                            "sla_violations_oracle_feasible_margin",
+                            "violating_workloads_oracle_feasible_margin"};
+    pfi_celltype stt[21] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
                             PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
                             PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_INT,
-                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM};
-    pfi_rows *SR = pfi_rows_new(19, snames, stt);
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_INT,
+                            PFI_CELL_INT};
+    pfi_rows *SR = pfi_rows_new(21, snames, stt);
     pfi_rows_table_fmt(R, 2, "%.2f");
     int rc = CLI_OK;
     for (int sc = 0; sc < 2 && rc == CLI_OK; sc++) {

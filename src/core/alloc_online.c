@@ -111,6 +111,7 @@ void pfi_online_free(pfi_online *s)
 static void neighbours(const pfi_online *s, size_t i, double p, const opoint **below,
                        const opoint **at, const opoint **above);
 static void add_point(pfi_online *s, size_t i, opoint m);
+static double merge_tol(const pfi_online *s, size_t i);
 static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job);
 static pfi_status plan_from_known(pfi_online *s, pfi_error *err);
 static double secant(const opoint *a, const opoint *b, double *se);
@@ -250,13 +251,24 @@ pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
     return PFI_OK;
 }
 
+/* job i's merge tolerance, W: merge_frac x P_max, or x twice its power
+ * range (uncapped less lowest reachable) where that is narrower: a job that
+ * cannot shed much (its power below most caps) keeps its few watts of range
+ * as distinct points (with P_max, a 1%-wide range merged into two points and
+ * the plan pinned such jobs: 0.1 of the gap on the Zeus held-out GPUs) */
+static double merge_tol(const pfi_online *s, size_t i)
+{
+    double pmax = s->jobs[i].power_max_w, range = 2 * (s->pj.hi[i] - s->pj.lo[i]);
+    return s->oo.merge_frac * (range > 0 && range < pmax ? range : pmax);
+}
+
 /* add a measurement to job i's points: merged with a point within merge_frac
  * x P_max (inverse-variance weights), else a new point (the oldest
  * non-baseline point dropped when full) */
 static void add_point(pfi_online *s, size_t i, opoint m)
 {
     ojob *q = &s->j[i];
-    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    double tol = merge_tol(s, i);
     for (size_t k = 0; k < q->np; k++) {
         opoint *a = &q->pt[k];
         if (fabs(a->p - m.p) > tol) continue;
@@ -282,7 +294,7 @@ static void neighbours(const pfi_online *s, size_t i, double p, const opoint **b
                        const opoint **at, const opoint **above)
 {
     const ojob *q = &s->j[i];
-    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    double tol = merge_tol(s, i);
     *below = *at = *above = NULL;
     for (size_t k = 0; k < q->np; k++) {
         const opoint *a = &q->pt[k];
@@ -307,7 +319,7 @@ static double secant(const opoint *a, const opoint *b, double *se)
 static size_t points_below(const pfi_online *s, size_t i, const opoint *cur, const opoint **out)
 {
     const ojob *q = &s->j[i];
-    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    double tol = merge_tol(s, i);
     size_t m = 0;
     for (size_t k = 0; k < q->np; k++)
         if (q->pt[k].p < cur->p - tol) out[m++] = &q->pt[k];
@@ -388,7 +400,7 @@ static double loss_slope(const pfi_online *s, size_t i, const opoint *cur, doubl
 static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job)
 {
     double sc = s->pj.scale[i], hi = s->pj.hi[i];
-    double tol = s->oo.merge_frac * s->jobs[i].power_max_w;
+    double tol = merge_tol(s, i);
     for (size_t k = 0; job->known && k < job->n_known; k++) {
         const pfi_online_point *x = &job->known[k];
         double pse = isfinite(x->power_se_w) ? x->power_se_w : 0;
@@ -543,7 +555,7 @@ static void local_model(pfi_online *s, size_t i)
     const ojob *qq = &s->j[i];
     for (size_t m = 0; m < qq->np && P < s->pj.hi[i]; m++) {
         const opoint *x = &qq->pt[m];
-        if (x->p <= cur.p + s->oo.merge_frac * pmax) continue;
+        if (x->p <= cur.p + merge_tol(s, i)) continue;
         double se, sl = secant(&cur, x, &se), len = x->p - cur.p;
         double step = fmin(D, fmax(0, x->p - P));
         double gx = sl - z * se - 0.5 * k * (len - step); /* less the shortfall a curve may have */
@@ -666,7 +678,7 @@ static void take_moves(pfi_online *s, double budget_w, double *Pn, double *targe
     s->moved_last = 0;
     for (size_t i = 0; i < n; i++) {
         ojob *q = &s->j[i];
-        q->moved = fabs(Pn[i] - q->P) > s->oo.merge_frac * s->jobs[i].power_max_w;
+        q->moved = fabs(Pn[i] - q->P) > merge_tol(s, i);
         if (!q->moved) Pn[i] = q->P;
         s->t_before[i] = q->t_last;
         s->v_before[i] = q->v_last;

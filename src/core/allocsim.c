@@ -34,6 +34,7 @@ void pfi_allocsim_opts_default(pfi_allocsim_opts *o)
     o->profile = 1;
     pfi_profile_opts_default(&o->prof);
     o->memory_events = 0;
+    o->sla_floor_margin = 0.05;
 }
 
 void pfi_allocsim_result_dispose(pfi_allocsim_result *r)
@@ -60,6 +61,7 @@ static double cpu_now(void)
 typedef struct wl_ref {
     double ref, orc; /* the reference's and the oracle's totals */
     int ofeas;       /* the oracle's floors fit */
+    int ofeas_m;     /* ... raised by the study's floor margin */
 } wl_ref;
 
 /* a total t against the workload's reference and oracle: below 5% or 20%
@@ -86,6 +88,10 @@ static void score(pfi_allocsim_round *c, const prepared *ev, const pfi_alloc_job
     if (R->ofeas) {
         c->sla_viol_ofeas += (double)v;
         c->viol_workloads_ofeas += v > 0;
+    }
+    if (R->ofeas_m) {
+        c->sla_viol_ofeas_m += (double)v;
+        c->viol_workloads_ofeas_m += v > 0;
     }
     c->infeasible += infeas;
     c->over_budget += over;
@@ -252,7 +258,18 @@ static pfi_status workload_refs(sim *m, pfi_allocsim_result *r, pfi_error *err)
     if ((st = prep_jobs(m->w, J, &eo, 1, &m->ev, err)) || (st = prep_raw(m->w, &m->ev, err)))
         return st;
     for (size_t j = 0; j < J; j++) r->mean_uncapped += m->ev.tmax[j] / m->W;
-    for (size_t k = 0; k < nc; k++) m->wr[k] = (wl_ref){NAN, NAN, 1};
+    for (size_t k = 0; k < nc; k++) m->wr[k] = (wl_ref){NAN, NAN, 1, 1};
+    /* the floors raised by the study's margin, and where they fit */
+    double sum_m = 0;
+    for (size_t j = 0; j < J; j++) {
+        double L = pfi_sla_loss(m->w[j].sla_tier), f = m->ev.lo[j];
+        if (m->w[j].sla_tier == 0) f = m->ev.hi[j];
+        else if (m->w[j].sla_tier > 0 && L < 1)
+            f = fmax(f, jc_power_for(&m->ev.jc[j],
+                                     fmin(1, 1 - L + m->o->sla_floor_margin) * m->ev.tmax[j]));
+        sum_m += f;
+    }
+    for (size_t k = 0; k < nc; k++) m->wr[k].ofeas_m = sum_m <= m->budgets[k] * (1 + 1e-9);
     if ((m->o->strategies & 3u) != 3u) return PFI_OK;
     if ((st = static_alloc(m->w, J, m->budgets, nc, &eo, m->Pall, m->feas, m->over, err)))
         return st;
@@ -263,6 +280,7 @@ static pfi_status workload_refs(sim *m, pfi_allocsim_result *r, pfi_error *err)
     for (size_t k = 0; k < nc; k++) {
         m->wr[k].orc = true_total(&m->ev, m->Pall + k * J, NULL, m->w);
         m->wr[k].ofeas = m->feas[k];
+        m->wr[k].ofeas_m &= m->feas[k];
         r->oracle_infeasible[k] += !m->feas[k];
     }
     return PFI_OK;
@@ -295,6 +313,10 @@ static pfi_status run_closed_loop(sim *m, size_t wl, const pfi_alloc_opts *ao,
             if (m->wr[k].ofeas) {
                 c->sla_viol_ofeas += (double)lv[q];
                 c->viol_workloads_ofeas += lv[q] > 0;
+            }
+            if (m->wr[k].ofeas_m) {
+                c->sla_viol_ofeas_m += (double)lv[q];
+                c->viol_workloads_ofeas_m += lv[q] > 0;
             }
             score_gap(c, lt[q], &m->wr[k]);
         }

@@ -44,6 +44,10 @@ typedef struct pfi_allocsim_opts {
     int profile;
     pfi_profile_opts prof;
     int memory_events;
+    /* the study's floor margin: SLA violations are also counted where the
+     * oracle still fits every floor raised by this x T_max (0.05: the
+     * profile stops 4% above a tier, learned floors keep 1%) */
+    double sla_floor_margin;
 } pfi_allocsim_opts;
 
 void pfi_allocsim_opts_default(pfi_allocsim_opts *o);
@@ -66,6 +70,9 @@ typedef struct pfi_allocsim_round {
     double sla_violations;       /* jobs below their tier, summed over workloads */
     double sla_viol_ofeas;       /* ... in workloads where the oracle is feasible */
     double viol_workloads_ofeas; /* workloads with a violation among those */
+    double sla_viol_ofeas_m;     /* ... in workloads where the oracle is feasible with every
+                                    floor raised by sla_floor_margin x T_max */
+    double viol_workloads_ofeas_m;
     double infeasible;           /* workloads whose floors did not fit (budget held) */
     double over_budget;          /* workloads where even the lowest powers exceed it */
     double below_5, below_20;    /* workloads below the reference - 0.05 (0.2) x their gap */

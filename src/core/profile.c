@@ -6,7 +6,7 @@
 
 void pfi_profile_opts_default(pfi_profile_opts *o)
 {
-    o->points = 8;
+    o->points = 12;
     o->steps = 20;
     o->settle_s = 10;
     o->step_s = 1;
