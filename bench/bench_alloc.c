@@ -75,7 +75,9 @@ static void paper_simulation(const char *data)
                                   -1,
                                   200,
                                   700,
-                                  NULL, NULL, 0};
+                                  NULL,
+                                  NULL,
+                                  0};
         ft[n] = !strcmp(r.g[i].task, "ft");
         n++;
     }
@@ -187,7 +189,9 @@ static pfi_alloc_job *concave_jobs(size_t n, pfi_curve **curves, double *sum)
                                   -1,
                                   200,
                                   700,
-                                  NULL, NULL, 0};
+                                  NULL,
+                                  NULL,
+                                  0};
         *sum += u->power_w;
     }
     return jobs;
@@ -330,8 +334,14 @@ static void exact_on_zeus(const char *data)
             const pfi_point *u = pfi_curve_uncapped(&g->curve);
             double pmin = u->power_w;
             for (size_t k = 0; k < g->curve.n; k++) pmin = fmin(pmin, g->curve.pts[k].power_w);
-            w[j] = (pfi_alloc_job){
-                1, u->tokens_per_s, u->power_w, pmin, &g->curve, NULL, 1, 0, 0, -1, 100, 300, NULL, NULL, 0};
+            w[j] = (pfi_alloc_job){1,          u->tokens_per_s,
+                                   u->power_w, pmin,
+                                   &g->curve,  NULL,
+                                   1,          0,
+                                   0,          -1,
+                                   100,        300,
+                                   NULL,       NULL,
+                                   0};
             sum += u->power_w;
         }
         double *P = malloc(jobs * sizeof *P), worst_gap = 0, t_all = 0, worst_rel = 0;

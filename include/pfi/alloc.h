@@ -241,8 +241,7 @@ PFI_API size_t pfi_online_points(const pfi_online *s, size_t i);
 /* job i's measured points (its known points and this state's rounds, the
  * uncapped baseline left out), at most max into out; returns how many:
  * what to remember for the next event (pfi_alloc_job.known) */
-PFI_API size_t pfi_online_export(const pfi_online *s, size_t i, pfi_online_point *out,
-                                 size_t max);
+PFI_API size_t pfi_online_export(const pfi_online *s, size_t i, pfi_online_point *out, size_t max);
 PFI_API void pfi_online_free(pfi_online *s);
 
 /* Simulation on the true curves with the measurement model of oo (seeded):

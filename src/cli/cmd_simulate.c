@@ -258,7 +258,8 @@ static void sim_report(const simulate_args *a, const pfi_allocsim_result *res, i
             fprintf(stderr, " %s %.2f", pfi_strategy_name((pfi_strategy)s),
                     res->cell[(size_t)s * nc].seconds);
     fprintf(stderr, "\n");
-    if ((so->strategies & (1u << PFI_STRAT_SAFE_ONLINE)) && so->profile && res->profile_jobs_all > 0)
+    if ((so->strategies & (1u << PFI_STRAT_SAFE_ONLINE)) && so->profile &&
+        res->profile_jobs_all > 0)
         fprintf(stderr,
                 "pfi simulate: %s: profiles: %.4g%% of jobs profiled, %.3g points each; cost "
                 "(throughput given up / the first hour's) mean %.3g%%, max %.3g%% (bound "

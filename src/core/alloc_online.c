@@ -32,7 +32,7 @@
 #include "strategy.h"
 #include "util.h"
 
-#define MAXP 32 /* points per job: a profile, earlier events and this one */
+#define MAXP 32              /* points per job: a profile, earlier events and this one */
 #define LOCAL_MAX (MAXP + 2) /* points of a local model (the plan's: every measured point) */
 
 typedef struct opoint {

@@ -337,8 +337,8 @@ static void profile_job(sim *m, size_t j, gsl_rng *rng, pfi_allocsim_result *r)
     double L = pfi_sla_loss(job->sla_tier);
     size_t n = 0;
     double budget = pfi_profile_budget_tokens(job, &o->prof);
-    while (n < KNOWN_MAX && pfi_profile_next(job, &o->prof, pts, n, spent_meas, &next_w) ==
-                                PFI_PROFILE_GO) {
+    while (n < KNOWN_MAX &&
+           pfi_profile_next(job, &o->prof, pts, n, spent_meas, &next_w) == PFI_PROFILE_GO) {
         double t = jc_at(&m->ev.jc[j], next_w) / m->ev.scale[j], rate = T - t;
         /* the controller watches the cost as it goes: a point that would pass
          * the budget ends early (its steps cut), and is dropped with fewer
@@ -369,8 +369,8 @@ static void profile_job(sim *m, size_t j, gsl_rng *rng, pfi_allocsim_result *r)
 
 /* what safe-online knows of the workload's jobs before its event: their
  * profiles, then the points of memory_events earlier events */
-static pfi_status known_before(sim *m, size_t wl, const pfi_alloc_opts *ao,
-                               pfi_allocsim_result *r, pfi_error *err)
+static pfi_status known_before(sim *m, size_t wl, const pfi_alloc_opts *ao, pfi_allocsim_result *r,
+                               pfi_error *err)
 {
     const pfi_allocsim_opts *o = m->o;
     size_t J = m->J;

@@ -73,10 +73,10 @@ typedef struct pfi_allocsim_round {
     double sla_viol_ofeas_m;     /* ... in workloads where the oracle is feasible with every
                                     floor raised by sla_floor_margin x T_max */
     double viol_workloads_ofeas_m;
-    double infeasible;           /* workloads whose floors did not fit (budget held) */
-    double over_budget;          /* workloads where even the lowest powers exceed it */
-    double below_5, below_20;    /* workloads below the reference - 0.05 (0.2) x their gap */
-    double worst;                /* min over workloads of (total - reference) / mean gap */
+    double infeasible;        /* workloads whose floors did not fit (budget held) */
+    double over_budget;       /* workloads where even the lowest powers exceed it */
+    double below_5, below_20; /* workloads below the reference - 0.05 (0.2) x their gap */
+    double worst;             /* min over workloads of (total - reference) / mean gap */
 } pfi_allocsim_round;
 
 /* the most rounds of the closed loop and of safe-online a study runs

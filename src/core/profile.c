@@ -58,8 +58,8 @@ static double slope_below(const pfi_alloc_job *j, const pfi_profile_opts *o,
 }
 
 pfi_profile_stop pfi_profile_next(const pfi_alloc_job *j, const pfi_profile_opts *o,
-                                  const pfi_online_point *done, size_t ndone,
-                                  double spent_token_s, double *next_w)
+                                  const pfi_online_point *done, size_t ndone, double spent_token_s,
+                                  double *next_w)
 {
     double T = j->tokens_per_s_max, Pmax = j->power_max_w;
     if (j->sla_tier == 0 || !(T > 0) || !(Pmax > 0) || o->points < 1)

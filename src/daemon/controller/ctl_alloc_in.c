@@ -107,7 +107,9 @@ int ctl_job_belief(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j
                         j->tier,
                         j->cap_min_w,
                         j->cap_max_w,
-                        NULL, NULL, 0};
+                        NULL,
+                        NULL,
+                        0};
     pfi_curve prior;
     int hp = cm && ctl_job_curve(cm, j, &prior) == 0;
     if (hp) aj.pred_curve = &prior;
