@@ -8,7 +8,11 @@
  * a trigger within and beyond the plan; baselines (ctl_baseline.c): start-up
  * and dips left out, the steps of one event and back-to-back events sharing
  * the last steady uncapped baseline, the recovery after an event left out,
- * and where a job without a steady window gets its baseline. */
+ * and where a job without a steady window gets its baseline; profiles at
+ * job start (ctl_profile.c): the schedule under the tier and the cost
+ * bound, never Flex 0 or an opted-out job, paused by an event due or
+ * running and resumed after, remembered by key and not repeated, not used
+ * for a job whose telemetry differs. */
 #include "../testutil.h"
 #include <math.h>
 #include <stdarg.h>
@@ -55,7 +59,7 @@ static int setup(void **st)
     }
     g_in.agent = g_agent;
     g_in.nagents = NA;
-    config(", \"strategy\": \"pfi-aware\"");
+    config(", \"strategy\": \"pfi-aware\", \"profile\": false");
     return 0;
 }
 
@@ -461,6 +465,169 @@ static void test_curve_strategy_falls_back(void **st)
     assert_true(fabs(find("b")->alloc_w - b_w) < 1e-9);
 }
 
+/* the profile tests' plant: each job's GPUs draw min(2400 W, its cap x
+   GPUs) and train at 1000 x sqrt(power / 2400) tokens/s */
+static void plant(void)
+{
+    for (size_t a = 0; a < NA; a++)
+        for (size_t q = 0; q < g_agent[a].njobs; q++) {
+            ctl_job_view *v = &g_view[a][q];
+            const ctl_job *j = find(v->id);
+            v->cap_w = j && j->alloc_cap_w > 0 ? j->alloc_cap_w : 700;
+            v->power_w = fmin(2400, v->gpus * v->cap_w);
+            v->tokens_per_s = 1000 * sqrt(v->power_w / 2400);
+        }
+}
+
+static void profile_config(const char *extra)
+{
+    ctl_config_free(&g_cfg);
+    char text[256];
+    snprintf(text, sizeof text,
+             ", \"strategy\": \"safe-online\", \"profile_samples\": 3, \"profile_settle_periods\": "
+             "1%s",
+             extra);
+    config(text);
+}
+
+/* run from t0 to t1 (exclusive), the plant following the caps; 1 if some
+   period had a profile's caps out */
+static int run_until(int t0, int t1)
+{
+    int profiling = 0;
+    for (int t = t0; t < t1; t++) {
+        decide(t);
+        profiling |= g_dec.profiling;
+        plant();
+    }
+    return profiling;
+}
+
+static void test_profile_rule(void **st)
+{
+    (void)st;
+    profile_config(", \"profile_opt_out\": [\"o\"]");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    job(0, "f", 2, 4, 2400, 1000, 1); /* its tier stops the schedule */
+    job(1, "z", 0, 4, 2400, 1000, 1); /* Flex 0 */
+    job(1, "o", 3, 4, 2400, 1000, 1); /* opted out */
+    int capped_a = 0;
+    size_t rows = 0, rows_a = 0;
+    for (int t = 70; t < 200; t++) {
+        decide(t);
+        capped_a |= find("a")->alloc_cap_w > 0 && g_dec.profiling;
+        for (size_t i = 0; i < g_dec.nmem_rows; i++, rows++)
+            rows_a += !strcmp(g_dec.mem_rows[i].id, "a");
+        assert_true(find("z")->alloc_cap_w == 0 && find("o")->alloc_cap_w == 0);
+        plant();
+    }
+    assert_true(capped_a);
+    const ctl_job *a = find("a"), *f = find("f");
+    assert_int_equal(a->prof.state, CTL_PROF_DONE);
+    assert_string_equal(a->prof.why, "done");
+    assert_int_equal(a->prof.npt, 4); /* 4 points to 0.5 x P_max, above the tier's 0.5 + 0.04 */
+    for (size_t i = 0; i < a->prof.npt; i++) {
+        const pfi_online_point *x = &a->prof.pt[i];
+        assert_true(x->power_w < 2400 - 1 && x->power_w >= 1200 - 1);
+        assert_true(fabs(x->tokens_per_s - 1000 * sqrt(x->power_w / 2400)) < 1e-6);
+        if (i) assert_true(x->power_w < a->prof.pt[i - 1].power_w);
+    }
+    /* the throughput given up: 4 points x 4 periods below 1000 tokens/s */
+    assert_true(a->prof.cost_ratio > 0 && a->prof.cost_ratio <= 0.01);
+    assert_int_equal(f->prof.state, CTL_PROF_DONE);
+    assert_string_equal(f->prof.why, "tier floor");
+    for (size_t i = 0; i < f->prof.npt; i++) /* never below its tier (0.75 x T_max) */
+        assert_true(f->prof.pt[i].tokens_per_s >= 750);
+    assert_true(f->prof.npt >= 1 && f->prof.npt < 4);
+    assert_int_equal(find("z")->prof.state, CTL_PROF_OFF);
+    assert_string_equal(find("z")->prof.why, "Flex 0");
+    assert_int_equal(find("o")->prof.state, CTL_PROF_OFF);
+    assert_string_equal(find("o")->prof.why, "opted out");
+    /* back at the ceiling, remembered once each, known to the next event */
+    assert_true(a->alloc_cap_w == 0 && !g_dec.profiling);
+    assert_int_equal(rows, 2);
+    assert_int_equal(rows_a, 1);
+    assert_int_equal(a->nknown, 4);
+    assert_int_equal(g_st.nmem, 2);
+}
+
+static void test_profile_paused_by_events(void **st)
+{
+    (void)st;
+    profile_config("");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    int t = 70;
+    while (find("a") == NULL || find("a")->prof.state != CTL_PROF_RUN) {
+        decide(t++);
+        plant();
+        assert_true(t < 100);
+    }
+    /* an event due in 5 s: the profile gives way at once */
+    event("e", t + 5, 20, 20);
+    decide(t);
+    assert_true(noted("job a: profile paused (an event is due)"));
+    assert_false(g_dec.profiling);
+    assert_true(find("a")->alloc_cap_w == 0);
+    plant();
+    run_until(t + 1, t + 5);
+    run_until(t + 5, t + 25); /* the event: its caps, not the profile's */
+    assert_int_equal(find("a")->prof.state, CTL_PROF_RUN);
+    assert_true(find("a")->prof.paused);
+    /* after it, the profile resumes where it was and finishes */
+    assert_true(run_until(t + 25, t + 120));
+    assert_int_equal(find("a")->prof.state, CTL_PROF_DONE);
+    assert_int_equal(find("a")->prof.npt, 4);
+    assert_true(find("a")->nknown >= 4);
+}
+
+static void test_profile_remembered(void **st)
+{
+    (void)st;
+    profile_config("");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    g_view[0][0].feat_sm = 0.8;
+    run_until(70, 200);
+    assert_int_equal(g_st.nmem, 1);
+    ctl_mem m = g_st.mem[0];
+    assert_int_equal(m.npt, 4);
+    assert_true(m.profiled);
+    assert_true(fabs(m.feat[3] - 0.8) < 1e-12);
+    /* the job again (a restart, a new controller): not profiled again */
+    ctl_state_free(&g_st);
+    memset(&g_st, 0, sizeof g_st);
+    g_st.feasible = 1;
+    g_st.plan_t = NAN;
+    assert_int_equal(ctl_mem_put(&g_st, &m), 0);
+    int capped = 0;
+    for (int t = 300; t < 400; t++) {
+        decide(t);
+        capped |= g_dec.profiling;
+        plant();
+    }
+    assert_false(capped);
+    assert_int_equal(find("a")->prof.state, CTL_PROF_DONE);
+    assert_string_equal(find("a")->prof.why, "remembered");
+    assert_int_equal(find("a")->nknown, 4);
+    /* a job whose telemetry differs by more than 15%: another job */
+    ctl_state_free(&g_st);
+    memset(&g_st, 0, sizeof g_st);
+    g_st.feasible = 1;
+    g_st.plan_t = NAN;
+    assert_int_equal(ctl_mem_put(&g_st, &m), 0);
+    g_view[0][0].feat_sm = 0.5;
+    int warned = 0;
+    capped = 0;
+    for (int t = 300; t < 400; t++) {
+        decide(t);
+        warned |= noted("differs by more than 15%");
+        capped |= g_dec.profiling;
+        plant();
+    }
+    assert_true(warned && capped);
+    assert_int_equal(find("a")->prof.npt, 4);
+    assert_true(fabs(g_st.mem[0].feat[3] - 0.5) < 1e-12); /* its own replaced them */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -477,6 +644,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_baseline_short_shared_by_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

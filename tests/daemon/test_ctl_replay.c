@@ -40,6 +40,11 @@ static void take_header(const char *name, json_t *h)
     assert_non_null(text);
     pfi_error e;
     if (ctl_config_parse(text, strlen(text), name, &g_cfg, &e)) fail_msg("%s: %s", name, e.msg);
+    /* profiles at job start (issue 31) step caps and read the plant's answer
+       to them: recorded inputs cannot answer a cap the recording never sent,
+       so the recordings (from before profiles) replay with profiles off;
+       the profiles' rules are tested against a plant in test_ctl_decide.c */
+    g_cfg.profile = 0;
     g_have_cm = 0;
     if (g_cfg.curve_model[0]) { /* the model beside the recording, by its file name */
         const char *base = strrchr(g_cfg.curve_model, '/');

@@ -88,6 +88,14 @@ typedef struct ctl_cfg {
     } * operators;
     int require_read_scope; /* reads (GET) need an operator with scope read */
     json_t *tiers;          /* {"job id": tier} */
+    /* profiles at job start (ctl_profile.c; docs/controller.md, "Profiles"):
+       on (1) by default; the cost bound (a fraction of a job's first
+       hour, 0.01), the points below the ceiling (4), control periods
+       measured at each (6) after settle periods not measured (1); the
+       job ids never profiled (a JSON array of strings; NULL: none) */
+    int profile;
+    double profile_cost_frac, profile_points, profile_samples, profile_settle_periods;
+    json_t *profile_opt_out;
     size_t nagents;
     struct ctl_cfg_agent {
         char name[64], url[512], token_file[1024], read_token_file[1024];
@@ -342,6 +350,31 @@ void ctl_online_end(ctl_state *s);
 json_t *ctl_online_json(const ctl_state *s);
 unsigned long long ctl_online_rounds(const ctl_state *s);
 double ctl_online_target_w(const ctl_state *s, const char *id, int tier); /* NaN: none */
+
+/* ctl_profile.c (pure, part of the decision): profiles at job start and
+ * what is remembered of each job's curve. period: the profiles' step this
+ * period (after the baselines; dt the pfi clock seconds since the last
+ * period), setting the profiled jobs' alloc_cap_w and d->profiling.
+ * keep: job j's known points into the memory (s->mem) and d->mem_rows.
+ * known_set: j's known points (the newest CTL_KNOWN_MAX of pt). mem_put:
+ * an entry into s->mem, replacing the one with its key (0; -1 out of
+ * memory). mean_se: the mean of k samples and its standard error (the
+ * sample deviation with k >= 3, at least a quarter of cv x the mean;
+ * else cv x the mean). json: /v1/status's "profile" of a job. */
+void ctl_profile_period(const ctl_cfg *cfg, ctl_state *s, double now, double dt, int active,
+                        ctl_decision *d);
+void ctl_profile_keep(ctl_state *s, const ctl_job *j, ctl_decision *d);
+void ctl_known_set(ctl_job *j, const pfi_online_point *pt, size_t n);
+int ctl_mem_put(ctl_state *s, const ctl_mem *m);
+void ctl_mean_se(const double *v, size_t k, double cv, double *mean, double *se);
+json_t *ctl_profile_json(const ctl_job *j);
+const char *ctl_profile_state_name(const ctl_job *j);
+/* ctl_online.c: at an event's end, what it measured of each job becomes
+ * its known points (kept, stored); the SLA shortfall now (W; NaN: none) */
+void ctl_online_remember(ctl_state *s, ctl_decision *d);
+double ctl_online_shortfall_w(const ctl_state *s);
+/* ctl_db.c: the remembered points into s->mem (at start); 0, or -1 */
+int ctl_db_load_mem(ctl *c);
 
 /* ctl_openadr.c (lock held): one OpenADR EVENT or notification from the
  * webhook or the poller (via: "webhook", "poll"), sent by who ("grid": the

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "ctl.h"
+#include "job_id.h"
 #include "json_obj.h"
 #include "strategy.h"
 #include "vec.h"
@@ -274,6 +275,24 @@ static pfi_status tiers_field(const pfi_jkey *k, json_t *v, const char *name, vo
     return PFI_OK;
 }
 
+/* "profile_opt_out": ["job id", ...] (ids as the agents validate them) */
+static pfi_status opt_out_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                pfi_error *err)
+{
+    (void)ud;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        const char *id = json_string_value(x);
+        if (!id || !pfi_job_id_valid(id))
+            return pfi_errorf(err, PFI_EINVAL, "%s[%zu]: expected a job id ([A-Za-z0-9._-]{1,63})",
+                              name, i);
+    }
+    *(json_t **)k->dst = json_incref(v);
+    return PFI_OK;
+}
+
 /* "version": "3.1" (or "3.1.1") | "3.0.1" */
 static pfi_status oadr_version_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
                                      pfi_error *err)
@@ -420,6 +439,11 @@ static void defaults(ctl_cfg *c)
     c->fast_collect = 1;
     c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;
+    c->profile = 1;
+    c->profile_cost_frac = 0.01;
+    c->profile_points = 4;
+    c->profile_samples = 6;
+    c->profile_settle_periods = 1;
     static const double levels[4] = {0, 10, 20, 30};
     memcpy(c->level_cut_pct, levels, sizeof levels);
 }
@@ -467,6 +491,13 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"operators", PFI_J_ARRAY, 0, c, .fn = operators_field,
          .expect = "expected [{\"name\", \"token_file\", \"scopes\"}, ...]"},
         {"require_read_scope", PFI_J_BOOL, .dst = &c->require_read_scope},
+        {"profile", PFI_J_BOOL, .dst = &c->profile},
+        CFG_NUM("profile_cost_frac", &c->profile_cost_frac, 0, 0.2),
+        CFG_NUM("profile_points", &c->profile_points, 1, CTL_PROFILE_MAX),
+        CFG_NUM("profile_samples", &c->profile_samples, 2, CTL_PROF_SAMPLES_MAX),
+        CFG_NUM("profile_settle_periods", &c->profile_settle_periods, 0, 100),
+        {"profile_opt_out", PFI_J_ARRAY, 0, &c->profile_opt_out, .fn = opt_out_field,
+         .expect = "expected [\"job id\", ...]"},
     };
 #undef CFG_NUM
     pfi_status st = PFI_JSON_OBJ_READ(o, keys, NULL, err);
@@ -517,6 +548,8 @@ void ctl_config_free(ctl_cfg *c)
 {
     json_decref(c->tiers);
     c->tiers = NULL;
+    json_decref(c->profile_opt_out);
+    c->profile_opt_out = NULL;
     free(c->agents);
     c->agents = NULL;
     c->nagents = 0;

@@ -2,7 +2,8 @@
  * survive restarts), per-period samples of every event (cluster and per job,
  * for the report), each agent's lease generation (INTEGER, one row per
  * agent name), the OpenADR 3 reports not yet accepted by the VTN, and a few state values (the
- * feedback term) so a restarted controller resumes an event without lifting caps. The database's
+ * feedback term) so a restarted controller resumes an event without lifting caps, and what is
+ * known of each job's curve (job_points: profiles, events). The database's
  * format version is SQLite's user_version (PRAGMA): 0 (a database from before versions were kept)
  * is read as 1; 1 gets format 2's columns; a newer one is refused. */
 #include <math.h>
@@ -39,13 +40,22 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS oadr_steps(step_id TEXT PRIMARY KEY, event_id TEXT NOT NULL,"
     " interval_id INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS oadr_first(event_id TEXT PRIMARY KEY, first_s REAL NOT NULL);"
+    /* what is known of each job's curve (format 3, issue 31; ctl_profile.c):
+       its key, whether its profile finished and what it cost, its points as
+       JSON [[power_w, power_se_w, tokens_per_s, tokens_se], ...] */
+    "CREATE TABLE IF NOT EXISTS job_points(job_id TEXT NOT NULL, tier INTEGER NOT NULL,"
+    " gpus INTEGER NOT NULL, hw_max_w REAL NOT NULL, feat_dram REAL, feat_copy REAL,"
+    " feat_tensor REAL, feat_sm REAL, profiled INTEGER NOT NULL, cost_ratio REAL,"
+    " points TEXT NOT NULL, t REAL, PRIMARY KEY(job_id, tier, gpus, hw_max_w));"
     /* the one cluster-wide generation of earlier versions: one agent's answer could lock out all */
     "DELETE FROM meta WHERE key='generation';";
 
 /* Format 2 (issue 30): events carry their baseline's source and the
  * operators who created, changed and cancelled them; a format-1 table
- * gets the columns (NULL in its rows: not known) */
-#define CTL_DB_FORMAT_VERSION 2
+ * gets the columns (NULL in its rows: not known). Format 3 (issue 31):
+ * the job_points table (made by the schema; an older database gets it
+ * empty) */
+#define CTL_DB_FORMAT_VERSION 3
 static const char *const v2_columns[] = {"baseline_source TEXT", "created_by TEXT",
                                          "changed_by TEXT", "cancelled_by TEXT"};
 
@@ -500,4 +510,62 @@ void ctl_db_oadr_forget(ctl *c, const char *event_id)
         sqlite3_step(s);
         sqlite3_finalize(s);
     }
+}
+
+/* one stored row of job_points into m: 0, or -1 when it is not one (bad
+ * JSON, a point not finite: skipped, logged by the caller) */
+static int mem_row(sqlite3_stmt *s, ctl_mem *m)
+{
+    memset(m, 0, sizeof *m);
+    const char *id = (const char *)sqlite3_column_text(s, 0);
+    const char *pts = (const char *)sqlite3_column_text(s, 10);
+    if (!id || !pts || strlen(id) > CTL_JOB_ID_MAX) return -1;
+    snprintf(m->id, sizeof m->id, "%s", id);
+    m->tier = sqlite3_column_int(s, 1);
+    m->gpus = sqlite3_column_int(s, 2);
+    m->hw_max_w = sqlite3_column_double(s, 3);
+    for (int i = 0; i < 4; i++) m->feat[i] = sqlite3_column_double(s, 4 + i);
+    m->profiled = sqlite3_column_int(s, 8);
+    m->cost_ratio = sqlite3_column_double(s, 9);
+    m->t = sqlite3_column_double(s, 11);
+    json_t *a = json_loads(pts, 0, NULL);
+    size_t i;
+    json_t *x;
+    int bad = !json_is_array(a) || json_array_size(a) > CTL_KNOWN_MAX;
+    json_array_foreach(a, i, x)
+    {
+        if (bad) break;
+        double v[4];
+        for (int q = 0; q < 4; q++) {
+            json_t *e = json_array_get(x, q);
+            v[q] = json_is_number(e) ? json_number_value(e) : NAN;
+            bad |= !isfinite(v[q]);
+        }
+        m->pt[m->npt++] = (pfi_online_point){v[0], v[1], v[2], v[3]};
+    }
+    json_decref(a);
+    return bad ? -1 : 0;
+}
+
+int ctl_db_load_mem(ctl *c)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->io.db, "SELECT * FROM job_points", -1, &s, NULL) != SQLITE_OK) {
+        ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
+        return -1;
+    }
+    size_t bad = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        ctl_mem m;
+        if (mem_row(s, &m)) bad++;
+        else if (ctl_mem_put(&c->st, &m)) {
+            sqlite3_finalize(s);
+            ctl_log(c, "error: out of memory: the remembered job points not read");
+            return -1;
+        }
+    }
+    sqlite3_finalize(s);
+    if (bad) ctl_log(c, "warning: %s: %zu rows of job_points unreadable: skipped", c->cfg.db, bad);
+    if (c->st.nmem) ctl_log(c, "remembered points of %zu jobs read", c->st.nmem);
+    return 0;
 }

@@ -455,19 +455,24 @@ int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *
                const ctl_inputs *in, double now, ctl_decision *d)
 {
     ctl_decision_clear(d);
+    /* the clock since the last period (the profiles' cost), at most 3 periods */
+    double dt = s->now > 0 && now > s->now ? fmin(now - s->now, 3 * cfg->period_s) : 0;
     s->now = now;
     int rc = take_jobs(s, in, d);
     int active = step_events(cfg, s, now, d);
     keep_baselines(cfg, s, now, active);
+    ctl_profile_period(cfg, s, now, dt, active, d);
     s->active = d->active = active;
     s->gov_id[0] = 0;
+    s->sla_shortfall_w = NAN;
     if (!active) {
+        ctl_online_remember(s, d); /* what the event measured, for the next one */
         ctl_online_end(s);
         s->budget_w = s->measured_w = s->fixed_w = NAN;
         s->stable_periods = 0;
     } else if (control(cfg, curve_model, s, in, now, d)) {
         rc = -1;
-    }
+    } else s->sla_shortfall_w = ctl_online_shortfall_w(s);
     d->integral_w = s->integral_w;
     ctl_plan_update(cfg, curve_model, s, &d->notes);
     return rc;
@@ -483,4 +488,7 @@ void ctl_state_free(ctl_state *s)
     free(s->event);
     s->event = NULL;
     s->nevents = s->event_cap = 0;
+    free(s->mem);
+    s->mem = NULL;
+    s->nmem = s->mem_cap = 0;
 }

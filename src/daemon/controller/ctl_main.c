@@ -392,7 +392,8 @@ static int open_state(ctl *c, const ctl_args *A)
     if (ctl_operators_open(c)) return -1;
     if (load_agents(c) || ctl_agents_open(c)) return -1;
     /* before the database is opened (its schema, migrations) or written */
-    if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_persist_open(c))
+    if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_db_load_mem(c) ||
+        ctl_persist_open(c))
         return -1;
     next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);

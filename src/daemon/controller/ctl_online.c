@@ -43,6 +43,8 @@ typedef struct on_job {
     pfi_alloc_job aj;
     int no_tokens;         /* no baseline throughput: held at its reference share */
     double target_w, at_w; /* its target now; the target its samples are at (0: none) */
+    double first_w;        /* its target when the state last started from the reference
+                              (and what is known: the plan before any round; NaN: none) */
     int settled, wait;
     double sp[CTL_ON_SAMPLES], st[CTL_ON_SAMPLES];
     size_t ns, head;
@@ -63,6 +65,9 @@ struct ctl_online {
        the same jobs and budget since; NaN: none) and at the last round */
     double ref_tok, ref_se, now_tok, now_se;
     int at_reference; /* the targets are the reference's (not moved since) */
+    /* the power the SLA floors need beyond the budget (W; 0 they fit) and
+       whether that was said for this budget */
+    double shortfall_w, shortfall_said_w;
 };
 
 static void drop(ctl_online_t *o)
@@ -127,6 +132,7 @@ static on_job *find(const ctl_online_t *o, const ctl_job *j)
 static void job_init(on_job *q, const ctl_job *j)
 {
     memset(q, 0, sizeof *q);
+    q->first_w = NAN;
     snprintf(q->id, sizeof q->id, "%s", j->id);
     q->tier = j->tier;
     double pmax = j->base_w, pmin = j->gpus * j->cap_min_w * 0.97;
@@ -166,19 +172,6 @@ static void sample(on_job *q, const ctl_job *j)
     q->st[q->head] = j->tokens_per_s;
     q->head = (q->head + 1) % CTL_ON_SAMPLES;
     if (q->ns < CTL_ON_SAMPLES) q->ns++;
-}
-
-/* mean and standard error of k samples, with the prior cv of one sample */
-static void mean_se(const double *v, size_t k, double cv, double *mean, double *se)
-{
-    double s = 0, ss = 0;
-    for (size_t i = 0; i < k; i++) s += v[i];
-    double m = s / k;
-    for (size_t i = 0; i < k; i++) ss += (v[i] - m) * (v[i] - m);
-    double prior = cv * fabs(m);
-    double sd = k >= 3 ? fmax(sqrt(ss / (k - 1)), 0.25 * prior) : prior;
-    *mean = m;
-    *se = sd / sqrt((double)k);
 }
 
 /* the jobs of this period against the state's: kept (present, held when
@@ -253,12 +246,20 @@ static double held_targets(const ctl_online_t *o, const on_job *l, const long *f
 /* a new online state (the first period of the event: the reference) or
  * the old one carried over to the new jobs (pfi_online_rejob); *held_w the
  * held jobs' targets */
-static pfi_status restate(const ctl_cfg *cfg, ctl_online_t *o, const on_job *nj, const long *from,
-                          size_t n, int changed, double budget_w, double *held_w, pfi_error *e)
+static pfi_status restate(const ctl_cfg *cfg, const ctl_state *c, ctl_online_t *o, const on_job *nj,
+                          const long *from, size_t n, int changed, double budget_w, double *held_w,
+                          pfi_error *e)
 {
     pfi_alloc_job *aj = malloc(n * sizeof *aj);
     if (!aj) return pfi_errorf(e, PFI_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) aj[i] = nj[i].aj;
+    for (size_t i = 0; i < n; i++) {
+        aj[i] = nj[i].aj;
+        /* what is known of it (a profile, earlier events: ctl_profile.c),
+           from this period's job table (it moves between periods) */
+        const ctl_job *j = &c->job[nj[i].k];
+        aj[i].known = nj[i].no_tokens ? NULL : j->known;
+        aj[i].n_known = nj[i].no_tokens ? 0 : j->nknown;
+    }
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
     ao.strategy = PFI_STRAT_SAFE_ONLINE;
@@ -319,8 +320,8 @@ static pfi_status move(ctl_online_t *o, double ob, int ramp, pfi_error *e)
         pw[i] = pse[i] = tk[i] = tse[i] = NAN;
         if (q->held || q->no_tokens) continue;
         if (q->ns) {
-            mean_se(q->sp, q->ns, CTL_ON_CV_POWER, &pw[i], &pse[i]);
-            mean_se(q->st, q->ns, CTL_ON_CV_TOKENS, &tk[i], &tse[i]);
+            ctl_mean_se(q->sp, q->ns, CTL_ON_CV_POWER, &pw[i], &pse[i]);
+            ctl_mean_se(q->st, q->ns, CTL_ON_CV_TOKENS, &tk[i], &tse[i]);
         } else if (q->wait++ < CTL_ON_WAIT) ready = 0;
     }
     pfi_status st = PFI_OK;
@@ -349,7 +350,11 @@ static void hand_targets(ctl_online_t *o, const ctl_state *c, pfi_pc_job *pj, co
                          size_t np)
 {
     const double *t = pfi_online_targets(o->s);
-    for (size_t i = 0; i < o->n; i++) o->j[i].target_w = t[i];
+    int first = !strcmp(o->action, "reference");
+    for (size_t i = 0; i < o->n; i++) {
+        o->j[i].target_w = t[i];
+        if (first) o->j[i].first_w = t[i];
+    }
     for (size_t q = 0; q < np; q++) {
         on_job *x = find(o, &c->job[idx[q]]);
         if (x) {
@@ -357,6 +362,30 @@ static void hand_targets(ctl_online_t *o, const ctl_state *c, pfi_pc_job *pj, co
             pj[q].fixed_floor_w = pfi_online_floor(o->s, (size_t)(x - o->j));
         }
     }
+}
+
+/* where the floors of the jobs that move do not fit what the budget leaves
+ * them (the held jobs' targets out), the shortfall (W), said once per
+ * change of more than 1% (docs/controller.md, "Profiles": the allocator then
+ * lowers floors by tier, Flex 3 first) */
+static void shortfall(ctl_online_t *o, double ob, ctl_notes *notes)
+{
+    const double *t = pfi_online_targets(o->s);
+    double need = 0, avail = ob;
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->j[i].held || o->j[i].no_tokens) avail -= t[i];
+        else need += pfi_online_floor(o->s, i);
+    }
+    o->shortfall_w = fmax(0, need - avail);
+    if (fabs(o->shortfall_w - o->shortfall_said_w) <= 0.01 * fmax(need, 1)) return;
+    if (o->shortfall_w > 0)
+        ctl_note(notes,
+                 "warning: SLA shortfall: the jobs' floors need %.2f kW more than the budget "
+                 "leaves them (%.2f kW of %.2f kW): floors are lowered by tier, Flex 3 first and "
+                 "Flex 0 last",
+                 o->shortfall_w / 1000, need / 1000, avail / 1000);
+    else ctl_note(notes, "SLA shortfall over: the jobs' floors fit the budget");
+    o->shortfall_said_w = o->shortfall_w;
 }
 
 void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, double budget_w,
@@ -384,7 +413,8 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
         isfinite(o->event_budget_w) && o->s && fabs(budget_w - o->event_budget_w) > 1e-3 * budget_w;
     double held_w = 0;
     pfi_error e;
-    pfi_status st = restate(cfg, o, nj, from, (size_t)n, changed, budget_w - fixed_w, &held_w, &e);
+    pfi_status st =
+        restate(cfg, c, o, nj, from, (size_t)n, changed, budget_w - fixed_w, &held_w, &e);
     free(o->j);
     o->j = nj;
     o->n = (size_t)n;
@@ -405,6 +435,7 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
         return;
     }
     hand_targets(o, c, pj, idx, np);
+    shortfall(o, ob, notes);
     return;
 fail:
     ctl_note(notes, "error: out of memory: safe-online skipped this period (the reference "
@@ -419,11 +450,13 @@ json_t *ctl_online_json(const ctl_state *s)
     const double *t = pfi_online_targets(o->s);
     for (size_t i = 0; i < o->n && i < 256; i++) {
         const on_job *q = &o->j[i];
-        json_array_append_new(jobs, json_pack("{s:s,s:i,s:f,s:f,s:b,s:i,s:i}", "job_id", q->id,
-                                              "tier", q->tier, "target_w", t[i], "floor_w",
-                                              pfi_online_floor(o->s, i), "held",
-                                              q->held || q->no_tokens, "samples", (int)q->ns,
-                                              "points", (int)pfi_online_points(o->s, i)));
+        json_t *x = json_pack("{s:s,s:i,s:f,s:f,s:b,s:i,s:i}", "job_id", q->id, "tier", q->tier,
+                              "target_w", t[i], "floor_w", pfi_online_floor(o->s, i), "held",
+                              q->held || q->no_tokens, "samples", (int)q->ns, "points",
+                              (int)pfi_online_points(o->s, i));
+        json_object_set_new(x, "first_target_w",
+                            isfinite(q->first_w) ? json_real(q->first_w) : json_null());
+        json_array_append_new(jobs, x);
     }
     json_t *r = json_pack("{s:I,s:I,s:s,s:o}", "round", (json_int_t)o->rounds, "job_changes",
                           (json_int_t)o->rejobs, "action", o->action, "jobs", jobs);
@@ -448,4 +481,25 @@ double ctl_online_target_w(const ctl_state *s, const char *id, int tier)
     const ctl_online_t *o = s->online;
     const on_job *q = o && o->s ? find_key(o, id, tier) : NULL;
     return q ? pfi_online_targets(o->s)[q - o->j] : NAN;
+}
+
+double ctl_online_shortfall_w(const ctl_state *s)
+{
+    return s->online && s->online->s ? s->online->shortfall_w : NAN;
+}
+
+void ctl_online_remember(ctl_state *s, ctl_decision *d)
+{
+    const ctl_online_t *o = s->online;
+    if (!o || !o->s) return;
+    pfi_online_point pt[CTL_KNOWN_MAX * 2];
+    for (size_t k = 0; k < s->njobs; k++) {
+        ctl_job *j = &s->job[k];
+        const on_job *q = find_key(o, j->id, j->tier);
+        if (!q || q->no_tokens) continue;
+        size_t n = pfi_online_export(o->s, (size_t)(q - o->j), pt, CTL_KNOWN_MAX * 2);
+        if (n <= j->nknown) continue; /* nothing new measured */
+        ctl_known_set(j, pt, n);
+        ctl_profile_keep(s, j, d);
+    }
 }

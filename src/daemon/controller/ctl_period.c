@@ -47,6 +47,7 @@ static int push_kind(const ctl *c)
         if (c->st.event[i].status == CTL_EV_ACTIVE && c->st.event[i].ev.dry_run) dry_now = 1;
     for (size_t i = 0; i < c->io.nagents; i++) any_pushed |= c->io.agent[i].pushed;
     if (c->io.dec.active) return dry_now ? 0 : 1;
+    if (c->io.dec.profiling) return 1; /* a profile's caps (ctl_profile.c; never in a dry run) */
     return any_pushed ? -1 : 0;
 }
 

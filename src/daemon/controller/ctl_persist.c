@@ -93,6 +93,36 @@ static int put_meta(sqlite3 *db, const char *key, double v)
     return step_done(s);
 }
 
+/* a job's remembered points (ctl_profile.c), replacing its key's row */
+static int put_mem(sqlite3 *db, const ctl_mem *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->npt; i++)
+        json_array_append_new(a, json_pack("[f,f,f,f]", m->pt[i].power_w, m->pt[i].power_se_w,
+                                           m->pt[i].tokens_per_s, m->pt[i].tokens_se));
+    char *pts = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    sqlite3_stmt *s;
+    if (!pts || sqlite3_prepare_v2(db,
+                                   "INSERT OR REPLACE INTO job_points "
+                                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+                                   -1, &s, NULL) != SQLITE_OK) {
+        free(pts);
+        return -1;
+    }
+    sqlite3_bind_text(s, 1, m->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, m->tier);
+    sqlite3_bind_int(s, 3, m->gpus);
+    sqlite3_bind_double(s, 4, m->hw_max_w);
+    for (int i = 0; i < 4; i++) ctl_db_bind_num(s, 5 + i, m->feat[i]);
+    sqlite3_bind_int(s, 9, m->profiled);
+    ctl_db_bind_num(s, 10, m->cost_ratio);
+    sqlite3_bind_text(s, 11, pts, -1, SQLITE_TRANSIENT);
+    ctl_db_bind_num(s, 12, m->t);
+    free(pts);
+    return step_done(s);
+}
+
 /* every row of the period; the first failure's step */
 static const char *put_rows(ctl *c, const ctl_decision *d)
 {
@@ -101,6 +131,8 @@ static const char *put_rows(ctl *c, const ctl_decision *d)
     if (d->sample && put_sample(c->io.pdb, d)) return "the period's sample";
     for (size_t i = 0; d->sample && i < d->nrows; i++)
         if (put_job_row(c, d, &d->rows[i])) return "a job's sample";
+    for (size_t i = 0; i < d->nmem_rows; i++)
+        if (put_mem(c->io.pdb, &d->mem_rows[i])) return "a job's remembered points";
     if (put_meta(c->io.pdb, "integral_w", d->integral_w)) return "the feedback term";
     return NULL;
 }

@@ -36,6 +36,8 @@ void ctl_decision_clear(ctl_decision *d)
     d->sample = 0;
     d->sample_event[0] = 0;
     d->nrows = 0;
+    d->profiling = 0;
+    d->nmem_rows = 0;
     ctl_notes_clear(&d->notes);
 }
 
@@ -45,6 +47,7 @@ void ctl_decision_free(ctl_decision *d)
     free(d->notes.line);
     free(d->event_rows);
     free(d->rows);
+    free(d->mem_rows);
     memset(d, 0, sizeof *d);
 }
 

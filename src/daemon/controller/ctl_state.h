@@ -84,6 +84,47 @@ typedef enum ctl_base_src {
     CTL_BASE_LATE      /* it started during the event: what it draws uncapped */
 } ctl_base_src;
 
+/* A job's profile at job start and what is known of its curve
+ * (ctl_profile.c; docs/controller.md, "Profiles"). */
+#define CTL_KNOWN_MAX 32   /* measured points kept per job (profile, events) */
+#define CTL_PROFILE_MAX 16 /* profile points at most (profile_points <= this) */
+#define CTL_PROF_SAMPLES_MAX 64
+typedef enum ctl_prof_state {
+    CTL_PROF_WAIT = 0, /* not started: no steady baseline yet, or an event */
+    CTL_PROF_RUN,      /* stepping its caps */
+    CTL_PROF_DONE,     /* measured (or remembered) */
+    CTL_PROF_OFF       /* not profiled: opted out, Flex 0, profiles off, no throughput */
+} ctl_prof_state;
+typedef struct ctl_profile {
+    ctl_prof_state state;
+    const char *why;        /* why it stopped or is off (static text); "" */
+    double t_max, p_max;    /* tokens/s and W it started from (its steady baseline) */
+    double spent_token_s;   /* throughput given up so far (tokens) */
+    double cost_ratio;      /* spent_token_s / its first hour's tokens */
+    double target_w, cap_w; /* the point being measured (0: none) */
+    int settle_left, paused;
+    double sp[CTL_PROF_SAMPLES_MAX], st[CTL_PROF_SAMPLES_MAX];
+    size_t ns;
+    pfi_online_point pt[CTL_PROFILE_MAX]; /* the points measured, in the schedule's order */
+    size_t npt;
+    double started_t, ended_t; /* pfi clock (NaN: not yet) */
+} ctl_profile;
+
+/* what is remembered of a job across restarts and events (SQLite
+ * job_points; ctl_profile.c): keyed by id, tier, GPU count and hardware
+ * limit, its telemetry features checked within 15% */
+typedef struct ctl_mem {
+    char id[CTL_JOB_ID_MAX + 1];
+    int tier, gpus;
+    double hw_max_w;
+    double feat[4]; /* dram, copy, tensor, sm (0: unknown) */
+    int profiled;   /* its profile finished */
+    double cost_ratio;
+    pfi_online_point pt[CTL_KNOWN_MAX];
+    size_t npt;
+    double t; /* pfi clock time last stored */
+} ctl_mem;
+
 typedef struct ctl_job {
     char id[CTL_JOB_ID_MAX + 1];
     int tier, gpus, seen;
@@ -116,6 +157,12 @@ typedef struct ctl_job {
     double obs_p[64], obs_t[64];
     size_t nobs;
     int reachable;
+    /* its profile and what is known of its curve (ctl_profile.c): the
+       known points start safe-online (pfi_alloc_job.known) */
+    ctl_profile prof;
+    pfi_online_point known[CTL_KNOWN_MAX];
+    size_t nknown;
+    int mem_checked; /* its remembered points looked up */
 } ctl_job;
 
 typedef enum ctl_event_status {
@@ -184,6 +231,14 @@ typedef struct ctl_state {
     int active;
     char gov_id[PFI_EVENT_ID_MAX + 1]; /* the running event whose budget is the period's
                                           (the lowest); "" */
+    /* what is remembered of jobs (loaded at start from SQLite, kept by the
+       decision; growable) */
+    ctl_mem *mem;
+    size_t nmem, mem_cap;
+    int profiling; /* a profile holds caps this period */
+    /* the SLA shortfall at the governing event's start: the power its
+       jobs' floors need beyond the budget, W (0: they fit; NaN: none) */
+    double sla_shortfall_w;
 } ctl_state;
 
 /* a job's row of an event's samples (the report's per-job table) */
@@ -205,6 +260,9 @@ typedef struct ctl_decision {
     ctl_job_row *rows;                        /* every job's row */
     size_t nrows, rows_cap;
     double integral_w; /* the feedback term, stored every period */
+    int profiling;     /* a profile holds caps: push them (no event) */
+    ctl_mem *mem_rows; /* remembered points changed this period (copies) */
+    size_t nmem_rows, mem_rows_cap;
     ctl_notes notes;
 } ctl_decision;
 void ctl_decision_clear(ctl_decision *d); /* empty, keeping its buffers */

@@ -34,6 +34,8 @@ typedef struct view_job {
     char id[CTL_JOB_ID_MAX + 1];
     int tier;
     double alloc_w, alloc_cap_w, measured_w, tokens_per_s, base_w, base_tokens;
+    int prof_points, profiling; /* its profile: points measured, running now */
+    double prof_cost_ratio;
 } view_job;
 
 typedef struct view {
@@ -51,7 +53,7 @@ typedef struct view {
     double hist_t[CTL_STATUS_HIST], hist_meas[CTL_STATUS_HIST], hist_target[CTL_STATUS_HIST];
     size_t hist_n;
     /* the last period */
-    double now, budget_w, measured_w, fixed_w, integral_w;
+    double now, budget_w, measured_w, fixed_w, integral_w, sla_shortfall_w;
     int active, feasible;
     char gov_id[PFI_EVENT_ID_MAX + 1];
     double cycle_s, loop_s, trigger_push_s;
@@ -97,6 +99,8 @@ static int take_jobs(ctl *c, view *v)
         q->tier = j->tier;
         q->alloc_w = j->alloc_w, q->alloc_cap_w = j->alloc_cap_w, q->measured_w = j->measured_w;
         q->tokens_per_s = j->tokens_per_s, q->base_w = j->base_w, q->base_tokens = j->base_tokens;
+        q->prof_points = (int)j->prof.npt, q->profiling = j->prof.state == CTL_PROF_RUN;
+        q->prof_cost_ratio = j->prof.cost_ratio;
     }
     return 0;
 }
@@ -127,7 +131,7 @@ static void take_figures(ctl *c, view *v)
 {
     const ctl_state *s = &c->st;
     v->now = s->now, v->budget_w = s->budget_w, v->measured_w = s->measured_w;
-    v->fixed_w = s->fixed_w, v->integral_w = s->integral_w;
+    v->fixed_w = s->fixed_w, v->integral_w = s->integral_w, v->sla_shortfall_w = s->sla_shortfall_w;
     v->active = s->active, v->feasible = s->feasible;
     memcpy(v->gov_id, s->gov_id, sizeof v->gov_id);
     v->cycle_s = c->cycle_s, v->loop_s = c->loop_s, v->trigger_push_s = c->trigger_push_s;
@@ -275,6 +279,7 @@ static json_t *status_job_json(const view *v, const ctl_job *j, double online_w)
     json_object_set_new(o, "over_limit",
                         j->tier < 0 || !isfinite(loss) ? json_null()
                                                        : json_boolean(!(loss <= allowed + 0.01)));
+    json_object_set_new(o, "profile", ctl_profile_json(j));
     return o;
 }
 
@@ -306,6 +311,9 @@ static json_t *status_json(ctl *c, view *v)
     json_object_set_new(o, "budget_w", num_or_null(v->budget_w));
     json_object_set_new(o, "measured_w", num_or_null(v->measured_w));
     json_object_set_new(o, "unreachable_w", num_or_null(v->fixed_w));
+    /* the power the SLA floors need beyond the budget (kW; 0: they fit;
+       null: no event, or not safe-online) */
+    json_object_set_new(o, "sla_shortfall_kw", num_or_null(v->sla_shortfall_w / 1000));
     json_object_set_new(o, "feedback_w", json_real(v->integral_w));
     json_object_set_new(o, "cycle_ms", json_real(1000 * v->cycle_s));
     json_object_set_new(o, "clock_now", json_real(now));
@@ -526,6 +534,29 @@ static void job_baseline_metrics(const view *v, pfi_buf *b)
             pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_allowed_loss_ratio"), JOB_LABELS(k), allowed);
     }
 }
+/* each job's profile (ctl_profile.c) */
+static void job_profile_metrics(const view *v, pfi_buf *b)
+{
+    char jl[2 * 64 + 1];
+    head(b, "pfi_ctl_job_profile_points", "gauge",
+         "Points measured by a job's profile at job start.");
+    for (size_t k = 0; k < v->njobs; k++)
+        pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_profile_points"), JOB_LABELS(k),
+                       (double)v->job[k].prof_points);
+    head(b, "pfi_ctl_job_profile_cost_ratio", "gauge",
+         "Throughput a job's profile gave up, over its first hour's.");
+    for (size_t k = 0; k < v->njobs; k++)
+        pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_profile_cost_ratio"), JOB_LABELS(k),
+                       v->job[k].prof_cost_ratio);
+    head(b, "pfi_ctl_job_profiling", "gauge", "1 while a job's profile steps its caps.");
+    for (size_t k = 0; k < v->njobs; k++)
+        pfi_buf_printf(b, JOB_FMT("pfi_ctl_job_profiling"), JOB_LABELS(k),
+                       (double)v->job[k].profiling);
+    head(b, "pfi_ctl_sla_shortfall_kw", "gauge",
+         "Power the jobs' SLA floors need beyond the event's budget (0: they fit).");
+    if (isfinite(v->sla_shortfall_w))
+        pfi_buf_printf(b, "pfi_ctl_sla_shortfall_kw %g\n", v->sla_shortfall_w / 1000);
+}
 #undef JOB_FMT
 #undef JOB_LABELS
 
@@ -575,6 +606,7 @@ char *ctl_view_metrics(ctl *c, size_t *len)
     event_metrics(c, v, &b);
     job_power_metrics(v, &b);
     job_baseline_metrics(v, &b);
+    job_profile_metrics(v, &b);
     loop_metrics(v, &b);
     view_free(v);
     return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
