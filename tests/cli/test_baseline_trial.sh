@@ -12,7 +12,9 @@
 # The steady draw is measured after it all, with every job uncapped and
 # training: the mean of 40 readings of /v1/status (the jobs' power summed)
 # over 40 s — what the baseline of each event should have been, whatever
-# the jobs did before it.
+# the jobs did before it. Profiles at job start are off here: the first
+# steady window comes after the events, and a profile would cap the jobs
+# while the steady draw is measured (test_controller_profile.sh has them).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -30,7 +32,7 @@ start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" \
 AURL=http://127.0.0.1:$DPORT
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1,
- "ramp_s": 0, "ramp_down_s": 0, "lease_s": 60, "tolerance_pct": 2,
+ "ramp_s": 0, "ramp_down_s": 0, "lease_s": 60, "tolerance_pct": 2, "profile": false,
  "openadr": {"version": "3.1", "ven_name": "ven-a"},
  "agents": [{"name": "n1", "url": "$AURL", "token_file": "$T/atok"}]}
 EOF
