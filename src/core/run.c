@@ -111,6 +111,38 @@ static pfi_status check_cap(const pfi_run_summary *s, const pfi_protocol_opts *o
     return PFI_OK;
 }
 
+/* A run whose caps something stepped while it trained (a profile at job
+ * start, pfi-controller's; an event): its row is the one at the cap
+ * run.json names, so with the cap check on, [*b, *e) narrows to the
+ * longest stretch of training bins whose enforced limit (else the
+ * management limit; a bin with neither counts as at the cap) is within
+ * cap_tol_w of cap_w, when bins at another limit are there and that
+ * stretch is at least sustain_scrapes long (else the cap check below
+ * decides as before). Noted as a warning with the counts. */
+static void stretch_at_cap(const pfi_series *ser, const pfi_protocol_opts *o, double cap_w,
+                           const char *name, pfi_log *log, size_t *b, size_t *e)
+{
+    if (!o->cap_check) return;
+    const double *lim = ser->metric[PFI_M_ENFORCED_LIMIT], *mg = ser->metric[PFI_M_MGMT_LIMIT];
+    size_t best_b = *b, best_n = 0, run_b = *b, off = 0;
+    for (size_t i = *b; i <= *e; i++) {
+        double l = i < *e ? (isnan(lim[i]) ? mg[i] : lim[i]) : NAN;
+        int at = i < *e && pfi_cap_check(l, cap_w, o->cap_tol_w) == 0;
+        off += i < *e && !at;
+        if (at) continue;
+        if (i - run_b > best_n) best_b = run_b, best_n = i - run_b;
+        run_b = i + 1;
+    }
+    if (!off || best_n < (size_t)o->sustain_scrapes) return;
+    pfi_warnf(log,
+              "run %s: %zu of %zu training scrapes at another enforced limit than cap_w %g W (a "
+              "profile or an event stepped the caps): the row is from the longest stretch at "
+              "cap_w (%zu scrapes)",
+              name, off, *e - *b, cap_w, best_n);
+    *b = best_b;
+    *e = best_b + best_n;
+}
+
 /* throughput, MFU and TFLOPS from the step log's samples in the training
  * phase [t0, t1) s */
 static pfi_status aggregate_steps(const pfi_steplog *steps, double t0, double t1,
@@ -176,6 +208,7 @@ pfi_status pfi_summarize_run(const pfi_bins *bins, const pfi_steplog *steps,
         return st;
     }
     size_t b = ph.train_begin, e = ph.train_end;
+    stretch_at_cap(&ser, o, s->m.cap_w, name, log, &b, &e);
     s->n_train = e - b;
     int64_t iv_ms = (int64_t)llround(o->interval_s * 1000);
     double t0 = (double)ser.t_ms[b] / 1000.0, t1 = (double)(ser.t_ms[e - 1] + iv_ms) / 1000.0;

@@ -2,7 +2,8 @@
  * binning with out-of-phase hosts, carrying a GPU's value for one interval
  * only, dropping incomplete bins, sums vs averages, phase segmentation with
  * dips inside training, top-10% / mean / median aggregation, the loop's own
- * throughput (tokens over wall time), cap check;
+ * throughput (tokens over wall time), cap check, a run whose caps a profile
+ * stepped (its row from the longest stretch at its cap);
  * the derived features from a job's metric values, and a model feature by
  * name from them (what the agent and the controller compute). */
 #include "../testutil.h"
@@ -11,6 +12,7 @@
 
 #include "pfi/features.h"
 #include "pfi/protocol.h"
+#include "pfi/run.h"
 
 static pfi_protocol_opts opts(void)
 {
@@ -241,6 +243,56 @@ static void cap_check(void **s)
     assert_int_equal(pfi_metric_lookup("DCGM_FI_DEV_XID_ERRORS", 22), -1);
 }
 
+/* a run profiled at job start: 10 scrapes at 500 W limits (the profile),
+   then 30 at the run's cap of 700 W; the row is the 30 at 700 W */
+static void profiled_run(void **s)
+{
+    (void)s;
+    pfi_protocol_opts o = opts();
+    o.tput_agg = o.agg = PFI_AGG_MEAN;
+    pfi_bins *b = pfi_bins_new(&o);
+    int g = pfi_bins_gpu(b, "A:0", 3);
+    double t_s[40], tps[40], nan40[40];
+    for (int k = 0; k < 40; k++) {
+        int64_t t = 1000000000LL + k * 5000;
+        int prof = k < 10;
+        assert_int_equal(pfi_bins_add(b, g, PFI_M_POWER_USAGE, t, prof ? 480 : 690, NULL), PFI_OK);
+        assert_int_equal(pfi_bins_add(b, g, PFI_M_GPU_UTIL, t, 95, NULL), PFI_OK);
+        assert_int_equal(pfi_bins_add(b, g, PFI_M_FB_USED, t, 50000, NULL), PFI_OK);
+        assert_int_equal(pfi_bins_add(b, g, PFI_M_ENFORCED_LIMIT, t, prof ? 500 : 700, NULL),
+                         PFI_OK);
+        t_s[k] = (double)t / 1000 + 1;
+        tps[k] = prof ? 800 : 1000;
+        nan40[k] = NAN;
+    }
+    pfi_steplog sl = {.n = 40, .t_s = t_s, .tokens_per_s = tps, .mfu = nan40, .tflops = nan40};
+    pfi_run_summary r = {.name = "prof"};
+    r.m.cap_w = 700;
+    r.m.gpus = 1;
+    pfi_error e;
+    if (pfi_summarize_run(b, &sl, &o, &r, NULL, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(r.n_train, 30);
+    assert_near(r.power_w, 690, 1e-9);
+    assert_near(r.tokens_per_s, 1000, 1e-9);
+    assert_int_equal(r.n_steps, 30);
+    /* without the cap check: the whole training phase, as before */
+    pfi_run_summary all = {.name = "prof"};
+    all.m.cap_w = 700;
+    all.m.gpus = 1;
+    o.cap_check = 0;
+    if (pfi_summarize_run(b, &sl, &o, &all, NULL, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(all.n_train, 40);
+    assert_true(all.power_w < 690);
+    /* a run never at its cap: refused as before */
+    pfi_run_summary bad = {.name = "prof"};
+    bad.m.cap_w = 600;
+    bad.m.gpus = 1;
+    o.cap_check = 1;
+    assert_int_equal(pfi_summarize_run(b, &sl, &o, &bad, NULL, &e), PFI_EINVAL);
+    assert_non_null(strstr(e.msg, "cap_w 600 W"));
+    pfi_bins_free(b);
+}
+
 static void derived_features(void **s)
 {
     (void)s;
@@ -283,6 +335,7 @@ int main(void)
         cmocka_unit_test(aggregation),
         cmocka_unit_test(throughput_rate),
         cmocka_unit_test(cap_check),
+        cmocka_unit_test(profiled_run),
         cmocka_unit_test(derived_features),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

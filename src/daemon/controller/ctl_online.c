@@ -450,10 +450,10 @@ json_t *ctl_online_json(const ctl_state *s)
     const double *t = pfi_online_targets(o->s);
     for (size_t i = 0; i < o->n && i < 256; i++) {
         const on_job *q = &o->j[i];
-        json_t *x = json_pack("{s:s,s:i,s:f,s:f,s:b,s:i,s:i}", "job_id", q->id, "tier", q->tier,
-                              "target_w", t[i], "floor_w", pfi_online_floor(o->s, i), "held",
-                              q->held || q->no_tokens, "samples", (int)q->ns, "points",
-                              (int)pfi_online_points(o->s, i));
+        json_t *x =
+            json_pack("{s:s,s:i,s:f,s:f,s:b,s:i,s:i}", "job_id", q->id, "tier", q->tier, "target_w",
+                      t[i], "floor_w", pfi_online_floor(o->s, i), "held", q->held || q->no_tokens,
+                      "samples", (int)q->ns, "points", (int)pfi_online_points(o->s, i));
         json_object_set_new(x, "first_target_w",
                             isfinite(q->first_w) ? json_real(q->first_w) : json_null());
         json_array_append_new(jobs, x);
