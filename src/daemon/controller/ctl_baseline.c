@@ -19,8 +19,9 @@
  *   - a job with no steady baseline yet: the plateau of its last window of
  *     samples, up to the newest ("short window": the steps of one event
  *     take the same), else an estimate, its GPUs at 0.97 of their ceiling
- *     ("estimate"; training jobs draw close to their limit). Issue 31's
- *     profile will come before the estimate. */
+ *     ("estimate"; training jobs draw close to their limit). A profile at
+ *     job start (ctl_profile.c) starts from the steady baseline; its
+ *     capped samples are not the job's baseline (capped: left out). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
