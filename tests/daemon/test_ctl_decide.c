@@ -10,9 +10,9 @@
  * the last steady uncapped baseline, the recovery after an event left out,
  * and where a job without a steady window gets its baseline; profiles at
  * job start (ctl_profile.c): the schedule under the tier and the cost
- * bound, never Flex 0 or an opted-out job, paused by an event due or
- * running and resumed after, remembered by key and not repeated, not used
- * for a job whose telemetry differs. */
+ * bound (a point ended where the cost reaches it), never Flex 0 or an opted-out job, paused by an
+ * event due or running and resumed after, remembered by key and not repeated, not used for a job
+ * whose telemetry differs. */
 #include "../testutil.h"
 #include <math.h>
 #include <stdarg.h>
@@ -551,6 +551,23 @@ static void test_profile_rule(void **st)
     assert_int_equal(g_st.nmem, 2);
 }
 
+/* the cost bound as it goes: a tiny budget ends the profile at "cost",
+   within one period's loss of it, the caps back at the ceiling */
+static void test_profile_cost_bound(void **st)
+{
+    (void)st;
+    profile_config(", \"profile_cost_frac\": 0.0003");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    run_until(70, 200);
+    const ctl_job *a = find("a");
+    assert_int_equal(a->prof.state, CTL_PROF_DONE);
+    assert_string_equal(a->prof.why, "cost");
+    assert_true(a->prof.npt >= 1 && a->prof.npt < 4);
+    /* one period at the schedule's lowest point loses at most 1 - sqrt(0.5) of T_max */
+    assert_true(a->prof.cost_ratio <= 0.0003 + (1 - sqrt(0.5)) / 3600);
+    assert_true(a->alloc_cap_w == 0 && !g_dec.profiling);
+}
+
 static void test_profile_paused_by_events(void **st)
 {
     (void)st;
@@ -645,6 +662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_baseline_estimate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),
     };

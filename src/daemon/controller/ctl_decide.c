@@ -491,4 +491,7 @@ void ctl_state_free(ctl_state *s)
     free(s->mem);
     s->mem = NULL;
     s->nmem = s->mem_cap = 0;
+    free(s->mem_slot);
+    s->mem_slot = NULL;
+    s->mem_slots = 0;
 }

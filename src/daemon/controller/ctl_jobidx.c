@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t hash(const char *id, int tier)
+size_t ctl_jobidx_hash(const char *id, int tier)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)(unsigned)tier;
     for (const unsigned char *p = (const unsigned char *)id; *p; p++)
@@ -16,7 +16,7 @@ static size_t hash(const char *id, int tier)
 
 static void put(size_t *slot, size_t cap, const ctl_state *c, size_t pos)
 {
-    size_t k = hash(c->job[pos].id, c->job[pos].tier) & (cap - 1);
+    size_t k = ctl_jobidx_hash(c->job[pos].id, c->job[pos].tier) & (cap - 1);
     while (slot[k]) k = (k + 1) & (cap - 1);
     slot[k] = pos + 1;
 }
@@ -48,7 +48,8 @@ int ctl_jobidx_build(ctl_jobidx *x, const ctl_state *c)
 long ctl_jobidx_find(const ctl_jobidx *x, const ctl_state *c, const char *id, int tier)
 {
     if (!x->cap) return -1;
-    for (size_t k = hash(id, tier) & (x->cap - 1); x->slot[k]; k = (k + 1) & (x->cap - 1)) {
+    for (size_t k = ctl_jobidx_hash(id, tier) & (x->cap - 1); x->slot[k];
+         k = (k + 1) & (x->cap - 1)) {
         const ctl_job *j = &c->job[x->slot[k] - 1];
         if (j->tier == tier && !strcmp(j->id, id)) return (long)(x->slot[k] - 1);
     }

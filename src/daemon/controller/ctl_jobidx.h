@@ -21,4 +21,6 @@ long ctl_jobidx_find(const ctl_jobidx *x, const ctl_state *c, const char *id, in
 /* add c->job[pos] (not in the index yet); -1 when out of memory */
 int ctl_jobidx_add(ctl_jobidx *x, const ctl_state *c, size_t pos);
 void ctl_jobidx_free(ctl_jobidx *x);
+/* the hash of (id, tier) the index uses (FNV-1a), for other indexes by job */
+size_t ctl_jobidx_hash(const char *id, int tier);
 #endif

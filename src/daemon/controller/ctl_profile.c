@@ -32,9 +32,11 @@
  * a different job under the same id: its remembered points are not used
  * (noted) and its own replace them. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_jobidx.h"
 #include "pfi/profile.h"
 #include "vec.h"
 
@@ -59,11 +61,11 @@ static void job_feat(const ctl_job *j, double f[4])
     f[0] = j->feat_dram, f[1] = j->feat_copy, f[2] = j->feat_tensor, f[3] = j->feat_sm;
 }
 
-/* 1 if the remembered entry m is job j's: the same key, features within 15% */
-static int key_same(const ctl_mem *m, const ctl_job *j)
+/* the memory's key: id, tier, GPU count, hardware limit (to the watt) */
+static int key_eq(const ctl_mem *m, const char *id, int tier, int gpus, double hw_max_w)
 {
-    return !strcmp(m->id, j->id) && m->tier == j->tier && m->gpus == j->gpus &&
-           fabs(m->hw_max_w - j->hw_max_w) < 1;
+    return m->tier == tier && m->gpus == gpus && llround(m->hw_max_w) == llround(hw_max_w) &&
+           !strcmp(m->id, id);
 }
 
 static int feat_same(const ctl_mem *m, const ctl_job *j)
@@ -77,23 +79,63 @@ static int feat_same(const ctl_mem *m, const ctl_job *j)
     return 1;
 }
 
+/* the memory's index (s->mem_slot: an open-addressing table of positions,
+   linear probing, doubled at half full; ctl_jobidx's hash with the GPU
+   count): O(1) lookups at fleet scale */
+static size_t mem_hash(const char *id, int tier, int gpus)
+{
+    return ctl_jobidx_hash(id, tier) ^ ((size_t)gpus * 0x9e3779b97f4a7c15ull);
+}
+
+static void slot_put(size_t *slot, size_t cap, const ctl_mem *m, size_t pos)
+{
+    size_t k = mem_hash(m->id, m->tier, m->gpus) & (cap - 1);
+    while (slot[k]) k = (k + 1) & (cap - 1);
+    slot[k] = pos + 1;
+}
+
+static int slots_grow(ctl_state *s, size_t want)
+{
+    if (2 * want <= s->mem_slots) return 0;
+    size_t cap = 64;
+    while (cap < 2 * want) cap *= 2;
+    size_t *slot = calloc(cap, sizeof *slot);
+    if (!slot) return -1;
+    for (size_t i = 0; i < s->nmem; i++) slot_put(slot, cap, &s->mem[i], i);
+    free(s->mem_slot);
+    s->mem_slot = slot;
+    s->mem_slots = cap;
+    return 0;
+}
+
+static long mem_pos(const ctl_state *s, const char *id, int tier, int gpus, double hw_max_w)
+{
+    if (!s->mem_slots) return -1;
+    size_t cap = s->mem_slots;
+    for (size_t k = mem_hash(id, tier, gpus) & (cap - 1); s->mem_slot[k]; k = (k + 1) & (cap - 1))
+        if (key_eq(&s->mem[s->mem_slot[k] - 1], id, tier, gpus, hw_max_w))
+            return (long)(s->mem_slot[k] - 1);
+    return -1;
+}
+
 static ctl_mem *mem_find(ctl_state *s, const ctl_job *j)
 {
-    for (size_t i = 0; i < s->nmem; i++)
-        if (key_same(&s->mem[i], j)) return &s->mem[i];
-    return NULL;
+    long at = mem_pos(s, j->id, j->tier, j->gpus, j->hw_max_w);
+    return at >= 0 ? &s->mem[at] : NULL;
 }
 
 int ctl_mem_put(ctl_state *s, const ctl_mem *m)
 {
-    for (size_t i = 0; i < s->nmem; i++)
-        if (!strcmp(s->mem[i].id, m->id) && s->mem[i].tier == m->tier &&
-            s->mem[i].gpus == m->gpus && fabs(s->mem[i].hw_max_w - m->hw_max_w) < 1) {
-            s->mem[i] = *m;
-            return 0;
-        }
-    if (PFI_VEC_RESERVE(s->mem, s->mem_cap, s->nmem + 1, NULL)) return -1;
-    s->mem[s->nmem++] = *m;
+    long at = mem_pos(s, m->id, m->tier, m->gpus, m->hw_max_w);
+    if (at >= 0) {
+        s->mem[at] = *m;
+        return 0;
+    }
+    if (PFI_VEC_RESERVE(s->mem, s->mem_cap, s->nmem + 1, NULL) || slots_grow(s, s->nmem + 1))
+        return -1;
+    s->mem[s->nmem] = *m;
+    slot_put(s->mem_slot, s->mem_slots, &s->mem[s->nmem], s->nmem);
+    s->nmem++;
     return 0;
 }
 
@@ -278,12 +320,19 @@ static void run(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, double dt, ctl_dec
             p->st[p->ns++] = j->tokens_per_s;
         }
     }
-    if (p->ns >= (size_t)cfg->profile_samples) {
+    /* the cost as it goes: a point that reaches the bound ends there, kept
+       with at least a quarter of its samples (and 2), the profile with it */
+    int spent = p->spent_token_s >= cfg->profile_cost_frac * p->t_max * 3600;
+    size_t quarter = (size_t)ceil(cfg->profile_samples / 4), least = quarter > 2 ? quarter : 2;
+    int full = p->ns >= (size_t)cfg->profile_samples;
+    if (full || (spent && p->ns >= least)) {
         pfi_online_point *x = &p->pt[p->npt++];
         ctl_mean_se(p->sp, p->ns, CTL_PROF_CV_POWER, &x->power_w, &x->power_se_w);
         ctl_mean_se(p->st, p->ns, CTL_PROF_CV_TOKENS, &x->tokens_per_s, &x->tokens_se);
-        next_point(cfg, s, j, d);
+        p->ns = 0;
     }
+    if (spent) finish(s, j, "cost", d);
+    else if (full) next_point(cfg, s, j, d);
 }
 
 /* an event runs or is due within a point's time and a lease */
