@@ -6,7 +6,7 @@
 # j2's caps through the schedule under its lease (the agent's GPUs show the
 # profile's caps), measures the points, goes back to the ceiling; j3 is
 # never capped. Checked: /v1/status jobs[].profile, the status page's
-# column, pfi_ctl_job_profile_points / _cost_ratio / _profiling, the cost
+# column (headless Chromium), pfi_ctl_job_profile_points / _cost_ratio / _profiling, the cost
 # (<= 1% of a job's first hour), the points stored (SQLite job_points); a
 # restarted controller remembers them and does not profile again; at a 30%
 # event, each profiled job's first-round target (safe-online from its known
@@ -73,9 +73,11 @@ for j in j1 j2; do
   echo "$j: $n profile points, cost $c of its first hour ($(prof $j stopped))"
 done
 grep -q "job j1: profile done: " "$T/ctl.log" || fail "no profile line in the log"; ok
-# the status page shows the column (rendered by its script from /v1/status)
-curl -s -m 5 "$URL/page.js" >"$T/page.js"
-contains "$T/page.js" "'profile'"
+# the status page shows each job's profile (headless Chromium runs its script)
+chromium_dom "$URL/"
+contains "$T/dom" "<th>profile</th>"
+grep -qE "<td>done( \(cost\)| \(tier floor\))?: [0-9]+ points, 0\.[0-9]+%</td>" "$T/dom" || { grep -o "<td>[a-z][^<]*points[^<]*</td>" "$T/dom" >&2; fail "no profile on the status page"; }; ok
+contains "$T/dom" "<td>off (Flex 0)</td>"
 # stored under the job's key
 [ "$("$PY" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from job_points where profiled=1").fetchone()[0])' "$T/ctl.db")" = 2 ] ||
   fail "job_points: not 2 profiled jobs stored"; ok

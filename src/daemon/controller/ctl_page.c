@@ -164,7 +164,7 @@ const char ctl_page_js[] =
     "}\n"
     "/* a job's profile: its state, points, what it cost of its first hour */\n"
     "function prof(p){if(!p)return '-';var "
-    "t=p.state+(p.paused?' (paused)':'')+(p.stopped?' ('+p.stopped+')':'');\n"
+    "t=p.state+(p.paused?' (paused)':'')+(p.stopped&&p.stopped!=p.state?' ('+p.stopped+')':'');\n"
     "  if(p.points.length||p.state=='done')t+=': '+p.points.length+' points, '+(100*p.cost_ratio)."
     "toFixed(2)+'%';return t}\n"
     "function jobs(s){\n"
