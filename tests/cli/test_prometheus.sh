@@ -54,9 +54,12 @@ start_agent() { # N BACKEND [extra]
 start_agent 1 "$B1"; A1=$DPORT
 start_agent 2 "$B2" --export-dcgm; A2=$DPORT
 aget() { curl -s -m 5 --cacert "$P/ca.pem" -H "Authorization: Bearer $(cat "$T/rtok")" "https://127.0.0.1:$1$2"; }
+# profiles at job start off: a profile steps the jobs' power while this test
+# compares series Prometheus sampled at different moments (the recording
+# rule's join against an instant query: 823 W against 661 W mid-profile)
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 5, "lease_s": 30,
- "tiers": {"jb": 1},
+ "profile": false, "tiers": {"jb": 1},
  "agents": [{"name": "n1", "url": "https://127.0.0.1:$A1", "token_file": "$T/atok", "read_token_file": "$T/rtok", "ca_file": "$P/ca.pem"},
             {"name": "n2", "url": "https://127.0.0.1:$A2", "token_file": "$T/atok", "read_token_file": "$T/rtok", "ca_file": "$P/ca.pem"}]}
 EOF
