@@ -10,7 +10,11 @@
  *    allocate, PUT /v1/caps to all) and prints p50 / p99 / max (target
  *    < 1 s at 12,500), the controller's RSS (target < 1 GiB) and CPU per
  *    period, and how much CPU the farm (this process) took meanwhile: the
- *    farm shares the machine (BENCH_CTL_PERIOD sets another period). Then
+ *    farm shares the machine (BENCH_CTL_PERIOD sets another period). Before
+ *    the event, every job is profiled at its start (issue 31, on by default):
+ *    the periods while profiles run, p50 / p99 (same targets), and how many
+ *    jobs were profiled and went back to the ceiling (BENCH_CTL_PROFILE=0:
+ *    none; the event then finds no known points). Then
  *    BENCH_CTL_TRIGGERS (8) triggers
  *    (POST /v1/trigger, deeper each time) and, from the controller's log,
  *    trigger -> every cap written (its last successful PUT) p50 / p99
@@ -509,6 +513,53 @@ static double loadavg1(void)
 
 /* a slice of the farm in a child process: its port through the pipe, then
  * it serves until killed; -1 when it did not start */
+/* Profiles at job start (issue 31), before the event: every farm job (Flex 3) is
+ * profiled once its baseline is steady — the controller steps its caps through
+ * the schedule and back to the ceiling. Measures the periods while any job is
+ * profiled (the profile rule and the memory of points at fleet scale) and how
+ * many jobs were profiled and are back at the ceiling; then clears capped_at so
+ * the event's figures count the event's caps alone. BENCH_CTL_PROFILE=0 skips it. */
+static void profile_phase(const char *url, unsigned nfarm, double period_s)
+{
+    enum { MAXP = 512 };
+    static double pers[MAXP];
+    int n = 0, started = 0;
+    unsigned ever = 0, now_capped = 0;
+    double cy = 0, per = 0, last_cycles = -1, t0 = bench_now(), t_first = NAN,
+           t_end = t0 + 120 + 80 * period_s;
+    while (bench_now() < t_end) {
+        usleep(50000);
+        ever = now_capped = 0;
+        pthread_mutex_lock(g_mu);
+        for (unsigned i = 0; i < nfarm; i++) {
+            if (g_farm[i].capped_at > 0) ever++;
+            if (g_farm[i].cap_w < 699) now_capped++;
+        }
+        pthread_mutex_unlock(g_mu);
+        if (!started && now_capped) started = 1, t_first = bench_now();
+        if (started && ever == nfarm && now_capped == 0) break;
+        if (health(url, &cy, &per) || !(cy > last_cycles)) continue;
+        if (started && last_cycles >= 0 && n < MAXP) pers[n++] = per;
+        last_cycles = cy;
+    }
+    printf("bench controller %u agents: profiles at job start: %u of %u jobs profiled, %u still "
+           "below the ceiling, first profile cap %.1f s after start-up, the profiles took %.1f s "
+           "(%d periods measured)\n",
+           nfarm, ever, nfarm, now_capped, t_first - t0, bench_now() - t_first, n);
+    if (n) {
+        char what[128];
+        const char *target = nfarm >= 25000 ? "< 2" : nfarm >= 12500 ? "< 1" : "reported";
+        qsort(pers, (size_t)n, sizeof *pers, cmp);
+        snprintf(what, sizeof what, "controller %ux8 profiling: period p50", nfarm);
+        BENCH_RESULT(what, quant(pers, n, 0.5), "s", target);
+        snprintf(what, sizeof what, "controller %ux8 profiling: period p99", nfarm);
+        BENCH_RESULT(what, quant(pers, n, 0.99), "s", target);
+    }
+    pthread_mutex_lock(g_mu);
+    for (unsigned i = 0; i < nfarm; i++) g_farm[i].capped_at = 0;
+    pthread_mutex_unlock(g_mu);
+}
+
 static pid_t farm_child(const pfi_httpd_opts *o, int *port)
 {
     int fd[2];
@@ -658,6 +709,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     while (bench_now() - t_start < 300 + 5 * period_s && (health(url, &cy, &per) || cy < 4))
         usleep(100000);
     double startup_s = bench_now() - t_start;
+    const char *pr = getenv("BENCH_CTL_PROFILE");
+    if (!(pr && atoi(pr) == 0)) profile_phase(url, nfarm, period_s);
     double t_sent;
     pthread_t burner;
     const char *ld = getenv("BENCH_CTL_LOAD");

@@ -10,7 +10,8 @@
  * the last steady uncapped baseline, the recovery after an event left out,
  * and where a job without a steady window gets its baseline; profiles at
  * job start (ctl_profile.c): the schedule under the tier and the cost
- * bound (a point ended where the cost reaches it), never Flex 0 or an opted-out job, paused by an
+ * bound (a point ended where the cost reaches it), caps in whole watts, a cap the GPUs do not
+ * take (an administrator's limit) ending it, never Flex 0 or an opted-out job, paused by an
  * event due or running and resumed after, remembered by key and not repeated, not used for a job
  * whose telemetry differs. */
 #include "../testutil.h"
@@ -645,6 +646,74 @@ static void test_profile_remembered(void **st)
     assert_true(fabs(g_st.mem[0].feat[3] - 0.5) < 1e-12); /* its own replaced them */
 }
 
+/* a plant that keeps whole watts, as an agent or driver may (the
+   benchmark's farm prints caps with %.0f; NVML takes milliwatts, but a
+   driver may clamp), with an administrator's lower limit (0: none) that
+   the GPUs keep whatever is asked: 2-GPU jobs drawing min(1400 W, cap x
+   GPUs), 1000 x sqrt(power / 1400) tokens/s */
+static void plant_whole(double admin_min_w)
+{
+    for (size_t a = 0; a < NA; a++)
+        for (size_t q = 0; q < g_agent[a].njobs; q++) {
+            ctl_job_view *v = &g_view[a][q];
+            const ctl_job *j = find(v->id);
+            v->cap_w = fmax(round(j && j->alloc_cap_w > 0 ? j->alloc_cap_w : 700), admin_min_w);
+            v->power_w = fmin(1400, v->gpus * v->cap_w);
+            v->tokens_per_s = 1000 * sqrt(v->power_w / 1400);
+        }
+}
+
+/* a point's cap is a whole watt: 2 GPUs at 1400 W step by 175 W, so the
+   schedule's caps are 612.5 and 437.5 W; before, such a cap read back as
+   613 W was never "at the cap" and the profile spent its budget unmeasured */
+static void test_profile_whole_watts(void **st)
+{
+    (void)st;
+    profile_config("");
+    job(0, "a", 3, 2, 1400, 1000, 1);
+    for (int t = 70; t < 200; t++) {
+        decide(t);
+        const ctl_job *a = find("a");
+        if (a && a->prof.state == CTL_PROF_RUN && a->prof.cap_w > 0)
+            assert_true(a->prof.cap_w == floor(a->prof.cap_w));
+        plant_whole(0);
+    }
+    const ctl_job *a = find("a");
+    assert_int_equal(a->prof.state, CTL_PROF_DONE);
+    assert_string_equal(a->prof.why, "done");
+    assert_int_equal(a->prof.npt, 4);
+    assert_true(a->prof.cost_ratio > 0 && a->prof.cost_ratio <= 0.01);
+}
+
+/* GPUs that keep an administrator's limit above the point's cap never show
+   it: the profile stops ("cap not taken") after 5 periods off the cap
+   rather than spend its budget, and the caps go back to the ceiling */
+static void test_profile_cap_not_taken(void **st)
+{
+    (void)st;
+    profile_config("");
+    job(0, "a", 3, 2, 1400, 1000, 1);
+    int t = 70;
+    while (find("a") == NULL || find("a")->prof.state != CTL_PROF_RUN) {
+        decide(t++);
+        plant_whole(650);
+        assert_true(t < 100);
+    }
+    int t_run = t;
+    while (find("a")->prof.state == CTL_PROF_RUN) {
+        decide(t++);
+        plant_whole(650);
+        assert_true(t < t_run + 10);
+    }
+    const ctl_job *a = find("a");
+    assert_string_equal(a->prof.why, "cap not taken");
+    assert_int_equal(a->prof.npt, 0);
+    assert_true(noted("(stopped: cap not taken)"));
+    /* 7 periods at 1300 W (the admin's 650 W x 2) at most */
+    assert_true(a->prof.cost_ratio <= 7 * (1 - sqrt(1300.0 / 1400)) * 1000 / (1000 * 3600) + 1e-12);
+    assert_true(a->alloc_cap_w == 0 && !g_dec.profiling);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +734,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_whole_watts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_cap_not_taken, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,10 @@
  * standard errors, ctl_mean_se), then the next point, and back to the
  * ceiling when the rule stops: every point done, the next point below the
  * job's SLA tier (+ the rule's margin), or the throughput given up would
- * pass profile_cost_frac of the job's first hour. The caps go out under
+ * pass profile_cost_frac of the job's first hour; or when its GPUs do not
+ * show the point's cap (a whole watt) for more than 5 periods in a row
+ * ("cap not taken": an administrator's limit, a driver that clamps it),
+ * rather than spend the budget on a point never measured. The caps go out under
  * the controller's lease like an event's, so a controller that dies hands
  * them back when the lease expires. Never for Flex 0, a job in
  * profile_opt_out, or with "profile": false.
@@ -40,6 +43,9 @@
 #include "pfi/profile.h"
 #include "vec.h"
 
+/* periods in a row a point's cap may be missing from its GPUs (a push
+ * retried, an agent catching up) before the profile stops: "cap not taken" */
+#define CTL_PROF_OFF_CAP_PERIODS 5
 #define CTL_PROF_CV_POWER 0.02  /* one sample's prior coefficient of variation */
 #define CTL_PROF_CV_TOKENS 0.03 /* (as safe-online's, ctl_online.c) */
 #define CTL_MEM_FEAT_TOL 0.15
@@ -248,9 +254,14 @@ static void next_point(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, ctl_decisio
         return;
     }
     p->target_w = next_w;
-    p->cap_w = fmax(cap, j->cap_min_w);
+    /* a whole watt, as the allocator's caps (pfi_alloc_out.cap_w): an agent
+       or driver that keeps whole watts still shows the cap asked for (a cap
+       of 313.5 W read back as 314 W was never "at the cap": the point was
+       never measured while its cost ran) */
+    p->cap_w = fmax(floor(cap), ceil(j->cap_min_w));
     p->settle_left = (int)cfg->profile_settle_periods;
     p->ns = 0;
+    p->off_cap = 0;
 }
 
 /* start job j's profile if it may and can: its remembered points first */
@@ -310,6 +321,7 @@ static void run(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, double dt, ctl_dec
     p->paused = 0;
     if (!j->reachable) return; /* its agent is away: the lease hands the caps back */
     int at_cap = fabs(j->cap_w - p->cap_w) < 0.5;
+    p->off_cap = at_cap ? 0 : p->off_cap + 1;
     if (isfinite(j->tokens_per_s) && j->cap_w < j->cap_max_w - 0.5)
         p->spent_token_s += fmax(0, p->t_max - j->tokens_per_s) * dt;
     p->cost_ratio = p->spent_token_s / (p->t_max * 3600);
@@ -333,6 +345,10 @@ static void run(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, double dt, ctl_dec
     }
     if (spent) finish(s, j, "cost", d);
     else if (full) next_point(cfg, s, j, d);
+    /* the GPUs do not take the point's cap (an administrator's limit, a
+       driver that clamps it, a lost push): stop rather than spend the
+       budget on a point that is never measured */
+    else if (p->off_cap > CTL_PROF_OFF_CAP_PERIODS) finish(s, j, "cap not taken", d);
 }
 
 /* an event runs or is due within a point's time and a lease */
@@ -359,6 +375,7 @@ void ctl_profile_period(const ctl_cfg *cfg, ctl_state *s, double now, double dt,
             if (p->state == CTL_PROF_RUN && !p->paused) {
                 p->paused = 1;
                 p->ns = 0; /* the point starts over after the event */
+                p->off_cap = 0;
                 p->settle_left = (int)cfg->profile_settle_periods;
                 ctl_note(&d->notes, "job %s: profile paused (%s)", j->id,
                          active ? "an event runs" : "an event is due");

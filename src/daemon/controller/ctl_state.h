@@ -103,6 +103,7 @@ typedef struct ctl_profile {
     double cost_ratio;      /* spent_token_s / its first hour's tokens */
     double target_w, cap_w; /* the point being measured (0: none) */
     int settle_left, paused;
+    int off_cap; /* periods in a row its GPUs did not show the point's cap */
     double sp[CTL_PROF_SAMPLES_MAX], st[CTL_PROF_SAMPLES_MAX];
     size_t ns;
     pfi_online_point pt[CTL_PROFILE_MAX]; /* the points measured, in the schedule's order */
