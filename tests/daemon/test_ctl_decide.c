@@ -504,6 +504,19 @@ static int run_until(int t0, int t1)
     return profiling;
 }
 
+/* decide from t = 70, the plant following (step), until job id's profile
+   runs (by t = 100); the next period's time */
+static int until_profiling(const char *id, void (*step)(void))
+{
+    int t = 70;
+    while (find(id) == NULL || find(id)->prof.state != CTL_PROF_RUN) {
+        decide(t++);
+        step();
+        assert_true(t < 100);
+    }
+    return t;
+}
+
 static void test_profile_rule(void **st)
 {
     (void)st;
@@ -574,12 +587,7 @@ static void test_profile_paused_by_events(void **st)
     (void)st;
     profile_config("");
     job(0, "a", 3, 4, 2400, 1000, 1);
-    int t = 70;
-    while (find("a") == NULL || find("a")->prof.state != CTL_PROF_RUN) {
-        decide(t++);
-        plant();
-        assert_true(t < 100);
-    }
+    int t = until_profiling("a", plant);
     /* an event due in 5 s: the profile gives way at once */
     event("e", t + 5, 20, 20);
     decide(t);
@@ -663,6 +671,12 @@ static void plant_whole(double admin_min_w)
         }
 }
 
+/* ... under an administrator's lower limit of 650 W */
+static void plant_admin(void)
+{
+    plant_whole(650);
+}
+
 /* a point's cap is a whole watt: 2 GPUs at 1400 W step by 175 W, so the
    schedule's caps are 612.5 and 437.5 W; before, such a cap read back as
    613 W was never "at the cap" and the profile spent its budget unmeasured */
@@ -693,16 +707,10 @@ static void test_profile_cap_not_taken(void **st)
     (void)st;
     profile_config("");
     job(0, "a", 3, 2, 1400, 1000, 1);
-    int t = 70;
-    while (find("a") == NULL || find("a")->prof.state != CTL_PROF_RUN) {
-        decide(t++);
-        plant_whole(650);
-        assert_true(t < 100);
-    }
-    int t_run = t;
+    int t = until_profiling("a", plant_admin), t_run = t;
     while (find("a")->prof.state == CTL_PROF_RUN) {
         decide(t++);
-        plant_whole(650);
+        plant_admin();
         assert_true(t < t_run + 10);
     }
     const ctl_job *a = find("a");
