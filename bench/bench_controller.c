@@ -511,8 +511,6 @@ static double loadavg1(void)
 #define FARM_SLICE 12500
 #define FARM_MAX_SLICES 16
 
-/* a slice of the farm in a child process: its port through the pipe, then
- * it serves until killed; -1 when it did not start */
 /* Profiles at job start (issue 31), before the event: every farm job (Flex 3) is
  * profiled once its baseline is steady — the controller steps its caps through
  * the schedule and back to the ceiling. Measures the periods while any job is
@@ -571,6 +569,8 @@ static void profile_phase(const char *url, unsigned nfarm, double period_s)
     pthread_mutex_unlock(g_mu);
 }
 
+/* a slice of the farm in a child process: its port through the pipe, then
+ * it serves until killed; -1 when it did not start */
 static pid_t farm_child(const pfi_httpd_opts *o, int *port)
 {
     int fd[2];
