@@ -47,7 +47,7 @@ static void test_find_and_grow(void **st)
         add_job(c, id, -1);
         assert_int_equal(ctl_jobidx_add(&x, c, c->njobs - 1), 0);
     }
-    assert_true(x.cap >= 2 * c->njobs);
+    assert_true(x.t.cap >= 2 * c->njobs);
     for (size_t k = 0; k < c->njobs; k++)
         assert_int_equal(ctl_jobidx_find(&x, c, c->job[k].id, c->job[k].tier), (long)k);
     ctl_jobidx_free(&x);

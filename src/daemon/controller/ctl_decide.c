@@ -491,7 +491,5 @@ void ctl_state_free(ctl_state *s)
     free(s->mem);
     s->mem = NULL;
     s->nmem = s->mem_cap = 0;
-    free(s->mem_slot);
-    s->mem_slot = NULL;
-    s->mem_slots = 0;
+    ctl_slots_free(&s->mem_idx);
 }

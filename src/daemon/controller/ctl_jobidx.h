@@ -6,11 +6,11 @@
 #define PFI_CTL_JOBIDX_H
 #include <stddef.h>
 
+#include "ctl_slots.h"
 #include "ctl_state.h"
 
 typedef struct ctl_jobidx {
-    size_t *slot; /* position + 1; 0: empty */
-    size_t cap;   /* a power of two, at least twice the entries */
+    ctl_slots t; /* positions in c->job */
     size_t n;
 } ctl_jobidx;
 

@@ -35,7 +35,6 @@
  * a different job under the same id: its remembered points are not used
  * (noted) and its own replace them. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -85,42 +84,26 @@ static int feat_same(const ctl_mem *m, const ctl_job *j)
     return 1;
 }
 
-/* the memory's index (s->mem_slot: an open-addressing table of positions,
-   linear probing, doubled at half full; ctl_jobidx's hash with the GPU
-   count): O(1) lookups at fleet scale */
+/* the memory's index (s->mem_idx, ctl_slots.h): ctl_jobidx's hash with the
+   GPU count; O(1) lookups at fleet scale */
 static size_t mem_hash(const char *id, int tier, int gpus)
 {
     return ctl_jobidx_hash(id, tier) ^ ((size_t)gpus * 0x9e3779b97f4a7c15ull);
 }
 
-static void slot_put(size_t *slot, size_t cap, const ctl_mem *m, size_t pos)
+static size_t mem_hash_at(const void *ud, size_t pos)
 {
-    size_t k = mem_hash(m->id, m->tier, m->gpus) & (cap - 1);
-    while (slot[k]) k = (k + 1) & (cap - 1);
-    slot[k] = pos + 1;
-}
-
-static int slots_grow(ctl_state *s, size_t want)
-{
-    if (2 * want <= s->mem_slots) return 0;
-    size_t cap = 64;
-    while (cap < 2 * want) cap *= 2;
-    size_t *slot = calloc(cap, sizeof *slot);
-    if (!slot) return -1;
-    for (size_t i = 0; i < s->nmem; i++) slot_put(slot, cap, &s->mem[i], i);
-    free(s->mem_slot);
-    s->mem_slot = slot;
-    s->mem_slots = cap;
-    return 0;
+    const ctl_mem *m = &((const ctl_state *)ud)->mem[pos];
+    return mem_hash(m->id, m->tier, m->gpus);
 }
 
 static long mem_pos(const ctl_state *s, const char *id, int tier, int gpus, double hw_max_w)
 {
-    if (!s->mem_slots) return -1;
-    size_t cap = s->mem_slots;
-    for (size_t k = mem_hash(id, tier, gpus) & (cap - 1); s->mem_slot[k]; k = (k + 1) & (cap - 1))
-        if (key_eq(&s->mem[s->mem_slot[k] - 1], id, tier, gpus, hw_max_w))
-            return (long)(s->mem_slot[k] - 1);
+    const ctl_slots *t = &s->mem_idx;
+    for (size_t k = ctl_slots_first(t, mem_hash(id, tier, gpus)); k < t->cap && t->slot[k];
+         k = ctl_slots_next(t, k))
+        if (key_eq(&s->mem[t->slot[k] - 1], id, tier, gpus, hw_max_w))
+            return (long)(t->slot[k] - 1);
     return -1;
 }
 
@@ -137,10 +120,11 @@ int ctl_mem_put(ctl_state *s, const ctl_mem *m)
         s->mem[at] = *m;
         return 0;
     }
-    if (PFI_VEC_RESERVE(s->mem, s->mem_cap, s->nmem + 1, NULL) || slots_grow(s, s->nmem + 1))
+    if (PFI_VEC_RESERVE(s->mem, s->mem_cap, s->nmem + 1, NULL) ||
+        ctl_slots_reserve(&s->mem_idx, s->nmem + 1, mem_hash_at, s))
         return -1;
     s->mem[s->nmem] = *m;
-    slot_put(s->mem_slot, s->mem_slots, &s->mem[s->nmem], s->nmem);
+    ctl_slots_put(&s->mem_idx, mem_hash_at(s, s->nmem), s->nmem);
     s->nmem++;
     return 0;
 }

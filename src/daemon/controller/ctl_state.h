@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "ctl_slots.h"
 #include "grid_event.h"
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
@@ -236,8 +237,8 @@ typedef struct ctl_state {
        decision; growable) */
     ctl_mem *mem;
     size_t nmem, mem_cap;
-    size_t *mem_slot, mem_slots; /* its index by key (ctl_profile.c): position + 1 */
-    int profiling;               /* a profile holds caps this period */
+    ctl_slots mem_idx; /* its index by key (ctl_profile.c) */
+    int profiling;     /* a profile holds caps this period */
     /* the SLA shortfall at the governing event's start: the power its
        jobs' floors need beyond the budget, W (0: they fit; NaN: none) */
     double sla_shortfall_w;
