@@ -35,7 +35,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
 DEB_PKGS="dpkg-dev file libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db lintian
-  prometheus python3-torch python3-venv python3-setuptools python3-wheel"
+  prometheus python3-torch python3-venv python3-setuptools python3-wheel sqlite3 shfmt"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;

@@ -11,7 +11,8 @@
 # lists in the same root (issue 26: a package the developers' machines
 # happen to have hid a missing one): `make deb` must build the four
 # packages, and after `scripts/bootstrap.sh test` every program the test
-# suite calls must be there (the list below; python3 must import torch).
+# suite calls must be there (derived from the scripts by
+# scripts/check-test-programs.py; python3 must import torch).
 # It removes the root whatever happens.
 #
 # About 3.5 GB of disk and 8-10 minutes on a 2-core machine (make run 3-4,
@@ -83,17 +84,21 @@ in_root make-deb "make deb" || { tail -n 40 "$T/make-deb.log" >&2; fail "make de
 [ "$(ls "$R"/pfi/build-deb/packages/*.deb 2>/dev/null | wc -l)" -eq 4 ] || { tail -n 20 "$T/make-deb.log" >&2; fail "make deb did not build the four packages"; }
 ok
 
-# the test list: every program the suite calls, present after the bootstrap
-# (the tests' own checks would only find a missing one when they run)
-TOOLS="cmake cc clang clang-format-14 cpack dpkg-deb dpkg-shlibdeps file curl tar git openssl unshare mmdebstrap
-  node npm systemd-analyze lintian setpriv man groff prometheus promtool python3 slurmctld slurmd sbatch srun scontrol munged chromium"
-TOOLS=$(echo $TOOLS) # one line: it goes into a shell command line
-in_root bootstrap-test "scripts/bootstrap.sh test && { for t in $TOOLS; do command -v \$t >/dev/null || echo MISSING \$t; done; \
-  python3 -c 'import torch, venv, setuptools, wheel' || echo MISSING python3-torch; }" ||
-  { tail -n 40 "$T/bootstrap-test.log" >&2; fail "scripts/bootstrap.sh test failed in a fresh Debian 12 root"; }
+# the test list: every program the suite calls, present after the bootstrap.
+# The list is not kept by hand (issue 39: a hand-kept one missed sqlite3):
+# scripts/check-test-programs.py derives it from the test scripts, and runs
+# there, in the fresh root, its check that each program comes from a package
+# the bootstrap installs; then each is looked up with command -v. Programs
+# CMake and cpack run (clang, clang-format-14, dpkg-shlibdeps) are checked
+# by the build itself, which stops naming them.
+in_root bootstrap-test "scripts/bootstrap.sh test && python3 scripts/check-test-programs.py . && \
+  for t in \$(python3 scripts/check-test-programs.py --list .) clang clang-format-14; do command -v \$t >/dev/null || echo MISSING \$t; done; \
+  python3 -c 'import torch, venv, setuptools, wheel' || echo MISSING python3-torch" ||
+  { tail -n 40 "$T/bootstrap-test.log" >&2; fail "scripts/bootstrap.sh test, or its check of the programs the suite calls, failed in a fresh Debian 12 root"; }
 if grep '^MISSING' "$T/bootstrap-test.log" >&2; then
   fail "after scripts/bootstrap.sh test a fresh Debian 12 root lacks what the suite calls (above)"
 fi
+grep -q "^check-test-programs: ok: " "$T/bootstrap-test.log" || fail "the check of the programs the suite calls did not run in the fresh root"
 ok
 echo "fresh root: total $(( $(date +%s) - start )) s"
 done_ok
