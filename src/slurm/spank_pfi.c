@@ -10,9 +10,9 @@
  * RUNDIR/steplogs/JOBID-RANDOM.jsonl (an unguessable name, created
  * O_EXCL|O_NOFOLLOW, owned by the job's user, mode 0600), and writes
  * RUNDIR/jobs/JOBID.json atomically — {"job_id", "minors" (SLURM_JOB_GPUS,
- * Slurm's GPU indexes, turned into the /dev/nvidiaN minor numbers of the
- * gres.conf File= devices: gres_devices.h) or "gpus" (UUIDs from the
- * prolog's CUDA_VISIBLE_DEVICES, or NVML indexes under AutoDetect),
+ * Slurm's GPU indexes, turned into the GPUs' device minor numbers in the
+ * order the node's effective AutoDetect gives: gpu_map.h) or "gpus" (UUIDs
+ * from the prolog's CUDA_VISIBLE_DEVICES, Slurm >= 25.11 and MIG),
  * "tier", "steplog", "uid"} — which pfi-agent --jobs-dir
  * reads: the agent learns the job's GPUs and tier, and reads the step log
  * only if the job's user owns it. In the job's tasks it sets PFI_FLEX and
@@ -29,6 +29,9 @@
  * on those directories, O_CREAT|O_EXCL|O_NOFOLLOW: never through a link.
  *
  * plugstack.conf:  optional /usr/lib/x86_64-linux-gnu/pfi/spank_pfi.so rundir=/run/pfi
+ *   [gres_conf=FILE] [autodetect=off|nvml|nvidia] [driver_dir=DIR]
+ *   (autodetect= forces the GPU order where gres.conf does not say it;
+ *   driver_dir= points at a test's fake /proc/driver/nvidia/gpus)
  *   (the pfi-slurm package: /etc/slurm/plugstack.conf.d/pfi.conf; pfi-spank(8))
  * Built without libslurm (the SPANK symbols come from the Slurm process). */
 #include <errno.h>
@@ -44,13 +47,17 @@
 
 #include <slurm/spank.h>
 
-#include "gres_devices.h"
+#include <slurm/slurm_version.h>
+
+#include "gpu_map.h"
 
 SPANK_PLUGIN(pfi, 1);
 
 static int flex = -1;
 static char rundir[1024] = "/run/pfi";
-static char gres_conf[1024] = ""; /* gres_conf=PATH; default: beside $SLURM_CONF */
+static char gres_conf[1024] = "";  /* gres_conf=PATH; default: beside $SLURM_CONF */
+static char driver_dir[1024] = ""; /* driver_dir=DIR; default /proc/driver/nvidia/gpus */
+static gpu_map_mode force_mode = GPU_MAP_FROM_CONF; /* autodetect=off|nvml|nvidia */
 
 static int flex_cb(int val, const char *arg, int remote)
 {
@@ -84,8 +91,14 @@ static void parse_args(int ac, char **av)
         if (!strncmp(av[i], "rundir=", 7)) snprintf(rundir, sizeof rundir, "%s", av[i] + 7);
         else if (!strncmp(av[i], "gres_conf=", 10))
             snprintf(gres_conf, sizeof gres_conf, "%s", av[i] + 10);
+        else if (!strncmp(av[i], "driver_dir=", 11))
+            snprintf(driver_dir, sizeof driver_dir, "%s", av[i] + 11);
+        else if (!strncmp(av[i], "autodetect=", 11) &&
+                 gpu_map_mode_parse(av[i] + 11, &force_mode) == 0)
+            ;
         else
-            slurm_error("pfi: unknown plugin argument '%s' (expected rundir=DIR or gres_conf=FILE)",
+            slurm_error("pfi: unknown plugin argument '%s' (expected rundir=DIR, gres_conf=FILE, "
+                        "driver_dir=DIR or autodetect=off|nvml|nvidia)",
                         av[i]);
     }
 }
@@ -256,6 +269,49 @@ static int make_steplog(uint32_t id, uid_t uid, gid_t gid, char *path, size_t n)
     return rc;
 }
 
+/* where gres.conf is: gres_conf=, else beside $SLURM_CONF, else /etc/slurm */
+static void gres_conf_path(char *gc, size_t n)
+{
+    const char *sc = getenv("SLURM_CONF");
+    if (gres_conf[0]) snprintf(gc, n, "%s", gres_conf);
+    else if (sc && strrchr(sc, '/'))
+        snprintf(gc, n, "%.*s/gres.conf", (int)(strrchr(sc, '/') - sc), sc);
+    else snprintf(gc, n, "/etc/slurm/gres.conf");
+}
+
+/* SLURM_JOB_GPUS -> "m1, m2" (device minors); -1 with why */
+static int job_minors(const char *gpus, char *out, size_t out_n, char *why, size_t why_n)
+{
+    long idx[GPU_MAP_MAX];
+    size_t nidx;
+    if (gpu_map_index_list(gpus, idx, GPU_MAP_MAX, &nidx))
+        return snprintf(why, why_n, "SLURM_JOB_GPUS '%.100s' is not a list of GPU indexes", gpus),
+               -1;
+    char gc[1100], node[256];
+    const char *sn = getenv("SLURMD_NODENAME");
+    gres_conf_path(gc, sizeof gc);
+    if (sn && *sn) snprintf(node, sizeof node, "%s", sn);
+    else if (gethostname(node, sizeof node) != 0) node[0] = '\0';
+    node[sizeof node - 1] = '\0';
+    gpu_map_opts o = {gc, node, driver_dir[0] ? driver_dir : NULL, force_mode,
+                      SLURM_VERSION_NUMBER};
+    static gpu_map m;
+    if (gpu_map_load(&o, &m, why, why_n)) return -1;
+    size_t k = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < nidx; i++) {
+        if (idx[i] < 0 || (size_t)idx[i] >= m.n)
+            return snprintf(why, why_n,
+                            "GPU %ld (SLURM_JOB_GPUS): %.900s gives %zu GPUs for %.200s "
+                            "(AutoDetect %s)",
+                            idx[i], gc, m.n, node, gpu_map_mode_name(m.mode)),
+                   -1;
+        k += (size_t)snprintf(out + k, out_n - k, "%s%d", k ? ", " : "", m.dev[idx[i]].minor);
+        if (k >= out_n) return snprintf(why, why_n, "too many GPUs"), -1;
+    }
+    return 0;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     parse_args(ac, av);
@@ -293,60 +349,20 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
         }
         gpus = NULL;
     }
-    /* "0,1,3" -> Slurm GPU indexes; ranges like "0-3" too */
-    long idx[GRES_DEVICES_MAX];
-    size_t nidx = 0;
-    for (const char *p = gpus ? gpus : ""; *p && nidx < GRES_DEVICES_MAX;) {
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        if (end == p) break;
-        if (*end == '-') b = strtol(end + 1, &end, 10);
-        for (long g = a; g <= b && nidx < GRES_DEVICES_MAX; g++) idx[nidx++] = g;
-        p = *end == ',' ? end + 1 : end;
-        if (*p && *p != ',' && (*p < '0' || *p > '9')) break;
-    }
-    /* Slurm's index -> the gres.conf File= device -> its minor number (the
-       agent matches nvmlDeviceGetMinorNumber); with no File= records
-       (AutoDetect=nvml: Slurm orders GPUs by PCI bus id, as NVML does) the
-       index is the NVML index. An index that names no device is an error
-       naming the job and the GPU, and the job file gets no GPUs: never a
-       guess. The prolog never fails a job over it. */
+    /* Slurm's indexes -> the GPUs' device minors (the agent matches
+       nvmlDeviceGetMinorNumber), in the order the node's effective
+       AutoDetect gives (gpu_map.h). Anything uncertain is an error naming
+       the job and why, and the job file gets no GPUs: never a guess. The
+       prolog never fails a job over it. */
     char minors[1024] = "";
     size_t nm = 0;
-    if (nidx) {
-        char gc[1100], node[256], gwhy[1600];
-        const char *sc = getenv("SLURM_CONF"), *sn = getenv("SLURMD_NODENAME");
-        if (gres_conf[0]) snprintf(gc, sizeof gc, "%s", gres_conf);
-        else if (sc && strrchr(sc, '/'))
-            snprintf(gc, sizeof gc, "%.*s/gres.conf", (int)(strrchr(sc, '/') - sc), sc);
-        else snprintf(gc, sizeof gc, "/etc/slurm/gres.conf");
-        if (sn && *sn) snprintf(node, sizeof node, "%s", sn);
-        else if (gethostname(node, sizeof node) != 0) node[0] = '\0';
-        node[sizeof node - 1] = '\0';
-        static gres_devices d;
-        int bad = gres_devices_load(gc, node, &d, gwhy, sizeof gwhy) != 0;
-        if (bad)
-            slurm_error("pfi: job %u: %s: its GPUs cannot be told apart; no GPUs in its job file",
-                        id, gwhy);
-        for (size_t k = 0; !bad && k < nidx; k++) {
-            if (!d.n) { /* AutoDetect: Slurm's order is NVML's */
-                n += (size_t)snprintf(list + n, sizeof list - n, "%s%ld", n ? ", " : "", idx[k]);
-                continue;
-            }
-            int m = idx[k] >= 0 && (size_t)idx[k] < d.n
-                        ? gres_device_minor(d.path[idx[k]], gwhy, sizeof gwhy)
-                        : (snprintf(gwhy, sizeof gwhy, "%.1000s lists %zu GPU devices for %.200s",
-                                    gc, d.n, node),
-                           -1);
-            if (m < 0) {
-                slurm_error("pfi: job %u: GPU %ld (SLURM_JOB_GPUS): %s; no GPUs in its job file",
-                            id, idx[k], gwhy);
-                bad = 1;
-                break;
-            }
-            nm += (size_t)snprintf(minors + nm, sizeof minors - nm, "%s%d", nm ? ", " : "", m);
+    if (gpus && *gpus) {
+        char gwhy[1600];
+        if (job_minors(gpus, minors, sizeof minors, gwhy, sizeof gwhy) != 0) {
+            slurm_error("pfi: job %u: %s; no GPUs in its job file", id, gwhy);
+            n = 0, list[0] = minors[0] = '\0';
         }
-        if (bad) n = 0, nm = 0, list[0] = minors[0] = '\0';
+        nm = strlen(minors);
     }
     /* the job's user, from Slurm (never from the job's environment) */
     uid_t uid = 0;

@@ -7,7 +7,8 @@
  * file's temporary name is never written through; a rundir writable by a
  * user, or below a world-writable non-sticky directory, gets nothing; a
  * sticky /tmp-like ancestor is fine; task_init exports that step log;
- * the epilog removes both files. Skipped (77) when not root. */
+ * the epilog removes both files. Skipped (77) when not root. Slurm's GPU
+ * order (gpu_map.c) has its own test, tests/slurm/test_gpu_map.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -23,8 +24,6 @@
 #include <slurm/spank.h>
 
 #include <cmocka.h>
-
-#include "gres_devices.h"
 
 /* ---- the Slurm side, as the plugin sees it ---- */
 static uint32_t g_id;
@@ -277,45 +276,6 @@ static void earlier_1777_steplogs_tightened(void **st)
     assert_int_equal(s.st_mode & 07777, 0755);
 }
 
-/* gres.conf -> Slurm's GPU order -> device files (gres_devices.h): the
- * file's order, each File= expanded in place, other nodes' and other GRES'
- * records skipped; a malformed File= is an error naming file, line, field */
-static void gres_conf_order(void **state)
-{
-    (void)state;
-    char path[] = "/tmp/pfi-gres-XXXXXX", why[600];
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    const char *conf = "AutoDetect=off  # comment\n"
-                       "NodeName=other Name=gpu File=/dev/nvidia[0-7]\n"
-                       "NodeName=n[01-03] Name=gpu Type=h200 File=/dev/nvidia[6-7]\n"
-                       "Name=nic File=/dev/infiniband/uverbs0\n"
-                       "nodename=n02 name=GPU file=/dev/nvidia[00-01,3]\n";
-    assert_int_equal(write(fd, conf, strlen(conf)), (ssize_t)strlen(conf));
-    close(fd);
-    gres_devices d;
-    assert_int_equal(gres_devices_load(path, "n02.cluster.example", &d, why, sizeof why), 0);
-    assert_int_equal(d.n, 5);
-    assert_string_equal(d.path[0], "/dev/nvidia6");
-    assert_string_equal(d.path[1], "/dev/nvidia7");
-    assert_string_equal(d.path[2], "/dev/nvidia00");
-    assert_string_equal(d.path[4], "/dev/nvidia3");
-    assert_int_equal(d.auto_detect, 0);
-    assert_int_equal(gres_devices_load(path, "n04", &d, why, sizeof why), 0);
-    assert_int_equal(d.n, 0);
-    FILE *f = fopen(path, "a");
-    fputs("Name=gpu File=/dev/nvidia[3-1]\n", f);
-    fclose(f);
-    assert_int_equal(gres_devices_load(path, "n04", &d, why, sizeof why), -1);
-    assert_non_null(strstr(why, ":6: field 'File'"));
-    unlink(path);
-    assert_int_equal(gres_devices_load(path, "n04", &d, why, sizeof why), -1);
-    /* /dev/null is character device 1:3 */
-    assert_int_equal(gres_device_minor("/dev/null", why, sizeof why), 3);
-    assert_int_equal(gres_device_minor("/tmp", why, sizeof why), -1);
-    assert_non_null(strstr(why, "not a character device"));
-}
-
 int main(void)
 {
     if (geteuid() != 0) {
@@ -328,7 +288,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(symlink_at_tmp_name, setup, teardown),
         cmocka_unit_test_setup_teardown(unsafe_dirs_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(earlier_1777_steplogs_tightened, setup, teardown),
-        cmocka_unit_test(gres_conf_order),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }
