@@ -10,16 +10,20 @@
 #include "cli.h"
 #include "pfi/version.h"
 
-#define CMD(name, summary)                                                                         \
+#define CMDN(name, str, summary)                                                                   \
     int cmd_##name(int, char **);                                                                  \
     extern const pfi_opts cmd_##name##_opts;
+#define CMD(name, summary) CMDN(name, #name, summary)
 #include "commands.def"
 #undef CMD
+#undef CMDN
 
 const cli_cmd cli_commands[] = {
-#define CMD(name, summary) {#name, cmd_##name, summary, &cmd_##name##_opts},
+#define CMDN(name, str, summary) {str, cmd_##name, summary, &cmd_##name##_opts},
+#define CMD(name, summary) CMDN(name, #name, summary)
 #include "commands.def"
 #undef CMD
+#undef CMDN
 };
 const size_t cli_ncommands = sizeof cli_commands / sizeof *cli_commands;
 

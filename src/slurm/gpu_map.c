@@ -469,7 +469,7 @@ int gpu_map_load(const gpu_map_opts *o, gpu_map *m, char *why, size_t why_n)
         (o->slurm_version < SLURM_V(24, 11, 0) || o->slurm_version >= SLURM_V(25, 11, 0))) {
         if (!o->slurm_version)
             snprintf(why, why_n,
-                     "%s: AutoDetect=nvidia orders GPUs by Slurm version, which is not known",
+                     "%s: AutoDetect=nvidia orders GPUs by Slurm version, which was not given",
                      o->gres_conf);
         else
             snprintf(why, why_n,

@@ -29,10 +29,12 @@ expect_error 2 "pfi help: --completion: 'fish' is not bash or zsh" "$PFI" help -
 # --- every long option of every subcommand, from the tables in the sources
 "$PFI" help --man >"$T/pfi.1" || fail "pfi help --man"; ok
 "$PFI" help --completion bash >"$T/pfi.bash" || fail "pfi help --completion bash"; ok
-cmds=$(sed -n 's/^CMD(\([a-z]*\),.*/\1/p' "$SRC/src/cli/commands.def")
-[ "$(echo "$cmds" | wc -w)" -ge 13 ] || fail "commands.def lists only: $cmds"; ok
+# CMD(name, ...) and CMDN(identifier, "name", ...): the source is cmd_IDENTIFIER.c
+cmds=$(sed -n 's/^CMD(\([a-z]*\),.*/\1/p; s/^CMDN([a-z_]*, "\([a-z-]*\)",.*/\1/p' "$SRC/src/cli/commands.def")
+[ "$(echo "$cmds" | wc -w)" -ge 14 ] || fail "commands.def lists only: $cmds"; ok
+echo "$cmds" | grep -qx "slurm-map" || fail "commands.def's CMDN lines were not read: $cmds"
 for c in $cmds; do
-  src="$SRC/src/cli/cmd_$c.c"
+  src="$SRC/src/cli/cmd_$(echo "$c" | tr - _).c"
   opts=$(grep -oE 'OPT_[A-Z_]+\((0|'"'"'.'"'"'), "[a-z0-9-]+"' "$src" | sed 's/.*"\(.*\)"$/\1/')
   grep -q 'OPT_INCLUDE(cli_out_options' "$src" && opts="$opts format json output"
   grep -q 'OPT_HELP()' "$src" && opts="$opts help"

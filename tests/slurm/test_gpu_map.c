@@ -190,7 +190,7 @@ static void nvidia_string_order(void **state)
     assert_int_equal(load("n01", GPU_MAP_FROM_CONF, (25L << 16) | (11 << 8), &m, why, sizeof why),
                      -1);
     assert_int_equal(load("n01", GPU_MAP_FROM_CONF, 0, &m, why, sizeof why), -1);
-    assert_non_null(strstr(why, "not known"));
+    assert_non_null(strstr(why, "not given"));
 }
 
 /* what cannot be known for sure is an error naming file, line and field */
