@@ -245,6 +245,13 @@ static int add_record(conf *c, const words *w, int lineno, const char *path, cha
             return -1;
         }
         r->multiple = !f && !fs;
+        if (r->multiple && k < 2) { /* slurmd 22.05: "fatal: MultipleFiles does not contain
+                                       multiple files. Use File instead" */
+            snprintf(why, why_n,
+                     "%s:%d: field 'MultipleFiles': one file (Slurm refuses it: use File=)", path,
+                     lineno);
+            return -1;
+        }
         r->nfiles = r->multiple ? 1 : k; /* MultipleFiles: one GPU, its first file */
     }
     c->n++;

@@ -34,6 +34,7 @@ mkdir -p "$T/munge" "$T/state" "$T/spool" "$T/dev" "$T/run/jobs" "$T/log"
 chown munge: "$T/munge"
 chmod 711 "$T/munge"
 for i in 0 1 2 3; do mknod "$T/dev/nvidia$i" c 195 $i; done
+mknod "$T/dev/nvidia-cap3" c 240 3 # a MIG capability file beside GPU 3 (MultipleFiles=)
 
 # ---- munge on a private socket ----
 start_daemon munged "$T/munge/out" "" runuser -u munge -- munged -F --socket="$T/munge/sock" --pid-file="$T/munge/pid" \
@@ -83,11 +84,24 @@ PartitionName=debug Nodes=$H Default=YES State=UP MaxTime=INFINITE
 EOF
 }
 # Slurm's GPU order differs from the device minors (and so from NVML's,
-# whose index is the minor on the simulated node): Slurm's GPU index i is
-# the i-th File= device of gres.conf (docs/slurm.md), here minors 2 3 0 1
-printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[2-3]\nNodeName=%s Name=gpu File=%s/dev/nvidia[0,1]\n' \
-  "$H" "$T" "$H" "$T" >"$T/gres.conf"
-MINOR_OF_IDX="2 3 0 1"
+# whose index is the minor on the simulated node). The forms of AutoDetect=off
+# a site writes (issue 40, docs/slurm.md): a node-specific AutoDetect=off over
+# a global one, lines starting with Name= (which Slurm takes before those
+# starting with NodeName=, whatever the file's order), MultipleFiles= (one
+# GPU, named by its first file; slurmd 22.05 refuses one with a single file:
+# "fatal: MultipleFiles does not contain multiple files. Use File instead")
+# and File='s synonym Files=. Slurm's order is then nvidia3, nvidia1
+# (the Name= lines), nvidia2, nvidia0 (the NodeName= line); line order with
+# File= alone, what pfi read before, would have given 2, 0 and no more.
+# (Debian's slurmd 22.05 has no NVML plugin, so the global AutoDetect is off
+# too: the node-specific line is what is tested.)
+cat >"$T/gres.conf" <<EOF
+AutoDetect=off
+NodeName=$H AutoDetect=off Name=gpu File=$T/dev/nvidia[2,0]
+Name=gpu MultipleFiles=$T/dev/nvidia3,$T/dev/nvidia-cap3
+Name=gpu Files=$T/dev/nvidia1
+EOF
+MINOR_OF_IDX="3 1 2 0"
 minor_of() { echo $MINOR_OF_IDX | cut -d' ' -f$(($1 + 1)); }
 printf 'optional %s rundir=%s/run\n' "$PFI_SPANK" "$T" >"$T/plugstack.conf"
 export SLURM_CONF=$T/slurm.conf
@@ -188,6 +202,11 @@ got = sorted(g["index"] for g in n["gpus"] if g["job_id"] == b)
 assert got == want, (got, want)' "$B" "$GB" "$(minor_of $((IB + 1)))" || fail "job $B mapped to the wrong GPUs"
 ok
 echo "job $B: Slurm GPU index $IB.. -> minors $GB, $(minor_of $((IB + 1))) -> the agent's GPUs $GB, $(minor_of $((IB + 1)))"
+# pfi slurm-map, the plugin's parser for an operator, agrees with the real Slurm
+"$PFI" slurm-map --gres-conf "$T/gres.conf" --node "$H" --driver-dir "$T/none" --job-gpus "$IB-$((IB + 1))" --format csv >"$T/map" 2>"$T/map.err" ||
+  { cat "$T/map.err" >&2; fail "pfi slurm-map failed on the test's gres.conf"; }
+printf 'slurm_index,minor,bus_id\n%s,%s,\n%s,%s,\n' "$IB" "$GB" "$((IB + 1))" "$(minor_of $((IB + 1)))" >"$T/map.want"
+cmp -s "$T/map" "$T/map.want" || { diff "$T/map.want" "$T/map" >&2; fail "pfi slurm-map disagrees with Slurm's IDX"; }; ok
 
 # ---- a 30% event ----
 START=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)

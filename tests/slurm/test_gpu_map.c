@@ -225,6 +225,10 @@ static void errors_not_guesses(void **state)
     write_conf("Name=gpu File=/tmp\n");
     assert_int_equal(load("n01", GPU_MAP_FROM_CONF, 0, &m, why, sizeof why), -1);
     assert_non_null(strstr(why, "not a character device"));
+    /* slurmd 22.05 refuses it too: "MultipleFiles does not contain multiple files" */
+    write_conf("Name=gpu MultipleFiles=/dev/null\n");
+    assert_int_equal(load("n01", GPU_MAP_FROM_CONF, 0, &m, why, sizeof why), -1);
+    assert_non_null(strstr(why, ":1: field 'MultipleFiles': one file"));
     write_conf("Name=gpu File=/dev/nvidia[3-1]\n");
     assert_int_equal(load("n01", GPU_MAP_FROM_CONF, 0, &m, why, sizeof why), -1);
     assert_non_null(strstr(why, ":1: field 'File'"));
