@@ -53,6 +53,14 @@ static pfi_status parse_gpus(json_t *g, const char *path, pfi_lease_state *s, pf
     return PFI_OK;
 }
 
+/* /proc/sys/kernel/random/boot_id's form: a UUID; any hex and '-' up to 63 */
+static int boot_id_ok(const char *b)
+{
+    size_t n = strlen(b);
+    return n > 0 && n < sizeof((pfi_lease_state *)0)->boot_id &&
+           strspn(b, "0123456789abcdefABCDEF-") == n;
+}
+
 static pfi_status parse_lease(json_t *l, const char *path, pfi_lease_state *s, pfi_error *err)
 {
     if (!l || json_is_null(l)) return PFI_OK;
@@ -83,9 +91,13 @@ pfi_status pfi_lease_parse(const char *text, size_t len, const char *path, pfi_l
     json_t *o;
     pfi_status st = pfi_state_json_open(text, len, path, &o, err);
     if (!o) return st;
-    json_t *gm = json_object_get(o, "generation_max"), *g = json_object_get(o, "gpus");
+    json_t *gm = json_object_get(o, "generation_max"), *g = json_object_get(o, "gpus"),
+           *bi = json_object_get(o, "boot_id");
     if (st)
         ;
+    else if (bi && (!json_is_string(bi) || !boot_id_ok(json_string_value(bi))))
+        st = pfi_errorf(err, PFI_EINVAL, "%s: boot_id: expected a boot id (hex digits and '-')",
+                        path);
     else if (!json_is_integer(gm) || json_integer_value(gm) < 0)
         st = pfi_errorf(err, PFI_EINVAL, "%s: generation_max: expected a non-negative integer",
                         path);
@@ -99,6 +111,7 @@ pfi_status pfi_lease_parse(const char *text, size_t len, const char *path, pfi_l
                             s->generation, s->generation_max);
         else st = parse_gpus(g, path, s, err);
     }
+    if (!st && bi) snprintf(s->boot_id, sizeof s->boot_id, "%s", json_string_value(bi));
     json_decref(o);
     if (st) memset(s, 0, sizeof *s);
     return st;
@@ -119,6 +132,7 @@ char *pfi_lease_format(const pfi_lease_state *s)
                         : json_null();
     json_t *o = json_pack("{s:i,s:I,s:o,s:o}", "format_version", 1, "generation_max",
                           (json_int_t)s->generation_max, "lease", lease, "gpus", g);
+    if (o && s->boot_id[0]) json_object_set_new(o, "boot_id", json_string(s->boot_id));
     char *txt = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
     json_decref(o);
     return txt;

@@ -1,8 +1,8 @@
 /* lease_file.h — the agent's state as data and its state file as text
  * (lease.h has the rules): JSON with format_version 1, generation_max, the lease (or
- * null) and, per GPU whose cap the agent changed, its uuid, baseline_w and
- * cap_w. The parser is given whatever is on disk — truncated, corrupt,
- * hand-edited — and either fills the state or fails with a one-line
+ * null), boot_id (optional: the boot the caps were set in) and, per GPU
+ * whose cap the agent changed, its uuid, baseline_w and cap_w. The parser is given whatever is on
+ * disk — truncated, corrupt, hand-edited — and either fills the state or fails with a one-line
  * message naming the file, line or field (tests/fuzz/fuzz_lease_file.c). */
 #ifndef PFI_LEASE_FILE_H
 #define PFI_LEASE_FILE_H
@@ -33,6 +33,8 @@ typedef struct pfi_lease_state {
                             Every `now` in lease.h is on this clock. */
     size_t n;
     pfi_lease_gpu gpu[PFI_LEASE_MAX_GPUS];
+    char boot_id[64]; /* the boot the caps were set in (/proc/sys/kernel/random/boot_id);
+                         "" where unknown: a file written before issue 40 */
 } pfi_lease_state;
 
 /* Largest state file read (64 GPUs need about 12 KB). */

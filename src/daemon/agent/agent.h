@@ -40,6 +40,7 @@ typedef struct agent_cfg {
     const char *control_listen, *control_port_file; /* PUT /v1/caps on its own listener */
     const char *read_token_file, *tls_client_ca;    /* read scope; mTLS */
     const char *log_level;                          /* error, warning, info (default), debug */
+    const char *boot_id_file; /* default /proc/sys/kernel/random/boot_id (tests override) */
     double interval_s, max_lease_s, time_scale, epoch;
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
@@ -109,6 +110,8 @@ typedef struct agent {
     char token[300], read_token[300];
     int have_token, have_read_token;
     char hostname[128];
+    char boot_id[64]; /* this boot's id ("" when it cannot be read): the state file's
+                         caps belong to one boot (agent_startup_state) */
     /* the admins' limits as first seen (agent_baseline.c) */
     struct {
         char uuid[96];

@@ -39,6 +39,7 @@ int agent_save_state(agent *a)
     pfi_error e;
     pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(),
                              pfi_clock_mono()); /* the file keeps wall time */
+    snprintf(a->lease.boot_id, sizeof a->lease.boot_id, "%s", a->boot_id);
     if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
         /* the file may now say more than the devices do (e.g. a write-ahead
            of caps that were then undone): keep trying (agent_check_lease),
@@ -65,7 +66,9 @@ static double current_cap(agent *a, size_t i)
 /* the state file as the GPU layer writes it: the lease with its GPUs */
 static pfi_status store_state(const pfi_gpu_state_file *f, pfi_error *err)
 {
-    return pfi_lease_save(&((agent *)f->ud)->lease, f->path, err);
+    agent *a = f->ud;
+    snprintf(a->lease.boot_id, sizeof a->lease.boot_id, "%s", a->boot_id);
+    return pfi_lease_save(&a->lease, f->path, err);
 }
 
 static pfi_status load_lease(const pfi_gpu_state_file *f, int *found, pfi_error *err)
@@ -586,9 +589,74 @@ static int load_state(agent *a, int *found)
     return 1;
 }
 
+/* this boot's id (issue 40 c): "" when it cannot be read (then no reboot is told apart) */
+static void read_boot_id(agent *a)
+{
+    char buf[128] = "";
+    FILE *f = fopen(a->cfg.boot_id_file, "r");
+    a->boot_id[0] = '\0';
+    if (!f || !fgets(buf, sizeof buf, f)) {
+        agent_log(a, "warning: %s: %s: a reboot cannot be told from a restart", a->cfg.boot_id_file,
+                  f ? "empty" : strerror(errno));
+        if (f) fclose(f);
+        return;
+    }
+    fclose(f);
+    buf[strcspn(buf, " \t\r\n")] = '\0';
+    size_t n = strlen(buf);
+    if (n == 0 || n >= sizeof a->boot_id || strspn(buf, "0123456789abcdefABCDEF-") != n) {
+        agent_log(a, "warning: %s: not a boot id: a reboot cannot be told from a restart",
+                  a->cfg.boot_id_file);
+        return;
+    }
+    memcpy(a->boot_id, buf, n + 1);
+}
+
+/* The state file's caps were set in another boot: the node rebooted, the
+ * GPUs' limits are what the boot set, and pfi holds none of them. The saved
+ * caps and the lease are dropped (restoring a baseline from before the
+ * reboot would override the boot-time configuration); the limits in force
+ * are the baselines. 1 when that was so. */
+static int dropped_after_reboot(agent *a)
+{
+    if (!a->boot_id[0] || !a->lease.boot_id[0] || !strcmp(a->boot_id, a->lease.boot_id)) return 0;
+    size_t n = 0;
+    for (size_t k = 0; k < a->lease.n; k++) n += a->lease.gpu[k].changed != 0;
+    agent_log(
+        a,
+        "state file: written in another boot (%.40s, now %.40s): the node rebooted; %zu saved "
+        "cap%s and %s dropped, the limits in force are the baselines",
+        a->lease.boot_id, a->boot_id, n, n == 1 ? "" : "s",
+        a->lease.active ? "the lease" : "no lease");
+    for (size_t k = 0; k < a->lease.n; k++) a->lease.gpu[k].changed = 0;
+    a->lease.n = 0;
+    a->lease.active = 0;
+    return 1;
+}
+
+/* Without a live lease: a saved GPU whose limit is no longer the cap pfi
+ * set was changed by someone else since (a reset, an admin, the boot): it
+ * is forgotten, not restored over their limit. */
+static void forget_changed_since(agent *a)
+{
+    for (size_t k = 0; k < a->lease.n; k++) {
+        pfi_lease_gpu *lg = &a->lease.gpu[k];
+        long i = gpu_index(a, lg->uuid);
+        if (!lg->changed || i < 0 || !isfinite(lg->cap_w)) continue;
+        double now_w = current_cap(a, (size_t)i);
+        if (!isfinite(now_w) || fabs(now_w - lg->cap_w) < 1.0) continue;
+        agent_log(a,
+                  "GPU %ld %s: its limit %.0f W is not the cap pfi set (%.0f W): changed since by "
+                  "someone else; not restored to %.0f W, forgotten",
+                  i, lg->uuid, now_w, lg->cap_w, lg->baseline_w);
+        lg->changed = 0;
+    }
+}
+
 int agent_startup_state(agent *a)
 {
     int found;
+    read_boot_id(a);
     agent_baselines_load(a);
     int corrupt = load_state(a, &found);
     if (!found) {
@@ -598,6 +666,11 @@ int agent_startup_state(agent *a)
             agent_log(
                 a,
                 "warning: every PUT /v1/caps is refused (503) until the state file can be written");
+        return 0;
+    }
+    if (!corrupt && dropped_after_reboot(a)) {
+        agent_baselines_first_sight(a);
+        agent_save_state(a);
         return 0;
     }
     agent_baselines_first_sight(a); /* GPUs on which no cap is held */
@@ -628,12 +701,14 @@ int agent_startup_state(agent *a)
                 pfi_gpu_set_cap(a->gpu, (size_t)i, lg->cap_w, &e))
                 agent_log(a, "error: GPU %ld: re-applying %g W failed: %s", i, lg->cap_w, e.msg);
         }
+        if (!a->lease.boot_id[0]) agent_save_state(a); /* an older file: now with the boot id */
         return 0;
     }
     if (a->lease.active)
         agent_log(a, "state file: the lease of controller %s generation %lld has expired",
                   a->lease.controller, a->lease.generation);
     a->lease.active = 0;
+    if (!corrupt) forget_changed_since(a);
     agent_restore(a, corrupt ? "corrupt state file" : "start-up without a live lease");
     agent_baselines_first_sight(a);
     return 0;
@@ -649,8 +724,13 @@ int agent_restore_pending(const agent *a)
 int agent_restore_and_exit(agent *a)
 {
     int found;
+    read_boot_id(a);
     agent_baselines_load(a);
     int corrupt = load_state(a, &found);
+    if (found && !corrupt && dropped_after_reboot(a)) {
+        agent_log(a, "--restore-and-exit: nothing to restore in this boot");
+        return agent_save_state(a) ? 1 : 0;
+    }
     if (!found) {
         agent_log(a,
                   "--restore-and-exit: no state file %s: no cap was changed by the agent; nothing "

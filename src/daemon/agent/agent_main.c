@@ -68,6 +68,9 @@ static const pfi_opt agent_options[] = {
                  "with TLS: every request needs a client certificate this CA signed"),
     OPT_FILENAME(0, "state-file", state_file, "FILE",
                  "lease and baselines (default /var/lib/pfi/agent-state.json)"),
+    OPT_FILENAME(0, "boot-id-file", boot_id_file, "FILE",
+                 "this boot's id, to tell a reboot from a restart (default "
+                 "/proc/sys/kernel/random/boot_id)"),
     OPT_DOUBLE(0, "interval", interval_s, "S", 0.01, 3600,
                "sampling interval, clock seconds (default 1)"),
     OPT_FILENAME(0, "model", model_path, "FILE",
@@ -257,6 +260,7 @@ static int options(agent_cfg *c, int argc, char **argv)
 {
     c->backend = "nvml";
     c->state_file = "/var/lib/pfi/agent-state.json";
+    c->boot_id_file = "/proc/sys/kernel/random/boot_id";
     c->interval_s = 1;
     c->max_lease_s = 3600;
     c->max_body = 65536;
