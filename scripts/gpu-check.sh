@@ -13,7 +13,10 @@
 # Exit status: 0 all equal; 1 a mismatch (named on stderr); 2 when either
 # side cannot be read.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build; or $PFI; $NVIDIA_SMI)
+# Usage: scripts/gpu-check.sh [BUILD_DIR]   (default: build; or $PFI; $NVIDIA_SMI;
+#   $PFI_AGENT_URL [$PFI_AGENT_TOKEN_FILE]: also the running agent's write path)
+# A GPU whose device minor differs from its NVML index is noted (not a
+# mismatch): Slurm and cgroups name the minor.
 set -u
 BUILD=${1:-build}
 PFI=${PFI:-$BUILD/pfi}
@@ -29,7 +32,15 @@ Q=uuid,index,pci.bus_id,power.draw,power.limit,power.default_limit,power.min_lim
   { [ -s "$T/pfi.json" ] || { echo "gpu-check: pfi gpu info failed: $(head -c 300 "$T/pfi.err")" >&2; exit 2; }; }
 "$SMI" --query-gpu=$Q --format=csv,noheader,nounits >"$T/smi2" 2>>"$T/smi.err" ||
   { echo "gpu-check: $SMI failed: $(head -c 300 "$T/smi.err")" >&2; exit 2; }
-exec "$PY" - "$T/smi1" "$T/smi2" "$T/pfi.json" <<'EOF'
+# PFI_AGENT_URL=http://HOST:9477 (and PFI_AGENT_TOKEN_FILE): also the running
+# agent's write path, from its /v1/node (issue 40: refused = caps cannot be set)
+node=""
+if [ -n "${PFI_AGENT_URL:-}" ]; then
+  node=$T/node.json
+  auth=""; [ -z "${PFI_AGENT_TOKEN_FILE:-}" ] || auth="Authorization: Bearer $(cat "$PFI_AGENT_TOKEN_FILE")"
+  curl -s -m 10 ${auth:+-H "$auth"} "$PFI_AGENT_URL/v1/node" >"$node" || : >"$node"
+fi
+exec "$PY" - "$T/smi1" "$T/smi2" "$T/pfi.json" "$node" <<'EOF'
 import json, sys
 
 FIELDS = ["uuid", "index", "pci", "power", "current", "default", "min", "max", "enforced",
@@ -96,6 +107,11 @@ for g in doc["gpus"]:
             print("gpu-check: GPU %s: power %.1f W outside nvidia-smi's %.1f..%.1f W (+-5%%)"
                   % (g["index"], p, min(q1, q2), max(q1, q2)), file=sys.stderr)
             bad = 1
+    if g.get("minor") is not None and str(g["minor"]) != str(g["index"]):
+        # not a mismatch, a fact to know: Slurm's File= and cgroups name the
+        # minor, NVML's index follows PCI order (docs/slurm.md)
+        print("gpu-check: note: GPU %s has device minor %s (/dev/nvidia%s): index and minor differ"
+              % (g["index"], g["minor"], g["minor"]), file=sys.stderr)
     mig = {"Enabled": True, "Disabled": False}.get(a["mig"])
     if mig is not None and g.get("mig") is not None and mig != g["mig"]:
         print("gpu-check: GPU %s: MIG mode: pfi %s, nvidia-smi %s" % (g["index"], g["mig"], a["mig"]),
@@ -104,6 +120,16 @@ for g in doc["gpus"]:
 if matched < len(s1):
     print("gpu-check: nvidia-smi lists %d GPUs, pfi matched %d" % (len(s1), matched), file=sys.stderr)
     bad = 1
+if len(sys.argv) > 4 and sys.argv[4]:
+    try:
+        node = json.load(open(sys.argv[4]))
+        wp = node.get("write_path", "unknown")
+        print("gpu-check: the agent's write path: %s%s" % (wp, ": " + node.get("write_path_error", "")
+                                                         if wp == "refused" else ""), file=sys.stderr)
+        bad = bad or wp == "refused"
+    except (OSError, ValueError) as e:
+        print("gpu-check: the agent's /v1/node cannot be read: %s" % e, file=sys.stderr)
+        bad = 1
 print("gpu-check: %d GPUs compared: %s" % (matched, "mismatch (above)" if bad else "every limit within 1 W, power within 5%"),
       file=sys.stderr)
 sys.exit(1 if bad else 0)

@@ -7,7 +7,9 @@
 # pass with the table of index, minor, PCI bus id, UUID, persistence, MIG;
 # limits a factor of 1000 off are named a unit bug; a power outside the
 # readings' range (+-5%) and a GPU nvidia-smi lists but pfi does not are
-# mismatches (exit 1); a failing nvidia-smi is exit 2.
+# mismatches (exit 1); a failing nvidia-smi is exit 2. An index that is
+# not the minor is noted; with PFI_AGENT_URL, the agent's write path is
+# shown, and a refused one is a finding (exit 1).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI:?}" "${FAKE_NVML:?}"
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_STATE=$T/nvml FAKE_NVML_MINORS=1,0
@@ -29,6 +31,16 @@ expect_status 0 sh "$SRC/scripts/gpu-check.sh" "$B"
 contains "$T/out" "index minor PCI bus id"
 grep -q "^0     1     00000000:18:00.0 $U0 on" "$T/out" || { cat "$T/out" >&2; fail "the table's first row"; }; ok
 contains "$T/err" "2 GPUs compared: every limit within 1 W, power within 5%"
+# index and minor differ (FAKE_NVML_MINORS=1,0): noted, not a mismatch
+contains "$T/err" "note: GPU 0 has device minor 1 (/dev/nvidia1): index and minor differ"
+# the running agent's write path, from its /v1/node (a file:// URL stands in for it)
+mkdir -p "$T/agent/v1"
+echo '{"write_path":"ok","gpus":[]}' >"$T/agent/v1/node"
+PFI_AGENT_URL=file://$T/agent expect_status 0 sh "$SRC/scripts/gpu-check.sh" "$B"
+contains "$T/err" "the agent's write path: ok"
+echo '{"write_path":"refused","write_path_error":"GPU 0: NVML: Insufficient Permissions","gpus":[]}' >"$T/agent/v1/node"
+PFI_AGENT_URL=file://$T/agent expect_status 1 sh "$SRC/scripts/gpu-check.sh" "$B"
+contains "$T/err" "the agent's write path: refused: GPU 0: NVML: Insufficient Permissions"
 # limits in mW where W were meant
 smi 700000 610.00
 expect_status 1 sh "$SRC/scripts/gpu-check.sh" "$B"

@@ -10,6 +10,8 @@
  *   FAKE_NVML_UNSUPPORTED=a,b   functions answering NOT_SUPPORTED
  *                               (e.g. nvmlDeviceGetFieldValues)
  *   FAKE_NVML_NO_PERMISSION=1   nvmlDeviceSetPowerManagementLimit answers NO_PERMISSION
+ *   FAKE_NVML_CAPS=1            ... answers NO_PERMISSION unless the caller has
+ *                               CAP_SYS_ADMIN, as the driver's check does (admin())
  *   FAKE_NVML_SET_FAIL=i,j      ... answers UNKNOWN on devices i, j only
  *   FAKE_NVML_SET_DELAY_MS=N    each nvmlDeviceSetPowerManagementLimit takes N ms
  *                               (a driver's round trip), outside any lock
@@ -59,12 +61,15 @@
  *
  * Thread-safe as NVML is: the limits and their file are kept under one
  * mutex, which a delayed setter does not hold while it waits. */
+#include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nvml_api.h"
 
@@ -370,6 +375,25 @@ API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned *mw)
     return NVML_SUCCESS;
 }
 #endif
+/* FAKE_NVML_CAPS=1: the driver's privilege check. The kernel module lets a
+ * caller change a device's settings only when it is an administrator
+ * (open-gpu-kernel-modules: os_is_administrator() is capable(CAP_SYS_ADMIN),
+ * kernel-open/nvidia/os-interface.c); NVML then answers NO_PERMISSION, "the
+ * user doesn't have permission to perform this operation" (nvml.h,
+ * nvmlDeviceSetPowerManagementLimit; "Requires root/admin permissions").
+ * Here: CAP_SYS_ADMIN in the calling thread's effective set (capget), so a
+ * test can take it away with setpriv --bounding-set=-sys_admin. Off by
+ * default: tests run as root, as the real check would pass. */
+static int admin(void)
+{
+    const char *on = getenv("FAKE_NVML_CAPS");
+    if (!on || strcmp(on, "1")) return 1;
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct c[2];
+    if (syscall(SYS_capget, &h, c) != 0) return 0;
+    return (c[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
 API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
 {
     setter("nvmlDeviceSetPowerManagementLimit");
@@ -377,7 +401,7 @@ API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
     nvmlReturn_t r = NVML_SUCCESS;
     if (!d || d->idx >= ngpu) r = NVML_ERROR_INVALID_ARGUMENT;
     else if ((r = fault(d->idx, __func__))) {
-    } else if (getenv("FAKE_NVML_NO_PERMISSION")) r = NVML_ERROR_NO_PERMISSION;
+    } else if (getenv("FAKE_NVML_NO_PERMISSION") || !admin()) r = NVML_ERROR_NO_PERMISSION;
     else if (mw < 200000 || mw > 700000) r = NVML_ERROR_INVALID_ARGUMENT;
     else if (set_fails(d->idx)) r = NVML_ERROR_UNKNOWN;
     else {

@@ -64,6 +64,7 @@ typedef struct agent_gpu {
     unsigned cap_gen;    /* +1 at each cap pfi sets: a sample older than it shows no drift */
     double reapply_t[3]; /* monotonic s of the last re-applies (agent_check_drift) */
     int contested;       /* re-applied 3 times within 60 s: pfi stopped */
+    int write_refused;   /* the start-up probe's write was refused (agent_probe_write_path) */
     int persistence_warned;
 } agent_gpu;
 
@@ -110,8 +111,11 @@ typedef struct agent {
     char token[300], read_token[300];
     int have_token, have_read_token;
     char hostname[128];
-    char boot_id[64]; /* this boot's id ("" when it cannot be read): the state file's
-                         caps belong to one boot (agent_startup_state) */
+    int write_path;             /* start-up probe: 1 every write taken, 0 one refused,
+                                   -1 not probed (--read-only) */
+    char write_path_error[600]; /* the first refusal, for /v1/node */
+    char boot_id[64];           /* this boot's id ("" when it cannot be read): the state file's
+                                   caps belong to one boot (agent_startup_state) */
     /* the admins' limits as first seen (agent_baseline.c) */
     struct {
         char uuid[96];
@@ -160,6 +164,10 @@ void agent_check_lease(agent *a);
  * limit is more than 1 W below its cap, logged once per change */
 void agent_check_enforced(agent *a);
 int agent_startup_state(agent *a);
+/* Unless --read-only: each usable GPU's limit written back unchanged once, so
+ * that a write path the agent lacks is found at start, not at the first
+ * grid event (issue 40 c). */
+void agent_probe_write_path(agent *a);
 /* --restore-and-exit: every changed GPU back to its baseline (device defaults
  * if the state file is corrupt); the exit status */
 int agent_restore_and_exit(agent *a);

@@ -714,6 +714,38 @@ int agent_startup_state(agent *a)
     return 0;
 }
 
+void agent_probe_write_path(agent *a)
+{
+    size_t tried = 0, refused = 0;
+    a->write_path = 1;
+    a->write_path_error[0] = '\0';
+    for (size_t i = 0; i < a->n; i++) {
+        agent_gpu *g = &a->g[i];
+        g->write_refused = 0;
+        double cap = g->info.mig == 1 ? NAN : current_cap(a, i); /* MIG: never capped */
+        if (!isfinite(cap)) continue;
+        pfi_error e;
+        tried++;
+        if (pfi_gpu_set_cap(a->gpu, i, cap, &e) == PFI_OK) continue;
+        g->write_refused = 1;
+        if (!refused++)
+            snprintf(a->write_path_error, sizeof a->write_path_error, "GPU %zu: %s", i, e.msg);
+    }
+    if (!refused) {
+        if (tried)
+            agent_log(a, "write path: each GPU's limit written back unchanged (%zu GPU%s)", tried,
+                      tried == 1 ? "" : "s");
+        return;
+    }
+    a->write_path = 0;
+    agent_log(a,
+              "error: write path refused on %zu of %zu GPUs (%s): caps cannot be set, a grid "
+              "event gets 503. Setting a limit needs CAP_SYS_ADMIN (the agent has: %s) and the "
+              "device nodes /dev/nvidiactl and /dev/nvidiaN (the unit's DeviceAllow=char-nvidia*, "
+              "resolved when the unit starts: start it after the driver created them)",
+              refused, tried, a->write_path_error, a->privs);
+}
+
 int agent_restore_pending(const agent *a)
 {
     for (size_t k = 0; k < a->lease.n; k++)

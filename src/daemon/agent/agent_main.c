@@ -453,6 +453,7 @@ static int take_over(agent *a)
     } else {
         st = agent_startup_state(a);
         agent_check_modes(a);
+        agent_probe_write_path(a);
     }
     pthread_mutex_unlock(&a->mu);
     return st ? 1 : 0;
@@ -503,6 +504,7 @@ int main(int argc, char **argv)
     static agent A;
     agent *a = &A;
     agent_cfg *c = &a->cfg;
+    a->write_path = -1; /* not probed until start-up (never with --read-only) */
     int rc = options(c, argc, argv);
     if (rc >= 0) return rc;
     pfi_daemon_log_init(&g_log, "pfi-agent");

@@ -382,6 +382,12 @@ static void render_agent(pfi_buf *b, agent *a, const char *h)
                    a->fast_taken, a->fast_refused, a->fast_views,
                    __atomic_load_n(&a->fast_bad, __ATOMIC_RELAXED),
                    __atomic_load_n(&a->fast_stale, __ATOMIC_RELAXED));
+    if (a->write_path >= 0) {
+        head(b, "pfi_agent_write_path_ok", "gauge",
+             "1 when the start-up probe wrote every GPU's limit back, 0 when one was refused "
+             "(caps cannot be set).");
+        pfi_buf_printf(b, "pfi_agent_write_path_ok %d\n", a->write_path);
+    }
     head(b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(b, "pfi_agent_samples_total %llu\n", a->samples);
     head(b, "pfi_agent_sampling_cpu_seconds_total", "counter",
@@ -424,6 +430,7 @@ char *agent_render_node(agent *a)
         double cw = agent_gpu_ceiling(a, i);
         json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
         if (g->contested) json_object_set_new(o, "contested", json_true());
+        if (g->write_refused) json_object_set_new(o, "write_refused", json_true());
         if (g->info.mig == 1) json_object_set_new(o, "mig", json_true());
         if (g->info.minor >= 0) json_object_set_new(o, "minor", json_integer(g->info.minor));
         const pfi_gpu_sample *s = &g->last;
@@ -486,6 +493,12 @@ char *agent_render_node(agent *a)
                           "backend", pfi_gpu_backend(a->gpu), "version", PFI_VERSION, "time", now,
                           "time_scale", pfi_clock_scale(), "lease", lease, "generation_max",
                           (json_int_t)a->lease.generation_max, "gpus", gs, "jobs", js);
+    json_object_set_new(o, "write_path",
+                        json_string(a->write_path < 0    ? "read-only"
+                                    : a->write_path == 0 ? "refused"
+                                                         : "ok"));
+    if (a->write_path == 0)
+        json_object_set_new(o, "write_path_error", json_string(a->write_path_error));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
