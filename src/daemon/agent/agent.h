@@ -59,12 +59,16 @@ typedef struct agent_gpu {
     /* availability (gpu.h: pfi_gpu_avail): an unavailable GPU is skipped
      * everywhere and looked for again every AGENT_RESCAN_S */
     pfi_gpu_avail avail;
-    int read_failed;     /* the last sample failed (state "unknown" in /metrics) */
-    double rescan_at_s;  /* monotonic s */
-    unsigned cap_gen;    /* +1 at each cap pfi sets: a sample older than it shows no drift */
-    double reapply_t[3]; /* monotonic s of the last re-applies (agent_check_drift) */
-    int contested;       /* re-applied 3 times within 60 s: pfi stopped */
-    int write_refused;   /* the start-up probe's write was refused (agent_probe_write_path) */
+    int read_failed;        /* the last sample failed (state "unknown" in /metrics) */
+    double rescan_at_s;     /* monotonic s */
+    unsigned cap_gen;       /* +1 at each cap pfi sets: a sample older than it shows no drift */
+    double reapply_t[3];    /* monotonic s of the last re-applies (agent_check_drift) */
+    int contested;          /* re-applied 3 times within 60 s: pfi stopped */
+    int write_refused;      /* the start-up probe's write was refused (agent_probe_write_path) */
+    int shared;             /* claimed by two or more jobs (gres/shard, gres/mps, overlapping
+                               job files): never capped, as MIG (agent_jobs.c) */
+    char claimed_by[132];   /* the claimants while shared: "A,B" */
+    int end_restore_failed; /* its job ended and the restore failed: retried each refresh */
     int persistence_warned;
 } agent_gpu;
 

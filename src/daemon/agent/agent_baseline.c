@@ -146,7 +146,7 @@ double agent_gpu_ceiling(agent *a, size_t i)
 {
     /* a MIG-enabled GPU is never capped: one cap would hit every instance's
        tenant (docs/agent.md, "MIG") */
-    if (!agent_gpu_usable(a, i) || a->g[i].info.mig == 1) return NAN;
+    if (!agent_gpu_usable(a, i) || a->g[i].info.mig == 1 || a->g[i].shared) return NAN;
     const pfi_lease_gpu *lg = held(a, i);
     if (lg) return lg->baseline_w;
     /* no cap held: the admin's limit as last seen (a sample may still show

@@ -82,6 +82,8 @@ static int proc_cgroup_job(unsigned pid, char *out, size_t n)
 
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
+    int claims[AGENT_MAX_GPUS];     /* job files naming the GPU, distinct jobs */
+    char other[AGENT_MAX_GPUS][64]; /* a second claimant's id */
     int tier[AGENT_MAX_GPUS];
     long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
 } jmap;
@@ -179,6 +181,14 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                           file, idbuf, what, a->n);
             continue;
         }
+        /* a GPU another job file already names: shared (gres/shard,
+           gres/mps, overlapping files). The first claimant is kept for the
+           record; apply_shared takes the GPU out of every job. */
+        if (!strcmp(m->source[i], "jobfile") && strcmp(m->id[i], idbuf)) {
+            if (m->claims[i]++ == 1) snprintf(m->other[i], sizeof m->other[0], "%s", idbuf);
+            continue;
+        }
+        if (!m->claims[i]) m->claims[i] = 1;
         snprintf(m->id[i], sizeof m->id[0], "%s", idbuf);
         snprintf(m->steplog[i], sizeof m->steplog[0], "%s",
                  json_is_string(sl) ? json_string_value(sl) : "");
@@ -395,22 +405,74 @@ static void sim_jobs_on_demand(agent *a, const jmap *m)
     }
 }
 
+/* GPU i back to its baseline, if pfi holds a cap on it (why: for the log);
+ * -1 when the device refused (logged once until it succeeds) */
+static int put_back(agent *a, size_t i, const char *why)
+{
+    pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
+    pfi_error e;
+    if (!lg || !lg->changed) return 0;
+    if (pfi_gpu_set_cap(a->gpu, i, lg->baseline_w, &e) != PFI_OK) {
+        if (!a->g[i].end_restore_failed)
+            agent_log(a,
+                      "error: GPU %zu %s: restoring its baseline %.0f W (%s) failed, retried: %s",
+                      i, lg->uuid, lg->baseline_w, why, e.msg);
+        return -1;
+    }
+    agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (%s: baseline restored)", i, lg->uuid, lg->cap_w,
+              lg->baseline_w, why);
+    lg->changed = 0;
+    lg->cap_w = lg->baseline_w;
+    a->cap_changes++;
+    agent_save_state(a);
+    return 0;
+}
+
 /* a GPU whose job ended goes back to its baseline at once (the job's
-   epilog removed its job file); the lease goes on for the other GPUs */
+   epilog removed its job file); the lease goes on for the other GPUs. A
+   restore the device refuses is logged and retried at each refresh until
+   it is done or another job takes the GPU. */
 static void restore_ended(agent *a, const jmap *m)
 {
     for (size_t i = 0; i < a->n; i++) {
-        if (!a->g[i].job_id[0] || !strcmp(a->g[i].job_id, m->id[i])) continue;
-        pfi_lease_gpu *lg = pfi_lease_gpu_get(&a->lease, a->g[i].info.uuid);
-        pfi_error e;
-        if (lg && lg->changed && pfi_gpu_set_cap(a->gpu, i, lg->baseline_w, &e) == PFI_OK) {
-            agent_log(a, "GPU %zu %s: cap %.0f -> %.0f W (job %s ended: baseline restored)", i,
-                      lg->uuid, lg->cap_w, lg->baseline_w, a->g[i].job_id);
-            lg->changed = 0;
-            lg->cap_w = lg->baseline_w;
-            a->cap_changes++;
-            agent_save_state(a);
+        agent_gpu *g = &a->g[i];
+        int ended = g->job_id[0] && strcmp(g->job_id, m->id[i]);
+        if (g->end_restore_failed && m->id[i][0]) g->end_restore_failed = 0; /* a new job's */
+        if (!ended && !g->end_restore_failed) continue;
+        char why[96];
+        snprintf(why, sizeof why, "job %.60s ended", ended ? g->job_id : "its job");
+        g->end_restore_failed = put_back(a, i, why) != 0;
+    }
+}
+
+/* A GPU two or more jobs claim (gres/shard, gres/mps: the same prolog runs
+ * for each; or overlapping job files) is treated as MIG is: it belongs to
+ * no job, no job or GPU entry of a PUT changes it (skipped, "shared"), a
+ * cap pfi held on it is put back at once (one job's cap would throttle its
+ * co-tenant), and it is reported so the controller counts it as load it
+ * cannot shed. When one claimant is left it is that job's again. */
+static void apply_shared(agent *a, jmap *m)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        agent_gpu *g = &a->g[i];
+        int sh = m->claims[i] >= 2;
+        if (sh) {
+            snprintf(g->claimed_by, sizeof g->claimed_by, "%.63s,%.63s", m->id[i], m->other[i]);
+            if (!g->shared) {
+                agent_log(a,
+                          "warning: GPU %zu %s: claimed by jobs %s (and %d in all): shared "
+                          "(gres/shard, gres/mps or overlapping job files), so never capped, "
+                          "as MIG",
+                          i, g->info.uuid, g->claimed_by, m->claims[i]);
+                put_back(a, i, "shared");
+            }
+            m->id[i][0] = '\0'; /* no job's */
+        } else if (g->shared) {
+            agent_log(a, "GPU %zu %s: no longer shared (%s)", i, g->info.uuid,
+                      m->id[i][0] ? m->id[i] : "no job");
+            g->claimed_by[0] = '\0';
         }
+        g->shared = sh;
     }
 }
 
@@ -465,6 +527,7 @@ void agent_jobs_refresh(agent *a)
     if (a->cfg.jobs_file) map_file(a, a->cfg.jobs_file, m);
     if (a->cfg.jobs_dir) map_jobs_dir(a, m);
     sim_jobs_on_demand(a, m);
+    apply_shared(a, m);
     restore_ended(a, m);
     rebuild_jobs(a, m);
     if (a->cfg.mapping_dir) write_mapping(a);

@@ -431,6 +431,10 @@ char *agent_render_node(agent *a)
         json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
         if (g->contested) json_object_set_new(o, "contested", json_true());
         if (g->write_refused) json_object_set_new(o, "write_refused", json_true());
+        if (g->shared) {
+            json_object_set_new(o, "shared", json_true());
+            json_object_set_new(o, "claimed_by", json_string(g->claimed_by));
+        }
         if (g->info.mig == 1) json_object_set_new(o, "mig", json_true());
         if (g->info.minor >= 0) json_object_set_new(o, "minor", json_integer(g->info.minor));
         const pfi_gpu_sample *s = &g->last;
