@@ -5,7 +5,8 @@
 # shown as such), clocks and processes, as text and --json; an old driver's
 # library (no field values, enforced or default limit) reads "n/a" / null
 # and exits 0; no library is one line and exit 1; usage errors exit 2. The
-# double logs every setter call (FAKE_NVML_SETTER_LOG): none, ever. Then
+# double logs every setter call (FAKE_NVML_SETTER_LOG): none, ever (the
+# agent: only its start-up probe, one no-op write per GPU). Then
 # pfi-agent on the double exports the enforced limit and
 # pfi_gpu_out_of_band_limit, and logs the out-of-band limit once when it
 # appears and once when it goes.
@@ -127,5 +128,9 @@ curl -s -m 5 "$URL/metrics" >"$T/m"
 grep -q '^pfi_gpu_out_of_band_limit{gpu="1",.*} 0$' "$T/m" || fail "GPU 1 back"; ok
 [ "$(grep -c 'out of band' "$T/agent.log")" -eq 1 ] || fail "logged once per transition"; ok
 [ "$(grep -c 'back at the cap' "$T/agent.log")" -eq 1 ] || fail "logged once per transition"; ok
-no_setter "the agent with no lease" # it only reports the limit; nothing asked it to set one
+# the agent with no lease: only its start-up probe of the write path (issue
+# 40), one no-op write per GPU (each limit written back unchanged), nothing else
+[ "$(grep -c '^nvmlDeviceSetPowerManagementLimit$' "$T/setters")" = 2 ] && [ "$(grep -c . "$T/setters")" = 2 ] ||
+  { cat "$T/setters" >&2; fail "the agent with no lease called setters beyond its start-up probe"; }; ok
+[ "$(tr '\n' ' ' <"$T/nvml-state")" = "700000 700000 " ] || fail "the agent with no lease changed a limit: $(cat "$T/nvml-state")"; ok
 done_ok

@@ -10,6 +10,10 @@
  *   FAKE_NVML_UNSUPPORTED=a,b   functions answering NOT_SUPPORTED
  *                               (e.g. nvmlDeviceGetFieldValues)
  *   FAKE_NVML_NO_PERMISSION=1   nvmlDeviceSetPowerManagementLimit answers NO_PERMISSION
+ *   FAKE_NVML_MAX_W=W, FAKE_NVML_DEFAULT_W=W  the maximum and default limits
+ *                               (700; the maximum): a B200-like SKU's default is below
+ *   FAKE_NVML_RESETS=FILE       "INDEX COUNT" lines: a higher COUNT resets that GPU
+ *                               (limit to its default, energy counter from 0)
  *   FAKE_NVML_CAPS=1            ... answers NO_PERMISSION unless the caller has
  *                               CAP_SYS_ADMIN, as the driver's check does (admin())
  *   FAKE_NVML_SET_FAIL=i,j      ... answers UNKNOWN on devices i, j only
@@ -51,7 +55,7 @@
  *                               its name here; fake_nvml_setter_calls() counts them
  *                               in this process. Read-only tests assert none.
  * Power follows the limit: min(limit, 650 W) x 0.93 plus a few watts of
- * ripple; energy integrates it over wall time.
+ * ripple; energy integrates it over wall time (never going back but at a reset).
  *
  * Built a second time with -DFAKE_NVML_OLD (libfake_nvml_old.so): an old
  * driver's library, without nvmlDeviceGetFieldValues, GetEnforcedPowerLimit,
@@ -102,15 +106,61 @@ static int unsupported(const char *fn)
     return 0;
 }
 
+/* FAKE_NVML_MAX_W / FAKE_NVML_DEFAULT_W: the devices' maximum and default
+ * limits (W; default 700 and the maximum). A default below the maximum is a
+ * B200-like SKU: DGX B200 ships at 700 W of a 1000 W maximum, so a GPU
+ * reset lands below a cap pfi set between the two. */
+static unsigned env_mw(const char *name, unsigned dflt)
+{
+    const char *v = getenv(name);
+    long w = v ? strtol(v, NULL, 10) : 0;
+    return w >= 200 && w <= 4000 ? (unsigned)w * 1000u : dflt;
+}
+static unsigned max_mw(void) { return env_mw("FAKE_NVML_MAX_W", 700000); }
+static unsigned default_mw(void) { return env_mw("FAKE_NVML_DEFAULT_W", max_mw()); }
+
+static void save(void);
+/* each device's energy counter (J) and when it was last brought up to date:
+   it integrates the power over time, so it never goes back (as NVML's
+   counter does not) except at a reset */
+static double e_acc_j[MAXG], e_last_t[MAXG];
+static unsigned resets_seen[MAXG];
+
+/* FAKE_NVML_RESETS=FILE: lines "INDEX COUNT", read at every limit or energy
+ * read; a COUNT above the one this process saw is a GPU reset (nvidia-smi
+ * -r, a driver recovery): the device's limit goes back to its default and
+ * its energy counter starts again ("total energy consumption ... since the
+ * driver was last reloaded", nvml.h nvmlDeviceGetTotalEnergyConsumption).
+ * Called under mu. */
+static void check_resets(void)
+{
+    const char *rf = getenv("FAKE_NVML_RESETS");
+    FILE *f = rf ? fopen(rf, "r") : NULL;
+    if (!f) return;
+    unsigned i, c;
+    int changed = 0;
+    while (fscanf(f, "%u %u", &i, &c) == 2)
+        if (i < MAXG && c > resets_seen[i]) {
+            resets_seen[i] = c;
+            limit_mw[i] = default_mw();
+            e_acc_j[i] = 0;
+            e_last_t[i] = now();
+            changed = 1;
+        }
+    fclose(f);
+    if (changed) save();
+}
+
 static void load(void)
 {
-    for (unsigned i = 0; i < MAXG; i++) limit_mw[i] = 700000;
+    for (unsigned i = 0; i < MAXG; i++) limit_mw[i] = default_mw();
     const char *st = getenv("FAKE_NVML_STATE");
     FILE *f = st ? fopen(st, "r") : NULL;
     if (!f) return;
     for (unsigned i = 0; i < MAXG && fscanf(f, "%u", &limit_mw[i]) == 1; i++) {
     }
     fclose(f);
+    check_resets();
 }
 
 static void save(void)
@@ -338,7 +388,16 @@ API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned lo
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetTotalEnergyConsumption");
-    *mj = (unsigned long long)(power_w(d->idx) * (now() - t_init) * 1000.0) + 1000000ull;
+    unsigned i = d->idx;
+    double p = power_w(i); /* at the limit as last loaded */
+    pthread_mutex_lock(&mu);
+    load(); /* a reset since: the counter starts again */
+    double t = now();
+    if (e_last_t[i] == 0) e_last_t[i] = t_init, e_acc_j[i] = 1000.0; /* an arbitrary start */
+    e_acc_j[i] += p * (t - e_last_t[i]);
+    e_last_t[i] = t;
+    *mj = (unsigned long long)(e_acc_j[i] * 1000.0);
+    pthread_mutex_unlock(&mu);
     return NVML_SUCCESS;
 }
 #endif
@@ -347,14 +406,14 @@ API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, un
 {
     DEV_OK(d);
     *lo = 200000;
-    *hi = 700000;
+    *hi = max_mw();
     return NVML_SUCCESS;
 }
 #ifndef FAKE_NVML_OLD
 API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned *mw)
 {
     DEV_OK(d);
-    *mw = 700000;
+    *mw = default_mw();
     return NVML_SUCCESS;
 }
 #endif
@@ -402,7 +461,7 @@ API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
     if (!d || d->idx >= ngpu) r = NVML_ERROR_INVALID_ARGUMENT;
     else if ((r = fault(d->idx, __func__))) {
     } else if (getenv("FAKE_NVML_NO_PERMISSION") || !admin()) r = NVML_ERROR_NO_PERMISSION;
-    else if (mw < 200000 || mw > 700000) r = NVML_ERROR_INVALID_ARGUMENT;
+    else if (mw < 200000 || mw > max_mw()) r = NVML_ERROR_INVALID_ARGUMENT;
     else if (set_fails(d->idx)) r = NVML_ERROR_UNKNOWN;
     else {
         pthread_mutex_lock(&mu);

@@ -69,6 +69,11 @@ typedef struct agent_gpu {
                                job files): never capped, as MIG (agent_jobs.c) */
     char claimed_by[132];   /* the claimants while shared: "A,B" */
     int end_restore_failed; /* its job ended and the restore failed: retried each refresh */
+    /* evidence of a GPU reset since the last sample: its energy counter went
+       back, or it was unavailable (agent_main.c); read by agent_check_drift */
+    int reset_hint;
+    double energy_last_j; /* the last sample's energy counter (have_energy_last) */
+    int have_energy_last;
     int persistence_warned;
 } agent_gpu;
 
@@ -78,6 +83,7 @@ enum {
     AGENT_DRIFT_RAISED,
     AGENT_DRIFT_CONTESTED,
     AGENT_DRIFT_BASELINE,
+    AGENT_DRIFT_RESET, /* a lowering to the default after a corroborated GPU reset */
     AGENT_DRIFT_KINDS
 };
 

@@ -33,7 +33,8 @@
 
 const char *agent_drift_kind_name(int k)
 {
-    static const char *n[AGENT_DRIFT_KINDS] = {"lowered", "raised", "contested", "baseline"};
+    static const char *n[AGENT_DRIFT_KINDS] = {"lowered", "raised", "contested", "baseline",
+                                               "reset"};
     return k >= 0 && k < AGENT_DRIFT_KINDS ? n[k] : "unknown";
 }
 
@@ -163,6 +164,42 @@ int agent_gpu_usable(const agent *a, size_t i)
     return i < a->n && a->g[i].avail == PFI_GPU_OK && a->g[i].info.uuid[0];
 }
 
+/* A limit that fell to the GPU's default (+-1 W) is a GPU reset, not an
+ * administrator's lowering, only where something corroborates it: the
+ * GPU's energy counter went back, or the GPU was unavailable since the last
+ * sample (a reboot is the boot id's: agent_startup_state). On SKUs whose
+ * default is below their maximum (DGX B200: 700 of 1000 W) a reset lands
+ * below pfi's cap, and adopting it would lose the admin's limit for good.
+ * Then: with a live lease pfi's cap is re-applied, without one the saved
+ * baseline is set. 1 when it was handled so. */
+static int after_reset(agent *a, size_t i, double limit, pfi_lease_gpu *lg)
+{
+    agent_gpu *g = &a->g[i];
+    double def = g->info.cap_default_w;
+    if (!g->reset_hint || !isfinite(def) || fabs(limit - def) >= DRIFT_TOL_W) return 0;
+    double w = a->lease.active ? lg->cap_w : lg->baseline_w;
+    pfi_error e;
+    a->drift[AGENT_DRIFT_RESET]++;
+    if (pfi_gpu_set_cap(a->gpu, i, w, &e)) {
+        agent_log(a, "error: GPU %zu %s: reset to its default %.0f W; setting %.0f W failed: %s", i,
+                  g->info.uuid, limit, w, e.msg);
+        return 1;
+    }
+    g->cap_gen++;
+    agent_log(a,
+              "warning: GPU %zu %s: its limit fell to its default %.0f W after a GPU reset (%s): "
+              "%s %.0f W set again",
+              i, g->info.uuid, limit,
+              g->reset_hint == 2 ? "its energy counter went back" : "it was unavailable",
+              a->lease.active ? "pfi's cap" : "its baseline", w);
+    if (!a->lease.active) {
+        lg->changed = 0;
+        lg->cap_w = lg->baseline_w;
+        agent_save_state(a);
+    }
+    return 1;
+}
+
 void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample)
 {
     agent_gpu *g = &a->g[i];
@@ -184,6 +221,7 @@ void agent_check_drift(agent *a, size_t i, unsigned gen_at_sample)
         return;
     }
     if (!isfinite(lg->cap_w)) return;
+    if (limit < lg->cap_w - DRIFT_TOL_W && after_reset(a, i, limit, lg)) return;
     if (limit < lg->cap_w - DRIFT_TOL_W) {
         /* an admin lowered it below our cap: their limit is the new baseline and ceiling */
         agent_log(a,

@@ -211,6 +211,14 @@ static void sample_round(agent *a, int refresh)
         }
         if (av[i] != PFI_GPU_OK) g->avail = av[i];
         g->read_failed = g->avail == PFI_GPU_OK && !ok[i];
+        /* a GPU reset's evidence for agent_check_drift: unavailable since the
+           last sample (1), or its energy counter went back (2) */
+        if (!ok[i]) g->reset_hint = 1;
+        if (ok[i] && (s[i].have & PFI_GS_ENERGY)) {
+            if (g->have_energy_last && s[i].energy_j < g->energy_last_j - 0.001) g->reset_hint = 2;
+            g->energy_last_j = s[i].energy_j;
+            g->have_energy_last = 1;
+        }
         if (ok[i]) g->last = s[i], g->sampled = 1;
         else g->sampled = 0; /* no stale sample is exported as live */
         const char *now = agent_gpu_state(a, i);
@@ -222,7 +230,10 @@ static void sample_round(agent *a, int refresh)
                           g->info.uuid[0] ? g->info.uuid : "(UUID unknown)", now,
                           err[i].msg[0] ? ": " : "", err[i].msg);
         }
-        if (ok[i]) agent_check_drift(a, i, gen[i]);
+        if (ok[i]) {
+            agent_check_drift(a, i, gen[i]);
+            g->reset_hint = 0; /* evidence is for the sample that follows it */
+        }
     }
     if (a->cfg.read_only == 0) agent_check_enforced(a);
     if (refresh) agent_jobs_refresh(a);
