@@ -218,6 +218,9 @@ const char *pfi_gpu_avail_name(pfi_gpu_avail a)
     case PFI_GPU_LOST: return "lost";
     case PFI_GPU_NO_PERMISSION: return "no_permission";
     case PFI_GPU_NOT_SUPPORTED: return "not_supported";
+    case PFI_GPU_RESET_REQUIRED: return "reset_required";
+    case PFI_GPU_TIMEOUT: return "timeout";
+    case PFI_GPU_OS_BLOCKED: return "os_blocked";
     default: return "unknown";
     }
 }

@@ -53,10 +53,14 @@ struct pfi_recon;
  * again. */
 typedef enum pfi_gpu_avail {
     PFI_GPU_OK = 0,
-    PFI_GPU_LOST,          /* NVML_ERROR_GPU_IS_LOST (15) */
-    PFI_GPU_NO_PERMISSION, /* NVML_ERROR_NO_PERMISSION (4): e.g. not in this cgroup */
-    PFI_GPU_NOT_SUPPORTED, /* NVML_ERROR_NOT_SUPPORTED (3) */
-    PFI_GPU_UNKNOWN        /* any other error at open */
+    PFI_GPU_LOST,           /* NVML_ERROR_GPU_IS_LOST (15) */
+    PFI_GPU_NO_PERMISSION,  /* NVML_ERROR_NO_PERMISSION (4): e.g. not in this cgroup */
+    PFI_GPU_NOT_SUPPORTED,  /* NVML_ERROR_NOT_SUPPORTED (3) */
+    PFI_GPU_UNKNOWN,        /* any other error at open */
+    PFI_GPU_RESET_REQUIRED, /* NVML_ERROR_RESET_REQUIRED (16): the GPU needs a reset */
+    PFI_GPU_TIMEOUT,        /* NVML_ERROR_TIMEOUT (10): the driver did not answer in time */
+    PFI_GPU_OS_BLOCKED      /* NVML_ERROR_OPERATING_SYSTEM (17): the OS blocked the call
+                               (e.g. the device outside this process's cgroup) */
 } pfi_gpu_avail;
 
 typedef struct pfi_gpu_info {

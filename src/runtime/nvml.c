@@ -73,17 +73,28 @@ static const char *msg(const nv *s, nvmlReturn_t r)
 
 static pfi_gpu_avail avail_of(nvmlReturn_t r)
 {
-    return r == NVML_ERROR_GPU_IS_LOST     ? PFI_GPU_LOST
-           : r == NVML_ERROR_NO_PERMISSION ? PFI_GPU_NO_PERMISSION
-           : r == NVML_ERROR_NOT_SUPPORTED ? PFI_GPU_NOT_SUPPORTED
-                                           : PFI_GPU_UNKNOWN;
+    return r == NVML_ERROR_GPU_IS_LOST        ? PFI_GPU_LOST
+           : r == NVML_ERROR_NO_PERMISSION    ? PFI_GPU_NO_PERMISSION
+           : r == NVML_ERROR_NOT_SUPPORTED    ? PFI_GPU_NOT_SUPPORTED
+           : r == NVML_ERROR_RESET_REQUIRED   ? PFI_GPU_RESET_REQUIRED
+           : r == NVML_ERROR_TIMEOUT          ? PFI_GPU_TIMEOUT
+           : r == NVML_ERROR_OPERATING_SYSTEM ? PFI_GPU_OS_BLOCKED
+                                              : PFI_GPU_UNKNOWN;
 }
 
-/* an NVML error on device i; GPU_IS_LOST marks it lost */
+/* an NVML error on device i. Errors that say the device itself cannot be
+ * used until something is done mark it unavailable (looked for again at
+ * each rescan): GPU_IS_LOST ("fallen off the bus or otherwise
+ * inaccessible"), RESET_REQUIRED ("the GPU requires a reset"), TIMEOUT (a
+ * hung call: the driver serialises other GPUs' controls behind it) and
+ * OPERATING_SYSTEM (the OS blocked the call: a cgroup without the device)
+ * (nvml.h, nvmlReturn_t) */
 static pfi_status map_err(nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
 {
-    if (r == NVML_ERROR_GPU_IS_LOST && i < NV_MAX_GPUS) {
-        s->avail[i] = PFI_GPU_LOST;
+    if ((r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED || r == NVML_ERROR_TIMEOUT ||
+         r == NVML_ERROR_OPERATING_SYSTEM) &&
+        i < NV_MAX_GPUS) {
+        s->avail[i] = avail_of(r);
         s->avail_err[i] = r;
     }
     pfi_status code = r == NVML_ERROR_NO_PERMISSION      ? PFI_EPERM
@@ -106,7 +117,7 @@ static void note(nv *s, size_t i, const char *what)
 /* a read's result: 1 ok; 0 left out of the sample: unsupported / no
  * permission / absent (noted), or another error (its status in *st, its
  * message in err: a sample without its power reading fails with it); -1
- * the GPU is lost (the sample fails) */
+ * the GPU is unavailable now (map_err: the sample fails) */
 static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pfi_error *err,
               pfi_status *st)
 {
@@ -120,7 +131,7 @@ static int rd(nv *s, size_t i, nvmlReturn_t r, const char *what, int present, pf
         return 0;
     }
     *st = map_err(s, r, err, what, i);
-    return r == NVML_ERROR_GPU_IS_LOST ? -1 : 0;
+    return s->avail[i] != PFI_GPU_OK ? -1 : 0; /* lost, reset required, timeout, OS-blocked */
 }
 
 /* every call on device i starts here: an unavailable GPU fails at once */
@@ -522,8 +533,15 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
     }
     nvmlReturn_t r = init();
     if (r) {
+        /* after a driver upgrade without a reboot the library and the
+           loaded kernel module differ: name the remedy (docs/agent.md) */
+        const char *hint = r == NVML_ERROR_LIB_RM_VERSION_MISMATCH
+                               ? ": the NVML library and the loaded kernel driver are different "
+                                 "versions (a driver upgrade without a reboot): reload the nvidia "
+                                 "modules or reboot; stop pfi-agent before a driver upgrade"
+                               : "";
         pfi_status st =
-            pfi_errorf(err, PFI_EIO, "NVML: nvmlInit: %s (NVML error %d)", msg(s, r), r);
+            pfi_errorf(err, PFI_EIO, "NVML: nvmlInit: %s (NVML error %d)%s", msg(s, r), r, hint);
         dlclose(s->dl);
         free(s);
         return st;

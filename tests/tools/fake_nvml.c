@@ -24,7 +24,9 @@
  *                               rewritten after each call (also
  *                               fake_nvml_setters_max_in_flight(); reset with
  *                               fake_nvml_setters_reset())
- *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded)
+ *   FAKE_NVML_INIT_FAIL=1       nvmlInit fails (driver not loaded); =N (N > 1) with
+ *                               nvmlReturn_t N, e.g. 18 LIB_RM_VERSION_MISMATCH: what
+ *                               nvmlInit answers after a driver upgrade without a reboot
  *   FAKE_NVML_FAULTS=FILE       per-device errors, read at every call (so a test can
  *                               make a GPU fail after start): lines "INDEX CODE WHERE",
  *                               CODE an nvmlReturn_t, WHERE "handle" (only
@@ -298,7 +300,8 @@ static nvmlReturn_t fault(unsigned i, const char *fn)
 
 API nvmlReturn_t nvmlInit_v2(void)
 {
-    if (getenv("FAKE_NVML_INIT_FAIL")) return NVML_ERROR_UNKNOWN;
+    const char *fi = getenv("FAKE_NVML_INIT_FAIL");
+    if (fi) return atoi(fi) > 1 ? (nvmlReturn_t)atoi(fi) : NVML_ERROR_UNKNOWN;
     const char *g = getenv("FAKE_NVML_GPUS");
     ngpu = g ? (unsigned)atoi(g) : 2;
     if (ngpu > MAXG) ngpu = MAXG;
@@ -323,6 +326,11 @@ API const char *nvmlErrorString(nvmlReturn_t r)
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    /* nvmlErrorString's words for these (NVML's own strings, as nvidia-smi prints them) */
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
+    case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
     default: return "Unknown Error";
     }
 }
