@@ -12,7 +12,8 @@
  * RUNDIR/jobs/JOBID.json atomically — {"job_id", "minors" (SLURM_JOB_GPUS,
  * Slurm's GPU indexes, turned into the GPUs' device minor numbers in the
  * order the node's effective AutoDetect gives: gpu_map.h) or "gpus" (UUIDs
- * from the prolog's CUDA_VISIBLE_DEVICES, Slurm >= 25.11 and MIG),
+ * from the prolog's CUDA_VISIBLE_DEVICES, Slurm >= 25.11 and MIG), and
+ * "gpu_error" where the job has GPUs that could not be mapped (why),
  * "tier", "steplog", "uid"} — which pfi-agent --jobs-dir
  * reads: the agent learns the job's GPUs and tier, and reads the step log
  * only if the job's user owns it. In the job's tasks it sets PFI_FLEX and
@@ -269,6 +270,19 @@ static int make_steplog(uint32_t id, uid_t uid, gid_t gid, char *path, size_t n)
     return rc;
 }
 
+/* s as the inside of a JSON string: quotes, backslashes and control
+ * characters escaped (a gres.conf path or value may hold any of them) */
+static void json_string_out(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else if (c >= 0x80) fputc('?', f); /* never invalid UTF-8 in the file */
+        else fputc(c, f);
+    }
+}
+
 /* where gres.conf is: gres_conf=, else beside $SLURM_CONF, else /etc/slurm */
 static void gres_conf_path(char *gc, size_t n)
 {
@@ -354,13 +368,14 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
        AutoDetect gives (gpu_map.h). Anything uncertain is an error naming
        the job and why, and the job file gets no GPUs: never a guess. The
        prolog never fails a job over it. */
-    char minors[1024] = "";
+    char minors[1024] = "", gwhy[1600] = "";
     size_t nm = 0;
     if (gpus && *gpus) {
-        char gwhy[1600];
         if (job_minors(gpus, minors, sizeof minors, gwhy, sizeof gwhy) != 0) {
             slurm_error("pfi: job %u: %s; no GPUs in its job file", id, gwhy);
             n = 0, list[0] = minors[0] = '\0';
+        } else {
+            gwhy[0] = '\0';
         }
         nm = strlen(minors);
     }
@@ -400,6 +415,11 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     int tier = fl ? atoi(fl) : -1;
     fprintf(f, "{\"job_id\": \"%u\", \"gpus\": [%s], \"tier\": %d", id, list, tier);
     if (nm) fprintf(f, ", \"minors\": [%s]", minors);
+    if (gwhy[0]) { /* the agent counts and alerts on jobs whose GPUs could not be mapped */
+        fputs(", \"gpu_error\": \"", f);
+        json_string_out(f, gwhy);
+        fputc('"', f);
+    }
     if (steplog[0]) fprintf(f, ", \"steplog\": \"%s\"", steplog);
     fprintf(f, "%s}\n", uidf);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0) {

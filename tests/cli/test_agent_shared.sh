@@ -7,7 +7,9 @@
 # held on it is put back at once, a PUT's job or GPU entry skips it
 # ("shared"), /v1/node names both claimants and /v1/control gives it no
 # ceiling (the controller counts it as load it cannot shed). When one
-# claimant is left the GPU is that job's again, and capping works.
+# claimant is left the GPU is that job's again, and capping works. Jobs
+# whose GPUs could not be mapped (the plugin's gpu_error, or a GPU not on
+# the node) are counted in pfi_agent_jobs_unmapped; a CPU-only job is not.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 new_token "$T/token"
@@ -66,4 +68,16 @@ put '{"lease_s":60,"controller":"c","generation":4,"jobs":[{"job_id":"102","cap_
 rm -f "$T/jobs/102.json"
 wait_for 30 "GPU 0 restored when job 102 ended" '[ "$(hw_cap 0)" = 700 ]'
 contains "$T/agent.log" "(job 102 ended: baseline restored)"
+
+# jobs whose GPUs are not mapped: the Slurm plugin's gpu_error, and a job
+# file naming no GPU of this node; a CPU-only job (no GPUs) is not counted
+unmapped() { curl -s -m 5 "$URL/metrics" | awk '$1 == "pfi_agent_jobs_unmapped" {print $2}'; }
+[ "$(unmapped)" = 0 ] || fail "pfi_agent_jobs_unmapped is $(unmapped) with no job"; ok
+printf '{"job_id": "201", "gpus": [], "tier": 1, "gpu_error": "gres.conf:2: field \u0027Foo\u0027: not a gpu key pfi knows"}\n' >"$T/jobs/201.json"
+printf '{"job_id": "202", "gpus": [7], "tier": 1}\n' >"$T/jobs/202.json"
+printf '{"job_id": "203", "gpus": [], "tier": 1}\n' >"$T/jobs/203.json"
+wait_for 30 "two jobs counted unmapped" '[ "$(unmapped)" = 2 ]'
+contains "$T/agent.log" "job 201: the Slurm plugin could not map its GPUs: gres.conf:2: field 'Foo': not a gpu key pfi knows"
+rm -f "$T/jobs/201.json" "$T/jobs/202.json"
+wait_for 30 "no job unmapped once they ended" '[ "$(unmapped)" = 0 ]'
 done_ok

@@ -276,6 +276,58 @@ static void earlier_1777_steplogs_tightened(void **st)
     assert_int_equal(s.st_mode & 07777, 0755);
 }
 
+/* the prolog maps SLURM_JOB_GPUS in the node's AutoDetect order
+ * (gpu_map.h; its cases are test_gpu_map.c's): nvml on a driver tree whose
+ * bus order is the reverse of its minors; an uncertain gres.conf gives no
+ * minors and a "gpu_error" naming why, escaped as JSON */
+static void prolog_gpu_map(void **st)
+{
+    (void)st;
+    char run[400], conf[400], drv[400], p[600], buf[4096], a1[600], a2[600], a3[600];
+    snprintf(run, sizeof run, "%s/run", base);
+    snprintf(conf, sizeof conf, "%s/gres.conf", base);
+    snprintf(drv, sizeof drv, "%s/gpus", base);
+    assert_int_equal(mkdir(drv, 0755), 0);
+    const char *bus[2] = {"0000:3b:00.0", "0000:1a:00.0"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/%s", drv, bus[i]);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/%s/information", drv, bus[i]);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fprintf(f, "Bus Location: \t %s\nDevice Minor: \t %d\n", bus[i], i);
+        fclose(f);
+    }
+    FILE *f = fopen(conf, "w");
+    assert_non_null(f);
+    fputs("AutoDetect=nvml\n", f);
+    fclose(f);
+    snprintf(a1, sizeof a1, "rundir=%s", run);
+    snprintf(a2, sizeof a2, "gres_conf=%s", conf);
+    snprintf(a3, sizeof a3, "driver_dir=%s", drv);
+    char *av[] = {a1, a2, a3};
+    setenv("SLURM_JOB_GPUS", "0", 1);
+    g_id = 77;
+    assert_int_equal(slurm_spank_job_prolog(NULL, 3, av), 0);
+    snprintf(p, sizeof p, "%s/jobs/77.json", run);
+    assert_int_equal(slurp(p, buf, sizeof buf), 0);
+    assert_non_null(strstr(buf, "\"minors\": [1]")); /* bus 1a (minor 1) is Slurm's GPU 0 */
+    assert_null(strstr(buf, "gpu_error"));
+    /* an unknown key with a quote in it: no minors, the error escaped */
+    f = fopen(conf, "w");
+    assert_non_null(f);
+    fputs("Name=gpu File=/dev/null Fo\"o=1\n", f);
+    fclose(f);
+    g_id = 78;
+    assert_int_equal(slurm_spank_job_prolog(NULL, 3, av), 0);
+    snprintf(p, sizeof p, "%s/jobs/78.json", run);
+    assert_int_equal(slurp(p, buf, sizeof buf), 0);
+    assert_null(strstr(buf, "\"minors\""));
+    assert_non_null(strstr(buf, "\"gpu_error\": \""));
+    assert_non_null(strstr(buf, "field 'Fo\\\"o'"));
+    unsetenv("SLURM_JOB_GPUS");
+}
+
 int main(void)
 {
     if (geteuid() != 0) {
@@ -288,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(symlink_at_tmp_name, setup, teardown),
         cmocka_unit_test_setup_teardown(unsafe_dirs_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(earlier_1777_steplogs_tightened, setup, teardown),
+        cmocka_unit_test_setup_teardown(prolog_gpu_map, setup, teardown),
     };
     return cmocka_run_group_tests(t, NULL, NULL);
 }

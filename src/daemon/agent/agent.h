@@ -132,8 +132,9 @@ typedef struct agent {
         double limit_w;
     } base[AGENT_MAX_GPUS * 2];
     size_t nbase;
-    int dcgm_missing_logged;                 /* the features a scrape cannot give, said once */
-    int jobs_dir_missing_said;               /* --jobs-dir does not exist: said once (info) */
+    int dcgm_missing_logged;   /* the features a scrape cannot give, said once */
+    int jobs_dir_missing_said; /* --jobs-dir does not exist: said once (info) */
+    unsigned jobs_unmapped;    /* job entries whose GPUs could not be mapped (last refresh) */
     char restore_logged[PFI_LEASE_MAX_GPUS]; /* a saved GPU's failed restore, logged */
     /* the info line of cap requests, coalesced (agent_caps.c): since caps_log_t */
     unsigned caps_log_req, caps_log_gpus;

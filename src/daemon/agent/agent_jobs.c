@@ -82,7 +82,8 @@ static int proc_cgroup_job(unsigned pid, char *out, size_t n)
 
 typedef struct jmap {
     char id[AGENT_MAX_GPUS][64], steplog[AGENT_MAX_GPUS][1024], source[AGENT_MAX_GPUS][16];
-    int claims[AGENT_MAX_GPUS];     /* job files naming the GPU, distinct jobs */
+    int claims[AGENT_MAX_GPUS]; /* job files naming the GPU, distinct jobs */
+    unsigned unmapped;          /* job entries with GPUs of which none mapped, or a "gpu_error" */
     char other[AGENT_MAX_GPUS][64]; /* a second claimant's id */
     int tier[AGENT_MAX_GPUS];
     long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
@@ -148,6 +149,18 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         json_array_append_new(all, o);
     }
     json_array_foreach(gp, k, g) json_array_append(all, g);
+    /* the Slurm plugin could not map the job's GPUs (gpu_map.h): counted
+       (pfi_agent_jobs_unmapped, alert PfiJobGpusUnmapped), logged once */
+    json_t *ge = json_object_get(j, "gpu_error");
+    size_t mapped = 0;
+    if (json_is_string(ge)) {
+        char key[256];
+        snprintf(key, sizeof key, "gpu_error#%.60s#%.100s", idbuf, file);
+        if (first_time(key))
+            agent_log(a, "error: %s: job %s: the Slurm plugin could not map its GPUs: %.300s", file,
+                      idbuf, json_string_value(ge));
+        m->unmapped++;
+    }
     json_array_foreach(all, k, g)
     {
         long i = -1;
@@ -184,6 +197,7 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
         /* a GPU another job file already names: shared (gres/shard,
            gres/mps, overlapping files). The first claimant is kept for the
            record; apply_shared takes the GPU out of every job. */
+        mapped++; /* a GPU of this node (shared or not) */
         if (!strcmp(m->source[i], "jobfile") && strcmp(m->id[i], idbuf)) {
             if (m->claims[i]++ == 1) snprintf(m->other[i], sizeof m->other[0], "%s", idbuf);
             continue;
@@ -199,6 +213,7 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
                 ? (int)json_integer_value(tier)
                 : -1;
     }
+    if (json_array_size(all) > 0 && mapped == 0 && !json_is_string(ge)) m->unmapped++;
     json_decref(all);
 }
 
@@ -528,6 +543,7 @@ void agent_jobs_refresh(agent *a)
     if (a->cfg.jobs_dir) map_jobs_dir(a, m);
     sim_jobs_on_demand(a, m);
     apply_shared(a, m);
+    a->jobs_unmapped = m->unmapped;
     restore_ended(a, m);
     rebuild_jobs(a, m);
     if (a->cfg.mapping_dir) write_mapping(a);

@@ -382,6 +382,10 @@ static void render_agent(pfi_buf *b, agent *a, const char *h)
                    a->fast_taken, a->fast_refused, a->fast_views,
                    __atomic_load_n(&a->fast_bad, __ATOMIC_RELAXED),
                    __atomic_load_n(&a->fast_stale, __ATOMIC_RELAXED));
+    head(b, "pfi_agent_jobs_unmapped", "gauge",
+         "Jobs whose GPUs could not be mapped to this node's GPUs (the Slurm plugin's "
+         "gpu_error, or no GPU of the job file found): never capped by job.");
+    pfi_buf_printf(b, "pfi_agent_jobs_unmapped %u\n", a->jobs_unmapped);
     if (a->write_path >= 0) {
         head(b, "pfi_agent_write_path_ok", "gauge",
              "1 when the start-up probe wrote every GPU's limit back, 0 when one was refused "
