@@ -17,7 +17,8 @@ command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 printf '700000\n700000\n' >"$T/nvml-state"
 printf '0\n450000\n' >"$T/enforced" # GPU 1: a 450 W limit from elsewhere
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_STATE=$T/nvml-state \
-  FAKE_NVML_ENFORCED=$T/enforced FAKE_NVML_PROCS="0:4242,0:4243" FAKE_NVML_SETTER_LOG=$T/setters
+  FAKE_NVML_ENFORCED=$T/enforced FAKE_NVML_PROCS="0:4242,0:4243" FAKE_NVML_SETTER_LOG=$T/setters \
+  FAKE_NVML_PROCS_V2_CALLS=$T/v2calls
 no_setter() { [ ! -e "$T/setters" ] || { cat "$T/setters" >&2; fail "a setter was called ($1)"; }; ok; }
 
 # ---- text ----
@@ -32,6 +33,8 @@ contains "$T/out" "the enforced limit 450 W is below the current 700 W"
 contains "$T/out" "clocks         SM 1980 MHz  memory 2619 MHz"
 contains "$T/out" "processes      pid 4242 (60000 MiB), pid 4243 (60000 MiB)"
 contains "$T/out" "processes      none"
+# the process list came from _v2, the symbol pfi calls first (the double has both)
+[ -s "$T/v2calls" ] || fail "the process list was not read through nvmlDeviceGetComputeRunningProcesses_v2"; ok
 grep -Eq '^  power +[0-9.]+ W \(average\)  [0-9.]+ W \(instant\)$' "$T/out" || fail "power line"; ok
 lacks "$T/out" "n/a"
 no_setter "pfi gpu info"

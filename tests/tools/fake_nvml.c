@@ -630,6 +630,21 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigne
     UNSUP("nvmlDeviceGetComputeRunningProcesses_v3");
     return procs(d, count, p, put_v3);
 }
+/* _v2, what pfi calls first (src/runtime/nvml.c): the same 24-byte
+ * nvmlProcessInfo_v2_t records (nvml.h declares nvmlProcessInfo_v2_t and
+ * nvmlProcessInfo_t alike; every driver since R470 exports the _v2 symbol).
+ * Without it here the double exercised only the _v3 fallback. Counted in
+ * FAKE_NVML_PROCS_V2_CALLS (a file) so a test can tell which one was used. */
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned *count,
+                                                         nvmlProcessInfo_t *p)
+{
+    DEV_OK(d);
+    UNSUP("nvmlDeviceGetComputeRunningProcesses_v2");
+    const char *calls = getenv("FAKE_NVML_PROCS_V2_CALLS");
+    FILE *f = calls ? fopen(calls, "a") : NULL;
+    if (f) fputs("v2\n", f), fclose(f);
+    return procs(d, count, p, put_v3);
+}
 #else
 static void put_v1(void *p, unsigned k, unsigned pid)
 {
