@@ -57,8 +57,18 @@ static int match(const char *p, const char *e, int v1, char *out, size_t n, long
 {
     const char *c0, *c1, *c2, *d;
     size_t n0, n1, n2, dn;
-    if (component(p, e, 0, &c0, &n0) || component(p, e, 1, &c1, &n1) ||
-        component(p, e, 2, &c2, &n2))
+    int k = 0; /* v2: the scope's component */
+    if (!v1) {
+        /* systemd slices from the root, then the scope: Slurm's default
+           /system.slice/, or any CgroupSlice= (Slurm 25.11: slurm.slice,
+           a nested a.slice/b.slice). Only slices: a user's delegated
+           cgroups lie under a user@UID.service, which breaks the chain, and
+           the shallowest scope is Slurm's (a job can only nest below it). */
+        while (!component(p, e, k, &c0, &n0) && n0 > 6 && !memcmp(c0 + n0 - 6, ".slice", 6)) k++;
+        if (k == 0) return -1;
+    }
+    if (component(p, e, v1 ? 0 : k - 1, &c0, &n0) || component(p, e, v1 ? 1 : k, &c1, &n1) ||
+        component(p, e, v1 ? 2 : k + 1, &c2, &n2))
         return -1;
     if (v1) {
         const char *u;
@@ -72,7 +82,6 @@ static int match(const char *p, const char *e, int v1, char *out, size_t n, long
     } else {
         static const char scope[] = "slurmstepd.scope";
         size_t sl = sizeof scope - 1;
-        if (!is(c0, n0, "system.slice")) return -1;
         if (!(is(c1, n1, scope) ||
               (n1 > sl + 1 && !memcmp(c1 + n1 - sl, scope, sl) && c1[n1 - sl - 1] == '_')))
             return -1;

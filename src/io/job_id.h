@@ -21,9 +21,12 @@ int pfi_job_id_valid(const char *id);
 /* The Slurm job id in the text of /proc/PID/cgroup (len bytes), from the
  * layout Slurm's cgroup plugins create:
  *   cgroup v1: HIER:CONTROLLERS:/slurm/uid_U/job_J/...   (or /slurm_NODE/...)
- *   cgroup v2: 0::/system.slice/slurmstepd.scope/job_J/...  (or NODE_slurmstepd.scope)
+ *   cgroup v2: 0::/system.slice/slurmstepd.scope/job_J/...  (or NODE_slurmstepd.scope;
+ *              any chain of systemd slices from the root in place of
+ *              system.slice: Slurm 25.11's CgroupSlice=, e.g. /slurm.slice/
+ *              or /a.slice/b.slice/)
  * anchored at the hierarchy's root (a cgroup a user creates under a
- * delegated subtree does not match), J all digits. Returns 0 with J in out
+ * delegated subtree, below a user@UID.service, does not match), J all digits. Returns 0 with J in out
  * (n bytes) and *uid = U (-1 on v2, where the path has no uid); -1 when the
  * process is in no Slurm job's cgroup. */
 int pfi_job_id_from_cgroup(const char *text, size_t len, char *out, size_t n, long *uid);

@@ -76,6 +76,14 @@ static void cgroup_v2(void **s)
     assert_int_equal(uid, -1);
     assert_int_equal(from_fixture("v2-multi.txt", id, sizeof id, &uid), 0);
     assert_string_equal(id, "31");
+    /* Slurm 25.11's CgroupSlice= (slurm.conf): the scope under another
+       slice, or nested slices, with a node prefix too (issue 40) */
+    const char *t = "0::/slurm.slice/slurmstepd.scope/job_88/step_0/user/task_0\n";
+    assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), 0);
+    assert_string_equal(id, "88");
+    t = "0::/hpc.slice/gpu.slice/n07_slurmstepd.scope/job_89/step_batch\n";
+    assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), 0);
+    assert_string_equal(id, "89");
 }
 
 static void cgroup_not_slurm(void **s)
@@ -97,6 +105,15 @@ static void cgroup_not_slurm(void **s)
     assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), 0);
     assert_string_equal(id, "123456");
     assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, 4, &uid), -1);
+    /* no slice before the scope; a scope that is not a slice's child */
+    t = "0::/slurmstepd.scope/job_5/step_0";
+    assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), -1);
+    t = "0::/system.slice/other.service/slurmstepd.scope/job_5/step_0";
+    assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), -1);
+    /* a job that nests a Slurm-like path below its own cgroup is still its own job */
+    t = "0::/system.slice/slurmstepd.scope/job_5/step_0/user/x.slice/slurmstepd.scope/job_7/y";
+    assert_int_equal(pfi_job_id_from_cgroup(t, strlen(t), id, sizeof id, &uid), 0);
+    assert_string_equal(id, "5");
 }
 
 int main(void)
