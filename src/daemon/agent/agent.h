@@ -224,6 +224,9 @@ char *agent_render_control(agent *a);
  * thread: 0, or 1 (logged) when the kernel refused */
 uint64_t agent_caps_needed(const agent_cfg *c);
 int agent_drop_capabilities(agent *a);
+/* /proc mounted with hidepid= (mountinfo: /proc/self/mountinfo) hides other
+ * users' processes from an agent without CAP_SYS_PTRACE: said once at start */
+void agent_check_hidepid(agent *a, const char *mountinfo);
 
 /* agent_fast.c: fast trigger datagrams on the control listener's port
  * (UDP), after agent_http_start; 0, or -1 when the thread cannot start */

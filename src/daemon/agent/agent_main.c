@@ -451,6 +451,7 @@ static int take_over(agent *a)
 {
     agent_log(a, "pfi-agent %s: backend %s, %zu GPUs, clock x%g; %s", PFI_VERSION,
               pfi_gpu_backend(a->gpu), a->n, pfi_clock_scale(), a->privs);
+    agent_check_hidepid(a, "/proc/self/mountinfo");
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i))
             agent_log(a, "GPU %zu %s %s: caps %g..%g W (default %g W)", i, a->g[i].info.uuid,

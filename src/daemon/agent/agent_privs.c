@@ -51,6 +51,37 @@ static int low_port(const char *listen)
     return *end == '\0' && port > 0 && port < 1024;
 }
 
+void agent_check_hidepid(agent *a, const char *mountinfo)
+{
+    FILE *f = fopen(mountinfo, "r");
+    char line[4096];
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPEROPTS" */
+        char mp[1024] = "", fs[64] = "", super[1024] = "";
+        const char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %1023s", mp) != 1 ||
+            sscanf(dash + 3, "%63s %*s %1023s", fs, super) != 2)
+            continue;
+        if (strcmp(mp, "/proc") || strcmp(fs, "proc")) continue;
+        const char *h = strstr(super, "hidepid=");
+        if (h && strncmp(h + 8, "0", 1) && strncmp(h + 8, "off", 3)) {
+            char v[32];
+            snprintf(v, sizeof v, "%.*s", (int)strcspn(h + 8, ","), h + 8);
+            /* other users' /proc/PID needs CAP_SYS_PTRACE then (ptrace_may_access) */
+            int ptrace = (agent_caps_needed(&a->cfg) >> CAP_SYS_PTRACE) & 1;
+            if (!ptrace)
+                agent_log(a,
+                          "warning: /proc is mounted with hidepid=%s: other users' processes are "
+                          "hidden from the agent (it keeps no CAP_SYS_PTRACE), so GPU processes "
+                          "are not mapped to jobs through their cgroups; job files (--jobs-dir) "
+                          "still are",
+                          v);
+        }
+    }
+    fclose(f);
+}
+
 uint64_t agent_caps_needed(const agent_cfg *c)
 {
     uint64_t keep = 0;
