@@ -120,6 +120,8 @@ AURL=https://127.0.0.1:$DPORT/metrics
 # handshake first: "err lacks 'certificate'"); --timeout 10 keeps the
 # refusal the certificate's, and the next check shows the CA is what was
 # missing: with --ca-file the same agent answers (401 without the token).
+# Every scrape of the TLS agent has --timeout 10 for the same reason (a
+# 0.05 s scrape timeout under stress-ng ended the 401 check too).
 expect_error 1 "gave up after 2 failed" timeout 60 "$PFI" record --url "$AURL" --token-file "$T/rtok" --interval 0.05 --timeout 10 --max-failures 2 -o "$T/t.prom"
 contains "$T/err" "$AURL: gave up after 2 failed scrapes in a row"
 contains "$T/err" "0 scrapes written to $T/t.prom, which was removed"
@@ -128,15 +130,15 @@ contains "$T/err" "0 scrapes written to $T/t.prom, which was removed"
 expect_error 1 "gave up after 2 failed" timeout 60 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --interval 0.05 --timeout 10 --max-failures 2 -o "$T/t.prom"
 contains "$T/err" "401"
 # both: whole scrapes of the agent's series, and no token in the file
-expect_status 0 timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/rtok" --interval 0.1 --count 2 -o "$T/t.prom"
+expect_status 0 timeout 60 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/rtok" --interval 0.1 --timeout 10 --count 2 -o "$T/t.prom"
 [ "$(grep -c '^# pfi-scrape-time ' "$T/t.prom")" -eq 2 ] || fail "2 scrapes of the TLS agent expected"; ok
 [ "$(grep -c '^pfi_gpu_power_watts{gpu="' "$T/t.prom")" -eq 4 ] || fail "2 GPUs x 2 scrapes of pfi_gpu_power_watts"; ok
 lacks "$T/t.prom" "$(cat "$T/rtok")"
 contains "$T/err" "2 scrapes written"
 # the control token works too (the agent's rule); a wrong one is refused
-expect_status 0 timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/atok" --interval 0.1 --count 1 -o "$T/t2.prom"
+expect_status 0 timeout 60 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/atok" --interval 0.1 --timeout 10 --count 1 -o "$T/t2.prom"
 new_token "$T/wrong"
-expect_error 1 "401" timeout 30 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/wrong" --interval 0.05 --max-failures 1 -o "$T/t3.prom"
+expect_error 1 "401" timeout 60 "$PFI" record --url "$AURL" --ca-file "$P/ca.pem" --token-file "$T/wrong" --interval 0.05 --timeout 10 --max-failures 1 -o "$T/t3.prom"
 # wrong use: --ca-file with http (2), a CA file that is not there, a token others can read (1); nothing created
 expect_error 2 "--ca-file applies to an https:// --url" "$PFI" record --url "$URL" --ca-file "$P/ca.pem" -o "$T/u.prom"
 expect_error 1 "--ca-file $P/none.pem: No such file or directory" "$PFI" record --url "$AURL" --ca-file "$P/none.pem" -o "$T/u.prom"
