@@ -70,4 +70,12 @@ grep -q "^DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\",UUID=\"$U0\",pci_bus_id=\"0
 lacks "$T/m" "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 # (promtool's linter flags dcgm-exporter's own camelCase labels, modelName
 # and Hostname: those are the names to match, so it is not run here)
+
+# a dcgm-exporter that does not answer: said once when it goes down, not at
+# every sampling round (issue 40: it was one warning a second)
+start_daemon agent2 "$T/agent2.log" "$T/port2" "$PFI_AGENT" --backend nvml --listen 127.0.0.1:0 --port-file "$T/port2" \
+  --state-file "$T/state2.json" --interval 0.05 --log "$T/agent2.log" --dcgm-url http://127.0.0.1:1/metrics
+wait_counter 30 "http://127.0.0.1:$DPORT" pfi_agent_samples_total 10
+n=$(grep -c "warning: dcgm-exporter http://127.0.0.1:1/metrics" "$T/agent2.log")
+[ "$n" -eq 1 ] || { cat "$T/agent2.log" >&2; fail "a down dcgm-exporter logged $n times over 10 sampling rounds"; }; ok
 done_ok

@@ -135,6 +135,7 @@ typedef struct agent {
     int dcgm_missing_logged;   /* the features a scrape cannot give, said once */
     int jobs_dir_missing_said; /* --jobs-dir does not exist: said once (info) */
     unsigned jobs_unmapped;    /* job entries whose GPUs could not be mapped (last refresh) */
+    int dcgm_down;             /* --dcgm-url did not answer at the last scrape (logged once) */
     char restore_logged[PFI_LEASE_MAX_GPUS]; /* a saved GPU's failed restore, logged */
     /* the info line of cap requests, coalesced (agent_caps.c): since caps_log_t */
     unsigned caps_log_req, caps_log_gpus;

@@ -799,8 +799,13 @@ void agent_dcgm_scrape(agent *a)
     if (pfi_agent_get(a->cfg.dcgm_url, "", 2.0, &r, &e) || r.code != 200) {
         if (r.body) pfi_http_reply_dispose(&r);
         pthread_mutex_lock(&a->mu);
-        agent_log(a, "warning: dcgm-exporter %s: %s", a->cfg.dcgm_url,
-                  r.code ? "HTTP error" : e.msg);
+        /* said when it goes down, not at every sampling round (issue 40) */
+        if (!a->dcgm_down)
+            agent_log(a,
+                      "warning: dcgm-exporter %s: %s; its profiling fields are missing until it "
+                      "answers (said again when it does)",
+                      a->cfg.dcgm_url, r.code ? "HTTP error" : e.msg);
+        a->dcgm_down = 1;
         for (size_t i = 0; i < a->n; i++)
             for (int m = 0; m < PFI_M_COUNT; m++) a->g[i].dcgm_prof[m] = NAN;
         pthread_mutex_unlock(&a->mu);
@@ -814,6 +819,8 @@ void agent_dcgm_scrape(agent *a)
     for (size_t i = 0; i < AGENT_MAX_GPUS; i++)
         for (int m = 0; m < PFI_M_COUNT; m++) prof[i][m] = NAN;
     pthread_mutex_lock(&a->mu);
+    if (a->dcgm_down) agent_log(a, "dcgm-exporter %s answers again", a->cfg.dcgm_url);
+    a->dcgm_down = 0;
     for (char *p = r.body; p && *p;) {
         char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
