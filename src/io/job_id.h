@@ -26,9 +26,9 @@ int pfi_job_id_valid(const char *id);
  *              system.slice: Slurm 25.11's CgroupSlice=, e.g. /slurm.slice/
  *              or /a.slice/b.slice/)
  * anchored at the hierarchy's root (a cgroup a user creates under a
- * delegated subtree, below a user@UID.service, does not match), J all digits. Returns 0 with J in out
- * (n bytes) and *uid = U (-1 on v2, where the path has no uid); -1 when the
- * process is in no Slurm job's cgroup. */
+ * delegated subtree, below a user@UID.service, does not match), J all digits. Returns 0 with J in
+ * out (n bytes) and *uid = U (-1 on v2, where the path has no uid); -1 when the process is in no
+ * Slurm job's cgroup. */
 int pfi_job_id_from_cgroup(const char *text, size_t len, char *out, size_t n, long *uid);
 
 #ifdef __cplusplus

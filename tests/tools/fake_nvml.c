@@ -118,8 +118,14 @@ static unsigned env_mw(const char *name, unsigned dflt)
     long w = v ? strtol(v, NULL, 10) : 0;
     return w >= 200 && w <= 4000 ? (unsigned)w * 1000u : dflt;
 }
-static unsigned max_mw(void) { return env_mw("FAKE_NVML_MAX_W", 700000); }
-static unsigned default_mw(void) { return env_mw("FAKE_NVML_DEFAULT_W", max_mw()); }
+static unsigned max_mw(void)
+{
+    return env_mw("FAKE_NVML_MAX_W", 700000);
+}
+static unsigned default_mw(void)
+{
+    return env_mw("FAKE_NVML_DEFAULT_W", max_mw());
+}
 
 static void save(void);
 /* each device's energy counter (J) and when it was last brought up to date:

@@ -101,6 +101,40 @@ static int first_time(const char *key)
     return 1;
 }
 
+/* one entry of a job file's GPUs (a minor number, an NVML index or a UUID)
+ * -> this node's GPU index, or -1: not a guess, an unknown GPU is an error
+ * naming the job and the GPU (logged once per job file and entry) */
+static long job_file_gpu(agent *a, json_t *g, const char *file, const char *idbuf)
+{
+    long i = -1;
+    json_t *mi = json_object_get(g, "minor");
+    if (mi) { /* exactly one GPU of this node must have that minor number */
+        int hits = 0;
+        for (size_t q = 0; q < a->n; q++)
+            if (json_is_integer(mi) && agent_gpu_usable(a, q) &&
+                a->g[q].info.minor == (int)json_integer_value(mi))
+                i = (long)q, hits++;
+        if (hits != 1) i = -1;
+        g = mi;
+    } else if (json_is_integer(g)) i = (long)json_integer_value(g);
+    else if (json_is_string(g))
+        for (size_t q = 0; q < a->n; q++)
+            if (!strcmp(a->g[q].info.uuid, json_string_value(g))) i = (long)q;
+    if (i >= 0 && (size_t)i < a->n) return i;
+    char key[256], what[100];
+    if (json_is_string(g)) snprintf(what, sizeof what, "%.90s", json_string_value(g));
+    else
+        snprintf(what, sizeof what, "%s%lld", mi ? "with minor number " : "",
+                 (long long)json_integer_value(g));
+    snprintf(key, sizeof key, "%.60s#%s#%.40s", idbuf, what, file);
+    if (first_time(key))
+        agent_log(a,
+                  "error: %s: job %s: GPU %s is not one GPU of this node (no such index, UUID or "
+                  "minor number, or more than one; %zu GPUs): that GPU is not mapped",
+                  file, idbuf, what, a->n);
+    return -1;
+}
+
 static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
 {
     json_t *id = json_object_get(j, "job_id"), *gp = json_object_get(j, "gpus"),
@@ -163,37 +197,8 @@ static void map_file_job(agent *a, json_t *j, const char *file, jmap *m)
     }
     json_array_foreach(all, k, g)
     {
-        long i = -1;
-        json_t *mi = json_object_get(g, "minor");
-        if (mi) { /* exactly one GPU of this node must have that minor number */
-            int hits = 0;
-            for (size_t q = 0; q < a->n; q++)
-                if (json_is_integer(mi) && agent_gpu_usable(a, q) &&
-                    a->g[q].info.minor == (int)json_integer_value(mi))
-                    i = (long)q, hits++;
-            if (hits != 1) i = -1;
-            g = mi;
-        } else if (json_is_integer(g)) i = (long)json_integer_value(g);
-        else if (json_is_string(g))
-            for (size_t q = 0; q < a->n; q++)
-                if (!strcmp(a->g[q].info.uuid, json_string_value(g))) i = (long)q;
-        if (i < 0 || (size_t)i >= a->n) {
-            /* not a guess: an unknown GPU is an error naming the job and the
-               GPU (logged once per job file and entry) */
-            char key[256], what[100];
-            if (json_is_string(g)) snprintf(what, sizeof what, "%.90s", json_string_value(g));
-            else
-                snprintf(what, sizeof what, "%s%lld", mi ? "with minor number " : "",
-                         (long long)json_integer_value(g));
-            snprintf(key, sizeof key, "%.60s#%s#%.40s", idbuf, what, file);
-            if (first_time(key))
-                agent_log(a,
-                          "error: %s: job %s: GPU %s is not one GPU of this node (no such index, "
-                          "UUID or minor number, or more than one; %zu GPUs): that GPU is not "
-                          "mapped",
-                          file, idbuf, what, a->n);
-            continue;
-        }
+        long i = job_file_gpu(a, g, file, idbuf);
+        if (i < 0) continue;
         /* a GPU another job file already names: shared (gres/shard,
            gres/mps, overlapping files). The first claimant is kept for the
            record; apply_shared takes the GPU out of every job. */
