@@ -83,7 +83,10 @@ contains "$T/body" '"id":"planned-1"'
 contains "$T/body" '"source":"schedule"'
 
 # ---- the events API: token, validation ----
-S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 20}'))
+# 120 clock s ahead (6 s of wall time at 20x): the checks below need the
+# event still scheduled; 20 clock s (1 s) ran out under ASan on a loaded
+# machine in a fresh root ('body lacks "status":"scheduled"')
+S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 120}'))
 EV="{\"id\":\"ev30\",\"start\":\"$S\",\"duration_s\":400,\"reduction_pct\":20}"
 req POST /v1/events "$EV" nope; expect_code 401 "no token"
 req POST /v1/events '{"start":"soon"}'; expect_code 400 "bad start"
