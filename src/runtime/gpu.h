@@ -73,26 +73,36 @@ typedef struct pfi_gpu_info {
     char pci_bus_id[32];
     /* MIG mode: 1 enabled, 0 disabled, -1 unknown / not a MIG-capable GPU */
     int mig;
+    /* power scope (NVML's scoped field values, issue 40): PFI_POWER_SCOPE_* */
+    int power_scope;
 } pfi_gpu_info;
 
+/* Where a GPU's power is governed (nvmlFieldValue_t.scopeId: 0 GPU, 1 module):
+ * GPU (any ordinary part); MODULE: the GPU-scope power fields are missing and
+ * module ones present (GH200: the module's power and energy include the Grace
+ * CPU); MODULE_LIMITS: the module has power limits of its own (GB200/GB300),
+ * which the GPU-scope setter does not touch. pfi caps only GPU scope. */
+enum { PFI_POWER_SCOPE_GPU = 0, PFI_POWER_SCOPE_MODULE = 1, PFI_POWER_SCOPE_MODULE_LIMITS = 2 };
+
 enum {
-    PFI_GS_POWER = 1u << 0,         /* power_w */
-    PFI_GS_ENERGY = 1u << 1,        /* energy_j (since an arbitrary start) */
-    PFI_GS_CAP = 1u << 2,           /* cap_w: the management limit */
-    PFI_GS_ENFORCED = 1u << 3,      /* enforced_w */
-    PFI_GS_CLOCKS = 1u << 4,        /* sm_clock_mhz, mem_clock_mhz */
-    PFI_GS_UTIL = 1u << 5,          /* util_gpu_pct, util_mem_pct */
-    PFI_GS_THROTTLE = 1u << 6,      /* throttle_reasons (NVML clocks-event bits) */
-    PFI_GS_MEM = 1u << 7,           /* fb_used_mib */
-    PFI_GS_TEMP = 1u << 8,          /* temp_c */
-    PFI_GS_PROF = 1u << 9,          /* prof[]: DCGM_FI_PROF_* (sim only; NVML has none) */
-    PFI_GS_POWER_INSTANT = 1u << 10 /* power_instant_w (NVML field value 186) */
+    PFI_GS_POWER = 1u << 0,          /* power_w */
+    PFI_GS_ENERGY = 1u << 1,         /* energy_j (since an arbitrary start) */
+    PFI_GS_CAP = 1u << 2,            /* cap_w: the management limit */
+    PFI_GS_ENFORCED = 1u << 3,       /* enforced_w */
+    PFI_GS_CLOCKS = 1u << 4,         /* sm_clock_mhz, mem_clock_mhz */
+    PFI_GS_UTIL = 1u << 5,           /* util_gpu_pct, util_mem_pct */
+    PFI_GS_THROTTLE = 1u << 6,       /* throttle_reasons (NVML clocks-event bits) */
+    PFI_GS_MEM = 1u << 7,            /* fb_used_mib */
+    PFI_GS_TEMP = 1u << 8,           /* temp_c */
+    PFI_GS_PROF = 1u << 9,           /* prof[]: DCGM_FI_PROF_* (sim only; NVML has none) */
+    PFI_GS_POWER_INSTANT = 1u << 10, /* power_instant_w (NVML field value 186) */
+    PFI_GS_MODULE_POWER = 1u << 11   /* module_power_w (field 186 at module scope) */
 };
 
 typedef struct pfi_gpu_sample {
     double t_s; /* pfi clock */
     unsigned have;
-    double power_w, power_instant_w, energy_j, cap_w, enforced_w;
+    double power_w, power_instant_w, energy_j, cap_w, enforced_w, module_power_w;
     double sm_clock_mhz, mem_clock_mhz, util_gpu_pct, util_mem_pct, fb_used_mib, temp_c;
     uint64_t throttle_reasons;
     double prof[PFI_M_COUNT]; /* by pfi_metric; NaN where absent */

@@ -150,6 +150,27 @@ static size_t n_count(void *st)
 
 /* reads device i's identity and limits' range into s->info[i] (at open and
  * rescan); the handle must be valid */
+/* Where the GPU's power is governed (gpu.h, PFI_POWER_SCOPE_*), from scoped
+ * field values: the instant power at GPU and module scope, the limit at
+ * module scope. A library without field values, or a call that fails as a
+ * whole, is an ordinary GPU (as before). */
+static int power_scope(nv *s, size_t i)
+{
+    if (!s->fields) return PFI_POWER_SCOPE_GPU;
+    nvmlFieldValue_t fv[3];
+    memset(fv, 0, sizeof fv);
+    fv[0].fieldId = fv[1].fieldId = NVML_FI_DEV_POWER_INSTANT;
+    fv[0].scopeId = NVML_POWER_SCOPE_GPU;
+    fv[1].scopeId = NVML_POWER_SCOPE_MODULE;
+    fv[2].fieldId = NVML_FI_DEV_POWER_CURRENT_LIMIT;
+    fv[2].scopeId = NVML_POWER_SCOPE_MODULE;
+    if (s->fields(s->dev[i], 3, fv) != NVML_SUCCESS) return PFI_POWER_SCOPE_GPU;
+    if (fv[2].nvmlReturn == NVML_SUCCESS) return PFI_POWER_SCOPE_MODULE_LIMITS;
+    if (fv[0].nvmlReturn != NVML_SUCCESS && fv[1].nvmlReturn == NVML_SUCCESS)
+        return PFI_POWER_SCOPE_MODULE;
+    return PFI_POWER_SCOPE_GPU;
+}
+
 static nvmlReturn_t read_info(nv *s, size_t i)
 {
     pfi_gpu_info *info = &s->info[i];
@@ -192,6 +213,7 @@ static nvmlReturn_t read_info(nv *s, size_t i)
     info->mig = s->mig && s->mig(s->dev[i], &cur, &pend) == NVML_SUCCESS
                     ? cur == NVML_DEVICE_MIG_ENABLE
                     : -1;
+    info->power_scope = power_scope(s, i);
     return NVML_SUCCESS;
 }
 
@@ -330,6 +352,20 @@ static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err
             return map_err(s, r, err, "nvmlDeviceGetFieldValues", i);
         else note(s, i, "field_power_instant");
     } else note(s, i, "field_power_instant");
+    if (s->info[i].power_scope != PFI_POWER_SCOPE_GPU && s->fields) {
+        /* module power apart (GH200: it includes the Grace CPU), never as
+           the GPU's; the energy counter is the module's there: left out */
+        nvmlFieldValue_t fv;
+        memset(&fv, 0, sizeof fv);
+        fv.fieldId = NVML_FI_DEV_POWER_INSTANT;
+        fv.scopeId = NVML_POWER_SCOPE_MODULE;
+        if (s->fields(d, 1, &fv) == NVML_SUCCESS && fv.nvmlReturn == NVML_SUCCESS) {
+            double mw = field_value(&fv);
+            if (mw >= 0 && mw < 1e8)
+                o->module_power_w = mw / 1000.0, o->have |= PFI_GS_MODULE_POWER;
+        }
+        if (s->info[i].power_scope == PFI_POWER_SCOPE_MODULE) o->have &= ~(unsigned)PFI_GS_ENERGY;
+    }
     /* one field that failed (a temperature read, say) leaves only that
        field out; without its power reading the sample is no sample */
     if (rc && !(o->have & PFI_GS_POWER)) return rc;

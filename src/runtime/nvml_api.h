@@ -42,7 +42,11 @@ enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 enum { NVML_TEMPERATURE_GPU = 0 };
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
-#define NVML_FI_DEV_POWER_INSTANT 186 /* field value: instantaneous power, mW (uiVal) */
+#define NVML_FI_DEV_POWER_INSTANT 186       /* field value: instantaneous power, mW (uiVal) */
+#define NVML_FI_DEV_POWER_CURRENT_LIMIT 190 /* the limit in force, mW (uiVal) */
+/* nvmlFieldValue_t.scopeId for power fields (nvml.h, nvmlPowerScopeType_t) */
+#define NVML_POWER_SCOPE_GPU 0
+#define NVML_POWER_SCOPE_MODULE 1
 
 typedef struct nvmlUtilization_st {
     unsigned int gpu, memory; /* percent */

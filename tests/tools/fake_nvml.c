@@ -14,6 +14,9 @@
  *                               (700; the maximum): a B200-like SKU's default is below
  *   FAKE_NVML_RESETS=FILE       "INDEX COUNT" lines: a higher COUNT resets that GPU
  *                               (limit to its default, energy counter from 0)
+ *   FAKE_NVML_MODULE=i,j        GH200-like: GPU-scope power fields missing, module
+ *                               scope present (GPU + 150 W of CPU)
+ *   FAKE_NVML_MODULE_LIMITS=i,j GB200-like: a module power limit of its own
  *   FAKE_NVML_CAPS=1            ... answers NO_PERMISSION unless the caller has
  *                               CAP_SYS_ADMIN, as the driver's check does (admin())
  *   FAKE_NVML_SET_FAIL=i,j      ... answers UNKNOWN on devices i, j only
@@ -533,16 +536,30 @@ API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, nvmlFieldValue_
 {
     DEV_OK(d);
     UNSUP("nvmlDeviceGetFieldValues");
+    /* scoped power fields (nvmlFieldValue_t.scopeId: 0 GPU, 1 module).
+       FAKE_NVML_MODULE=i,j: a GH200-like module, whose GPU-scope power
+       fields are missing and whose module power includes the Grace CPU
+       (here 150 W more); FAKE_NVML_MODULE_LIMITS=i,j: a GB200-like module
+       with a module power limit (2700 W) of its own. Elsewhere a module
+       scope answers NOT_SUPPORTED, as on a discrete GPU. */
+    int gh = listed("FAKE_NVML_MODULE", d->idx), gb = listed("FAKE_NVML_MODULE_LIMITS", d->idx);
     for (int k = 0; k < n; k++) {
-        if (v[k].fieldId == NVML_FI_DEV_POWER_INSTANT) {
-            /* NVML fills valueType beside the value (nvml.h, nvmlFieldValue_t:
-               "Type of the value stored in value"); power fields are
-               unsigned int milliwatts */
+        unsigned f = v[k].fieldId, scope = v[k].scopeId;
+        /* NVML fills valueType beside the value (nvml.h, nvmlFieldValue_t:
+           "Type of the value stored in value"); power fields are unsigned
+           int milliwatts */
+        v[k].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        v[k].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        if (f == NVML_FI_DEV_POWER_INSTANT && scope == NVML_POWER_SCOPE_GPU && !gh) {
             v[k].nvmlReturn = NVML_SUCCESS;
-            v[k].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
             v[k].value.uiVal = (unsigned)(power_w(d->idx) * 1000 + 5000);
-        } else {
-            v[k].nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        } else if (f == NVML_FI_DEV_POWER_INSTANT && scope == NVML_POWER_SCOPE_MODULE &&
+                   (gh || gb)) {
+            v[k].nvmlReturn = NVML_SUCCESS;
+            v[k].value.uiVal = (unsigned)((power_w(d->idx) + 150.0) * 1000);
+        } else if (f == NVML_FI_DEV_POWER_CURRENT_LIMIT && scope == NVML_POWER_SCOPE_MODULE && gb) {
+            v[k].nvmlReturn = NVML_SUCCESS;
+            v[k].value.uiVal = 2700000;
         }
     }
     return NVML_SUCCESS;

@@ -180,6 +180,8 @@ int agent_startup_state(agent *a);
  * that a write path the agent lacks is found at start, not at the first
  * grid event (issue 40 c). */
 void agent_probe_write_path(agent *a);
+/* why pfi never caps usable GPU i ("mig", "shared", "module_scope"), or NULL */
+const char *agent_gpu_not_capped(const agent *a, size_t i);
 /* --restore-and-exit: every changed GPU back to its baseline (device defaults
  * if the state file is corrupt); the exit status */
 int agent_restore_and_exit(agent *a);

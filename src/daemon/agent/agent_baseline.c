@@ -143,11 +143,20 @@ void agent_baselines_first_sight(agent *a)
     }
 }
 
+const char *agent_gpu_not_capped(const agent *a, size_t i)
+{
+    const agent_gpu *g = &a->g[i];
+    if (g->info.mig == 1) return "mig"; /* one cap would hit every instance's tenant */
+    if (g->shared) return "shared";     /* one job's cap would throttle the other */
+    if (g->info.power_scope != PFI_POWER_SCOPE_GPU) return "module_scope"; /* GH200, GB200 */
+    return NULL;
+}
+
 double agent_gpu_ceiling(agent *a, size_t i)
 {
-    /* a MIG-enabled GPU is never capped: one cap would hit every instance's
-       tenant (docs/agent.md, "MIG") */
-    if (!agent_gpu_usable(a, i) || a->g[i].info.mig == 1 || a->g[i].shared) return NAN;
+    /* a GPU pfi never caps (MIG, shared, module scope: agent_gpu_not_capped)
+       has no ceiling: the controller takes its draw as load it cannot shed */
+    if (!agent_gpu_usable(a, i) || agent_gpu_not_capped(a, i)) return NAN;
     const pfi_lease_gpu *lg = held(a, i);
     if (lg) return lg->baseline_w;
     /* no cap held: the admin's limit as last seen (a sample may still show
@@ -281,6 +290,18 @@ void agent_check_modes(agent *a)
                       "GPU %zu %s: MIG mode is enabled: left at its baseline (one cap would cover "
                       "every instance's tenant); the controller counts its draw as fixed",
                       i, a->g[i].info.uuid);
+    for (size_t i = 0; i < a->n; i++)
+        if (agent_gpu_usable(a, i) && a->g[i].info.power_scope != PFI_POWER_SCOPE_GPU)
+            agent_log(a,
+                      "GPU %zu %s: its power is governed at module scope (%s): pfi does not cap "
+                      "it (its GPU-scope limit would not hold the module; a module-scope setter "
+                      "is later work); module power is exported apart "
+                      "(pfi_gpu_module_power_watts), the controller counts its draw as fixed",
+                      i, a->g[i].info.uuid,
+                      a->g[i].info.power_scope == PFI_POWER_SCOPE_MODULE
+                          ? "GPU-scope power fields missing: a GH200-like module, whose power "
+                            "and energy include the CPU"
+                          : "module power limits exist: a GB200/GB300-like module");
     for (size_t i = 0; i < a->n; i++) {
         agent_gpu *g = &a->g[i];
         if (!agent_gpu_usable(a, i) || g->persistence_warned) continue;

@@ -209,7 +209,7 @@ static void plan_caps(agent *a, caps_plan *p)
     for (size_t i = 0; i < a->n; i++) {
         p->skip[i] = 0;
         /* NaN: unavailable, its limit unreadable, or MIG enabled: not capped */
-        cur[i] = a->g[i].info.mig == 1 || a->g[i].shared ? NAN : current_cap(a, i);
+        cur[i] = agent_gpu_not_capped(a, i) ? NAN : current_cap(a, i);
         if (isnan(cur[i])) { /* unavailable, or its limit unreadable: not capped */
             p->skip[i] = 1;
             p->nskip++;
@@ -342,9 +342,9 @@ static char *put_answer(agent *a, const caps_plan *p, const pfi_caps_request *rq
             json_array_append_new(sk, json_pack("{s:I,s:s,s:s}", "index", (json_int_t)i, "uuid",
                                                 a->g[i].info.uuid, "state",
                                                 !agent_gpu_usable(a, i) ? agent_gpu_state(a, i)
-                                                : a->g[i].info.mig == 1 ? "mig"
-                                                : a->g[i].shared        ? "shared"
-                                                                        : agent_gpu_state(a, i)));
+                                                : agent_gpu_not_capped(a, i)
+                                                    ? agent_gpu_not_capped(a, i)
+                                                    : agent_gpu_state(a, i)));
         else if (!isnan(p->asked[i]))
             json_array_append_new(cl, json_pack("{s:I,s:s,s:f,s:f}", "index", (json_int_t)i, "uuid",
                                                 a->g[i].info.uuid, "requested_w", p->asked[i],
@@ -723,7 +723,7 @@ void agent_probe_write_path(agent *a)
     for (size_t i = 0; i < a->n; i++) {
         agent_gpu *g = &a->g[i];
         g->write_refused = 0;
-        double cap = g->info.mig == 1 ? NAN : current_cap(a, i); /* MIG: never capped */
+        double cap = agent_gpu_not_capped(a, i) ? NAN : current_cap(a, i); /* never capped */
         if (!isfinite(cap)) continue;
         pfi_error e;
         tried++;

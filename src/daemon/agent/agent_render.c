@@ -273,6 +273,17 @@ static void render_gpu_caps(pfi_buf *b, agent *a, const char *h)
     for (size_t i = 0; i < a->n; i++)
         if (agent_gpu_usable(a, i) && a->g[i].info.mig >= 0)
             gpu_gauge(b, "pfi_gpu_mig_enabled", a, i, h, a->g[i].info.mig);
+    int any_module = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const agent_gpu *g = &a->g[i];
+        if (!agent_gpu_usable(a, i) || !g->sampled || !(g->last.have & PFI_GS_MODULE_POWER))
+            continue;
+        if (!any_module++)
+            head(b, "pfi_gpu_module_power_watts", "gauge",
+                 "The module's power (W) where power is governed at module scope (GH200: GPU and "
+                 "CPU; GB200/GB300): not the GPU's, and such a GPU is never capped.");
+        gpu_gauge(b, "pfi_gpu_module_power_watts", a, i, h, g->last.module_power_w);
+    }
     head(b, "pfi_gpu_cap_contested", "gauge",
          "1 when another tool kept raising the limit over pfi's cap and pfi stopped re-applying.");
     for (size_t i = 0; i < a->n; i++)
@@ -435,6 +446,13 @@ char *agent_render_node(agent *a)
         json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
         if (g->contested) json_object_set_new(o, "contested", json_true());
         if (g->write_refused) json_object_set_new(o, "write_refused", json_true());
+        if (g->info.power_scope != PFI_POWER_SCOPE_GPU)
+            json_object_set_new(o, "power_scope",
+                                json_string(g->info.power_scope == PFI_POWER_SCOPE_MODULE
+                                                ? "module"
+                                                : "module_limits"));
+        if (g->sampled && (g->last.have & PFI_GS_MODULE_POWER))
+            json_object_set_new(o, "module_power_w", json_real(g->last.module_power_w));
         if (g->shared) {
             json_object_set_new(o, "shared", json_true());
             json_object_set_new(o, "claimed_by", json_string(g->claimed_by));
