@@ -68,6 +68,7 @@ typedef struct agent_gpu {
     int shared;             /* claimed by two or more jobs (gres/shard, gres/mps, overlapping
                                job files): never capped, as MIG (agent_jobs.c) */
     char claimed_by[132];   /* the claimants while shared: "A,B" */
+    char mismatch[160];     /* job file vs the processes' cgroups disagree (agent_jobs.c) */
     int end_restore_failed; /* its job ended and the restore failed: retried each refresh */
     /* evidence of a GPU reset since the last sample: its energy counter went
        back, or it was unavailable (agent_main.c); read by agent_check_drift */

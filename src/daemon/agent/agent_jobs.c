@@ -85,6 +85,9 @@ typedef struct jmap {
     int claims[AGENT_MAX_GPUS]; /* job files naming the GPU, distinct jobs */
     unsigned unmapped;          /* job entries with GPUs of which none mapped, or a "gpu_error" */
     char other[AGENT_MAX_GPUS][64]; /* a second claimant's id */
+    /* the jobs whose cgroups hold processes on the GPU (the cross-check's
+       evidence: only a Slurm job cgroup counts, never an environment) */
+    char cg[AGENT_MAX_GPUS][2][64];
     int tier[AGENT_MAX_GPUS];
     long long uid[AGENT_MAX_GPUS]; /* the job's user (AGENT_UID_*), set with its id */
 } jmap;
@@ -307,12 +310,18 @@ static void map_processes(agent *a, jmap *m)
         if (pfi_gpu_processes(a->gpu, i, p, 16, &np, &e)) continue;
         for (size_t k = 0; k < np; k++) {
             char id[64] = "", sl[1024] = "";
+            int from_cgroup = 0;
             if (p[k].job_id[0])
                 snprintf(id, sizeof id, "%s", p[k].job_id); /* the backend's own (sim) */
-            else if (proc_cgroup_job(p[k].pid, id, sizeof id) &&
-                     (!a->cfg.job_env || proc_env(p[k].pid, a->cfg.job_env, id, sizeof id)))
+            else if (!proc_cgroup_job(p[k].pid, id, sizeof id)) from_cgroup = 1;
+            else if (!a->cfg.job_env || proc_env(p[k].pid, a->cfg.job_env, id, sizeof id))
                 continue; /* in no Slurm job's cgroup, and its environment is not trusted (or names
                              no job) */
+            for (int c = 0; from_cgroup && pfi_job_id_valid(id) && c < 2; c++)
+                if (!m->cg[i][c][0] || !strcmp(m->cg[i][c], id)) {
+                    snprintf(m->cg[i][c], sizeof m->cg[i][c], "%s", id);
+                    break;
+                }
             if (!pfi_job_id_valid(id)) {
                 if (warned_pid[i] != p[k].pid)
                     agent_log(a,
@@ -465,6 +474,39 @@ static void restore_ended(agent *a, const jmap *m)
     }
 }
 
+/* The cross-check (issue 40): a GPU a job file gives to job A while a
+ * process on it sits in job B's cgroup is a mismatch (a stale or forged
+ * file, a wrong GPU order): logged as an error once, shown in /v1/node and
+ * pfi_gpu_job_mismatch, and the GPU is capped by no job while it lasts.
+ * Only Slurm job cgroups count (MPS servers, DCGM, root daemons are in
+ * none); a shared GPU is apply_shared's. */
+static void cross_check(agent *a, jmap *m)
+{
+    for (size_t i = 0; i < a->n; i++) {
+        agent_gpu *g = &a->g[i];
+        const char *other = NULL;
+        if (!strcmp(m->source[i], "jobfile") && m->claims[i] < 2)
+            for (int c = 0; c < 2 && !other; c++)
+                if (m->cg[i][c][0] && strcmp(m->cg[i][c], m->id[i])) other = m->cg[i][c];
+        if (!other) {
+            if (g->mismatch[0])
+                agent_log(a, "GPU %zu %s: its job file and its processes agree again", i,
+                          g->info.uuid);
+            g->mismatch[0] = '\0';
+            continue;
+        }
+        char now[sizeof g->mismatch];
+        snprintf(now, sizeof now, "job file: job %.63s; a process of job %.63s", m->id[i], other);
+        if (strcmp(now, g->mismatch))
+            agent_log(a,
+                      "error: GPU %zu %s: its job file names job %s, but a process on it is in "
+                      "job %s's cgroup: not capped by job until they agree",
+                      i, g->info.uuid, m->id[i], other);
+        snprintf(g->mismatch, sizeof g->mismatch, "%s", now);
+        m->id[i][0] = '\0'; /* no job's */
+    }
+}
+
 /* A GPU two or more jobs claim (gres/shard, gres/mps: the same prolog runs
  * for each; or overlapping job files) is treated as MIG is: it belongs to
  * no job, no job or GPU entry of a PUT changes it (skipped, "shared"), a
@@ -548,6 +590,7 @@ void agent_jobs_refresh(agent *a)
     if (a->cfg.jobs_dir) map_jobs_dir(a, m);
     sim_jobs_on_demand(a, m);
     apply_shared(a, m);
+    cross_check(a, m);
     a->jobs_unmapped = m->unmapped;
     restore_ended(a, m);
     rebuild_jobs(a, m);

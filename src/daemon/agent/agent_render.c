@@ -284,6 +284,12 @@ static void render_gpu_caps(pfi_buf *b, agent *a, const char *h)
                  "CPU; GB200/GB300): not the GPU's, and such a GPU is never capped.");
         gpu_gauge(b, "pfi_gpu_module_power_watts", a, i, h, g->last.module_power_w);
     }
+    head(b, "pfi_gpu_job_mismatch", "gauge",
+         "1 when the GPU's job file names one job and a process on it is in another job's "
+         "cgroup: capped by no job until they agree.");
+    for (size_t i = 0; i < a->n; i++)
+        if (agent_gpu_usable(a, i))
+            gpu_gauge(b, "pfi_gpu_job_mismatch", a, i, h, a->g[i].mismatch[0] != '\0');
     head(b, "pfi_gpu_cap_contested", "gauge",
          "1 when another tool kept raising the limit over pfi's cap and pfi stopped re-applying.");
     for (size_t i = 0; i < a->n; i++)
@@ -453,6 +459,7 @@ char *agent_render_node(agent *a)
                                                 : "module_limits"));
         if (g->sampled && (g->last.have & PFI_GS_MODULE_POWER))
             json_object_set_new(o, "module_power_w", json_real(g->last.module_power_w));
+        if (g->mismatch[0]) json_object_set_new(o, "job_mismatch", json_string(g->mismatch));
         if (g->shared) {
             json_object_set_new(o, "shared", json_true());
             json_object_set_new(o, "claimed_by", json_string(g->claimed_by));
