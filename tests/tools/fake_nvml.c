@@ -17,6 +17,9 @@
  *   FAKE_NVML_MODULE=i,j        GH200-like: GPU-scope power fields missing, module
  *                               scope present (GPU + 150 W of CPU)
  *   FAKE_NVML_MODULE_LIMITS=i,j GB200-like: a module power limit of its own
+ *   FAKE_NVML_STALL=FILE        "INDEX MS" lines: each call on that device takes MS ms
+ *                               more (a hung GSP call); FAKE_NVML_STALL_GLOBAL=1: the
+ *                               stall holds a driver-wide lock every call takes
  *   FAKE_NVML_CAPS=1            ... answers NO_PERMISSION unless the caller has
  *                               CAP_SYS_ADMIN, as the driver's check does (admin())
  *   FAKE_NVML_SET_FAIL=i,j      ... answers UNKNOWN on devices i, j only
@@ -298,9 +301,40 @@ static nvmlReturn_t fault(unsigned i, const char *fn)
     return r;
 }
 
+/* FAKE_NVML_STALL=FILE: lines "INDEX MS", read at every call: each call
+ * naming that device takes MS ms more, as a hung GSP call does (about 6 s a
+ * call on a sick GPU; issue 40). FAKE_NVML_STALL_GLOBAL=1: the stall holds
+ * a driver-wide lock that every device call takes, so the other GPUs' calls
+ * wait behind it, as the driver serialises controls behind a hung call.
+ * Without it only the sick device's callers wait. */
+static pthread_mutex_t drv_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned stall_ms(unsigned i)
+{
+    const char *p = getenv("FAKE_NVML_STALL");
+    FILE *f = p ? fopen(p, "r") : NULL;
+    unsigned idx, ms, out = 0;
+    if (!f) return 0;
+    while (fscanf(f, "%u %u", &idx, &ms) == 2)
+        if (idx == i) out = ms;
+    fclose(f);
+    return out;
+}
+static void stall(unsigned i)
+{
+    int global = getenv("FAKE_NVML_STALL_GLOBAL") != NULL;
+    unsigned ms = stall_ms(i);
+    if (global) pthread_mutex_lock(&drv_mu);
+    if (ms) {
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+    if (global) pthread_mutex_unlock(&drv_mu);
+}
 #define DEV_OK(d)                                                                                  \
     if (!(d) || (d)->idx >= ngpu) return NVML_ERROR_INVALID_ARGUMENT;                              \
     do {                                                                                           \
+        stall((d)->idx);                                                                           \
         nvmlReturn_t f_ = fault((d)->idx, __func__);                                               \
         if (f_) return f_;                                                                         \
     } while (0)
@@ -476,7 +510,7 @@ API nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned mw)
     set_begin();
     nvmlReturn_t r = NVML_SUCCESS;
     if (!d || d->idx >= ngpu) r = NVML_ERROR_INVALID_ARGUMENT;
-    else if ((r = fault(d->idx, __func__))) {
+    else if (stall(d->idx), (r = fault(d->idx, __func__))) {
     } else if (getenv("FAKE_NVML_NO_PERMISSION") || !admin()) r = NVML_ERROR_NO_PERMISSION;
     else if (mw < 200000 || mw > max_mw()) r = NVML_ERROR_INVALID_ARGUMENT;
     else if (set_fails(d->idx)) r = NVML_ERROR_UNKNOWN;
