@@ -62,6 +62,8 @@ typedef struct nv {
     /* per device, touched only by calls naming it */
     pfi_gpu_avail avail[NV_MAX_GPUS];
     nvmlReturn_t avail_err[NV_MAX_GPUS]; /* the NVML error that made it unavailable */
+    unsigned unknown_run[NV_MAX_GPUS];   /* samples in a row failed with NVML_ERROR_UNKNOWN */
+    nvmlReturn_t last_err[NV_MAX_GPUS];  /* the last error map_err saw on the device */
     pfi_gpu_info info[NV_MAX_GPUS];      /* read at open (or rescan) */
 } nv;
 
@@ -91,6 +93,7 @@ static pfi_gpu_avail avail_of(nvmlReturn_t r)
  * (nvml.h, nvmlReturn_t) */
 static pfi_status map_err(nv *s, nvmlReturn_t r, pfi_error *err, const char *what, size_t i)
 {
+    if (i < NV_MAX_GPUS) s->last_err[i] = r;
     if ((r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED || r == NVML_ERROR_TIMEOUT ||
          r == NVML_ERROR_OPERATING_SYSTEM) &&
         i < NV_MAX_GPUS) {
@@ -368,7 +371,17 @@ static pfi_status n_sample(void *st, size_t i, pfi_gpu_sample *o, pfi_error *err
     }
     /* one field that failed (a temperature read, say) leaves only that
        field out; without its power reading the sample is no sample */
-    if (rc && !(o->have & PFI_GS_POWER)) return rc;
+    if (rc && !(o->have & PFI_GS_POWER)) {
+        /* three samples in a row that NVML answers UNKNOWN: the GPU is not
+           answering sensibly; unavailable until a rescan succeeds (issue 40) */
+        if (s->last_err[i] == NVML_ERROR_UNKNOWN && ++s->unknown_run[i] >= 3) {
+            s->avail[i] = PFI_GPU_UNKNOWN;
+            s->avail_err[i] = NVML_ERROR_UNKNOWN;
+            s->unknown_run[i] = 0;
+        }
+        return rc;
+    }
+    s->unknown_run[i] = 0;
     return PFI_OK;
 }
 
