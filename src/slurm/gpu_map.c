@@ -355,7 +355,7 @@ static int read_driver(const char *dir, gpu *g, int *n, char *why, size_t why_n)
             rc = -1;
             break;
         }
-        snprintf(g[*n].bus_id, sizeof g->bus_id, "%s", e->d_name);
+        snprintf(g[*n].bus_id, sizeof g->bus_id, "%.63s", e->d_name); /* checked: < 64 */
         if ((rc = read_minor(dir, e->d_name, &g[*n].minor, why, why_n)) == 0) (*n)++;
     }
     closedir(d);
