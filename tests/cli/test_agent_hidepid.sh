@@ -10,8 +10,12 @@
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (a private mount namespace with its own /proc)"; exit 77; }
 run_agent() { # NAME HIDEPID [options]: the agent in a namespace whose /proc has hidepid=HIDEPID
   n=$1 h=$2; shift 2
-  start_daemon "$n" "$T/$n.log" "$T/$n.port" unshare -m --propagation private sh -c \
-    'mount -t proc -o hidepid=$0 proc /proc && exec "$@"' "$h" "$PFI_AGENT" --backend sim:gpus=1,load=0 \
+  # the new /proc must not reach the parent namespace: every mount made
+  # private first (in a chroot / is no mount point, so unshare's own
+  # --propagation private fails there; /proc alone then)
+  start_daemon "$n" "$T/$n.log" "$T/$n.port" unshare -m --propagation unchanged sh -c \
+    '{ mount --make-rprivate / 2>/dev/null || mount --make-rprivate /proc; } &&
+     mount -t proc -o hidepid=$0 proc /proc && exec "$@"' "$h" "$PFI_AGENT" --backend sim:gpus=1,load=0 \
     --listen 127.0.0.1:0 --port-file "$T/$n.port" --state-file "$T/$n.state" --log "$T/$n.log" "$@"
   stop_daemon "$DPID" TERM
 }
