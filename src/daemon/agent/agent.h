@@ -177,6 +177,11 @@ void agent_check_lease(agent *a);
  * limit is more than 1 W below its cap, logged once per change */
 void agent_check_enforced(agent *a);
 int agent_startup_state(agent *a);
+/* agent_boot.c: this boot's id into a->boot_id ("" when it cannot be read,
+ * a warning); 1 when the loaded state file was written in another boot, its
+ * saved caps and lease then dropped (logged) */
+void agent_read_boot_id(agent *a);
+int agent_dropped_after_reboot(agent *a);
 /* Unless --read-only: each usable GPU's limit written back unchanged once, so
  * that a write path the agent lacks is found at start, not at the first
  * grid event (issue 40 c). */

@@ -590,51 +590,6 @@ static int load_state(agent *a, int *found)
     return 1;
 }
 
-/* this boot's id (issue 40 c): "" when it cannot be read (then no reboot is told apart) */
-static void read_boot_id(agent *a)
-{
-    char buf[128] = "";
-    FILE *f = fopen(a->cfg.boot_id_file, "r");
-    a->boot_id[0] = '\0';
-    if (!f || !fgets(buf, sizeof buf, f)) {
-        agent_log(a, "warning: %s: %s: a reboot cannot be told from a restart", a->cfg.boot_id_file,
-                  f ? "empty" : strerror(errno));
-        if (f) fclose(f);
-        return;
-    }
-    fclose(f);
-    buf[strcspn(buf, " \t\r\n")] = '\0';
-    size_t n = strlen(buf);
-    if (n == 0 || n >= sizeof a->boot_id || strspn(buf, "0123456789abcdefABCDEF-") != n) {
-        agent_log(a, "warning: %s: not a boot id: a reboot cannot be told from a restart",
-                  a->cfg.boot_id_file);
-        return;
-    }
-    memcpy(a->boot_id, buf, n + 1);
-}
-
-/* The state file's caps were set in another boot: the node rebooted, the
- * GPUs' limits are what the boot set, and pfi holds none of them. The saved
- * caps and the lease are dropped (restoring a baseline from before the
- * reboot would override the boot-time configuration); the limits in force
- * are the baselines. 1 when that was so. */
-static int dropped_after_reboot(agent *a)
-{
-    if (!a->boot_id[0] || !a->lease.boot_id[0] || !strcmp(a->boot_id, a->lease.boot_id)) return 0;
-    size_t n = 0;
-    for (size_t k = 0; k < a->lease.n; k++) n += a->lease.gpu[k].changed != 0;
-    agent_log(
-        a,
-        "state file: written in another boot (%.40s, now %.40s): the node rebooted; %zu saved "
-        "cap%s and %s dropped, the limits in force are the baselines",
-        a->lease.boot_id, a->boot_id, n, n == 1 ? "" : "s",
-        a->lease.active ? "the lease" : "no lease");
-    for (size_t k = 0; k < a->lease.n; k++) a->lease.gpu[k].changed = 0;
-    a->lease.n = 0;
-    a->lease.active = 0;
-    return 1;
-}
-
 /* Without a live lease: a saved GPU whose limit is no longer the cap pfi
  * set was changed by someone else since (a reset, an admin, the boot): it
  * is forgotten, not restored over their limit. */
@@ -657,7 +612,7 @@ static void forget_changed_since(agent *a)
 int agent_startup_state(agent *a)
 {
     int found;
-    read_boot_id(a);
+    agent_read_boot_id(a);
     agent_baselines_load(a);
     int corrupt = load_state(a, &found);
     if (!found) {
@@ -669,7 +624,7 @@ int agent_startup_state(agent *a)
                 "warning: every PUT /v1/caps is refused (503) until the state file can be written");
         return 0;
     }
-    if (!corrupt && dropped_after_reboot(a)) {
+    if (!corrupt && agent_dropped_after_reboot(a)) {
         agent_baselines_first_sight(a);
         agent_save_state(a);
         return 0;
@@ -757,10 +712,10 @@ int agent_restore_pending(const agent *a)
 int agent_restore_and_exit(agent *a)
 {
     int found;
-    read_boot_id(a);
+    agent_read_boot_id(a);
     agent_baselines_load(a);
     int corrupt = load_state(a, &found);
-    if (found && !corrupt && dropped_after_reboot(a)) {
+    if (found && !corrupt && agent_dropped_after_reboot(a)) {
         agent_log(a, "--restore-and-exit: nothing to restore in this boot");
         return agent_save_state(a) ? 1 : 0;
     }
