@@ -1,18 +1,16 @@
 /* gpu.c — backend selection and dispatch for gpu.h. Every call naming a
- * GPU holds a mutex, so the agent's sampler and HTTP threads can share a
+ * GPU is serialized, so the agent's sampler and HTTP threads can share a
  * backend: for a backend whose devices are independent (ops->per_device:
  * NVML, whose API is thread-safe and whose every call names its device)
- * one mutex per GPU, else (sim: one model, one clock) one per pfi_gpu.
+ * each GPU's calls run in its own worker thread, each with a deadline
+ * (gpu_worker.c: a hung GPU holds no caller and no other GPU); else (sim:
+ * one model, one clock) under one mutex per pfi_gpu.
  *
- * pfi_gpu_set_caps sets several GPUs at once. Locking choice: plain
- * per-GPU mutexes, no readers/writers scheme. On a per_device backend each
- * GPU's set runs in its own thread (the caller's thread runs the first)
- * holding only that GPU's mutex across the backend's call, so a sample or
- * another set on the same GPU waits for it while the other GPUs stay free;
- * no call ever holds two of them, so there is no lock order to keep. When
- * a thread cannot be created its set runs in the caller's thread (still
- * correct, only slower). Other backends set one after another (the sim is
- * instant). The call returns only after every set has finished. */
+ * pfi_gpu_set_caps and pfi_gpu_sample_all post every GPU's call to its
+ * worker before waiting for any, so they take one call's time (at most
+ * about one deadline) however many GPUs there are. Other backends run them
+ * one after another (the sim is instant). The calls return only after
+ * every GPU has answered or been abandoned at its deadline. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,16 +41,11 @@ static pfi_status gpu_open(const char *spec, const struct pfi_recon *recon, int 
     g->st = st;
     g->read_only = read_only;
     pthread_mutex_init(&g->mu, NULL);
-    if (ops->per_device) {
-        size_t n = ops->count(st);
-        g->dev_mu = calloc(n ? n : 1, sizeof *g->dev_mu);
-        if (!g->dev_mu) {
-            pthread_mutex_destroy(&g->mu);
-            ops->close(st);
-            free(g);
-            return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        }
-        for (size_t i = 0; i < n; i++) pthread_mutex_init(&g->dev_mu[i], NULL);
+    if (ops->per_device && pfi_gpu_workers_start(g)) {
+        pthread_mutex_destroy(&g->mu);
+        ops->close(st);
+        free(g);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     }
     *out = g;
     return PFI_OK;
@@ -78,10 +71,9 @@ int pfi_gpu_is_read_only(const pfi_gpu *g)
 void pfi_gpu_close(pfi_gpu *g)
 {
     if (!g) return;
-    size_t n = g->dev_mu ? g->ops->count(g->st) : 0;
+    /* a worker blocked in the driver still uses the backend: leave it open */
+    if (!pfi_gpu_workers_stop(g)) return;
     g->ops->close(g->st);
-    for (size_t i = 0; i < n; i++) pthread_mutex_destroy(&g->dev_mu[i]);
-    free(g->dev_mu);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -95,81 +87,97 @@ size_t pfi_gpu_count(const pfi_gpu *g)
     return g->ops->count(g->st);
 }
 
-/* the mutex a call on GPU i (< count) holds */
-static pthread_mutex_t *mu_of(pfi_gpu *g, size_t i)
-{
-    return g->dev_mu ? &g->dev_mu[i] : &g->mu;
-}
-
-#define LOCKED(expr)                                                                               \
+/* GPU i exists, else an error naming it */
+#define CHECK_INDEX()                                                                              \
     do {                                                                                           \
         if (i >= g->ops->count(g->st))                                                             \
             return pfi_errorf(err, PFI_ENOTFOUND, "GPU %zu: no such GPU (%zu GPUs)", i,            \
                               g->ops->count(g->st));                                               \
-        pthread_mutex_lock(mu_of(g, i));                                                           \
+    } while (0)
+
+/* a backend without workers: under the one mutex */
+#define LOCKED(expr)                                                                               \
+    do {                                                                                           \
+        pthread_mutex_lock(&g->mu);                                                                \
         pfi_status rc_ = (expr);                                                                   \
-        pthread_mutex_unlock(mu_of(g, i));                                                         \
+        pthread_mutex_unlock(&g->mu);                                                              \
         return rc_;                                                                                \
     } while (0)
 
 pfi_status pfi_gpu_info_get(pfi_gpu *g, size_t i, pfi_gpu_info *info, pfi_error *err)
 {
+    CHECK_INDEX();
+    if (g->w) return pfi_gpu_w_info(g, i, info, err);
     LOCKED(g->ops->info(g->st, i, info, err));
 }
 
 pfi_status pfi_gpu_sample_get(pfi_gpu *g, size_t i, pfi_gpu_sample *s, pfi_error *err)
 {
+    CHECK_INDEX();
+    if (g->w) {
+        pfi_status rc;
+        pfi_error e;
+        pfi_gpu_w_sample(g, &i, 1, s, &rc, &e);
+        if (rc && err) *err = e;
+        return rc;
+    }
     LOCKED(g->ops->sample(g->st, i, s, err));
+}
+
+pfi_status pfi_gpu_sample_all(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_sample *s,
+                              pfi_status *rc, pfi_error *errs)
+{
+    for (size_t k = 0; k < n; k++)
+        if (idx[k] >= g->ops->count(g->st)) {
+            pfi_error e;
+            pfi_errorf(&e, PFI_ENOTFOUND, "GPU %zu: no such GPU", idx[k]);
+            for (size_t q = 0; q < n; q++) {
+                if (rc) rc[q] = PFI_ENOTFOUND;
+                if (errs) errs[q] = e;
+            }
+            return PFI_ENOTFOUND;
+        }
+    if (g->w) return pfi_gpu_w_sample(g, idx, n, s, rc, errs);
+    pfi_status first = PFI_OK;
+    for (size_t k = 0; k < n; k++) {
+        pfi_error e = {PFI_OK, ""};
+        pfi_status r = pfi_gpu_sample_get(g, idx[k], &s[k], &e);
+        if (rc) rc[k] = r;
+        if (errs) errs[k] = e;
+        if (r && !first) first = r;
+    }
+    return first;
 }
 
 pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err)
 {
     if (g->read_only)
         return pfi_errorf(err, PFI_EPERM, "GPU %zu: opened read-only: cap %g W not set", i, cap_w);
+    CHECK_INDEX();
+    if (g->w) {
+        pfi_status rc;
+        pfi_error e;
+        pfi_gpu_w_set(g, &i, &cap_w, 1, &rc, &e);
+        if (rc && err) *err = e;
+        return rc;
+    }
     LOCKED(g->ops->set_cap(g->st, i, cap_w, err));
-}
-
-/* one GPU's set in pfi_gpu_set_caps */
-typedef struct set_job {
-    pfi_gpu *g;
-    size_t i;
-    double cap_w;
-    pfi_status rc;
-    pfi_error err;
-    pthread_t th;
-    int started; /* th runs it (joined), else the caller ran it */
-} set_job;
-
-static void *set_one(void *p)
-{
-    set_job *j = p;
-    j->rc = pfi_gpu_set_cap(j->g, j->i, j->cap_w, &j->err);
-    return NULL;
 }
 
 pfi_status pfi_gpu_set_caps(pfi_gpu *g, const size_t *idx, const double *cap_w, size_t n,
                             pfi_status *rc, pfi_error *errs)
 {
-    set_job job[PFI_GPU_SET_CAPS_MAX];
     pfi_status first = PFI_OK;
-    for (size_t base = 0; base < n; base += PFI_GPU_SET_CAPS_MAX) {
-        size_t m = n - base < PFI_GPU_SET_CAPS_MAX ? n - base : PFI_GPU_SET_CAPS_MAX;
-        int threads = g->ops->per_device && !g->read_only && m > 1;
-        for (size_t k = 0; k < m; k++) {
-            set_job *j = &job[k];
-            j->g = g, j->i = idx[base + k], j->cap_w = cap_w[base + k];
-            j->rc = PFI_OK, j->err.code = PFI_OK, j->err.msg[0] = '\0', j->started = 0;
-            /* the caller's thread runs the first itself (and any a thread cannot be made for) */
-            if (threads && k > 0) j->started = pthread_create(&j->th, NULL, set_one, j) == 0;
-        }
-        for (size_t k = 0; k < m; k++)
-            if (!job[k].started) set_one(&job[k]);
-        for (size_t k = 0; k < m; k++) {
-            if (job[k].started) pthread_join(job[k].th, NULL);
-            if (rc) rc[base + k] = job[k].rc;
-            if (errs) errs[base + k] = job[k].err;
-            if (job[k].rc && !first) first = job[k].rc;
-        }
+    int fanout = g->w && !g->read_only;
+    for (size_t k = 0; k < n && fanout; k++)
+        if (idx[k] >= g->ops->count(g->st)) fanout = 0; /* each answered below */
+    if (fanout) return pfi_gpu_w_set(g, idx, cap_w, n, rc, errs);
+    for (size_t k = 0; k < n; k++) {
+        pfi_error e = {PFI_OK, ""};
+        pfi_status r = pfi_gpu_set_cap(g, idx[k], cap_w[k], &e);
+        if (rc) rc[k] = r;
+        if (errs) errs[k] = e;
+        if (r && !first) first = r;
     }
     return first;
 }
@@ -178,15 +186,18 @@ pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, 
                              pfi_error *err)
 {
     *n = 0;
+    CHECK_INDEX();
+    if (g->w) return pfi_gpu_w_procs(g, i, p, max, n, err);
     LOCKED(g->ops->processes(g->st, i, p, max, n, err));
 }
 
 const char *pfi_gpu_unsupported(pfi_gpu *g, size_t i)
 {
     if (i >= g->ops->count(g->st)) return "";
-    pthread_mutex_lock(mu_of(g, i));
+    if (g->w) return pfi_gpu_w_unsupported(g, i);
+    pthread_mutex_lock(&g->mu);
     const char *s = g->ops->unsupported ? g->ops->unsupported(g->st, i) : "";
-    pthread_mutex_unlock(mu_of(g, i));
+    pthread_mutex_unlock(&g->mu);
     return s;
 }
 
@@ -204,10 +215,11 @@ long pfi_gpu_find_uuid(pfi_gpu *g, const char *uuid)
 pfi_gpu_avail pfi_gpu_avail_get(pfi_gpu *g, size_t i)
 {
     if (i >= g->ops->count(g->st)) return PFI_GPU_UNKNOWN;
+    if (g->w) return pfi_gpu_w_avail(g, i);
     if (!g->ops->avail) return PFI_GPU_OK;
-    pthread_mutex_lock(mu_of(g, i));
+    pthread_mutex_lock(&g->mu);
     pfi_gpu_avail a = g->ops->avail(g->st, i);
-    pthread_mutex_unlock(mu_of(g, i));
+    pthread_mutex_unlock(&g->mu);
     return a;
 }
 
@@ -235,12 +247,28 @@ int pfi_gpu_all_available(pfi_gpu *g)
 
 pfi_gpu_avail pfi_gpu_rescan(pfi_gpu *g, size_t i)
 {
-    if (i >= g->ops->count(g->st)) return PFI_GPU_UNKNOWN;
-    if (!g->ops->rescan) return pfi_gpu_avail_get(g, i);
-    pthread_mutex_lock(mu_of(g, i));
-    pfi_gpu_avail a = g->ops->rescan(g->st, i);
-    pthread_mutex_unlock(mu_of(g, i));
+    pfi_gpu_avail a = PFI_GPU_UNKNOWN;
+    pfi_gpu_rescan_all(g, &i, 1, &a);
     return a;
+}
+
+void pfi_gpu_rescan_all(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_avail *av)
+{
+    int ok = 1;
+    for (size_t k = 0; k < n; k++)
+        if (idx[k] >= g->ops->count(g->st)) av[k] = PFI_GPU_UNKNOWN, ok = 0;
+    if (!ok) return;
+    if (g->w) {
+        pfi_gpu_w_rescan(g, idx, n, av);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        pthread_mutex_lock(&g->mu);
+        av[k] = g->ops->rescan  ? g->ops->rescan(g->st, idx[k])
+                : g->ops->avail ? g->ops->avail(g->st, idx[k])
+                                : PFI_GPU_OK;
+        pthread_mutex_unlock(&g->mu);
+    }
 }
 
 static pfi_status limit_from_sample(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err)
@@ -257,6 +285,18 @@ static pfi_status limit_from_sample(pfi_gpu *g, size_t i, double *cap_w, pfi_err
 
 pfi_status pfi_gpu_limit_get(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err)
 {
+    CHECK_INDEX();
+    if (g->w && g->ops->limit) return pfi_gpu_w_limit(g, i, cap_w, err);
+    if (g->w) { /* from a sample */
+        pfi_gpu_sample s;
+        pfi_status rc = pfi_gpu_sample_get(g, i, &s, err);
+        if (rc) return rc;
+        if (!(s.have & PFI_GS_CAP))
+            return pfi_errorf(err, PFI_EUNSUPP,
+                              "GPU %zu: the device does not report its power limit", i);
+        *cap_w = s.cap_w;
+        return PFI_OK;
+    }
     LOCKED(g->ops->limit ? g->ops->limit(g->st, i, cap_w, err)
                          : limit_from_sample(g, i, cap_w, err));
 }
@@ -264,9 +304,10 @@ pfi_status pfi_gpu_limit_get(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err
 int pfi_gpu_persistence(pfi_gpu *g, size_t i)
 {
     if (i >= g->ops->count(g->st) || !g->ops->persistence) return -1;
-    pthread_mutex_lock(mu_of(g, i));
+    if (g->w) return pfi_gpu_w_persistence(g, i);
+    pthread_mutex_lock(&g->mu);
     int p = g->ops->persistence(g->st, i);
-    pthread_mutex_unlock(mu_of(g, i));
+    pthread_mutex_unlock(&g->mu);
     return p;
 }
 

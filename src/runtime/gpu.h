@@ -28,7 +28,8 @@
  * per device (pfi_gpu_unsupported) and are not errors. Setting a cap outside
  * the device's constraints is PFI_ERANGE; without permission PFI_EPERM.
  * Calls on one GPU are serialized (thread-safe); with NVML, calls on
- * different GPUs may run at once (pfi_gpu_set_caps). */
+ * different GPUs run at once, each GPU's in its own worker thread, each
+ * with a deadline (pfi_gpu_set_call_timeout). */
 #ifndef PFI_GPU_H
 #define PFI_GPU_H
 
@@ -132,16 +133,37 @@ pfi_status pfi_gpu_sample_get(pfi_gpu *g, size_t i, pfi_gpu_sample *s, pfi_error
 pfi_status pfi_gpu_set_cap(pfi_gpu *g, size_t i, double cap_w, pfi_error *err);
 /* Sets n GPUs' caps at once: GPU idx[k] to cap_w[k]; rc[k] and errs[k]
  * (each optional) are that GPU's result, as pfi_gpu_set_cap's. With NVML
- * one thread per GPU (up to PFI_GPU_SET_CAPS_MAX at a time; one that cannot
- * be started runs in the caller's thread), each holding only its GPU's
- * lock, so a sample or another set of the same GPU waits for it; the sim
- * sets them one after another. Opened read-only, every one is refused as
- * pfi_gpu_set_cap refuses. Returns after every set has finished or failed:
- * PFI_OK if all were set, else the status of the first (in idx order) that
- * failed. */
+ * each GPU's worker thread sets its own (gpu_worker.c; a GPU whose worker
+ * could not be started is set in the caller's thread), so a sample or
+ * another set of the same GPU waits for it; the sim sets them one after
+ * another. Opened read-only, every one is refused as pfi_gpu_set_cap
+ * refuses. Returns after every set has finished, failed or been abandoned
+ * at its deadline: PFI_OK if all were set, else the status of the first
+ * (in idx order) that failed. */
 #define PFI_GPU_SET_CAPS_MAX 64
 pfi_status pfi_gpu_set_caps(pfi_gpu *g, const size_t *idx, const double *cap_w, size_t n,
                             pfi_status *rc, pfi_error *errs);
+/* Samples GPUs idx[0..n) at once (NVML: each in its worker; else one
+ * after another): s[k], rc[k], errs[k] (rc and errs optional) as
+ * pfi_gpu_sample_get's for idx[k]. */
+pfi_status pfi_gpu_sample_all(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_sample *s,
+                              pfi_status *rc, pfi_error *errs);
+
+/* Call deadlines (issue 40 (e); NVML only, gpu_worker.c): a call on a GPU
+ * that has not answered within timeout_s (0, the default: no deadline) is
+ * abandoned and fails with PFI_EIO; the GPU is unavailable (timeout) and
+ * takes no call until the blocked one returns; then it stays unavailable
+ * until pfi_gpu_rescan answers within the deadline. When several GPUs'
+ * calls overran together (a driver that serialises GPUs behind a hung
+ * one), each is unavailable until its own rescan answers; rescans go one
+ * GPU at a time and none while a call is blocked (gpu_worker.c). The sim
+ * backend ignores it. */
+void pfi_gpu_set_call_timeout(pfi_gpu *g, double timeout_s);
+/* How GPU i's last abandoned call ended (once, after it returned): 1 with
+ * a sentence in buf (what it was, after how long, a cap that landed late,
+ * whether this GPU is the sick one); 0 when there is nothing to tell. */
+int pfi_gpu_late_take(pfi_gpu *g, size_t i, char *buf, size_t len);
+
 pfi_status pfi_gpu_processes(pfi_gpu *g, size_t i, pfi_gpu_proc *p, size_t max, size_t *n,
                              pfi_error *err);
 /* Reads this device does not support, e.g. "clocks_event_reasons,field_values"; "" if none. */
@@ -156,6 +178,9 @@ int pfi_gpu_all_available(pfi_gpu *g);
 /* Looks again for GPU i when it is unavailable (NVML: its handle by index
  * and its UUID); its availability after the try. */
 pfi_gpu_avail pfi_gpu_rescan(pfi_gpu *g, size_t i);
+/* The same for GPUs idx[0..n) at once (NVML: each in its worker, with its
+ * deadline): av[k] their availability after the try. */
+void pfi_gpu_rescan_all(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_avail *av);
 /* GPU i's management power limit alone (NVML:
  * nvmlDeviceGetPowerManagementLimit; no other read can make it fail) */
 pfi_status pfi_gpu_limit_get(pfi_gpu *g, size_t i, double *cap_w, pfi_error *err);

@@ -133,12 +133,25 @@ void pfi_gpu_saved_defaults(pfi_gpu *g, int only_not_default, const pfi_gpu_save
 size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_range,
                             int forget_missing, const pfi_gpu_restore_report *r)
 {
-    for (size_t k = 0; k < *s->n; k++) {
+    /* first each saved GPU's index and target, then every set at once
+       (pfi_gpu_set_caps: one GPU that hangs delays none of the others),
+       then the reports in the saved order */
+    size_t n = *s->n, m = 0;
+    size_t *kof = malloc((n ? n : 1) * sizeof *kof), *idx = malloc((n ? n : 1) * sizeof *idx);
+    long *iof = malloc((n ? n : 1) * sizeof *iof);
+    double *cap = malloc((n ? n : 1) * sizeof *cap);
+    pfi_status *rc = malloc((n ? n : 1) * sizeof *rc);
+    pfi_error *e = malloc((n ? n : 1) * sizeof *e);
+    if (!kof || !idx || !iof || !cap || !rc || !e) {
+        free(kof), free(idx), free(iof), free(cap), free(rc), free(e);
+        return pfi_gpu_saved_pending(s); /* nothing restored: tried again later */
+    }
+    for (size_t k = 0; k < n; k++) {
         pfi_saved_cap *c = &s->gpu[k];
+        iof[k] = -1;
         if (!c->changed) continue;
         long i = pfi_gpu_find_uuid(g, c->uuid);
         pfi_gpu_info in;
-        pfi_error e;
         if (i >= 0 && check_range && !pfi_gpu_info_get(g, (size_t)i, &in, NULL) &&
             !in_range(c->baseline_w, &in)) {
             double d = pfi_gpu_default_cap_w(&in);
@@ -146,9 +159,20 @@ size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_ra
                 r->out_of_range(r->ud, k, c, i, &in, "baseline_w", c->baseline_w, d);
             c->baseline_w = d;
         }
-        if (i < 0 || pfi_gpu_set_cap(g, (size_t)i, c->baseline_w, &e)) {
-            if (i < 0) pfi_errorf(&e, PFI_ENOTFOUND, "GPU %s is not on this node", c->uuid);
-            if (r && r->failed) r->failed(r->ud, k, c, i, &e);
+        iof[k] = i;
+        if (i >= 0) kof[m] = k, idx[m] = (size_t)i, cap[m++] = c->baseline_w;
+    }
+    pfi_gpu_set_caps(g, idx, cap, m, rc, e);
+    for (size_t k = 0, q = 0; k < n; k++) {
+        pfi_saved_cap *c = &s->gpu[k];
+        if (!c->changed) continue;
+        long i = iof[k];
+        pfi_error nf, *why = &nf;
+        int set = 0;
+        if (i >= 0 && q < m && kof[q] == k) set = rc[q] == PFI_OK, why = &e[q], q++;
+        if (!set) {
+            if (i < 0) pfi_errorf(&nf, PFI_ENOTFOUND, "GPU %s is not on this node", c->uuid);
+            if (r && r->failed) r->failed(r->ud, k, c, i, why);
             /* a GPU not found is forgotten only when every device
                enumerates and none has its UUID: an unavailable one
                (lost, no permission) may be it, so its baseline is kept */
@@ -159,6 +183,7 @@ size_t pfi_gpu_restore_caps(pfi_gpu *g, const pfi_gpu_saved_set *s, int check_ra
         c->changed = 0;
         c->cap_w = c->baseline_w;
     }
+    free(kof), free(idx), free(iof), free(cap), free(rc), free(e);
     return pfi_gpu_saved_pending(s);
 }
 

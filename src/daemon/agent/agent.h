@@ -42,6 +42,7 @@ typedef struct agent_cfg {
     const char *log_level;                          /* error, warning, info (default), debug */
     const char *boot_id_file; /* default /proc/sys/kernel/random/boot_id (tests override) */
     double interval_s, max_lease_s, time_scale, epoch;
+    double gpu_call_timeout_s; /* --gpu-call-timeout (gpu.h: pfi_gpu_set_call_timeout) */
     size_t max_body;
     int keep_caps, restore_and_exit, use_syslog;
     int read_only;       /* --read-only: the GPU layer opened read-only, no cap ever set */
@@ -61,6 +62,7 @@ typedef struct agent_gpu {
     pfi_gpu_avail avail;
     int read_failed;        /* the last sample failed (state "unknown" in /metrics) */
     double rescan_at_s;     /* monotonic s */
+    int rescan_misses;      /* timeouts in a row: the next rescan backs off (agent_main.c) */
     unsigned cap_gen;       /* +1 at each cap pfi sets: a sample older than it shows no drift */
     double reapply_t[3];    /* monotonic s of the last re-applies (agent_check_drift) */
     int contested;          /* re-applied 3 times within 60 s: pfi stopped */
@@ -79,6 +81,7 @@ typedef struct agent_gpu {
 } agent_gpu;
 
 #define AGENT_RESCAN_S 30.0
+#define AGENT_RESCAN_TIMEOUT_S 5.0 /* a GPU whose call overran: first try (agent_main.c) */
 enum {
     AGENT_DRIFT_LOWERED,
     AGENT_DRIFT_RAISED,

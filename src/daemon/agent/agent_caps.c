@@ -11,8 +11,11 @@
  * the GPUs that took their cap are put back and the request fails (503),
  * so a PUT applies entirely or not at all — over the GPUs that are
  * available: an unavailable one (lost, no permission, a read that failed,
- * a limit that cannot be read) is left as it is and listed under
- * "skipped" in the answer. A cap above a GPU's ceiling (its baseline:
+ * a limit that cannot be read, or one that stops answering during this
+ * request: a call past --gpu-call-timeout, gpu.h) is left as it is and
+ * listed under "skipped" in the answer; one that became unavailable
+ * during the set stays in the state file with the cap asked, so its
+ * baseline is restored once it answers again. A cap above a GPU's ceiling (its baseline:
  * agent_baseline.c) is clamped to it and listed under "clamped". */
 #include <errno.h>
 #include <jansson.h>
@@ -252,6 +255,17 @@ static long set_caps(agent *a, caps_plan *p, const pfi_caps_request *rq, pfi_err
     for (size_t k = 0; k < p->nch; k++) a->g[p->idx[k]].cap_gen++; /* older samples show no drift */
     for (size_t k = 0; k < p->nch; k++) {
         size_t i = p->idx[k];
+        pfi_gpu_avail av = src[k] ? pfi_gpu_avail_get(a->gpu, i) : PFI_GPU_OK;
+        if (av != PFI_GPU_OK) { /* unavailable now (timeout, lost): skipped, not refused */
+            a->g[i].avail = av;
+            p->skip[i] = 1;
+            p->nskip++;
+            agent_log(a,
+                      "error: GPU %zu %s: setting %g W failed (%s): it is unavailable (%s), "
+                      "skipped; its saved cap stays in the state file until it answers again",
+                      i, a->g[i].info.uuid, p->target[i], serr[k].msg, pfi_gpu_avail_name(av));
+            continue;
+        }
         if (src[k]) {
             agent_log(a, "error: GPU %zu: setting %g W failed (%s); undoing this request", i,
                       p->target[i], serr[k].msg);

@@ -73,6 +73,9 @@ static const pfi_opt agent_options[] = {
                  "/proc/sys/kernel/random/boot_id)"),
     OPT_DOUBLE(0, "interval", interval_s, "S", 0.01, 3600,
                "sampling interval, clock seconds (default 1)"),
+    OPT_DOUBLE(0, "gpu-call-timeout", gpu_call_timeout_s, "S", 0, 600,
+               "deadline of each NVML call on a GPU, seconds (default 2; 0: none): past it the "
+               "GPU is unavailable (timeout) and the others go on"),
     OPT_FILENAME(0, "model", model_path, "FILE",
                  "predictor model file (pfi fit --model) for pfi_job_pfi_predicted"),
     OPT_DIRNAME(0, "jobs-dir", jobs_dir, "DIR",
@@ -163,6 +166,70 @@ static double thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* the next rescan of an unavailable GPU: AGENT_RESCAN_S, but a GPU whose
+ * calls time out is tried after AGENT_RESCAN_TIMEOUT_S (a healthy GPU
+ * that only waited behind a hung one comes back soon) and backs off (x2
+ * each miss, up to 10 min), since each try of a hung GPU may hold the
+ * driver for the length of a hung call */
+static double rescan_delay_s(agent_gpu *g)
+{
+    if (g->avail != PFI_GPU_TIMEOUT) return AGENT_RESCAN_S;
+    double d = AGENT_RESCAN_TIMEOUT_S;
+    for (int k = 0; k < g->rescan_misses && d < 600; k++) d *= 2;
+    g->rescan_misses++;
+    return d < 600 ? d : 600;
+}
+
+/* sample_round's device calls, outside the agent's lock: the unavailable
+ * GPUs due (found[i]) looked for again, then every available GPU sampled,
+ * each group at once (gpu.h: one worker and one deadline per GPU), so a
+ * round takes about two call deadlines however many GPUs hang; how an
+ * abandoned call ended is logged */
+static void read_gpus(agent *a, int *found, pfi_gpu_avail *av, int *ok, pfi_gpu_sample *s,
+                      pfi_gpu_info *info, pfi_error *err)
+{
+    size_t idx[AGENT_MAX_GPUS], n = 0;
+    pfi_gpu_avail rav[AGENT_MAX_GPUS];
+    pfi_status rc[AGENT_MAX_GPUS];
+    pfi_gpu_sample tmp[AGENT_MAX_GPUS];
+    for (size_t i = 0; i < a->n; i++) {
+        ok[i] = 0;
+        err[i].msg[0] = '\0';
+        if (found[i]) idx[n++] = i;
+    }
+    /* fewest misses first: the GPUs that only waited behind a hung one are
+       tried before the one that hangs (gpu.h: rescans go one at a time, and
+       none while a call is blocked); only this thread writes rescan_misses */
+    for (size_t k = 1; k < n; k++)
+        for (size_t q = k; q > 0 && a->g[idx[q]].rescan_misses < a->g[idx[q - 1]].rescan_misses;
+             q--) {
+            size_t t = idx[q];
+            idx[q] = idx[q - 1], idx[q - 1] = t;
+        }
+    pfi_gpu_rescan_all(a->gpu, idx, n, rav);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = idx[k];
+        found[i] = rav[k] == PFI_GPU_OK && pfi_gpu_info_get(a->gpu, i, &info[i], &err[i]) == PFI_OK;
+        if (found[i]) av[i] = PFI_GPU_OK;
+    }
+    n = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (av[i] == PFI_GPU_OK) idx[n++] = i;
+    pfi_error e[AGENT_MAX_GPUS];
+    pfi_gpu_sample_all(a->gpu, idx, n, tmp, rc, e);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = idx[k];
+        ok[i] = rc[k] == PFI_OK;
+        if (ok[i]) s[i] = tmp[k];
+        else err[i] = e[k], av[i] = pfi_gpu_avail_get(a->gpu, i);
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        char late[600];
+        if (pfi_gpu_late_take(a->gpu, i, late, sizeof late))
+            agent_log(a, "warning: GPU %zu: %s", i, late);
+    }
+}
+
 /* one round: every available GPU sampled (outside the agent's lock; the GPU
  * layer serializes per GPU), an unavailable one looked for again every
  * AGENT_RESCAN_S; then, under the lock, the samples applied (a failed one
@@ -183,27 +250,21 @@ static void sample_round(agent *a, int refresh)
         gen[i] = a->g[i].cap_gen;
         av[i] = agent_gpu_usable(a, i) ? PFI_GPU_OK : a->g[i].avail;
         found[i] = av[i] != PFI_GPU_OK && mono >= a->g[i].rescan_at_s;
-        if (found[i]) a->g[i].rescan_at_s = mono + AGENT_RESCAN_S;
+        if (found[i]) a->g[i].rescan_at_s = mono + rescan_delay_s(&a->g[i]);
     }
     pthread_mutex_unlock(&a->mu);
-    for (size_t i = 0; i < a->n; i++) {
-        ok[i] = 0;
-        err[i].msg[0] = '\0';
-        if (found[i]) { /* an unavailable GPU, looked for again */
-            found[i] = pfi_gpu_rescan(a->gpu, i) == PFI_GPU_OK &&
-                       pfi_gpu_info_get(a->gpu, i, &info[i], &err[i]) == PFI_OK;
-            if (found[i]) av[i] = PFI_GPU_OK;
-        }
-        if (av[i] != PFI_GPU_OK) continue;
-        ok[i] = pfi_gpu_sample_get(a->gpu, i, &s[i], &err[i]) == PFI_OK;
-        if (!ok[i]) av[i] = pfi_gpu_avail_get(a->gpu, i);
-    }
+    read_gpus(a, found, av, ok, s, info, err);
     agent_dcgm_scrape(a);
     pthread_mutex_lock(&a->mu);
     for (size_t i = 0; i < a->n; i++) {
         agent_gpu *g = &a->g[i];
         const char *was = agent_gpu_state(a, i);
+        if (av[i] == PFI_GPU_TIMEOUT && !found[i] && g->avail != PFI_GPU_TIMEOUT) {
+            g->rescan_misses = 0; /* a new timeout: its first rescan soon (rescan_delay_s) */
+            g->rescan_at_s = mono + AGENT_RESCAN_TIMEOUT_S;
+        }
         if (found[i]) {
+            g->rescan_misses = 0;
             g->info = info[i];
             g->avail = PFI_GPU_OK;
             a->restore_retry_at_s = 0; /* a saved cap of it: restored now, not after the back-off */
@@ -273,6 +334,7 @@ static int options(agent_cfg *c, int argc, char **argv)
     c->state_file = "/var/lib/pfi/agent-state.json";
     c->boot_id_file = "/proc/sys/kernel/random/boot_id";
     c->interval_s = 1;
+    c->gpu_call_timeout_s = 2;
     c->max_lease_s = 3600;
     c->max_body = 65536;
     c->time_scale = c->epoch = NAN;
@@ -421,6 +483,7 @@ static int open_gpus(agent *a, const pfi_recon *recon)
         agent_log(a, "error: --backend %s: %s", c->backend, e.msg);
         return 1;
     }
+    pfi_gpu_set_call_timeout(a->gpu, c->gpu_call_timeout_s);
     a->n = pfi_gpu_count(a->gpu);
     if (a->n > AGENT_MAX_GPUS) a->n = AGENT_MAX_GPUS;
     for (size_t i = 0; i < a->n; i++) {
