@@ -38,11 +38,11 @@ typedef struct pfi_gpu_ops {
 typedef struct gpu_call gpu_call;
 typedef struct gpu_worker {
     pthread_t th;
-    int started;         /* else its calls run in the caller's thread, under mu */
-    pthread_mutex_t mu;  /* only without a worker */
-    pthread_cond_t cv;   /* a call was posted (or quit) */
-    gpu_call *cur;       /* the call posted or running; NULL: idle */
-    int stuck;           /* cur was abandoned at its deadline and has not returned */
+    int started;        /* else its calls run in the caller's thread, under mu */
+    pthread_mutex_t mu; /* only without a worker */
+    pthread_cond_t cv;  /* a call was posted (or quit) */
+    gpu_call *cur;      /* the call posted or running; NULL: idle */
+    int stuck;          /* cur was abandoned at its deadline and has not returned */
     double stuck_since_s;
     int in_episode;      /* abandoned while others were: the sick one is decided at the end */
     double ret_s;        /* when its last call returned (monotonic) */
@@ -52,7 +52,7 @@ typedef struct gpu_worker {
     char unsupported[256];
     pfi_gpu_info info;
     int info_ok;
-    char late[600];      /* an abandoned call's end, for the owner's log */
+    char late[600]; /* an abandoned call's end, for the owner's log */
     int late_pending;
 } gpu_worker;
 
@@ -63,10 +63,10 @@ struct pfi_gpu {
     int read_only;      /* pfi_gpu_open_read_only: set_cap refused */
     /* per_device: one worker per GPU (gpu_worker.c), else NULL */
     gpu_worker *w;
-    pthread_mutex_t wmu;     /* every worker's state */
-    pthread_cond_t done_cv;  /* a call returned */
-    double call_timeout_s;   /* 0: no deadline */
-    size_t nstuck;           /* abandoned calls not yet returned */
+    pthread_mutex_t wmu;    /* every worker's state */
+    pthread_cond_t done_cv; /* a call returned */
+    double call_timeout_s;  /* 0: no deadline */
+    size_t nstuck;          /* abandoned calls not yet returned */
     int quit;
 };
 

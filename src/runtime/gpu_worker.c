@@ -154,7 +154,8 @@ static void end_episode(pfi_gpu *g)
 /* under wmu: an abandoned call has returned */
 static void abandoned_returned(pfi_gpu *g, gpu_worker *w, gpu_call *c, double started_s)
 {
-    snprintf(w->late, sizeof w->late, "a %s abandoned at its deadline returned after %.2f s (%s%s%.300s)",
+    snprintf(w->late, sizeof w->late,
+             "a %s abandoned at its deadline returned after %.2f s (%s%s%.300s)",
              kind_name(c->kind), w->ret_s - started_s,
              c->kind == GC_SET ? (c->rc ? "not set" : "the cap landed late") : "discarded",
              c->rc ? ": " : "", c->rc ? c->err.msg : "");
@@ -192,8 +193,7 @@ static void *worker(void *p)
         c->done = 1;
         w->cur = NULL;
         if (c->abandoned) abandoned_returned(g, w, c, started_s);
-        else if (c->kind == GC_RESCAN && c->avail == PFI_GPU_OK)
-            w->hung = 0, w->solo_overruns = 0;
+        else if (c->kind == GC_RESCAN && c->avail == PFI_GPU_OK) w->hung = 0, w->solo_overruns = 0;
         pthread_cond_broadcast(&g->done_cv);
     }
     pthread_mutex_unlock(&g->wmu);
@@ -460,8 +460,8 @@ void pfi_gpu_w_rescan(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_avail *av
         pthread_mutex_lock(&g->wmu);
         for (size_t k = 0; k < m; k++) { /* insertion sort of positions by solo_overruns */
             size_t q = k;
-            for (; q > 0 && g->w[idx[base + ord[q - 1]]].solo_overruns >
-                                g->w[idx[base + k]].solo_overruns;
+            for (; q > 0 &&
+                   g->w[idx[base + ord[q - 1]]].solo_overruns > g->w[idx[base + k]].solo_overruns;
                  q--)
                 ord[q] = ord[q - 1];
             ord[q] = k;
@@ -530,8 +530,8 @@ pfi_status pfi_gpu_w_info(pfi_gpu *g, size_t i, pfi_gpu_info *info, pfi_error *e
     pfi_status rc = PFI_OK;
     if (r) rc = pfi_errorf(err, PFI_EIO, "%s", r);
     else if (!w->info_ok || w->avail != PFI_GPU_OK)
-        rc = pfi_errorf(err, PFI_EIO, "GPU %zu is unavailable: %s", i,
-                        pfi_gpu_avail_name(w->avail));
+        rc =
+            pfi_errorf(err, PFI_EIO, "GPU %zu is unavailable: %s", i, pfi_gpu_avail_name(w->avail));
     else *info = w->info;
     pthread_mutex_unlock(&g->wmu);
     return rc;
