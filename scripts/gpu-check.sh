@@ -17,6 +17,8 @@
 #   $PFI_AGENT_URL [$PFI_AGENT_TOKEN_FILE]: also the running agent's write path)
 # A GPU whose device minor differs from its NVML index is noted (not a
 # mismatch): Slurm and cgroups name the minor.
+# A GPU whose power is governed at module scope (GH200, GB200) is noted
+# with its module power: pfi does not cap it.
 set -u
 BUILD=${1:-build}
 PFI=${PFI:-$BUILD/pfi}
@@ -112,6 +114,14 @@ for g in doc["gpus"]:
         # minor, NVML's index follows PCI order (docs/slurm.md)
         print("gpu-check: note: GPU %s has device minor %s (/dev/nvidia%s): index and minor differ"
               % (g["index"], g["minor"], g["minor"]), file=sys.stderr)
+    if g.get("power_scope") not in (None, "gpu"):
+        # GH200: the GPU-scope fields are missing, the module's include the
+        # Grace CPU; GB200/GB300: module limits the GPU-scope setter does
+        # not touch. pfi refuses every cap there (docs/agent.md)
+        mp = g.get("module_power_w")
+        print("gpu-check: note: GPU %s: power governed at module scope (%s), module power %s: "
+              "pfi does not cap it" % (g["index"], g["power_scope"],
+                                       "%.1f W" % mp if mp is not None else "n/a"), file=sys.stderr)
     mig = {"Enabled": True, "Disabled": False}.get(a["mig"])
     if mig is not None and g.get("mig") is not None and mig != g["mig"]:
         print("gpu-check: GPU %s: MIG mode: pfi %s, nvidia-smi %s" % (g["index"], g["mig"], a["mig"]),

@@ -84,6 +84,14 @@ static const char *val(char *buf, size_t n, double v, const char *fmt)
     return buf;
 }
 
+/* the power scope's name (gpu.h: PFI_POWER_SCOPE_*) */
+static const char *scope_name(int scope)
+{
+    return scope == PFI_POWER_SCOPE_MODULE          ? "module"
+           : scope == PFI_POWER_SCOPE_MODULE_LIMITS ? "module_limits"
+                                                    : "gpu";
+}
+
 static void print_text(const gpu_row *r, size_t i)
 {
     char a[32], b[32], c[32], d[32], e[32];
@@ -105,6 +113,10 @@ static void print_text(const gpu_row *r, size_t i)
     printf("  power          %s (average)  %s (instant)\n",
            val(a, sizeof a, have(s, PFI_GS_POWER, s->power_w), "%.1f W"),
            val(b, sizeof b, have(s, PFI_GS_POWER_INSTANT, s->power_instant_w), "%.1f W"));
+    if (r->in.power_scope != PFI_POWER_SCOPE_GPU)
+        printf("  module         %s (module power)  scope %s: pfi does not cap this GPU\n",
+               val(a, sizeof a, have(s, PFI_GS_MODULE_POWER, s->module_power_w), "%.1f W"),
+               scope_name(r->in.power_scope));
     printf("  power limits   current %s  default %s  min %s  max %s  enforced %s\n",
            val(a, sizeof a, have(s, PFI_GS_CAP, s->cap_w), "%.0f W"),
            val(b, sizeof b, r->in.cap_default_w, "%.0f W"),
@@ -159,6 +171,8 @@ static json_t *gpu_json(const gpu_row *r, size_t i)
     json_object_set_new(o, "persistence",
                         r->persistence < 0 ? json_null() : json_boolean(r->persistence));
     json_object_set_new(o, "mig", r->in.mig < 0 ? json_null() : json_boolean(r->in.mig));
+    json_object_set_new(o, "power_scope", json_string(scope_name(r->in.power_scope)));
+    json_object_set_new(o, "module_power_w", jnum(have(s, PFI_GS_MODULE_POWER, s->module_power_w)));
     return o;
 }
 

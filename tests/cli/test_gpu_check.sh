@@ -8,7 +8,7 @@
 # limits a factor of 1000 off are named a unit bug; a power outside the
 # readings' range (+-5%) and a GPU nvidia-smi lists but pfi does not are
 # mismatches (exit 1); a failing nvidia-smi is exit 2. An index that is
-# not the minor is noted; with PFI_AGENT_URL, the agent's write path is
+# not the minor is noted, and a GPU governed at module scope; with PFI_AGENT_URL, the agent's write path is
 # shown, and a refused one is a finding (exit 1).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI:?}" "${FAKE_NVML:?}"
@@ -33,6 +33,11 @@ grep -q "^0     1     00000000:18:00.0 $U0 on" "$T/out" || { cat "$T/out" >&2; f
 contains "$T/err" "2 GPUs compared: every limit within 1 W, power within 5%"
 # index and minor differ (FAKE_NVML_MINORS=1,0): noted, not a mismatch
 contains "$T/err" "note: GPU 0 has device minor 1 (/dev/nvidia1): index and minor differ"
+lacks "$T/err" "module scope"
+# a GH200-like GPU (FAKE_NVML_MODULE): noted with its module power, not a mismatch
+FAKE_NVML_MODULE=1 expect_status 0 sh "$SRC/scripts/gpu-check.sh" "$B"
+grep -q "note: GPU 1: power governed at module scope (module), module power [0-9.]* W: pfi does not cap it" "$T/err" \
+  || { cat "$T/err" >&2; fail "no module-scope note"; }; ok
 # the running agent's write path, from its /v1/node (a file:// URL stands in for it)
 mkdir -p "$T/agent/v1"
 echo '{"write_path":"ok","gpus":[]}' >"$T/agent/v1/node"
