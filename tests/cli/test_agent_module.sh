@@ -34,7 +34,7 @@ awk '/^pfi_gpu_power_watts\{gpu="1",/ {g = $NF} /^pfi_gpu_module_power_watts\{gp
   END {exit !(m - g > 100 && m - g < 200)}' "$T/m" || fail "GPU 1's module power is not its power plus the CPU's"; ok
 grep -q '^pfi_gpu_energy_joules_total{gpu="1",' "$T/m" && fail "the GH200-like module's energy is exported as the GPU's"; ok
 grep -q '^pfi_gpu_energy_joules_total{gpu="0",' "$T/m" || fail "GPU 0's energy is missing"; ok
-curl -s -m 5 "$URL/v1/control" | grep -q '"gpus":\[\[[^]]*[0-9]\],\[[^]]*,null\],\[[^]]*,null\]\]' ||
+curl -s -m 5 "$URL/v1/control" | grep -q '"gpus":\[\[[^]]*[0-9]\],\[[^]]*,null,"module_scope"\],\[[^]]*,null,"module_scope"\]\]' ||
   { curl -s -m 5 "$URL/v1/control" >&2; fail "/v1/control: a module-scope GPU has a ceiling"; }; ok
 CODE=$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $(cat "$T/token")" \
   -H 'Content-Type: application/json' --data-binary \

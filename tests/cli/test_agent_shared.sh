@@ -46,7 +46,7 @@ grep -q '"claimed_by":"10[12],10[12]"' "$T/node" || { cat "$T/node" >&2; fail "/
 lacks "$T/node" '"job_id":"101","gpus":[0]'
 # /v1/control: GPU 0 has no ceiling (not sheddable); GPU 1 has one
 curl -s -m 5 "$URL/v1/control" >"$T/control"
-grep -q '"gpus":\[\[[0-9.e+]*,[0-9.e+]*,[0-9.e+]*,null\],\[[0-9.e+]*,[0-9.e+]*,[0-9.e+]*,[0-9.e+]*\]\]' "$T/control" ||
+grep -q '"gpus":\[\[[0-9.e+]*,[0-9.e+]*,[0-9.e+]*,null,"shared"\],\[[0-9.e+]*,[0-9.e+]*,[0-9.e+]*,[0-9.e+]*\]\]' "$T/control" ||
   { cat "$T/control" >&2; fail "/v1/control: the shared GPU has a ceiling"; }; ok
 # a PUT naming the GPU skips it, as MIG
 put '{"lease_s":60,"controller":"c","generation":2,"gpus":[{"index":0,"cap_w":350}]}'

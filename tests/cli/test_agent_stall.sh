@@ -10,7 +10,8 @@
 #     ("timeout": log, pfi_gpu_up, /v1/node); a PUT of 300 W on all eight
 #     caps the seven healthy ones and lists GPU 3 under "skipped"; a PUT
 #     that releases them puts the seven back; the figures (each request's
-#     time) are printed;
+#     time) are printed; /v1/control says why GPU 3 is not capped, and a
+#     controller's event report names it (gpus_not_capped);
 #  2. the driver-wide variant (FAKE_NVML_STALL_GLOBAL: the stall holds a
 #     lock every GPU's call takes), 1.5 s a call with a 1 s deadline: the
 #     GPUs that overran together come back at their rescans, one at a time;
@@ -20,8 +21,12 @@
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}" "${TOOLS:?}"
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
 kill_daemons_on_exit
-new_token "$T/token"
+new_token "$T/token" "$T/ctok"
 TOKEN=$(cat "$T/token")
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+mkdir -p "$T/jobs"
+printf '{"job_id": "j0", "gpus": [0, 1, 2, 3], "tier": 3}\n' >"$T/jobs/j0.json"
+printf '{"job_id": "j1", "gpus": [4, 5, 6, 7], "tier": 3}\n' >"$T/jobs/j1.json"
 export PFI_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=8 FAKE_NVML_STATE=$T/nvml FAKE_NVML_STALL=$T/stall
 : >"$T/stall"
 NS=$T/notify.sock
@@ -52,7 +57,7 @@ start_agent() { # NAME [options]
 
 # ---- 1. one GPU stalls 6 s a call, the default deadline (2 s) ----
 set_limits
-start_agent a1
+start_agent a1 --jobs-dir "$T/jobs"
 wait_for 20 "a first sample" 'curl -s -m 5 "$URL/metrics" | grep -q "^pfi_gpu_power_watts{gpu=\"7\""'
 echo "3 6000" >"$T/stall"
 p0=$(pings)
@@ -72,6 +77,25 @@ put 600 1 ""
 [ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "release: HTTP $CODE"; }; ok
 echo "figure: one GPU stalling 6 s a call: PUT restoring 7 of 8 answered in $SECS s"
 seven_at 700 || fail "the seven are not back at 700 W"; ok
+# the controller leaves GPU 3 out and names it in the event's report
+curl -s -m 5 -H "Authorization: Bearer $TOKEN" "$URL/v1/control" | grep -q '\[null,null,null,null,"timeout"\]' \
+  || fail "/v1/control does not say why GPU 3 is not capped"; ok
+cat >"$T/ctl.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1,
+ "baseline_window_s": 2, "lease_s": 30,
+ "agents": [{"name": "n1", "url": "$URL", "token_file": "$T/token"}]}
+EOF
+start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
+CURL=http://127.0.0.1:$DPORT CPID=$DPID
+wait_counter 30 "$CURL" pfi_ctl_cycles_total 3
+S=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+[ "$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$T/ctok")" \
+  --data-binary "{\"id\":\"ev1\",\"start\":\"$S\",\"duration_s\":60,\"reduction_pct\":10,\"ramp_s\":0}" "$CURL/v1/events")" = 201 ] \
+  || { cat "$T/body" >&2; fail "POST /v1/events"; }; ok
+wait_for 30 "the report naming GPU 3" \
+  'curl -s -m 5 -H "Authorization: Bearer $(cat "$T/ctok")" "$CURL/v1/events/ev1/report" | tr -d " \n" | grep -q "\"gpus_not_capped\":\[{\"agent\":\"n1\",\"gpu\":3,\"reason\":\"timeout\"}\]"'
+contains "$T/ctl.log" "event ev1: agent n1 GPU 3 is not capped (timeout): its draw cannot be shed"
+stop_daemon $CPID
 stop_daemon $PID
 [ "$STOP_RC" = 0 ] || fail "agent exit $STOP_RC at stop"; ok
 

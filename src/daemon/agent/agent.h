@@ -191,6 +191,11 @@ int agent_dropped_after_reboot(agent *a);
 void agent_probe_write_path(agent *a);
 /* why pfi never caps usable GPU i ("mig", "shared", "module_scope"), or NULL */
 const char *agent_gpu_not_capped(const agent *a, size_t i);
+/* why GPU i is not capped now, whatever the reason: its state when it is
+ * unavailable ("timeout", "lost", ...), else agent_gpu_not_capped's; NULL
+ * when it can be capped. In /v1/node ("not_capped") and /v1/control (the
+ * fifth element), so the controller names it in the event report. */
+const char *agent_gpu_uncapped_reason(const agent *a, size_t i);
 /* --restore-and-exit: every changed GPU back to its baseline (device defaults
  * if the state file is corrupt); the exit status */
 int agent_restore_and_exit(agent *a);

@@ -152,6 +152,11 @@ const char *agent_gpu_not_capped(const agent *a, size_t i)
     return NULL;
 }
 
+const char *agent_gpu_uncapped_reason(const agent *a, size_t i)
+{
+    return !agent_gpu_usable(a, i) ? agent_gpu_state(a, i) : agent_gpu_not_capped(a, i);
+}
+
 double agent_gpu_ceiling(agent *a, size_t i)
 {
     /* a GPU pfi never caps (MIG, shared, module scope: agent_gpu_not_capped)

@@ -450,6 +450,8 @@ char *agent_render_node(agent *a)
         json_object_set_new(o, "state", json_string(agent_gpu_state(a, i)));
         double cw = agent_gpu_ceiling(a, i);
         json_object_set_new(o, "ceiling_w", isfinite(cw) ? json_real(cw) : json_null());
+        const char *nc = agent_gpu_uncapped_reason(a, i);
+        if (nc) json_object_set_new(o, "not_capped", json_string(nc));
         if (g->contested) json_object_set_new(o, "contested", json_true());
         if (g->write_refused) json_object_set_new(o, "write_refused", json_true());
         if (g->info.power_scope != PFI_POWER_SCOPE_GPU)
@@ -549,10 +551,13 @@ char *agent_render_control(agent *a)
     pfi_buf_printf(&b, "\"gpus\":[");
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        /* [cap_min_w, cap_max_w, cap_w, ceiling_w]; an unavailable GPU
-           [null, null, null, null]: its job cannot be capped */
+        /* [cap_min_w, cap_max_w, cap_w, ceiling_w(, why not capped)]; an
+           unavailable GPU [null, null, null, null, state]: its job cannot be
+           capped. The reason is one of agent_gpu_uncapped_reason's fixed
+           words: no escaping needed */
+        const char *nc = agent_gpu_uncapped_reason(a, i);
         if (!agent_gpu_usable(a, i)) {
-            pfi_buf_printf(&b, "%s[null,null,null,null]", i ? "," : "");
+            pfi_buf_printf(&b, "%s[null,null,null,null,\"%s\"]", i ? "," : "", nc);
             continue;
         }
         pfi_buf_printf(&b, "%s[", i ? "," : "");
@@ -566,8 +571,10 @@ char *agent_render_control(agent *a)
             pfi_buf_printf(&b, "%.17g,", g->last.cap_w);
         else pfi_buf_printf(&b, "null,");
         double cw = agent_gpu_ceiling(a, i);
-        if (isfinite(cw)) pfi_buf_printf(&b, "%.17g]", cw);
-        else pfi_buf_printf(&b, "null]");
+        if (isfinite(cw)) pfi_buf_printf(&b, "%.17g", cw);
+        else pfi_buf_printf(&b, "null");
+        if (nc) pfi_buf_printf(&b, ",\"%s\"", nc);
+        pfi_buf_printf(&b, "]");
     }
     pfi_buf_printf(&b, "],\"jobs\":[");
     for (size_t k = 0; k < a->njobs; k++) {

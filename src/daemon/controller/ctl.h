@@ -282,6 +282,9 @@ void ctl_period(ctl *c);
 int ctl_inputs_build(ctl *c);
 int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, int *bad_id);
 void ctl_inputs_free(ctl_inputs *in);
+/* ctl_inputs.c (lock held): the GPUs the agents will not cap this period
+ * noted in the running event (logged the first time each is seen) */
+void ctl_event_note_uncapped(ctl *c);
 /* ctl_persist.c (the loop's thread, lock not held): a decision's rows as
  * one transaction on c->pdb; 0, or -1 (logged and counted in db_errors) */
 int ctl_persist_open(ctl *c);

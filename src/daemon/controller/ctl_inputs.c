@@ -3,7 +3,9 @@
  * the decision's inputs (ctl_state.h), each job's GPUs folded. Its tier: the
  * agent's job file (Slurm), else the configuration's "tiers", else
  * default_tier. Ids that are not [A-Za-z0-9._-]{1,63} are ignored
- * (job_id.h), whatever an agent sends (logged once per agent). */
+ * (job_id.h), whatever an agent sends (logged once per agent). The GPUs an
+ * agent will not cap (and why) are kept too, and noted in the running
+ * event for its report (ctl_event_note_uncapped). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,16 +75,69 @@ static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const
     return 1;
 }
 
+/* the GPUs the agent will not cap, with why: /v1/control's fifth element,
+ * /v1/node's not_capped (an older agent: a state other than "ok") */
+static int take_uncapped(ctl_agent_view *a, const json_t *gpus)
+{
+    size_t q;
+    json_t *gi;
+    a->nnc = 0;
+    json_array_foreach(gpus, q, gi)
+    {
+        const char *why = json_is_array(gi) ? json_string_value(json_array_get(gi, 4))
+                                            : json_string_value(json_object_get(gi, "not_capped"));
+        const char *st = json_string_value(json_object_get(gi, "state"));
+        if (!why && st && strcmp(st, "ok")) why = st;
+        if (!why) continue;
+        if (PFI_VEC_RESERVE(a->nc, a->nc_cap, a->nnc + 1, NULL)) return -1;
+        ctl_gpu_nc *n = &a->nc[a->nnc++];
+        n->gpu = (int)q;
+        /* the agent's word, kept only if it is one: [a-z_]{1,23} */
+        size_t len = strspn(why, "abcdefghijklmnopqrstuvwxyz_");
+        snprintf(n->reason, sizeof n->reason, "%s",
+                 len && !why[len] && len <= CTL_NC_REASON_MAX ? why : "invalid");
+    }
+    return 0;
+}
+
 int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, int *bad_id)
 {
     json_t *gpus = json_object_get(node, "gpus"), *jobs = json_object_get(node, "jobs");
     a->njobs = 0;
     *bad_id = 0;
+    if (take_uncapped(a, gpus)) return -1;
     if (PFI_VEC_RESERVE(a->job, a->job_cap, json_array_size(jobs) + 1, NULL)) return -1;
     size_t k;
     json_t *jj;
     json_array_foreach(jobs, k, jj) a->njobs += take_job(cfg, &a->job[a->njobs], jj, gpus, bad_id);
     return 0;
+}
+
+void ctl_event_note_uncapped(ctl *c)
+{
+    ctl_event *e = NULL;
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (c->st.event[i].status == CTL_EV_ACTIVE) e = &c->st.event[i];
+    if (!e) return;
+    const ctl_inputs *in = &c->io.in;
+    for (size_t i = 0; i < in->nagents; i++)
+        for (size_t k = 0; k < in->agent[i].nnc; k++) {
+            const ctl_gpu_nc *n = &in->agent[i].nc[k];
+            size_t q = 0;
+            for (; q < e->nnc; q++)
+                if (e->nc[q].g.gpu == n->gpu && !strcmp(e->nc[q].g.reason, n->reason) &&
+                    !strcmp(e->nc[q].agent, in->agent[i].name))
+                    break;
+            if (q < e->nnc) continue; /* known */
+            if (e->nnc == CTL_EVENT_NC_MAX) {
+                e->nc_more++;
+                continue;
+            }
+            snprintf(e->nc[e->nnc].agent, sizeof e->nc[0].agent, "%s", in->agent[i].name);
+            e->nc[e->nnc++].g = *n;
+            ctl_log(c, "event %s: agent %s GPU %d is not capped (%s): its draw cannot be shed",
+                    e->ev.id, in->agent[i].name, n->gpu, n->reason);
+        }
 }
 
 int ctl_inputs_build(ctl *c)
@@ -100,6 +155,7 @@ int ctl_inputs_build(ctl *c)
         a->lease_until = ag->lease_until;
         a->name = ag->name;
         a->njobs = 0;
+        a->nnc = 0;
         int bad = 0;
         if (ag->node && ctl_inputs_read(&c->cfg, a, ag->node, &bad)) {
             ctl_log(c, "error: out of memory: agent %s's view not read this period", ag->name);
@@ -117,7 +173,7 @@ int ctl_inputs_build(ctl *c)
 
 void ctl_inputs_free(ctl_inputs *in)
 {
-    for (size_t i = 0; i < in->nagents; i++) free(in->agent[i].job);
+    for (size_t i = 0; i < in->nagents; i++) free(in->agent[i].job), free(in->agent[i].nc);
     free(in->agent);
     memset(in, 0, sizeof *in);
 }

@@ -13,7 +13,10 @@
  *   the end of the ramp down;
  *   per job: baseline and steady-window throughput, loss, its tier's allowed
  *   loss and whether it was kept (1 percentage point allowed for
- *   measurement noise).
+ *   measurement noise);
+ *   the GPUs an agent would not cap while it ran, and why (timeout, lost,
+ *   mig, shared, module_scope, …: gpus_not_capped, from the running
+ *   controller's memory, not the database).
  * Outside the controller's lock (issue 30): from a copy of the event, the
  * configuration (unchanged after start) and the readers' SQLite connection
  * (ctl_db_reader). The chart is drawn once per content: the last few PNGs
@@ -254,6 +257,14 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
     json_object_set_new(o, "dry_run", json_boolean(e->ev.dry_run || c->cfg.dry_run));
     json_object_set_new(o, "strategy", json_string(pfi_strategy_name(c->cfg.strategy)));
+    /* the GPUs not capped while it ran: a shortfall explained, not silent */
+    json_t *nc = json_array();
+    for (size_t k = 0; k < e->nnc; k++)
+        json_array_append_new(nc, json_pack("{s:s,s:i,s:s}", "agent", e->nc[k].agent, "gpu",
+                                            e->nc[k].g.gpu, "reason", e->nc[k].g.reason));
+    json_object_set_new(o, "gpus_not_capped", nc);
+    if (e->nc_more)
+        json_object_set_new(o, "gpus_not_capped_more", json_integer((json_int_t)e->nc_more));
     ctl_event_who_json(o, e);
     char *txt = json_dumps(o, JSON_INDENT(1));
     json_decref(o);

@@ -63,12 +63,22 @@ typedef struct ctl_job_view {
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means (0: none) */
 } ctl_job_view;
 
+/* a GPU the agent will not cap, and why (its fifth /v1/control element,
+ * /v1/node's not_capped; docs/agent.md) */
+#define CTL_NC_REASON_MAX 23
+typedef struct ctl_gpu_nc {
+    int gpu;
+    char reason[CTL_NC_REASON_MAX + 1];
+} ctl_gpu_nc;
+
 typedef struct ctl_agent_view {
     int up;             /* answered this period */
     double lease_until; /* pfi clock: our lease on it would expire */
     const char *name;
     ctl_job_view *job; /* its jobs (none: no view yet) */
     size_t njobs, job_cap;
+    ctl_gpu_nc *nc; /* its GPUs it will not cap (growable, vec.h) */
+    size_t nnc, nc_cap;
 } ctl_agent_view;
 
 typedef struct ctl_inputs {
@@ -187,6 +197,7 @@ typedef enum ctl_verdict {
     CTL_VERDICT_NO_STEADY /* ended without a steady-window period */
 } ctl_verdict;
 
+#define CTL_EVENT_NC_MAX 32
 typedef struct ctl_event {
     pfi_grid_event ev;
     ctl_event_status status;
@@ -212,6 +223,14 @@ typedef struct ctl_event {
     /* who made it, last changed it ("": nobody since), cancelled it
        (""): stored (database format 2) */
     char created_by[CTL_WHO_MAX + 1], changed_by[CTL_WHO_MAX + 1], cancelled_by[CTL_WHO_MAX + 1];
+    /* the GPUs an agent would not cap while it ran (ctl_event_note_uncapped;
+       the report's gpus_not_capped): the first CTL_EVENT_NC_MAX, the rest
+       counted. Not kept across a restart. */
+    struct ctl_event_nc {
+        char agent[64];
+        ctl_gpu_nc g;
+    } nc[CTL_EVENT_NC_MAX];
+    size_t nnc, nc_more;
 } ctl_event;
 
 /* what the decision keeps across periods */
