@@ -10,7 +10,7 @@
 # lines to add; an instance's series never overwrites the GPU's value; and
 # --export-dcgm serves the current field name (DCGM_FI_DEV_CLOCKS_EVENT_REASONS,
 # not the throttle name DCGM 3.3 retired) with current dcgm-exporter labels
-# (gpu, UUID, pci_bus_id, device, modelName, Hostname).
+# (gpu, UUID, pci_bus_id, device, modelName, hostname: current dcgm-exporter's, where 2.x and 3.x wrote Hostname).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
@@ -65,11 +65,11 @@ curl -s -m 5 "$URL/metrics" >"$T/m"
 grep -q "^pfi_gpu_dram_active_ratio{gpu=\"0\",uuid=\"$U0\",.*} 0.4$" "$T/m" || { grep dram "$T/m" >&2; fail "GPU 0's DRAM active is not the whole GPU's"; }; ok
 grep -q "^pfi_gpu_graphics_engine_active_ratio{gpu=\"1\",.*} 0.7$" "$T/m" || fail "GPU 1's graphics engine active"; ok
 # --export-dcgm: current field names and labels
-grep -q "^DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\",UUID=\"$U0\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3 (test double)\",Hostname=\"" "$T/m" \
+grep -q "^DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\",UUID=\"$U0\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3 (test double)\",hostname=\"" "$T/m" \
   || { grep CLOCK "$T/m" >&2; fail "no DCGM_FI_DEV_CLOCKS_EVENT_REASONS with dcgm-exporter's labels"; }; ok
 lacks "$T/m" "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 # (promtool's linter flags dcgm-exporter's own camelCase labels, modelName
-# and Hostname: those are the names to match, so it is not run here)
+# and UUID: those are the names to match, so it is not run here)
 
 # a dcgm-exporter that does not answer: said once when it goes down, not at
 # every sampling round (issue 40: it was one warning a second)

@@ -72,7 +72,7 @@ static void gpu_metric(pfi_buf *b, agent *a, const gpu_series *d)
 }
 
 /* --export-dcgm: dcgm-exporter's names, units and labels {gpu, UUID, device,
- * modelName, Hostname, hpc_job} */
+ * modelName, hostname, hpc_job} */
 static void dcgm_metric(pfi_buf *b, agent *a, const gpu_series *d)
 {
     int any = 0;
@@ -84,11 +84,12 @@ static void dcgm_metric(pfi_buf *b, agent *a, const gpu_series *d)
         if (!isfinite(v)) continue;
         if (!any++) head(b, d->dcgm, d->type, d->dcgm_help);
         /* current dcgm-exporter's labels: gpu, UUID, pci_bus_id, device,
-           modelName, Hostname (and hpc_job from its job-mapping files) */
+           modelName, hostname (and hpc_job from its job-mapping files; dcgm-exporter 2.x/3.x wrote
+           Hostname: internal/pkg/rendermetrics/render_metrics.go, 2026) */
         label pci;
         pfi_buf_printf(b,
                        "%s{gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%zu\","
-                       "modelName=\"%s\",Hostname=\"%s\"",
+                       "modelName=\"%s\",hostname=\"%s\"",
                        d->dcgm, i, L(u, g->info.uuid), L(pci, g->info.pci_bus_id), i,
                        L(mn, g->info.name), h);
         if (g->job_id[0]) pfi_buf_printf(b, ",hpc_job=\"%s\"", L(j, g->job_id));
