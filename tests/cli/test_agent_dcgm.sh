@@ -10,7 +10,7 @@
 # lines to add; an instance's series never overwrites the GPU's value; and
 # --export-dcgm serves the current field name (DCGM_FI_DEV_CLOCKS_EVENT_REASONS,
 # not the throttle name DCGM 3.3 retired) with current dcgm-exporter labels
-# (gpu, UUID, pci_bus_id, device, modelName, hostname: current dcgm-exporter's, where 2.x and 3.x wrote Hostname).
+# (gpu, UUID, pci_bus_id, device, modelName, hostname: current dcgm-exporter's, where older releases wrote Hostname).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
 command -v curl >/dev/null || fail "curl is needed (scripts/bootstrap.sh test)"
