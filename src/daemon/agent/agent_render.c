@@ -83,9 +83,10 @@ static void dcgm_metric(pfi_buf *b, agent *a, const gpu_series *d)
         double v = gpu_value(g, d);
         if (!isfinite(v)) continue;
         if (!any++) head(b, d->dcgm, d->type, d->dcgm_help);
-        /* current dcgm-exporter's labels: gpu, UUID, pci_bus_id, device,
-           modelName, hostname (and hpc_job from its job-mapping files; dcgm-exporter 2.x/3.x wrote
-           Hostname: internal/pkg/rendermetrics/render_metrics.go, 2026) */
+        /* current dcgm-exporter's labels (internal/pkg/rendermetrics/
+           render_metrics.go, 2026): gpu, UUID, pci_bus_id, device,
+           modelName, hostname (older releases wrote Hostname), and hpc_job
+           from its job-mapping files */
         label pci;
         pfi_buf_printf(b,
                        "%s{gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%zu\","
