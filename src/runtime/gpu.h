@@ -159,6 +159,9 @@ pfi_status pfi_gpu_sample_all(pfi_gpu *g, const size_t *idx, size_t n, pfi_gpu_s
  * GPU at a time and none while a call is blocked (gpu_worker.c). The sim
  * backend ignores it. */
 void pfi_gpu_set_call_timeout(pfi_gpu *g, double timeout_s);
+/* 1 while an abandoned call is still blocked in the driver (then
+ * pfi_gpu_rescan probes nothing: gpu_worker.c) */
+int pfi_gpu_calls_blocked(pfi_gpu *g);
 /* How GPU i's last abandoned call ended (once, after it returned): 1 with
  * a sentence in buf (what it was, after how long, a cap that landed late,
  * whether this GPU is the sick one); 0 when there is nothing to tell. */

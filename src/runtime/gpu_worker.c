@@ -537,6 +537,15 @@ pfi_status pfi_gpu_w_info(pfi_gpu *g, size_t i, pfi_gpu_info *info, pfi_error *e
     return rc;
 }
 
+int pfi_gpu_calls_blocked(pfi_gpu *g)
+{
+    if (!g->w) return 0;
+    pthread_mutex_lock(&g->wmu);
+    int n = g->nstuck > 0;
+    pthread_mutex_unlock(&g->wmu);
+    return n;
+}
+
 int pfi_gpu_late_take(pfi_gpu *g, size_t i, char *buf, size_t len)
 {
     if (!g->w || i >= g->ops->count(g->st)) return 0;

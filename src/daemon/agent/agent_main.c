@@ -171,9 +171,11 @@ static double thread_cpu(void)
  * that only waited behind a hung one comes back soon) and backs off (x2
  * each miss, up to 10 min), since each try of a hung GPU may hold the
  * driver for the length of a hung call */
-static double rescan_delay_s(agent_gpu *g)
+static double rescan_delay_s(agent *a, agent_gpu *g)
 {
     if (g->avail != PFI_GPU_TIMEOUT) return AGENT_RESCAN_S;
+    /* a call still blocked: this rescan probes nothing (gpu.h); no miss */
+    if (pfi_gpu_calls_blocked(a->gpu)) return AGENT_RESCAN_TIMEOUT_S;
     double d = AGENT_RESCAN_TIMEOUT_S;
     for (int k = 0; k < g->rescan_misses && d < 600; k++) d *= 2;
     g->rescan_misses++;
@@ -250,7 +252,7 @@ static void sample_round(agent *a, int refresh)
         gen[i] = a->g[i].cap_gen;
         av[i] = agent_gpu_usable(a, i) ? PFI_GPU_OK : a->g[i].avail;
         found[i] = av[i] != PFI_GPU_OK && mono >= a->g[i].rescan_at_s;
-        if (found[i]) a->g[i].rescan_at_s = mono + rescan_delay_s(&a->g[i]);
+        if (found[i]) a->g[i].rescan_at_s = mono + rescan_delay_s(a, &a->g[i]);
     }
     pthread_mutex_unlock(&a->mu);
     read_gpus(a, found, av, ok, s, info, err);
