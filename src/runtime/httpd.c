@@ -109,6 +109,7 @@ static enum MHD_Result send_resp(pfi_httpd *h, struct MHD_Connection *c, pfi_htt
     MHD_add_response_header(r, "Content-Security-Policy", rs->csp ? rs->csp : PFI_HTTP_CSP_NONE);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (rs->code == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (rs->allow) MHD_add_response_header(r, "Allow", rs->allow);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)rs->code, r);
     MHD_destroy_response(r);
     /* answered: a kept-alive connection's next request gets a fresh deadline */
@@ -178,6 +179,19 @@ static int refused(pfi_httpd *h, const char *method, const char *url, const char
     return 0;
 }
 
+/* the daemon's on_refused for a 401, 403, 405 or 409 in rs */
+static void tell_refused(pfi_httpd *h, const pfi_http_resp *rs, const char *method, const char *url,
+                         const char *who)
+{
+    if (!h->o.on_refused ||
+        !(rs->code == 401 || rs->code == 403 || rs->code == 405 || rs->code == 409))
+        return;
+    json_t *o = rs->body ? json_loadb(rs->body, rs->len, 0, NULL) : NULL;
+    const char *m = json_string_value(json_object_get(o, "error"));
+    h->o.on_refused(h->o.ud, rs->code, method, url, who ? who : "", m ? m : "");
+    json_decref(o);
+}
+
 static int takes_body(const char *m)
 {
     return !strcmp(m, "PUT") || !strcmp(m, "POST") || !strcmp(m, "DELETE");
@@ -197,11 +211,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                            "a client certificate signed by the configured CA is required");
             return send_resp(h, c, &rs);
         }
+        /* a method neither daemon serves is refused before any
+           authorization (RFC 9110 15.5.6: 405 with Allow; method names
+           are case-sensitive, so "get" is one of them), so no route can
+           be reached with a method its scope rules do not know */
+        if (strcmp(method, "GET") && strcmp(method, "HEAD") && !takes_body(method)) {
+            *ctx = &ANSWERED;
+            rs.allow = "GET, HEAD, POST, PUT, DELETE";
+            pfi_http_error(&rs, 405, "method %.32s is not allowed", method);
+            tell_refused(h, &rs, method, url, "");
+            return send_resp(h, c, &rs);
+        }
         const char *auth =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         char who[sizeof ANSWERED.who] = "";
         if (refused(h, method, url, auth, who, &rs)) {
             *ctx = &ANSWERED;
+            tell_refused(h, &rs, method, url, "");
             return send_resp(h, c, &rs);
         }
         const char *cl =
@@ -235,6 +261,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n, u->who};
     h->o.handle(h->o.ud, &rq, &rs);
+    tell_refused(h, &rs, method, url, u->who);
     return send_resp(h, c, &rs);
 }
 

@@ -43,6 +43,7 @@ typedef struct pfi_http_resp {
     const char *csp;   /* Content-Security-Policy; default PFI_HTTP_CSP_NONE */
     char *body;        /* malloc'd; the server frees it */
     size_t len;
+    const char *allow; /* an Allow header (405; NULL: none) */
 } pfi_http_resp;
 
 typedef struct pfi_httpd_opts {
@@ -74,6 +75,12 @@ typedef struct pfi_httpd_opts {
     int (*authorize)(void *ud, const char *method, const char *url, const char *authorization,
                      char *who, size_t who_n, char *msg, size_t msg_n);
     void (*handle)(void *ud, const pfi_http_req *rq, pfi_http_resp *rs);
+    /* optional: every answer 401, 403, 405 or 409, whoever gave it (the
+       authorization, the method check, the handler), after it is decided:
+       who "" when the caller is not known; msg the answer's error text.
+       Called from several threads. */
+    void (*on_refused)(void *ud, int code, const char *method, const char *url, const char *who,
+                       const char *msg);
     void *ud;
 } pfi_httpd_opts;
 

@@ -115,6 +115,48 @@ req "$CAROL" POST /openadr3/events "$ADR"; expect_code 403 "carol posts an OpenA
 contains "$T/body" "operator carol lacks the scope events (POST /openadr3/events needs it)"
 req "$ALICE" POST /openadr3/events "$ADR"; expect_code 200 "alice posts an OpenADR event"
 contains "$T/body" '"created_by":"alice"'
+# ---- ids and scopes by source (issue 41) ----
+EVB="{\"id\":\"ev-b\",\"start\":\"$LATER\",\"duration_s\":600,\"reduction_pct\":20}"
+req "$ALICE" POST /v1/events "$EVB"; expect_code 201 "alice creates ev-b"
+# a control operator's trigger naming it: 409, and it stays alice's (it replaced it before)
+req "$CAROL" POST /v1/trigger '{"id": "ev-b", "reduction_pct": 1}'; expect_code 409 "carol's trigger naming ev-b"
+contains "$T/body" "event ev-b already exists (source api, scheduled)"
+req "" GET /v1/events/ev-b
+contains "$T/body" '"source":"api"'
+contains "$T/body" '"created_by":"alice","changed_by":null'
+req "$CAROL" DELETE /v1/events/ev-b; expect_code 403 "carol cancels ev-b"
+# a trigger never reuses an id, its own included; POST /v1/events changes no trigger's or grid's event
+req "$CAROL" POST /v1/trigger '{"id": "trig-c", "reduction_pct": 1}'; expect_code 409 "a trigger reusing trig-c"
+req "$ALICE" POST /openadr3/events "$(echo "$ADR" | sed 's/"adr-1"/"adr-2"/')"; expect_code 200 "alice posts adr-2"
+req "$BOB" POST /v1/events "{\"id\":\"adr-2\",\"start\":\"$LATER\",\"duration_s\":600,\"reduction_pct\":5}"
+expect_code 409 "bob's POST naming the grid's event"
+contains "$T/body" "event adr-2 already exists (source openadr, scheduled)"
+# an events operator may cancel the grid's event: an override, logged
+req "$BOB" DELETE /v1/events/adr-2; expect_code 200 "bob cancels the grid's event"
+contains "$T/ctl.log" "warning: operator bob overrides the grid: cancels OpenADR event adr-2"
+# a method the controller does not serve: 405 with Allow before any token is looked at (a
+# lowercase name is another method); /metrics answers GET and HEAD only
+for m in PATCH FOO OPTIONS TRACE get; do
+  for p in /metrics /v1/status /v1/events /v1/events/ev-b /v1/trigger /openadr3/events /healthz /; do
+    for tok in "" "$BOB" "$DAVE"; do
+      code=$(curl -s -m 10 -o "$T/body" -D "$T/hdr" -w '%{http_code}' -X "$m" ${tok:+-H "Authorization: Bearer $tok"} "$URL$p")
+      [ "$code" = 405 ] || { cat "$T/body" >&2; fail "$m $p: HTTP $code, expected 405"; }
+      grep -qi '^Allow: GET, HEAD, POST, PUT, DELETE' "$T/hdr" || fail "$m $p: no Allow header"
+    done
+  done
+done
+ok
+for m in POST PUT DELETE; do req "$BOB" "$m" /metrics; expect_code 405 "$m /metrics by bob"; done
+req "" POST /metrics; expect_code 401 "POST /metrics without a token"
+# each refusal counted by reason, and logged with the operator and the path
+n=$(metric "$URL" 'pfi_ctl_http_refused_total{reason="method"}')
+num "$n" ">=" 123 || fail "pfi_ctl_http_refused_total{reason=\"method\"} is $n, expected >= 123"; ok
+num "$(metric "$URL" 'pfi_ctl_http_refused_total{reason="conflict"}')" ">=" 3 || fail "conflicts not counted"; ok
+num "$(metric "$URL" 'pfi_ctl_http_refused_total{reason="forbidden"}')" ">=" 5 || fail "403s not counted"; ok
+contains "$T/ctl.log" "refused 409 (conflict): POST /v1/trigger by carol: event ev-b already exists"
+contains "$T/ctl.log" "refused 403 (forbidden): DELETE /v1/events/ev-b by carol:"
+# 123 refused methods in well under 10 s: at most 10 lines (an unauthenticated flood cannot fill the log)
+n=$(grep -c "refused 405" "$T/ctl.log"); [ "$n" -le 10 ] || fail "$n lines of refused 405"; ok
 # reads stay open
 req "" GET /v1/events; expect_code 200 "GET /v1/events without a token"
 names_of() { # ID: "created changed cancelled" of ID in $T/body (GET /v1/events)
@@ -166,6 +208,9 @@ req "$DAVE" GET /v1/events; expect_code 200 "a read by dave"
 contains "$T/body" '"created_by":"alice"'
 req "$DAVE" GET /metrics; expect_code 200 "metrics by dave"
 req "" GET /metrics; expect_code 401 "metrics without a token"
+for m in FOO PATCH OPTIONS TRACE get; do req "" "$m" /metrics; expect_code 405 "$m /metrics without a token"; done
+# (the fourth refusal of this controller: within the 10 lines a window logs)
+contains "$T/ctl.log" "refused 405 (method): FOO /metrics by an unknown caller: method FOO is not allowed"
 for p in / /page.js /page.css /healthz; do req "" GET "$p"; expect_code 200 "GET $p without a token"; done
 req "$DAVE" POST /v1/events "$EV"; expect_code 403 "dave (read only) writes"
 stop_daemon "$CP" TERM

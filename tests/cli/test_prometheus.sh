@@ -139,7 +139,7 @@ q 'count by (instance, uuid) (pfi_gpu_power_watts) > 1'; [ ! -s "$T/q" ] || fail
 q "count({__name__=~\"DCGM_FI_.*\", instance=\"127.0.0.1:$A1\"})"; [ ! -s "$T/q" ] || fail "DCGM names without --export-dcgm: $(cat "$T/q")"; ok
 [ "$(qval "count(DCGM_FI_DEV_POWER_USAGE{instance=\"127.0.0.1:$A2\"})")" = 2 ] || fail "--export-dcgm: $(cat "$T/q")"; ok
 q "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\", instance=\"127.0.0.1:$A2\"}"
-grep -q 'UUID="GPU-' "$T/q" && grep -q 'Hostname="' "$T/q" && grep -q 'modelName="' "$T/q" && grep -q 'hpc_job="ja"' "$T/q" ||
+grep -q 'UUID="GPU-' "$T/q" && grep -q 'hostname="' "$T/q" && grep -q 'modelName="' "$T/q" && grep -q 'hpc_job="ja"' "$T/q" ||
   fail "dcgm-exporter's labels: $(cat "$T/q")"; ok
 # the contrib join: DCGM power per hpc_job (only ja runs on the --export-dcgm agent)
 wait_for 30 "the recording rule joining DCGM series to hpc_job" 'q "hpc_job:dcgm_fi_dev_power_usage:sum"; [ -s "$T/q" ]'

@@ -194,6 +194,10 @@ typedef struct ctl {
     pfi_oadr_loglimit oadr_loglimit; /* their rejection lines: the first 20 a minute */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
+    /* HTTP answers 401, 403, 405, 409 by reason (ctl_http.c: on_refused; atomic) */
+    unsigned long long http_refused[4];
+    double refused_log_t; /* the current 10 s window of refusal log lines (wall) */
+    unsigned refused_logged, refused_quiet;
 } ctl;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",
@@ -453,6 +457,8 @@ int ctl_authorize(void *ud, const char *method, const char *url, const char *aut
 
 /* ctl_http.c */
 int ctl_http_start(ctl *c);
+/* pfi_ctl_http_refused_total's reasons, by index: 401, 403, 405, 409 */
+extern const char *const ctl_refused_reason[4];
 /* the HTTP status answering an event's change: 201 new, 200 updated or
  * cancelled; 400, 404, 409, 422, 503 as ctl_event_add and _cancel refuse */
 int ctl_event_http_code(pfi_status st, int updated);

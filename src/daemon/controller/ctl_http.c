@@ -101,13 +101,40 @@ static const char *who(const pfi_http_req *rq)
     return rq->who ? rq->who : "";
 }
 
-/* DELETE /v1/events/ID: an operator with the scope events, or with
-   control for a trigger's event (ctl_operators.c let both through) */
-static int may_cancel(const ctl *c, const pfi_http_req *rq, const ctl_event *e)
+/* DELETE /v1/events/ID, by the event's source (issue 41): api and schedule
+   events need the scope events; a trigger's, control or events; the
+   grid's (openadr) are the VTN's to change, and an events operator's
+   cancel of one is an override, logged as such (ctl_operators.c let
+   events and control through) */
+static int may_cancel(ctl *c, const pfi_http_req *rq, const ctl_event *e)
 {
     const struct ctl_cfg_operator *o = ctl_operator_find(c, who(rq));
     unsigned s = o ? o->scopes : 0;
-    return (s & CTL_SCOPE_EVENTS) || ((s & CTL_SCOPE_CONTROL) && !strcmp(e->ev.source, "trigger"));
+    if (!strcmp(e->ev.source, "trigger")) return (s & (CTL_SCOPE_EVENTS | CTL_SCOPE_CONTROL)) != 0;
+    if (!(s & CTL_SCOPE_EVENTS)) return 0;
+    if (!strcmp(e->ev.source, "openadr"))
+        ctl_log(c, "warning: operator %s overrides the grid: cancels OpenADR event %s", who(rq),
+                e->ev.id);
+    return 1;
+}
+
+/* An id names one event of one source (issue 41: a trigger naming a
+   scheduled event's id replaced it, the grid's included, and then let
+   control cancel it). A trigger never reuses an id; POST /v1/events
+   (scope events) changes only a scheduled event of its own source, api:
+   a schedule file's is changed in the file, the grid's by the VTN, a
+   trigger's not at all. 1 with 409 in rs when id is taken so. */
+static int id_taken(ctl *c, const char *id, int api_change_ok, pfi_http_resp *rs)
+{
+    const ctl_event *old = ctl_event_find(c, id);
+    if (!old) return 0;
+    if (api_change_ok && !strcmp(old->ev.source, "api") && old->status == CTL_EV_SCHEDULED)
+        return 0;
+    pfi_http_error(rs, 409,
+                   "event %s already exists (source %s, %s): only a scheduled api event is "
+                   "changed by POST /v1/events; give this one a new id",
+                   id, old->ev.source, ctl_event_status_name(old->status));
+    return 1;
 }
 
 /* POST /v1/trigger: {"level": 1..3} or {"reduction_pct": (0, 90]}, optional
@@ -162,6 +189,7 @@ static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     snprintf(ev.source, sizeof ev.source, "trigger");
     int updated = 0;
     unsigned long long before = c->triggers;
+    if (id_taken(c, ev.id, 0, rs)) return;
     st = ctl_event_add(c, &ev, who(rq), &updated, &e);
     if (st) return pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
     json_t *a = ctl_event_json(ctl_event_find(c, ev.id));
@@ -192,6 +220,7 @@ static void event_post(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     int updated = 0;
     pfi_status st = PFI_OK;
     if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+    else if (id_taken(c, ev.id, 1, rs)) return;
     else if ((st = ctl_event_add(c, &ev, who(rq), &updated, &e)))
         pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
     else
@@ -340,6 +369,10 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));
     } else if (!strcmp(u, "/metrics")) {
+        if (!get) { /* GET and HEAD only (issue 41: any method was served) */
+            rs->allow = "GET, HEAD";
+            return pfi_http_error(rs, 405, "method not allowed (GET)");
+        }
         rs->body = ctl_view_metrics(c, &rs->len);
         rs->code = 200;
         rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
@@ -358,6 +391,44 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     }
 }
 
+const char *const ctl_refused_reason[4] = {"unauthenticated", "forbidden", "method", "conflict"};
+
+/* every 401, 403, 405, 409 (httpd.h on_refused): counted by reason, and
+   logged with the operator and the path, at most 10 lines in 10 s (an
+   unauthenticated flood cannot fill the log; the lines left out are
+   counted in the next one) */
+static void on_refused(void *ud, int code, const char *method, const char *url, const char *who,
+                       const char *msg)
+{
+    ctl *c = ud;
+    int r = code == 401 ? 0 : code == 403 ? 1 : code == 405 ? 2 : 3;
+    __atomic_add_fetch(&c->http_refused[r], 1, __ATOMIC_RELAXED);
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    double now = pfi_wall_monotonic();
+    if (now - c->refused_log_t >= 10) {
+        if (c->refused_quiet)
+            ctl_log(c, "refused: %u more requests in the last window (not logged one by one)",
+                    c->refused_quiet);
+        c->refused_log_t = now, c->refused_logged = 0, c->refused_quiet = 0;
+    }
+    int say = c->refused_logged < 10;
+    if (say) c->refused_logged++;
+    else c->refused_quiet++;
+    pthread_mutex_unlock(&mu);
+    if (!say) return;
+    char m[40], path[160];
+    /* the request line is the client's: control bytes never reach the log */
+    snprintf(m, sizeof m, "%.32s", method);
+    snprintf(path, sizeof path, "%.150s", url);
+    for (char *p = m; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    for (char *p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    ctl_log(c, "refused %d (%s): %s %s by %s: %s", code, ctl_refused_reason[r], m, path,
+            who[0] ? who : "an unknown caller", msg);
+}
+
 int ctl_http_start(ctl *c)
 {
     pfi_httpd_opts o = {.listen = c->cfg.listen,
@@ -366,6 +437,7 @@ int ctl_http_start(ctl *c)
                         .max_body = 1 << 20,
                         .authorize = ctl_authorize,
                         .handle = handle,
+                        .on_refused = on_refused,
                         .ud = c};
     pfi_error e;
     if (pfi_httpd_start(&o, &c->io.httpd, &c->io.port, &e)) {

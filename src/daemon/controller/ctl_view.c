@@ -59,7 +59,7 @@ typedef struct view {
     double cycle_s, loop_s, trigger_push_s;
     unsigned long long generation_rejects, online_rounds, cycles, db_errors, pushes, push_errors,
         triggers, fast_sent[2], fast_answered[2], fast_fallbacks[2],
-        oadr_rejected[PFI_OADR_NREASONS], reports_refused;
+        oadr_rejected[PFI_OADR_NREASONS], reports_refused, http_refused[4];
     json_t *online; /* status: safe-online's state (null: none) */
 } view;
 
@@ -144,6 +144,8 @@ static void take_figures(ctl *c, view *v)
     }
     memcpy(v->oadr_rejected, c->oadr_rejected, sizeof v->oadr_rejected);
     v->reports_refused = c->reports_refused;
+    for (int k = 0; k < 4; k++)
+        v->http_refused[k] = __atomic_load_n(&c->http_refused[k], __ATOMIC_RELAXED);
     v->hist_n = c->hist_n;
     memcpy(v->hist_t, c->hist_t, c->hist_n * sizeof *c->hist_t);
     memcpy(v->hist_meas, c->hist_meas, c->hist_n * sizeof *c->hist_meas);
@@ -469,6 +471,13 @@ static void openadr_metrics(const view *v, pfi_buf *b)
     head(b, "pfi_ctl_openadr_reports_refused_total", "counter",
          "REPORTs the VTN refused (4xx): logged, kept, not sent again.");
     pfi_buf_printf(b, "pfi_ctl_openadr_reports_refused_total %llu\n", v->reports_refused);
+    head(b, "pfi_ctl_http_refused_total", "counter",
+         "HTTP requests refused, by reason: unauthenticated (401), forbidden (403: a scope the "
+         "operator lacks), method (405), conflict (409: an id already used); each logged with "
+         "operator and path, at most 10 lines in 10 s.");
+    for (int k = 0; k < 4; k++)
+        pfi_buf_printf(b, "pfi_ctl_http_refused_total{reason=\"%s\"} %llu\n", ctl_refused_reason[k],
+                       v->http_refused[k]);
 }
 
 /* per job, {hpc_job, tier} (the same id under two tiers is two jobs:
