@@ -22,6 +22,15 @@ extern "C" {
 
 PFI_API pfi_status pfi_steplog_read(pfi_reader *r, pfi_steplog *out, pfi_log *log, pfi_error *err);
 
+/* The most throughput a step log may claim, tokens/s: about 100 times the
+ * largest training runs' (16,000 GPUs at ~4,000 tokens/s each); a value
+ * above it is a lie or a unit bug, refused as a bad key (issue 41: a step
+ * log's 1e308 made the controller's baseline infinite). The controller
+ * refuses the same from an agent (ctl_inputs.c). */
+#define PFI_STEPLOG_MAX_TOKENS_PER_S 1e10
+/* the most TFLOP/s a step log may claim (10 EFLOP/s) */
+#define PFI_STEPLOG_MAX_TFLOPS 1e7
+
 /* Parse one line: 1 a record, 0 blank, -1 a record with a bad key, -2 not
  * a JSON object (a caller may skip a truncated last line); *bad says what
  * is wrong. t_s ordering is the caller's. */

@@ -6,6 +6,7 @@
  * a value such as `1"} 1\nforged{...} 9999` adds series of its own. */
 #include "pfi/prom.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* length of the UTF-8 sequence at s (at most m bytes), 0 if not UTF-8 */
@@ -48,4 +49,65 @@ const char *pfi_prom_label(char *buf, size_t n, const char *v)
     }
     buf[o] = '\0';
     return buf;
+}
+
+/* the end of a sample line's labels: past the '}' that closes them (quoted
+   values may hold '}', spaces and escaped quotes), or p when none */
+static const char *after_labels(const char *p, const char *e)
+{
+    if (p >= e || *p != '{') return p;
+    int q = 0;
+    for (p++; p < e; p++) {
+        if (q && *p == '\\') p++;
+        else if (*p == '"') q = !q;
+        else if (!q && *p == '}') return p + 1;
+    }
+    return e;
+}
+
+static int ieq(const char *a, size_t n, const char *b)
+{
+    if (strlen(b) != n) return 0;
+    for (size_t k = 0; k < n; k++)
+        if ((a[k] | 0x20) != b[k]) return 0;
+    return 1;
+}
+
+char *pfi_prom_valid_values(const char *text, size_t n, size_t *out_n)
+{
+    char *out = malloc(n + n / 2 + 2), *o = out; /* "inf" -> "+Inf": at most 4 for 3 */
+    if (!out) return NULL;
+    for (const char *p = text, *e = text + n; p < e;) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p)), *le = nl ? nl : e;
+        const char *v = NULL, *ve = NULL;
+        if (p < le && *p != '#') {
+            const char *q = p;
+            while (q < le && *q != '{' && *q != ' ') q++;
+            q = after_labels(q, le);
+            while (q < le && *q == ' ') q++;
+            v = q;
+            for (ve = v; ve < le && *ve != ' '; ve++) {
+            }
+        }
+        const char *rep = NULL;
+        if (v && ve > v) {
+            size_t vn = (size_t)(ve - v);
+            if (ieq(v, vn, "nan") || ieq(v, vn, "-nan") || ieq(v, vn, "+nan")) rep = "NaN";
+            else if (ieq(v, vn, "inf") || ieq(v, vn, "+inf") || ieq(v, vn, "infinity"))
+                rep = "+Inf";
+            else if (ieq(v, vn, "-inf") || ieq(v, vn, "-infinity")) rep = "-Inf";
+        }
+        if (rep) {
+            memcpy(o, p, (size_t)(v - p)), o += v - p;
+            memcpy(o, rep, strlen(rep)), o += strlen(rep);
+            memcpy(o, ve, (size_t)(le - ve)), o += le - ve;
+        } else {
+            memcpy(o, p, (size_t)(le - p)), o += le - p;
+        }
+        if (nl) *o++ = '\n';
+        p = nl ? nl + 1 : e;
+    }
+    *o = '\0';
+    if (out_n) *out_n = (size_t)(o - out);
+    return out;
 }

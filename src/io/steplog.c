@@ -54,9 +54,12 @@ static int parse_line(const char *line, size_t n, double *t_out, double *tps_out
     else if (hp == 0 && !(st > 0)) bad = "key 'step_time_s': must be positive";
     else if (hp == 0 && !(tokens >= 0)) bad = "key 'tokens': negative";
     else if (hm < 0 || (hm == 1 && !(mfu >= 0 && mfu <= 1))) bad = "key 'mfu': not in 0..1";
-    else if (hf < 0 || (hf == 1 && !(tflops >= 0))) bad = "key 'tflops': negative or not a number";
+    else if (hf < 0 || (hf == 1 && !(tflops >= 0 && tflops <= PFI_STEPLOG_MAX_TFLOPS)))
+        bad = "key 'tflops': negative, not a number or above 1e7";
     if (!bad && hp == 0) tps = tokens / st;
     if (!bad && !(tps >= 0 && isfinite(tps))) bad = "key 'tokens_per_s': negative or not finite";
+    if (!bad && tps > PFI_STEPLOG_MAX_TOKENS_PER_S)
+        bad = "key 'tokens_per_s': above 1e10 tokens/s (not a throughput any job has)";
     json_decref(o);
     if (bad) {
         *bad_out = bad;

@@ -8,6 +8,8 @@
 # another user than the job file's uid, a job file's uid the file does not
 # have, and a relative path are refused; a regular file of the job's user
 # is read, and a log far behind is read from its newest 256 KiB only.
+# Throughputs no job has (1e308, 1e11 tokens/s) are refused, counted
+# (pfi_agent_steplog_lines_refused_total) and logged once per job.
 # Needs root (chown), as the agent runs.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
@@ -40,8 +42,12 @@ job u4 4 "sl/u4.jsonl" 0
 # a big log of records at 1 tok/s and then a few at 5000: only the newest bytes count
 awk 'BEGIN{for(i=0;i<20000;i++) printf "{\"t_s\": 1, \"tokens_per_s\": 1}\n"; for(i=0;i<10;i++) printf "{\"t_s\": 2, \"tokens_per_s\": 5000}\n"}' >"$T/sl/u5.jsonl"
 job u5 5 "$T/sl/u5.jsonl"
+# u6 claims absurd throughputs (issue 41): 1e308 and 1e11 tokens/s are refused and counted, the one
+# plausible record is its throughput
+printf '{"t_s": 1, "tokens_per_s": 1e308}\n{"t_s": 2, "tokens_per_s": 1e11}\n{"t_s": 3, "tokens_per_s": 2000}\n' >"$T/sl/u6.jsonl"
+job u6 6 "$T/sl/u6.jsonl" 0
 
-start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --backend "sim:gpus=6,state=$HW" --listen 127.0.0.1:0 \
+start_daemon agent "$T/agent.log" "$T/port" "$PFI_AGENT" --log-level debug --backend "sim:gpus=7,state=$HW" --listen 127.0.0.1:0 \
   --port-file "$T/port" --token-file "$T/token" --state-file "$T/state.json" --interval 0.2 --jobs-dir "$T/jobs" --log "$T/agent.log"
 PID=$DPID; URL=http://127.0.0.1:$DPORT
 tps() { curl -s -m 5 "$URL/metrics" | awk -v j="$1" '$1 ~ "^pfi_job_tokens_per_second[{]hpc_job=\"" j "\"" {print $2}'; }
@@ -54,6 +60,10 @@ wait_for 30 "u5's throughput" 'has_tps u5'
 # the reference: the mean of the whole records in the file's last 256 KiB (the whole file's is 3.5)
 want=$(tail -c 262144 "$T/sl/u5.jsonl" | tail -n +2 | awk -F'"tokens_per_s": ' '{s += $2 + 0; n++} END{print s / n}')
 near "$(tps u5)" "$want" 0.001
+wait_for 30 "u6's throughput" 'has_tps u6'
+[ "$(tps u6)" = 2000 ] || fail "u6's throughput $(tps u6), expected 2000 (its absurd records refused)"; ok
+num "$(metric "$URL" pfi_agent_steplog_lines_refused_total)" ">=" 2 || fail "refused step-log lines not counted"; ok
+wait_for 30 "u6's refusal logged" 'logged "job u6: step log $T/sl/u6.jsonl: 2 lines refused (key '\''tokens_per_s'\'': above 1e10 tokens/s"'
 wait_for 30 "u1 refused" 'logged "job u1: step log $T/sl/u1.jsonl: a symbolic link (refused)"'
 wait_for 30 "u2 refused" 'logged "job u2: step log $T/sl/u2.jsonl: owned by uid 65534, not the job'\''s user (uid 0; refused)"'
 wait_for 30 "u3 refused" 'logged "job u3: step log $T/sl/u3.jsonl: owned by uid 0, not the job'\''s user (uid 65534; refused)"'

@@ -55,12 +55,57 @@ static void forged_id_stays_one_sample(void **s)
     assert_memory_equal(x.uuid.p, "GPU-1", 5);
 }
 
+/* pfi_prom_valid_values: printf's spellings of NaN and infinities become
+   the format's; labels holding "} nan" and values like 1e308 stay as they
+   are; comments untouched; a last line without a newline kept so */
+static void valid_values(void **s)
+{
+    (void)s;
+    char b[64];
+    snprintf(b, sizeof b, "%g %g %g", 0.0 / 0.0, -(0.0 / 0.0), 1.0 / 0.0);
+    const char *in = "# HELP x nan\n"
+                     "a -nan\n"
+                     "b{l=\"} nan\\\" x\"} nan\n"
+                     "c inf 1767225600000\n"
+                     "d -INF\n"
+                     "e 1e+308\n"
+                     "f{l=\"inf\"} 2\n"
+                     "g NaN\n"
+                     "h nan";
+    const char *want = "# HELP x nan\n"
+                       "a NaN\n"
+                       "b{l=\"} nan\\\" x\"} NaN\n"
+                       "c +Inf 1767225600000\n"
+                       "d -Inf\n"
+                       "e 1e+308\n"
+                       "f{l=\"inf\"} 2\n"
+                       "g NaN\n"
+                       "h NaN";
+    size_t n = 0;
+    char *out = pfi_prom_valid_values(in, strlen(in), &n);
+    assert_non_null(out);
+    assert_string_equal(out, want);
+    assert_int_equal(n, strlen(want));
+    free(out);
+    /* what this libc prints for them, through the same pass */
+    char line[128];
+    snprintf(line, sizeof line, "x %s\n", strtok(b, " "));
+    out = pfi_prom_valid_values(line, strlen(line), NULL);
+    assert_string_equal(out, "x NaN\n");
+    free(out);
+    out = pfi_prom_valid_values("", 0, &n);
+    assert_string_equal(out, "");
+    assert_int_equal(n, 0);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(escapes),
         cmocka_unit_test(truncation),
         cmocka_unit_test(forged_id_stays_one_sample),
+        cmocka_unit_test(valid_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

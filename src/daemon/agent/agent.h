@@ -98,11 +98,12 @@ typedef struct agent_job {
     long long uid; /* the job's user: its step log must be theirs (AGENT_UID_*) */
     long steplog_off;
     unsigned long long steplog_dev,
-        steplog_ino;               /* the file read last: another one is read from its start */
-    char steplog_why[200];         /* why the step log was last refused (logged once) */
-    double tokens_per_s, tokens_t; /* latest step-log throughput (NaN) and its time */
-    double power_w;                /* sum over the job's GPUs, latest sample */
-    double feat[PFI_M_COUNT];      /* training-phase means of GPU-averaged metrics */
+        steplog_ino;                 /* the file read last: another one is read from its start */
+    char steplog_why[200];           /* why the step log was last refused (logged once) */
+    unsigned steplog_refused_logged; /* its refused lines: logged once (agent_steplog.c) */
+    double tokens_per_s, tokens_t;   /* latest step-log throughput (NaN) and its time */
+    double power_w;                  /* sum over the job's GPUs, latest sample */
+    double feat[PFI_M_COUNT];        /* training-phase means of GPU-averaged metrics */
     double feat_n;
     double pfi_pred; /* NaN when no model or a feature is missing */
     char pfi_note[128];
@@ -146,6 +147,7 @@ typedef struct agent {
     double caps_log_lo_w, caps_log_hi_w, caps_log_t;
     /* counters */
     unsigned long long cap_changes, rejected, samples, drift[AGENT_DRIFT_KINDS];
+    unsigned long long steplog_refused; /* step-log lines refused (agent_steplog.c) */
     double sampling_cpu_s, started_at;
     int save_pending;       /* the last state save failed: retried by the lease thread */
     double save_retry_at_s; /* monotonic s */

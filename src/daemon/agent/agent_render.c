@@ -413,6 +413,10 @@ static void render_agent(pfi_buf *b, agent *a, const char *h)
     }
     head(b, "pfi_agent_samples_total", "counter", "Sampling rounds (all GPUs).");
     pfi_buf_printf(b, "pfi_agent_samples_total %llu\n", a->samples);
+    head(b, "pfi_agent_steplog_lines_refused_total", "counter",
+         "Step-log lines refused: not JSON, a bad key, a throughput that is negative, not "
+         "finite or above 1e10 tokens/s (each job's first logged).");
+    pfi_buf_printf(b, "pfi_agent_steplog_lines_refused_total %llu\n", a->steplog_refused);
     head(b, "pfi_agent_sampling_cpu_seconds_total", "counter",
          "CPU time spent sampling GPUs and following jobs.");
     pfi_buf_printf(b, "pfi_agent_sampling_cpu_seconds_total %.9f\n", a->sampling_cpu_s);
@@ -436,7 +440,13 @@ char *agent_render_metrics(agent *a, size_t *len)
     render_jobs(&b, a, h);
     render_lease(&b, a);
     render_agent(&b, a, h);
-    return pfi_buf_take(&b, len); /* NULL (500) when out of memory */
+    /* every value a valid exposition float (NaN, +Inf, -Inf: prom.h), whatever
+       a job's numbers made of it */
+    size_t n = 0;
+    char *t = pfi_buf_take(&b, &n);
+    char *f = t ? pfi_prom_valid_values(t, n, len) : NULL;
+    free(t);
+    return f; /* NULL (500) when out of memory */
 }
 
 char *agent_render_node(agent *a)

@@ -39,6 +39,8 @@ typedef struct steplog_read {
     char why[200];      /* refused or unreadable: why ("" if read or absent) */
     double sum, last_t; /* over the complete records read */
     int n;
+    unsigned refused; /* lines refused (pfi_steplog_parse_line: a bad key, not JSON) */
+    char bad[120];    /* the first one's reason */
 } steplog_read;
 
 /* may the agent open this step log? PFI_EPERM with the reason in why if not */
@@ -110,10 +112,13 @@ static void steplog_read_one(steplog_read *r, char *buf)
         if (buf[e] != '\n') continue;
         double t, tps, mfu, tf;
         const char *bad;
-        if (!skip && pfi_steplog_parse_line(buf + p, e - p, &t, &tps, &mfu, &tf, &bad) == 1) {
+        int k = skip ? 0 : pfi_steplog_parse_line(buf + p, e - p, &t, &tps, &mfu, &tf, &bad);
+        if (k == 1) {
             r->sum += tps;
             r->n++;
             r->last_t = t;
+        } else if (k < 0) { /* refused: counted, the first reason kept for the log */
+            if (!r->refused++) snprintf(r->bad, sizeof r->bad, "%s", bad);
         }
         skip = 0;
         p = done = e + 1;
@@ -155,6 +160,14 @@ void agent_jobs_read_steplogs(agent *a)
             j->steplog_off = r[q].off;
             j->steplog_dev = r[q].dev;
             j->steplog_ino = r[q].ino;
+            if (r[q].refused) {
+                a->steplog_refused += r[q].refused;
+                if (!j->steplog_refused_logged++)
+                    agent_log(a,
+                              "warning: job %s: step log %s: %u lines refused (%s); counted in "
+                              "pfi_agent_steplog_lines_refused_total, logged once per job",
+                              j->id, j->steplog, r[q].refused, r[q].bad);
+            }
             if (r[q].n) {
                 j->tokens_per_s = r[q].sum / r[q].n; /* mean over the steps since the last sample */
                 j->tokens_t = r[q].last_t;

@@ -114,15 +114,16 @@ typedef struct ctl_agent {
     double uncapped_w;             /* its managed jobs' GPUs at their maximum cap */
     json_t *node;                  /* last /v1/node */
     int pushed;                    /* caps of ours are on it */
-    int bad_id_logged;             /* it sent an invalid job id (logged once) */
-    long long generation;          /* our lease generation on this agent (persisted) */
-    uint32_t fast_ip;              /* its IPv4 address (network order) as the last GET reached it;
-                                      0: unknown */
-    int fast_port;                 /* its fast trigger port (GET /v1/control); 0: none */
-    int fast_misses;               /* datagrams in a row it did not answer in time */
-    double fast_probe_at;          /* 3 misses: HTTP only; a datagram tried again then
-                                      (wall monotonic s), every CTL_FAST_PROBE_S */
-    int fast_mtls_logged;          /* client certificates: no datagrams (logged once) */
+    int bad_id_logged; /* it sent an invalid job id (1), an absurd throughput (2): each logged once
+                        */
+    long long generation; /* our lease generation on this agent (persisted) */
+    uint32_t fast_ip;     /* its IPv4 address (network order) as the last GET reached it;
+                             0: unknown */
+    int fast_port;        /* its fast trigger port (GET /v1/control); 0: none */
+    int fast_misses;      /* datagrams in a row it did not answer in time */
+    double fast_probe_at; /* 3 misses: HTTP only; a datagram tried again then
+                             (wall monotonic s), every CTL_FAST_PROBE_S */
+    int fast_mtls_logged; /* client certificates: no datagrams (logged once) */
     char err[256];
 } ctl_agent;
 

@@ -12,6 +12,7 @@
 
 #include "ctl.h"
 #include "job_id.h"
+#include "pfi/steplog.h"
 #include "vec.h"
 
 /* one GPU of a job into its view. GET /v1/control: [cap_min_w, cap_max_w,
@@ -48,7 +49,7 @@ static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const
     const char *id = json_string_value(json_object_get(jj, "job_id"));
     if (!id) return 0;
     if (!pfi_job_id_valid(id)) {
-        *bad_id = 1;
+        *bad_id |= 1;
         return 0;
     }
     memset(v, 0, sizeof *v);
@@ -66,6 +67,13 @@ static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const
     v->power_w = json_number_value(json_object_get(jj, "power_w"));
     json_t *t = json_object_get(jj, "tokens_per_s"), *p = json_object_get(jj, "pfi_predicted");
     v->tokens_per_s = json_is_number(t) ? json_number_value(t) : NAN;
+    /* what an agent says a job's step log claims: refused again here when
+       it is not a throughput (issue 41: 1e308 made the baseline infinite) */
+    if (!(v->tokens_per_s >= 0 && v->tokens_per_s <= PFI_STEPLOG_MAX_TOKENS_PER_S)) {
+        if (json_is_number(t)) *bad_id |= 2;
+        v->tokens_per_s = NAN;
+    }
+    if (json_is_number(p) && !isfinite(json_number_value(p))) *bad_id |= 2;
     v->pfi_pred = json_is_number(p) ? json_number_value(p) : NAN;
     json_t *f = json_object_get(jj, "training_means");
     v->feat_dram = json_number_value(json_object_get(f, "DCGM_FI_PROF_DRAM_ACTIVE"));
@@ -161,10 +169,15 @@ int ctl_inputs_build(ctl *c)
             ctl_log(c, "error: out of memory: agent %s's view not read this period", ag->name);
             continue;
         }
-        if (bad && !ag->bad_id_logged)
+        if ((bad & 1) && !(ag->bad_id_logged & 1))
             ctl_log(c,
                     "warning: agent %s reports a job id that is not [A-Za-z0-9._-]{1,63} (or is "
                     ". or ..); ignored",
+                    ag->name);
+        if ((bad & 2) && !(ag->bad_id_logged & 2))
+            ctl_log(c,
+                    "warning: agent %s reports a job's tokens_per_s that is negative, not finite "
+                    "or above 1e10 tokens/s; taken as unknown",
                     ag->name);
         ag->bad_id_logged |= bad;
     }
