@@ -18,6 +18,9 @@
 # A --jobs-dir that does not exist yet (a fresh node: the Slurm plugin makes
 # /run/pfi/jobs at its first job) is said once as information, not warned
 # about (issue 30 item 10), and read once it appears.
+# Restoring never depends on a hardening step (issue 41): with capget
+# refused (an LD_PRELOAD shim, $TOOLS/libcapfail.so) a start fails naming
+# it, and --restore-and-exit still restores a crashed agent's caps.
 # Skips (exit 77) unless the test runs with those four capabilities (root).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}" "${FAKE_NVML:?}"
@@ -131,4 +134,28 @@ unit=$(sed -n 's/^CapabilityBoundingSet=//p' "$SRC/packaging/systemd/pfi-agent.s
 union=$(echo "$seen" | tr ' ' '\n' | grep '^CAP_' | sort -u | tr '\n' ' ')
 [ "$unit" = "$union" ] || fail "pfi-agent.service bounds the agent to '$unit'; its options need '$union'"
 ok
+
+# ---- restoring never depends on dropping (issue 41): capget refused (a
+# seccomp profile) makes a normal start fail, but --restore-and-exit still
+# puts a crashed agent's caps back first ----
+SHIM=$TOOLS/libcapfail.so
+new_token "$T/token"
+[ -f "$SHIM" ] || fail "$SHIM is not built"
+HW=$T/hwcf.json
+printf '{"gpus": 2, "caps_w": [700, 700]}\n' >"$HW"
+start_daemon capfail "$T/cf.log" "$T/cf.port" "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" --listen 127.0.0.1:0 \
+  --port-file "$T/cf.port" --token-file "$T/token" --state-file "$T/cf.state" --interval 0.2 --log "$T/cf.log"
+CFPID=$DPID
+[ "$(curl -s -m 10 -o "$T/body" -w '%{http_code}' -X PUT -H "Authorization: Bearer $(cat "$T/token")" \
+  --data-binary '{"lease_s": 600, "controller": "c", "generation": 1, "gpus": [{"index": 0, "cap_w": 300}, {"index": 1, "cap_w": 300}]}' \
+  "http://127.0.0.1:$DPORT/v1/caps")" = 200 ] || { cat "$T/body" >&2; fail "PUT 300 W"; }; ok
+[ "$(hw_cap 0)" = 300 ] || fail "GPU 0 not capped"; ok
+stop_daemon "$CFPID" KILL # a crash: the caps stay, the state file names them
+expect_status 1 env LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
+  --listen 127.0.0.1:0 --token-file "$T/token" --state-file "$T/cf.state"
+contains "$T/err" "error: cannot read the capabilities to drop those the options do not need (capget:"
+expect_status 0 env LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
+  --state-file "$T/cf.state" --restore-and-exit
+[ "$(hw_cap 0)" = 700 ] && [ "$(hw_cap 1)" = 700 ] || fail "--restore-and-exit left $(hw_cap 0) / $(hw_cap 1) W"; ok
+contains "$T/err" "--restore-and-exit: restored first, then the drop failed"
 done_ok

@@ -609,10 +609,14 @@ int main(int argc, char **argv)
        token file may be the controller's user's); then only what the
        options need, before the GPUs are opened and any thread starts */
     if (!c->restore_and_exit && (rc = load_credentials(a))) return rc;
-    if (agent_drop_capabilities(a)) return 1;
+    /* --restore-and-exit restores first and drops after (issue 41: a failed
+       drop exited 1 before restoring, leaving a crashed agent's caps set) */
+    if (!c->restore_and_exit && agent_drop_capabilities(a)) return 1;
     if ((rc = open_gpus(a, have_recon ? &recon : NULL))) return rc;
     if (c->restore_and_exit) {
         rc = agent_restore_and_exit(a);
+        if (agent_drop_capabilities(a)) /* logged; the restore is what counts */
+            agent_log(a, "warning: --restore-and-exit: restored first, then the drop failed");
         pfi_gpu_close(a->gpu);
         if (have_recon) pfi_recon_dispose(&recon);
         pfi_daemon_log_close(&g_log);

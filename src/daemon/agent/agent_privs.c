@@ -125,8 +125,14 @@ int agent_drop_capabilities(agent *a)
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
     if (syscall(SYS_capget, &h, d) != 0) {
+        /* unknown capabilities are not dropped ones (issue 41: a failed
+           capget kept every capability and went on) */
         snprintf(a->privs, sizeof a->privs, "capabilities unknown (capget: %s)", strerror(errno));
-        return 0;
+        agent_log(a,
+                  "error: cannot read the capabilities to drop those the options do not need "
+                  "(capget: %s)",
+                  strerror(errno));
+        return 1;
     }
     uint64_t perm = (uint64_t)d[0].permitted | (uint64_t)d[1].permitted << 32;
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); /* EINVAL before Linux 4.3 */
