@@ -135,11 +135,12 @@ static const char *bad_url(const char *url)
 /* Open path for appending; *created: this call made the file (O_EXCL). */
 static FILE *open_append(const char *path, int *created, struct stat *sb)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666);
+    /* 0600: the scrapes may carry job ids and host names a site keeps to itself */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0600);
     *created = fd >= 0;
     /* it exists (or is a dangling link, created through as by >>): not ours to remove */
     if (fd < 0 && errno == EEXIST)
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_CLOEXEC, 0666);
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY | O_CLOEXEC, 0600);
     if (fd < 0) return NULL;
     FILE *f = fstat(fd, sb) == 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
@@ -191,6 +192,17 @@ static int scrape_loop(const char *cmd, const record_args *a, CURL *h, body *b, 
         errbuf[0] = '\0';
         long long t = now_ms();
         CURLcode cc = curl_easy_perform(h);
+        long code = 0;
+        char *loc = NULL;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        if (cc == CURLE_OK && code >= 300 && code < 400) {
+            /* a redirect is not followed (the token would go where the
+               answer says) and its page is not metrics: a failed scrape */
+            curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
+            snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: redirected%s%.200s, not followed", code,
+                     loc ? " to " : "", loc ? loc : "");
+            cc = CURLE_HTTP_RETURNED_ERROR;
+        }
         if (cc != CURLE_OK) {
             n->failed++;
             /* curl's own line where it has one ("The requested URL returned

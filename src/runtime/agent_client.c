@@ -27,7 +27,9 @@ pfi_status pfi_token_read(const char *path, char *token, size_t n, pfi_error *er
 pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token, size_t n,
                            pfi_error *err)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* non-blocking: a FIFO put in its place must not hang the daemon's start
+       (it is then refused: not a regular file) */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0 && errno == EACCES) /* e.g. root's, read by the packaged controller's own user */
         return pfi_errorf(err, PFI_EIO,
                           "%s: cannot open the token file: %s (this process runs as uid %u: the "
@@ -40,6 +42,15 @@ pfi_status pfi_secret_read(const char *path, size_t min, size_t max, char *token
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
         return pfi_errorf(err, PFI_EINVAL, "%s: not a regular file", path);
+    }
+    /* root reads only root's (issue 41): another user who owns the file can
+       swap the token a root daemon trusts */
+    if (geteuid() == 0 && sb.st_uid != 0) {
+        close(fd);
+        return pfi_errorf(err, PFI_EPERM,
+                          "%s: owned by uid %u: a token file read as root must be root's "
+                          "(chown root)",
+                          path, (unsigned)sb.st_uid);
     }
     if (sb.st_mode & 077) {
         close(fd);

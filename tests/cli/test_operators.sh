@@ -64,6 +64,16 @@ expect_error 1 "operators[1].token_file: the same token as operators[0].token_fi
 chmod 644 "$T/alice2"
 cfg "$T/c.json" ", \"operators\": [$(op alice "$T/alice2" '"events"')]"
 expect_error 1 "operators[0].token_file: $T/alice2: mode 0644" "$CTL" --config "$T/c.json"
+# a FIFO in a token file's place: refused at once, never a hang (opened non-blocking)
+mkfifo "$T/fifo"
+cfg "$T/c.json" ", \"operators\": [$(op alice "$T/fifo" '"events"')]"
+expect_error 1 "operators[0].token_file: $T/fifo: not a regular file" timeout 20 "$CTL" --config "$T/c.json"
+# as root, a token file another user owns is refused (that user could swap the token)
+if [ "$(id -u)" = 0 ]; then
+  cp "$T/alice" "$T/alice3"; chown 65534 "$T/alice3"
+  cfg "$T/c.json" ", \"operators\": [$(op alice "$T/alice3" '"events"')]"
+  expect_error 1 "operators[0].token_file: $T/alice3: owned by uid 65534: a token file read as root must be root's" "$CTL" --config "$T/c.json"
+fi
 # the VTN's callback token is not an operator's
 printf 'ven-1\n' >"$T/cid"; printf 'secret\n' >"$T/csecret"; chmod 600 "$T/cid" "$T/csecret"
 cfg "$T/c.json" ", \"operators\": [$(op alice "$T/alice" '"events"')], \"openadr\": {\"vtn_url\": \"http://127.0.0.1:9\",

@@ -22,6 +22,12 @@ contains "$T/err" "5 scrapes written"
 # timestamps increase, scrape numbers increase
 awk '/^# pfi-scrape-time/ { if ($3 < last) exit 1; last=$3 }' "$T/a.prom" || fail "timestamps decrease"; ok
 awk '/^DCGM_FI_DEV_POWER_USAGE\{gpu="0"/ { if ($2 <= last) exit 1; last=$2 }' "$T/a.prom" || fail "scrapes out of order"; ok
+# the file a run creates is its user's alone (0600: scrapes name hosts and jobs)
+[ "$(stat -c %a "$T/a.prom")" = 600 ] || fail "a.prom mode $(stat -c %a "$T/a.prom"), expected 600"; ok
+# a redirect is a failed scrape, never followed nor recorded (issue 41: its page was written as metrics)
+expect_error 1 "HTTP 302: redirected to http://127.0.0.1:$port/metrics, not followed" timeout 30 "$PFI" record \
+  --url "http://127.0.0.1:$port/moved" --interval 0.05 --duration 0.2 -o "$T/moved.prom"
+[ ! -e "$T/moved.prom" ] || fail "the redirect's page was recorded"; ok
 # appending: a second run adds to the same file
 expect_status 0 "$PFI" record --url "$URL" --interval 0.1 --count 2 -o "$T/a.prom"
 [ "$(grep -c '^# pfi-scrape-time ' "$T/a.prom")" -eq 7 ] || fail "append"; ok

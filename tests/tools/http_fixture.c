@@ -5,7 +5,8 @@
  * test can check that scrapes are whole and in order:
  *   DCGM_FI_DEV_POWER_USAGE = 500 + n, GPU_UTIL 97, FB 60000, limit 700,
  * for two GPUs on host "fixture". /status500 answers 500; /flaky answers
- * 500 and /metrics' text by turns, starting with 500. With a second
+ * 500 and /metrics' text by turns, starting with 500; /moved answers 302
+ * to /metrics with an HTML page (as a proxy's login page does). With a second
  * argument FILE, /file serves FILE's current contents (JSON; e.g. an
  * OpenADR VTN's events for the controller's poller). */
 #include <microhttpd.h>
@@ -47,6 +48,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                                       "%s{gpu=\"%d\",UUID=\"GPU-f%d\",Hostname=\"fixture\"} %g\n",
                                       m[i], g, g, v[i]);
         }
+    } else if (strcmp(url, "/moved") == 0) {
+        status = MHD_HTTP_FOUND;
+        n = (size_t)snprintf(body, sizeof body, "<html><body>moved</body></html>\n");
     } else if (g_file && strcmp(url, "/file") == 0) {
         FILE *f = fopen(g_file, "r");
         n = f ? fread(body, 1, sizeof body, f) : 0;
@@ -57,6 +61,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         n = (size_t)snprintf(body, sizeof body, "error\n");
     }
     struct MHD_Response *r = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_COPY);
+    if (status == MHD_HTTP_FOUND) MHD_add_response_header(r, "Location", "/metrics");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
