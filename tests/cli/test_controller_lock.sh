@@ -9,7 +9,9 @@
 # the database and resumes the event; after that one is killed (SIGKILL:
 # the kernel releases its flock) another starts too: the lock file left
 # behind blocks nobody. A controller whose lock file cannot be opened
-# exits naming the file.
+# exits naming the file. The lock is the database file's, not a path's: a
+# symbolic or hard link to the database is refused too (issue 41), and the
+# refusal says the holder still runs; both files are created 0600.
 # A shared clock 20x faster (control period 5 s = 0.25 s).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
@@ -58,6 +60,21 @@ EXPECT_TIMEOUT_S=15 expect_error 1 "in use by another pfi-controller (pid $P1 on
 contains "$T/err" "$T/ctl.db: "
 contains "$T/err" "lock $T/ctl.db.lock"
 [ ! -s "$T/ctl2.port" ] || fail "the refused controller wrote a port file"; ok
+contains "$T/err" "listening on 127.0.0.1:$(cat "$T/ctl1.port"); it runs;"
+# another path to the same database: a symbolic link, a hard link (issue 41: the lock was per path)
+ln -s "$T/ctl.db" "$T/link.db"
+ln "$T/ctl.db" "$T/hard.db"
+for p in link hard; do
+  sed "s|\"db\": \"$T/ctl.db\"|\"db\": \"$T/$p.db\"|" "$T/ctl.json" >"$T/$p.json"
+  EXPECT_TIMEOUT_S=15 expect_status 1 "$CTL" --config "$T/$p.json" --port-file "$T/$p.port"
+  contains "$T/err" "in use by another pfi-controller"
+  [ ! -s "$T/$p.port" ] || fail "a controller on $p.db started"; ok
+  # through the symbolic link the holder file is the real path's: it names the first
+  [ "$p" = hard ] || contains "$T/err" "pid $P1 on host"
+done
+# the database and its lock file are the controller's user's alone
+[ "$(stat -c %a "$T/ctl.db")" = 600 ] || fail "ctl.db mode $(stat -c %a "$T/ctl.db")"; ok
+[ "$(stat -c %a "$T/ctl.db.lock")" = 600 ] || fail "ctl.db.lock mode $(stat -c %a "$T/ctl.db.lock")"; ok
 # the first runs on, its event untouched: two more periods, the same row
 wait_counter 30 "$URL" pfi_ctl_cycles_total 2
 alive "$P1" || fail "the first controller exited"; ok

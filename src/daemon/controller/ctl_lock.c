@@ -1,22 +1,36 @@
 /* ctl_lock.c — one controller per database (docs/controller.md, "One
- * writer"; docs/deploy.md, "Standby"): an exclusive flock(2) on DB.lock,
- * next to the database, taken before the database is opened and held for
- * the process's life. The file holds its holder as one line, "pid P on
- * host H, listening on ADDR", so that a second controller's refusal names
- * the first.
+ * writer"; docs/deploy.md, "Standby"): two exclusive flock(2)s taken
+ * before the database is opened and held for the process's life:
+ *  - on the database file itself (created 0600 when missing), so that
+ *    every path to it — a symbolic link, a hard link, another spelling —
+ *    meets the same lock (issue 41: the lock was per configured path, and a
+ *    symlinked db path ran a second writer);
+ *  - on DB.lock beside the database's real path (realpath(3)), which holds
+ *    its holder as one line, "pid P on host H, listening on ADDR", so that
+ *    a second controller's refusal names the first, and whether that pid
+ *    still runs on this host. Earlier versions took only DB.lock: during
+ *    an upgrade the old and the new controller meet at that one, the new
+ *    taking both.
  *
- * Why flock on a file of our own and not SQLite's locking: in WAL mode
- * SQLite lets many connections (and processes) read and write the same
- * database, and its locks name no holder. flock is released by the kernel
- * when the holder exits however it exits (SIGKILL, a crash), so the lock is
- * never a stale blocker; the file itself stays (a file without a holder is
- * no lock). It is never unlinked: unlinking a lock file another process has
- * opened but not yet locked would let two holders lock two files. flock
- * holds between processes of one host only: on NFS it is emulated (or not
- * at all), so it does not keep two hosts apart (docs/deploy.md). */
+ * Why flock and not SQLite's locking: in WAL mode SQLite lets many
+ * connections (and processes) read and write the same database, and its
+ * locks name no holder. flock is released by the kernel when the holder
+ * exits however it exits (SIGKILL, a crash), so the lock is never a stale
+ * blocker; the files stay (a file without a holder is no lock). DB.lock is
+ * never unlinked: unlinking a lock file another process has opened but not
+ * yet locked would let two holders lock two files. flock on Linux is
+ * independent of SQLite's POSIX (fcntl) locks on the same file; the
+ * database's lock descriptor is never closed, since closing any descriptor
+ * of the file would drop SQLite's POSIX locks. flock holds between
+ * processes of one host only: on NFS it is emulated (or not at all), so it
+ * does not keep two hosts apart (docs/deploy.md). Both files are created
+ * 0600 (they were 0644 outside the unit). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
@@ -24,7 +38,7 @@
 
 #include "ctl.h"
 
-static int g_lock_fd = -1;
+static int g_lock_fd = -1, g_db_fd = -1;
 
 /* the holder's line from fd (at most n - 1 bytes, newline dropped); "" when empty */
 static void read_holder(int fd, char *b, size_t n)
@@ -49,29 +63,66 @@ static void wait_holder(int fd, char *b, size_t n)
     snprintf(b, n, "its pid not written yet");
 }
 
+/* the holder's line, and whether its pid still runs when it is on this host */
+static void holder_said(int fd, char *b, size_t n)
+{
+    wait_holder(fd, b, n);
+    long pid = 0;
+    char host[256] = "", me[256] = "";
+    gethostname(me, sizeof me);
+    me[sizeof me - 1] = '\0';
+    if (sscanf(b, "pid %ld on host %255[^,]", &pid, host) == 2 && pid > 0 && !strcmp(host, me)) {
+        size_t k = strlen(b);
+        snprintf(b + k, n - k, "%s",
+                 kill((pid_t)pid, 0) == 0 || errno == EPERM
+                     ? "; it runs"
+                     : "; that pid no longer runs: the lock is held by a process it left behind");
+    }
+}
+
+static void refused(ctl *c, int fd, const char *lock_path)
+{
+    char holder[400];
+    holder_said(fd, holder, sizeof holder);
+    ctl_log(c,
+            "error: %s: in use by another pfi-controller (%s; lock %s): one controller "
+            "per database",
+            c->cfg.db, holder, lock_path);
+}
+
 int ctl_lock_take(ctl *c)
 {
-    char path[sizeof c->cfg.db + 8];
-    snprintf(path, sizeof path, "%s.lock", c->cfg.db);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    char real[PATH_MAX], path[PATH_MAX + 8];
+    /* beside the real path: a symlinked db meets the same holder file */
+    snprintf(path, sizeof path, "%s.lock", realpath(c->cfg.db, real) ? real : c->cfg.db);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         ctl_log(c, "error: %s: cannot open the database's lock file: %s", path, strerror(errno));
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        char holder[256];
-        if (e == EWOULDBLOCK) wait_holder(fd, holder, sizeof holder);
+        if (e == EWOULDBLOCK) refused(c, fd, path);
+        else ctl_log(c, "error: %s: cannot lock: %s", path, strerror(e));
         close(fd);
-        if (e != EWOULDBLOCK) ctl_log(c, "error: %s: cannot lock: %s", path, strerror(e));
-        else
-            ctl_log(c,
-                    "error: %s: in use by another pfi-controller (%s; lock %s): one controller "
-                    "per database",
-                    c->cfg.db, holder, path);
         return -1;
     }
-    g_lock_fd = fd;
+    /* the database itself: every path to it meets this one */
+    int dfd = open(c->cfg.db, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    if (dfd < 0) {
+        ctl_log(c, "error: %s: cannot open the database: %s", c->cfg.db, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (flock(dfd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK) refused(c, fd, path);
+        else ctl_log(c, "error: %s: cannot lock: %s", c->cfg.db, strerror(e));
+        close(dfd);
+        close(fd);
+        return -1;
+    }
+    g_lock_fd = fd, g_db_fd = dfd;
     return ctl_lock_name(c, c->cfg.listen);
 }
 
