@@ -11,7 +11,10 @@
 #     http to a non-loopback host, or that mixes https options with http;
 #   - a controller given the agent's CA, its client certificate and both
 #     tokens collects and caps the agent over mTLS (an event's caps arrive);
-#     without the CA it cannot (the agent stays unreachable).
+#     without the CA it cannot (the agent stays unreachable);
+#   - TLS without client certificates: no fast trigger datagrams (they are
+#     authenticated, not encrypted) unless fast_path_cleartext: true; the
+#     trigger's caps go by HTTPS, its push latency printed.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -100,7 +103,7 @@ rm -f "$T/ctl.db"
 # ---- with CA, client certificate and both tokens: collects and caps over mTLS
 cfg "$T/ctl.json" "{\"name\": \"n1\", \"url\": \"$AURL\", \"token_file\": \"$T/atok\", \"read_token_file\": \"$T/rtok\", \"ca_file\": \"$P/ca.pem\", \"client_cert\": \"$P/ctl.pem\", \"client_key\": \"$P/ctl.key\"}"
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-CURL=http://127.0.0.1:$DPORT
+CURL=http://127.0.0.1:$DPORT CPID=$DPID
 wait_for 30 "the controller to see job j1 over mTLS" 'curl -s -m 5 "$CURL/v1/status" | grep -q "\"job_id\":\"j1\""'
 CT=$(cat "$T/ctok")
 # an event starting 10 clock seconds from now, after the baseline window
@@ -112,4 +115,38 @@ capw() { curl -s -m 5 --cacert "$P/ca.pem" $M -H "Authorization: Bearer $RTOK" "
   awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
 wait_for 40 "the event's cap on GPU 0 over mTLS" 'num "$(capw)" "<" 690'
 echo "cap on GPU 0 under the event, set over mTLS: $(capw) W"
+stop_daemon "$CPID" TERM
+
+# ---- TLS without client certificates (issue 41): datagrams would cross in clear, so none
+# unless fast_path_cleartext; the trigger's caps go by HTTPS (its latency printed)
+start_daemon agent2 "$T/agent2.log" "$T/a2.port" "$PFI_AGENT" \
+  --backend "sim:gpus=4,job=j2:moe-ft-qwen30ba3b-x8@0-3,load=0,state=$T/hw2.json" \
+  --listen 127.0.0.1:0 --port-file "$T/a2.port" --token-file "$T/atok" \
+  --tls-cert "$P/agent.pem" --tls-key "$P/agent.key" --state-file "$T/state2.json" --interval 0.2 --log "$T/agent2.log"
+A2URL=https://127.0.0.1:$DPORT
+c=$(code -H "Authorization: Bearer $TOK" "$A2URL/v1/control"); [ "$c" = 200 ] || fail "agent2 /v1/control: HTTP $c"; ok
+contains "$T/body" "fast_trigger_port" # the agent offers datagrams; the controller decides
+tls_trigger() { # NAME EXTRA-CONFIG: a controller on agent2, a 20% trigger; its log in $T/NAME.log
+  TLOG=$T/$1.log
+  rm -f "$T/ctl.db"
+  cat >"$T/$1.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 0.5, "baseline_window_s": 2,
+ "lease_s": 30$2, "agents": [{"name": "n2", "url": "$A2URL", "token_file": "$T/atok", "ca_file": "$P/ca.pem"}]}
+EOF
+  start_daemon "$1" "$T/$1.log" "$T/$1.port" "$CTL" --config "$T/$1.json" --port-file "$T/$1.port"
+  TPID=$DPID; TURL=http://127.0.0.1:$DPORT
+  wait_counter 30 "$TURL" pfi_ctl_cycles_total 6
+  c=$(curl -s -m 20 -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CT" \
+    --data-binary '{"reduction_pct": 20, "id": "tt"}' "$TURL/v1/trigger")
+  [ "$c" = 201 ] || { cat "$T/body" >&2; fail "$1: trigger HTTP $c"; }; ok
+  wait_for 30 "$1: the trigger's caps pushed" 'grep -q "trigger tt: caps pushed" "$TLOG"'
+  echo "figure ($1): $(grep -o 'trigger tt: caps pushed[^;]*' "$TLOG")"
+  stop_daemon "$TPID" TERM
+}
+tls_trigger tls ""
+contains "$T/tls.log" "agent n2: https: no fast trigger datagrams (they are authenticated, not encrypted); fast_path_cleartext: true allows them"
+contains "$T/tls.log" "(0 by datagram; 0 failed)"
+tls_trigger tlsclear ', "fast_path_cleartext": true'
+contains "$T/tlsclear.log" "(1 by datagram; 0 failed)"
+lacks "$T/tlsclear.log" "no fast trigger datagrams"
 done_ok

@@ -63,6 +63,7 @@ typedef struct ctl_cfg {
     double agent_concurrency;  /* requests in flight at once (default 1024) */
     int fast_trigger;          /* a trigger's caps by datagram where an agent offers it (1) */
     int fast_collect;          /* the period's views by datagram, the same way (1) */
+    int fast_path_cleartext;   /* datagrams to an https agent without client certificates (0) */
     double fast_trigger_ack_s; /* a datagram's deadline for its answer, then HTTP (0.2 s) */
     double openadr_poll_s;
     int openadr_version; /* pfi_oadr_version: 3.1 (default) or 3.0.1 */
@@ -123,7 +124,9 @@ typedef struct ctl_agent {
     int fast_misses;      /* datagrams in a row it did not answer in time */
     double fast_probe_at; /* 3 misses: HTTP only; a datagram tried again then
                              (wall monotonic s), every CTL_FAST_PROBE_S */
-    int fast_mtls_logged; /* client certificates: no datagrams (logged once) */
+    int fast_mtls_logged; /* client certificates, or https without fast_path_cleartext: no
+                             datagrams (logged once) */
+    int https;            /* its url is https:// (datagrams are cleartext: fast_path_cleartext) */
     char err[256];
 } ctl_agent;
 

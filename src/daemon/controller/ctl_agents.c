@@ -354,6 +354,15 @@ static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
     ctl_db_generation_set(c, a->name, g);
 }
 
+/* may datagrams go to this agent at all? Not with client certificates (a
+   datagram carries none), nor to an https agent unless fast_path_cleartext
+   (issue 41: a datagram is HMAC-authenticated, not encrypted: its caps,
+   job ids and throughputs cross the network in clear) */
+static int fast_allowed(const ctl *c, const ctl_agent *a)
+{
+    return !a->client_cert && (!a->https || c->cfg.fast_path_cleartext);
+}
+
 static int fast_usable(const ctl *c, int kind, size_t i, const char *body);
 static int fast_view_usable(const ctl *c, size_t i);
 static void fast_new_base(ctl_pool *P);
@@ -566,7 +575,7 @@ static int fast_usable(const ctl *c, int kind, size_t i, const char *body)
     ctl_pool *P = c->io.pool;
     const ctl_agent *a = &c->io.agent[i];
     if (P->ft_fd < 0 || a->fast_port <= 0 || !a->fast_ip || !a->token[0] || a->fast_misses >= 3 ||
-        a->client_cert || strlen(body) > PFI_FT_MAX_BODY)
+        !fast_allowed(c, a) || strlen(body) > PFI_FT_MAX_BODY)
         return 0;
     if (kind == X_PUT) return c->cfg.fast_collect; /* a period's caps: with its views */
     return c->cfg.fast_trigger && !P->x[X_PUT][i].running &&
@@ -953,7 +962,7 @@ static int fast_view_usable(const ctl *c, size_t i)
     ctl_pool *P = c->io.pool;
     const ctl_agent *a = &c->io.agent[i];
     return P->ft_fd >= 0 && c->cfg.fast_collect && a->up && a->fast_port > 0 && a->fast_ip &&
-           a->token[0] && a->fast_misses < 3 && !a->client_cert && !P->x[X_GET][i].full_node &&
+           a->token[0] && a->fast_misses < 3 && fast_allowed(c, a) && !P->x[X_GET][i].full_node &&
            (c->cycles + i) % 16 != 0;
 }
 
@@ -972,11 +981,17 @@ static void view_modes(ctl *c)
         }
         /* client certificates: a datagram carries none (the agent turns
            them off too and advertises no port; said once here) */
-        if (ag->client_cert && ag->fast_port > 0 && !ag->fast_mtls_logged) {
-            ctl_log(c,
-                    "agent %s: client certificates in use: no fast trigger datagrams, HTTPS "
-                    "only",
-                    ag->name);
+        if (!fast_allowed(c, ag) && ag->fast_port > 0 && !ag->fast_mtls_logged) {
+            if (ag->client_cert)
+                ctl_log(c,
+                        "agent %s: client certificates in use: no fast trigger datagrams, HTTPS "
+                        "only",
+                        ag->name);
+            else
+                ctl_log(c,
+                        "agent %s: https: no fast trigger datagrams (they are authenticated, not "
+                        "encrypted); fast_path_cleartext: true allows them",
+                        ag->name);
 
             ag->fast_mtls_logged = 1;
         }

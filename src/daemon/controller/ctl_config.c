@@ -480,6 +480,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         CFG_NUM("agent_concurrency", &c->agent_concurrency, 1, 1e6),
         {"fast_trigger", PFI_J_BOOL, .dst = &c->fast_trigger},
         {"fast_collect", PFI_J_BOOL, .dst = &c->fast_collect},
+        {"fast_path_cleartext", PFI_J_BOOL, .dst = &c->fast_path_cleartext},
         CFG_NUM("fast_trigger_ack_s", &c->fast_trigger_ack_s, 0.005, 5),
         {"dry_run", PFI_J_BOOL, .dst = &c->dry_run},
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},

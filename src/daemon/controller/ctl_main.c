@@ -240,6 +240,7 @@ static int load_agents(ctl *c)
         }
         /* copies: the configuration's entries (5.7 kB each, mostly empty paths) are freed below */
         const struct ctl_cfg_agent *ca = &c->cfg.agents[i];
+        a->https = !strncmp(ca->url, "https://", 8);
         if ((ca->ca_file[0] && !(a->ca_file = strdup(ca->ca_file))) ||
             (ca->client_cert[0] && !(a->client_cert = strdup(ca->client_cert))) ||
             (ca->client_key[0] && !(a->client_key = strdup(ca->client_key)))) {
