@@ -12,8 +12,8 @@
 #include "json_obj.h"
 
 static const char *const reason_names[PFI_OADR_NREASONS] = {
-    "ok",      "malformed", "operation", "unit",  "duration", "loop",     "intervals",
-    "payload", "targets",   "stale",     "ended", "refused",  "collision"};
+    "ok",      "malformed", "operation", "unit",  "duration", "loop",      "intervals",
+    "payload", "targets",   "stale",     "ended", "refused",  "collision", "page"};
 
 const char *pfi_oadr_reason_name(pfi_oadr_reason r)
 {

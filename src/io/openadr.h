@@ -79,6 +79,7 @@ typedef enum pfi_oadr_reason {
     PFI_OADR_R_REFUSED,   /* the controller refused a step (e.g. too many events) */
     PFI_OADR_R_COLLISION, /* its id (or a step's) names an event of another source: the
                              operator's (API, schedule file) or a trigger's */
+    PFI_OADR_R_PAGE,      /* a VTN page longer than the limit asked: refused whole */
     PFI_OADR_NREASONS
 } pfi_oadr_reason;
 

@@ -198,6 +198,7 @@ typedef struct ctl {
     pfi_oadr_loglimit oadr_loglimit; /* their rejection lines: the first 20 a minute */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
+    double ingest_hold_max_s;           /* the longest hold of the lock booking a poll's events */
     /* HTTP answers 401, 403, 405, 409 by reason (ctl_http.c: on_refused; atomic) */
     unsigned long long http_refused[4];
     double refused_log_t; /* the current 10 s window of refusal log lines (wall) */
@@ -441,6 +442,10 @@ char *ctl_view_metrics(ctl *c, size_t *len);
  * through the OpenADR parser as the poller hands them; the count listed
  * (lock not held) */
 size_t ctl_openadr_ingest(ctl *c, const char *body);
+/* the same for a page the VTN was asked for with limit (0: none): a longer
+ * one is refused whole (reason page, logged naming vtn and its size); the
+ * lock is taken in holds of at most 50 ms (ingest_hold_max_s) */
+size_t ctl_openadr_ingest_page(ctl *c, const char *body, size_t limit, const char *vtn);
 
 /* ctl_vtn.c: the callback token (read or made), then a thread that
  * registers, subscribes and polls the VTN (cfg.vtn); 0, or -1 (logged) */

@@ -147,6 +147,16 @@ static void poll_openadr(ctl *c)
 
 size_t ctl_openadr_ingest(ctl *c, const char *body)
 {
+    return ctl_openadr_ingest_page(c, body, 0, NULL);
+}
+
+/* the lock is held at most CTL_INGEST_HOLD_S at a time while a poll's
+   events are booked, then let go for a moment (issue 41: a 60,000-event
+   page held it ~5 s, and leases expired) */
+#define CTL_INGEST_HOLD_S 0.05
+
+size_t ctl_openadr_ingest_page(ctl *c, const char *body, size_t limit, const char *vtn)
+{
     pfi_error e;
     json_error_t je;
     json_t *a = json_loads(body, 0, &je);
@@ -160,10 +170,31 @@ size_t ctl_openadr_ingest(ctl *c, const char *body)
         return 0;
     }
     size_t i, n = json_array_size(a);
+    if (limit && n > limit) { /* more than asked: refused whole, nothing booked */
+        pthread_mutex_lock(&c->mu);
+        c->oadr_rejected[PFI_OADR_R_PAGE]++;
+        ctl_log(c,
+                "OpenADR poll: a page of %zu events (%zu bytes) from the VTN %s, which was asked "
+                "for at most %zu: refused whole",
+                n, strlen(body), vtn ? vtn : "?", limit);
+        pthread_mutex_unlock(&c->mu);
+        json_decref(a);
+        return 0;
+    }
     json_t *x;
     pthread_mutex_lock(&c->mu);
+    double t0 = pfi_wall_monotonic();
     json_array_foreach(a, i, x)
     {
+        double held = pfi_wall_monotonic() - t0;
+        if (held >= CTL_INGEST_HOLD_S) { /* let the control loop and the API in */
+            if (held > c->ingest_hold_max_s) c->ingest_hold_max_s = held;
+            pthread_mutex_unlock(&c->mu);
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&c->mu);
+            t0 = pfi_wall_monotonic();
+        }
         char *t = json_dumps(x, JSON_COMPACT);
         json_t *answer = NULL;
         if (t)
@@ -172,6 +203,8 @@ size_t ctl_openadr_ingest(ctl *c, const char *body)
         json_decref(answer);
         free(t);
     }
+    double held = pfi_wall_monotonic() - t0;
+    if (held > c->ingest_hold_max_s) c->ingest_hold_max_s = held;
     pthread_mutex_unlock(&c->mu);
     json_decref(a);
     return n;

@@ -60,6 +60,7 @@ typedef struct view {
     unsigned long long generation_rejects, online_rounds, cycles, db_errors, pushes, push_errors,
         triggers, fast_sent[2], fast_answered[2], fast_fallbacks[2],
         oadr_rejected[PFI_OADR_NREASONS], reports_refused, http_refused[4];
+    double ingest_hold_max_s;
     json_t *online; /* status: safe-online's state (null: none) */
 } view;
 
@@ -144,6 +145,7 @@ static void take_figures(ctl *c, view *v)
     }
     memcpy(v->oadr_rejected, c->oadr_rejected, sizeof v->oadr_rejected);
     v->reports_refused = c->reports_refused;
+    v->ingest_hold_max_s = c->ingest_hold_max_s;
     for (int k = 0; k < 4; k++)
         v->http_refused[k] = __atomic_load_n(&c->http_refused[k], __ATOMIC_RELAXED);
     v->hist_n = c->hist_n;
@@ -471,6 +473,11 @@ static void openadr_metrics(const view *v, pfi_buf *b)
     head(b, "pfi_ctl_openadr_reports_refused_total", "counter",
          "REPORTs the VTN refused (4xx): logged, kept, not sent again.");
     pfi_buf_printf(b, "pfi_ctl_openadr_reports_refused_total %llu\n", v->reports_refused);
+    head(b, "pfi_ctl_lock_hold_max_seconds", "gauge",
+         "The longest the controller's lock was held at once, by holder: openadr_ingest "
+         "(booking a VTN poll's events, let go every 50 ms).");
+    pfi_buf_printf(b, "pfi_ctl_lock_hold_max_seconds{holder=\"openadr_ingest\"} %g\n",
+                   v->ingest_hold_max_s);
     head(b, "pfi_ctl_http_refused_total", "counter",
          "HTTP requests refused, by reason: unauthenticated (401), forbidden (403: a scope the "
          "operator lacks), method (405), conflict (409: an id already used); each logged with "

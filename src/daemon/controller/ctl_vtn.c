@@ -376,7 +376,7 @@ static pfi_status poll_events(ctl *c, pfi_vtn *v, long long *listed, pfi_error *
     for (int page = 0; !st && k == PFI_VTN_PAGE && page < 40; page++) {
         if (!(st = pfi_vtn_events_page(v, n, &body, e))) {
             whole &= page_ids(body, &ids, &nids, &cap) == 0;
-            k = ctl_openadr_ingest(c, body);
+            k = ctl_openadr_ingest_page(c, body, PFI_VTN_PAGE, c->cfg.vtn.vtn_url);
             n += k;
             free(body);
         }
