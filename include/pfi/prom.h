@@ -67,7 +67,8 @@ PFI_API const char *pfi_prom_label(char *buf, size_t n, const char *v);
 /* Exposition text (n bytes) with every sample's value spelled as the
  * format allows: printf's nan, -nan, inf and -inf (any case) become NaN,
  * +Inf and -Inf; everything else is copied unchanged. A new malloc'd,
- * NUL-terminated text (*out_n its length), NULL when out of memory. What
+ * NUL-terminated text (*out_n its length), NULL when out of memory (or
+ * text is NULL: a render that ran out of memory passes straight on). What
  * both daemons pass their /metrics through (issue 41: a job's 1e308
  * throughput printed "-nan", and promtool refused the whole scrape). */
 PFI_API char *pfi_prom_valid_values(const char *text, size_t n, size_t *out_n);

@@ -75,6 +75,7 @@ static int ieq(const char *a, size_t n, const char *b)
 
 char *pfi_prom_valid_values(const char *text, size_t n, size_t *out_n)
 {
+    if (!text) return NULL;
     char *out = malloc(n + n / 2 + 2), *o = out; /* "inf" -> "+Inf": at most 4 for 3 */
     if (!out) return NULL;
     for (const char *p = text, *e = text + n; p < e;) {

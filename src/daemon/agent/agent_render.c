@@ -440,11 +440,8 @@ char *agent_render_metrics(agent *a, size_t *len)
     render_jobs(&b, a, h);
     render_lease(&b, a);
     render_agent(&b, a, h);
-    /* every value a valid exposition float (NaN, +Inf, -Inf: prom.h), whatever
-       a job's numbers made of it */
-    size_t n = 0;
-    char *t = pfi_buf_take(&b, &n);
-    char *f = t ? pfi_prom_valid_values(t, n, len) : NULL;
+    size_t n = 0; /* every value a valid exposition float, whatever a job's numbers made */
+    char *t = pfi_buf_take(&b, &n), *f = pfi_prom_valid_values(t, n, len);
     free(t);
     return f; /* NULL (500) when out of memory */
 }

@@ -625,11 +625,8 @@ char *ctl_view_metrics(ctl *c, size_t *len)
     job_profile_metrics(v, &b);
     loop_metrics(v, &b);
     view_free(v);
-    /* every value a valid exposition float (NaN, +Inf, -Inf: prom.h), whatever
-       a job's numbers made of it */
-    size_t n = 0;
-    char *t = pfi_buf_take(&b, &n);
-    char *f = t ? pfi_prom_valid_values(t, n, len) : NULL;
+    size_t n = 0; /* every value a valid exposition float, whatever a job's numbers made */
+    char *t = pfi_buf_take(&b, &n), *f = pfi_prom_valid_values(t, n, len);
     free(t);
     return f; /* NULL (500) when out of memory */
 }
