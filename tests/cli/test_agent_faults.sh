@@ -78,7 +78,7 @@ wait_for 10 "GPU 2 marked lost" 'up 2 | grep -q "state=\"lost\"} 0"'
 up 0 | grep -q 'state="ok"} 1' || fail "GPU 0 not up"; ok
 [ "$(samples 2)" = 0 ] || fail "samples exported for the lost GPU"; ok
 curl -s -m 5 "$URL/v1/node" | grep -q '"state":"lost"' || fail "/v1/node does not say lost"; ok
-curl -s -m 5 "$URL/v1/control" | grep -q '\[null,null,null,null\]' || fail "/v1/control: the lost GPU not null"; ok
+curl -s -m 5 "$URL/v1/control" | grep -q '\[null,null,null,null,"lost"\]' || fail "/v1/control: the lost GPU not null"; ok
 # it comes back: restored with its saved baseline (looked for again within 30 s)
 : >"$T/faults"
 wait_for 75 "the lost GPU found again and restored" '[ "$(limit 2)" = 700 ]'
@@ -197,7 +197,7 @@ put 60 8 '{"index":0,"cap_w":400},{"index":1,"cap_w":400}'
 grep -q '"skipped":\[{"index":1,"uuid":"'"$(U 1)"'","state":"mig"}\]' "$T/body" || { cat "$T/body" >&2; fail "the MIG GPU not skipped"; }; ok
 [ "$(limit 1)" = 700 ] && [ "$(limit 0)" = 400 ] || fail "limits $(limit 0) / $(limit 1) W"; ok
 curl -s -m 5 "$URL/metrics" | grep -q '^pfi_gpu_mig_enabled{gpu="1",.*} 1$' || fail "pfi_gpu_mig_enabled"; ok
-curl -s -m 5 "$URL/v1/control" | grep -q '\[200,700,700,null\]' || fail "/v1/control: the MIG GPU's ceiling not null"; ok
+curl -s -m 5 "$URL/v1/control" | grep -q '\[200,700,700,null,"mig"\]' || fail "/v1/control: the MIG GPU's ceiling not null"; ok
 stop_daemon $PID
 unset FAKE_NVML_MIG
 

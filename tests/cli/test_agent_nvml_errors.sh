@@ -27,7 +27,7 @@ done
 # GPU 4 answers UNKNOWN to its power read: three samples in a row make it
 # unavailable (no ceiling, null in /v1/control), as the others
 wait_for 30 "GPU 4 unavailable after three UNKNOWN samples" \
-  '[ "$(curl -s -m 5 "$URL/v1/control" | grep -o "\[null,null,null,null\]" | wc -l)" -eq 4 ]'
+  '[ "$(curl -s -m 5 "$URL/v1/control" | grep -o "\[null,null,null,null,\"[a-z_]*\"\]" | wc -l)" -eq 4 ]'
 contains "$T/agent.log" "GPU requires reset"
 contains "$T/agent.log" "GPU access blocked by the operating system"
 curl -s -m 5 "$URL/metrics" | grep -q '^pfi_gpu_up{gpu="0".*state="ok"} 1' || fail "the healthy GPU 0 is not up"; ok
