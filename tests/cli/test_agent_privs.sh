@@ -151,10 +151,12 @@ CFPID=$DPID
   "http://127.0.0.1:$DPORT/v1/caps")" = 200 ] || { cat "$T/body" >&2; fail "PUT 300 W"; }; ok
 [ "$(hw_cap 0)" = 300 ] || fail "GPU 0 not capped"; ok
 stop_daemon "$CFPID" KILL # a crash: the caps stay, the state file names them
-expect_status 1 env LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
+# (preloaded ahead of the sanitizers' runtime in the ASan build: as test_lease_clock.sh does)
+AO="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+expect_status 1 env ASAN_OPTIONS="$AO" LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
   --listen 127.0.0.1:0 --token-file "$T/token" --state-file "$T/cf.state"
 contains "$T/err" "error: cannot read the capabilities to drop those the options do not need (capget:"
-expect_status 0 env LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
+expect_status 0 env ASAN_OPTIONS="$AO" LD_PRELOAD="$SHIM" PFI_CAPFAIL=get "$PFI_AGENT" --backend "sim:gpus=2,state=$HW" \
   --state-file "$T/cf.state" --restore-and-exit
 [ "$(hw_cap 0)" = 700 ] && [ "$(hw_cap 1)" = 700 ] || fail "--restore-and-exit left $(hw_cap 0) / $(hw_cap 1) W"; ok
 contains "$T/err" "--restore-and-exit: restored first, then the drop failed"
