@@ -199,15 +199,8 @@ static void read_gpus(agent *a, int *found, pfi_gpu_avail *av, int *ok, pfi_gpu_
         err[i].msg[0] = '\0';
         if (found[i]) idx[n++] = i;
     }
-    /* fewest misses first: the GPUs that only waited behind a hung one are
-       tried before the one that hangs (gpu.h: rescans go one at a time, and
-       none while a call is blocked); only this thread writes rescan_misses */
-    for (size_t k = 1; k < n; k++)
-        for (size_t q = k; q > 0 && a->g[idx[q]].rescan_misses < a->g[idx[q - 1]].rescan_misses;
-             q--) {
-            size_t t = idx[q];
-            idx[q] = idx[q - 1], idx[q - 1] = t;
-        }
+    /* one at a time, the GPUs that only waited behind a hung one first, none
+       while a call is blocked: the GPU layer orders them (gpu_worker.c) */
     pfi_gpu_rescan_all(a->gpu, idx, n, rav);
     for (size_t k = 0; k < n; k++) {
         size_t i = idx[k];
