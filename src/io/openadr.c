@@ -609,6 +609,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     if (ev->op != PFI_OADR_OP_UPSERT) return PFI_OK; /* the rest is not needed */
     pfi_oadr_opts oo = *o;
     if (o->first_receipt) oo.now = o->first_receipt(o->ud, ev->id, o->now);
+    ev->first_s = oo.now;
     o = &oo;
     report_descriptors(rd, ev);
     if (dur && !json_is_null(dur))

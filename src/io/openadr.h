@@ -119,6 +119,7 @@ typedef struct pfi_oadr_event {
     char id[PFI_OADR_ID_MAX + 1]; /* "" when it could not be read */
     pfi_oadr_op op;
     double modified; /* modificationDateTime, 0 when absent */
+    double first_s;  /* what "now" meant for it (opts->first_receipt's answer) */
     int has_priority, priority;
     int targeted; /* for us (or no targets) */
     size_t nsteps;

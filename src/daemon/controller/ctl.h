@@ -160,6 +160,9 @@ typedef struct ctl_io {
     pthread_t vtn_thread;
     int vtn_running;
     atomic_int vtn_stop;
+    pthread_t poll_thread; /* openadr.poll_url's poller (ctl_poll.c) */
+    int poll_running;
+    atomic_int poll_stop;
 } ctl_io;
 
 /* The controller in three parts: its configuration (cfg and the models it
@@ -267,6 +270,9 @@ int ctl_db_oadr_step_put(ctl *c, const char *step_id, const char *event_id, long
 int ctl_db_oadr_step_get(ctl *c, const char *step_id, char *event_id, size_t n,
                          long long *interval_id);
 double ctl_db_oadr_first(ctl *c, const char *event_id, double now);
+void ctl_db_oadr_first_put(ctl *c, const char *event_id, double first_s);
+size_t ctl_db_oadr_first_prune(ctl *c, double keep_after_s, size_t keep_max,
+                               int (*pending)(void *, const char *), void *ud);
 void ctl_db_oadr_forget(ctl *c, const char *event_id);
 size_t ctl_db_samples(ctl *c, const char *event_id, double *t, double *measured_w, size_t max);
 
@@ -398,6 +404,9 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, cons
 /* the summary of rejection lines not logged in a minute that has ended
  * (pfi_oadr_log_due), if any (lock held; the control loop, each period) */
 void ctl_openadr_log_due(ctl *c);
+/* the stored first receipts of events bounded (lock held; at start, after a
+   poll's page, and each minute) */
+void ctl_openadr_prune(ctl *c);
 json_t *ctl_event_json(const ctl_event *e);
 /* who created, changed, cancelled e into o: created_by, changed_by,
  * cancelled_by (null: nobody, or not known) */
@@ -438,7 +447,7 @@ pfi_status ctl_report_png(ctl *c, const ctl_event *e, char **png, size_t *len, p
 json_t *ctl_view_status(ctl *c);
 char *ctl_view_metrics(ctl *c, size_t *len);
 
-/* ctl_main.c: the events of a VTN's answer (a JSON array of EVENTs), each
+/* ctl_poll.c: the events of a VTN's answer (a JSON array of EVENTs), each
  * through the OpenADR parser as the poller hands them; the count listed
  * (lock not held) */
 size_t ctl_openadr_ingest(ctl *c, const char *body);
@@ -446,6 +455,9 @@ size_t ctl_openadr_ingest(ctl *c, const char *body);
  * one is refused whole (reason page, logged naming vtn and its size); the
  * lock is taken in holds of at most 50 ms (ingest_hold_max_s) */
 size_t ctl_openadr_ingest_page(ctl *c, const char *body, size_t limit, const char *vtn);
+/* the openadr.poll_url poller's thread (none when it is not set); 0, or -1 (logged) */
+int ctl_poll_start(ctl *c);
+void ctl_poll_stop(ctl *c);
 
 /* ctl_vtn.c: the callback token (read or made), then a thread that
  * registers, subscribes and polls the VTN (cfg.vtn); 0, or -1 (logged) */

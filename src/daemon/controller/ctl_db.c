@@ -463,19 +463,13 @@ int ctl_db_oadr_step_get(ctl *c, const char *step_id, char *event_id, size_t n,
     return rc;
 }
 
+/* the first receipt of an event id stored, else now; read only: a row is
+   written only for a version that was applied (ctl_db_oadr_first_put), so
+   refused and never-booked ids leave none (issue 41) */
 double ctl_db_oadr_first(ctl *c, const char *event_id, double now)
 {
     sqlite3_stmt *s;
     double t = now;
-    if (sqlite3_prepare_v2(c->io.db, "INSERT OR IGNORE INTO oadr_first VALUES(?,?)", -1, &s,
-                           NULL) == SQLITE_OK) {
-        sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(s, 2, now);
-        if (sqlite3_step(s) != SQLITE_DONE)
-            ctl_log(c, "error: storing the first receipt of OpenADR event %s: %s", event_id,
-                    sqlite3_errmsg(c->io.db));
-        sqlite3_finalize(s);
-    }
     if (sqlite3_prepare_v2(c->io.db, "SELECT first_s FROM oadr_first WHERE event_id=?", -1, &s,
                            NULL) == SQLITE_OK) {
         sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
@@ -483,6 +477,55 @@ double ctl_db_oadr_first(ctl *c, const char *event_id, double now)
         sqlite3_finalize(s);
     }
     return t;
+}
+
+void ctl_db_oadr_first_put(ctl *c, const char *event_id, double first_s)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->io.db, "INSERT OR IGNORE INTO oadr_first VALUES(?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 2, first_s);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        ctl_log(c, "error: storing the first receipt of OpenADR event %s: %s", event_id,
+                sqlite3_errmsg(c->io.db));
+    sqlite3_finalize(s);
+}
+
+/* rows of ids with nothing scheduled or running (pending() false) go once
+   first received before keep_after_s, and beyond keep_max rows the oldest
+   of them go too; the number deleted */
+size_t ctl_db_oadr_first_prune(ctl *c, double keep_after_s, size_t keep_max,
+                               int (*pending)(void *, const char *), void *ud)
+{
+    sqlite3_stmt *s, *d;
+    size_t kept = 0, gone = 0;
+    if (sqlite3_prepare_v2(c->io.db,
+                           "SELECT event_id, first_s FROM oadr_first ORDER BY first_s DESC", -1, &s,
+                           NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_prepare_v2(c->io.db, "DELETE FROM oadr_first WHERE event_id=?", -1, &d, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(s);
+        return 0;
+    }
+    sqlite3_exec(c->io.db, "SAVEPOINT prune", NULL, NULL, NULL);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(s, 0);
+        if (!id) continue;
+        if (pending(ud, id) || (sqlite3_column_double(s, 1) >= keep_after_s && kept < keep_max)) {
+            kept++;
+            continue;
+        }
+        sqlite3_bind_text(d, 1, id, -1, SQLITE_TRANSIENT);
+        gone += sqlite3_step(d) == SQLITE_DONE;
+        sqlite3_reset(d);
+    }
+    sqlite3_exec(c->io.db, "RELEASE prune", NULL, NULL, NULL);
+    sqlite3_finalize(d);
+    sqlite3_finalize(s);
+    return gone;
 }
 
 int ctl_db_event_source(ctl *c, const char *id, char *source, size_t n)

@@ -7,15 +7,13 @@
  * baseline), the
  * schedule file, the HTTP API. Each control period: collect every agent's
  * node view, run the cycle, push caps (or, after an event, hand the GPUs
- * back), poll OpenADR when configured. SIGTERM / SIGINT / SIGQUIT stop the
- * controller without lifting caps: the agents' leases hold them for
- * lease_s, and a controller started again in that time resumes the event
- * from SQLite; if none comes back, the agents restore the baselines.
- * SIGHUP reopens the `log` file (after logrotate renamed it); nothing else.
- * Under systemd (notify.h): READY=1 after the first control period,
- * WATCHDOG=1 from the control loop, STOPPING=1 at a stop signal. Exit
- * status (pfi-controller(8)): 2 for a bad command line or configuration
- * file, 1 when it cannot start (the files the configuration names, the
+ * back); openadr.poll_url is polled by a thread of its own (ctl_poll.c). SIGTERM / SIGINT / SIGQUIT
+ * stop the controller without lifting caps: the agents' leases hold them for lease_s, and a
+ * controller started again in that time resumes the event from SQLite; if none comes back, the
+ * agents restore the baselines. SIGHUP reopens the `log` file (after logrotate renamed it); nothing
+ * else. Under systemd (notify.h): READY=1 after the first control period, WATCHDOG=1 from the
+ * control loop, STOPPING=1 at a stop signal. Exit status (pfi-controller(8)): 2 for a bad command
+ * line or configuration file, 1 when it cannot start (the files the configuration names, the
  * database, the address), 0 after a signal. */
 #include <errno.h>
 #include <malloc.h>
@@ -131,85 +129,6 @@ static void load_schedule(ctl *c)
     json_decref(a);
 }
 
-static void poll_openadr(ctl *c)
-{
-    pfi_http_reply r;
-    pfi_error e;
-    if (pfi_agent_get(c->cfg.openadr_poll_url, "", 5, &r, &e) || r.code != 200) {
-        ctl_log(c, "warning: OpenADR poll %s: %s", c->cfg.openadr_poll_url,
-                r.code ? "HTTP error" : e.msg);
-        if (r.body) pfi_http_reply_dispose(&r);
-        return;
-    }
-    ctl_openadr_ingest(c, r.body);
-    pfi_http_reply_dispose(&r);
-}
-
-size_t ctl_openadr_ingest(ctl *c, const char *body)
-{
-    return ctl_openadr_ingest_page(c, body, 0, NULL);
-}
-
-/* the lock is held at most CTL_INGEST_HOLD_S at a time while a poll's
-   events are booked, then let go for a moment (issue 41: a 60,000-event
-   page held it ~5 s, and leases expired) */
-#define CTL_INGEST_HOLD_S 0.05
-
-size_t ctl_openadr_ingest_page(ctl *c, const char *body, size_t limit, const char *vtn)
-{
-    pfi_error e;
-    json_error_t je;
-    json_t *a = json_loads(body, 0, &je);
-    if (!json_is_array(a)) { /* never dropped silently: logged and counted */
-        pthread_mutex_lock(&c->mu);
-        c->oadr_rejected[PFI_OADR_R_MALFORMED]++;
-        ctl_log(c, "OpenADR poll: answer not acted on (malformed): %s",
-                a ? "not a JSON list of events" : je.text);
-        pthread_mutex_unlock(&c->mu);
-        json_decref(a);
-        return 0;
-    }
-    size_t i, n = json_array_size(a);
-    if (limit && n > limit) { /* more than asked: refused whole, nothing booked */
-        pthread_mutex_lock(&c->mu);
-        c->oadr_rejected[PFI_OADR_R_PAGE]++;
-        ctl_log(c,
-                "OpenADR poll: a page of %zu events (%zu bytes) from the VTN %s, which was asked "
-                "for at most %zu: refused whole",
-                n, strlen(body), vtn ? vtn : "?", limit);
-        pthread_mutex_unlock(&c->mu);
-        json_decref(a);
-        return 0;
-    }
-    json_t *x;
-    pthread_mutex_lock(&c->mu);
-    double t0 = pfi_wall_monotonic();
-    json_array_foreach(a, i, x)
-    {
-        double held = pfi_wall_monotonic() - t0;
-        if (held >= CTL_INGEST_HOLD_S) { /* let the control loop and the API in */
-            if (held > c->ingest_hold_max_s) c->ingest_hold_max_s = held;
-            pthread_mutex_unlock(&c->mu);
-            struct timespec ts = {0, 2 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&c->mu);
-            t0 = pfi_wall_monotonic();
-        }
-        char *t = json_dumps(x, JSON_COMPACT);
-        json_t *answer = NULL;
-        if (t)
-            ctl_openadr_take(c, t, strlen(t), "poll", "grid", &answer,
-                             &e); /* logs what it refuses */
-        json_decref(answer);
-        free(t);
-    }
-    double held = pfi_wall_monotonic() - t0;
-    if (held > c->ingest_hold_max_s) c->ingest_hold_max_s = held;
-    pthread_mutex_unlock(&c->mu);
-    json_decref(a);
-    return n;
-}
-
 /* a restarted controller: each job's baseline for the event that is running */
 static void resume_baselines(ctl *c)
 {
@@ -319,7 +238,7 @@ static void status_line(ctl *c, char *b, size_t n)
  * each; WATCHDOG=1 from every turn of the loop. */
 static void control_loop(ctl *c)
 {
-    double next = pfi_clock_now(), next_poll = next;
+    double next = pfi_clock_now(), next_prune = next;
     int ready = 0;
     pfi_watchdog wd;
     pfi_watchdog_init(&wd);
@@ -349,11 +268,11 @@ static void control_loop(ctl *c)
         ctl_period(c);
         pthread_mutex_lock(&c->mu);
         ctl_openadr_log_due(c); /* a minute's suppressed OpenADR lines, in one */
-        pthread_mutex_unlock(&c->mu);
-        if (c->cfg.openadr_poll_url[0] && now >= next_poll) {
-            next_poll = now + c->cfg.openadr_poll_s;
-            poll_openadr(c);
+        if (now >= next_prune) {
+            next_prune = now + 60;
+            ctl_openadr_prune(c);
         }
+        pthread_mutex_unlock(&c->mu);
         char st[200];
         status_line(c, st, sizeof st);
         if (!ready) {
@@ -445,6 +364,7 @@ static void shut_down(ctl *c)
 {
     pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
     ctl_vtn_stop(c);
+    ctl_poll_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
@@ -500,7 +420,7 @@ int main(int argc, char **argv)
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
     /* the callback token first: the webhook accepts it from the start */
-    if (ctl_vtn_start(c) || ctl_http_start(c)) return 1;
+    if (ctl_vtn_start(c) || ctl_poll_start(c) || ctl_http_start(c)) return 1;
     char where[160];
     const char *colon = strrchr(c->cfg.listen, ':');
     snprintf(where, sizeof where, "%.*s:%d", colon ? (int)(colon - c->cfg.listen) : 0,

@@ -206,6 +206,7 @@ static int grid_room(ctl *c, const pfi_oadr_event *ev, double now, pfi_error *er
 
 static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
                      json_t **out, pfi_error *err, double now);
+static int book_pending(void *ud, const char *id);
 
 static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who, json_t **out,
                  pfi_error *err)
@@ -223,6 +224,8 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *
     cancel_steps(c, ev->id, ev, who);
     code = add_steps(c, ev, via, who, out, err, now);
     c->adds_quiet = 0;
+    if (book_pending(c, ev->id)) /* what its "now" meant, kept while it matters */
+        ctl_db_oadr_first_put(c, ev->id, ev->first_s);
     if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
         sqlite3_exec(c->io.db, "ROLLBACK", NULL, NULL, NULL);
@@ -362,6 +365,24 @@ static int book_pending(void *ud, const char *id)
     for (size_t i = 0; i < c->st.nevents; i++)
         if (step_of(&c->st.event[i], id) && !ended(&c->st.event[i])) return 1;
     return 0;
+}
+
+/* the stored first receipts (oadr_first) bounded (issue 41: a page of
+   60,000 refused events left 60,000 rows): a row is written only when a
+   version is applied, and goes once its id has nothing scheduled or running
+   and was first received more than CTL_OADR_FIRST_KEEP_S ago, or beyond
+   PFI_OADR_BOOK_MAX rows, the oldest first. Within the week a restarted
+   controller still reads a re-served "now" event as the one it ran. */
+#define CTL_OADR_FIRST_KEEP_S (7 * 86400.0)
+void ctl_openadr_prune(ctl *c)
+{
+    size_t n = ctl_db_oadr_first_prune(c, pfi_clock_now() - CTL_OADR_FIRST_KEEP_S,
+                                       PFI_OADR_BOOK_MAX, book_pending, c);
+    if (n)
+        ctl_log(c,
+                "OpenADR: %zu stored first receipt%s of events with nothing scheduled or "
+                "running forgotten",
+                n, n == 1 ? "" : "s");
 }
 
 /* the book's verdict on ev's version; a batch it forgot to make room, logged */
