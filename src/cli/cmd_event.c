@@ -173,7 +173,8 @@ static int event_create(const event_args *a)
     }
     cli_ctl c;
     pfi_http_reply r;
-    int rc = cli_ctl_open("event", a->controller, a->token_file, 1, a->allow_insecure_http, &c);
+    int rc = cli_ctl_open("event", a->controller, a->token_file, CLI_TOKEN_NEEDED,
+                          a->allow_insecure_http, &c);
     if (rc == CLI_OK) rc = cli_ctl_request("event", &c, "POST", "/v1/events", body, &r);
     free(body);
     if (rc != CLI_OK) return rc;
@@ -211,10 +212,12 @@ static int event_ls(const event_args *a, const cli_ctl *c)
         cli_error("event", "the controller's /v1/status has no \"events\": [...]");
         return CLI_FAIL;
     }
-    const char *names[] = {"id", "source", "status", "start", "end", "target", "by", "verdict"};
-    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
-                            PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT};
-    pfi_rows *rows = pfi_rows_new(8, names, types);
+    const char *names[] = {"id",     "source", "status",       "start",  "end",
+                           "target", "by",     "cancelled_by", "verdict"};
+    pfi_celltype types[] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
+                            PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT,
+                            PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_TEXT};
+    pfi_rows *rows = pfi_rows_new(9, names, types);
     if (!rows) {
         json_decref(o);
         cli_error("event", "out of memory");
@@ -240,8 +243,10 @@ static int event_ls(const event_args *a, const cli_ctl *c)
         /* who made it (the controller's operator, "grid", "schedule"; "-": not known) */
         const char *by = json_string_value(json_object_get(ev, "created_by"));
         pfi_rows_text(rows, row, 6, by ? by : "-");
+        const char *cby = json_string_value(json_object_get(ev, "cancelled_by"));
+        pfi_rows_text(rows, row, 7, cby ? cby : "-");
         const char *v = json_string_value(json_object_get(ev, "verdict"));
-        pfi_rows_text(rows, row, 7, v ? v : "-");
+        pfi_rows_text(rows, row, 8, v ? v : "-");
         if (v && (!strcmp(v, "nothing to shed") || !strcmp(v, "not applicable")))
             fprintf(stderr, "pfi event: warning: event %s: %s\n",
                     json_string_value(json_object_get(ev, "id")), v);
@@ -317,8 +322,8 @@ static int event_run(event_args *a, char **ops, int nops)
                          : cli_usage_error("event", "'event %s' takes no operands", act);
     if (k == 0) return event_create(a);
     cli_ctl c;
-    int rc =
-        cli_ctl_open("event", a->controller, a->token_file, k == 3, a->allow_insecure_http, &c);
+    int rc = cli_ctl_open("event", a->controller, a->token_file,
+                          k == 3 ? CLI_TOKEN_NEEDED : CLI_TOKEN_IF_SET, a->allow_insecure_http, &c);
     if (rc != CLI_OK) return rc;
     return k == 1 ? event_ls(a, &c) : event_one(act, a, &c, ops[1]);
 }

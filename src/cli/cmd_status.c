@@ -151,7 +151,8 @@ int cmd_status(int argc, char **argv)
     }
     cli_ctl c;
     pfi_http_reply r;
-    if ((rc = cli_ctl_open("status", a.controller, NULL, 0, 0, &c)) != CLI_OK) goto out;
+    if ((rc = cli_ctl_open("status", a.controller, NULL, CLI_TOKEN_IF_SET, 0, &c)) != CLI_OK)
+        goto out;
     if ((rc = cli_ctl_request("status", &c, "GET", "/v1/status", NULL, &r)) != CLI_OK) goto out;
     json_t *st = json_loadb(r.body, r.len, 0, NULL);
     if (!json_is_object(st)) {

@@ -21,11 +21,12 @@ static void set(char *dst, size_t n, const char *v)
 
 /* the token may travel to the controller's URL: https, loopback, or
    allowed (the option or $PFI_ALLOW_INSECURE_HTTP=1) */
-static int token_url_ok(const char *cmd, const char *url, int allow_insecure_http)
+static int token_url_ok(const char *cmd, const char *url, int allow_insecure_http, int quiet)
 {
     const char *env = getenv("PFI_ALLOW_INSECURE_HTTP");
     int allow = allow_insecure_http || (env && !strcmp(env, "1"));
     if (pfi_url_secret_ok(url, allow)) return 1;
+    if (quiet) return 0;
     if (strncasecmp(url, "http://", 7))
         cli_error(cmd, "controller %.200s: expected http:// or https://", url);
     else
@@ -45,7 +46,7 @@ int cli_ctl_open(const char *cmd, const char *controller, const char *token_file
     const char *path = conf_path();
     int have_conf = 0;
     /* the file when it is needed: something not given, or https (its CA file) */
-    if (!url || !*url || (need_token && (!tok || !*tok)) || !strncmp(url, "https:", 6)) {
+    if (!url || !*url || (need_token && (!tok || !*tok)) || !strncasecmp(url, "https:", 6)) {
         pfi_error e;
         pfi_status st = pfi_ctl_conf_read(path, &c->conf, &e);
         if (st && st != PFI_ENOTFOUND) {
@@ -65,8 +66,15 @@ int cli_ctl_open(const char *cmd, const char *controller, const char *token_file
     }
     size_t n = strlen(c->conf.controller);
     while (n && c->conf.controller[n - 1] == '/') c->conf.controller[--n] = '\0';
-    if (!need_token) return CLI_OK;
-    if (!token_url_ok(cmd, c->conf.controller, allow_insecure_http)) return CLI_FAIL;
+    if (need_token == CLI_TOKEN_NONE) return CLI_OK;
+    if (need_token == CLI_TOKEN_IF_SET) { /* a read: with the token where one is configured */
+        pfi_error e;
+        if (c->conf.token_file[0] && token_url_ok(cmd, c->conf.controller, allow_insecure_http, 1))
+            if (pfi_token_read(c->conf.token_file, c->token, sizeof c->token, &e))
+                c->token[0] = '\0'; /* not readable by this user: the read goes without */
+        return CLI_OK;
+    }
+    if (!token_url_ok(cmd, c->conf.controller, allow_insecure_http, 0)) return CLI_FAIL;
     if (!c->conf.token_file[0]) {
         cli_error(cmd,
                   "no token: give --token-file FILE, set PFI_TOKEN_FILE, or \"token_file\" in "

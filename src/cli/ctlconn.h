@@ -17,10 +17,15 @@ typedef struct cli_ctl {
     char token[PFI_TOKEN_MAX + 1]; /* read when a change needs it */
 } cli_ctl;
 
-/* Resolve the controller (need_token: read the token file too, refused for
- * a URL the token may not travel to unless allow_insecure_http or
- * $PFI_ALLOW_INSECURE_HTTP=1). Returns CLI_OK, or CLI_FAIL after printing
- * why (naming where it looked). */
+/* need_token: a change needs it (the token file is read, and a URL the
+ * token may not travel to is refused unless allow_insecure_http or
+ * $PFI_ALLOW_INSECURE_HTTP=1); a read sends it where one is configured (a
+ * controller with require_read_scope answers reads only with a token), and
+ * goes without where none is, where the URL may not carry it, or where this
+ * user cannot read the file; none sends no token */
+enum { CLI_TOKEN_NONE = 0, CLI_TOKEN_NEEDED = 1, CLI_TOKEN_IF_SET = 2 };
+/* Resolve the controller (need_token: above). Returns CLI_OK, or CLI_FAIL
+ * after printing why (naming where it looked). */
 int cli_ctl_open(const char *cmd, const char *controller, const char *token_file, int need_token,
                  int allow_insecure_http, cli_ctl *c);
 /* METHOD PATH [BODY] (with the token if read). CLI_OK for a 2xx answer (in

@@ -196,9 +196,13 @@ contains "$T/ctl.log" "event trig-c cancelled by carol"
 contains "$T/ctl.log" "OpenADR event adr-1 (webhook): 1 interval scheduled or updated by alice"
 # pfi event ls: who made each
 expect_status 0 "$PFI" event ls --controller "$URL" --format csv
-contains "$T/out" "id,source,status,start,end,target,by,verdict"
-grep -q '^ev-a,api,cancelled,.*,alice,[a-z ]*$' "$T/out" || { cat "$T/out" >&2; fail "pfi event ls: ev-a not by alice"; }; ok
-grep -q '^trig-c,trigger,.*,carol,[a-z ]*$' "$T/out" || { cat "$T/out" >&2; fail "pfi event ls: trig-c not by carol"; }; ok
+contains "$T/out" "id,source,status,start,end,target,by,cancelled_by,verdict"
+# who cancelled, and an event cancelled before its start reads "cancelled"
+# (issue 41: it read "pending" here and "nothing to shed" in its report)
+grep -q '^ev-a,api,cancelled,.*,alice,bob,cancelled$' "$T/out" || { cat "$T/out" >&2; fail "pfi event ls: ev-a not by alice, cancelled by bob"; }; ok
+grep -q '^trig-c,trigger,.*,carol,carol,[a-z ]*$' "$T/out" || { cat "$T/out" >&2; fail "pfi event ls: trig-c not by carol"; }; ok
+req "" GET /v1/events/ev-a/report
+contains "$T/body" '"verdict": "cancelled"'
 
 # ---- a restart: the names from SQLite ----
 stop_daemon "$CP" TERM
@@ -212,8 +216,16 @@ stop_daemon "$CP" TERM
 cfg "$T/ctl.json" ", \"require_read_scope\": true, \"operators\": [$OPS, $(op dave "$T/dave" '"read"')]"
 start_ctl "$T/ctl.json"
 req "" GET /v1/events; expect_code 401 "a read without a token"
-req "$ALICE" GET /v1/events; expect_code 403 "a read by alice (no scope read)"
-contains "$T/body" "operator alice lacks the scope read (GET /v1/events needs it)"
+# every scope includes read: who may create events may list them
+req "$ALICE" GET /v1/events; expect_code 200 "a read by alice (scope events)"
+# the CLI's reads send the configured token (issue 41: they sent none and got 401)
+PFI_TOKEN_FILE=$T/alice expect_status 0 "$PFI" event ls --controller "$URL" --format csv
+contains "$T/out" "ev-a,api,cancelled"
+PFI_TOKEN_FILE=$T/alice expect_status 0 "$PFI" status --controller "$URL" --format json
+PFI_TOKEN_FILE=$T/alice expect_status 0 "$PFI" event show ev-a --controller "$URL"
+contains "$T/out" '"cancelled_by": "bob"'
+PFI_CONF=/nonexistent PFI_TOKEN_FILE= expect_status 1 "$PFI" event ls --controller "$URL"
+contains "$T/err" "HTTP 401"
 req "$DAVE" GET /v1/events; expect_code 200 "a read by dave"
 contains "$T/body" '"created_by":"alice"'
 req "$DAVE" GET /metrics; expect_code 200 "metrics by dave"

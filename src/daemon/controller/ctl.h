@@ -431,6 +431,10 @@ static inline int ctl_within_target(const ctl_cfg *cfg, double measured_w, doubl
 int ctl_report_verdict(ctl *c, const ctl_event *e, ctl_verdict *v, double *mean_w);
 /* "pending", "met", "not met", "nothing to shed", "not applicable", "no steady samples" */
 const char *ctl_verdict_name(ctl_verdict v);
+/* cancelled before it started (no baseline was ever taken): its verdict
+   is "cancelled" everywhere (issue 41: it read "pending" in `pfi event
+   ls` and "nothing to shed" in its report) */
+int ctl_event_never_started(const ctl_event *e);
 /* the verdict an active event has now: nothing to shed, or met / not met
    at measured_w (pending in its ramps: phase "ramp" or "ramp down") */
 ctl_verdict ctl_verdict_now(const ctl_cfg *cfg, const ctl_event *e, double measured_w,

@@ -119,7 +119,8 @@ int ctl_authorize(void *ud, const char *method, const char *url, const char *aut
         return 401;
     }
     const struct ctl_cfg_operator *o = &c->cfg.operators[match];
-    if (!(o->scopes & need)) {
+    /* who may change events or caps may read them: every scope includes read */
+    if (!((o->scopes | CTL_SCOPE_READ) & need)) {
         snprintf(msg, msg_n, "operator %s lacks the scope %s (%s %s needs it)", o->name,
                  scope_name(need), method,
                  !strncmp(url, "/v1/events/", 11) ? "/v1/events/ID" : url);

@@ -89,10 +89,16 @@ static double steady_start(const ctl *c, const ctl_event *e)
     return e->ev.start + e->ramp_s + 2 * c->cfg.period_s;
 }
 
+int ctl_event_never_started(const ctl_event *e)
+{
+    return e->status == CTL_EV_CANCELLED && !isfinite(e->baseline_w) && !e->cancelled;
+}
+
 const char *ctl_verdict_name(ctl_verdict v)
 {
     static const char *const names[] = {
-        "pending", "met", "not met", "nothing to shed", "not applicable", "no steady samples"};
+        "pending",           "met",      "not met", "nothing to shed", "not applicable",
+        "no steady samples", "cancelled"};
     return (unsigned)v < sizeof names / sizeof *names ? names[v] : "pending";
 }
 
@@ -107,6 +113,7 @@ ctl_verdict ctl_verdict_now(const ctl_cfg *cfg, const ctl_event *e, double measu
 /* the verdict from the samples (ctl_report_verdict's rule) */
 static ctl_verdict verdict_of(const ctl_event *e, int steady_n, int steady_ok, int shed_any)
 {
+    if (ctl_event_never_started(e)) return CTL_VERDICT_CANCELLED;
     if (!(e->baseline_w > 0)) return CTL_VERDICT_NOTHING;
     if (e->status == CTL_EV_CANCELLED && !shed_any) return CTL_VERDICT_NA;
     if (!steady_n) return CTL_VERDICT_NO_STEADY;

@@ -192,9 +192,10 @@ typedef enum ctl_verdict {
     CTL_VERDICT_PENDING = 0, /* scheduled, or running in a ramp */
     CTL_VERDICT_MET,
     CTL_VERDICT_NOT_MET,
-    CTL_VERDICT_NOTHING,  /* no managed load when it started: nothing to shed */
-    CTL_VERDICT_NA,       /* cancelled before it shed anything: not applicable */
-    CTL_VERDICT_NO_STEADY /* ended without a steady-window period */
+    CTL_VERDICT_NOTHING,   /* no managed load when it started: nothing to shed */
+    CTL_VERDICT_NA,        /* cancelled before it shed anything: not applicable */
+    CTL_VERDICT_NO_STEADY, /* ended without a steady-window period */
+    CTL_VERDICT_CANCELLED  /* cancelled before it started */
 } ctl_verdict;
 
 #define CTL_EVENT_NC_MAX 32

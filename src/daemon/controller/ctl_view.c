@@ -239,6 +239,8 @@ static json_t *status_event_json(ctl *c, const view *v, ctl_event *e, double now
             achieved = num_or_null(e->verdict_mean_w);
             basis = e->verdict_steady > 0 ? "steady window" : NULL;
         }
+    } else if (ctl_event_never_started(e)) {
+        vd = CTL_VERDICT_CANCELLED;
     }
     /* met / not met only where there was something to shed */
     if (vd == CTL_VERDICT_MET || vd == CTL_VERDICT_NOT_MET)
