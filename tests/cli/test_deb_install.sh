@@ -112,6 +112,12 @@ ok
 [ -L "$R/etc/systemd/system/multi-user.target.wants/pfi-agent.service" ] || fail "pfi-agent.service not enabled"; ok
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/pfi-controller.service" ] || fail "pfi-controller enabled before it is configured"; ok
 [ -f "$R/usr/lib/$multi/pfi/spank_pfi.so" ] || fail "no SPANK plugin at /usr/lib/$multi/pfi"; ok
+# the monitoring files ship (issue 41: none did), as in contrib/
+for f in prometheus/pfi-rules.yml prometheus/prometheus.yml grafana/pfi.json; do
+  cmp -s "$R/usr/share/pfi/$f" "$SRC/contrib/$f" || fail "/usr/share/pfi/$f is not contrib/$f"; ok
+done
+# the packaged configuration uses the daemon's default strategy
+grep -q '"strategy": "safe-online"' "$R/etc/pfi/controller.json" || fail "the packaged controller.json: $(grep strategy "$R/etc/pfi/controller.json")"; ok
 
 t0=$(date +%s)
 in_root 600 '
