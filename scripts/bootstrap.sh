@@ -17,7 +17,9 @@
 #                               the OpenADR 3 mock VTN, under build/prism
 #                               when its test first runs; Prometheus and
 #                               promtool; python3-torch, -venv, -setuptools
-#                               and -wheel for the step-log hook's tests)
+#                               and -wheel for the step-log hook's tests;
+#                               iproute2 (ip: the deploy guide's test
+#                               gives its network namespace addresses))
 #
 # The lists are checked in a fresh Debian 12 root by
 # tests/cli/test_fresh_root.sh (make run, make deb, then this script's test
@@ -35,7 +37,7 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
 DEB_PKGS="dpkg-dev file libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db lintian
-  prometheus python3-torch python3-venv python3-setuptools python3-wheel sqlite3 shfmt"
+  prometheus python3-torch python3-venv python3-setuptools python3-wheel sqlite3 shfmt iproute2"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;
