@@ -105,6 +105,8 @@ static void take_events(json_t *events)
         e->ramp_s = ctl_record_get_num(json_object_get(o, "ramp_s"));
         e->ramp_down_s = ctl_record_get_num(json_object_get(o, "ramp_down_s"));
         e->reached_t = ctl_record_get_num(json_object_get(o, "reached_t"));
+        /* recordings from before format 4: none (the event's start stands for it) */
+        e->announced_t = ctl_record_get_num(json_object_get(o, "announced_t"));
         e->cancelled = (int)json_integer_value(json_object_get(o, "cancelled"));
     }
 }

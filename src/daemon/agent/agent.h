@@ -106,6 +106,10 @@ typedef struct agent_job {
     double feat[PFI_M_COUNT];        /* training-phase means of GPU-averaged metrics */
     double feat_n;
     double pfi_pred; /* NaN when no model or a feature is missing */
+    /* its GPUs' mean SM clock (MHz) and SM activity (0..1) at the latest
+       sample (NaN: not reported): what the controller checks a claimed
+       throughput against (docs/controller.md, "Claims") */
+    double sm_clock_mhz, sm_active;
     char pfi_note[128];
     int seen;
 } agent_job;

@@ -554,7 +554,7 @@ static void rebuild_jobs(agent *a, const jmap *m)
             agent_job *j = &a->job[a->njobs++];
             memset(j, 0, sizeof *j);
             snprintf(j->id, sizeof j->id, "%s", m->id[i]);
-            j->tokens_per_s = j->tokens_t = j->pfi_pred = NAN;
+            j->tokens_per_s = j->tokens_t = j->pfi_pred = j->sm_clock_mhz = j->sm_active = NAN;
             j->tier = -1;
             for (int q = 0; q < PFI_M_COUNT; q++) j->feat[q] = NAN;
             agent_log(a, "job %s appeared (%s)", j->id, m->source[i]);
@@ -652,6 +652,9 @@ void agent_jobs_update(agent *a)
         }
         if (!np) continue;
         j->power_w = p;
+        /* NaN when a GPU of it does not report it (a sum with NaN) */
+        j->sm_clock_mhz = avg[PFI_M_SM_CLOCK] / np;
+        j->sm_active = avg[PFI_M_SM_ACTIVE] / np;
         /* training (docs/agent.md, "Jobs"): GPU utilization above 50% where
            every GPU reports it; where it is unknown (NOT_SUPPORTED, e.g.
            under MIG), DCGM's graphics-engine activity above 0.5 where

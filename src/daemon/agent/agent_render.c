@@ -446,6 +446,41 @@ char *agent_render_metrics(agent *a, size_t *len)
     return f; /* NULL (500) when out of memory */
 }
 
+/* GET /v1/node's jobs: each with its GPUs, power, claimed throughput, the
+   telemetry a claim is checked against, and its training means */
+static json_t *node_jobs(const agent *a)
+{
+    json_t *js = json_array();
+    for (size_t k = 0; k < a->njobs; k++) {
+        const agent_job *j = &a->job[k];
+        json_t *ix = json_array();
+        for (size_t q = 0; q < j->ngpus; q++)
+            json_array_append_new(ix, json_integer((json_int_t)j->gpu[q]));
+        json_t *o = json_pack("{s:s,s:o,s:s,s:f}", "job_id", j->id, "gpus", ix, "source", j->source,
+                              "power_w", j->power_w);
+        json_object_set_new(o, "tokens_per_s",
+                            isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
+        json_object_set_new(o, "pfi_predicted",
+                            isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
+        if (isfinite(j->sm_clock_mhz))
+            json_object_set_new(o, "sm_clock_mhz", json_real(j->sm_clock_mhz));
+        if (isfinite(j->sm_active)) json_object_set_new(o, "sm_active", json_real(j->sm_active));
+        if (j->pfi_note[0]) json_object_set_new(o, "pfi_note", json_string(j->pfi_note));
+        if (j->tier >= 0) json_object_set_new(o, "tier", json_integer(j->tier));
+        if (j->steplog[0]) json_object_set_new(o, "steplog", json_string(j->steplog));
+        json_t *f = json_object();
+        static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE,
+                                 PFI_M_SM_ACTIVE, PFI_M_GPU_UTIL};
+        for (size_t q = 0; q < sizeof fm / sizeof *fm; q++)
+            if (isfinite(j->feat[fm[q]]))
+                json_object_set_new(f, pfi_metric_get((pfi_metric)fm[q])->name,
+                                    json_real(j->feat[fm[q]]));
+        json_object_set_new(o, "training_means", f);
+        json_array_append_new(js, o);
+    }
+    return js;
+}
+
 char *agent_render_node(agent *a)
 {
     double now = pfi_clock_now();
@@ -501,31 +536,7 @@ char *agent_render_node(agent *a)
         if (u && *u) json_object_set_new(o, "unsupported", json_string(u));
         json_array_append_new(gs, o);
     }
-    json_t *js = json_array();
-    for (size_t k = 0; k < a->njobs; k++) {
-        const agent_job *j = &a->job[k];
-        json_t *ix = json_array();
-        for (size_t q = 0; q < j->ngpus; q++)
-            json_array_append_new(ix, json_integer((json_int_t)j->gpu[q]));
-        json_t *o = json_pack("{s:s,s:o,s:s,s:f}", "job_id", j->id, "gpus", ix, "source", j->source,
-                              "power_w", j->power_w);
-        json_object_set_new(o, "tokens_per_s",
-                            isfinite(j->tokens_per_s) ? json_real(j->tokens_per_s) : json_null());
-        json_object_set_new(o, "pfi_predicted",
-                            isfinite(j->pfi_pred) ? json_real(j->pfi_pred) : json_null());
-        if (j->pfi_note[0]) json_object_set_new(o, "pfi_note", json_string(j->pfi_note));
-        if (j->tier >= 0) json_object_set_new(o, "tier", json_integer(j->tier));
-        if (j->steplog[0]) json_object_set_new(o, "steplog", json_string(j->steplog));
-        json_t *f = json_object();
-        static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE,
-                                 PFI_M_SM_ACTIVE, PFI_M_GPU_UTIL};
-        for (size_t q = 0; q < sizeof fm / sizeof *fm; q++)
-            if (isfinite(j->feat[fm[q]]))
-                json_object_set_new(f, pfi_metric_get((pfi_metric)fm[q])->name,
-                                    json_real(j->feat[fm[q]]));
-        json_object_set_new(o, "training_means", f);
-        json_array_append_new(js, o);
-    }
+    json_t *js = node_jobs(a);
     double mono = pfi_clock_mono();
     int live = pfi_lease_live(&a->lease, mono);
     json_t *lease = live ? json_pack("{s:s,s:I,s:f,s:f}", "controller", a->lease.controller,
@@ -595,6 +606,9 @@ char *agent_render_control(agent *a)
         if (isfinite(j->tokens_per_s))
             pfi_buf_printf(&b, ",\"tokens_per_s\":%.17g", j->tokens_per_s);
         if (isfinite(j->pfi_pred)) pfi_buf_printf(&b, ",\"pfi_predicted\":%.17g", j->pfi_pred);
+        if (isfinite(j->sm_clock_mhz))
+            pfi_buf_printf(&b, ",\"sm_clock_mhz\":%.17g", j->sm_clock_mhz);
+        if (isfinite(j->sm_active)) pfi_buf_printf(&b, ",\"sm_active\":%.17g", j->sm_active);
         if (j->tier >= 0) pfi_buf_printf(&b, ",\"tier\":%d", j->tier);
         pfi_buf_printf(&b, ",\"training_means\":{");
         static const int fm[] = {PFI_M_DRAM_ACTIVE, PFI_M_MEM_COPY_UTIL, PFI_M_PIPE_TENSOR_ACTIVE,

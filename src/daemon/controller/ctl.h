@@ -317,6 +317,22 @@ void ctl_job_init(ctl_job *j, const char *id, int tier);
  * "late", "none") */
 void ctl_baseline_observe(const ctl_cfg *cfg, ctl_job *j, double now, int event_running);
 ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double *w, double *tok);
+/* an event's baseline of j (ctl_baseline.c): the lowest of its last 3
+   steady windows that ended by announced_t, at most its knee x 1.02; how
+   it was chosen in *how */
+ctl_base_src ctl_baseline_event(const ctl_cfg *cfg, const ctl_job *j, double announced_t, double *w,
+                                double *tok, ctl_base_how *how);
+/* the least power at which j's measured points (known) reach the plateau
+   (top_w, top_tokens); NaN when they cannot say */
+double ctl_job_knee_w(const ctl_job *j, double top_w, double top_tokens);
+/* ctl_claims.c: j's telemetry now: SM clock x SM activity where known,
+   the clock alone where not (NaN: no clock); a capped sample's claimed
+   throughput at least ref_tokens x power / ref_w (elasticity <= 1); each
+   period, the claims of capped settled jobs checked against their
+   telemetry (a job not believed: untrusted, noted) */
+double ctl_job_tel_x(const ctl_job *j);
+double ctl_claim_clamp(double tokens_per_s, double power_w, double ref_tokens, double ref_w);
+void ctl_claims_period(ctl_state *s, int active, ctl_decision *d);
 const char *ctl_base_src_name(ctl_base_src s);
 int ctl_base_src_parse(const char *name, ctl_base_src *s); /* 0; -1 (NONE) when unknown */
 

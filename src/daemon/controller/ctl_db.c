@@ -40,6 +40,9 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS oadr_steps(step_id TEXT PRIMARY KEY, event_id TEXT NOT NULL,"
     " interval_id INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS oadr_first(event_id TEXT PRIMARY KEY, first_s REAL NOT NULL);"
+    /* how each job's baseline for an event was chosen (issue 41; the report) */
+    "CREATE TABLE IF NOT EXISTS event_baselines(event_id TEXT NOT NULL, job_id TEXT NOT NULL,"
+    " tier INTEGER NOT NULL, how TEXT NOT NULL, PRIMARY KEY(event_id, job_id, tier));"
     /* what is known of each job's curve (format 3, issue 31; ctl_profile.c):
        its key, whether its profile finished and what it cost, its points as
        JSON [[power_w, power_se_w, tokens_per_s, tokens_se], ...] */
@@ -54,10 +57,12 @@ static const char schema[] =
  * operators who created, changed and cancelled them; a format-1 table
  * gets the columns (NULL in its rows: not known). Format 3 (issue 31):
  * the job_points table (made by the schema; an older database gets it
- * empty) */
-#define CTL_DB_FORMAT_VERSION 3
+ * empty). Format 4 (issue 41): events carry when they were announced (an
+ * older database's rows: NULL, their start stands for it) */
+#define CTL_DB_FORMAT_VERSION 4
 static const char *const v2_columns[] = {"baseline_source TEXT", "created_by TEXT",
-                                         "changed_by TEXT", "cancelled_by TEXT"};
+                                         "changed_by TEXT", "cancelled_by TEXT",
+                                         "announced_t REAL"};
 
 static int has_column(sqlite3 *db, const char *table, const char *col, size_t n)
 {
@@ -171,14 +176,15 @@ void ctl_db_bind_num(sqlite3_stmt *s, int i, double v)
  * cancelled it (its copy of the event may be older than the API's change) */
 static const char put_event_sql[] =
     "INSERT INTO events(id,json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
-    "baseline_source,created_by,changed_by,cancelled_by) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "baseline_source,created_by,changed_by,cancelled_by,announced_t)"
+    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT(id) DO UPDATE SET"
     " status=excluded.status, baseline_w=excluded.baseline_w, target_w=excluded.target_w,"
     " reached_t=excluded.reached_t, baseline_source=excluded.baseline_source";
 static const char put_event_all_sql[] =
     ", json=excluded.json, ramp_s=excluded.ramp_s, ramp_down_s=excluded.ramp_down_s,"
     " created_by=excluded.created_by, changed_by=excluded.changed_by,"
-    " cancelled_by=excluded.cancelled_by";
+    " cancelled_by=excluded.cancelled_by, announced_t=excluded.announced_t";
 
 /* "" as NULL, both ways */
 static void bind_who(sqlite3_stmt *s, int i, const char *who)
@@ -217,6 +223,7 @@ int ctl_db_event_row(sqlite3 *db, const ctl_event *e, int all_columns)
     bind_who(s, 11, e->created_by);
     bind_who(s, 12, e->changed_by);
     bind_who(s, 13, e->cancelled_by);
+    ctl_db_bind_num(s, 14, e->announced_t);
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
     sqlite3_finalize(s);
     free(j);
@@ -238,7 +245,8 @@ int ctl_db_load_events(ctl *c)
     if (sqlite3_prepare_v2(
             c->io.db,
             "SELECT json,source,status,baseline_w,target_w,ramp_s,ramp_down_s,reached_t,"
-            "baseline_source,created_by,changed_by,cancelled_by FROM events ORDER BY rowid",
+            "baseline_source,created_by,changed_by,cancelled_by,announced_t FROM events ORDER BY "
+            "rowid",
             -1, &s, NULL) != SQLITE_OK)
         return -1;
     c->st.nevents = 0;
@@ -268,6 +276,7 @@ int ctl_db_load_events(ctl *c)
         col_who(s, 9, e->created_by, sizeof e->created_by);
         col_who(s, 10, e->changed_by, sizeof e->changed_by);
         col_who(s, 11, e->cancelled_by, sizeof e->cancelled_by);
+        e->announced_t = ctl_db_col_num(s, 12);
         ctl_event *slot = ctl_state_event_new(&c->st);
         if (!slot) {
             ctl_log(c, "error: %s: out of memory loading events", c->cfg.db);

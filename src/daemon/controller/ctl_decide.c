@@ -67,6 +67,7 @@ void ctl_job_init(ctl_job *j, const char *id, int tier)
     snprintf(j->id, sizeof j->id, "%s", id);
     j->tier = tier;
     j->base_w = j->base_tokens = NAN;
+    j->prev_cap_w = NAN;
     j->uncapped_since = j->steady_t = j->steady_eval_t = NAN; /* no baseline samples yet */
     j->steady_w = j->steady_tokens = NAN;
 }
@@ -81,6 +82,7 @@ static void job_reset(ctl_job *j, int reachable)
     j->measured_w = 0;
     j->tokens_per_s = NAN;
     j->pfi_pred = NAN;
+    j->sm_clock_mhz = j->sm_active = NAN;
     j->cap_w = INFINITY;
     j->cap_min_w = 0;
     j->cap_max_w = INFINITY;
@@ -96,6 +98,13 @@ static void job_fold(ctl_job *j, const ctl_job_view *v, size_t ai)
     if (v->hw_max_w < j->hw_max_w) j->hw_max_w = v->hw_max_w;
     if (v->ceiling_w < j->cap_max_w) j->cap_max_w = v->ceiling_w;
     if (v->cap_w < j->cap_w) j->cap_w = v->cap_w;
+    /* the telemetry, a mean over its GPUs (unknown on one agent: unknown) */
+    double g0 = j->gpus, g = g0 + v->gpus;
+    if (g > 0) {
+        j->sm_clock_mhz =
+            g0 ? (j->sm_clock_mhz * g0 + v->sm_clock_mhz * v->gpus) / g : v->sm_clock_mhz;
+        j->sm_active = g0 ? (j->sm_active * g0 + v->sm_active * v->gpus) / g : v->sm_active;
+    }
     j->gpus += v->gpus;
     if (!PFI_VEC_RESERVE(j->agent_idx, j->agent_cap, j->nagent + 1, NULL))
         j->agent_idx[j->nagent++] = (int)ai;
@@ -181,9 +190,10 @@ static void event_row(ctl_decision *d, const ctl_event *e)
     else ctl_note(&d->notes, "error: out of memory: event %s's new state not stored", e->ev.id);
 }
 
-/* an event starts: every job's baseline (ctl_baseline.c: its last steady
-   uncapped window, shared by the steps of one event and back-to-back
-   events), the event's target */
+/* an event starts: every job's baseline (ctl_baseline.c: the lowest of its
+   last steady windows before the announcement, at most its knee's draw;
+   shared by the steps of one event and back-to-back events), the event's
+   target */
 static void event_start(const ctl_cfg *cfg, ctl_state *s, ctl_event *e, double now, ctl_decision *d)
 {
     double base = 0;
@@ -191,7 +201,16 @@ static void event_start(const ctl_cfg *cfg, ctl_state *s, ctl_event *e, double n
     e->baseline_src = CTL_BASE_NONE;
     for (size_t k = 0; k < s->njobs; k++) {
         ctl_job *j = &s->job[k];
-        j->base_src = ctl_baseline_now(cfg, j, &j->base_w, &j->base_tokens);
+        double announced = isfinite(e->announced_t) ? e->announced_t : e->ev.start;
+        j->base_src =
+            ctl_baseline_event(cfg, j, announced, &j->base_w, &j->base_tokens, &j->base_how);
+        if (j->untrusted) j->base_tokens = NAN; /* its claims set aside (ctl_claims.c) */
+        if (!PFI_VEC_RESERVE(d->base_rows, d->base_rows_cap, d->nbase_rows + 1, NULL)) {
+            ctl_base_row *r = &d->base_rows[d->nbase_rows++];
+            snprintf(r->event_id, sizeof r->event_id, "%s", e->ev.id);
+            snprintf(r->job_id, sizeof r->job_id, "%s", j->id);
+            r->tier = j->tier, r->base_w = j->base_w, r->src = j->base_src, r->how = j->base_how;
+        }
         j->nobs = 0;
         j->late = 0;
         base += j->base_w;
@@ -459,6 +478,9 @@ int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *
     double dt = s->now > 0 && now > s->now ? fmin(now - s->now, 3 * cfg->period_s) : 0;
     s->now = now;
     int rc = take_jobs(s, in, d);
+    ctl_claims_period(s, s->active, d);
+    for (size_t k = 0; k < s->njobs; k++)
+        if (s->job[k].untrusted) s->job[k].tokens_per_s = NAN; /* set aside */
     int active = step_events(cfg, s, now, d);
     keep_baselines(cfg, s, now, active);
     ctl_profile_period(cfg, s, now, dt, active, d);

@@ -116,7 +116,10 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int 
     if (!e) return pfi_errorf(err, PFI_ENOMEM, "event %s: out of memory", ev->id);
     char created_by[sizeof e->created_by];
     snprintf(created_by, sizeof created_by, "%s", old ? old->created_by : who);
+    /* the first announcement stays through changes (ctl_baseline.c) */
+    double announced = old && isfinite(old->announced_t) ? old->announced_t : now;
     memset(e, 0, sizeof *e);
+    e->announced_t = announced;
     snprintf(e->created_by, sizeof e->created_by, "%s", created_by);
     if (old) snprintf(e->changed_by, sizeof e->changed_by, "%s", who);
     e->ev = *ev;

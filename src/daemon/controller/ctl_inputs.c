@@ -80,6 +80,15 @@ static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const
     v->feat_copy = json_number_value(json_object_get(f, "DCGM_FI_DEV_MEM_COPY_UTIL"));
     v->feat_tensor = json_number_value(json_object_get(f, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"));
     v->feat_sm = json_number_value(json_object_get(f, "DCGM_FI_PROF_SM_ACTIVE"));
+    /* the telemetry a claimed throughput is checked against (ctl_claims.c):
+       a clock in (0, 1e4) MHz, an activity in (0, 1], else unknown */
+    json_t *ck = json_object_get(jj, "sm_clock_mhz"), *ac = json_object_get(jj, "sm_active");
+    v->sm_clock_mhz = json_is_number(ck) && json_number_value(ck) > 0 && json_number_value(ck) < 1e4
+                          ? json_number_value(ck)
+                          : NAN;
+    v->sm_active = json_is_number(ac) && json_number_value(ac) > 0 && json_number_value(ac) <= 1
+                       ? json_number_value(ac)
+                       : NAN;
     return 1;
 }
 

@@ -169,7 +169,8 @@ static void sample(on_job *q, const ctl_job *j)
         return;
     }
     q->sp[q->head] = j->measured_w;
-    q->st[q->head] = j->tokens_per_s;
+    /* elasticity at most 1 (ctl_claims.c) */
+    q->st[q->head] = ctl_claim_clamp(j->tokens_per_s, j->measured_w, j->base_tokens, j->base_w);
     q->head = (q->head + 1) % CTL_ON_SAMPLES;
     if (q->ns < CTL_ON_SAMPLES) q->ns++;
 }
@@ -407,8 +408,10 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
         empty(o);
         return;
     }
-    for (long i = 0; i < n; i++) /* this period's samples */
+    for (long i = 0; i < n; i++) {                          /* this period's samples */
+        if (c->job[nj[i].k].untrusted) nj[i].no_tokens = 1; /* its claims set aside */
         if (!nj[i].held) sample(&nj[i], &c->job[nj[i].k]);
+    }
     int ramp =
         isfinite(o->event_budget_w) && o->s && fabs(budget_w - o->event_budget_w) > 1e-3 * budget_w;
     double held_w = 0;

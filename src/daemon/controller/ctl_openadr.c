@@ -289,6 +289,8 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const ch
         ctl_db_oadr_step_put(c, s->id, ev->id, ev->interval_id[k]);
         ctl_event *added = ctl_event_find(c, s->id);
         if (added) added->report_mask = ev->report_mask;
+        /* announced at the OpenADR event's first receipt, whatever the step */
+        if (added && ev->first_s < added->announced_t) added->announced_t = ev->first_s;
         json_array_append_new(steps, ctl_event_json(added));
     }
     if (refused) {

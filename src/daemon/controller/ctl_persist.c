@@ -123,6 +123,38 @@ static int put_mem(sqlite3 *db, const ctl_mem *m)
     return step_done(s);
 }
 
+/* how a job's baseline was chosen, as JSON (ctl_report.c reads it) */
+static int put_base(sqlite3 *db, const ctl_base_row *r)
+{
+    const ctl_base_how *h = &r->how;
+    json_t *w = json_array();
+    for (size_t i = 0; i < h->nwin; i++)
+        json_array_append_new(
+            w, json_pack("{s:f,s:f}", "end_t", h->win_end[i], "power_w", h->win_w[i]));
+    json_t *o = json_pack("{s:s,s:f,s:o}", "source", ctl_base_src_name(r->src), "baseline_w",
+                          r->base_w, "windows", w);
+    json_object_set_new(o, "announced_t",
+                        isfinite(h->announced_t) ? json_real(h->announced_t) : json_null());
+    json_object_set_new(o, "plateau_w",
+                        isfinite(h->plateau_w) ? json_real(h->plateau_w) : json_null());
+    json_object_set_new(o, "knee_w", isfinite(h->knee_w) ? json_real(h->knee_w) : json_null());
+    json_object_set_new(o, "knee_capped", json_boolean(h->knee_capped));
+    char *t = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    sqlite3_stmt *s;
+    if (!t || sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO event_baselines VALUES(?,?,?,?)", -1,
+                                 &s, NULL) != SQLITE_OK) {
+        free(t);
+        return -1;
+    }
+    sqlite3_bind_text(s, 1, r->event_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, r->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, r->tier);
+    sqlite3_bind_text(s, 4, t, -1, SQLITE_TRANSIENT);
+    free(t);
+    return step_done(s);
+}
+
 /* every row of the period; the first failure's step */
 static const char *put_rows(ctl *c, const ctl_decision *d)
 {
@@ -133,6 +165,8 @@ static const char *put_rows(ctl *c, const ctl_decision *d)
         if (put_job_row(c, d, &d->rows[i])) return "a job's sample";
     for (size_t i = 0; i < d->nmem_rows; i++)
         if (put_mem(c->io.pdb, &d->mem_rows[i])) return "a job's remembered points";
+    for (size_t i = 0; i < d->nbase_rows; i++)
+        if (put_base(c->io.pdb, &d->base_rows[i])) return "a job's baseline";
     if (put_meta(c->io.pdb, "integral_w", d->integral_w)) return "the feedback term";
     return NULL;
 }

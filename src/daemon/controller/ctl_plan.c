@@ -27,7 +27,8 @@ double ctl_plan_base_w(const ctl_cfg *cfg, const ctl_state *s, const ctl_job *j)
 {
     if (s->active && isfinite(j->base_w)) return j->base_w;
     double w, tok;
-    ctl_baseline_now(cfg, j, &w, &tok); /* what an event starting now would take */
+    ctl_base_how how;
+    ctl_baseline_event(cfg, j, s->now, &w, &tok, &how); /* what an event starting now would take */
     return w;
 }
 

@@ -313,7 +313,8 @@ static void run(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, double dt, ctl_dec
         if (p->settle_left > 0) p->settle_left--;
         else if (p->ns < CTL_PROF_SAMPLES_MAX) {
             p->sp[p->ns] = j->measured_w;
-            p->st[p->ns++] = j->tokens_per_s;
+            /* elasticity at most 1 (ctl_claims.c) */
+            p->st[p->ns++] = ctl_claim_clamp(j->tokens_per_s, j->measured_w, p->t_max, p->p_max);
         }
     }
     /* the cost as it goes: a point that reaches the bound ends there, kept
@@ -364,6 +365,15 @@ void ctl_profile_period(const ctl_cfg *cfg, ctl_state *s, double now, double dt,
                 ctl_note(&d->notes, "job %s: profile paused (%s)", j->id,
                          active ? "an event runs" : "an event is due");
             }
+            continue;
+        }
+        if (j->untrusted && (p->npt || j->nknown || p->state < CTL_PROF_DONE)) {
+            /* its claims are set aside (ctl_claims.c): its points too */
+            p->npt = 0;
+            j->nknown = 0;
+            if (p->state == CTL_PROF_RUN) finish(s, j, "claims not corroborated", d);
+            else if (p->state == CTL_PROF_WAIT)
+                p->state = CTL_PROF_OFF, p->why = "claims not corroborated";
             continue;
         }
         if (p->state == CTL_PROF_WAIT) maybe_start(cfg, s, j, d);

@@ -106,6 +106,7 @@ json_t *ctl_record_event(const ctl_event *e)
     json_object_set_new(o, "ramp_s", ctl_record_num(e->ramp_s));
     json_object_set_new(o, "ramp_down_s", ctl_record_num(e->ramp_down_s));
     json_object_set_new(o, "reached_t", ctl_record_num(e->reached_t));
+    json_object_set_new(o, "announced_t", ctl_record_num(e->announced_t));
     json_object_set_new(o, "cancelled", json_integer(e->cancelled));
     return o;
 }

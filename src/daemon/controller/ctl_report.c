@@ -153,6 +153,26 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* how the job's baseline was chosen (event_baselines; null: not stored,
+   an event of an older controller) */
+static json_t *base_how(sqlite3 *db, const char *event_id, const char *job_id, int tier)
+{
+    sqlite3_stmt *s;
+    json_t *o = NULL;
+    if (!job_id || sqlite3_prepare_v2(db,
+                                      "SELECT how FROM event_baselines WHERE event_id=? AND "
+                                      "job_id=? AND tier=?",
+                                      -1, &s, NULL) != SQLITE_OK)
+        return json_null();
+    sqlite3_bind_text(s, 1, event_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, job_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 3, tier);
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+        o = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+    sqlite3_finalize(s);
+    return o ? o : json_null();
+}
+
 static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
 {
     json_t *jobs = json_array();
@@ -189,6 +209,9 @@ static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
             json_object_set_new(o, "sla_ok",
                                 tier < 0 || !isfinite(loss) ? json_null()
                                                             : json_boolean(loss <= allowed + 0.01));
+            json_object_set_new(
+                o, "baseline_how",
+                base_how(db, e->ev.id, (const char *)sqlite3_column_text(st, 0), tier));
             json_array_append_new(jobs, o);
         }
         sqlite3_finalize(st);
@@ -252,6 +275,16 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "steady_within_target_pct",
                         nsteady ? json_real(100.0 * within / nsteady) : json_null());
     json_object_set_new(o, "baseline_source", json_string(ctl_base_src_name(e->baseline_src)));
+    /* the rule (docs/controller.md, "Baselines"); each job's windows and
+       knee under jobs[].baseline_how */
+    json_object_set_new(o, "baseline_rule",
+                        json_string("each job: the lowest of its last 3 steady windows that "
+                                    "ended by the announcement, at most the draw of its measured "
+                                    "knee; no window: the estimate (0.97 x its GPUs' ceiling)"));
+    double ann = isfinite(e->announced_t) ? e->announced_t : e->ev.start;
+    char when[40];
+    pfi_rfc3339_format(ann, when, sizeof when);
+    json_object_set_new(o, "announced", json_string(when));
     json_object_set_new(o, "tolerance_pct", json_real(c->cfg.tolerance_pct));
     /* met only when there was load to shed and it was shed to target
        (issue 30: an event with nothing to shed was reported met) */

@@ -38,6 +38,7 @@ void ctl_decision_clear(ctl_decision *d)
     d->nrows = 0;
     d->profiling = 0;
     d->nmem_rows = 0;
+    d->nbase_rows = 0;
     ctl_notes_clear(&d->notes);
 }
 
@@ -48,6 +49,7 @@ void ctl_decision_free(ctl_decision *d)
     free(d->event_rows);
     free(d->rows);
     free(d->mem_rows);
+    free(d->base_rows);
     memset(d, 0, sizeof *d);
 }
 

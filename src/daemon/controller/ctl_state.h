@@ -15,7 +15,8 @@
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
-#define CTL_HIST 256 /* samples kept per job for the pre-event baseline */
+#define CTL_HIST 256  /* samples kept per job for the pre-event baseline */
+#define CTL_WIN_MAX 8 /* steady windows kept per job (ctl_baseline.c) */
 /* The event table (issue 29): growable, with a bound per source so that no
  * source can take another's room. The grid (OpenADR: poll, webhook) keeps
  * at most CTL_GRID_MAX_EVENTS events and CTL_GRID_MAX_STEPS steps
@@ -61,6 +62,7 @@ typedef struct ctl_job_view {
     double power_w;                /* its GPUs' power on this agent */
     double tokens_per_s, pfi_pred; /* NaN: none */
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means (0: none) */
+    double sm_clock_mhz, sm_active; /* its GPUs' mean SM clock and activity now (NaN: none) */
 } ctl_job_view;
 
 /* a GPU the agent will not cap, and why (its fifth /v1/control element,
@@ -85,6 +87,20 @@ typedef struct ctl_inputs {
     ctl_agent_view *agent; /* the configuration's agents, in its order */
     size_t nagents;
 } ctl_inputs;
+
+/* how an event's baseline of a job was chosen (ctl_baseline.c): the
+   windows it looked at (the last CTL_BASE_WINDOWS before the announcement),
+   the knee of its measured curve where one capped it */
+#define CTL_BASE_WINDOWS 3
+typedef struct ctl_base_how {
+    double announced_t;
+    size_t nwin;
+    double win_w[CTL_BASE_WINDOWS], win_end[CTL_BASE_WINDOWS];
+    double plateau_w; /* the lowest of them (NaN: none: the estimate) */
+    double knee_w;    /* the knee of its measured points (NaN: none) */
+    int knee_capped;  /* the baseline is the knee's, not the plateau */
+    double base_x;    /* its telemetry at that plateau (SM clock x activity; NaN) */
+} ctl_base_how;
 
 /* where a job's baseline comes from (ctl_baseline.c) */
 typedef enum ctl_base_src {
@@ -157,11 +173,23 @@ typedef struct ctl_job {
     /* the baseline's samples (hist_*: uncapped, settled, training; ring)
        and the last steady estimate (steady_t: when; NaN: none yet) */
     double uncapped_since, steady_w, steady_tokens, steady_t, steady_eval_t;
-    int has_tokens;             /* it has reported throughput */
+    int has_tokens; /* it has reported throughput */
+    /* its last steady windows (ctl_baseline.c): the plateau of each
+       baseline_window_s of uncapped samples, one a window, newest last (ring) */
+    double win_w[CTL_WIN_MAX], win_tok[CTL_WIN_MAX], win_x[CTL_WIN_MAX], win_end[CTL_WIN_MAX];
+    size_t win_n, win_head;
     double base_w, base_tokens; /* pre-event baseline (event start) */
     ctl_base_src base_src;
-    int late; /* started during the event: baseline follows its
-                 measured power until the controller first caps it */
+    ctl_base_how base_how; /* how it was chosen (the event's report) */
+    /* the SM clock (x its SM activity where known) now, and at its
+       baseline: a claimed throughput is checked against them (ctl_claims.c) */
+    double sm_clock_mhz, sm_active, base_x;
+    double hist_x[CTL_HIST];
+    double prev_cap_w; /* the cap in force last period (a settled point) */
+    int claim_misses;  /* settled capped periods in a row its claim was not corroborated */
+    int untrusted;     /* its claims were not corroborated: cut in proportion (ctl_claims.c) */
+    int late;          /* started during the event: baseline follows its
+                          measured power until the controller first caps it */
     double alloc_w, alloc_cap_w;
     double plan_cap_w[CTL_PLAN_MAX];                   /* the response plan's caps (ctl_plan.c) */
     double trig_cap_w;                                 /* the last trigger's cap (0: none) */
@@ -206,6 +234,10 @@ typedef struct ctl_event {
     ctl_base_src baseline_src;   /* the weakest of its jobs' (NONE: no jobs) */
     double ramp_s, ramp_down_s;
     double reached_t; /* first time at or below target (NaN) */
+    /* when it was first announced (received; a trigger: its start; an
+       OpenADR step: its event's first receipt): the jobs' baselines come
+       from before it (ctl_baseline.c). NaN (a database of format < 4): its start */
+    double announced_t;
     int cancelled;
     int shed_any; /* a period of it measured below its baseline by more than the tolerance */
     /* the report's verdict once it ended (ctl_report_verdict), kept: a
@@ -273,6 +305,16 @@ typedef struct ctl_job_row {
 
 /* what one period decided, besides the caps it left in the jobs
  * (alloc_cap_w; the plan's in plan_cap_w): what to store, what to log */
+/* how one job's baseline for an event was chosen, for its report
+   (SQLite event_baselines) */
+typedef struct ctl_base_row {
+    char event_id[PFI_EVENT_ID_MAX + 1], job_id[CTL_JOB_ID_MAX + 1];
+    int tier;
+    double base_w;
+    ctl_base_src src;
+    ctl_base_how how;
+} ctl_base_row;
+
 typedef struct ctl_decision {
     int active;            /* an event runs: push the caps (else hand back what we hold) */
     ctl_event *event_rows; /* copies of the events this period changed */
@@ -286,6 +328,8 @@ typedef struct ctl_decision {
     int profiling;     /* a profile holds caps: push them (no event) */
     ctl_mem *mem_rows; /* remembered points changed this period (copies) */
     size_t nmem_rows, mem_rows_cap;
+    ctl_base_row *base_rows; /* the baselines of the events that started */
+    size_t nbase_rows, base_rows_cap;
     ctl_notes notes;
 } ctl_decision;
 void ctl_decision_clear(ctl_decision *d); /* empty, keeping its buffers */
