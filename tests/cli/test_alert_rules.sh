@@ -20,9 +20,12 @@ done
 # contrib's prometheus.yml and docs/deploy.md §6 are valid configurations
 # (promtool check config, their /etc paths made local) and agree with each
 # other and with what ships: the agents' CA and read token at the same
-# paths, the controller on the shipped port 9480 over http (9478 is an
-# agent's --control-listen example), the CA installed (§3) before §4 uses it
-mkdir -p "$T/etc"; : >"$T/etc/ca.pem"; echo "0123456789abcdef0123" >"$T/etc/agent-read.token"
+# paths, the controller on the shipped port 9480 (9478 is an agent's
+# --control-listen example) over http as shipped (contrib) and over https
+# with a read operator's token in the guide (require_read_scope), the CA
+# installed (§4) before the agent uses it
+mkdir -p "$T/etc"; : >"$T/etc/ca.pem"; : >"$T/etc/prometheus-client.crt"; : >"$T/etc/prometheus-client.key"
+echo "0123456789abcdef0123" >"$T/etc/agent-read.token"; echo "0123456789abcdef0123" >"$T/etc/controller-read.token"
 localize() { sed "s#/etc/pfi/#$T/etc/#g; s#/etc/prometheus/pfi-rules.yml#$SRC/contrib/prometheus/pfi-rules.yml#" "$1" >"$2"; }
 localize "$SRC/contrib/prometheus/prometheus.yml" "$T/contrib.yml"
 expect_status 0 promtool check config "$T/contrib.yml"
@@ -36,13 +39,18 @@ for f in "$SRC/contrib/prometheus/prometheus.yml" "$T/deploy6.yml"; do
     contains "$f" "$want"
   done
   grep -v '^ *#' "$f" | grep -q ':9478' && fail "$f scrapes port 9478 (an agent's control port)"; ok
-  # the controller's job is plain http, as shipped
-  awk '/job_name: pfi-controller/ {c = 1; next} /job_name:/ {c = 0} c && /^ *scheme: https/ {exit 1}' "$f" || fail "$f: the controller over https"; ok
 done
+# the shipped controller's job is plain http (loopback, as packaged); the
+# guide's is https with the read operator's token
+awk '/job_name: pfi-controller/ {c = 1; next} /job_name:/ {c = 0} c && /^ *scheme: https/ {exit 1}' \
+  "$SRC/contrib/prometheus/prometheus.yml" || fail "contrib's prometheus.yml: the controller over https"; ok
+awk '/job_name: pfi-controller/ {c = 1; next} /job_name:/ {c = 0} c && /^ *scheme: https/ {f = 1} END {exit !f}' \
+  "$T/deploy6.yml" || fail "docs/deploy.md §6: the controller not over https"; ok
+contains "$T/deploy6.yml" "credentials_file: /etc/pfi/controller-read.token"
 contains "$SRC/packaging/etc/pfi/controller.json" '"listen": "127.0.0.1:9480"'
 contains "$SRC/packaging/etc/pfi/pfi.conf" '"controller": "http://127.0.0.1:9480"'
-awk '/^## 3\. TLS/ {s = 1} /^## 4\./ {exit} s && /install -D -m 0644 ca.pem \/etc\/pfi\/ca.pem/ {f = 1} END {exit !f}' "$SRC/docs/deploy.md" ||
-  fail "docs/deploy.md §3 does not install /etc/pfi/ca.pem, which §4 uses"
+awk '/^## 4\./ {s = 1} s && /systemctl restart pfi-agent/ {exit} s && /install -D -m 0644 \/root\/pfi\/ca.pem \/etc\/pfi\/ca.pem/ {f = 1} END {exit !f}' "$SRC/docs/deploy.md" ||
+  fail "docs/deploy.md §4 does not install /etc/pfi/ca.pem before the agent uses it"
 ok
 
 # a rule that no longer matches what it tests is caught: each broken copy

@@ -3,8 +3,10 @@
 # jobs start (15 s of loading at low power, then training), a 20% event
 # inside the first minute, a second 20% event soon after the first, then a
 # 4-step event (SIMPLE levels 1, 2, 3, 1 through the OpenADR webhook: 10, 20,
-# 30, 10% cuts). Each event's and each step's baseline must be the jobs'
-# steady uncapped training draw — not their start-up, not the capped draw
+# 30, 10% cuts), all announced at the start. Each event's and each step's
+# baseline must match the jobs' steady uncapped training draw (here the
+# estimate, 0.97 x the ceiling: nothing steady was measured before the
+# announcement, issue 41) — not their start-up, not the capped draw
 # of the step before (in the trial a "20%" event cut 50% and the report
 # said 0.043 kWh shed where about 0.18 kWh were) — so each cut against that
 # draw is the one asked for within the tolerance, and the energy shed the
@@ -84,11 +86,14 @@ if abs(base - steady) > 0.02 * steady:
 real_cut = 100 * (1 - target / steady)
 if abs(real_cut - cut) > 2:
     bad.append("target %.0f W is a %.1f%% cut of the steady draw, asked %g%%" % (target, real_cut, cut))
-# baseline_window_s is the default 60 s, as in the trial: before the first
-# event the jobs have trained ~30 s (a short window, flagged), and between
-# events 10 s settled; never an estimate
-if r["baseline_source"] not in ("steady", "short window"):
-    bad.append("baseline source %s" % r["baseline_source"])
+# every event here is announced at the start, before the jobs have a
+# steady window: issue 41's rule takes the estimate (0.97 x the ceiling;
+# the windows after an announcement are not looked at, so a job cannot
+# inflate them), and the cut against the steady draw is still the one
+# asked (above); a short window (the rule before) is no longer taken
+if r["baseline_source"] != "estimate":
+    bad.append("baseline source %s, not the estimate (announced before any steady window)"
+               % r["baseline_source"])
 # the verdict is the control loop's (one late period under load makes an
 # event "not met"), not the baseline's: only never "nothing to shed"
 if r["verdict"] in ("nothing to shed", "not applicable"):

@@ -1,10 +1,11 @@
 #!/bin/sh
 # test_ctl_db_version.sh — the controller's database carries its format
-# version (SQLite user_version): a new database is marked 3, a database from
-# before versions were kept (0) is opened and marked 3, a format-1 one gets
-# format 2's columns (issue 30) and format 3's job_points table (issue 31)
-# with its events kept, and one from a newer controller (4) is refused at start with a one-line error naming the file
-# and the version, exit non-zero, without being changed.
+# version (SQLite user_version): a new database is marked 4, a database from
+# before versions were kept (0) is opened and marked 4, a format-1 one gets
+# format 2's columns (issue 30), format 3's job_points table (issue 31) and
+# format 4's announced_t column (issue 41) with its events kept, and one
+# from a newer controller (5) is refused at start with a one-line error
+# naming the file and the version, exit non-zero, without being changed.
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -18,14 +19,14 @@ conf() {
  "agents": [{"name": "n1", "url": "http://127.0.0.1:9", "token_file": "$T/atok"}]}
 EOF2
 }
-# new, then pre-versioning (0): marked 3 once the controller is up
+# new, then pre-versioning (0): marked 4 once the controller is up
 for case in new old; do
   db="$T/$case.db"
   [ "$case" = old ] && { setuv "$db" 0; [ "$(uv "$db")" = 0 ] || fail "setup"; }
   conf "$db"
   rm -f "$T/c.port"
   start_daemon controller "$T/$case.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-  [ "$(uv "$db")" = 3 ] || fail "$case database: user_version $(uv "$db"), expected 3"; ok
+  [ "$(uv "$db")" = 4 ] || fail "$case database: user_version $(uv "$db"), expected 4"; ok
   stop_daemon "$DPID"
 done
 # format 1 (before issue 30): the events table gets the baseline's source
@@ -44,22 +45,22 @@ PY
 conf "$db"
 rm -f "$T/c.port"
 start_daemon controller "$T/v1.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
-[ "$(uv "$db")" = 3 ] || fail "format-1 database: user_version $(uv "$db"), expected 3"; ok
+[ "$(uv "$db")" = 4 ] || fail "format-1 database: user_version $(uv "$db"), expected 4"; ok
 python3 -c "import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM job_points').fetchone()" "$db" ||
   fail "format-1 database: no job_points table"; ok
 cols=$(python3 -c "import sqlite3,sys; print(','.join(r[1] for r in sqlite3.connect(sys.argv[1]).execute('PRAGMA table_info(events)')))" "$db")
-case "$cols" in *baseline_source,created_by,changed_by,cancelled_by) ok ;; *) fail "columns: $cols" ;; esac
+case "$cols" in *baseline_source,created_by,changed_by,cancelled_by,announced_t) ok ;; *) fail "columns: $cols" ;; esac
 curl -s -m 5 "http://127.0.0.1:$DPORT/v1/events/old-1" | grep -q '"status":"scheduled"' || fail "old-1 not loaded"; ok
 stop_daemon "$DPID"
 # newer: refused, unchanged
 db="$T/newer.db"
-setuv "$db" 4
+setuv "$db" 5
 conf "$db"
 rc=0
 timeout 30 "$CTL" --config "$T/ctl.json" --port-file "$T/n.port" >"$T/newer.out" 2>&1 || rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$T/newer.out" >&2; fail "a newer database was not refused (exit $rc)"; }; ok
-grep -q "newer.db: format_version 4 is newer than this controller's (3)" "$T/newer.out" ||
+grep -q "newer.db: format_version 5 is newer than this controller's (4)" "$T/newer.out" ||
   { cat "$T/newer.out" >&2; fail "no one-line error naming the file and the version"; }; ok
-[ "$(uv "$db")" = 4 ] || fail "the newer database was changed"; ok
+[ "$(uv "$db")" = 5 ] || fail "the newer database was changed"; ok
 [ ! -e "$T/n.port" ] || fail "a refused controller wrote its port file"; ok
 done_ok

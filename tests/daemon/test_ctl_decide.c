@@ -87,6 +87,7 @@ static void job(size_t a, const char *id, int tier, int gpus, double power_w, do
     v->power_w = power_w;
     v->tokens_per_s = tokens_per_s;
     v->pfi_pred = pfi;
+    v->sm_clock_mhz = v->sm_active = NAN;
 }
 
 static ctl_event *event(const char *id, double start, double dur, double cut_pct)
@@ -656,6 +657,63 @@ static void test_profile_remembered(void **st)
     assert_true(fabs(g_st.mem[0].feat[3] - 0.5) < 1e-12); /* its own replaced them */
 }
 
+/* a fresh state holding m, the job a in view again */
+static void state_with(const ctl_mem *m)
+{
+    ctl_state_free(&g_st);
+    memset(&g_st, 0, sizeof g_st);
+    g_st.feasible = 1;
+    g_st.plan_t = NAN;
+    assert_int_equal(ctl_mem_put(&g_st, m), 0);
+}
+
+/* issue 41 (D): remembered points end with their job (the key holds no
+   submit time: a later job under the id cannot be told apart), are not
+   used older than 30 days, nor where no telemetry can tell jobs apart */
+static void test_memory_ends(void **st)
+{
+    (void)st;
+    profile_config("");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    g_view[0][0].feat_sm = 0.8;
+    run_until(70, 200);
+    assert_int_equal(g_st.nmem, 1);
+    ctl_mem m = g_st.mem[0];
+    /* the job ends: its row is forgotten, in the table and in SQLite */
+    g_agent[0].njobs = 0;
+    decide(200);
+    assert_true(noted("job a is gone"));
+    assert_int_equal(g_st.nmem, 0);
+    assert_int_equal(g_dec.nmem_rows, 1);
+    assert_true(g_dec.mem_rows[0].forget);
+    assert_string_equal(g_dec.mem_rows[0].id, "a");
+    /* remembered 31 days ago: profiled again */
+    g_agent[0].njobs = 1;
+    m.t = 400 - 31 * 86400.0;
+    state_with(&m);
+    int capped = 0, old = 0;
+    for (int t = 300; t < 400; t++) {
+        decide(t);
+        capped |= g_dec.profiling;
+        old |= noted("its remembered points are 31 days old: not used");
+        plant();
+    }
+    assert_true(capped && old);
+    /* no telemetry on the job: the key cannot tell jobs apart */
+    m.t = 250;
+    state_with(&m);
+    g_view[0][0].feat_sm = 0;
+    int again = 0;
+    capped = 0;
+    for (int t = 300; t < 400; t++) {
+        decide(t);
+        capped |= g_dec.profiling;
+        again |= noted("no telemetry to tell the jobs apart: profiled again");
+        plant();
+    }
+    assert_true(capped && again);
+}
+
 /* a plant that keeps whole watts, as an agent or driver may (the
    benchmark's farm prints caps with %.0f; NVML takes milliwatts, but a
    driver may clamp), with an administrator's lower limit (0: none) that
@@ -724,6 +782,107 @@ static void test_profile_cap_not_taken(void **st)
     assert_true(a->alloc_cap_w == 0 && !g_dec.profiling);
 }
 
+/* issue 41 (D): a job that raises its draw once an event is announced (on
+   the open GET /v1/events) gains nothing: the event's baseline is the
+   lowest of its last 3 steady windows that ended by the announcement
+   (before, the last steady window: the raised draw) */
+static void test_baseline_before_announcement(void **st)
+{
+    (void)st;
+    job(0, "a", -1, 4, 2400, 1000, 1);
+    ctl_event *e = event("e", 200, 60, 20);
+    e->announced_t = 120;
+    for (int t = 70; t < 200; t++) {
+        if (t == 120) set_view(0, "a", 2800, 1000, 700); /* +400 W: waste, same throughput */
+        decide(t);
+    }
+    decide(200);
+    const ctl_job *j = find("a");
+    if (fabs(g_st.event[0].baseline_w - 2400) > 1e-6)
+        fail_msg("baseline %g W, not the 2400 W drawn before the announcement",
+                 g_st.event[0].baseline_w);
+    assert_int_equal(j->base_how.nwin, 3);
+    for (size_t i = 0; i < j->base_how.nwin; i++) assert_true(j->base_how.win_end[i] <= 120);
+    assert_true(fabs(j->base_how.announced_t - 120) < 1e-9);
+    /* the report's row of how it was chosen */
+    assert_int_equal(g_dec.nbase_rows, 1);
+    assert_string_equal(g_dec.base_rows[0].job_id, "a");
+}
+
+/* a job that burns 400 W uncapped beyond what its throughput needs: its
+   measured points show it at its plateau at 2400 W, so its baseline is
+   2400 W, not its 2800 W draw; its honest twin, whose points fall below
+   the plateau as soon as it is capped, keeps its own draw */
+static void test_baseline_knee(void **st)
+{
+    (void)st;
+    job(0, "a", -1, 4, 2800, 1000, 1);
+    job(1, "b", -1, 4, 2400, 1000, 1);
+    event("e", 100, 60, 20);
+    decide(70);
+    pfi_online_point ka[] = {{2400, 5, 999, 5}, {2100, 5, 948, 5}, {1800, 5, 891, 5}};
+    pfi_online_point kb[] = {{2100, 5, 948, 5}, {1800, 5, 891, 5}, {1500, 5, 829, 5}};
+    ctl_known_set((ctl_job *)find("a"), ka, 3);
+    ctl_known_set((ctl_job *)find("b"), kb, 3);
+    for (int t = 71; t <= 100; t++) decide(t);
+    const ctl_job *a = find("a"), *b = find("b");
+    assert_true(a->base_how.knee_capped);
+    if (fabs(a->base_w - 2400) > 1e-6)
+        fail_msg("a's baseline %g W, not its knee 2400 W", a->base_w);
+    assert_true(fabs(a->base_how.plateau_w - 2800) < 1e-6);
+    assert_false(b->base_how.knee_capped);
+    assert_true(fabs(b->base_w - 2400) < 1e-6);
+    assert_true(fabs(g_st.event[0].baseline_w - 4800) < 1e-6); /* the waste is not shed */
+}
+
+/* the plant of the claims test: caps followed; power min(2400, 4 x cap);
+   the SM clock 1980 MHz x (power / 2400)^0.4; a claims (p/2400)^3 x 1000
+   tokens/s, b truly (p/2400)^0.4 x 1000 */
+static void claims_plant(void)
+{
+    for (size_t a = 0; a < NA; a++)
+        for (size_t q = 0; q < g_agent[a].njobs; q++) {
+            ctl_job_view *v = &g_view[a][q];
+            const ctl_job *j = find(v->id);
+            v->cap_w = j && j->alloc_cap_w > 0 ? j->alloc_cap_w : 700;
+            v->power_w = fmin(2400, v->gpus * v->cap_w);
+            double r = v->power_w / 2400;
+            v->sm_clock_mhz = 1980 * pow(r, 0.4);
+            v->tokens_per_s = 1000 * pow(r, strcmp(v->id, "a") ? 0.4 : 3);
+        }
+}
+
+/* issue 41 (D): a job whose step log claims a steeper curve than its SM
+   clock allows is not believed after 3 settled capped periods: its claims
+   are set aside (noted), and it is allocated as a job that reports no
+   throughput; its honest twin's claims stand */
+static void test_claims_not_corroborated(void **st)
+{
+    (void)st;
+    ctl_config_free(&g_cfg);
+    config(", \"strategy\": \"safe-online\", \"profile\": false");
+    job(0, "a", -1, 4, 2400, 1000, 1);
+    job(1, "b", -1, 4, 2400, 1000, 1);
+    event("e", 100, 100, 20);
+    int warned = 0;
+    for (int t = 70; t < 130; t++) {
+        decide(t);
+        warned |= noted("warning: job a: its step log claims");
+        claims_plant();
+    }
+    const ctl_job *a = find("a"), *b = find("b");
+    assert_true(a->untrusted);
+    assert_false(b->untrusted);
+    assert_true(warned);
+    assert_false(noted("warning: job b"));
+    assert_true(isnan(a->tokens_per_s)); /* set aside */
+    assert_true(b->tokens_per_s > 0);
+    /* the clamp: throughput never falls faster than power */
+    assert_true(fabs(ctl_claim_clamp(100, 1200, 1000, 2400) - 500) < 1e-9);
+    assert_true(fabs(ctl_claim_clamp(900, 1200, 1000, 2400) - 900) < 1e-9);
+    assert_true(fabs(ctl_claim_clamp(100, 3000, 1000, 2400) - 1000) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -739,6 +898,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_baseline_shared_by_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_no_window_shared_by_steps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline_estimate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_before_announcement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_baseline_knee, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claims_not_corroborated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_ends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),

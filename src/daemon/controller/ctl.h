@@ -322,6 +322,12 @@ ctl_base_src ctl_baseline_now(const ctl_cfg *cfg, const ctl_job *j, double *w, d
    it was chosen in *how */
 ctl_base_src ctl_baseline_event(const ctl_cfg *cfg, const ctl_job *j, double announced_t, double *w,
                                 double *tok, ctl_base_how *how);
+/* the same, from j's snapshot for that announcement where one was taken
+   (ctl_baseline_snapshots: each period, for the scheduled events already
+   announced, while the windows before the announcement are still kept) */
+ctl_base_src ctl_baseline_for(const ctl_cfg *cfg, const ctl_job *j, double announced_t, double *w,
+                              double *tok, ctl_base_how *how);
+void ctl_baseline_snapshots(const ctl_cfg *cfg, ctl_state *s, double now);
 /* the least power at which j's measured points (known) reach the plateau
    (top_w, top_tokens); NaN when they cannot say */
 double ctl_job_knee_w(const ctl_job *j, double top_w, double top_tokens);
@@ -399,6 +405,9 @@ void ctl_profile_period(const ctl_cfg *cfg, ctl_state *s, double now, double dt,
                         ctl_decision *d);
 void ctl_profile_keep(ctl_state *s, const ctl_job *j, ctl_decision *d);
 void ctl_known_set(ctl_job *j, const pfi_online_point *pt, size_t n);
+/* j's remembered points forgotten at its end (in the table; a row of the
+   decision deletes it from SQLite) */
+void ctl_mem_forget(ctl_state *s, const ctl_job *j, ctl_decision *d);
 int ctl_mem_put(ctl_state *s, const ctl_mem *m);
 void ctl_mean_se(const double *v, size_t k, double cv, double *mean, double *se);
 json_t *ctl_profile_json(const ctl_job *j);

@@ -34,7 +34,10 @@
  * power at which its throughput reaches its uncapped plateau — below that,
  * the baseline is at most the knee's draw: power beyond the knee buys no
  * throughput, it is waste, and waste is neither kept nor counted as shed.
- * The knee is the lowest draw measured at the plateau (a capped point
+ * Each period the jobs keep, for every scheduled event already announced,
+ * the baseline it will take (a snapshot: an event announced hours ahead
+ * would find the windows before its announcement gone from the ring by
+ * its start). The knee is the lowest draw measured at the plateau (a capped point
  * whose throughput is within 1%, or 2 standard errors, of the plateau),
  * lowered where a power law through the points below it reaches the
  * plateau sooner even at its upper bound (2 relative standard errors /
@@ -286,4 +289,50 @@ ctl_base_src ctl_baseline_event(const ctl_cfg *cfg, const ctl_job *j, double ann
     }
     how->base_x = x;
     return src;
+}
+
+ctl_base_src ctl_baseline_for(const ctl_cfg *cfg, const ctl_job *j, double announced_t, double *w,
+                              double *tok, ctl_base_how *how)
+{
+    for (size_t k = 0; k < j->nsnap; k++)
+        if (j->snap[k].announced_t == announced_t) {
+            *w = j->snap[k].w, *tok = j->snap[k].tok, *how = j->snap[k].how;
+            return j->snap[k].src;
+        }
+    return ctl_baseline_event(cfg, j, announced_t, w, tok, how);
+}
+
+/* is a in the list? */
+static int listed(const double *v, size_t n, double a)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == a) return 1;
+    return 0;
+}
+
+void ctl_baseline_snapshots(const ctl_cfg *cfg, ctl_state *s, double now)
+{
+    double ann[CTL_SNAP_MAX];
+    size_t na = 0;
+    for (size_t i = 0; i < s->nevents && na < CTL_SNAP_MAX; i++) {
+        const ctl_event *e = &s->event[i];
+        if (e->status == CTL_EV_SCHEDULED && e->announced_t <= now &&
+            !listed(ann, na, e->announced_t))
+            ann[na++] = e->announced_t;
+    }
+    for (size_t k = 0; k < s->njobs; k++) {
+        ctl_job *j = &s->job[k];
+        size_t keep = 0; /* those still pending, in order */
+        for (size_t q = 0; q < j->nsnap; q++)
+            if (listed(ann, na, j->snap[q].announced_t)) j->snap[keep++] = j->snap[q];
+        j->nsnap = keep;
+        for (size_t a = 0; a < na; a++) {
+            int have = 0;
+            for (size_t q = 0; q < j->nsnap; q++) have |= j->snap[q].announced_t == ann[a];
+            if (have || j->nsnap == CTL_SNAP_MAX) continue;
+            struct ctl_base_snap *x = &j->snap[j->nsnap++];
+            x->announced_t = ann[a];
+            x->src = ctl_baseline_event(cfg, j, ann[a], &x->w, &x->tok, &x->how);
+        }
+    }
 }

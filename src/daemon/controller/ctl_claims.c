@@ -14,8 +14,8 @@
  *     training step cannot speed up less than its clock slows: a job whose
  *     claimed throughput ratio (tokens/s / its reference) is below 0.8 x
  *     its telemetry ratio (SM clock x SM activity, / the same at its
- *     reference) for 3 settled capped periods in a row (the cap the same
- *     as the period before: the step log's average lags a cap change) is
+ *     reference) for 3 settled capped periods in a row (the cap within 2%
+ *     of the period before: the step log's average lags a cap change) is
  *     not believed: its claims are set aside from then on (the job's life
  *     under this controller, noted once), and it is allocated as a job that
  *     reports no throughput — its reference share, equal weight over the
@@ -33,6 +33,7 @@
 #define CLAIM_FLOOR 0.8   /* a claimed ratio below 0.8 x the telemetry's */
 #define CLAIM_PERIODS 3   /* settled capped periods in a row */
 #define CLOCK_MAX_MHZ 1e4 /* a clock above this is not one */
+#define CAP_SETTLED 0.02  /* a cap within 2% of the last period's: settled */
 
 double ctl_job_tel_x(const ctl_job *j)
 {
@@ -67,7 +68,7 @@ void ctl_claims_period(ctl_state *s, int active, ctl_decision *d)
     for (size_t k = 0; k < s->njobs; k++) {
         ctl_job *j = &s->job[k];
         int capped = j->cap_w < j->cap_max_w - 0.5;
-        int settled = capped && fabs(j->cap_w - j->prev_cap_w) < 0.5;
+        int settled = capped && fabs(j->cap_w - j->prev_cap_w) <= CAP_SETTLED * j->cap_w;
         j->prev_cap_w = j->cap_w;
         double x = ctl_job_tel_x(j), ref_tok, ref_x;
         if (j->untrusted || !j->reachable || !settled || !isfinite(j->tokens_per_s) || !(x > 0) ||

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "ctl.h"
 
 static const char schema[] =
@@ -602,6 +603,12 @@ static int mem_row(sqlite3_stmt *s, ctl_mem *m)
 int ctl_db_load_mem(ctl *c)
 {
     sqlite3_stmt *s;
+    /* rows older than 30 days are never used: gone (the table holds the
+       jobs that still run, forgotten at their end, issue 41) */
+    char del[96];
+    snprintf(del, sizeof del, "DELETE FROM job_points WHERE t < %.3f",
+             pfi_clock_now() - 30 * 86400.0);
+    sqlite3_exec(c->io.db, del, NULL, NULL, NULL);
     if (sqlite3_prepare_v2(c->io.db, "SELECT * FROM job_points", -1, &s, NULL) != SQLITE_OK) {
         ctl_log(c, "error: %s: %s", c->cfg.db, sqlite3_errmsg(c->io.db));
         return -1;

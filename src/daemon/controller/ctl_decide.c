@@ -171,6 +171,7 @@ static int take_jobs(ctl_state *s, const ctl_inputs *in, ctl_decision *d)
             continue;
         }
         ctl_note(&d->notes, "job %s is gone", s->job[k].id);
+        ctl_mem_forget(s, &s->job[k], d); /* its remembered points end with it */
         free(s->job[k].agent_idx);
         s->job[k] = s->job[--s->njobs];
     }
@@ -203,7 +204,7 @@ static void event_start(const ctl_cfg *cfg, ctl_state *s, ctl_event *e, double n
         ctl_job *j = &s->job[k];
         double announced = isfinite(e->announced_t) ? e->announced_t : e->ev.start;
         j->base_src =
-            ctl_baseline_event(cfg, j, announced, &j->base_w, &j->base_tokens, &j->base_how);
+            ctl_baseline_for(cfg, j, announced, &j->base_w, &j->base_tokens, &j->base_how);
         if (j->untrusted) j->base_tokens = NAN; /* its claims set aside (ctl_claims.c) */
         if (!PFI_VEC_RESERVE(d->base_rows, d->base_rows_cap, d->nbase_rows + 1, NULL)) {
             ctl_base_row *r = &d->base_rows[d->nbase_rows++];
@@ -481,6 +482,7 @@ int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *
     ctl_claims_period(s, s->active, d);
     for (size_t k = 0; k < s->njobs; k++)
         if (s->job[k].untrusted) s->job[k].tokens_per_s = NAN; /* set aside */
+    ctl_baseline_snapshots(cfg, s, now);
     int active = step_events(cfg, s, now, d);
     keep_baselines(cfg, s, now, active);
     ctl_profile_period(cfg, s, now, dt, active, d);

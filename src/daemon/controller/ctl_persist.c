@@ -93,9 +93,23 @@ static int put_meta(sqlite3 *db, const char *key, double v)
     return step_done(s);
 }
 
-/* a job's remembered points (ctl_profile.c), replacing its key's row */
+/* a job's remembered points (ctl_profile.c), replacing its key's row;
+   a forgotten key's row deleted */
 static int put_mem(sqlite3 *db, const ctl_mem *m)
 {
+    if (m->forget) {
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db,
+                               "DELETE FROM job_points WHERE job_id=? AND tier=? AND gpus=? AND "
+                               "hw_max_w=?",
+                               -1, &s, NULL) != SQLITE_OK)
+            return -1;
+        sqlite3_bind_text(s, 1, m->id, -1, SQLITE_STATIC);
+        sqlite3_bind_int(s, 2, m->tier);
+        sqlite3_bind_int(s, 3, m->gpus);
+        sqlite3_bind_double(s, 4, m->hw_max_w);
+        return step_done(s);
+    }
     json_t *a = json_array();
     for (size_t i = 0; i < m->npt; i++)
         json_array_append_new(a, json_pack("[f,f,f,f]", m->pt[i].power_w, m->pt[i].power_se_w,

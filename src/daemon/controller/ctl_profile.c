@@ -48,6 +48,7 @@
 #define CTL_PROF_CV_POWER 0.02  /* one sample's prior coefficient of variation */
 #define CTL_PROF_CV_TOKENS 0.03 /* (as safe-online's, ctl_online.c) */
 #define CTL_MEM_FEAT_TOL 0.15
+#define CTL_MEM_EXPIRE_S (30 * 86400.0) /* remembered points older than 30 days: not used */
 
 void ctl_mean_se(const double *v, size_t k, double cv, double *mean, double *se)
 {
@@ -71,6 +72,18 @@ static int key_eq(const ctl_mem *m, const char *id, int tier, int gpus, double h
 {
     return m->tier == tier && m->gpus == gpus && llround(m->hw_max_w) == llround(hw_max_w) &&
            !strcmp(m->id, id);
+}
+
+/* can the key tell this job from another under the same id? Only with
+   telemetry on both sides (issue 41: a new job reusing an id inherited
+   another's curve when the features were unknown) */
+static int feat_known(const ctl_mem *m, const ctl_job *j)
+{
+    double f[4];
+    job_feat(j, f);
+    for (int i = 0; i < 4; i++)
+        if (m->feat[i] > 0 && f[i] > 0) return 1;
+    return 0;
 }
 
 static int feat_same(const ctl_mem *m, const ctl_job *j)
@@ -111,6 +124,24 @@ static ctl_mem *mem_find(ctl_state *s, const ctl_job *j)
 {
     long at = mem_pos(s, j->id, j->tier, j->gpus, j->hw_max_w);
     return at >= 0 ? &s->mem[at] : NULL;
+}
+
+/* job j's remembered points forgotten (its job ended: the key cannot
+   tell the next job under its id apart, issue 41): out of the table (the
+   index rebuilt) and, through the decision, out of SQLite */
+void ctl_mem_forget(ctl_state *s, const ctl_job *j, ctl_decision *d)
+{
+    long at = mem_pos(s, j->id, j->tier, j->gpus, j->hw_max_w);
+    if (at < 0) return;
+    ctl_mem gone = s->mem[at];
+    s->mem[at] = s->mem[--s->nmem];
+    ctl_slots_free(&s->mem_idx);
+    if (ctl_slots_reserve(&s->mem_idx, s->nmem + 1, mem_hash_at, s) == 0)
+        for (size_t k = 0; k < s->nmem; k++) ctl_slots_put(&s->mem_idx, mem_hash_at(s, k), k);
+    gone.npt = 0; /* a row with no points: deleted (ctl_persist.c) */
+    gone.forget = 1;
+    if (PFI_VEC_RESERVE(d->mem_rows, d->mem_rows_cap, d->nmem_rows + 1, NULL)) return;
+    d->mem_rows[d->nmem_rows++] = gone;
 }
 
 int ctl_mem_put(ctl_state *s, const ctl_mem *m)
@@ -265,6 +296,17 @@ static void maybe_start(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, ctl_decisi
     if (!j->mem_checked) {
         j->mem_checked = 1;
         ctl_mem *m = mem_find(s, j);
+        if (m && s->now - m->t > CTL_MEM_EXPIRE_S) {
+            ctl_note(&d->notes, "job %s: its remembered points are %.0f days old: not used", j->id,
+                     (s->now - m->t) / 86400);
+            m = NULL;
+        } else if (m && !feat_known(m, j)) {
+            ctl_note(&d->notes,
+                     "job %s: remembered points under its id, but no telemetry to tell the "
+                     "jobs apart: profiled again",
+                     j->id);
+            m = NULL;
+        }
         if (m && !feat_same(m, j))
             ctl_note(&d->notes,
                      "warning: job %s: its remembered points are from a job whose telemetry "

@@ -15,8 +15,9 @@
 #include "pfi/alloc.h"
 #include "pfi/model_file.h"
 
-#define CTL_HIST 256  /* samples kept per job for the pre-event baseline */
-#define CTL_WIN_MAX 8 /* steady windows kept per job (ctl_baseline.c) */
+#define CTL_HIST 256   /* samples kept per job for the pre-event baseline */
+#define CTL_WIN_MAX 8  /* steady windows kept per job (ctl_baseline.c) */
+#define CTL_SNAP_MAX 4 /* pending announcements whose baselines a job keeps */
 /* The event table (issue 29): growable, with a bound per source so that no
  * source can take another's room. The grid (OpenADR: poll, webhook) keeps
  * at most CTL_GRID_MAX_EVENTS events and CTL_GRID_MAX_STEPS steps
@@ -150,7 +151,8 @@ typedef struct ctl_mem {
     double cost_ratio;
     pfi_online_point pt[CTL_KNOWN_MAX];
     size_t npt;
-    double t; /* pfi clock time last stored */
+    double t;   /* pfi clock time last stored */
+    int forget; /* a decision's row: delete the key's row (its job ended) */
 } ctl_mem;
 
 typedef struct ctl_job {
@@ -181,6 +183,16 @@ typedef struct ctl_job {
     double base_w, base_tokens; /* pre-event baseline (event start) */
     ctl_base_src base_src;
     ctl_base_how base_how; /* how it was chosen (the event's report) */
+    /* the baselines pending events will take, taken at the first period
+       after their announcement, while the windows before it are still
+       kept (an event announced hours ahead: the ring has moved on by its
+       start); one per distinct announcement, CTL_SNAP_MAX at most */
+    struct ctl_base_snap {
+        double announced_t, w, tok;
+        ctl_base_src src;
+        ctl_base_how how;
+    } snap[CTL_SNAP_MAX];
+    size_t nsnap;
     /* the SM clock (x its SM activity where known) now, and at its
        baseline: a claimed throughput is checked against them (ctl_claims.c) */
     double sm_clock_mhz, sm_active, base_x;
