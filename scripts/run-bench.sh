@@ -16,9 +16,9 @@ for b in "$dir"/bench/bench_*; do
     # the controller benchmark runs a farm of up to 12,500 fake agents
     # (BENCH_CTL_AGENTS, about 4 minutes) and the
     # controller as two processes, the OpenADR one a controller, 4 agents and
-    # a fixture VTN, the report one a controller, 4 agents and 8 clients:
+    # a fixture VTN (the VTN page one too), the report one a controller, 4 agents and 8 clients:
     # pinning them to one core would measure their contention
-    *bench_controller|*bench_openadr|*bench_report_contention) "$b" ;;
+    *bench_controller|*bench_openadr|*bench_report_contention|*bench_vtn_page) "$b" ;;
     *) taskset -c 0 "$b" 2>/dev/null || "$b" ;;
   esac
 done
