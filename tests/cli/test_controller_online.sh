@@ -74,6 +74,11 @@ curl -s -m 5 "$URL/v1/status" >"$T/st"
 contains "$T/st" '"strategy":"safe-online"'
 contains "$T/st" '"online":null'
 wait_counter 60 "$URL" pfi_ctl_cycles_total 7 # baselines: 30 clock s = 6 periods of 5 s
+# every job with a steady window before the event is announced (issue 41:
+# an event takes the windows that ended by its announcement; under load a
+# node's jobs can come later than 7 periods)
+steady_all() { [ "$(curl -s -m 5 "$URL/v1/status" | grep -o '"baseline_source":"steady"' | wc -l)" -ge 4 ]; }
+wait_for 120 "every job's steady baseline" steady_all
 
 # ---- a 30% event: measured rounds, never below the reference ----
 S=$(ISO $(awk -v n="$(NOW)" 'BEGIN{printf "%.0f", n + 5}'))

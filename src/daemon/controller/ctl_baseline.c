@@ -275,9 +275,10 @@ ctl_base_src ctl_baseline_event(const ctl_cfg *cfg, const ctl_job *j, double ann
     }
     ctl_base_src src = CTL_BASE_STEADY;
     if (how->nwin) *w = how->plateau_w;
-    else {
+    else { /* the estimate; its throughput what it reports now, uncapped (the
+              allocator then has one; a claim, checked as any: ctl_claims.c) */
         *w = j->gpus * j->cap_max_w * ESTIMATE_RATIO;
-        *tok = NAN;
+        *tok = j->tokens_per_s > 0 && !capped(j) ? j->tokens_per_s : NAN;
         if (!isfinite(*w)) *w = j->measured_w;
         src = CTL_BASE_ESTIMATE;
     }
