@@ -50,6 +50,7 @@
 #include "agent_client.h"
 #include "bench_common.h"
 #include "bench_procs.h"
+#include "bench_sim_caps.h"
 #include "clock.h"
 #include "grid_event.h"
 #include "httpd.h"
@@ -60,19 +61,6 @@
 #define NBAD 1000
 #define NKINDS 20
 #define VALID_KIND 10 /* responses of this kind also carry a valid event */
-
-static void make_token(const char *path, char *tok, size_t n)
-{
-    snprintf(tok, n, "bench-openadr-token-%ld-0123456789abcdef", (long)getpid());
-    FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "%s\n", tok), fclose(f);
-    chmod(path, 0600);
-}
-
-static void stop(pid_t p)
-{
-    if (p > 0) kill(p, SIGTERM), waitpid(p, NULL, 0);
-}
 
 /* the sum of every labelled series of a metric on /metrics; NAN when unreadable */
 static double metric_sum(const char *url, const char *name)
@@ -116,28 +104,12 @@ static void metric_print(const char *url, const char *name)
     pfi_http_reply_dispose(&r);
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* ---- latency: webhook -> every cap written ---- */
 
 /* every GPU's cap from the sim backends' state files; 0 when one cannot be read */
 static int read_caps(const char *dir, double caps[NAG][GPUS])
 {
-    for (int i = 0; i < NAG; i++) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/hw%d.json", dir, i);
-        json_t *h = json_load_file(path, 0, NULL);
-        json_t *a = json_object_get(h, "caps_w");
-        int ok = json_array_size(a) == GPUS;
-        for (int g = 0; ok && g < GPUS; g++) caps[i][g] = json_number_value(json_array_get(a, g));
-        json_decref(h);
-        if (!ok) return 0;
-    }
-    return 1;
+    return bench_read_sim_caps(dir, NAG, GPUS, &caps[0][0]);
 }
 
 static char *capacity_event(const char *id, int version, double limit_kw)
@@ -166,7 +138,7 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
     pid_t ap[NAG] = {0}, cp = 0;
     int rc = 1;
     snprintf(tokf, sizeof tokf, "%s/token", dir);
-    make_token(tokf, tok, sizeof tok);
+    bench_make_token(tokf, "openadr", tok, sizeof tok);
     for (int i = 0; i < NAG; i++) {
         char be[1024];
         snprintf(be, sizeof be, "sim:gpus=8,job=job%d:%s@0-7,load=0,seed=%d,state=%s/hw%d.json",
@@ -236,7 +208,7 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
         else if (++missed == 3) break; /* the caps do not follow: no use waiting out the rest */
         usleep(300000); /* the agents answer the push; the next version is a new one */
     }
-    qsort(lat, (size_t)n, sizeof *lat, cmp);
+    qsort(lat, (size_t)n, sizeof *lat, bench_cmp_double);
     printf("bench openadr latency: 4 pfi-agents x 8 simulated H200 (sim backend), control period "
            "5 s, no ramp; %d OpenADR 3.1 EVENT versions to POST /openadr3/events alternating "
            "IMPORT_CAPACITY_LIMIT 18/16 kW; cap written = the sim backend's state file\n",
@@ -252,8 +224,8 @@ static int latency(const char *ctl_bin, const char *agent_bin, const char *dir)
     }
     rc = n == 0; /* a figure, not a check: only a run that measured nothing fails */
 out:
-    stop(cp);
-    for (int i = 0; i < NAG; i++) stop(ap[i]);
+    bench_stop(cp);
+    for (int i = 0; i < NAG; i++) bench_stop(ap[i]);
     return rc;
 }
 
@@ -531,7 +503,7 @@ static int malformed_vtn(const char *ctl_bin, const char *dir)
     }
     char tokf[512], tok[128], cfg[512], portf[512], log[512], db[512];
     snprintf(tokf, sizeof tokf, "%s/vtn-token", dir);
-    make_token(tokf, tok, sizeof tok);
+    bench_make_token(tokf, "openadr", tok, sizeof tok);
     snprintf(cfg, sizeof cfg, "%s/vtn-ctl.json", dir);
     snprintf(portf, sizeof portf, "%s/vtn-ctl.port", dir);
     snprintf(log, sizeof log, "%s/vtn-ctl.log", dir);
@@ -619,7 +591,7 @@ static int malformed_vtn(const char *ctl_bin, const char *dir)
     printf("bench openadr malformed: %s\n", ok ? "PASS" : "FAIL");
     rc = !ok;
 out:
-    stop(p);
+    bench_stop(p);
     pfi_httpd_stop(h);
     return rc;
 }

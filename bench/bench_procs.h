@@ -5,12 +5,37 @@
 #define PFI_BENCH_PROCS_H
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_common.h"
+
+/* a token file at path (mode 0600) holding a token named after the
+   benchmark (name) and this process; the token in tok */
+static inline void bench_make_token(const char *path, const char *name, char *tok, size_t n)
+{
+    snprintf(tok, n, "bench-%s-token-%ld-0123456789abcdef", name, (long)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "%s\n", tok), fclose(f);
+    chmod(path, 0600);
+}
+
+/* a daemon started by bench_spawn stopped (SIGTERM) and reaped; p <= 0: none */
+static inline void bench_stop(pid_t p)
+{
+    if (p > 0) kill(p, SIGTERM), waitpid(p, NULL, 0);
+}
+
+/* qsort's order of doubles */
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 /* argv[0] with stdout and stderr in log */
 static inline pid_t bench_spawn(char *const argv[], const char *log)

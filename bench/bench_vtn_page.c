@@ -38,6 +38,7 @@
 #include "agent_client.h"
 #include "bench_common.h"
 #include "bench_procs.h"
+#include "bench_sim_caps.h"
 #include "httpd.h"
 
 #define NAG 4
@@ -91,25 +92,6 @@ static void vtn_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     rs->len = k;
 }
 
-static void make_token(const char *path, char *tok, size_t n)
-{
-    snprintf(tok, n, "bench-vtn-page-token-%ld-0123456789abcdef", (long)getpid());
-    FILE *f = fopen(path, "w");
-    if (f) fprintf(f, "%s\n", tok), fclose(f);
-    chmod(path, 0600);
-}
-
-static void stop(pid_t p)
-{
-    if (p > 0) kill(p, SIGTERM), waitpid(p, NULL, 0);
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double quant(const double *v, int n, double q)
 {
     return n ? v[(int)ceil(q * n) - 1 < 0 ? 0 : (int)ceil(q * n) - 1] : NAN;
@@ -118,17 +100,7 @@ static double quant(const double *v, int n, double q)
 /* every GPU's cap from the sim backends' state files; 0 when one cannot be read */
 static int read_caps(const char *dir, double caps[NAG][GPUS])
 {
-    for (int i = 0; i < NAG; i++) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/hw%d.json", dir, i);
-        json_t *h = json_load_file(path, 0, NULL);
-        json_t *a = json_object_get(h, "caps_w");
-        int ok = json_array_size(a) == GPUS;
-        for (int g = 0; ok && g < GPUS; g++) caps[i][g] = json_number_value(json_array_get(a, g));
-        json_decref(h);
-        if (!ok) return 0;
-    }
-    return 1;
+    return bench_read_sim_caps(dir, NAG, GPUS, &caps[0][0]);
 }
 
 /* a metric's value on url's /metrics (the first series whose line starts
@@ -288,7 +260,7 @@ static int run(const char *ctl_bin, const char *agent_bin, const char *dir, int 
     pid_t ap[NAG] = {0}, cp = 0;
     snprintf(tokf, sizeof tokf, "%s/token", dir);
     snprintf(log, sizeof log, "%s/ctl.log", dir);
-    make_token(tokf, tok, sizeof tok);
+    bench_make_token(tokf, "vtn-page", tok, sizeof tok);
     if (start_all(ctl_bin, agent_bin, dir, fport, tokf, ap, &cp, url, sizeof url)) goto out;
     snprintf(trig, sizeof trig, "%s/v1/trigger", url);
     sleep(5);                                  /* the jobs load; baselines over the window */
@@ -321,7 +293,7 @@ static int run(const char *ctl_bin, const char *agent_bin, const char *dir, int 
         pthread_mutex_lock(&g_h.mu);
         double wh = g_h.worst_s;
         pthread_mutex_unlock(&g_h.mu);
-        qsort(lat, (size_t)n, sizeof *lat, cmp);
+        qsort(lat, (size_t)n, sizeof *lat, bench_cmp_double);
         double p99 = quant(lat, n, 0.99);
         if (n && p99 > worst_p99) worst_p99 = p99;
         if (wh > worst_h) worst_h = wh;
@@ -341,7 +313,7 @@ static int run(const char *ctl_bin, const char *agent_bin, const char *dir, int 
         snprintf(alog, sizeof alog, "%s/a%d.log", dir, i);
         expired += count_lines(alog, "lease of controller", "expired");
     }
-    qsort(all, (size_t)nall, sizeof *all, cmp);
+    qsort(all, (size_t)nall, sizeof *all, bench_cmp_double);
     char status[512];
     snprintf(status, sizeof status, "/proc/%d/status", (int)cp);
     FILE *f = fopen(status, "r");
@@ -364,8 +336,8 @@ static int run(const char *ctl_bin, const char *agent_bin, const char *dir, int 
            nall && !missed && !expired && worst_p99 <= 0.1 ? "MET" : "NOT MET");
     rc = nall == 0;
 out:
-    stop(cp);
-    for (int i = 0; i < NAG; i++) stop(ap[i]);
+    bench_stop(cp);
+    for (int i = 0; i < NAG; i++) bench_stop(ap[i]);
     pfi_httpd_stop(h);
     return rc;
 }

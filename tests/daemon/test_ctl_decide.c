@@ -609,6 +609,16 @@ static void test_profile_paused_by_events(void **st)
     assert_true(find("a")->nknown >= 4);
 }
 
+/* a fresh state holding m, the job a in view again */
+static void state_with(const ctl_mem *m)
+{
+    ctl_state_free(&g_st);
+    memset(&g_st, 0, sizeof g_st);
+    g_st.feasible = 1;
+    g_st.plan_t = NAN;
+    assert_int_equal(ctl_mem_put(&g_st, m), 0);
+}
+
 static void test_profile_remembered(void **st)
 {
     (void)st;
@@ -622,11 +632,7 @@ static void test_profile_remembered(void **st)
     assert_true(m.profiled);
     assert_true(fabs(m.feat[3] - 0.8) < 1e-12);
     /* the job again (a restart, a new controller): not profiled again */
-    ctl_state_free(&g_st);
-    memset(&g_st, 0, sizeof g_st);
-    g_st.feasible = 1;
-    g_st.plan_t = NAN;
-    assert_int_equal(ctl_mem_put(&g_st, &m), 0);
+    state_with(&m);
     int capped = 0;
     for (int t = 300; t < 400; t++) {
         decide(t);
@@ -638,11 +644,7 @@ static void test_profile_remembered(void **st)
     assert_string_equal(find("a")->prof.why, "remembered");
     assert_int_equal(find("a")->nknown, 4);
     /* a job whose telemetry differs by more than 15%: another job */
-    ctl_state_free(&g_st);
-    memset(&g_st, 0, sizeof g_st);
-    g_st.feasible = 1;
-    g_st.plan_t = NAN;
-    assert_int_equal(ctl_mem_put(&g_st, &m), 0);
+    state_with(&m);
     g_view[0][0].feat_sm = 0.5;
     int warned = 0;
     capped = 0;
@@ -655,16 +657,6 @@ static void test_profile_remembered(void **st)
     assert_true(warned && capped);
     assert_int_equal(find("a")->prof.npt, 4);
     assert_true(fabs(g_st.mem[0].feat[3] - 0.5) < 1e-12); /* its own replaced them */
-}
-
-/* a fresh state holding m, the job a in view again */
-static void state_with(const ctl_mem *m)
-{
-    ctl_state_free(&g_st);
-    memset(&g_st, 0, sizeof g_st);
-    g_st.feasible = 1;
-    g_st.plan_t = NAN;
-    assert_int_equal(ctl_mem_put(&g_st, m), 0);
 }
 
 /* issue 41 (D): remembered points end with their job (the key holds no
