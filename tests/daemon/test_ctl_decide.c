@@ -609,6 +609,41 @@ static void test_profile_paused_by_events(void **st)
     assert_true(find("a")->nknown >= 4);
 }
 
+/* the telemetry a claim is checked against, as an agent's view carries
+   it: a clock in (0, 1e4) MHz and an activity in (0, 1], else unknown
+   (an agent's word is not trusted further) */
+static void test_claims_telemetry_bounds(void **st)
+{
+    (void)st;
+    static const char *const views[] = {
+        "{\"gpus\": [[200, 700, 700, 700]], \"jobs\": [{\"job_id\": \"a\", \"gpus\": [0], "
+        "\"power_w\": 500, \"sm_clock_mhz\": 1755, \"sm_active\": 0.5}]}",
+        "{\"gpus\": [[200, 700, 700, 700]], \"jobs\": [{\"job_id\": \"a\", \"gpus\": [0], "
+        "\"power_w\": 500, \"sm_clock_mhz\": 1e300, \"sm_active\": 5}]}",
+        "{\"gpus\": [[200, 700, 700, 700]], \"jobs\": [{\"job_id\": \"a\", \"gpus\": [0], "
+        "\"power_w\": 500, \"sm_clock_mhz\": -3, \"sm_active\": \"x\"}]}",
+        "{\"gpus\": [[200, 700, 700, 700]], \"jobs\": [{\"job_id\": \"a\", \"gpus\": [0], "
+        "\"power_w\": 500}]}"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *v = json_loads(views[i], 0, NULL);
+        assert_non_null(v);
+        ctl_agent_view a;
+        memset(&a, 0, sizeof a);
+        int bad;
+        assert_int_equal(ctl_inputs_read(&g_cfg, &a, v, &bad), 0);
+        assert_int_equal(a.njobs, 1);
+        if (i == 0) {
+            assert_true(fabs(a.job[0].sm_clock_mhz - 1755) < 1e-9);
+            assert_true(fabs(a.job[0].sm_active - 0.5) < 1e-9);
+        } else {
+            assert_true(isnan(a.job[0].sm_clock_mhz));
+            assert_true(isnan(a.job[0].sm_active));
+        }
+        free(a.job), free(a.nc);
+        json_decref(v);
+    }
+}
+
 /* a fresh state holding m, the job a in view again */
 static void state_with(const ctl_mem *m)
 {
@@ -894,6 +929,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_baseline_knee, setup, teardown),
         cmocka_unit_test_setup_teardown(test_claims_not_corroborated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_ends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claims_telemetry_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
