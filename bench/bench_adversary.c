@@ -34,20 +34,22 @@
  * over seeds 1–5 (BENCH_ADV_SEEDS), the hostile job's and its twin's loss
  * (means), the worst of hostile − twin, the event's baseline, and the most
  * the lie bought: the hostile job's loss as the control's honest job (the
- * same seed) less its loss lying. Two bars: the issue's, hostile ≥ twin − 1
- * percentage point in every seed; and gain ≤ 1 pp in every seed. The
- * second is the one safe-online can be held to: it splits two identical
- * honest jobs unevenly by itself (the control's row), so a twin's loss is
- * no reference there either (its split of the same job varies more
- * between seeds than a lie moves it). `bench_adversary check` exits 1 when
- * a checked row misses the twin bar: every named adversary under equal and
- * pfi-aware, and the claims' (steep3, huge, nan, inf, burst) under
- * safe-online (the test suite runs it). Not held, reported: safe-online
- * with inflate (over 200 seeds the hostile job lost 8.0% to its twin's
- * 10.6%, 2.6 pp better; the control's two honest jobs 9.0% and 9.1%, each
- * seed's split up to 19 pp apart), and fill, stronger than the issue's
- * adversary (under equal it keeps ~3 pp: its knee is estimated, not
- * measured). */
+ * same seed) less its loss lying. The bars: hostile ≥ twin − 1 percentage
+ * point, in every seed and on the mean over the seeds (the issue's "over 5
+ * seeds"); and gain ≤ 1 pp in every seed. `bench_adversary check` exits 1
+ * when a named adversary (not fill, not the control) misses the gain bar
+ * or the twin bar on the mean, under any strategy, or the twin bar in a
+ * seed, under any but safe-online with inflate (the test suite runs it).
+ * That one row is held on the mean only: safe-online's rounds, after a plan
+ * that starts the two jobs alike, still drift them a point or two apart in
+ * some seeds (seed 3: hostile 9.2%, twin 10.9%), a drift its rounds make of
+ * two honest jobs too. Measured 2026-12-07 over 200 seeds: hostile 8.8%,
+ * twin 8.9%, the control's two honest jobs 8.7% and 8.9%. Before the plan
+ * needed a significant gain to leave the reference (alloc_online.c,
+ * plan_gains) it split the control's identical jobs 17.5% / 1.3% in 2 seeds
+ * of 5 and the inflating job kept 2.6 pp on its twin over 200 seeds.
+ * Reported, not held: fill, stronger than the issue's adversary (under
+ * equal it keeps ~3 pp: its knee is estimated, not measured).  */
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -226,13 +228,14 @@ static int named(const char *adv)
     return strcmp(adv, "fill") && strcmp(adv, "none");
 }
 
-/* held to the twin bar by `check`: every named adversary under equal and
-   pfi-aware; under safe-online the claims' adversaries (its split of two
-   identical honest jobs varies by itself, so inflate is reported, not
-   held: see the header) */
-static int checked(const char *strategy, const char *adv)
+/* held by `check` in every seed: no gain against the same job honest;
+   against the twin, the mean over the seeds, and every seed but
+   safe-online's inflate (its rounds still move two jobs apart by a
+   point or two in a seed, after a plan that starts them alike: see the
+   header) */
+static int twin_each_seed(const char *strategy, const char *adv)
 {
-    return named(adv) && (strcmp(strategy, "safe-online") || strcmp(adv, "inflate"));
+    return strcmp(strategy, "safe-online") || strcmp(adv, "inflate");
 }
 
 int main(int argc, char **argv)
@@ -246,7 +249,8 @@ int main(int argc, char **argv)
            "part / uncapped; seeds 1-%d\n",
            SEEDS);
     printf("%-12s %-8s %9s %9s %11s %10s %11s %s\n", "strategy", "hostile", "loss_host",
-           "loss_twin", "worst_diff", "base_kW", "max_gain", "vs twin / vs itself honest");
+           "loss_twin", "worst_diff", "base_kW", "max_gain",
+           "vs twin each seed / mean / vs itself honest");
     for (size_t s = 0; s < NSTRAT; s++) {
         double control[1001];
         for (size_t a = 0; a < NADV; a++) {
@@ -266,13 +270,14 @@ int main(int argc, char **argv)
                 if (!strcmp(ADV[a], "none")) control[seed] = o.loss[0];
                 else if (control[seed] - o.loss[0] > gain) gain = control[seed] - o.loss[0];
             }
-            int gok = !(gain > 0.01);
-            if (named(ADV[a])) gain_ok &= gok;
-            if (checked(STRAT[s], ADV[a])) twin_ok &= ok, held_ok &= ok;
-            else if (named(ADV[a])) twin_ok &= ok;
-            printf("%-12s %-8s %8.1f%% %8.1f%% %+9.1fpp %10.2f %+9.1fpp %s / %s\n", STRAT[s],
+            int gok = !(gain > 0.01), mok = lh >= lt - 0.01;
+            if (named(ADV[a])) {
+                gain_ok &= gok, twin_ok &= ok && mok;
+                held_ok &= gok && mok && (ok || !twin_each_seed(STRAT[s], ADV[a]));
+            }
+            printf("%-12s %-8s %8.1f%% %8.1f%% %+9.1fpp %10.2f %+9.1fpp %s / %s / %s\n", STRAT[s],
                    ADV[a], 100 * lh, 100 * lt, 100 * worst, base / 1000,
-                   isfinite(gain) ? 100 * gain : 0.0, ok ? "yes" : "NO",
+                   isfinite(gain) ? 100 * gain : 0.0, ok ? "yes" : "NO", mok ? "yes" : "NO",
                    strcmp(ADV[a], "none") ? (gok ? "yes" : "NO") : "-");
         }
     }
@@ -280,8 +285,9 @@ int main(int argc, char **argv)
            "and %s by lying (against the same job honest, same seed, within 1 pp) (%.1f s)\n",
            twin_ok ? "did no better than" : "did better than some of",
            gain_ok ? "gained nothing" : "gained", bench_now() - t0);
-    printf("bench adversary: the checked rows (every named adversary under equal and pfi-aware, "
-           "the claims' under safe-online): %s\n",
-           held_ok ? "no better than their twins" : "SOME BETTER THAN THEIR TWINS");
+    printf("bench adversary: the checked rows (every named adversary and strategy: no gain on "
+           "itself honest in any seed, no better than its twin on the mean, and in every seed "
+           "but safe-online's inflate): %s\n",
+           held_ok ? "held" : "SOME NOT HELD");
     return check && !held_ok;
 }

@@ -383,12 +383,55 @@ static void pfi_op(void **s)
     pool_dispose(&P);
 }
 
+/* two jobs, each with known points on 1000 x (p / 5600)^expo at 0.9 .. 0.5
+   P_max, 1% standard error; job 0's point at 0.6 P_max raised by bump
+   standard errors: the first targets under a 20% cut */
+static void plan_pair(const double expo[2], double bump, double out[2])
+{
+    pfi_online_point kp[2][5];
+    pfi_alloc_job j[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].gpus = 8, j[i].tokens_per_s_max = 1000, j[i].power_max_w = 5600;
+        j[i].power_min_w = 1600, j[i].sla_tier = -1, j[i].cap_min_w = 200, j[i].cap_max_w = 700;
+        for (int k = 0; k < 5; k++) {
+            double p = 5600 * (0.9 - 0.1 * k), t = 1000 * pow(p / 5600, expo[i]);
+            kp[i][k] = (pfi_online_point){p, 5, t + (i == 0 && k == 3 ? bump * 10 : 0), 10};
+        }
+        j[i].known = kp[i], j[i].n_known = 5;
+    }
+    pfi_alloc_opts o;
+    pfi_alloc_opts_default(&o);
+    pfi_online_opts oo;
+    pfi_online_opts_default(&oo);
+    pfi_online *st;
+    assert_int_equal(pfi_online_new(j, 2, 0.8 * 2 * 5600, &o, &oo, &st, NULL), PFI_OK);
+    out[0] = pfi_online_targets(st)[0], out[1] = pfi_online_targets(st)[1];
+    pfi_online_free(st);
+}
+
+/* The plan leaves the reference only on evidence (issue 41): two identical
+   jobs, one of whose points sits 2.5 standard errors high (its pessimistic
+   curve then has a cheap stretch), keep the reference's equal split; the
+   same noise beside a truly flat and a truly steep job still moves the
+   flat one down */
+static void plan_needs_evidence(void **s)
+{
+    (void)s;
+    double t[2];
+    plan_pair((const double[2]){0.4, 0.4}, 2.5, t);
+    assert_near(t[0], t[1], 1e-6 * t[1]);
+    plan_pair((const double[2]){0.05, 1.0}, 2.5, t);
+    assert_true(t[0] < t[1] - 0.2 * 5600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(adversarial_safety),   cmocka_unit_test(adversarial_sla),
         cmocka_unit_test(online_api),           cmocka_unit_test(online_jobs),
         cmocka_unit_test(knee_below_reference), cmocka_unit_test(pfi_op),
+        cmocka_unit_test(plan_needs_evidence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
