@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "json_obj.h"
+#include "openadr_steps.h"
 
 static const char *const reason_names[PFI_OADR_NREASONS] = {
-    "ok",      "malformed", "operation", "unit",  "duration", "loop",      "intervals",
-    "payload", "targets",   "stale",     "ended", "refused",  "collision", "page"};
+    "ok",      "malformed", "operation", "unit",    "duration",  "loop", "intervals", "payload",
+    "targets", "stale",     "ended",     "refused", "collision", "page", "steps"};
 
 const char *pfi_oadr_reason_name(pfi_oadr_reason r)
 {
@@ -322,13 +323,21 @@ static void note_add(pfi_oadr_event *ev, const char *fmt, ...)
     va_end(ap);
 }
 
-/* one interval's step: its payload (IMPORT_CAPACITY_LIMIT first, then SIMPLE) */
-static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const pfi_oadr_opts *o,
-                               pfi_grid_event *s, int *found, pfi_oadr_event *ev, pfi_error *err)
+/* the payload pfi acts on in one interval: IMPORT_CAPACITY_LIMIT first,
+ * then SIMPLE (values NULL: neither) */
+typedef struct acted {
+    json_t *values; /* its values: one per sub-interval (User Guide 7.3) */
+    size_t k;       /* its place in payloads */
+    int capacity;   /* IMPORT_CAPACITY_LIMIT (else SIMPLE) */
+    double kw;      /* kW per unit of a capacity limit */
+} acted;
+
+static pfi_status payload_pick(json_t *payloads, size_t i, json_t *desc, const pfi_oadr_opts *o,
+                               acted *a, pfi_oadr_event *ev, pfi_error *err)
 {
     size_t k;
     json_t *pl;
-    *found = 0;
+    memset(a, 0, sizeof *a);
     if (!json_is_array(payloads))
         return reject(ev, PFI_OADR_R_MALFORMED, err, "intervals[%zu].payloads: expected an array",
                       i);
@@ -339,59 +348,66 @@ static pfi_status payload_read(json_t *payloads, size_t i, json_t *desc, const p
             !strstr(ev->note, type))
             note_add(ev, "%.40s payloads ignored (not a power limit or level)", type);
     }
-    for (int pass = 0; pass < 2 && !*found; pass++) json_array_foreach(payloads, k, pl)
+    for (int pass = 0; pass < 2 && !a->values; pass++) json_array_foreach(payloads, k, pl)
         {
             const char *type = json_string_value(json_object_get(pl, "type"));
-            json_t *val = json_array_get(json_object_get(pl, "values"), 0);
             if (!type)
                 return reject(ev, PFI_OADR_R_MALFORMED, err,
                               "intervals[%zu].payloads[%zu].type: expected a string", i, k);
-            if (pass == 0 && !strcmp(type, "IMPORT_CAPACITY_LIMIT")) {
-                char unit[24];
-                double f = unit_kw(desc, o, type, unit, sizeof unit);
-                if (f == 0)
-                    return reject(ev, PFI_OADR_R_UNIT, err,
-                                  "payloadDescriptors: IMPORT_CAPACITY_LIMIT in unit %.20s: "
-                                  "expected KW (or W, MW)",
-                                  unit);
-                if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
-                    !(json_number_value(val) >= 0))
-                    return reject(ev, PFI_OADR_R_PAYLOAD, err,
-                                  "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT "
-                                  "must be a number >= 0",
-                                  i, k);
-                double kw = json_number_value(val) * f;
-                s->kind = PFI_EV_TARGET_KW;
-                s->target_kw = kw - o->non_gpu_offset_kw;
-                if (!(s->target_kw > 0)) { /* nothing left for the GPUs: every job at its floor */
-                    if (!strstr(ev->note, "non-GPU offset"))
-                        note_add(ev,
-                                 "IMPORT_CAPACITY_LIMIT %g kW at or below the non-GPU offset "
-                                 "%g kW: GPU target 0 kW (every job at its floor)",
-                                 kw, o->non_gpu_offset_kw);
-                    s->target_kw = 0;
-                }
-                if (!(s->target_kw < PFI_EVENT_MAX_TARGET_KW))
-                    return reject(ev, PFI_OADR_R_PAYLOAD, err,
-                                  "intervals[%zu].payloads[%zu].values[0]: IMPORT_CAPACITY_LIMIT "
-                                  "%g kW: a GPU target of 1e6 kW or more",
-                                  i, k, kw);
-                *found = 1;
-                break;
-            }
-            if (pass == 1 && !strcmp(type, "SIMPLE")) {
-                double lv = json_number_value(val);
-                if (!json_is_number(val) || !(lv >= 0 && lv <= 3) || lv != floor(lv))
-                    return reject(ev, PFI_OADR_R_PAYLOAD, err,
-                                  "intervals[%zu].payloads[%zu].values[0]: SIMPLE level must be "
-                                  "0..3",
-                                  i, k);
-                s->kind = PFI_EV_LEVEL;
-                s->level = (int)lv;
-                *found = 1;
-                break;
-            }
+            if (strcmp(type, pass == 0 ? "IMPORT_CAPACITY_LIMIT" : "SIMPLE")) continue;
+            a->values = json_object_get(pl, "values"), a->k = k, a->capacity = pass == 0;
+            if (!json_is_array(a->values))
+                return reject(ev, PFI_OADR_R_PAYLOAD, err,
+                              "intervals[%zu].payloads[%zu].values: expected an array", i, k);
+            break;
         }
+    if (!a->capacity) return PFI_OK;
+    char unit[24];
+    a->kw = unit_kw(desc, o, "IMPORT_CAPACITY_LIMIT", unit, sizeof unit);
+    if (a->kw == 0)
+        return reject(ev, PFI_OADR_R_UNIT, err,
+                      "payloadDescriptors: IMPORT_CAPACITY_LIMIT in unit %.20s: expected KW (or "
+                      "W, MW)",
+                      unit);
+    return PFI_OK;
+}
+
+/* value j of the acted-on payload as step s's target or level */
+static pfi_status value_read(const acted *a, size_t i, size_t j, const pfi_oadr_opts *o,
+                             pfi_grid_event *s, pfi_oadr_event *ev, pfi_error *err)
+{
+    json_t *val = json_array_get(a->values, j);
+    double v = json_number_value(val);
+    if (!a->capacity) {
+        if (!json_is_number(val) || !(v >= 0 && v <= 3) || v != floor(v))
+            return reject(ev, PFI_OADR_R_PAYLOAD, err,
+                          "intervals[%zu].payloads[%zu].values[%zu]: SIMPLE level must be 0..3", i,
+                          a->k, j);
+        s->kind = PFI_EV_LEVEL;
+        s->level = (int)v;
+        return PFI_OK;
+    }
+    if (!json_is_number(val) || !isfinite(v) || !(v >= 0))
+        return reject(ev, PFI_OADR_R_PAYLOAD, err,
+                      "intervals[%zu].payloads[%zu].values[%zu]: IMPORT_CAPACITY_LIMIT must be a "
+                      "number >= 0",
+                      i, a->k, j);
+    double kw = v * a->kw;
+    s->kind = PFI_EV_TARGET_KW;
+    s->target_kw = kw - o->non_gpu_offset_kw;
+    if (!(s->target_kw > 0)) { /* nothing left for the GPUs: every job at its floor */
+        if (!strstr(ev->note, "non-GPU offset"))
+            note_add(ev,
+                     "IMPORT_CAPACITY_LIMIT %g kW at or below the non-GPU offset %g kW: GPU "
+                     "target 0 kW (every job at its floor)",
+                     kw, o->non_gpu_offset_kw);
+        s->target_kw = 0;
+    }
+    if (!(s->target_kw < PFI_EVENT_MAX_TARGET_KW))
+        return reject(ev, PFI_OADR_R_PAYLOAD, err,
+                      "intervals[%zu].payloads[%zu].values[%zu]: IMPORT_CAPACITY_LIMIT %g kW: a "
+                      "GPU target of 1e6 kW or more",
+                      i, a->k, j, kw);
     return PFI_OK;
 }
 
@@ -428,34 +444,62 @@ static void report_descriptors(json_t *rd, pfi_oadr_event *ev)
     if (!ev->report_mask && len) ev->report_mask = PFI_OADR_REPORT_NONE;
 }
 
-/* interval i's step, when it carries a payload pfi acts on */
+/* interval i's steps, when it carries a payload pfi acts on: one, or one
+ * per value of a multi-value payload — consecutive sub-intervals of
+ * duration / n, value k in the k-th (User Guide 7.3, "multi-valued
+ * payloads": "the duration of an intervalPeriod must be divided by the
+ * number of entries in the payload values field"; hupe1980/openadr
+ * src/core/interval.rs IntervalExpander::split, its bounds computed from
+ * the interval's start so that rounding does not add up). n counts only
+ * the payload pfi acts on: the values of others split nothing. Each keeps
+ * the interval's id. *nint: intervals with a payload so far */
 static pfi_status step_add(json_t *x, size_t i, double st, double d, int open, json_t *desc,
-                           const pfi_oadr_opts *o, pfi_oadr_event *ev, pfi_error *err)
+                           const pfi_oadr_opts *o, size_t *nint, pfi_oadr_event *ev, pfi_error *err)
 {
-    pfi_grid_event s;
-    memset(&s, 0, sizeof s);
-    s.ramp_s = s.ramp_down_s = NAN;
-    snprintf(s.source, sizeof s.source, "openadr");
-    s.start = st;
-    s.open_ended = open;
-    s.duration_s = open ? 0 : d;
-    s.has_priority = ev->has_priority;
-    s.priority = ev->priority;
-    int found;
-    if (payload_read(json_object_get(x, "payloads"), i, desc, o, &s, &found, ev, err))
-        return PFI_EINVAL;
-    if (!found) {
+    acted a;
+    if (payload_pick(json_object_get(x, "payloads"), i, desc, o, &a, ev, err)) return PFI_EINVAL;
+    if (!a.values) {
         note_add(ev, "intervals[%zu]: no IMPORT_CAPACITY_LIMIT or SIMPLE payload", i);
         return PFI_OK;
     }
-    if (ev->nsteps == PFI_OADR_MAX_STEPS)
-        return reject(ev, PFI_OADR_R_INTERVALS, err,
-                      "intervals: more than %d with a payload: the whole event is refused",
-                      PFI_OADR_MAX_STEPS);
+    size_t n = json_array_size(a.values) ? json_array_size(a.values) : 1; /* none: values[0] */
+    if (n > 1 && open) /* no end: nothing to divide (hupe1980 keeps it whole; we refuse) */
+        return reject(ev, PFI_OADR_R_DURATION, err,
+                      "intervals[%zu].payloads[%zu].values: %zu values on an interval until "
+                      "cancelled: no duration to divide",
+                      i, a.k, n);
+    if (n > 1 && !(d / (double)n >= 1))
+        return reject(ev, PFI_OADR_R_DURATION, err,
+                      "intervals[%zu].payloads[%zu].values: %zu values over %g s: sub-intervals "
+                      "under 1 s",
+                      i, a.k, n, d);
+    if (ev->nsteps + n > PFI_OADR_MAX_STEPS) {
+        if (n == 1 && ev->nsteps == *nint)
+            return reject(ev, PFI_OADR_R_INTERVALS, err,
+                          "intervals: more than %d with a payload: the whole event is refused",
+                          PFI_OADR_MAX_STEPS);
+        return reject(ev, PFI_OADR_R_STEPS, err,
+                      "intervals[%zu].payloads[%zu].values: the sub-intervals of multi-value "
+                      "payloads make more than %d steps: the whole event is refused",
+                      i, a.k, PFI_OADR_MAX_STEPS);
+    }
     json_t *idv = json_object_get(x, "id");
-    ev->interval_id[ev->nsteps] =
-        json_is_integer(idv) ? (long long)json_integer_value(idv) : (long long)i;
-    ev->step[ev->nsteps++] = s;
+    long long iid = json_is_integer(idv) ? (long long)json_integer_value(idv) : (long long)i;
+    (*nint)++;
+    for (size_t j = 0; j < n; j++) {
+        pfi_grid_event s;
+        memset(&s, 0, sizeof s);
+        s.ramp_s = s.ramp_down_s = NAN;
+        snprintf(s.source, sizeof s.source, "openadr");
+        s.start = st + d * (double)j / (double)n;
+        s.open_ended = open;
+        s.duration_s = open ? 0 : d * (double)(j + 1) / (double)n - d * (double)j / (double)n;
+        s.has_priority = ev->has_priority;
+        s.priority = ev->priority;
+        if (value_read(&a, i, j, o, &s, ev, err)) return PFI_EINVAL;
+        ev->interval_id[ev->nsteps] = iid;
+        ev->step[ev->nsteps++] = s;
+    }
     return PFI_OK;
 }
 
@@ -523,11 +567,15 @@ static int interval_length(const period *p, const period *ep, json_t *iv, size_t
     return 0;
 }
 
-/* every interval into ev's steps (with a payload pfi acts on) */
+/* every interval into ev's steps (with a payload pfi acts on); *sp: the
+ * time they cover, every interval counted */
 static pfi_status intervals_read(json_t *iv, const period *ep, json_t *desc, const pfi_oadr_opts *o,
-                                 pfi_oadr_event *ev, size_t *zero, pfi_error *err)
+                                 pfi_oadr_event *ev, size_t *zero, pfi_oadr_span *sp,
+                                 pfi_error *err)
 {
     double event_start = NAN, t = NAN;
+    size_t nint = 0; /* intervals with a payload */
+    sp->start_s = INFINITY, sp->end_s = -INFINITY;
     int now_ = 0;
     if (ep->start && start_read(json_string_value(ep->start), &event_start, &now_))
         return reject(ev, PFI_OADR_R_MALFORMED, err,
@@ -552,6 +600,8 @@ static pfi_status intervals_read(json_t *iv, const period *ep, json_t *desc, con
             return reject(ev, PFI_OADR_R_DURATION, err,
                           "intervals[%zu]: follows an interval until cancelled", i);
         if (interval_length(&p, ep, iv, i, st, &d, &open, ev, err)) return PFI_EINVAL;
+        sp->start_s = fmin(sp->start_s, st);
+        sp->end_s = fmax(sp->end_s, open ? INFINITY : st + d);
         if (!open && d == 0) { /* PT0S: a window of no duration (the User Guide's cancel) */
             (*zero)++;
             t = st;
@@ -562,18 +612,53 @@ static pfi_status intervals_read(json_t *iv, const period *ep, json_t *desc, con
                           "intervals[%zu]: a duration under 1 s (PT0S aside)", i);
         t = open ? INFINITY : st + d;
         after_open |= open;
-        if (step_add(x, i, st, d, open, desc, o, ev, err)) return PFI_EINVAL;
+        if (step_add(x, i, st, d, open, desc, o, &nint, ev, err)) return PFI_EINVAL;
     }
+    return PFI_OK;
+}
+
+/* a metadata time: RFC 3339, or a date and time without an offset, read
+ * as UTC (*local = 1): the OpenADR Alliance's reference VTN
+ * (oadr3-org/openadr3-vtn-reference-implementation) stamps createdDateTime
+ * and modificationDateTime as "2026-03-20 14:58:51". 0, or -1 */
+static int meta_time_read(const char *s, double *t, int *local)
+{
+    char z[48];
+    *local = 0;
+    if (!pfi_rfc3339_parse(s, t)) return 0;
+    if (strlen(s) > 40) return -1;
+    snprintf(z, sizeof z, "%sZ", s);
+    if (pfi_rfc3339_parse(z, t)) return -1;
+    *local = 1;
+    return 0;
+}
+
+/* modificationDateTime (the version; absent: 0) and createdDateTime (not
+ * used: only its offset-less form is noted; the User Guide's own examples
+ * write it as a bare time, "14:13:26") */
+static pfi_status metadata_times(json_t *mod, json_t *created, pfi_oadr_event *ev, pfi_error *err)
+{
+    double t;
+    int local = 0;
+    if (mod && !json_is_null(mod) &&
+        (!json_is_string(mod) || meta_time_read(json_string_value(mod), &ev->modified, &local)))
+        return reject(ev, PFI_OADR_R_MALFORMED, err,
+                      "modificationDateTime: expected RFC 3339 (or a date and time without an "
+                      "offset, read as UTC)");
+    ev->local_timestamp = local;
+    if (json_is_string(created) && !meta_time_read(json_string_value(created), &t, &local))
+        ev->local_timestamp |= local;
     return PFI_OK;
 }
 
 static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *ev, pfi_error *err)
 {
     json_t *id = NULL, *mod = NULL, *ot = NULL, *ip = NULL, *iv = NULL, *desc = NULL, *tg = NULL,
-           *dur = NULL, *prio = NULL, *rd = NULL;
+           *dur = NULL, *prio = NULL, *rd = NULL, *created = NULL;
     const pfi_jkey keys[] = {
         {"id", PFI_J_ANY, 0, &id, .fn = grab},
         {"modificationDateTime", PFI_J_ANY, 0, &mod, .fn = grab},
+        {"createdDateTime", PFI_J_ANY, 0, &created, .fn = grab},
         {"objectType", PFI_J_ANY, 0, &ot, .fn = grab},
         {"priority", PFI_J_ANY, 0, &prio, .fn = grab},
         {"targets", PFI_J_ANY, 0, &tg, .fn = grab},
@@ -591,9 +676,7 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
         return reject(ev, PFI_OADR_R_MALFORMED, err,
                       "id: expected 1..128 letters, digits, '_', '-' (an OpenADR objectID)");
     snprintf(ev->id, sizeof ev->id, "%s", json_string_value(id));
-    if (mod && !json_is_null(mod) &&
-        (!json_is_string(mod) || pfi_rfc3339_parse(json_string_value(mod), &ev->modified)))
-        return reject(ev, PFI_OADR_R_MALFORMED, err, "modificationDateTime: expected RFC 3339");
+    if (metadata_times(mod, created, ev, err)) return PFI_EINVAL;
     if (ot && !json_is_null(ot) && (!json_is_string(ot) || strcmp(json_string_value(ot), "EVENT")))
         return reject(ev, PFI_OADR_R_MALFORMED, err, "objectType: expected EVENT");
     if (prio && !json_is_null(prio)) {
@@ -608,20 +691,20 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     if (targets_read(tg, o, ev, err)) return PFI_EINVAL;
     if (ev->op != PFI_OADR_OP_UPSERT) return PFI_OK; /* the rest is not needed */
     pfi_oadr_opts oo = *o;
+    double now_s = o->now; /* the caller's clock (a loop's passes), not the first receipt */
     if (o->first_receipt) oo.now = o->first_receipt(o->ud, ev->id, o->now);
     ev->first_s = oo.now;
     o = &oo;
     report_descriptors(rd, ev);
-    if (dur && !json_is_null(dur))
-        return reject(ev, PFI_OADR_R_LOOP, err,
-                      "duration: an event-level duration (repeating the intervals) is not "
-                      "supported");
+    if (dur && !json_is_null(dur) && !json_is_string(dur))
+        return reject(ev, PFI_OADR_R_MALFORMED, err, "duration: expected a string");
     period ep;
     if (period_read(ip, "intervalPeriod", &ep, err)) return keep(ev, PFI_OADR_R_MALFORMED, err);
     if (!json_is_array(iv) || json_array_size(iv) == 0)
         return reject(ev, PFI_OADR_R_INTERVALS, err, "intervals: expected a non-empty array");
     size_t zero = 0; /* intervals of duration PT0S */
-    if (intervals_read(iv, &ep, desc, o, ev, &zero, err)) return PFI_EINVAL;
+    pfi_oadr_span sp;
+    if (intervals_read(iv, &ep, desc, o, ev, &zero, &sp, err)) return PFI_EINVAL;
     if (!ev->nsteps && zero == json_array_size(iv)) {
         ev->op = PFI_OADR_OP_DELETE; /* every interval PT0S: the event is cancelled */
         return PFI_OK;
@@ -630,9 +713,9 @@ static pfi_status event_read(json_t *e, const pfi_oadr_opts *o, pfi_oadr_event *
     if (!ev->nsteps)
         return reject(ev, PFI_OADR_R_PAYLOAD, err,
                       "intervals: no IMPORT_CAPACITY_LIMIT or SIMPLE payload");
+    pfi_oadr_reason r = pfi_oadr_steps_finish(ev, json_string_value(dur), &sp, now_s, err);
+    if (r) return keep(ev, r, err);
     for (size_t k = 0; k < ev->nsteps; k++) {
-        if (ev->nsteps == 1) snprintf(ev->step[k].id, sizeof ev->step[k].id, "%s", ev->id);
-        else snprintf(ev->step[k].id, sizeof ev->step[k].id, "%s.%u", ev->id, (unsigned)(k % 1000));
         pfi_error pe;
         if (pfi_grid_event_check(&ev->step[k], &pe))
             return reject(ev, PFI_OADR_R_MALFORMED, err, "intervals: step %zu: %s", k, pe.msg);
@@ -674,120 +757,4 @@ pfi_status pfi_oadr_parse(const char *text, size_t len, const pfi_oadr_opts *o, 
     if (!st) st = event_read(e, o, ev, err);
     json_decref(root);
     return st;
-}
-
-/* an id of a full book that may be forgotten: deleted ones first, then
-   the least recently seen */
-typedef struct book_victim {
-    unsigned long long seen;
-    size_t i;
-    int deleted;
-} book_victim;
-
-static int victim_cmp(const void *a, const void *b)
-{
-    const book_victim *x = a, *y = b;
-    if (x->deleted != y->deleted) return y->deleted - x->deleted;
-    return (x->seen > y->seen) - (x->seen < y->seen);
-}
-
-/* room in a full book: up to PFI_OADR_BOOK_MAX / 8 ids forgotten, never
-   one pending() keeps; how many were */
-static size_t book_make_room(pfi_oadr_book *b)
-{
-    book_victim *o = malloc(b->n * sizeof *o);
-    unsigned char *gone = calloc(b->n, 1);
-    size_t k = 0, want = PFI_OADR_BOOK_MAX / 8;
-    for (size_t i = 0; o && gone && i < b->n; i++)
-        o[i] = (book_victim){b->v[i].seen, i, b->v[i].deleted};
-    if (o && gone) qsort(o, b->n, sizeof *o, victim_cmp);
-    /* pending() is asked only down the order, until enough are found */
-    for (size_t j = 0; o && gone && j < b->n && k < want; j++) {
-        if (b->pending && b->pending(b->ud, b->v[o[j].i].id)) continue;
-        gone[o[j].i] = 1;
-        k++;
-    }
-    size_t w = 0;
-    for (size_t i = 0; k && i < b->n; i++)
-        if (!gone[i]) b->v[w++] = b->v[i];
-    if (k) b->n = w;
-    b->forgotten += k;
-    free(o);
-    free(gone);
-    return k;
-}
-
-pfi_oadr_verdict pfi_oadr_book_note(pfi_oadr_book *b, const char *id, double modified, int deleted,
-                                    int *report)
-{
-    *report = 1;
-    b->tick++;
-    for (size_t i = 0; i < b->n; i++) {
-        pfi_oadr_seen *s = &b->v[i];
-        if (strcmp(s->id, id)) continue;
-        s->seen = b->tick;
-        if (modified > s->modified || (deleted && !s->deleted && modified == s->modified)) {
-            s->modified = modified;
-            s->deleted = deleted;
-            s->reported = NAN;
-            return PFI_OADR_NEWER;
-        }
-        if (modified == s->modified) {
-            *report = 0;
-            return PFI_OADR_SAME;
-        }
-        *report = !(s->reported == modified);
-        s->reported = modified;
-        return PFI_OADR_OLDER;
-    }
-    if (b->n >= PFI_OADR_BOOK_MAX && !book_make_room(b)) return PFI_OADR_NEW; /* not recorded */
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 16;
-        if (cap > PFI_OADR_BOOK_MAX) cap = PFI_OADR_BOOK_MAX;
-        pfi_oadr_seen *v = realloc(b->v, cap * sizeof *v);
-        if (!v) return PFI_OADR_NEW;
-        b->v = v;
-        b->cap = cap;
-    }
-    pfi_oadr_seen *s = &b->v[b->n++];
-    memset(s, 0, sizeof *s);
-    snprintf(s->id, sizeof s->id, "%s", id);
-    s->modified = modified;
-    s->reported = NAN;
-    s->deleted = deleted;
-    s->seen = b->tick;
-    return PFI_OADR_NEW;
-}
-
-void pfi_oadr_book_free(pfi_oadr_book *b)
-{
-    free(b->v);
-    memset(b, 0, sizeof *b);
-}
-
-/* the window that ended by now_s: its suppressed count, and no window open */
-static unsigned long long window_ended(pfi_oadr_loglimit *l, double now_s)
-{
-    if ((!l->logged && !l->suppressed) || now_s - l->start < PFI_OADR_LOG_WINDOW_S) return 0;
-    unsigned long long n = l->suppressed;
-    l->logged = 0;
-    l->suppressed = 0;
-    return n;
-}
-
-int pfi_oadr_log_allow(pfi_oadr_loglimit *l, double now_s, unsigned long long *summary)
-{
-    *summary = window_ended(l, now_s);
-    if (!l->logged && !l->suppressed) l->start = now_s; /* a window opens */
-    if (l->logged < PFI_OADR_LOG_BURST) {
-        l->logged++;
-        return 1;
-    }
-    l->suppressed++;
-    return 0;
-}
-
-unsigned long long pfi_oadr_log_due(pfi_oadr_loglimit *l, double now_s)
-{
-    return window_ended(l, now_s);
 }

@@ -12,6 +12,12 @@
  * Output: the event's id, version (modificationDateTime), priority and its
  * steps — one pfi_grid_event per interval carrying IMPORT_CAPACITY_LIMIT
  * (target_kw = limit in kW - non_gpu_offset_kw) or SIMPLE (level 0..3).
+ * Metadata times (createdDateTime, modificationDateTime) are RFC 3339, or
+ * a date and time without an offset ("2026-03-20 14:58:51", as the
+ * OpenADR Alliance's reference VTN writes them): read as UTC, and
+ * local_timestamp set so that the caller can count the form; any other
+ * createdDateTime is not read (pfi does not use it). Interval and event
+ * starts keep the strict rule: an offset, or "now".
  * Step k starts at the interval's own intervalPeriod.start, else where
  * the interval before it ended (the first at the event's start); "now" (any
  * 0001-01-01, whatever its time or offset) is the event's start on the
@@ -19,14 +25,39 @@
  * 7.3); on the event itself it is opts->now (the controller passes the
  * first receipt of the event's id, so a restart or a new version does not
  * restart the event). A step lasts the interval's own duration, else the
- * event's, else until the next interval's explicit start (the last one:
- * until cancelled), as openleadr-rs reads an interval without one.
+ * event's intervalPeriod.duration (the intervals' default), else until the
+ * next interval's explicit start (the last one: until cancelled), as
+ * openleadr-rs reads an interval without one.
  * Durations: pfi_oadr_duration. PT0S is a window of no duration: such an
  * interval is skipped, and an event whose every interval is PT0S (the User
  * Guide's way to cancel an event) reads as a DELETE.
- * Step ids: the event's id for one step, ID.0, ID.1, ... for several
- * (OpenADR ids cannot contain '.'); each step keeps its interval's own id
- * (interval_id) for the REPORT. Units of a payload type: the event's
+ * Multi-value payloads (User Guide 7.3): the payload pfi acts on with n
+ * values makes its interval n consecutive sub-intervals of duration / n,
+ * value k in sub-interval k, each a step with the interval's own id; the
+ * values of other payloads split nothing. n > 1 on an interval until
+ * cancelled, or sub-intervals under 1 s, refuse the event (reason
+ * "duration").
+ * The event-level `duration` (the top-level key; the event's
+ * intervalPeriod.duration is the intervals' default, above), measured from
+ * the earliest interval start (User Guide 7.3): shorter than the intervals
+ * truncates them (the step across its end shortened, later ones dropped),
+ * equal changes nothing, longer loops the whole interval sequence (step
+ * starts continuing, one pass per span of the intervals) until it ends;
+ * with an interval until cancelled a finite one truncates and P9999Y
+ * changes nothing. A loop whose end is beyond opts->now +
+ * PFI_OADR_LOOP_AHEAD_S (P9999Y, or any long one) is expanded only up to
+ * there, passes that ended before opts->now are skipped, and
+ * expanded_to_s says so: the caller reads the event again (the same
+ * version too) at each poll so that the steps move ahead with time. An
+ * expansion of more than PFI_OADR_MAX_STEPS steps refuses the event
+ * (reason "steps"; more than that many intervals with a payload: reason
+ * "intervals"). opts->now is the caller's clock here, not the first
+ * receipt.
+ * Step ids: the event's id for one step that does not loop, else ID.N with
+ * N the step's place in the whole expansion (pass * steps per pass + place
+ * in the pass, so ids stay the same from poll to poll and past 1000; up to
+ * 10 digits); OpenADR ids cannot contain '.'. Each step keeps its
+ * interval's own id (interval_id) for the REPORT. Units of a payload type: the event's
  * payloadDescriptors, else its program's (opts->program_descriptors), else
  * KW; KW, W and MW are read, any other unit rejects the event. An
  * IMPORT_CAPACITY_LIMIT of 0, or one at or below the non-GPU offset, is a
@@ -34,8 +65,6 @@
  * written as an integer or an integral number (2.0). A target (3.1: a
  * string; 3.0.1: a value of VEN_NAME or RESOURCE_NAME) written as a number
  * is compared as its decimal text.
- * A 3.1 event-level `duration` (looping the intervals) is not supported:
- * such an event is rejected (reason "loop").
  *
  * Every rejection has one reason from a small fixed set (the label of
  * pfi_ctl_openadr_rejected_total) and a one-line message. */
@@ -52,9 +81,13 @@ extern "C" {
 #endif
 
 #define PFI_OADR_ID_MAX 128 /* the specification's objectID */
-/* intervals with a payload per event: a week of 15-minute steps (672) and
- * some room; an event with more is refused whole (reason "intervals") */
+/* steps per event: a week of 15-minute steps (672) and some room; an
+ * event with more intervals with a payload is refused whole (reason
+ * "intervals"), one whose sub-intervals or loop make more (reason
+ * "steps") too */
 #define PFI_OADR_MAX_STEPS 1000
+/* how far past opts->now a loop to beyond it is expanded (7 days) */
+#define PFI_OADR_LOOP_AHEAD_S 604800.0
 
 typedef enum pfi_oadr_version { PFI_OADR_V3_1 = 0, PFI_OADR_V3_0_1 } pfi_oadr_version;
 
@@ -69,8 +102,9 @@ typedef enum pfi_oadr_reason {
     PFI_OADR_R_MALFORMED, /* not an EVENT, bad JSON, id, time or value */
     PFI_OADR_R_OPERATION, /* an operation that asks nothing of us (READ) */
     PFI_OADR_R_UNIT,      /* a unit other than KW, W, MW */
-    PFI_OADR_R_DURATION,  /* malformed, negative, under 1 s (PT0S aside), missing */
-    PFI_OADR_R_LOOP,      /* 3.1 event-level duration */
+    PFI_OADR_R_DURATION,  /* malformed, negative, under 1 s (PT0S aside), missing; several
+                             values on an interval until cancelled */
+    PFI_OADR_R_LOOP,      /* unused since event-level durations are read (kept: its label) */
     PFI_OADR_R_INTERVALS, /* no intervals */
     PFI_OADR_R_PAYLOAD,   /* no IMPORT_CAPACITY_LIMIT or SIMPLE, or a value out of range */
     PFI_OADR_R_TARGETS,   /* not for this VEN or its resources */
@@ -80,6 +114,7 @@ typedef enum pfi_oadr_reason {
     PFI_OADR_R_COLLISION, /* its id (or a step's) names an event of another source: the
                              operator's (API, schedule file) or a trigger's */
     PFI_OADR_R_PAGE,      /* a VTN page longer than the limit asked: refused whole */
+    PFI_OADR_R_STEPS,     /* sub-intervals or a loop make more than PFI_OADR_MAX_STEPS */
     PFI_OADR_NREASONS
 } pfi_oadr_reason;
 
@@ -120,6 +155,12 @@ typedef struct pfi_oadr_event {
     pfi_oadr_op op;
     double modified; /* modificationDateTime, 0 when absent */
     double first_s;  /* what "now" meant for it (opts->first_receipt's answer) */
+    /* 1 when createdDateTime or modificationDateTime had no offset (read as
+       UTC): a non-conformant form accepted, for the caller to count */
+    int local_timestamp;
+    /* a loop expanded only up to this time (opts->now + PFI_OADR_LOOP_AHEAD_S):
+       read the event again at each poll; 0 when every step is here */
+    double expanded_to_s;
     int has_priority, priority;
     int targeted; /* for us (or no targets) */
     size_t nsteps;

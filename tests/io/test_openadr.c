@@ -169,8 +169,12 @@ static void rejected(void **s)
     (void)s;
     bad("bad_unit_kva.json", PFI_OADR_R_UNIT, "KVA");
     bad("bad_no_intervals.json", PFI_OADR_R_INTERVALS, "intervals");
-    bad("bad_loop_duration.json", PFI_OADR_R_LOOP, "duration");
     assert_string_equal(pfi_oadr_reason_name(PFI_OADR_R_UNIT), "unit");
+    assert_string_equal(pfi_oadr_reason_name(PFI_OADR_R_STEPS), "steps");
+    for (int r = 0; r < PFI_OADR_NREASONS; r++) /* every reason its own label */
+        for (int q = 0; q < r; q++)
+            assert_string_not_equal(pfi_oadr_reason_name((pfi_oadr_reason)r),
+                                    pfi_oadr_reason_name((pfi_oadr_reason)q));
     pfi_oadr_opts o = {.now = NOW};
     struct {
         const char *json;
@@ -456,6 +460,310 @@ static void wire_forms(void **s)
     free(big);
 }
 
+/* issue 42, reading: metadata times without an offset, as the OpenADR
+ * Alliance's reference VTN (oadr3-org/openadr3-vtn-reference-implementation)
+ * stamps them, are read as UTC and flagged; starts keep the strict rule */
+static void local_timestamps(void **s)
+{
+    (void)s;
+    pfi_oadr_opts o = {.now = NOW};
+    const char *fmt = "{\"id\":\"ref\",\"createdDateTime\":\"%s\",\"modificationDateTime\":\"%s\","
+                      "\"intervalPeriod\":{\"start\":\"%s\",\"duration\":\"PT1H\"},\"intervals\":"
+                      "[{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}]}";
+    struct {
+        const char *created, *modified;
+        int local;
+        const char *utc; /* what modificationDateTime means */
+    } c[] = {
+        {"2026-03-20 14:58:51", "2026-03-20 14:58:51", 1, "2026-03-20T14:58:51Z"},
+        {"2026-03-20T14:58:51", "2026-03-20T14:58:51.250", 1, "2026-03-20T14:58:51.250Z"},
+        {"2026-03-20T14:58:51Z", "2026-03-20 15:00:00", 1, "2026-03-20T15:00:00Z"},
+        {"2026-03-20 14:58:51", "2026-03-20T15:00:00+01:00", 1, "2026-03-20T14:00:00Z"},
+        {"2026-03-20T14:58:51Z", "2026-03-20T15:00:00Z", 0, "2026-03-20T15:00:00Z"},
+        {"14:13:26", "2026-03-20T15:00:00Z", 0, "2026-03-20T15:00:00Z"}, /* User Guide 7.2-4 */
+    };
+    char j[600];
+    pfi_error e;
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(j, sizeof j, fmt, c[i].created, c[i].modified, "2026-03-21T00:00:00Z");
+        if (parse_text(j, &o, &e)) fail_msg("%s / %s: %s", c[i].created, c[i].modified, e.msg);
+        assert_int_equal(ev.local_timestamp, c[i].local);
+        assert_near(ev.modified, t3339(c[i].utc), 1e-6);
+        assert_int_equal(ev.nsteps, 1);
+    }
+    /* a bare time is no version; a start without an offset stays refused */
+    snprintf(j, sizeof j, fmt, "2026-03-20 14:58:51", "14:58:51", "2026-03-21T00:00:00Z");
+    assert_int_not_equal(parse_text(j, &o, &e), PFI_OK);
+    assert_int_equal(ev.reason, PFI_OADR_R_MALFORMED);
+    assert_non_null(strstr(e.msg, "modificationDateTime"));
+    snprintf(j, sizeof j, fmt, "2026-03-20 14:58:51", "2026-03-20 14:58:51", "2026-03-21 00:00:00");
+    assert_int_not_equal(parse_text(j, &o, &e), PFI_OK);
+    assert_int_equal(ev.reason, PFI_OADR_R_MALFORMED);
+    assert_non_null(strstr(e.msg, "intervalPeriod.start"));
+    const char *own = "{\"id\":\"ref\",\"modificationDateTime\":\"2026-03-20 14:58:51\","
+                      "\"intervals\":[{\"id\":0,\"intervalPeriod\":{\"start\":\"2026-03-21T00:00:"
+                      "00\",\"duration\":\"PT1H\"},\"payloads\":[{\"type\":\"SIMPLE\",\"values\":"
+                      "[1]}]}]}";
+    assert_int_not_equal(parse_text(own, &o, &e), PFI_OK);
+    assert_non_null(strstr(e.msg, "intervals[0].intervalPeriod.start"));
+    /* a DELETE notification of such an event: its version is read too */
+    const char *del = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":"
+                      "\"ref\",\"modificationDateTime\":\"2026-03-20 16:00:00\"}}";
+    assert_int_equal(parse_text(del, &o, &e), PFI_OK);
+    assert_int_equal(ev.op, PFI_OADR_OP_DELETE);
+    assert_int_equal(ev.local_timestamp, 1);
+    assert_near(ev.modified, t3339("2026-03-20T16:00:00Z"), 1e-6);
+}
+
+/* one event around given intervals (a JSON list's inside) and top-level
+ * keys (",\"duration\":..." or "") */
+static pfi_status event_of(const char *id, const char *start, const char *period_dur,
+                           const char *intervals, const char *extra, const pfi_oadr_opts *o,
+                           pfi_error *e)
+{
+    size_t cap = strlen(intervals) + 600;
+    char *j = malloc(cap);
+    assert_non_null(j);
+    snprintf(j, cap,
+             "{\"id\":\"%s\",\"intervalPeriod\":{\"start\":\"%s\"%s%s%s},\"intervals\":[%s]%s}", id,
+             start, period_dur ? ",\"duration\":\"" : "", period_dur ? period_dur : "",
+             period_dur ? "\"" : "", intervals, extra);
+    pfi_status st = pfi_oadr_parse(j, strlen(j), o, &ev, e);
+    free(j);
+    return st;
+}
+
+static void refused(pfi_status st, pfi_oadr_reason r, const pfi_error *e, const char *text)
+{
+    if (st == PFI_OK) fail_msg("accepted (expected %s)", pfi_oadr_reason_name(r));
+    if (ev.reason != r || !strstr(e->msg, text) || strchr(e->msg, '\n'))
+        fail_msg("reason %s, '%s' (expected %s, '%s')", pfi_oadr_reason_name(ev.reason), e->msg,
+                 pfi_oadr_reason_name(r), text);
+}
+
+/* issue 42, reading: multi-value payloads are consecutive sub-intervals
+ * (User Guide 7.3, Example 7.3-1's 3 values over PT3H; hupe1980/openadr
+ * src/core/interval.rs IntervalExpander::split) */
+static void multi_value(void **s)
+{
+    (void)s;
+    pfi_oadr_opts o = {.now = NOW, .non_gpu_offset_kw = 1};
+    pfi_error e;
+    const char *three = "{\"id\":5,\"intervalPeriod\":{\"start\":\"2025-06-25T00:00:00.000Z\","
+                        "\"duration\":\"PT3H\"},\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+                        "\"values\":[10,8,6]},{\"type\":\"PRICE\",\"values\":[0.17]}]},"
+                        "{\"id\":6,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2]}]}";
+    if (event_of("mv", "2025-06-25T00:00:00Z", "PT1H", three, "", &o, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 4);
+    const double kw[] = {9, 7, 5};
+    for (int k = 0; k < 3; k++) {
+        char id[16];
+        snprintf(id, sizeof id, "mv.%d", k);
+        assert_string_equal(ev.step[k].id, id);
+        assert_near(ev.step[k].start, t3339("2025-06-25T00:00:00Z") + 3600.0 * k, 1e-6);
+        assert_near(ev.step[k].duration_s, 3600, 1e-6);
+        assert_near(ev.step[k].target_kw, kw[k], 1e-9);
+        assert_int_equal(ev.interval_id[k], 5); /* the REPORT's interval */
+    }
+    /* the next interval starts where the whole interval ended */
+    assert_near(ev.step[3].start, t3339("2025-06-25T03:00:00Z"), 1e-6);
+    assert_int_equal(ev.interval_id[3], 6);
+    /* n is the acted-on payload's: the capacity limit's 2, not SIMPLE's 4 or
+       EXPORT_CAPACITY_LIMIT's 3; SIMPLE alone with other multi-value
+       payloads beside it is not split by them */
+    const char *two = "{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1,2,3,0]},"
+                      "{\"type\":\"EXPORT_CAPACITY_LIMIT\",\"values\":[1,2,3]},"
+                      "{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[20,30]}]}";
+    if (event_of("mv", "2025-06-25T00:00:00Z", "PT1H", two, "", &o, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 2);
+    assert_near(ev.step[1].start - ev.step[0].start, 1800, 1e-6);
+    assert_near(ev.step[1].target_kw, 29, 1e-9);
+    const char *other = "{\"id\":0,\"payloads\":[{\"type\":\"PRICE\",\"values\":[0.17,0.03,0.11]"
+                        "},{\"type\":\"SIMPLE\",\"values\":[2]}]}";
+    if (event_of("mv", "2025-06-25T00:00:00Z", "PT3H", other, "", &o, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 1);
+    assert_string_equal(ev.step[0].id, "mv");
+    assert_near(ev.step[0].duration_s, 3 * 3600, 1e-6);
+    const char *simple4 = "{\"id\":3,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1,2,3,0]}]}";
+    if (event_of("mv", "2025-06-25T00:00:00Z", "PT1H", simple4, "", &o, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 4);
+    assert_int_equal(ev.step[2].level, 3);
+    assert_near(ev.step[3].start, t3339("2025-06-25T00:45:00Z"), 1e-6);
+    /* refused: several values on an interval until cancelled (P9999Y, or
+       the last without a duration), sub-intervals under 1 s, a bad value */
+    const char *v2 = "{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1,2]}]}";
+    refused(event_of("mv", "2025-06-25T00:00:00Z", "P9999Y", v2, "", &o, &e), PFI_OADR_R_DURATION,
+            &e, "until cancelled");
+    refused(event_of("mv", "2025-06-25T00:00:00Z", NULL, v2, "", &o, &e), PFI_OADR_R_DURATION, &e,
+            "intervals[0].payloads[0].values");
+    const char *v3 = "{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1,2,3]}]}";
+    refused(event_of("mv", "2025-06-25T00:00:00Z", "PT2S", v3, "", &o, &e), PFI_OADR_R_DURATION, &e,
+            "under 1 s");
+    const char *bad1 = "{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\","
+                       "\"values\":[5,-1]}]}";
+    refused(event_of("mv", "2025-06-25T00:00:00Z", "PT1H", bad1, "", &o, &e), PFI_OADR_R_PAYLOAD,
+            &e, "values[1]");
+    /* 600 intervals of 2 values: 1200 steps, past PFI_OADR_MAX_STEPS */
+    size_t cap = 64 * 700, n = 0;
+    char *many = malloc(cap);
+    assert_non_null(many);
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(many + n, cap - n,
+                              "%s{\"id\":%d,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1,2]}]}",
+                              i ? "," : "", i);
+    refused(event_of("mv", "2025-06-25T00:00:00Z", "PT1H", many, "", &o, &e), PFI_OADR_R_STEPS, &e,
+            "more than 1000 steps");
+    free(many);
+}
+
+/* one hourly SIMPLE interval per level in levels (ids 0..), as JSON */
+static char *hourly(int n)
+{
+    size_t cap = 80 * (size_t)n + 1, k = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    b[0] = '\0';
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, cap - k,
+                              "%s{\"id\":%d,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[%d]}]}",
+                              i ? "," : "", i, i % 4);
+    return b;
+}
+
+/* issue 42, reading: the event-level duration (User Guide 7.3,
+ * "event.duration": shorter truncates, equal changes nothing, longer loops;
+ * hupe1980/openadr src/core/interval.rs expand_window) */
+static void event_duration(void **s)
+{
+    (void)s;
+    double t0 = t3339("2026-06-01T00:00:00Z");
+    pfi_oadr_opts o = {.now = t0 - 3600};
+    pfi_error e;
+    char *h24 = hourly(24);
+    /* "24 hourly price intervals but duration = P12H effectively omits the
+       last 12 intervals" (the User Guide's P12H written as ISO 8601 wants it) */
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"PT12H\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 12);
+    assert_string_equal(ev.step[11].id, "d.11");
+    assert_near(pfi_grid_event_end(&ev.step[11]), t0 + 12 * 3600, 1e-6);
+    assert_near(ev.expanded_to_s, 0, 0);
+    /* shorter, not on a boundary: the step across its end shortened */
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"PT2H30M\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 3);
+    assert_near(ev.step[2].duration_s, 1800, 1e-6);
+    assert_non_null(strstr(ev.note, "21 steps after its end dropped"));
+    /* equal: nothing changes */
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"P1D\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 24);
+    assert_near(pfi_grid_event_end(&ev.step[23]), t0 + 86400, 1e-6);
+    /* longer: the intervals repeat, step starts continuing, ids going on
+       (ID.24 is interval 0 again, its interval id 0 for the REPORT); the
+       last pass cut by the end */
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"P2DT1H30M\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 50);
+    for (size_t k = 0; k < 50; k++) {
+        char id[16];
+        snprintf(id, sizeof id, "d.%zu", k);
+        assert_string_equal(ev.step[k].id, id);
+        assert_near(ev.step[k].start, t0 + 3600.0 * (double)k, 1e-6);
+        assert_int_equal(ev.interval_id[k], (long long)(k % 24));
+        assert_int_equal(ev.step[k].level, (int)(k % 24) % 4);
+    }
+    assert_near(ev.step[49].duration_s, 1800, 1e-6);
+    assert_near(ev.expanded_to_s, 0, 0); /* within 7 days: all of it */
+    /* one interval of one step that loops: ID.N, never the bare id */
+    const char *one = "{\"id\":0,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[2]}]}";
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", one, ",\"duration\":\"PT3H\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 3);
+    assert_string_equal(ev.step[0].id, "d.0");
+    assert_string_equal(ev.step[2].id, "d.2");
+    /* an interval until cancelled: a finite duration truncates it, P9999Y
+       changes nothing */
+    if (event_of("d", "2026-06-01T00:00:00Z", "P9999Y", one, ",\"duration\":\"PT2H\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.step[0].open_ended, 0);
+    assert_near(ev.step[0].duration_s, 7200, 1e-6);
+    assert_string_equal(ev.step[0].id, "d");
+    if (event_of("d", "2026-06-01T00:00:00Z", "P9999Y", one, ",\"duration\":\"P9999Y\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.step[0].open_ended, 1);
+    assert_near(ev.expanded_to_s, 0, 0);
+    /* "duration": null is no duration */
+    if (event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":null", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 24);
+    /* refused: not a duration, under 1 s, ends before any payload pfi acts on */
+    refused(event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"P1X\"", &o, &e),
+            PFI_OADR_R_DURATION, &e, "duration: P1X");
+    refused(event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":\"PT0S\"", &o, &e),
+            PFI_OADR_R_DURATION, &e, "duration");
+    refused(event_of("d", "2026-06-01T00:00:00Z", "PT1H", h24, ",\"duration\":3600", &o, &e),
+            PFI_OADR_R_MALFORMED, &e, "duration");
+    const char *gap = "{\"id\":0,\"payloads\":[{\"type\":\"PRICE\",\"values\":[1]}]},"
+                      "{\"id\":1,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}";
+    refused(event_of("d", "2026-06-01T00:00:00Z", "PT1H", gap, ",\"duration\":\"PT1H\"", &o, &e),
+            PFI_OADR_R_PAYLOAD, &e, "duration");
+    free(h24);
+}
+
+/* issue 42, reading: a loop to the end of time (P9999Y: "the set of
+ * intervals repeat indefinitely", User Guide 7.3) expands 7 days past
+ * opts->now, skips the passes that ended, and numbers its steps past 1000 */
+static void endless_loop(void **s)
+{
+    (void)s;
+    double t0 = t3339("2026-01-01T00:00:00Z");
+    pfi_oadr_opts o = {.now = t0 + 2400.5 * 3600}; /* 100 days and 30 minutes later */
+    pfi_error e;
+    const char *one = "{\"id\":7,\"payloads\":[{\"type\":\"SIMPLE\",\"values\":[1]}]}";
+    if (event_of("inf", "2026-01-01T00:00:00Z", "PT1H", one, ",\"duration\":\"P9999Y\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(ev.nsteps, 169); /* the pass running now, then 7 days of them */
+    assert_near(ev.expanded_to_s, o.now + PFI_OADR_LOOP_AHEAD_S, 1e-6);
+    for (size_t k = 0; k < ev.nsteps; k++) {
+        char id[24];
+        snprintf(id, sizeof id, "inf.%zu", 2400 + k);
+        assert_string_equal(ev.step[k].id, id);
+        assert_near(ev.step[k].start, t0 + 3600.0 * (double)(2400 + k), 1e-6);
+        assert_int_equal(ev.interval_id[k], 7);
+    }
+    /* a poll a day later: the same ids for the same times, 7 days on */
+    o.now += 86400;
+    if (event_of("inf", "2026-01-01T00:00:00Z", "PT1H", one, ",\"duration\":\"P9999Y\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_string_equal(ev.step[0].id, "inf.2424");
+    assert_near(ev.step[0].start, t0 + 3600.0 * 2424, 1e-6);
+    assert_near(pfi_grid_event_end(&ev.step[ev.nsteps - 1]), o.now + 7 * 86400 + 1800, 1e-6);
+    /* the specification's capacity example looping since 2023-02-10: read
+       at NOW, 7 days of 30-minute steps, every id its own */
+    pfi_oadr_opts on = {.now = NOW};
+    if (parse("loop_event_duration.json", &on, &ev, &e)) fail_msg("%s", e.msg);
+    assert_true(ev.nsteps > 300 && ev.nsteps <= 340);
+    assert_near(ev.expanded_to_s, NOW + PFI_OADR_LOOP_AHEAD_S, 1e-6);
+    for (size_t k = 1; k < ev.nsteps; k++) {
+        assert_near(ev.step[k].start - ev.step[k - 1].start, 1800, 1e-6);
+        assert_int_equal(ev.interval_id[k], 1 - ev.interval_id[k - 1]);
+        unsigned long a = strtoul(strrchr(ev.step[k - 1].id, '.') + 1, NULL, 10);
+        unsigned long b = strtoul(strrchr(ev.step[k].id, '.') + 1, NULL, 10);
+        assert_int_equal(b, a + 1);
+        assert_true(a > 1000);
+    }
+    assert_true(ev.step[0].start <= NOW && NOW < pfi_grid_event_end(&ev.step[1]));
+    /* 5-minute steps for 7 days: 2016, past PFI_OADR_MAX_STEPS */
+    refused(
+        event_of("inf", "2026-01-01T00:00:00Z", "PT5M", one, ",\"duration\":\"P9999Y\"", &o, &e),
+        PFI_OADR_R_STEPS, &e, "duration: P9999Y");
+    /* a long finite loop is expanded 7 days ahead too */
+    if (event_of("inf", "2026-01-01T00:00:00Z", "PT1H", one, ",\"duration\":\"P365D\"", &o, &e))
+        fail_msg("%s", e.msg);
+    assert_near(ev.expanded_to_s, o.now + PFI_OADR_LOOP_AHEAD_S, 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +771,8 @@ int main(void)
         cmocka_unit_test(rejected),       cmocka_unit_test(operations),
         cmocka_unit_test(targets),        cmocka_unit_test(versions),
         cmocka_unit_test(durations),      cmocka_unit_test(now_forms),
-        cmocka_unit_test(wire_forms)};
+        cmocka_unit_test(wire_forms),     cmocka_unit_test(local_timestamps),
+        cmocka_unit_test(multi_value),    cmocka_unit_test(event_duration),
+        cmocka_unit_test(endless_loop)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
