@@ -118,6 +118,10 @@ static pfi_status perform(CURL *c, const char *url, pfi_http_reply *r, pfi_error
         return pfi_errorf(err, PFI_EIO, "%s: %s", url, curl_easy_strerror(cc));
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+    /* libcurl reads both forms of Retry-After (delta seconds, HTTP date) */
+    curl_off_t after = 0;
+    if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+        r->retry_after_s = (double)after;
     r->body = pfi_buf_take(&body, &r->len);
     if (!r->body) return pfi_errorf(err, PFI_ENOMEM, "%s: out of memory", url);
     return PFI_OK;

@@ -29,6 +29,7 @@ typedef struct pfi_http_reply {
     long code;  /* HTTP status, 0 when no answer */
     char *body; /* malloc'd, NUL-terminated */
     size_t len;
+    double retry_after_s; /* Retry-After (RFC 9110 10.2.3: seconds or an HTTP date), 0: none */
 } pfi_http_reply;
 void pfi_http_reply_dispose(pfi_http_reply *r);
 

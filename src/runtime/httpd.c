@@ -259,10 +259,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         pfi_http_error(&rs, 413, "request body over %zu bytes", h->o.max_body);
         return send_resp(h, c, &rs);
     }
-    pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n, u->who};
+    pfi_http_req rq = {method, url, u->body.p ? u->body.p : "", u->body.n, u->who, c};
     h->o.handle(h->o.ud, &rq, &rs);
     tell_refused(h, &rs, method, url, u->who);
     return send_resp(h, c, &rs);
+}
+
+const char *pfi_http_arg(const pfi_http_req *rq, const char *key)
+{
+    return rq->conn ? MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key) : NULL;
 }
 
 static void done(void *cls, struct MHD_Connection *c, void **ctx,

@@ -31,7 +31,11 @@ typedef struct pfi_http_req {
     const char *body; /* NUL-terminated; len bytes */
     size_t len;
     const char *who; /* whom authorize named ("": nobody, or no authorize) */
+    void *conn;      /* the server's connection (pfi_http_arg); NULL in tests */
 } pfi_http_req;
+
+/* the query argument key of the request, percent-decoded (NULL: absent) */
+const char *pfi_http_arg(const pfi_http_req *rq, const char *key);
 
 /* the Content-Security-Policy of every answer that sets none: nothing runs or loads */
 #define PFI_HTTP_CSP_NONE                                                                          \

@@ -106,6 +106,18 @@ static int token_ok(const char *t)
     return 1;
 }
 
+/* expires_in (RFC 6749 5.1: a number of seconds): a JSON number, or a
+ * string of 1..9 digits as some token endpoints send it ("3599": issue 42,
+ * seen against one VTN; counted when the token is taken); -1 otherwise */
+static double expires_in(json_t *exp)
+{
+    if (json_is_number(exp)) return json_number_value(exp);
+    const char *t = json_string_value(exp);
+    size_t n = t ? strlen(t) : 0;
+    if (!n || n > 9 || strspn(t, "0123456789") != n) return -1;
+    return atof(t);
+}
+
 static pfi_status fetch_token(pfi_vtn *v, pfi_error *err)
 {
     pfi_status st = discover(v, err);
@@ -133,6 +145,8 @@ static pfi_status fetch_token(pfi_vtn *v, pfi_error *err)
                      "application/x-www-form-urlencoded", v->cfg.timeout_s, &r, err);
     memset(form, 0, strlen(form));
     free(form);
+    v->last_code = st ? 0 : r.code;
+    v->last_retry_after_s = st ? 0 : r.retry_after_s;
     if (st) return st;
     v->token_fetches++;
     json_t *o = r.code == 200 ? json_loads(r.body, 0, NULL) : NULL;
@@ -147,14 +161,15 @@ static pfi_status fetch_token(pfi_vtn *v, pfi_error *err)
     else if (type && strcasecmp(type, "Bearer"))
         st = pfi_errorf(err, PFI_EPARSE, "token endpoint %s: token_type %.32s, not Bearer",
                         v->token_url, type);
-    else if (exp && !(json_is_number(exp) && json_number_value(exp) > 0))
+    else if (exp && !(expires_in(exp) > 0))
         st = pfi_errorf(err, PFI_EPARSE, "token endpoint %s: expires_in is not a positive number",
                         v->token_url);
     else {
         free(v->token);
         v->token = strdup(tok);
         if (!v->token) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        double e = exp ? json_number_value(exp) : INFINITY;
+        double e = exp ? expires_in(exp) : INFINITY;
+        v->expires_in_strings += json_is_string(exp);
         /* ahead of the expiry: a tenth of its life, at most a minute */
         v->token_renew = t0 + e - fmin(60, 0.1 * e);
     }
@@ -199,6 +214,8 @@ pfi_status pfi_vtn_request(pfi_vtn *v, const char *method, const char *path, con
         st = v->cfg.send(v->cfg.ud, method, url, hdr, body, body ? "application/json" : NULL,
                          v->cfg.timeout_s, r, err);
         free(auth);
+        v->last_code = st ? 0 : r->code;
+        v->last_retry_after_s = st ? 0 : r->retry_after_s;
         /* the token was revoked or expired early: one new token, one retry.
            RFC 6750 3.1 says 401 for an invalid or expired token; openleadr-rs
            answers 403 ("Invalid authentication token provided",
@@ -236,6 +253,72 @@ static int take_id(json_t *o, char *id, size_t n)
     return 1;
 }
 
+/* POST /vens refused (403: a VEN's token may not create one; 409: one
+ * exists under another name; issue 42): the VEN object the business logic
+ * made for this client, if it is the only one the VTN lets us see. The
+ * 3.1.1 Definition ("Object Privacy"): a VEN sees only its own VEN object */
+static pfi_status register_listed(pfi_vtn *v, pfi_error *err)
+{
+    pfi_http_reply r;
+    pfi_status st = pfi_vtn_request(v, "GET", "/vens", NULL, &r, err);
+    if (st || (st = expect("GET /vens", &r, 200, 200, err))) {
+        pfi_http_reply_dispose(&r);
+        return st;
+    }
+    json_t *a = json_loads(r.body, 0, NULL);
+    pfi_http_reply_dispose(&r);
+    size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    json_t *x = n == 1 ? json_array_get(a, 0) : NULL;
+    const char *vn = json_string_value(json_object_get(x, "venName"));
+    if (x && take_id(x, v->ven_id, sizeof v->ven_id)) {
+        v->ven_listed = 1;
+        snprintf(v->ven_name_listed, sizeof v->ven_name_listed, "%.128s", vn ? vn : "");
+    } else
+        st = pfi_errorf(err, PFI_ENOTFOUND,
+                        "POST /vens refused and GET /vens lists %zu VEN%s: cannot tell which is "
+                        "ours",
+                        n, n == 1 ? " without a usable id" : "s");
+    json_decref(a);
+    return st;
+}
+
+pfi_status pfi_vtn_notifiers(pfi_vtn *v, int *webhook, pfi_error *err)
+{
+    *webhook = 0;
+    pfi_http_reply r;
+    pfi_status st = pfi_vtn_request(v, "GET", "/notifiers", NULL, &r, err);
+    if (!st && !(st = expect("GET /notifiers", &r, 200, 200, err))) {
+        json_t *o = json_loads(r.body, 0, NULL);
+        *webhook = json_is_true(json_object_get(o, "WEBHOOK"));
+        json_decref(o);
+    }
+    pfi_http_reply_dispose(&r);
+    return st;
+}
+
+pfi_status pfi_vtn_ven_targets(pfi_vtn *v, char (*out)[129], size_t max, size_t *n, pfi_error *err)
+{
+    *n = 0;
+    char path[16 + 3 * 128 + 1], esc[3 * 128 + 1];
+    if (!v->ven_id[0] || pfi_url_escape(v->ven_id, esc, sizeof esc))
+        return pfi_errorf(err, PFI_EINVAL, "no VEN id");
+    snprintf(path, sizeof path, "/vens/%s", esc);
+    pfi_http_reply r;
+    pfi_status st = pfi_vtn_request(v, "GET", path, NULL, &r, err);
+    if (!st && !(st = expect("GET /vens/{venID}", &r, 200, 200, err))) {
+        json_t *o = json_loads(r.body, 0, NULL), *t;
+        size_t i;
+        json_array_foreach(json_object_get(o, "targets"), i, t)
+        {
+            const char *s = json_string_value(t); /* 3.1: a target is a string */
+            if (s && s[0] && strlen(s) <= 128 && *n < max) snprintf(out[(*n)++], 129, "%s", s);
+        }
+        json_decref(o);
+    }
+    pfi_http_reply_dispose(&r);
+    return st;
+}
+
 pfi_status pfi_vtn_register(pfi_vtn *v, pfi_error *err)
 {
     char name[3 * 128 + 1], path[600];
@@ -266,6 +349,10 @@ pfi_status pfi_vtn_register(pfi_vtn *v, pfi_error *err)
     if (!body) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
     st = pfi_vtn_request(v, "POST", "/vens", body, &r, err);
     free(body);
+    if (!st && (r.code == 403 || r.code == 409)) {
+        pfi_http_reply_dispose(&r);
+        return register_listed(v, err);
+    }
     if (!st && !(st = expect("POST /vens", &r, 200, 201, err))) {
         json_t *o = json_loads(r.body, 0, NULL);
         if (!take_id(o, v->ven_id, sizeof v->ven_id))

@@ -12,10 +12,12 @@
  *                 configuration's rule, also for a token URL the VTN
  *                 names); the
  *                 token is kept and fetched again before it expires
- *                 (expires_in); a 401 from any request fetches a new token
+ *                 (expires_in: a number, or a string of digits as some
+ *                 VTNs send it, counted); a 401 from any request fetches a new token
  *                 once and retries that request once.
  *   registration  GET /vens?venName=NAME; POST /vens when no VEN of that
- *                 name is listed; the VEN's id is kept.
+ *                 name is listed; the VEN's id is kept (403/409 to the
+ *                 POST: see pfi_vtn_register).
  *   subscription  GET /subscriptions?clientName=NAME; POST /subscriptions
  *                 (EVENT: CREATE, UPDATE, DELETE to the callback URL with the
  *                 VEN's own bearer token) when none has our callback URL.
@@ -71,7 +73,15 @@ typedef struct pfi_vtn {
     char *token;        /* malloc'd access token; NULL: none yet */
     double token_renew; /* clock time to fetch a new one (INFINITY: no expiry) */
     unsigned long token_fetches, retries_auth;
+    unsigned long expires_in_strings; /* tokens whose expires_in came as a numeric string */
     char ven_id[129], subscription_id[129];
+    /* registration found the VEN by listing every VEN (POST /vens 403/409):
+       the venName the VTN's business logic gave it */
+    int ven_listed;
+    char ven_name_listed[129];
+    /* the last answer of any request: its status (0: none) and Retry-After */
+    long last_code;
+    double last_retry_after_s;
 } pfi_vtn;
 
 void pfi_vtn_init(pfi_vtn *v, const pfi_vtn_cfg *cfg);
@@ -84,8 +94,17 @@ pfi_status pfi_vtn_token(pfi_vtn *v, pfi_error *err);
  * A non-2xx answer is in *r, not an error. */
 pfi_status pfi_vtn_request(pfi_vtn *v, const char *method, const char *path, const char *body,
                            pfi_http_reply *r, pfi_error *err);
-/* registration: v->ven_id */
+/* registration: v->ven_id. When POST /vens answers 403 or 409 (a VEN
+ * object exists under a name the VTN's business logic chose, so the
+ * venName filter found nothing), GET /vens without a filter: exactly one
+ * VEN visible is ours (v->ven_listed, v->ven_name_listed); none or several
+ * is PFI_ENOENT (the caller goes on without a VEN id) */
 pfi_status pfi_vtn_register(pfi_vtn *v, pfi_error *err);
+/* GET /notifiers: *webhook 1 when the VTN says WEBHOOK true */
+pfi_status pfi_vtn_notifiers(pfi_vtn *v, int *webhook, pfi_error *err);
+/* GET /vens/{v->ven_id}: the VEN object's targets (3.1: strings; the
+ * business logic's grants, User Guide 8.13) into out[max][129]; *n how many */
+pfi_status pfi_vtn_ven_targets(pfi_vtn *v, char (*out)[129], size_t max, size_t *n, pfi_error *err);
 /* the subscription to EVENT operations: v->subscription_id (*created: 1 if
  * posted now, 0 if one was there) */
 pfi_status pfi_vtn_subscribe(pfi_vtn *v, int *created, pfi_error *err);

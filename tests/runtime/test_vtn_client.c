@@ -17,14 +17,17 @@
 
 typedef struct fake {
     double now;
-    double expires_in; /* 0: the token endpoint sends none */
-    int issued;        /* tokens issued: "tok-<issued>" */
-    int valid;         /* the token the VTN accepts (0: none, always 401) */
-    int refuse_all;    /* every bearer token is refused */
-    int bad_status;    /* the answer to a refused token: 0 = 401 (RFC 6750 3.1);
-                          403 as openleadr-rs answers (openleadr-vtn/src/jwt.rs) */
-    int listed;        /* GET /vens lists our VEN */
-    int requests;      /* to the VTN (not the token endpoint) */
+    double expires_in;    /* 0: the token endpoint sends none */
+    int issued;           /* tokens issued: "tok-<issued>" */
+    int valid;            /* the token the VTN accepts (0: none, always 401) */
+    int refuse_all;       /* every bearer token is refused */
+    int bad_status;       /* the answer to a refused token: 0 = 401 (RFC 6750 3.1);
+                             403 as openleadr-rs answers (openleadr-vtn/src/jwt.rs) */
+    int listed;           /* GET /vens lists our VEN */
+    int expires_string;   /* expires_in as a string of digits (issue 42) */
+    long vens_post;       /* POST /vens answers this (0: 201) */
+    const char *vens_all; /* GET /vens without a filter (NULL: []) */
+    int requests;         /* to the VTN (not the token endpoint) */
     char last_url[512], last_body[2048], last_auth[256], form[512], form_type[128];
 } fake;
 
@@ -60,7 +63,10 @@ static pfi_status fake_send(void *ud, const char *method, const char *url,
         f->valid = f->refuse_all ? 0 : f->issued;
         if (f->expires_in > 0)
             snprintf(b, sizeof b,
-                     "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\",\"expires_in\":%g}",
+                     f->expires_string ? "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\","
+                                         "\"expires_in\":\"%g\"}"
+                                       : "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\","
+                                         "\"expires_in\":%g}",
                      f->issued, f->expires_in);
         else
             snprintf(b, sizeof b, "{\"access_token\":\"tok-%d\",\"token_type\":\"Bearer\"}",
@@ -83,8 +89,17 @@ static pfi_status fake_send(void *ud, const char *method, const char *url,
     }
     if (!strncmp(url, "http://vtn.test/api/vens?", 25) && !strcmp(method, "GET"))
         answer(r, 200, f->listed ? "[{\"id\":\"ven-7\",\"venName\":\"ven 1\"}]" : "[]");
+    else if (!strcmp(url, "http://vtn.test/api/vens") && !strcmp(method, "POST") && f->vens_post)
+        answer(r, f->vens_post, "{\"title\":\"refused\"}");
     else if (!strcmp(url, "http://vtn.test/api/vens") && !strcmp(method, "POST"))
         answer(r, 201, "{\"id\":\"ven-1\",\"objectType\":\"VEN\",\"venName\":\"ven 1\"}");
+    else if (!strcmp(url, "http://vtn.test/api/vens"))
+        answer(r, 200, f->vens_all ? f->vens_all : "[]");
+    else if (!strcmp(url, "http://vtn.test/api/vens/bl-7"))
+        answer(r, 200,
+               "{\"id\":\"bl-7\",\"venName\":\"bl\",\"targets\":[\"group1\",5,\"\",\"g2\"]}");
+    else if (!strcmp(url, "http://vtn.test/api/notifiers"))
+        answer(r, 200, "{\"WEBHOOK\":true,\"MQTT\":{}}");
     else if (!strncmp(url, "http://vtn.test/api/subscriptions?", 34))
         answer(r, 200,
                "[{\"id\":\"sub-0\",\"clientName\":\"ven 1\",\"objectOperations\":"
@@ -154,6 +169,55 @@ static void conversation(void **s)
     assert_string_equal(v.ven_id, "ven-7");
     assert_string_equal(f.last_url, "GET http://vtn.test/api/vens?venName=ven%201");
     pfi_vtn_dispose(&v);
+}
+
+/* issue 42: POST /vens refused (403, 409) while the VTN holds our VEN
+   object under a name its business logic chose: the one VEN listed is
+   ours, several are not guessed between; its targets (the grants) read;
+   expires_in as a string of digits taken and counted; GET /notifiers */
+static void registration_by_listing(void **s)
+{
+    (void)s;
+    long codes[] = {409, 403};
+    for (int k = 0; k < 2; k++) {
+        fake f = {.expires_in = 3600,
+                  .expires_string = 1,
+                  .vens_post = codes[k],
+                  .vens_all = "[{\"id\":\"bl-7\",\"venName\":\"bl\"}]"};
+        pfi_vtn_cfg c = cfg_for(&f);
+        pfi_vtn v;
+        pfi_vtn_init(&v, &c);
+        pfi_error e;
+        assert_int_equal(pfi_vtn_register(&v, &e), PFI_OK);
+        assert_string_equal(v.ven_id, "bl-7");
+        assert_int_equal(v.ven_listed, 1);
+        assert_string_equal(v.ven_name_listed, "bl");
+        assert_string_equal(f.last_url, "GET http://vtn.test/api/vens");
+        /* each token taken counted (a 403 to a kept token fetches one more first) */
+        assert_int_equal(v.expires_in_strings, v.token_fetches);
+        assert_int_equal(v.token_fetches, codes[k] == 403 ? 2 : 1);
+        assert_true(v.token_renew > 3000 && v.token_renew < 3600);
+        char t[4][129];
+        size_t n;
+        assert_int_equal(pfi_vtn_ven_targets(&v, t, 4, &n, &e), PFI_OK);
+        assert_int_equal(n, 2); /* strings only, not empty */
+        assert_string_equal(t[0], "group1");
+        assert_string_equal(t[1], "g2");
+        int webhook = 0;
+        assert_int_equal(pfi_vtn_notifiers(&v, &webhook, &e), PFI_OK);
+        assert_int_equal(webhook, 1);
+        pfi_vtn_dispose(&v);
+        /* two VENs listed, or none: not ours to pick */
+        const char *lists[] = {
+            "[{\"id\":\"a\",\"venName\":\"x\"},{\"id\":\"b\",\"venName\":\"y\"}]", "[]"};
+        for (int j = 0; j < 2; j++) {
+            f.vens_all = lists[j];
+            pfi_vtn_init(&v, &c);
+            assert_int_equal(pfi_vtn_register(&v, &e), PFI_ENOTFOUND);
+            assert_string_equal(v.ven_id, "");
+            pfi_vtn_dispose(&v);
+        }
+    }
 }
 
 static void renewed_before_expiry(void **s)
@@ -441,6 +505,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(conversation),
+        cmocka_unit_test(registration_by_listing),
         cmocka_unit_test(renewed_before_expiry),
         cmocka_unit_test(one_refresh_one_retry_on_401),
         cmocka_unit_test(one_retry_on_403_to_a_kept_token),

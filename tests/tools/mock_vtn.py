@@ -7,6 +7,10 @@
                         [--order name|olrs] [--no-auth]
                         [--client-id ID --client-secret S] [--expires-in S]
                         [--bad-token-status 403|401]
+                        [--echo-challenge query|path] [--no-webhooks 404|405|501]
+                        [--vens-refuse 403|409 [--ven-targets T ...]]
+                        [--rate-limit K [--retry-after V]] [--short-pages K]
+                        [--expires-in-string] [--local-timestamps]
     python3 mock_vtn.py --self-test
 
 It binds 127.0.0.1 port 0, writes the port to F (atomically) and serves the
@@ -94,6 +98,40 @@ Behaviours and their sources:
     event (foreign key report.event_id): 409 problems. An accepted report is
     answered 201 with the report, its id, timestamps, objectType REPORT and
     clientID (openleadr-wire/src/report.rs).
+
+Other VTNs' behaviours, each an option (issue 42; sources named beside each):
+
+  * --echo-challenge query|path: before a subscription is stored, the VTN
+    GETs each callbackUrl with a random value V and refuses the
+    subscription (400) unless the answer is 200 with V as its body. query:
+    {callbackUrl}?echo=V, the OpenADR 3.1.1 Definition's "Webhooks" section
+    (the VTN MUST verify the callback; the VEN MUST echo); path:
+    {callbackUrl}/echo?echo=V, as the OpenADR Alliance's reference VTN
+    (oadr3-org/openadr3-vtn-reference-implementation) asks.
+  * --no-webhooks 404|405|501: a VTN without webhooks (3.1.1 says WEBHOOK
+    "Currently MUST be true"; some VTNs notify over MQTT only): GET and POST
+    /subscriptions answer that status and GET /notifiers {"WEBHOOK": false},
+    until the file DIR/webhooks_on exists.
+  * --vens-refuse 403|409: POST /vens answers that status (a VEN's token may
+    not create one, or one exists under a name the VTN's business logic
+    chose, as the Australian openleadr-vtn deployment recorded in
+    grid-coordination/openadr3-ven-hass shows); the VTN holds one VEN object
+    named bl-ven-1 (GET /vens?venName=OURS finds nothing; GET /vens lists it,
+    the one VEN a VEN's token may see: 3.1.1 Definition, "Object Privacy").
+    --ven-targets T (repeatable): its targets, the business logic's opaque
+    grants (User Guide 8.13 "target hiding"): GET /events then serves only
+    the events without targets or sharing one with them.
+  * --rate-limit K: the first K GET /events answer 429 with Retry-After
+    (--retry-after V: seconds, or an HTTP date as RFC 9110 10.2.3 allows;
+    default 2), RFC 6585 4.
+  * --short-pages K: at most K events a page whatever the limit asked (a
+    VTN whose own largest page is smaller: the listing is not over).
+  * --expires-in-string: the token's expires_in as a string ("3600"), as
+    one VTN was seen to send it (RFC 6749 5.1 says a number).
+  * --local-timestamps: createdDateTime / modificationDateTime of what the
+    VTN creates written without an offset ("2026-03-20 14:58:51"), as the
+    reference VTN stamps them. (Events are served verbatim: a test writes
+    such an event's file itself.)
 """
 
 import argparse
@@ -111,6 +149,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 import uuid
 
 OBJECT_ID = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")  # spec schema objectID, 1..128
@@ -121,15 +160,23 @@ RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+
                      r"([Zz]|[+-]\d{2}:\d{2})$")
 REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized",
            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
-           415: "Unsupported Media Type", 500: "Internal Server Error"}
+           415: "Unsupported Media Type", 429: "Too Many Requests", 500: "Internal Server Error",
+           501: "Not Implemented"}
 OBJECT_TYPES = {"PROGRAM", "EVENT", "REPORT", "SUBSCRIPTION", "VEN", "RESOURCE",
                 "RESOURCE_GROUP"}
 
 
+LOCAL_TIMESTAMPS = False  # --local-timestamps
+
+
 def now_rfc3339():
     """A VTN timestamp as openleadr-rs writes one (chrono to_rfc3339 of a
-    PostgreSQL now(): microseconds, +00:00)."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+    PostgreSQL now(): microseconds, +00:00); with --local-timestamps as the
+    reference VTN writes one (no offset, a space)."""
+    t = dt.datetime.now(dt.timezone.utc)
+    if LOCAL_TIMESTAMPS:
+        return t.strftime("%Y-%m-%d %H:%M:%S")
+    return t.isoformat(timespec="microseconds")
 
 
 def is_rfc3339(s):
@@ -295,8 +342,17 @@ class Vtn:
         self.tokens = {}  # token -> (client_id, issued, expires)
         self.revoke_seen = (None, 0.0)  # DIR/revoked: (its version, when first seen)
         self.port = 0
+        self.limited = 0  # GET /events answered 429 so far (--rate-limit)
         for sub in ("events", "programs", "vens", "subscriptions", "reports", "refused"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        if args.vens_refuse:  # the VEN object the business logic made
+            ts = now_rfc3339()
+            ven = {"id": "bl-ven-1-id", "createdDateTime": ts, "modificationDateTime": ts,
+                   "venName": "bl-ven-1", "targets": list(args.ven_targets or [])}
+            if args.version == "3.0.1":
+                ven["objectType"] = "VEN"
+                ven.pop("targets")
+            self.store("vens", ven, name=ven["id"])
 
     def path(self, *p):
         return os.path.join(self.dir, *p)
@@ -459,6 +515,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ("GET", r"/events/([^/]*)", "event_get"),
         ("GET", r"/vens", "vens_list"),
         ("POST", r"/vens", "ven_add"),
+        ("GET", r"/vens/([^/]*)", "ven_get"),
         ("GET", r"/subscriptions", "subscriptions_list"),
         ("POST", r"/subscriptions", "subscription_add"),
         ("GET", r"/reports", "reports_list"),
@@ -556,8 +613,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not good:
             return self.oauth_error(401, "invalid_client", "Invalid client_id or client_secret")
         tok = self.vtn.issue(cid)
+        exp = str(a.expires_in) if a.expires_in_string else a.expires_in
         self.send(200, {"access_token": tok, "token_type": "Bearer",
-                        "expires_in": a.expires_in}, note="token for " + cid)
+                        "expires_in": exp}, note="token for " + cid)
 
     # -- lists --
 
@@ -634,6 +692,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                        "string length %d outside of allowed range 1..=128"
                                   % len(v))
         skip, limit = self.page()
+        if a.short_pages:
+            limit = min(limit, a.short_pages)
+        with self.vtn.lock:
+            limited = self.vtn.limited < a.rate_limit
+            self.vtn.limited += limited
+        if limited:  # RFC 6585 4: 429 Too Many Requests, with Retry-After
+            raise Refusal(429, "Too many requests", {"Retry-After": a.retry_after})
         try:
             with open(self.vtn.path("fail_skip")) as f:
                 fail = {int(ln) for ln in f if ln.strip().lstrip("-").isdigit()}
@@ -648,6 +713,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     continue
                 if tvals and not self.targeted(obj.get("targets"), ttype, tvals):
                     continue
+                if a.ven_targets and obj.get("targets") and \
+                        not self.targeted(obj.get("targets"), None, a.ven_targets):
+                    continue  # User Guide 8.13: only the VEN's granted targets
             items.append((raw, obj))
         if a.order == "olrs":
             items.sort(key=olrs_order)
@@ -682,9 +750,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  if name is None or (isinstance(obj, dict) and obj.get("venName") == name)]
         self.send_list(items[skip:skip + limit], "vens")
 
+    def ven_get(self, vid):
+        self.get_one("vens", vid)
+
     def ven_add(self):
         _, o = self.json_body()
         a = self.vtn.a
+        if a.vens_refuse:
+            raise Refusal(a.vens_refuse, "Forbidden" if a.vens_refuse == 403 else "Conflict")
         if not isinstance(o, dict):
             raise Refusal(400, "Failed to deserialize the JSON body into the target type: "
                                "expected an object")
@@ -718,7 +791,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.vtn.store("vens", ven, name=ven["id"])
         self.send(201, ven, note="ven " + name)
 
+    def webhooks_refused(self):
+        """--no-webhooks: the status, until DIR/webhooks_on exists"""
+        a = self.vtn.a
+        if a.no_webhooks and not os.path.exists(self.vtn.path("webhooks_on")):
+            h = {"Allow": "GET"} if a.no_webhooks == 405 else None
+            raise Refusal(a.no_webhooks, "Webhooks are not supported", h)
+
+    def echo_check(self, url):
+        """--echo-challenge: GET the callback with a random echo value"""
+        v = secrets.token_urlsafe(16)
+        u = (url + ("&" if "?" in url else "?") + "echo=" + v) \
+            if self.vtn.a.echo_challenge == "query" else (url.rstrip("/") + "/echo?echo=" + v)
+        try:
+            with urllib.request.urlopen(u, timeout=5) as r:
+                got, code = r.read().decode("utf-8", "replace"), r.status
+        except Exception as e:  # an HTTP error status, a refused connection
+            got, code = str(e), getattr(e, "code", 0)
+        if code != 200 or got.strip() != v:
+            raise Refusal(400, "callback verification failed: GET %s answered %s %r"
+                          % (u, code, got[:80]))
+        sys.stderr.write("mock_vtn: echo challenge %s -> 200 echoed\n" % u)
+
     def subscriptions_list(self):
+        self.webhooks_refused()
         q = dict(self.query())
         pid = self.id_param("programID")
         skip, limit = self.page()
@@ -734,6 +830,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_list(items[skip:skip + limit], "subscriptions")
 
     def subscription_add(self):
+        self.webhooks_refused()
         _, o = self.json_body()
         a = self.vtn.a
         if not isinstance(o, dict):
@@ -769,6 +866,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if op.get(k) is not None:
                     x[k] = op[k]
             out_ops.append(x)
+        if a.echo_challenge:
+            for x in out_ops:
+                if isinstance(x.get("callbackUrl"), str):
+                    self.echo_check(x["callbackUrl"])
         ts = now_rfc3339()
         sub = {"id": str(uuid.uuid4()), "createdDateTime": ts, "modificationDateTime": ts}
         if a.version == "3.0.1":
@@ -818,7 +919,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def notifiers(self):
         # openleadr-wire/src/subscription.rs NotifiersResponse as openleadr-rs
-        # answers without MQTT: no WEBHOOK key (the spec requires one)
+        # answers without MQTT: no WEBHOOK key (the spec requires one);
+        # --no-webhooks: WEBHOOK false until DIR/webhooks_on exists
+        if self.vtn.a.no_webhooks:
+            on = os.path.exists(self.vtn.path("webhooks_on"))
+            return self.send(200, {"WEBHOOK": on})
         self.send(200, {"WEBSOCKET": False})
 
 
@@ -1100,6 +1205,21 @@ def main():
                     help="token lifetime, s (openleadr-rs: 30 days)")
     ap.add_argument("--bad-token-status", type=int, choices=(401, 403), default=403,
                     help="the answer to a token not accepted (openleadr-rs: 403)")
+    ap.add_argument("--echo-challenge", choices=("query", "path"),
+                    help="verify each callbackUrl before a subscription (see the header)")
+    ap.add_argument("--no-webhooks", type=int, choices=(404, 405, 501),
+                    help="/subscriptions answer this status until DIR/webhooks_on exists")
+    ap.add_argument("--vens-refuse", type=int, choices=(403, 409),
+                    help="POST /vens answers this; one VEN bl-ven-1 is there already")
+    ap.add_argument("--ven-targets", action="append", help="bl-ven-1's targets (grants)")
+    ap.add_argument("--rate-limit", type=int, default=0,
+                    help="the first K GET /events answer 429 with Retry-After")
+    ap.add_argument("--retry-after", default="2", help="the 429's Retry-After (seconds or date)")
+    ap.add_argument("--short-pages", type=int, default=0, help="at most K events a page")
+    ap.add_argument("--expires-in-string", action="store_true",
+                    help="the token's expires_in as a string")
+    ap.add_argument("--local-timestamps", action="store_true",
+                    help="timestamps of created objects without an offset")
     ap.add_argument("--self-test", action="store_true", help="run the self-test and exit")
     args = ap.parse_args()
     if args.self_test:
@@ -1108,6 +1228,8 @@ def main():
         ap.error("--port-file and --state are required")
     if args.page_limit < 1:
         ap.error("--page-limit: at least 1")
+    global LOCAL_TIMESTAMPS
+    LOCAL_TIMESTAMPS = args.local_timestamps
     serve(args)
 
 

@@ -165,6 +165,29 @@ typedef struct ctl_io {
     atomic_int poll_stop;
 } ctl_io;
 
+/* what the VTN thread tells of its conversation (ctl_vtn.c; under the
+ * lock): /v1/status "vtn" and /metrics pfi_ctl_vtn_* */
+enum { CTL_VTN_TRYING = 0, CTL_VTN_DONE, CTL_VTN_OFF, CTL_VTN_UNWANTED };
+enum { /* the VTN's forms pfi accepts though the specification does not allow them */
+       CTL_VTN_NC_LOCAL_TIME = 0, /* a metadata timestamp without an offset */
+       CTL_VTN_NC_EXPIRES_STRING, /* expires_in as a string of digits */
+       CTL_VTN_NC_NO_WEBHOOKS,    /* subscriptions refused with 404, 405 or 501 */
+       CTL_VTN_NC_VEN_LISTED,     /* POST /vens refused: the VEN found by listing */
+       CTL_VTN_NC_N
+};
+extern const char *const ctl_vtn_nc_name[CTL_VTN_NC_N];
+typedef struct ctl_vtn_seen {
+    int on;               /* a VTN is configured (openadr.vtn_url) */
+    int registered;       /* CTL_VTN_TRYING, _DONE, _OFF (no VEN id: polls go on) */
+    int subscribed;       /* CTL_VTN_TRYING, _DONE, _OFF (no webhooks), _UNWANTED (no callback) */
+    int polling;          /* polls have begun */
+    double last_poll_ok;  /* Unix seconds of the last whole successful poll (0: none) */
+    double retry_after_s; /* the last Retry-After the thread honoured (0: none) */
+    char ven_id[129], ven_name_listed[129];
+    unsigned long long nonconf[CTL_VTN_NC_N];
+    unsigned long long echoes; /* webhook echo challenges answered (ctl_http.c) */
+} ctl_vtn_seen;
+
 /* The controller in three parts: its configuration (cfg and the models it
  * names, read at start), the decision's state (st, ctl_state.h: what
  * ctl_decide reads and writes), its I/O (io); and what the API reports of
@@ -201,7 +224,12 @@ typedef struct ctl {
     pfi_oadr_loglimit oadr_loglimit; /* their rejection lines: the first 20 a minute */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */
-    double ingest_hold_max_s;           /* the longest hold of the lock booking a poll's events */
+    ctl_vtn_seen vtn;
+    /* the targets the VTN's business logic granted our VEN object (3.1, GET
+       /vens/{id}: User Guide 8.13), read by the VTN thread */
+    char ven_targets[16][129];
+    size_t nven_targets;
+    double ingest_hold_max_s; /* the longest hold of the lock booking a poll's events */
     /* HTTP answers 401, 403, 405, 409 by reason (ctl_http.c: on_refused; atomic) */
     unsigned long long http_refused[4];
     double refused_log_t; /* the current 10 s window of refusal log lines (wall) */

@@ -17,6 +17,7 @@
  *   POST /v1/trigger                a grid trigger now: {"level": N} | {"reduction_pct": X}
  *                                   (ctl_trigger.c: the planned caps pushed at once)
  *   POST /openadr3/events           OpenADR 3.0.1/3.1 webhook (EVENTs, notifications)
+ *   GET  /openadr3/events[/echo]    the webhook's echo challenge (?echo=V), open
  *   GET  /healthz */
 #include <math.h>
 #include <stdarg.h>
@@ -339,6 +340,31 @@ static void webhook(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     else pfi_http_error(rs, code, "%s", e.msg);
 }
 
+/* GET /openadr3/events?echo=V and GET /openadr3/events/echo?echo=V: the
+ * webhook's echo challenge. The OpenADR 3.1.1 Definition ("Webhooks"):
+ * before it creates a subscription the VTN MUST GET the callback URL with
+ * a query parameter echo, and the VEN MUST answer 200 with that value as
+ * the body; the Alliance's reference VTN (oadr3-org/openadr3-vtn-reference-
+ * implementation) GETs {callback}/echo?echo=V (issue 42). Open whatever
+ * require_read_scope says (ctl_operators.c: the VTN holds no operator
+ * token); V is answered only when it is 1..256 characters of
+ * [A-Za-z0-9._~-] (an unreserved URL character: nothing a page, a header
+ * or a log could take as markup), as text/plain (httpd.c adds nosniff to
+ * every answer); else 400. */
+static void echo_challenge(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
+{
+    const char *v = pfi_http_arg(rq, "echo");
+    size_t n = v ? strlen(v) : 0;
+    if (!n || n > 256 ||
+        strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-") != n)
+        return pfi_http_error(rs, 400, "echo: expected 1..256 characters of [A-Za-z0-9._~-]");
+    if (!(rs->body = strdup(v))) return pfi_http_error(rs, 503, "out of memory");
+    rs->len = n;
+    rs->code = 200;
+    rs->ctype = "text/plain; charset=utf-8";
+    __atomic_add_fetch(&c->vtn.echoes, 1, __ATOMIC_RELAXED);
+}
+
 /* The open reads (GET, HEAD) are answered one at a time, behind a gate of
  * their own, never the controller's lock: however many clients read in a
  * loop and however many server threads take their requests, building the
@@ -378,8 +404,13 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
         rs->ctype = "text/plain; version=0.0.4; charset=utf-8";
     } else if (!strncmp(u, "/v1/events", 10) && (!u[10] || u[10] == '/')) {
         events_route(c, rq, rs, get, post, del);
+    } else if (get && (!strcmp(u, "/openadr3/events") || !strcmp(u, "/openadr3/events/echo"))) {
+        echo_challenge(c, rq, rs);
     } else if (!strcmp(u, "/v1/trigger") || !strcmp(u, "/openadr3/events")) {
-        if (!post) return pfi_http_error(rs, 405, "method not allowed (POST)");
+        if (!post) {
+            rs->allow = u[1] == 'v' ? "POST" : "GET, HEAD, POST";
+            return pfi_http_error(rs, 405, "method not allowed (%s)", rs->allow);
+        }
         pthread_mutex_lock(&c->mu);
         if (u[1] == 'v') trigger(c, rq, rs);
         else webhook(c, rq, rs);

@@ -205,7 +205,7 @@ static int grid_room(ctl *c, const pfi_oadr_event *ev, double now, pfi_error *er
 }
 
 static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
-                     json_t **out, pfi_error *err, double now);
+                     json_t **out, pfi_error *err, double now, int new_only);
 static int book_pending(void *ud, const char *id);
 
 static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who, json_t **out,
@@ -222,10 +222,39 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *
     int txn = sqlite3_exec(c->io.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     c->adds_quiet = 1;
     cancel_steps(c, ev->id, ev, who);
-    code = add_steps(c, ev, via, who, out, err, now);
+    code = add_steps(c, ev, via, who, out, err, now, 0);
     c->adds_quiet = 0;
     if (book_pending(c, ev->id)) /* what its "now" meant, kept while it matters */
         ctl_db_oadr_first_put(c, ev->id, ev->first_s);
+    if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
+        sqlite3_exec(c->io.db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return code;
+}
+
+/* A loop to the end of time (User Guide 7.3) is expanded only
+ * PFI_OADR_LOOP_AHEAD_S (7 days) ahead (pfi_oadr_event.expanded_to_s): the
+ * same version, read again at a poll once the last of its steps known ends
+ * within 6 days, adds the steps beyond (once a day, one log line), the
+ * steps known left as they are (an operator's cancellation included) */
+static int loop_due(ctl *c, const pfi_oadr_event *ev, double now)
+{
+    if (!(ev->expanded_to_s > 0)) return 0;
+    double end = -INFINITY;
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (step_of(&c->st.event[i], ev->id))
+            end = fmax(end, pfi_grid_event_end(&c->st.event[i].ev));
+    return end < now + PFI_OADR_LOOP_AHEAD_S - 86400;
+}
+
+static int extend_loop(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
+                       json_t **out, pfi_error *err)
+{
+    int txn = sqlite3_exec(c->io.db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    c->adds_quiet = 1;
+    int code = add_steps(c, ev, via, who, out, err, pfi_clock_now(), 1);
+    c->adds_quiet = 0;
     if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
         sqlite3_exec(c->io.db, "ROLLBACK", NULL, NULL, NULL);
@@ -257,7 +286,7 @@ static void steps_logged(ctl *c, const pfi_oadr_event *ev, const char *via, cons
 
 /* each step of ev that has not ended: added, or retargeted while active */
 static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const char *who,
-                     json_t **out, pfi_error *err, double now)
+                     json_t **out, pfi_error *err, double now, int new_only)
 {
     json_t *steps = json_array();
     size_t taken = 0, past = 0, refused = 0;
@@ -271,6 +300,7 @@ static int add_steps(ctl *c, const pfi_oadr_event *ev, const char *via, const ch
             continue;
         }
         ctl_event *e = ctl_event_find(c, s->id);
+        if (e && new_only) continue; /* a loop extended: the steps known stay as they are */
         if (e && (e->status == CTL_EV_ACTIVE) && !e->cancelled) {
             retarget(c, e, s, who);
         } else {
@@ -407,14 +437,24 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, cons
                      json_t **out, pfi_error *err)
 {
     *out = NULL;
-    const char *res[CTL_OADR_MAX_RESOURCES];
-    for (size_t i = 0; i < c->cfg.openadr_nresources; i++) res[i] = c->cfg.openadr_resources[i];
+    /* what names us: ven_name, the resources, and in 3.1 the targets we ask
+       the VTN for and the VEN object's own (the business logic's opaque
+       grants, User Guide 8.13: the VTN serves the events of the targets we
+       asked for, so they are ours; issue 42) */
+    const char *res[CTL_OADR_MAX_RESOURCES + 32];
+    size_t nres = 0;
+    for (size_t i = 0; i < c->cfg.openadr_nresources; i++)
+        res[nres++] = c->cfg.openadr_resources[i];
+    for (size_t i = 0; c->cfg.openadr_version == PFI_OADR_V3_1 && i < c->cfg.vtn.ntargets; i++)
+        res[nres++] = c->cfg.vtn.targets[i];
+    for (size_t i = 0; c->cfg.openadr_version == PFI_OADR_V3_1 && i < c->nven_targets; i++)
+        res[nres++] = c->ven_targets[i];
     pfi_oadr_opts o = {.version = (pfi_oadr_version)c->cfg.openadr_version,
                        .now = pfi_clock_now(),
                        .non_gpu_offset_kw = c->cfg.non_gpu_offset_kw,
                        .ven_name = c->cfg.openadr_ven_name,
                        .resources = res,
-                       .nresources = c->cfg.openadr_nresources,
+                       .nresources = nres,
                        .program_descriptors = c->io.program_descriptors,
                        .first_receipt = first_receipt,
                        .ud = c};
@@ -429,10 +469,14 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, cons
     pfi_oadr_verdict v = PFI_OADR_NEW;
     if (ev->id[0] && !(!st && ev->op == PFI_OADR_OP_READ)) /* a READ is no version */
         v = book_note(c, ev, !st && ev->op == PFI_OADR_OP_DELETE, &report);
+    /* a version stamped without an offset (the reference VTN's), once */
+    if (!st && ev->local_timestamp && v != PFI_OADR_SAME) c->vtn.nonconf[CTL_VTN_NC_LOCAL_TIME]++;
     if (st) {
         if (report) rejected(c, ev->reason, ev->id, via, pe.msg);
         *err = pe;
         code = 400;
+    } else if (v == PFI_OADR_SAME && loop_due(c, ev, pfi_clock_now())) {
+        code = extend_loop(c, ev, via, who, out, err);
     } else if (v == PFI_OADR_SAME) {
         *out = answer(ev->id, "unchanged", NULL); /* a repeated poll or delivery */
     } else if (v == PFI_OADR_OLDER) {

@@ -66,11 +66,14 @@ const struct ctl_cfg_operator *ctl_operator_find(const ctl *c, const char *name)
     return NULL;
 }
 
-/* reads the status page's own files and /healthz: open whatever the configuration */
+/* reads the status page's own files, /healthz and the webhook's echo
+   challenge (the VTN holds no operator token: ctl_http.c echo_challenge):
+   open whatever the configuration */
 static int always_open(const char *url)
 {
     return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/page.js") ||
-           !strcmp(url, "/page.css") || !strcmp(url, "/healthz");
+           !strcmp(url, "/page.css") || !strcmp(url, "/healthz") ||
+           !strcmp(url, "/openadr3/events") || !strcmp(url, "/openadr3/events/echo");
 }
 
 /* the scopes of which one lets the request through (0: open). DELETE

@@ -61,7 +61,8 @@ typedef struct view {
         triggers, fast_sent[2], fast_answered[2], fast_fallbacks[2],
         oadr_rejected[PFI_OADR_NREASONS], reports_refused, http_refused[4];
     double ingest_hold_max_s;
-    json_t *online; /* status: safe-online's state (null: none) */
+    ctl_vtn_seen vtn; /* the VTN conversation (ctl_vtn.c) */
+    json_t *online;   /* status: safe-online's state (null: none) */
 } view;
 
 static void view_free(view *v)
@@ -146,6 +147,8 @@ static void take_figures(ctl *c, view *v)
     memcpy(v->oadr_rejected, c->oadr_rejected, sizeof v->oadr_rejected);
     v->reports_refused = c->reports_refused;
     v->ingest_hold_max_s = c->ingest_hold_max_s;
+    v->vtn = c->vtn;
+    v->vtn.echoes = __atomic_load_n(&c->vtn.echoes, __ATOMIC_RELAXED);
     for (int k = 0; k < 4; k++)
         v->http_refused[k] = __atomic_load_n(&c->http_refused[k], __ATOMIC_RELAXED);
     v->hist_n = c->hist_n;
@@ -289,6 +292,37 @@ static json_t *status_job_json(const view *v, const ctl_job *j, double online_w)
     return o;
 }
 
+static const char *vtn_state_name(int st)
+{
+    return st == CTL_VTN_DONE       ? "yes"
+           : st == CTL_VTN_OFF      ? "off"
+           : st == CTL_VTN_UNWANTED ? "not configured"
+                                    : "trying";
+}
+
+/* the VTN conversation on /v1/status (null: no VTN configured) */
+static json_t *vtn_json(const view *v)
+{
+    const ctl_vtn_seen *s = &v->vtn;
+    if (!s->on) return json_null();
+    json_t *nc = json_object();
+    for (int k = 0; k < CTL_VTN_NC_N; k++)
+        json_object_set_new(nc, ctl_vtn_nc_name[k], json_integer((json_int_t)s->nonconf[k]));
+    char ts[40] = "";
+    if (s->last_poll_ok > 0) pfi_rfc3339_format(s->last_poll_ok, ts, sizeof ts);
+    json_t *o = json_pack("{s:s,s:s,s:b,s:f,s:o}", "registered", vtn_state_name(s->registered),
+                          "subscribed", vtn_state_name(s->subscribed), "polling", s->polling,
+                          "poll_s", v->cfg->openadr_poll_s, "nonconformant_accepted", nc);
+    json_object_set_new(o, "ven_id", s->ven_id[0] ? json_string(s->ven_id) : json_null());
+    json_object_set_new(o, "ven_name_listed",
+                        s->ven_name_listed[0] ? json_string(s->ven_name_listed) : json_null());
+    json_object_set_new(o, "last_poll_ok", ts[0] ? json_string(ts) : json_null());
+    json_object_set_new(o, "retry_after_s",
+                        s->retry_after_s > 0 ? json_real(s->retry_after_s) : json_null());
+    json_object_set_new(o, "echo_challenges", json_integer((json_int_t)s->echoes));
+    return o;
+}
+
 static json_t *status_json(ctl *c, view *v)
 {
     json_t *ag = json_array(), *jobs = json_array(), *hist = json_array(), *evs = json_array();
@@ -327,6 +361,7 @@ static json_t *status_json(ctl *c, view *v)
     json_object_set_new(o, "governing_event", v->gov_id[0] ? json_string(v->gov_id) : json_null());
     json_object_set_new(o, "feasible", v->active ? json_boolean(v->feasible) : json_null());
     json_object_set_new(o, "online", v->online ? json_incref(v->online) : json_null());
+    json_object_set_new(o, "vtn", vtn_json(v));
     return o;
 }
 
@@ -489,6 +524,38 @@ static void openadr_metrics(const view *v, pfi_buf *b)
                        v->http_refused[k]);
 }
 
+/* the VTN conversation (issue 42): only with a VTN configured */
+static void vtn_metrics(const view *v, pfi_buf *b)
+{
+    const ctl_vtn_seen *s = &v->vtn;
+    if (!s->on) return;
+    head(b, "pfi_ctl_vtn_registered", "gauge",
+         "1: the VEN is registered at the VTN (a VEN id); 0: not (yet, or given up: polls go on).");
+    pfi_buf_printf(b, "pfi_ctl_vtn_registered %d\n", s->registered == CTL_VTN_DONE);
+    head(b, "pfi_ctl_vtn_subscribed", "gauge",
+         "1: subscribed to EVENT notifications; 0: not (trying, no webhooks, or none configured).");
+    pfi_buf_printf(b, "pfi_ctl_vtn_subscribed %d\n", s->subscribed == CTL_VTN_DONE);
+    head(b, "pfi_ctl_vtn_polling", "gauge", "1: the controller polls the VTN's events.");
+    pfi_buf_printf(b, "pfi_ctl_vtn_polling %d\n", s->polling);
+    head(b, "pfi_ctl_vtn_poll_interval_seconds", "gauge", "openadr.poll_s: the polls' period.");
+    pfi_buf_printf(b, "pfi_ctl_vtn_poll_interval_seconds %g\n", v->cfg->openadr_poll_s);
+    head(b, "pfi_ctl_vtn_last_poll_success_timestamp_seconds", "gauge",
+         "Unix time of the last whole successful poll of the VTN's events (0: none yet).");
+    pfi_buf_printf(b, "pfi_ctl_vtn_last_poll_success_timestamp_seconds %.3f\n", s->last_poll_ok);
+    head(b, "pfi_ctl_vtn_retry_after_seconds", "gauge",
+         "The last Retry-After the VTN asked for and the controller honoured (0: none).");
+    pfi_buf_printf(b, "pfi_ctl_vtn_retry_after_seconds %g\n", s->retry_after_s);
+    head(b, "pfi_ctl_vtn_nonconformant_accepted_total", "counter",
+         "Forms of the VTN the specification does not allow that the controller accepted, by "
+         "kind.");
+    for (int k = 0; k < CTL_VTN_NC_N; k++)
+        pfi_buf_printf(b, "pfi_ctl_vtn_nonconformant_accepted_total{kind=\"%s\"} %llu\n",
+                       ctl_vtn_nc_name[k], s->nonconf[k]);
+    head(b, "pfi_ctl_vtn_echo_challenges_total", "counter",
+         "Webhook echo challenges answered (GET /openadr3/events?echo=...).");
+    pfi_buf_printf(b, "pfi_ctl_vtn_echo_challenges_total %llu\n", s->echoes);
+}
+
 /* per job, {hpc_job, tier} (the same id under two tiers is two jobs:
  * ctl_decide.c); the id escaped although validated */
 #define JOB_LABELS(k) pfi_prom_label(jl, sizeof jl, v->job[k].id), v->job[k].tier
@@ -621,6 +688,7 @@ char *ctl_view_metrics(ctl *c, size_t *len)
     pfi_buf b = {0};
     cluster_metrics(v, &b);
     openadr_metrics(v, &b);
+    vtn_metrics(v, &b);
     event_metrics(c, v, &b);
     job_power_metrics(v, &b);
     job_baseline_metrics(v, &b);

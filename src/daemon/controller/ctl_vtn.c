@@ -1,24 +1,27 @@
 /* ctl_vtn.c — pfi-controller as an OpenADR 3 VEN talking to its VTN
- * (docs/controller.md "OpenADR 3: the VTN"; the client is vtn_client.h).
+ * (docs/controller.md "OpenADR 3: the VTN"; the client is vtn_client.h,
+ * the REPORTs ctl_vtn_report.c).
  *
  * At start-up the callback token — the bearer token the subscription gives
  * the VTN, which the webhook POST /openadr3/events then accepts besides the
  * controller's own token — is read from callback_token_file, or made (32
  * random bytes as hex) and written there with mode 0600 when the file does
- * not exist. A thread then, until the controller stops: fetches a token,
- * registers the VEN, subscribes to EVENT operations (when callback_url is
- * set) and polls GET /events every poll_s wall seconds as a fallback,
- * handing each event to the OpenADR parser like the plain poller
- * (ctl_openadr_ingest). A step that fails is retried after 1 s, doubling
- * up to poll_s. Each step is logged once done ("VTN: ..."; a poll when
- * the number of events listed changed).
- *
- * Reports: when an OpenADR event has run (done, or cancelled after it
- * started), its REPORT — per report_interval_s of the event: DEMAND (mean
- * measured GPU power, kW), BASELINE (the event's baseline, kW), DELTA_USAGE
- * (measured less baseline energy, kWh) of the resource "pfi-gpus" — is kept
- * in SQLite (vtn_reports) and sent (POST /reports) until the VTN accepts it
- * (2xx with an id), a failed try again after 1 s, doubling up to an hour. */
+ * not exist. A thread then, until the controller stops, keeps each part of
+ * the conversation on a clock of its own (issue 42: a VTN that refuses a
+ * subscription or a registration stopped pfi polling and reporting):
+ *   - polls GET /events every poll_s wall seconds from the start, handing
+ *     each event to the OpenADR parser (ctl_openadr_ingest_page); a failed
+ *     poll is tried again after 1 s doubling up to poll_s, or after the
+ *     VTN's Retry-After (capped at poll_s);
+ *   - registers the VEN (vtn_register: given up, with one error, when
+ *     POST /vens is refused and the VTN lists not exactly one VEN);
+ *   - subscribes when callback_url is set (vtn_subscribe: the rules for a
+ *     VTN without webhooks, 429, 5xx and other refusals);
+ *   - reads the VEN object's targets hourly (3.1: the grants that decide
+ *     which events are ours, User Guide 8.13);
+ *   - keeps and sends the REPORTs (ctl_vtn_report.c).
+ * Each is logged once done ("VTN: ..."; a poll when the number of events
+ * listed changed) and its state is in /v1/status "vtn" and /metrics. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -29,8 +32,8 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_vtn.h"
 #include "vec.h"
-#include "vtn_client.h"
 
 /* a secret file: the token file's rules (regular, not a symlink, mode 0600
  * or stricter, one line without spaces); the callback token 16..256
@@ -73,193 +76,14 @@ static int callback_token(ctl *c)
                        sizeof c->io.callback_token);
 }
 
+const char *const ctl_vtn_nc_name[CTL_VTN_NC_N] = {"local_timestamp", "expires_in_string",
+                                                   "subscription_refused", "ven_listed"};
+
 typedef struct vtn_run {
     ctl *c;
     char id[PFI_VTN_SECRET_MAX + 1], secret[PFI_VTN_SECRET_MAX + 1];
     const char *targets[16];
 } vtn_run;
-
-/* the REPORT of event e's report intervals [b_lo, b_hi) (each
- * report_interval_s long, from the event's start; lock held): a malloc'd
- * JSON text, or NULL when it has nothing to report (no sample, no
- * baseline) */
-static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, size_t b_hi)
-{
-    const ctl_cfg *g = &c->cfg;
-    double start = e->ev.start, end = pfi_grid_event_end(&e->ev), R = g->vtn.report_s;
-    if (!isfinite(e->baseline_w) || !(end > start)) return NULL;
-    size_t nb = (size_t)fmin(ceil((end - start) / R), 10000), max = 200000;
-    double *t = malloc(max * sizeof *t), *m = malloc(max * sizeof *m);
-    double *sum = calloc(nb, sizeof *sum), *cnt = calloc(nb, sizeof *cnt);
-    char *out = NULL;
-    size_t n = t && m && sum && cnt ? ctl_db_samples(c, e->ev.id, t, m, max) : 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(m[i]) || t[i] < start || t[i] >= end) continue;
-        size_t b = (size_t)((t[i] - start) / R);
-        if (b < nb) sum[b] += m[i], cnt[b]++;
-    }
-    /* the VTN's own event id and the interval's own id (issue 29): a step of
-       a multi-interval event is "ID.k" here, which the VTN does not know */
-    char vid[PFI_OADR_ID_MAX + 1];
-    long long iid = 0;
-    if (ctl_db_oadr_step_get(c, e->ev.id, vid, sizeof vid, &iid)) {
-        const char *dot = strrchr(e->ev.id, '.');
-        size_t len = dot ? (size_t)(dot - e->ev.id) : strlen(e->ev.id);
-        snprintf(vid, sizeof vid, "%.*s", (int)(len < PFI_OADR_ID_MAX ? len : PFI_OADR_ID_MAX),
-                 e->ev.id);
-        iid = dot ? strtoll(dot + 1, NULL, 10) : 0;
-    }
-    json_t *iv = json_array();
-    double base_kw = e->baseline_w / 1000;
-    /* what the event's reportDescriptors ask for (all three without them) */
-    unsigned want = e->report_mask ? e->report_mask : PFI_OADR_REPORT_DEFAULT;
-    const char *types[] = {"DEMAND", "BASELINE", "DELTA_USAGE", "READING", "USAGE"};
-    const char *units[] = {"KW", "KW", "KWH", "KW", "KWH"};
-    /* BASELINE: the mean of a steady uncapped window, else an estimate
-       (ctl_baseline.c; the Definition's reading types, Table 3) */
-    const char *reading[] = {"MEAN", e->baseline_src == CTL_BASE_STEADY ? "MEAN" : "ESTIMATED",
-                             "SUMMED", "MEAN", "SUMMED"};
-    for (size_t b = b_lo; b < nb && b < b_hi && iv && !(want & PFI_OADR_REPORT_NONE); b++) {
-        if (!cnt[b]) continue;
-        double b0 = start + (double)b * R, len = fmin(R, end - b0), kw = sum[b] / cnt[b] / 1000;
-        double v[5] = {kw, base_kw, (kw - base_kw) * len / 3600, kw, kw * len / 3600};
-        char ts[40], dur[40];
-        pfi_rfc3339_format(b0, ts, sizeof ts);
-        snprintf(dur, sizeof dur, "PT%.0fS", fmax(1, round(len)));
-        json_t *pl = json_array();
-        for (int k = 0; k < 5; k++)
-            if (want & (1u << k))
-                json_array_append_new(pl,
-                                      json_pack("{s:s,s:[f]}", "type", types[k], "values", v[k]));
-        json_array_append_new(iv, json_pack("{s:I,s:{s:s,s:s},s:o}", "id", (json_int_t)iid,
-                                            "intervalPeriod", "start", ts, "duration", dur,
-                                            "payloads", pl));
-    }
-    if (iv && json_array_size(iv)) {
-        json_t *desc = json_array();
-        for (size_t i = 0; i < 5; i++)
-            if (want & (1u << i))
-                json_array_append_new(desc, json_pack("{s:s,s:s,s:s,s:s}", "objectType",
-                                                      "REPORT_PAYLOAD_DESCRIPTOR", "payloadType",
-                                                      types[i], "readingType", reading[i], "units",
-                                                      units[i]));
-        /* unique per report: openleadr-rs keeps a unique index on reportName
-           (a second report of the same name is 409 there) */
-        char name[sizeof e->ev.id + 32];
-        snprintf(name, sizeof name, "pfi %s#%zu", e->ev.id, b_lo);
-        json_t *r = json_pack("{s:s,s:s,s:s,s:o,s:[{s:s,s:O}]}", "eventID", vid, "clientName",
-                              g->openadr_ven_name, "reportName", name, "payloadDescriptors", desc,
-                              "resources", "resourceName", "pfi-gpus", "intervals", iv);
-        if (r && v301) {
-            json_object_set_new(r, "objectType", json_string("REPORT"));
-            json_object_set_new(r, "programID", json_string(g->vtn.program_id));
-        }
-        out = r ? json_dumps(r, JSON_COMPACT) : NULL;
-        json_decref(r);
-    }
-    json_decref(iv);
-    free(t), free(m), free(sum), free(cnt);
-    return out;
-}
-
-/* keep a report for every report interval of every OpenADR event that has
- * ended: while an event runs, each interval once it is over (so a report
- * goes out within a second or two of its interval's end: the VTN thread
- * looks every second); when the event is done or cancelled, the rest, the
- * last one short. Each is kept under "EVENTID#k" (k: the interval); an
- * interval without samples is kept as nothing to send (lock held). */
-static void keep_reports(ctl *c, int v301)
-{
-    double now = pfi_clock_now(), R = c->cfg.vtn.report_s;
-    for (size_t i = 0; i < c->st.nevents; i++) {
-        ctl_event *e = &c->st.event[i];
-        int active = (e->status == CTL_EV_ACTIVE);
-        if (strcmp(e->ev.source, "openadr") || !isfinite(e->baseline_w) ||
-            (!active && (e->status != CTL_EV_DONE) && (e->status != CTL_EV_CANCELLED)))
-            continue;
-        double start = e->ev.start, end = pfi_grid_event_end(&e->ev);
-        double span = active ? fmin(end, now) - start : end - start;
-        if (!(span > 0)) continue;
-        size_t due = (size_t)fmin(active ? floor(span / R) : ceil(span / R), 10000);
-        /* intervals below reports_kept are in the table already: a finished
-           event costs nothing here once its last interval is kept */
-        for (size_t k = e->reports_kept; k < due; k++) {
-            char key[sizeof e->ev.id + 24];
-            snprintf(key, sizeof key, "%s#%zu", e->ev.id, k);
-            int have = ctl_db_report_has(c, key);
-            if (have < 0) break; /* the database: tried again next time */
-            if (!have) {
-                char *body = build_report(c, e, v301, k, k + 1);
-                int put = ctl_db_report_put(c, key, body ? body : "");
-                if (put == 0 && body)
-                    ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", key);
-                free(body);
-                if (put) break;
-            }
-            e->reports_kept = k + 1;
-        }
-    }
-}
-
-/* send the oldest report not yet accepted: 1 sent and accepted, 0 none
- * due, -1 failed (logged) */
-static int send_report(ctl *c, pfi_vtn *v)
-{
-    char id[sizeof(((ctl_event *)0)->ev.id) + 24]; /* "EVENTID#k" */
-    pthread_mutex_lock(&c->mu);
-    char *body = ctl_db_report_next(c, id, sizeof id);
-    pthread_mutex_unlock(&c->mu);
-    if (!body) return 0;
-    pfi_http_reply r;
-    pfi_error e;
-    if (pfi_oadr_report_check(body, strlen(body), (pfi_oadr_version)c->cfg.openadr_version, &e)) {
-        free(body); /* a strict VTN must refuse it: never sent */
-        pthread_mutex_lock(&c->mu);
-        ctl_db_report_refused(c, id);
-        c->reports_refused++;
-        ctl_log(c, "error: report for event %s fails the OpenADR schema (%s): not sent", id, e.msg);
-        pthread_mutex_unlock(&c->mu);
-        return 1;
-    }
-    pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
-    free(body);
-    json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
-    const char *rid = json_string_value(json_object_get(o, "id"));
-    pthread_mutex_lock(&c->mu);
-    /* a 4xx (401 was retried with a new token already; 408 and 429 say
-       "later") will not change by sending the same report again */
-    int refused = !st && r.code >= 400 && r.code < 500 && r.code != 408 && r.code != 429;
-    if (rid) {
-        ctl_db_report_done(c, id, rid);
-        ctl_log(c, "VTN: report for event %s accepted (report %.128s)", id, rid);
-    } else if (refused) {
-        ctl_db_report_refused(c, id);
-        c->reports_refused++;
-        char said[201]; /* the VTN's answer, one line, printable */
-        size_t k = 0;
-        for (size_t i = 0; r.body && i < r.len && k + 1 < sizeof said; i++)
-            said[k++] = (unsigned char)r.body[i] < 0x20 || (unsigned char)r.body[i] >= 0x7f
-                            ? '?'
-                            : r.body[i];
-        said[k] = '\0';
-        ctl_log(c,
-                "warning: VTN POST /reports for event %s: HTTP %ld: refused, not sent again; the "
-                "VTN said: %s",
-                id, r.code, k ? said : "(nothing)");
-    } else {
-        ctl_db_report_done(c, id, NULL);
-        char why[64];
-        snprintf(why, sizeof why,
-                 r.code >= 200 && r.code < 300 ? "HTTP %ld without a report id" : "HTTP %ld",
-                 r.code);
-        ctl_log(c, "warning: VTN POST /reports for event %s: %s; kept, sent again later", id,
-                st ? e.msg : why);
-    }
-    pthread_mutex_unlock(&c->mu);
-    json_decref(o);
-    if (!st) pfi_http_reply_dispose(&r);
-    return rid || refused ? 1 : -1;
-}
 
 /* sleep up to s wall seconds, less when the controller stops */
 static void nap(ctl *c, double s)
@@ -269,8 +93,9 @@ static void nap(ctl *c, double s)
 }
 
 /* the ids a page of GET /events lists, appended to *ids (a growable list
-   of malloc'd strings); -1 when the page is not a JSON array */
-static int page_ids(const char *body, char ***ids, size_t *n, size_t *cap)
+   of malloc'd strings); the page's length, or -1 when it is not a JSON
+   array */
+static long page_ids(const char *body, char ***ids, size_t *n, size_t *cap)
 {
     json_t *a = json_loads(body, 0, NULL);
     if (!json_is_array(a)) {
@@ -286,8 +111,9 @@ static int page_ids(const char *body, char ***ids, size_t *n, size_t *cap)
         char *d = strdup(id);
         if (d) (*ids)[(*n)++] = d;
     }
+    long len = (long)json_array_size(a);
     json_decref(a);
-    return 0;
+    return len;
 }
 
 static int listed_has(char *const *ids, size_t n, const char *id, size_t len)
@@ -362,26 +188,41 @@ static void reconcile(ctl *c, pfi_vtn *v, char *const *ids, size_t n)
     }
 }
 
-/* the VTN's events, page after page (skip, limit=PFI_VTN_PAGE) until a
- * short page, at most 40 pages (2,000 events), each into the controller;
- * a complete listing (every page 2xx, the last one short) reconciles what
- * the VTN deleted; *listed: the count of the last poll (logged when it
- * changes) */
+/* the VTN's events, page after page (skip, limit=PFI_VTN_PAGE), each into
+ * the controller. The listing goes on while a page is not empty and at
+ * least as long as the first (a VTN may serve fewer than the limit asked:
+ * issue 42, a short page is no end), and ends at an empty or shorter page;
+ * past 40 pages (2,000 events at the limit) it is logged as truncated. A
+ * complete listing (every page 2xx and read, ended by an empty or shorter
+ * page) reconciles what the VTN deleted; *listed: the count of the last
+ * poll (logged when it changes) */
 static pfi_status poll_events(ctl *c, pfi_vtn *v, long long *listed, pfi_error *e)
 {
     char *body, **ids = NULL;
-    size_t n = 0, k = PFI_VTN_PAGE, nids = 0, cap = 0;
+    size_t n = 0, nids = 0, cap = 0;
+    long first = -1, len = 0;
     pfi_status st = PFI_OK;
-    int whole = 1;
-    for (int page = 0; !st && k == PFI_VTN_PAGE && page < 40; page++) {
-        if (!(st = pfi_vtn_events_page(v, n, &body, e))) {
-            whole &= page_ids(body, &ids, &nids, &cap) == 0;
-            k = ctl_openadr_ingest_page(c, body, PFI_VTN_PAGE, c->cfg.vtn.vtn_url);
-            n += k;
-            free(body);
-        }
+    int whole = 1, ended = 0, page = 0;
+    for (; !st && !ended && page < 40; page++) {
+        if ((st = pfi_vtn_events_page(v, n, &body, e))) break;
+        len = page_ids(body, &ids, &nids, &cap);
+        whole &= len >= 0;
+        if (first < 0) first = len;
+        ctl_openadr_ingest_page(c, body, PFI_VTN_PAGE, c->cfg.vtn.vtn_url);
+        free(body);
+        n += len > 0 ? (size_t)len : 0;
+        ended = len <= 0 || len < first;
     }
-    if (!st && whole && k < PFI_VTN_PAGE) reconcile(c, v, ids, nids);
+    if (!st && !ended) {
+        whole = 0;
+        pthread_mutex_lock(&c->mu);
+        ctl_log(c,
+                "warning: VTN GET /events: more than %d pages (%zu events): the listing is "
+                "truncated, deleted events not reconciled",
+                40, n);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (!st && whole) reconcile(c, v, ids, nids);
     for (size_t i = 0; i < nids; i++) free(ids[i]);
     free(ids);
     if (st) return st;
@@ -439,22 +280,161 @@ static void log_tokens(ctl *c, const pfi_vtn *v, unsigned long *fetches, unsigne
     *fetches = v->token_fetches, *retries = v->retries_auth;
 }
 
-/* the reports due, kept and sent; the next try after a failure backs off
- * from 1 s doubling to 5 min */
-static void report_due(ctl *c, pfi_vtn *v, int v301, double *next_report, double *backoff)
+/* the thread's clocks: each part of the conversation on its own (issue 42:
+ * polling and reporting wait on neither registration nor subscription) */
+typedef struct vtn_clock {
+    double next_reg, reg_backoff;
+    double next_sub, sub_backoff;
+    double next_notifiers; /* subscriptions off: when GET /notifiers is asked again */
+    double next_poll, poll_backoff;
+    double next_targets; /* the VEN object's targets, read again */
+    double next_report, report_backoff;
+    long long listed; /* events the last poll listed */
+} vtn_clock;
+
+#define VTN_HOUR 3600.0
+
+/* the wait after a failed request: Retry-After where the VTN gave one
+ * (RFC 6585 4, RFC 9110 10.2.3; capped at cap), else *backoff, which
+ * doubles up to cap (lock not held) */
+static double vtn_wait(ctl *c, const pfi_vtn *v, double *backoff, double cap)
 {
-    pthread_mutex_lock(&c->mu);
-    keep_reports(c, v301);
-    pthread_mutex_unlock(&c->mu);
-    int k = send_report(c, v);
-    if (k < 0) {
-        *next_report = pfi_wall_monotonic() + *backoff;
-        *backoff = fmin(2 * *backoff, 300);
-    } else {
-        *backoff = 1;
-        /* a report is due at most a control period after its interval ends */
-        *next_report = pfi_wall_monotonic() + (k ? 0 : fmin(1, c->cfg.period_s / 2));
+    double w = *backoff;
+    if (v->last_retry_after_s > 0) {
+        w = fmin(v->last_retry_after_s, cap);
+        pthread_mutex_lock(&c->mu);
+        c->vtn.retry_after_s = v->last_retry_after_s;
+        pthread_mutex_unlock(&c->mu);
     }
+    *backoff = fmin(2 * *backoff, cap);
+    return w;
+}
+
+/* the VEN object's targets (3.1: the business logic's grants, User Guide
+ * 8.13), at registration and hourly; a change has every event read again */
+static void vtn_targets(ctl *c, pfi_vtn *v, vtn_clock *k)
+{
+    char t[16][129];
+    size_t n = 0;
+    pfi_error e;
+    k->next_targets = pfi_wall_monotonic() + VTN_HOUR;
+    if (pfi_vtn_ven_targets(v, t, 16, &n, &e)) return;
+    pthread_mutex_lock(&c->mu);
+    int changed = n != c->nven_targets || memcmp(t, c->ven_targets, n * sizeof t[0]);
+    memcpy(c->ven_targets, t, n * sizeof t[0]);
+    c->nven_targets = n;
+    if (changed && n)
+        ctl_log(c, "VTN: the VEN object's targets: %zu (events for them are ours)", n);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* registration: done, or given up (POST /vens refused and the listing
+ * does not tell which VEN is ours: one error, polls go on without a VEN
+ * id), or retried after a wait */
+static void vtn_register(ctl *c, pfi_vtn *v, vtn_clock *k)
+{
+    pfi_error e;
+    pfi_status st = pfi_vtn_register(v, &e);
+    pthread_mutex_lock(&c->mu);
+    if (!st) {
+        c->vtn.registered = CTL_VTN_DONE;
+        snprintf(c->vtn.ven_id, sizeof c->vtn.ven_id, "%s", v->ven_id);
+        if (v->ven_listed) {
+            c->vtn.nonconf[CTL_VTN_NC_VEN_LISTED]++;
+            snprintf(c->vtn.ven_name_listed, sizeof c->vtn.ven_name_listed, "%s",
+                     v->ven_name_listed);
+            ctl_log(c,
+                    "VTN: POST /vens refused (403 or 409): the only VEN the VTN lists is ours: "
+                    "venName %s (id %s)",
+                    v->ven_name_listed, v->ven_id);
+        } else ctl_log(c, "VTN: registered as VEN %s (id %s)", c->cfg.openadr_ven_name, v->ven_id);
+        k->next_targets = 0; /* read below, before the next poll */
+    } else if (st == PFI_ENOTFOUND) {
+        c->vtn.registered = CTL_VTN_OFF;
+        ctl_log(c, "error: VTN registration: %s; polling goes on without a VEN id", e.msg);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!st && !v->cfg.v301) vtn_targets(c, v, k);
+    if (st && st != PFI_ENOTFOUND) {
+        double w = vtn_wait(c, v, &k->reg_backoff, c->cfg.openadr_poll_s);
+        k->next_reg = pfi_wall_monotonic() + w;
+        pthread_mutex_lock(&c->mu);
+        ctl_log(c, "warning: VTN registration: %s; again in %g s", e.msg, w);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* subscription (issue 42): a VTN without webhooks (404, 405, 501) is not
+ * asked again until restart or until GET /notifiers says WEBHOOK true
+ * (asked hourly); 429 and 5xx back off from 1 s doubling to an hour
+ * (Retry-After honoured); another 4xx (a refused echo challenge among
+ * them) is retried hourly. Each change of state is logged once. */
+static void vtn_subscribe(ctl *c, pfi_vtn *v, vtn_clock *k)
+{
+    pfi_error e;
+    int created;
+    pfi_status st = pfi_vtn_subscribe(v, &created, &e);
+    long code = v->last_code;
+    double now = pfi_wall_monotonic();
+    pthread_mutex_lock(&c->mu);
+    int was = c->vtn.subscribed;
+    if (!st) {
+        c->vtn.subscribed = CTL_VTN_DONE;
+        k->sub_backoff = 1;
+        ctl_log(c, "VTN: subscribed to EVENT (subscription %s, %s), callback %s",
+                v->subscription_id, created ? "created" : "already there", c->cfg.vtn.callback_url);
+    } else if (code == 404 || code == 405 || code == 501) {
+        c->vtn.subscribed = CTL_VTN_OFF;
+        c->vtn.nonconf[CTL_VTN_NC_NO_WEBHOOKS]++;
+        k->next_notifiers = now + VTN_HOUR;
+        ctl_log(c,
+                "warning: VTN subscription: %s: the VTN takes no webhooks; polling every %g s "
+                "instead (asked again when GET /notifiers says WEBHOOK, or at restart)",
+                e.msg, c->cfg.openadr_poll_s);
+    } else {
+        int later = code == 429 || code >= 500 || code == 0;
+        pthread_mutex_unlock(&c->mu);
+        double w = later ? vtn_wait(c, v, &k->sub_backoff, VTN_HOUR) : VTN_HOUR;
+        pthread_mutex_lock(&c->mu);
+        k->next_sub = now + w;
+        if (was != CTL_VTN_TRYING || k->sub_backoff <= 2 || !later)
+            ctl_log(c, "warning: VTN subscription: %s; again in %g s (polling meanwhile)", e.msg,
+                    w);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* subscriptions off: does the VTN take webhooks now? */
+static void vtn_notifiers(ctl *c, pfi_vtn *v, vtn_clock *k)
+{
+    int webhook = 0;
+    pfi_error e;
+    k->next_notifiers = pfi_wall_monotonic() + VTN_HOUR;
+    if (pfi_vtn_notifiers(v, &webhook, &e) || !webhook) return;
+    pthread_mutex_lock(&c->mu);
+    c->vtn.subscribed = CTL_VTN_TRYING;
+    ctl_log(c, "VTN: GET /notifiers says WEBHOOK: subscribing again");
+    pthread_mutex_unlock(&c->mu);
+    k->next_sub = 0, k->sub_backoff = 1;
+}
+
+static void vtn_poll(ctl *c, pfi_vtn *v, vtn_clock *k)
+{
+    pfi_error e;
+    program_follow(c, v);
+    if (!poll_events(c, v, &k->listed, &e)) {
+        k->next_poll = pfi_wall_monotonic() + c->cfg.openadr_poll_s;
+        k->poll_backoff = 1;
+        pthread_mutex_lock(&c->mu);
+        c->vtn.last_poll_ok = pfi_clock_now();
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    double w = vtn_wait(c, v, &k->poll_backoff, c->cfg.openadr_poll_s);
+    k->next_poll = pfi_wall_monotonic() + w;
+    pthread_mutex_lock(&c->mu);
+    ctl_log(c, "warning: VTN GET /events: %s; again in %g s", e.msg, w);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void *vtn_thread(void *arg)
@@ -478,55 +458,40 @@ static void *vtn_thread(void *arg)
                       .timeout_s = 10};
     pfi_vtn v;
     pfi_vtn_init(&v, &vc);
-    int registered = 0, subscribed = !g->vtn.callback_url[0];
-    double backoff = 1, next_poll = 0, report_backoff = 1, next_report = 0;
+    vtn_clock k = {.reg_backoff = 1,
+                   .sub_backoff = 1,
+                   .poll_backoff = 1,
+                   .report_backoff = 1,
+                   .next_targets = INFINITY,
+                   .listed = -1};
     int v301 = g->openadr_version == PFI_OADR_V3_0_1;
-    int reports = !v301 || g->vtn.program_id[0]; /* a 3.0.1 report names its program */
-    unsigned long fetches = 0, retries = 0;
-    long long listed = -1; /* events the last poll listed */
+    unsigned long fetches = 0, retries = 0, strings = 0;
+    pthread_mutex_lock(&c->mu);
+    c->vtn.on = 1, c->vtn.polling = 1;
+    c->vtn.subscribed = g->vtn.callback_url[0] ? CTL_VTN_TRYING : CTL_VTN_UNWANTED;
+    pthread_mutex_unlock(&c->mu);
     while (!c->io.vtn_stop) {
-        pfi_error e;
-        pfi_status st = PFI_OK;
-        const char *step = "";
-        if (!registered) {
-            step = "registration";
-            if (!(st = pfi_vtn_register(&v, &e))) {
-                registered = 1;
-                pthread_mutex_lock(&c->mu);
-                ctl_log(c, "VTN: registered as VEN %s (id %s)", g->openadr_ven_name, v.ven_id);
-                pthread_mutex_unlock(&c->mu);
-            }
-        } else if (!subscribed) {
-            step = "subscription";
-            int created;
-            if (!(st = pfi_vtn_subscribe(&v, &created, &e))) {
-                subscribed = 1;
-                pthread_mutex_lock(&c->mu);
-                ctl_log(c, "VTN: subscribed to EVENT (subscription %s, %s), callback %s",
-                        v.subscription_id, created ? "created" : "already there",
-                        g->vtn.callback_url);
-                pthread_mutex_unlock(&c->mu);
-            }
-        } else if (pfi_wall_monotonic() >= next_poll) {
-            step = "GET /events";
-            program_follow(c, &v);
-            if (!(st = poll_events(c, &v, &listed, &e)))
-                next_poll = pfi_wall_monotonic() + g->openadr_poll_s;
-        }
+        double now = pfi_wall_monotonic();
+        pthread_mutex_lock(&c->mu);
+        int reg = c->vtn.registered, sub = c->vtn.subscribed;
+        pthread_mutex_unlock(&c->mu);
+        if (reg == CTL_VTN_TRYING && now >= k.next_reg) vtn_register(c, &v, &k);
+        else if (reg == CTL_VTN_DONE && !v301 && now >= k.next_targets) vtn_targets(c, &v, &k);
+        if (sub == CTL_VTN_TRYING && reg != CTL_VTN_TRYING && now >= k.next_sub)
+            vtn_subscribe(c, &v, &k);
+        else if (sub == CTL_VTN_OFF && now >= k.next_notifiers) vtn_notifiers(c, &v, &k);
+        if (pfi_wall_monotonic() >= k.next_poll) vtn_poll(c, &v, &k);
         log_tokens(c, &v, &fetches, &retries);
-        /* reports on their own backoff: also while polling fails */
-        if (registered && subscribed && reports && pfi_wall_monotonic() >= next_report)
-            report_due(c, &v, v301, &next_report, &report_backoff);
-        if (st) {
+        if (v.expires_in_strings != strings) {
             pthread_mutex_lock(&c->mu);
-            ctl_log(c, "warning: VTN %s: %s; again in %g s", step, e.msg, backoff);
+            c->vtn.nonconf[CTL_VTN_NC_EXPIRES_STRING] += v.expires_in_strings - strings;
             pthread_mutex_unlock(&c->mu);
-            nap(c, backoff);
-            backoff = fmin(2 * backoff, g->openadr_poll_s);
-            continue;
+            strings = v.expires_in_strings;
         }
-        backoff = 1;
-        if (registered && subscribed) nap(c, fmax(0, fmin(next_poll - pfi_wall_monotonic(), 0.2)));
+        /* reports on their own backoff: also while polling fails */
+        if (pfi_wall_monotonic() >= k.next_report)
+            ctl_vtn_report_due(c, &v, v301, &k.next_report, &k.report_backoff);
+        nap(c, fmax(0, fmin(k.next_poll - pfi_wall_monotonic(), 0.2)));
     }
     pfi_vtn_dispose(&v);
     memset(run->secret, 0, sizeof run->secret);
