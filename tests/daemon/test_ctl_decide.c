@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caps_request.h"
 #include "ctl.h"
 
 #define NA 2 /* agents */
@@ -910,6 +911,74 @@ static void test_claims_not_corroborated(void **st)
     assert_true(fabs(ctl_claim_clamp(100, 3000, 1000, 2400) - 1000) < 1e-9);
 }
 
+/* The lease-generation rule (ctl_generation.c, issue 43): a takeover, a
+   409 (stale), a 400 out of reach, a restart, a second controller, may_raise
+   off, the 2^53 bound, never below the run's floor */
+static void test_generation_rule(void **st)
+{
+    (void)st;
+    int why;
+    /* an agent whose generation_max is above ours (someone took it): one above */
+    assert_int_equal(ctl_generation_next(5, 5, 9, CTL_GEN_ANSWER_NONE, 1, &why), 10);
+    assert_int_equal(why, CTL_GEN_WHY_ABOVE);
+    /* ours is current, the agent busy or silent: nothing changes */
+    assert_int_equal(ctl_generation_next(5, 5, 5, CTL_GEN_ANSWER_NONE, 1, &why), 5);
+    assert_int_equal(why, CTL_GEN_WHY_NONE);
+    assert_int_equal(ctl_generation_next(5, 5, -1, CTL_GEN_ANSWER_NONE, 1, &why), 5);
+    /* a 409: one above the larger of the agent's and ours */
+    assert_int_equal(ctl_generation_next(5, 5, 5, CTL_GEN_ANSWER_STALE, 1, &why), 6);
+    assert_int_equal(why, CTL_GEN_WHY_STALE);
+    assert_int_equal(ctl_generation_next(5, 5, 7, CTL_GEN_ANSWER_STALE, 1, &why), 8);
+    /* a 400 (ours too far ahead: the agent's state reset): one above its max */
+    assert_int_equal(ctl_generation_next(1, 1100000, 5, CTL_GEN_ANSWER_OUT_OF_REACH, 1, &why), 6);
+    assert_int_equal(why, CTL_GEN_WHY_OUT_OF_REACH);
+    assert_int_equal(ctl_generation_next(1, 900, -1, CTL_GEN_ANSWER_OUT_OF_REACH, 1, &why), 900);
+    /* ... whatever the run's floor: the agent forgot every generation */
+    assert_int_equal(ctl_generation_next(1100000, 1100000, 0, CTL_GEN_ANSWER_OUT_OF_REACH, 1, &why),
+                     1);
+    /* a restart: one above the last run's (the floor), the agent still at the last run's */
+    assert_int_equal(ctl_generation_next(11, 11, 10, CTL_GEN_ANSWER_NONE, 1, &why), 11);
+    assert_int_equal(why, CTL_GEN_WHY_NONE);
+    /* never below the floor, whatever was stored */
+    assert_int_equal(ctl_generation_next(5, 3, -1, CTL_GEN_ANSWER_NONE, 1, &why), 5);
+    /* a second controller pushed 20: a single controller continues above it;
+       with may_raise off (a deposed controller under failover) it never does */
+    assert_int_equal(ctl_generation_next(11, 11, 20, CTL_GEN_ANSWER_NONE, 1, &why), 21);
+    assert_int_equal(ctl_generation_next(11, 11, 20, CTL_GEN_ANSWER_NONE, 0, &why), 11);
+    assert_int_equal(why, CTL_GEN_WHY_ABOVE);
+    assert_int_equal(ctl_generation_next(11, 11, 20, CTL_GEN_ANSWER_STALE, 0, &why), 11);
+    /* beyond what any agent accepts: an alarm, ours kept */
+    assert_int_equal(
+        ctl_generation_next(1, 7, PFI_CAPS_GENERATION_MAX, CTL_GEN_ANSWER_NONE, 1, &why), 7);
+    assert_int_equal(why, CTL_GEN_WHY_BEYOND);
+}
+
+/* the decision carries the generations to store: one row per agent whose
+   generation changes, with the old and the new; nothing of the inputs changed */
+static void test_generation_decided(void **st)
+{
+    (void)st;
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    for (size_t i = 0; i < NA; i++) g_agent[i].generation = g_agent[i].generation_floor = 4;
+    g_agent[0].generation_max = 4, g_agent[0].gen_answer = CTL_GEN_ANSWER_STALE;
+    g_agent[1].generation_max = 9;
+    decide(10);
+    assert_int_equal(g_dec.ngen_rows, 2);
+    assert_int_equal(g_dec.gen_rows[0].agent, 0);
+    assert_int_equal(g_dec.gen_rows[0].from, 4);
+    assert_int_equal(g_dec.gen_rows[0].to, 5);
+    assert_int_equal(g_dec.gen_rows[0].why, CTL_GEN_WHY_STALE);
+    assert_int_equal(g_dec.gen_rows[1].agent, 1);
+    assert_int_equal(g_dec.gen_rows[1].to, 10);
+    assert_int_equal(g_dec.gen_rows[1].why, CTL_GEN_WHY_ABOVE);
+    assert_int_equal(g_agent[0].generation, 4); /* stored by the period, not here */
+    /* once stored and answered, nothing more */
+    g_agent[0].generation = 5, g_agent[0].generation_max = 5, g_agent[0].gen_answer = 0;
+    g_agent[1].generation = 10, g_agent[1].generation_max = 10;
+    decide(11);
+    assert_int_equal(g_dec.ngen_rows, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -937,6 +1006,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_whole_watts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cap_not_taken, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generation_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generation_decided, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

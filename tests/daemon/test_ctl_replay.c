@@ -132,7 +132,33 @@ static void take_agents(json_t *agents)
         json_t *node = json_object_get(a, "node");
         int bad;
         if (!json_is_null(node)) assert_int_equal(ctl_inputs_read(&g_cfg, v, node, &bad), 0);
+        /* the lease generation's inputs (issue 43); a recording from before
+           them: ours taken as the agent's generation_max (what a push it
+           accepted left there), so nothing changes */
+        json_t *gm = json_object_get(node, "generation_max");
+        v->generation_max = json_is_integer(gm) ? (long long)json_integer_value(gm) : -1;
+        json_t *g = json_object_get(a, "generation");
+        v->generation = json_is_integer(g)       ? (long long)json_integer_value(g)
+                        : v->generation_max >= 0 ? v->generation_max
+                                                 : 1;
+        json_t *fl = json_object_get(a, "generation_floor");
+        v->generation_floor =
+            json_is_integer(fl) ? (long long)json_integer_value(fl) : v->generation;
+        v->gen_answer = (int)json_integer_value(json_object_get(a, "gen_answer"));
     }
+}
+
+/* the decision's generations against the recorded ones (when recorded) */
+static void compare_generations(const char *name, size_t period, json_t *rec)
+{
+    json_t *want = json_object_get(rec, "generations");
+    if (!want) return;
+    json_t *got = ctl_record_generations(&g_dec);
+    if (!json_equal(want, got)) {
+        char *w = json_dumps(want, JSON_COMPACT), *h = json_dumps(got, JSON_COMPACT);
+        fail_msg("%s period %zu: generations %s, recorded %s", name, period, h, w);
+    }
+    json_decref(got);
 }
 
 static const ctl_job *job_of(const char *id, int tier)
@@ -209,6 +235,11 @@ static void bless(json_t *rec)
     json_object_set_new(rec, "plan", plan);
     json_object_set_new(rec, "budget_w", ctl_record_num(g_st.budget_w));
     json_object_set_new(rec, "integral_w", ctl_record_num(g_st.integral_w));
+    json_object_set_new(rec, "generations", ctl_record_generations(&g_dec));
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(rec, "agents"), i, a)
+        ctl_record_generation_inputs(a, &g_in.agent[i]);
 }
 
 /* one recording; the periods replayed and the caps compared */
@@ -235,6 +266,7 @@ static void replay(const char *name, size_t *periods, size_t *caps)
             ctl_decide(&g_cfg, g_have_cm ? &g_cm : NULL, &g_st, &g_in, t, &g_dec);
             if (out) bless(rec);
             *caps += compare(name, period, rec);
+            compare_generations(name, period, rec);
             period++;
         }
         if (out) {

@@ -117,7 +117,10 @@ typedef struct ctl_agent {
     int pushed;                    /* caps of ours are on it */
     int bad_id_logged; /* it sent an invalid job id (1), an absurd throughput (2): each logged once
                         */
-    long long generation; /* our lease generation on this agent (persisted) */
+    long long generation;       /* our lease generation on this agent (persisted) */
+    long long generation_floor; /* this run's first (one above the last run's) */
+    int gen_answer;       /* the last push's answer about the generation (CTL_GEN_ANSWER_*), until a
+                             period's decision reads it */
     uint32_t fast_ip;     /* its IPv4 address (network order) as the last GET reached it;
                              0: unknown */
     int fast_port;        /* its fast trigger port (GET /v1/control); 0: none */
@@ -220,7 +223,8 @@ typedef struct ctl {
     unsigned long long fast_sent[2], fast_answered[2], fast_fallbacks[2];
     size_t trigger_fast; /* the last trigger's agents reached by datagram */
     unsigned long long cycles, pushes, push_errors, generation_rejects;
-    pfi_oadr_book oadr_book;         /* OpenADR versions seen */
+    unsigned long long generation_changes[CTL_GEN_WHY_N]; /* by why (ctl_generation.c) */
+    pfi_oadr_book oadr_book;                              /* OpenADR versions seen */
     pfi_oadr_loglimit oadr_loglimit; /* their rejection lines: the first 20 a minute */
     unsigned long long oadr_rejected[PFI_OADR_NREASONS]; /* event versions not acted on */
     unsigned long long reports_refused; /* REPORTs the VTN refused (4xx): not sent again */

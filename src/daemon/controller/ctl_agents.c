@@ -19,14 +19,12 @@
  * set). A trigger cancels the period's PUTs that have not started (their
  * caps predate it).
  *
- * Lease generations are kept per agent (ctl_agent.generation, persisted):
- * what one agent answers never changes what is sent to another. An agent
- * whose generation_max is above ours (a restart, another writer) is
- * continued above it; a 409 moves that agent one above what it reported; a
- * 400 about the generation (ours is too far ahead: the agent's state was
- * reset) is an alarm, counted in /metrics, and that agent's count restarts
- * one above its generation_max; so is an agent whose generation_max is out
- * of every controller's reach (2^53, persisted before the agents' bound). */
+ * Lease generations: a push carries each agent's stored generation
+ * (ctl_agent.generation). What an agent answers about it (a 409: stale; a
+ * 400 about the generation: out of reach, an alarm counted in /metrics)
+ * is kept for the next period's decision (ctl_generation.c), which raises
+ * that agent's generation; the period's transaction stores it before the
+ * push carries it (ctl_persist.c). Nothing here writes to SQLite. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -337,23 +335,6 @@ static long long agent_generation_max(const ctl_agent *a)
     return json_is_integer(g) && json_integer_value(g) >= 0 ? (long long)json_integer_value(g) : -1;
 }
 
-static void set_generation(ctl *c, ctl_agent *a, long long g, const char *why)
-{
-    if (g > PFI_CAPS_GENERATION_MAX) { /* an agent raised before the 2^20 bound existed */
-        c->generation_rejects++;
-        ctl_log(c,
-                "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: reset "
-                "its generation "
-                "(\"Resetting an agent's generation\" in docs/controller.md)",
-                a->name, g, PFI_CAPS_GENERATION_MAX);
-        return;
-    }
-    if (g == a->generation || g < 0) return;
-    ctl_log(c, "agent %s: generation %lld -> %lld (%s)", a->name, a->generation, g, why);
-    a->generation = g;
-    ctl_db_generation_set(c, a->name, g);
-}
-
 /* may datagrams go to this agent at all? Not with client certificates (a
    datagram carries none), nor to an https agent unless fast_path_cleartext
    (issue 41: a datagram is HMAC-authenticated, not encrypted: its caps,
@@ -416,9 +397,7 @@ static size_t queue_puts(ctl *c, int kind, int release)
         rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
         rq.lease_s = release ? 1 : c->cfg.lease_s;
         snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
-        long long gm = agent_generation_max(a);
-        if (gm > a->generation) set_generation(c, a, gm + 1, "its generation_max is above ours");
-        rq.generation = a->generation;
+        rq.generation = a->generation; /* the stored one (ctl_generation.c, ctl_persist.c) */
         for (size_t q = start[i]; !release && q < start[i + 1] && rq.njobs < PFI_CAPS_MAX_ENTRIES;
              q++) {
             ctl_job *j = &c->st.job[idx[q]];
@@ -536,9 +515,9 @@ static void put_result(ctl *c, xfer *x, double now, int answered, long code, con
             a->up = 0;
             snprintf(a->err, sizeof a->err, "PUT: %s", why);
         } else if (code == 409) {
-            /* someone wrote a newer generation: continue above it, on this agent only */
-            set_generation(c, a, (gm > a->generation ? gm : a->generation) + 1,
-                           "409 from the agent");
+            /* someone wrote a newer generation: the next period's decision
+               continues above it, on this agent only, stored before sent */
+            a->gen_answer = CTL_GEN_ANSWER_STALE;
         } else if (code == 400 && body && strstr(body, "generation")) {
             c->generation_rejects++;
             ctl_log(c,
@@ -546,8 +525,7 @@ static void put_result(ctl *c, xfer *x, double now, int answered, long code, con
                     "its lease state was reset or "
                     "is out of reach; see \"Resetting generations\" in docs/controller.md",
                     a->name, a->generation, gm);
-            if (gm >= 0 && gm + 1 < a->generation)
-                set_generation(c, a, gm + 1, "continuing above the agent's generation_max");
+            a->gen_answer = CTL_GEN_ANSWER_OUT_OF_REACH;
         }
     }
     if (x->kind == X_TRIGGER) trigger_done(c);

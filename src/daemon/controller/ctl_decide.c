@@ -471,6 +471,26 @@ static int control(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, co
     return 0;
 }
 
+/* each agent's lease generation for this period's push (ctl_generation.c;
+   one controller: every raise may be made): the changes, and the alarms
+   (a generation no agent accepts), go out as rows, stored before the push
+   carries them (ctl_persist.c); -1 when out of memory */
+static int decide_generations(const ctl_inputs *in, ctl_decision *d)
+{
+    for (size_t i = 0; i < in->nagents; i++) {
+        const ctl_agent_view *a = &in->agent[i];
+        int why;
+        long long g = ctl_generation_next(a->generation_floor, a->generation, a->generation_max,
+                                          a->gen_answer, 1, &why);
+        if (g == a->generation && why != CTL_GEN_WHY_BEYOND) continue;
+        if (PFI_VEC_RESERVE(d->gen_rows, d->gen_rows_cap, d->ngen_rows + 1, NULL)) return -1;
+        long long want =
+            (a->generation_max > a->generation ? a->generation_max : a->generation) + 1;
+        d->gen_rows[d->ngen_rows++] = (ctl_gen_row){i, a->generation, g, why, want};
+    }
+    return 0;
+}
+
 int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *s,
                const ctl_inputs *in, double now, ctl_decision *d)
 {
@@ -499,6 +519,7 @@ int ctl_decide(const ctl_cfg *cfg, const pfi_modelfile *curve_model, ctl_state *
     } else s->sla_shortfall_w = ctl_online_shortfall_w(s);
     d->integral_w = s->integral_w;
     ctl_plan_update(cfg, curve_model, s, &d->notes);
+    if (decide_generations(in, d)) rc = -1;
     return rc;
 }
 

@@ -171,6 +171,13 @@ int ctl_inputs_build(ctl *c)
         a->up = ag->up;
         a->lease_until = ag->lease_until;
         a->name = ag->name;
+        a->generation = ag->generation, a->generation_floor = ag->generation_floor;
+        json_t *gm = ag->node ? json_object_get(ag->node, "generation_max") : NULL;
+        a->generation_max = json_is_integer(gm) && json_integer_value(gm) >= 0
+                                ? (long long)json_integer_value(gm)
+                                : -1;
+        a->gen_answer = ag->gen_answer;
+        ag->gen_answer = CTL_GEN_ANSWER_NONE; /* read: the decision answers it */
         a->njobs = 0;
         a->nnc = 0;
         int bad = 0;

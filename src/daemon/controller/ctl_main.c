@@ -331,7 +331,7 @@ static void next_generations(ctl *c)
                     c->cfg.db, a->name, g);
             g = 0;
         }
-        a->generation = g + 1;
+        a->generation = a->generation_floor = g + 1;
         ctl_db_generation_set(c, a->name, a->generation);
     }
 }

@@ -8,9 +8,10 @@
  *   persist  the rows as one checked transaction on the period's own
  *            SQLite connection, outside the lock (ctl_persist.c): a failure
  *            is logged and counted and the caps still go out;
- *   push     the caps under leases (an agent's new lease generation is
- *            stored before the request that carries it), or, after an
- *            event, the GPUs handed back (ctl_agents.c).
+ *   push     the caps under leases, each agent's lease generation as the
+ *            decision set it (ctl_generation.c) and the transaction stored
+ *            it (an unstored one is never sent), or, after an event, the
+ *            GPUs handed back (ctl_agents.c).
  *
  * --record FILE writes each period's inputs and decision (ctl_record.c). */
 #include <malloc.h>

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caps_request.h"
 #include "ctl.h"
 
 int ctl_persist_open(ctl *c)
@@ -170,6 +171,49 @@ static int put_base(sqlite3 *db, const ctl_base_row *r)
 }
 
 /* every row of the period; the first failure's step */
+/* an agent's new lease generation (the agent_generations table) */
+static int put_generation(sqlite3 *db, const char *agent, long long g)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO agent_generations VALUES(?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, agent, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, g);
+    return step_done(s);
+}
+
+/* the decision's generations once stored (stored: the transaction
+ * committed): each agent's push carries its new one; else each keeps its
+ * last stored one, never an unstored one (issue 43). The alarms of a
+ * generation no agent accepts are counted either way. */
+static void generations_taken(ctl *c, const ctl_decision *d, int stored)
+{
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < d->ngen_rows; i++) {
+        const ctl_gen_row *r = &d->gen_rows[i];
+        ctl_agent *a = &c->io.agent[r->agent];
+        if (r->why == CTL_GEN_WHY_BEYOND) {
+            c->generation_rejects++;
+            ctl_log(c,
+                    "ALARM: agent %s needs generation %lld, above %lld, which no agent accepts: "
+                    "reset its generation (\"Resetting an agent's generation\" in "
+                    "docs/controller.md)",
+                    a->name, r->want, PFI_CAPS_GENERATION_MAX);
+        } else if (!stored) {
+            ctl_log(c, "warning: agent %s: generation %lld not stored: the push carries %lld",
+                    a->name, r->to, a->generation);
+        } else {
+            ctl_log(c, "agent %s: generation %lld -> %lld (%s)", a->name, r->from, r->to,
+                    ctl_gen_why_name[r->why]);
+            a->generation = r->to;
+            if (r->to < a->generation_floor) a->generation_floor = r->to; /* a reset agent */
+            c->generation_changes[r->why]++;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 static const char *put_rows(ctl *c, const ctl_decision *d)
 {
     for (size_t i = 0; i < d->nevent_rows; i++)
@@ -182,6 +226,10 @@ static const char *put_rows(ctl *c, const ctl_decision *d)
     for (size_t i = 0; i < d->nbase_rows; i++)
         if (put_base(c->io.pdb, &d->base_rows[i])) return "a job's baseline";
     if (put_meta(c->io.pdb, "integral_w", d->integral_w)) return "the feedback term";
+    for (size_t i = 0; i < d->ngen_rows; i++)
+        if (d->gen_rows[i].to != d->gen_rows[i].from &&
+            put_generation(c->io.pdb, c->io.agent[d->gen_rows[i].agent].name, d->gen_rows[i].to))
+            return "an agent's lease generation";
     return NULL;
 }
 
@@ -190,7 +238,10 @@ int ctl_persist(ctl *c, const ctl_decision *d)
     const char *what = "the transaction's start";
     if (sqlite3_exec(c->io.pdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
         what = put_rows(c, d);
-        if (!what && sqlite3_exec(c->io.pdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+        if (!what && sqlite3_exec(c->io.pdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+            generations_taken(c, d, 1);
+            return 0;
+        }
         if (!what) what = "the commit";
     }
     char msg[256];
@@ -199,5 +250,6 @@ int ctl_persist(ctl *c, const ctl_decision *d)
     atomic_fetch_add(&c->db_errors, 1);
     ctl_log(c, "error: %s: this period's rows not stored (%s: %s); the caps go out all the same",
             c->cfg.db, what, msg);
+    generations_taken(c, d, 0);
     return -1;
 }

@@ -9,7 +9,8 @@
  * "lease_until", "node": its last view or null}], "events": the event table
  * before the period, "caps": [[id, tier, alloc_cap_w, alloc_w], ...],
  * "plan_cut_pct": [...], "plan": [[id, tier, cap_w per cut...], ...],
- * "budget_w", "integral_w"}. Numbers are written with 17 digits (jansson's
+ * "budget_w", "integral_w", "generations": [[agent, from, to, why], ...]}.
+ * Numbers are written with 17 digits (jansson's
  * default), so they read back exactly; NaN is null, infinities "inf" and
  * "-inf". The file is the operator's: appended, never truncated; a write
  * that fails is logged once and recording stops. */
@@ -111,6 +112,24 @@ json_t *ctl_record_event(const ctl_event *e)
     return o;
 }
 
+void ctl_record_generation_inputs(json_t *o, const ctl_agent_view *a)
+{
+    json_object_set_new(o, "generation", json_integer(a->generation));
+    json_object_set_new(o, "generation_floor", json_integer(a->generation_floor));
+    json_object_set_new(o, "gen_answer", json_integer(a->gen_answer));
+}
+
+json_t *ctl_record_generations(const ctl_decision *d)
+{
+    json_t *g = json_array();
+    for (size_t i = 0; g && i < d->ngen_rows; i++) {
+        const ctl_gen_row *r = &d->gen_rows[i];
+        json_array_append_new(g, json_pack("[IIIs]", (json_int_t)r->agent, (json_int_t)r->from,
+                                           (json_int_t)r->to, ctl_gen_why_name[r->why]));
+    }
+    return g;
+}
+
 void ctl_record_inputs(ctl *c)
 {
     if (!g_rec) return;
@@ -118,9 +137,11 @@ void ctl_record_inputs(ctl *c)
     json_t *agents = json_array(), *events = json_array();
     for (size_t i = 0; i < c->io.nagents; i++) {
         const ctl_agent *a = &c->io.agent[i];
-        json_array_append_new(agents, json_pack("{sisOsO}", "up", a->up, "lease_until",
-                                                ctl_record_num(a->lease_until), "node",
-                                                a->node ? a->node : json_null()));
+        json_t *o =
+            json_pack("{sisOsO}", "up", a->up, "lease_until", ctl_record_num(a->lease_until),
+                      "node", a->node ? a->node : json_null());
+        if (o && i < c->io.in.nagents) ctl_record_generation_inputs(o, &c->io.in.agent[i]);
+        json_array_append_new(agents, o);
     }
     for (size_t i = 0; i < c->st.nevents; i++)
         json_array_append_new(events, ctl_record_event(&c->st.event[i]));
@@ -149,6 +170,7 @@ void ctl_record_decision(ctl *c)
     json_object_set_new(g_pending, "plan", plan);
     json_object_set_new(g_pending, "budget_w", ctl_record_num(c->st.budget_w));
     json_object_set_new(g_pending, "integral_w", ctl_record_num(c->st.integral_w));
+    json_object_set_new(g_pending, "generations", ctl_record_generations(&c->io.dec));
     put(c, g_pending);
     g_pending = NULL;
 }

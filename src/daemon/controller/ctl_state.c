@@ -39,6 +39,7 @@ void ctl_decision_clear(ctl_decision *d)
     d->profiling = 0;
     d->nmem_rows = 0;
     d->nbase_rows = 0;
+    d->ngen_rows = 0;
     ctl_notes_clear(&d->notes);
 }
 
@@ -50,6 +51,7 @@ void ctl_decision_free(ctl_decision *d)
     free(d->rows);
     free(d->mem_rows);
     free(d->base_rows);
+    free(d->gen_rows);
     memset(d, 0, sizeof *d);
 }
 

@@ -74,10 +74,36 @@ typedef struct ctl_gpu_nc {
     char reason[CTL_NC_REASON_MAX + 1];
 } ctl_gpu_nc;
 
+/* lease generations (ctl_generation.c): the last push's answer about an
+   agent's generation, and why a generation changed */
+enum {
+    CTL_GEN_ANSWER_NONE = 0,
+    CTL_GEN_ANSWER_STALE /* 409 */,
+    CTL_GEN_ANSWER_OUT_OF_REACH /* 400 about the generation */
+};
+enum {
+    CTL_GEN_WHY_NONE = 0,
+    CTL_GEN_WHY_ABOVE,
+    CTL_GEN_WHY_STALE,
+    CTL_GEN_WHY_OUT_OF_REACH,
+    CTL_GEN_WHY_BEYOND,
+    CTL_GEN_WHY_N
+};
+extern const char *const ctl_gen_why_name[CTL_GEN_WHY_N];
+/* the generation agent A gets next: never below floor, changed only with
+   may_raise; *why: CTL_GEN_WHY_* (BEYOND: an alarm, stored kept) */
+long long ctl_generation_next(long long floor, long long stored, long long generation_max,
+                              int answer, int may_raise, int *why);
+
 typedef struct ctl_agent_view {
     int up;             /* answered this period */
     double lease_until; /* pfi clock: our lease on it would expire */
     const char *name;
+    /* lease generations: ours stored (what a push carries), the run's
+       first (floor), the agent's generation_max from its view (-1: unknown),
+       the last push's answer (CTL_GEN_ANSWER_*) */
+    long long generation, generation_floor, generation_max;
+    int gen_answer;
     ctl_job_view *job; /* its jobs (none: no view yet) */
     size_t njobs, job_cap;
     ctl_gpu_nc *nc; /* its GPUs it will not cap (growable, vec.h) */
@@ -327,6 +353,14 @@ typedef struct ctl_base_row {
     ctl_base_how how;
 } ctl_base_row;
 
+/* an agent's lease generation changed by the decision */
+typedef struct ctl_gen_row {
+    size_t agent; /* index in the inputs (the configuration's order) */
+    long long from, to;
+    int why;        /* CTL_GEN_WHY_*; BEYOND: from == to, an alarm */
+    long long want; /* BEYOND: the generation it would need */
+} ctl_gen_row;
+
 typedef struct ctl_decision {
     int active;            /* an event runs: push the caps (else hand back what we hold) */
     ctl_event *event_rows; /* copies of the events this period changed */
@@ -342,6 +376,8 @@ typedef struct ctl_decision {
     size_t nmem_rows, mem_rows_cap;
     ctl_base_row *base_rows; /* the baselines of the events that started */
     size_t nbase_rows, base_rows_cap;
+    ctl_gen_row *gen_rows; /* lease generations changed (stored before the push) */
+    size_t ngen_rows, gen_rows_cap;
     ctl_notes notes;
 } ctl_decision;
 void ctl_decision_clear(ctl_decision *d); /* empty, keeping its buffers */

@@ -57,6 +57,7 @@ typedef struct view {
     int active, feasible;
     char gov_id[PFI_EVENT_ID_MAX + 1];
     double cycle_s, loop_s, trigger_push_s;
+    unsigned long long generation_changes[CTL_GEN_WHY_N];
     unsigned long long generation_rejects, online_rounds, cycles, db_errors, pushes, push_errors,
         triggers, fast_sent[2], fast_answered[2], fast_fallbacks[2],
         oadr_rejected[PFI_OADR_NREASONS], reports_refused, http_refused[4];
@@ -138,6 +139,7 @@ static void take_figures(ctl *c, view *v)
     memcpy(v->gov_id, s->gov_id, sizeof v->gov_id);
     v->cycle_s = c->cycle_s, v->loop_s = c->loop_s, v->trigger_push_s = c->trigger_push_s;
     v->generation_rejects = c->generation_rejects, v->online_rounds = ctl_online_rounds(s);
+    memcpy(v->generation_changes, c->generation_changes, sizeof v->generation_changes);
     v->cycles = c->cycles, v->db_errors = (unsigned long long)atomic_load(&c->db_errors);
     v->pushes = c->pushes, v->push_errors = c->push_errors, v->triggers = c->triggers;
     for (int k = 0; k < 2; k++) {
@@ -656,6 +658,13 @@ static void loop_metrics(const view *v, pfi_buf *b)
     head(b, "pfi_ctl_generation_rejects_total", "counter",
          "Pushes an agent refused (400) for their lease generation: an alarm.");
     pfi_buf_printf(b, "pfi_ctl_generation_rejects_total %llu\n", v->generation_rejects);
+    head(b, "pfi_ctl_generation_changes_total", "counter",
+         "Lease generations changed by the decision and stored before a push carried them, by "
+         "why: generation_max_above (an agent's is above ours), stale (a 409), out_of_reach (a "
+         "400 about the generation).");
+    for (int k = CTL_GEN_WHY_ABOVE; k <= CTL_GEN_WHY_OUT_OF_REACH; k++)
+        pfi_buf_printf(b, "pfi_ctl_generation_changes_total{why=\"%s\"} %llu\n",
+                       ctl_gen_why_name[k], v->generation_changes[k]);
     head(b, "pfi_ctl_online_round", "gauge",
          "safe-online: measured rounds run in the current event (0: none, or another strategy).");
     pfi_buf_printf(b, "pfi_ctl_online_round %llu\n", v->online_rounds);
