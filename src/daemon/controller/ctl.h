@@ -317,8 +317,12 @@ void ctl_agents_collect(ctl *c);
 void ctl_agents_push(ctl *c, int release);
 /* push a waiting trigger's caps (c->trigger_req) now and wait for its answers */
 void ctl_agents_service(ctl *c);
-/* wake the transfers in progress (any thread): a trigger is waiting */
+/* wake the transfers in progress, or the loop between periods (any
+   thread): a trigger is waiting, an event starts now (c->wake) */
 void ctl_agents_wake(ctl *c);
+/* between periods: sleep up to wait_s wall seconds, less when woken, then
+   push a waiting trigger's caps */
+void ctl_agents_idle(ctl *c, double wait_s);
 
 /* ctl_period.c: one control period, collect -> decide -> persist -> push
  * (the loop's thread; takes the lock for the decision) */

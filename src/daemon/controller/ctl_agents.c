@@ -851,6 +851,32 @@ static void reap(ctl *c)
     if (locked) pthread_mutex_unlock(&c->mu);
 }
 
+/* the epoll set's events: the wake eventfd drained, datagrams read, each
+   socket handed to its shard's curl multi handle */
+static void dispatch(ctl *c, const struct epoll_event *ev, int n)
+{
+    ctl_pool *P = c->io.pool;
+    int running;
+    for (int i = 0; i < n; i++) {
+        if (ev[i].data.u64 == WAKE_KEY) {
+            uint64_t v;
+            if (read(P->wake_fd, &v, sizeof v) < 0) { /* drained */
+            }
+            continue;
+        }
+        if (ev[i].data.u64 == FAST_KEY) {
+            fast_recv(c);
+            continue;
+        }
+        shard *sh = &P->sh[ev[i].data.u64 >> 32];
+        int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                   (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                   (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(sh->m, (curl_socket_t)(uint32_t)ev[i].data.u64, what, &running);
+        sh->done = 1;
+    }
+}
+
 /* run the transfers until none of kind is left (kind X_KINDS: none at all);
  * a trigger that arrives meanwhile joins at once */
 static void run_until(ctl *c, int kind)
@@ -890,27 +916,30 @@ static void run_until(ctl *c, int kind)
         if (!left) break;
         double wait_s = next - pfi_wall_monotonic();
         int n = epoll_wait(P->ep, ev, 512, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
-        for (int i = 0; i < n; i++) {
-            if (ev[i].data.u64 == WAKE_KEY) {
-                uint64_t v;
-                if (read(P->wake_fd, &v, sizeof v) < 0) { /* drained */
-                }
-                continue;
-            }
-            if (ev[i].data.u64 == FAST_KEY) {
-                fast_recv(c);
-                continue;
-            }
-            shard *sh = &P->sh[ev[i].data.u64 >> 32];
-            int what = (ev[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-                       (ev[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                       (ev[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-            curl_multi_socket_action(sh->m, (curl_socket_t)(uint32_t)ev[i].data.u64, what,
-                                     &running);
-            sh->done = 1;
-        }
+        dispatch(c, ev, n);
         reap(c);
     }
+}
+
+/* Between periods (the control loop's thread): sleep on the epoll set
+ * until wait_s wall seconds pass or something is due — the wake eventfd
+ * (a trigger, an event that starts now, an OpenADR event: ctl_agents_wake),
+ * a datagram, a kept-alive connection the agent closed (curl told at once:
+ * a readable socket left alone would wake the loop again and again) —
+ * then a trigger's caps go out (ctl_agents_service). Issue 43: the loop
+ * polled every 2 ms between periods (about 470 wake-ups a second). */
+void ctl_agents_idle(ctl *c, double wait_s)
+{
+    ctl_pool *P = c->io.pool;
+    if (!ensure(c, c->io.nagents) && P->ep >= 0 && !atomic_load(&c->trigger_req)) {
+        struct epoll_event ev[64];
+        int n = epoll_wait(P->ep, ev, 64, wait_s > 0 ? (int)ceil(wait_s * 1000) : 0);
+        if (n > 0) {
+            dispatch(c, ev, n);
+            reap(c);
+        }
+    }
+    ctl_agents_service(c);
 }
 
 void ctl_agents_wake(ctl *c)

@@ -134,8 +134,10 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int 
     if (!c->adds_quiet)
         ctl_log(c, "event %s (%s) %s %s: start %.0f s from now, %s", ev->id, ev->source,
                 old ? "updated by" : "received from", who[0] ? who : "?", ev->start - now, dur);
-    if (ev->start <= now + c->cfg.period_s)
-        c->wake = 1; /* starts now: do not wait for the next period */
+    if (ev->start <= now + c->cfg.period_s) { /* starts now: do not wait for the next period */
+        c->wake = 1;
+        ctl_agents_wake(c);
+    }
     fast_path(c, e, now);
     if (updated) *updated = old != NULL;
     return PFI_OK;

@@ -232,6 +232,23 @@ static void status_line(ctl *c, char *b, size_t n)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* how long the loop may sleep between periods, wall seconds: until the next
+ * period or the next scheduled event's start (pfi clock, scaled), at most
+ * 0.25 s (a signal's flag, SIGHUP's and the stop's, is seen that soon; the
+ * watchdog is pinged from every turn). Whatever else is due wakes it: a
+ * trigger, an event that starts now, an OpenADR event (ctl_agents_wake). */
+static double idle_wait(ctl *c, double next, double now)
+{
+    double until = next;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (c->st.event[i].status == CTL_EV_SCHEDULED && c->st.event[i].ev.start < until)
+            until = c->st.event[i].ev.start;
+    pthread_mutex_unlock(&c->mu);
+    double scale = pfi_clock_scale() > 0 ? pfi_clock_scale() : 1;
+    return fmax(0, fmin(0.25, (until - now) / scale));
+}
+
 /* each control period (at once when an event starts; ctl_period.c:
  * collect, decide, persist, push), then poll OpenADR; SIGHUP reopens the log.
  * systemd: READY=1 after the first period, then its STATUS= line after
@@ -257,10 +274,8 @@ static void control_loop(ctl *c)
             if (c->st.event[i].status == CTL_EV_SCHEDULED && c->st.event[i].ev.start <= now)
                 wake = 1;
         pthread_mutex_unlock(&c->mu);
-        if (now < next && !wake) {
-            ctl_agents_service(c); /* a trigger's caps go out at once, between periods too */
-            struct timespec ts = {0, 2 * 1000 * 1000};
-            nanosleep(&ts, NULL);
+        if (now < next && !wake) { /* sleep until the next period or a wake-up */
+            ctl_agents_idle(c, idle_wait(c, next, now));
             continue;
         }
         next += c->cfg.period_s;

@@ -152,6 +152,7 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s, const char *
             e->target_w, e->ev.open_ended ? "until cancelled" : "new end");
     ctl_db_put_event(c, e);
     c->wake = 1;
+    ctl_agents_wake(c);
 }
 
 /* the OpenADR id a grid step belongs to: its id up to a ".k" suffix */

@@ -184,6 +184,7 @@ static void reconcile(ctl *c, pfi_vtn *v, char *const *ids, size_t n)
                 "/events/%s: 404): discarded, its caps ramp down",
                 gone[i], gone[i]);
         c->wake = 1;
+        ctl_agents_wake(c);
         pthread_mutex_unlock(&c->mu);
     }
 }
