@@ -223,20 +223,6 @@ pfi_gpu_avail pfi_gpu_avail_get(pfi_gpu *g, size_t i)
     return a;
 }
 
-const char *pfi_gpu_avail_name(pfi_gpu_avail a)
-{
-    switch (a) {
-    case PFI_GPU_OK: return "ok";
-    case PFI_GPU_LOST: return "lost";
-    case PFI_GPU_NO_PERMISSION: return "no_permission";
-    case PFI_GPU_NOT_SUPPORTED: return "not_supported";
-    case PFI_GPU_RESET_REQUIRED: return "reset_required";
-    case PFI_GPU_TIMEOUT: return "timeout";
-    case PFI_GPU_OS_BLOCKED: return "os_blocked";
-    default: return "unknown";
-    }
-}
-
 int pfi_gpu_all_available(pfi_gpu *g)
 {
     size_t n = pfi_gpu_count(g);

@@ -174,6 +174,9 @@ typedef struct agent {
 /* one log line (daemon_util.h: its priority is its first word, "error:",
  * "warning:" or other) */
 void agent_log(agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the log itself (agent_log.c), which agent_main.c opens, reopens on SIGHUP
+ * and closes */
+struct pfi_daemon_log *agent_log_handle(void);
 
 /* agent_caps.c (callers hold a->mu) */
 /* status: HTTP code; *resp: JSON text (malloc'd) */

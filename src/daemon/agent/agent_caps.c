@@ -37,26 +37,6 @@ static char *err_json(const char *msg)
     return s;
 }
 
-int agent_save_state(agent *a)
-{
-    pfi_error e;
-    pfi_lease_wall_from_mono(&a->lease, pfi_clock_now(),
-                             pfi_clock_mono()); /* the file keeps wall time */
-    snprintf(a->lease.boot_id, sizeof a->lease.boot_id, "%s", a->boot_id);
-    if (pfi_lease_save(&a->lease, a->cfg.state_file, &e)) {
-        /* the file may now say more than the devices do (e.g. a write-ahead
-           of caps that were then undone): keep trying (agent_check_lease),
-           so a restart cannot apply what was reported as not done */
-        if (!a->save_pending)
-            agent_log(a, "error: cannot save the state file (retrying): %s", e.msg);
-        a->save_pending = 1;
-        return -1;
-    }
-    if (a->save_pending) agent_log(a, "state file saved again");
-    a->save_pending = 0;
-    return 0;
-}
-
 /* the GPU's cap right now (its management limit alone), NaN when it
  * cannot be read: never the default limit in its place */
 static double current_cap(agent *a, size_t i)

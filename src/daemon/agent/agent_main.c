@@ -147,18 +147,6 @@ static void on_hup(int s)
     g_hup = s;
 }
 
-/* the log (daemon_util.h): one agent per process */
-static pfi_daemon_log g_log;
-
-void agent_log(agent *a, const char *fmt, ...)
-{
-    (void)a;
-    va_list ap;
-    va_start(ap, fmt);
-    pfi_daemon_vlog(&g_log, fmt, ap);
-    va_end(ap);
-}
-
 static double thread_cpu(void)
 {
     struct timespec ts;
@@ -311,7 +299,7 @@ static void *lease_thread(void *arg)
         nanosleep(&ts, NULL);
         if (g_hup) {
             g_hup = 0;
-            pfi_daemon_log_hup(&g_log, "--log");
+            pfi_daemon_log_hup(agent_log_handle(), "--log");
         }
         if (a->cfg.read_only) continue; /* no lease, nothing to restore */
         pthread_mutex_lock(&a->mu);
@@ -565,7 +553,7 @@ static int serve(agent *a, pthread_t *lease_tid)
         write_port(a, c->control_port_file, a->control_port);
     pfi_notify_ready("%zu GPUs (%s), sampling every %g s, listening on port %d", a->n,
                      pfi_gpu_backend(a->gpu), c->interval_s, a->port);
-    pfi_daemon_log_started(&g_log);
+    pfi_daemon_log_started(agent_log_handle());
     return 0;
 }
 
@@ -577,7 +565,7 @@ int main(int argc, char **argv)
     a->write_path = -1; /* not probed until start-up (never with --read-only) */
     int rc = options(c, argc, argv);
     if (rc >= 0) return rc;
-    pfi_daemon_log_init(&g_log, "pfi-agent");
+    pfi_daemon_log_init(agent_log_handle(), "pfi-agent");
     pfi_daemon_setup ds = {.stop = on_signal,
                            .hup = on_hup,
                            .time_scale = c->time_scale,
@@ -586,7 +574,7 @@ int main(int argc, char **argv)
                            .log_path = c->log_path,
                            .use_syslog = c->use_syslog,
                            .log_what = "--log"};
-    if ((rc = pfi_daemon_start(&g_log, &ds))) return rc;
+    if ((rc = pfi_daemon_start(agent_log_handle(), &ds))) return rc;
     pthread_mutex_init(&a->mu, NULL);
     if (gethostname(a->hostname, sizeof a->hostname) != 0)
         snprintf(a->hostname, sizeof a->hostname, "localhost");
@@ -612,7 +600,7 @@ int main(int argc, char **argv)
             agent_log(a, "warning: --restore-and-exit: restored first, then the drop failed");
         pfi_gpu_close(a->gpu);
         if (have_recon) pfi_recon_dispose(&recon);
-        pfi_daemon_log_close(&g_log);
+        pfi_daemon_log_close(agent_log_handle());
         return rc;
     }
     pthread_t lease_tid;
@@ -628,6 +616,6 @@ int main(int argc, char **argv)
     if (a->have_model) pfi_modelfile_dispose(&a->model);
     pfi_gpu_close(a->gpu);
     if (have_recon) pfi_recon_dispose(&recon);
-    pfi_daemon_log_close(&g_log);
+    pfi_daemon_log_close(agent_log_handle());
     return rc;
 }

@@ -468,10 +468,14 @@ void ctl_openadr_log_due(ctl *c);
 /* the stored first receipts of events bounded (lock held; at start, after a
    poll's page, and each minute) */
 void ctl_openadr_prune(ctl *c);
+/* ctl_event_json.c: an event as the API shows it */
 json_t *ctl_event_json(const ctl_event *e);
 /* who created, changed, cancelled e into o: created_by, changed_by,
  * cancelled_by (null: nobody, or not known) */
 void ctl_event_who_json(json_t *o, const ctl_event *e);
+/* the HTTP status answering an event's change: 201 new, 200 updated or
+ * cancelled; 400, 404, 409, 422, 503 as ctl_event_add and _cancel refuse */
+int ctl_event_http_code(pfi_status st, int updated);
 
 /* The one rule for "at target": measured power at or below the target plus
  * tolerance_pct. The cycle's time to target, the report's steady-window
@@ -545,9 +549,6 @@ int ctl_authorize(void *ud, const char *method, const char *url, const char *aut
 int ctl_http_start(ctl *c);
 /* pfi_ctl_http_refused_total's reasons, by index: 401, 403, 405, 409 */
 extern const char *const ctl_refused_reason[4];
-/* the HTTP status answering an event's change: 201 new, 200 updated or
- * cancelled; 400, 404, 409, 422, 503 as ctl_event_add and _cancel refuse */
-int ctl_event_http_code(pfi_status st, int updated);
 void ctl_http_stop(ctl *c);
 extern const char ctl_status_page[], ctl_page_css[], ctl_page_js[], ctl_page_csp[];
 

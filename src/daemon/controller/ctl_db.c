@@ -285,7 +285,6 @@ int ctl_db_load_events(ctl *c)
         }
         *slot = tmp;
     }
-    ctl_events_forget_finished(&c->st);
     sqlite3_finalize(s);
     return 0;
 }

@@ -35,19 +35,6 @@
 #include "pfi/prom.h"
 #include "pfi/version.h"
 
-int ctl_event_http_code(pfi_status st, int updated)
-{
-    switch (st) {
-    case PFI_OK: return updated ? 200 : 201;
-    case PFI_EINVAL: return 400;
-    case PFI_ENOTFOUND: return 404;
-    case PFI_ESTATE: return 409;
-    case PFI_ERANGE: return 422;
-    case PFI_ENOMEM: return 503;
-    default: return 500;
-    }
-}
-
 static void json_resp(pfi_http_resp *rs, int code, json_t *o)
 {
     rs->body = json_dumps(o, JSON_COMPACT);
@@ -55,35 +42,6 @@ static void json_resp(pfi_http_resp *rs, int code, json_t *o)
     if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
     rs->len = strlen(rs->body);
     rs->code = code;
-}
-
-void ctl_event_who_json(json_t *o, const ctl_event *e)
-{
-    const char *k[3] = {"created_by", "changed_by", "cancelled_by"};
-    const char *v[3] = {e->created_by, e->changed_by, e->cancelled_by};
-    for (int i = 0; i < 3; i++)
-        json_object_set_new(o, k[i], v[i][0] ? json_string(v[i]) : json_null());
-}
-
-json_t *ctl_event_json(const ctl_event *e)
-{
-    char *t = pfi_grid_event_format(&e->ev);
-    json_t *o = t ? json_loads(t, 0, NULL) : NULL;
-    free(t);
-    if (!o) o = json_pack("{s:s}", "id", e->ev.id); /* never listed without its id */
-    json_object_set_new(o, "status", json_string(ctl_event_status_name(e->status)));
-    json_object_set_new(o, "source", json_string(e->ev.source));
-    json_object_set_new(o, "baseline_w",
-                        isfinite(e->baseline_w) ? json_real(e->baseline_w) : json_null());
-    json_object_set_new(o, "target_w",
-                        isfinite(e->target_w) ? json_real(e->target_w) : json_null());
-    json_object_set_new(o, "baseline_source",
-                        e->status == CTL_EV_SCHEDULED
-                            ? json_null()
-                            : json_string(ctl_base_src_name(e->baseline_src)));
-    if (e->ended_by[0]) json_object_set_new(o, "ended_by", json_string(e->ended_by));
-    ctl_event_who_json(o, e);
-    return o;
 }
 
 /* GET /v1/events/ID/report.png: drawn from the copy e, outside the lock */
@@ -421,8 +379,6 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
                        "/openadr3/events)");
     }
 }
-
-const char *const ctl_refused_reason[4] = {"unauthenticated", "forbidden", "method", "conflict"};
 
 /* every 401, 403, 405, 409 (httpd.h on_refused): counted by reason, and
    logged with the operator and the path, at most 10 lines in 10 s (an

@@ -363,6 +363,7 @@ static int open_state(ctl *c, const ctl_args *A)
     if (ctl_lock_take(c) || ctl_db_open(c) || ctl_db_load_events(c) || ctl_db_load_mem(c) ||
         ctl_persist_open(c))
         return -1;
+    ctl_events_forget_finished(&c->st); /* the table keeps what still matters */
     next_generations(c);
     c->st.integral_w = ctl_db_meta_get(c, "integral_w", 0);
     c->st.feasible = 1;

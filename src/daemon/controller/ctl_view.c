@@ -526,6 +526,10 @@ static void openadr_metrics(const view *v, pfi_buf *b)
                        v->http_refused[k]);
 }
 
+/* pfi_ctl_http_refused_total's reason labels (ctl_http.c counts and logs
+   by them) */
+const char *const ctl_refused_reason[4] = {"unauthenticated", "forbidden", "method", "conflict"};
+
 /* the VTN conversation (issue 42): only with a VTN configured */
 static void vtn_metrics(const view *v, pfi_buf *b)
 {
