@@ -28,46 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc_internal.h"
+#include "alloc_online_int.h"
 #include "strategy.h"
 #include "util.h"
-
-#define MAXP 32 /* points per job: a profile, earlier events and this one */
-/* standard errors of gain the plan needs to leave the reference
-   (plan_gains): 3, one-sided p 0.0013. A job's several points are read at
-   once, so 2 (the pessimism's z) let noise through: two identical jobs
-   were split 17.3% / 1.4% in 1 seed of 5 (bench_adversary) */
-#define PLAN_GAIN_SE 3.0
-#define LOCAL_MAX (MAXP + 2) /* points of a local model (the plan's: every measured point) */
-
-typedef struct opoint {
-    double p, t, vp, vt; /* power, tokens/s (scaled), their variances */
-} opoint;
-
-typedef struct ojob {
-    opoint pt[MAXP];
-    size_t np;
-    double P, Pprev;       /* target now, before the last move */
-    double t_last, v_last; /* the last measurement (scaled) and its variance */
-    double floor;
-    double D; /* trust region now, x P_max: doubles while moves go one way (to 4 x trust_frac) */
-    int moved, dir;
-    int held; /* out of moves at P (pfi_online_hold: e.g. an unreachable job) */
-} ojob;
-
-struct pfi_online {
-    size_t n;
-    pfi_alloc_opts o;
-    pfi_online_opts oo;
-    pfi_alloc_job *jobs; /* copy: tiers, P_max, T_max */
-    prepared pj;         /* equal weight: hi, lo, scale, tmax, weight */
-    ojob *j;
-    double budget;
-    int moved_last;
-    double *targets, *dlo, *dhi, *buf;
-    double *t_before, *v_before; /* each job's measurement before the last move */
-    jcurve *local;
-};
 
 void pfi_online_opts_default(pfi_online_opts *o)
 {
@@ -113,14 +76,6 @@ void pfi_online_free(pfi_online *s)
     free(s);
 }
 
-static void neighbours(const pfi_online *s, size_t i, double p, const opoint **below,
-                       const opoint **at, const opoint **above);
-static void add_point(pfi_online *s, size_t i, opoint m);
-static double merge_tol(const pfi_online *s, size_t i);
-static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job);
-static pfi_status plan_from_known(pfi_online *s, pfi_error *err);
-static double secant(const opoint *a, const opoint *b, double *se);
-
 /* the tier's throughput (scaled), or -1 without an SLA */
 static double tier_tokens(const pfi_online *s, size_t i)
 {
@@ -140,14 +95,14 @@ static double learn_floor(const pfi_online *s, size_t i)
      * first floor is the reference's: hi (1 - L / lipschitz)) */
     double slope = s->oo.lipschitz * s->pj.tmax[i] / hi;
     double f = hi - (s->pj.tmax[i] - target) / slope, viol = -INFINITY;
-    /* a job measured steeper than the bound: its steepest secant (plus 2 SE
+    /* a job measured steeper than the bound: its steepest online_secant (plus 2 SE
      * and the curvature allowance over the secant's length) bounds it instead */
     double kc = s->oo.curvature * s->pj.tmax[i] / (hi * hi), steep = slope;
     for (size_t m = 0; m < q->np; m++) {
         const opoint *b, *c, *a;
-        neighbours(s, i, q->pt[m].p, &b, &c, &a);
+        online_neighbours(s, i, q->pt[m].p, &b, &c, &a);
         if (!a) continue;
-        double se, sl = secant(&q->pt[m], a, &se), len = a->p - q->pt[m].p;
+        double se, sl = online_secant(&q->pt[m], a, &se), len = a->p - q->pt[m].p;
         double bound = sl + s->oo.z * se + kc * len;
         if (bound > steep) steep = bound;
     }
@@ -245,341 +200,14 @@ pfi_status pfi_online_new(const pfi_alloc_job *jobs, size_t n, double budget_w,
         q->pt[0] = (opoint){s->pj.hi[i], t0, 0, 0};
         q->D = oo->trust_frac;
         q->np = 1;
-        add_known(s, i, &jobs[i]);
+        online_add_known(s, i, &jobs[i]);
         q->floor = learn_floor(s, i);
     }
-    if ((st = reference(s, budget_w, err)) || (st = plan_from_known(s, err))) {
+    if ((st = reference(s, budget_w, err)) || (st = online_plan_from_known(s, err))) {
         pfi_online_free(s);
         return st;
     }
     *out = s;
-    return PFI_OK;
-}
-
-/* job i's merge tolerance, W: merge_frac x P_max, or x twice its power
- * range (uncapped less lowest reachable) where that is narrower: a job that
- * cannot shed much (its power below most caps) keeps its few watts of range
- * as distinct points (with P_max, a 1%-wide range merged into two points and
- * the plan pinned such jobs: 0.1 of the gap on the Zeus held-out GPUs) */
-static double merge_tol(const pfi_online *s, size_t i)
-{
-    double pmax = s->jobs[i].power_max_w, range = 2 * (s->pj.hi[i] - s->pj.lo[i]);
-    return s->oo.merge_frac * (range > 0 && range < pmax ? range : pmax);
-}
-
-/* add a measurement to job i's points: merged with a point within merge_frac
- * x P_max (inverse-variance weights), else a new point (the oldest
- * non-baseline point dropped when full) */
-static void add_point(pfi_online *s, size_t i, opoint m)
-{
-    ojob *q = &s->j[i];
-    double tol = merge_tol(s, i);
-    for (size_t k = 0; k < q->np; k++) {
-        opoint *a = &q->pt[k];
-        if (fabs(a->p - m.p) > tol) continue;
-        if (a->vt <= 0) return; /* the exact baseline */
-        double wa = 1 / a->vt, wm = 1 / (m.vt > 0 ? m.vt : 1e-30);
-        a->t = (wa * a->t + wm * m.t) / (wa + wm);
-        a->vt = 1 / (wa + wm);
-        double pa = 1 / (a->vp > 0 ? a->vp : 1e-30), pm = 1 / (m.vp > 0 ? m.vp : 1e-30);
-        a->p = (pa * a->p + pm * m.p) / (pa + pm);
-        a->vp = 1 / (pa + pm);
-        return;
-    }
-    if (q->np == MAXP) {
-        memmove(&q->pt[1], &q->pt[2], (MAXP - 2) * sizeof q->pt[0]);
-        q->np--;
-    }
-    q->pt[q->np++] = m;
-}
-
-/* the points of job i nearest below and above power p (outside the merge
- * tolerance), and the one at p; NULL where none */
-static void neighbours(const pfi_online *s, size_t i, double p, const opoint **below,
-                       const opoint **at, const opoint **above)
-{
-    const ojob *q = &s->j[i];
-    double tol = merge_tol(s, i);
-    *below = *at = *above = NULL;
-    for (size_t k = 0; k < q->np; k++) {
-        const opoint *a = &q->pt[k];
-        if (fabs(a->p - p) <= tol) {
-            if (!*at || fabs(a->p - p) < fabs((*at)->p - p)) *at = a;
-        } else if (a->p < p) {
-            if (!*below || a->p > (*below)->p) *below = a;
-        } else if (!*above || a->p < (*above)->p) *above = a;
-    }
-}
-
-/* secant slope between points a (lower) and b and its standard error */
-static double secant(const opoint *a, const opoint *b, double *se)
-{
-    double dp = b->p - a->p, s = (b->t - a->t) / dp;
-    *se = sqrt((a->vt + b->vt) / (dp * dp) + s * s * (a->vp + b->vp) / (dp * dp));
-    return s;
-}
-
-/* the points of job i below cur (outside the merge tolerance), highest
- * first; returns how many */
-static size_t points_below(const pfi_online *s, size_t i, const opoint *cur, const opoint **out)
-{
-    const ojob *q = &s->j[i];
-    double tol = merge_tol(s, i);
-    size_t m = 0;
-    for (size_t k = 0; k < q->np; k++)
-        if (q->pt[k].p < cur->p - tol) out[m++] = &q->pt[k];
-    for (size_t a = 1; a < m; a++) /* insertion sort, descending power */
-        for (size_t b = a; b > 0 && out[b]->p > out[b - 1]->p; b--) {
-            const opoint *t = out[b];
-            out[b] = out[b - 1];
-            out[b - 1] = t;
-        }
-    return m;
-}
-
-/* the nearest point of job i above x (NULL: none) */
-static const opoint *point_above(const pfi_online *s, size_t i, const opoint *x)
-{
-    const opoint *b, *c, *a;
-    neighbours(s, i, x->p, &b, &c, &a);
-    return a;
-}
-
-/* below job i's lowest measured point low (chord low..up, the next chord
- * up..up2 where there is one), how fast its slope may grow per W: as
- * measured between the two chords (the lower chord's own standard error is
- * added where it is extended; never under the assumed curvature), or, with
- * one chord only (unverified: every job at round 1), the unverified
- * curvature, set from real sweeps */
-static double growth_below(const pfi_online *s, size_t i, const opoint *low, const opoint *up,
-                           const opoint *up2)
-{
-    double pmax = s->jobs[i].power_max_w, u = s->pj.tmax[i] / pmax;
-    double k = s->oo.curvature * u / pmax;
-    if (!up || !up2) return s->oo.curvature_unverified * u / pmax;
-    double se0, se1, s0 = secant(low, up, &se0), s1 = secant(up, up2, &se1);
-    return fmax(k, (s0 - s1) / (0.5 * (up2->p - low->p)));
-}
-
-/* The pessimistic loss slope of job i from its current point cur down to
- * power pt (< cur->p), per W. Down to its lowest measured point the loss
- * is read off its measured points joined by straight lines (a short chord
- * between two noisy points is no evidence of a flat stretch beyond it),
- * with the points' standard errors and, for a convex stretch, curvature x
- * length^2 / 8; below the lowest point the lowest chord is extended with
- * its standard error and the growth growth_below allows (docs/allocation.md,
- * "safe-online"). Never below 0 (curves are monotone). */
-static double loss_slope(const pfi_online *s, size_t i, const opoint *cur, double pt)
-{
-    const opoint *x[MAXP + 1];
-    size_t m = points_below(s, i, cur, x + 1), j = 0;
-    x[0] = cur;
-    double pmax = s->jobs[i].power_max_w, z = s->oo.z;
-    double k = s->oo.curvature * s->pj.tmax[i] / (pmax * pmax), loss, var;
-    while (j < m && x[j + 1]->p > pt) j++; /* pt on the chord x[j + 1] .. x[j] */
-    if (j < m) {
-        const opoint *hi = x[j], *lo = x[j + 1];
-        double len = hi->p - lo->p, w = (pt - lo->p) / len, sl = (hi->t - lo->t) / len;
-        loss = cur->t - (lo->t + w * (hi->t - lo->t)) + k * len * len / 8;
-        var = (j ? cur->vt + w * w * hi->vt : (1 - w) * (1 - w) * cur->vt) +
-              (1 - w) * (1 - w) * lo->vt + sl * sl * (cur->vp + lo->vp);
-    } else {
-        const opoint *low = x[m], *up = m ? x[m - 1] : point_above(s, i, cur);
-        const opoint *up2 = m >= 2 ? x[m - 2] : up ? point_above(s, i, up) : NULL;
-        double ext = low->p - pt, se = 0, sl = 0, len = 0;
-        if (up) {
-            sl = secant(low, up, &se);
-            len = up->p - low->p;
-        }
-        double kx = growth_below(s, i, low, up, up2);
-        loss = cur->t - low->t + (sl + z * se + kx * (ext + 0.5 * len)) * ext;
-        var = m ? cur->vt + low->vt : 0;
-    }
-    double l = (loss + z * sqrt(var)) / (cur->p - pt);
-    return l > 0 ? l : 0;
-}
-
-/* job i's known points (jobs[i].known: a profile, earlier events) added
- * to its measured points, tokens/s scaled as the state's; a point not
- * finite, not positive or above the uncapped power is skipped */
-static void add_known(pfi_online *s, size_t i, const pfi_alloc_job *job)
-{
-    double sc = s->pj.scale[i], hi = s->pj.hi[i];
-    double tol = merge_tol(s, i);
-    for (size_t k = 0; job->known && k < job->n_known; k++) {
-        const pfi_online_point *x = &job->known[k];
-        double pse = isfinite(x->power_se_w) ? x->power_se_w : 0;
-        double tse = isfinite(x->tokens_se) ? x->tokens_se : 0;
-        if (!(isfinite(x->power_w) && isfinite(x->tokens_per_s) && x->power_w > 0 &&
-              x->tokens_per_s >= 0 && x->power_w <= hi + tol))
-            continue;
-        add_point(s, i, (opoint){x->power_w, x->tokens_per_s * sc, pse * pse, tse * sc * tse * sc});
-    }
-}
-
-size_t pfi_online_export(const pfi_online *s, size_t i, pfi_online_point *out, size_t max)
-{
-    if (i >= s->n) return 0;
-    const ojob *q = &s->j[i];
-    double sc = s->pj.scale[i];
-    size_t m = 0;
-    for (size_t k = 1; k < q->np && m < max; k++) { /* pt[0]: the uncapped baseline */
-        const opoint *a = &q->pt[k];
-        out[m++] = (pfi_online_point){a->p, sqrt(a->vp), a->t / sc, sqrt(a->vt) / sc};
-    }
-    return m;
-}
-
-/* job i's measured points sorted by power, each less z SE and made
- * monotone (a lower point never above a higher one): its pessimistic
- * curve where it was measured; returns how many (into x, pt, tt) */
-static size_t pessimistic_points(const pfi_online *s, size_t i, opoint *x, double *pt, double *tt)
-{
-    const ojob *q = &s->j[i];
-    size_t m = q->np;
-    memcpy(x, q->pt, m * sizeof *x);
-    for (size_t a = 1; a < m; a++) /* insertion sort, ascending power */
-        for (size_t b = a; b > 0 && x[b].p < x[b - 1].p; b--) {
-            opoint t = x[b];
-            x[b] = x[b - 1];
-            x[b - 1] = t;
-        }
-    for (size_t k = 0; k < m; k++) pt[k] = x[k].p, tt[k] = x[k].t - s->oo.z * sqrt(x[k].vt);
-    for (size_t k = m - 1; k-- > 0;)
-        if (tt[k] > tt[k + 1]) tt[k] = tt[k + 1];
-    return m;
-}
-
-/* job i's curve for the plan (s->local[i], domain [dlo, dhi]): its
- * pessimistic measured curve from its floor (or its lowest point) to its
- * uncapped baseline, chords less the curvature allowance (len^2 / 8);
- * where its reference target lies below its lowest point, extended down
- * to it with loss_slope's extrapolation. A job without measured points
- * (or held) is pinned at its reference target. */
-static void plan_curve(pfi_online *s, size_t i)
-{
-    ojob *q = &s->j[i];
-    jcurve *L = &s->local[i];
-    double P0 = q->P;
-    L->n = 0;
-    if (q->np < 2 || q->held) {
-        L->n = 1;
-        L->p[0] = L->lo = L->hi = s->dlo[i] = s->dhi[i] = P0;
-        L->t[0] = 0;
-        return;
-    }
-    opoint x[MAXP];
-    double pt[MAXP], tt[MAXP], pmax = s->jobs[i].power_max_w;
-    double kc = s->oo.curvature * s->pj.tmax[i] / (pmax * pmax);
-    size_t m = pessimistic_points(s, i, x, pt, tt);
-    double lo = fmax(q->floor, pt[0]);
-    if (P0 < lo) lo = P0;
-    if (lo < pt[0]) { /* below every measured point: extrapolated */
-        L->p[0] = lo;
-        L->t[0] = tt[0] - loss_slope(s, i, &x[0], lo) * (pt[0] - lo);
-        L->n = 1;
-    }
-    for (size_t k = 0; k < m; k++) {
-        if (pt[k] < lo) {
-            if (k + 1 < m && pt[k + 1] > lo) { /* lo on the chord k .. k + 1 */
-                double len = pt[k + 1] - pt[k], w = (lo - pt[k]) / len;
-                L->p[L->n] = lo;
-                L->t[L->n++] = tt[k] + w * (tt[k + 1] - tt[k]) - kc * len * len / 8;
-            }
-            continue;
-        }
-        if (L->n && pt[k] <= L->p[L->n - 1]) continue;
-        L->p[L->n] = pt[k];
-        L->t[L->n++] = tt[k];
-    }
-    L->lo = L->p[0];
-    L->hi = L->p[L->n - 1];
-    s->dlo[i] = L->lo;
-    s->dhi[i] = L->hi;
-}
-
-/* job i's measured tokens/s at power p (scaled): its points' means joined
- * by straight lines, with the variance of that reading (*var); below its
- * lowest point, the plan's extrapolation (s->local[i]) less the lowest
- * point's own pessimism; above its highest, the highest point */
-static double mean_at(const pfi_online *s, size_t i, double p, double *var)
-{
-    const ojob *q = &s->j[i];
-    const opoint *lo = NULL, *hi = NULL;
-    *var = 0;
-    if (!q->np) return jc_at(&s->local[i], p);
-    for (size_t k = 0; k < q->np; k++) {
-        const opoint *x = &q->pt[k];
-        if (x->p <= p && (!lo || x->p > lo->p)) lo = x;
-        if (x->p >= p && (!hi || x->p < hi->p)) hi = x;
-    }
-    if (!lo) {
-        *var = hi->vt;
-        return jc_at(&s->local[i], p) + s->oo.z * sqrt(hi->vt);
-    }
-    if (!hi || hi->p - lo->p <= 0) {
-        *var = lo->vt;
-        return lo->t;
-    }
-    double w = (p - lo->p) / (hi->p - lo->p);
-    *var = (1 - w) * (1 - w) * lo->vt + w * w * hi->vt;
-    return lo->t + w * (hi->t - lo->t);
-}
-
-/* does the plan (s->buf) gain on the reference (s->targets) by more than
- * PLAN_GAIN_SE standard errors, read off the jobs' measured means (mean_at)? Where
- * it does not, the points cannot tell the two apart and the reference
- * stands: two jobs alike, or curves nearly straight, are otherwise split
- * by their noise (one point's larger standard error makes a cheap stretch
- * of its pessimistic curve), one job cut to its floor and the other
- * spared (issue 41: identical honest twins lost 17.5% and 1.3%), and a
- * job whose profile sits at other powers (one that drew more while
- * uncapped) won its twin's share */
-static int plan_gains(const pfi_online *s)
-{
-    double gain = 0, var = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (fabs(s->buf[i] - s->targets[i]) <= merge_tol(s, i)) continue;
-        double v1, v0;
-        gain += mean_at(s, i, s->buf[i], &v1) - mean_at(s, i, s->targets[i], &v0);
-        var += v1 + v0;
-    }
-    return gain > PLAN_GAIN_SE * sqrt(var);
-}
-
-/* The first targets from what is known before a round (a profile at job
- * start, earlier events: docs/allocation.md, "Profiles and memory"): the
- * oracle's greedy under the budget on each job's pessimistic measured
- * curve (plan_curve), the jobs without points pinned at their reference
- * share. Every reference target lies on its job's domain, so the plan's
- * pessimistic total is never below the reference's on the same curves;
- * where the floors do not fit, the reference (the tier rule) stands. */
-static pfi_status plan_from_known(pfi_online *s, pfi_error *err)
-{
-    size_t n = s->n;
-    int any = 0;
-    for (size_t i = 0; i < n; i++) any |= s->j[i].np > 1 && !s->j[i].held;
-    if (!any) return PFI_OK;
-    double sum_lo = 0;
-    for (size_t i = 0; i < n; i++) {
-        plan_curve(s, i);
-        sum_lo += s->dlo[i];
-    }
-    if (sum_lo > s->budget * (1 + 1e-12)) return PFI_OK;
-    prepared g = s->pj;
-    g.floor = s->dlo;
-    g.hi = s->dhi;
-    int feas = 1;
-    double budget = s->budget, sum = 0;
-    pfi_status st = envelope_greedy(&g, s->local, &budget, 1, s->buf, NULL, &feas, NULL, err);
-    if (st || !feas) return st;
-    for (size_t i = 0; i < n; i++) sum += s->buf[i];
-    if (sum > budget * (1 + 1e-9) || !plan_gains(s)) return PFI_OK;
-    for (size_t i = 0; i < n; i++) {
-        ojob *q = &s->j[i];
-        q->P = q->Pprev = s->targets[i] = s->buf[i];
-        q->moved = 0;
-    }
     return PFI_OK;
 }
 
@@ -598,7 +226,7 @@ static void local_model(pfi_online *s, size_t i)
     double pmax = s->jobs[i].power_max_w, u = s->pj.tmax[i] / pmax; /* tokens per W per unit */
     double P = q->P, D = q->D * pmax, z = s->oo.z, k = s->oo.curvature * u / pmax;
     const opoint *b, *c, *a;
-    neighbours(s, i, P, &b, &c, &a);
+    online_neighbours(s, i, P, &b, &c, &a);
     (void)b, (void)a;
     opoint cur = c ? *c : (opoint){P, q->t_last, 0, q->v_last};
     double tc = cur.t;
@@ -609,15 +237,15 @@ static void local_model(pfi_online *s, size_t i)
     const ojob *qq = &s->j[i];
     for (size_t m = 0; m < qq->np && P < s->pj.hi[i]; m++) {
         const opoint *x = &qq->pt[m];
-        if (x->p <= cur.p + merge_tol(s, i)) continue;
-        double se, sl = secant(&cur, x, &se), len = x->p - cur.p;
+        if (x->p <= cur.p + online_merge_tol(s, i)) continue;
+        double se, sl = online_secant(&cur, x, &se), len = x->p - cur.p;
         double step = fmin(D, fmax(0, x->p - P));
         double gx = sl - z * se - 0.5 * k * (len - step); /* less the shortfall a curve may have */
         if (!have_up || gx > g) g = gx, up = step, have_up = 1;
     }
     /* loss slope below, over the step the trust region allows */
     double lo = fmax(q->floor, P - D);
-    double l = loss_slope(s, i, &cur, lo < P ? lo : P - D);
+    double l = online_loss_slope(s, i, &cur, lo < P ? lo : P - D);
     if (g > l) g = l; /* never more gain than loss on one job (concavity, noise) */
     double hi = fmin(s->pj.hi[i], P + up);
     if (P < q->floor) { /* forced up by its floor */
@@ -658,7 +286,7 @@ static void measure(pfi_online *s, const double *power_w, const double *power_se
         opoint m = {power_w[i], tokens_per_s[i] * sc, power_se_w[i] * power_se_w[i],
                     tokens_se[i] * sc * tokens_se[i] * sc};
         if (!(isfinite(m.p) && isfinite(m.t))) continue; /* no measurement this round */
-        add_point(s, i, m);
+        online_add_point(s, i, m);
         s->j[i].t_last = m.t;
         s->j[i].v_last = m.vt;
     }
@@ -732,7 +360,7 @@ static void take_moves(pfi_online *s, double budget_w, double *Pn, double *targe
     s->moved_last = 0;
     for (size_t i = 0; i < n; i++) {
         ojob *q = &s->j[i];
-        q->moved = fabs(Pn[i] - q->P) > merge_tol(s, i);
+        q->moved = fabs(Pn[i] - q->P) > online_merge_tol(s, i);
         if (!q->moved) Pn[i] = q->P;
         s->t_before[i] = q->t_last;
         s->v_before[i] = q->v_last;
@@ -766,7 +394,7 @@ pfi_status pfi_online_round(pfi_online *s, double budget_w, const double *power_
     measure(s, power_w, power_se_w, tokens_per_s, tokens_se);
     if (fabs(budget_w - s->budget) > 1e-3 * fabs(s->budget)) { /* a new budget: restart */
         pfi_status st = reference(s, budget_w, err);
-        if (!st) st = plan_from_known(s, err);
+        if (!st) st = online_plan_from_known(s, err);
         if (!st) memcpy(target_w, s->targets, n * sizeof *target_w);
         return st;
     }

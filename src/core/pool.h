@@ -13,7 +13,7 @@
 
 #include "groupset.h"
 #include "pfi/alloc.h"
-#include "pfi/model_file.h"
+#include "pfi/predictor.h" /* pfi_modelfile: core defines it; model_file.h is io's */
 #include "pfi/status.h"
 
 #ifdef __cplusplus
