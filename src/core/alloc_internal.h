@@ -102,4 +102,25 @@ pfi_status online_simulate(const pfi_alloc_job *jobs, size_t n, double budget_w,
                            uint64_t seed, double *P, int *feasible, online_keep *keep,
                            pfi_error *err);
 
+/* a segment of a job's concave envelope (the envelope greedy's unit) */
+typedef struct seg {
+    double slope, len;
+    size_t job;
+} seg;
+
+/* the envelope greedy's scratch in bytes (alloc_greedy.c), for prep_jobs */
+size_t greedy_scratch_bytes(size_t n, size_t cap, size_t widest);
+
+/* a budget's shed, and its index, sorted (the envelope greedy's and water-filling's) */
+typedef struct dref {
+    double delta;
+    size_t k;
+} dref;
+
+static inline int cmp_dref(const void *a, const void *b)
+{
+    double x = ((const dref *)a)->delta, y = ((const dref *)b)->delta;
+    return (x > y) - (x < y);
+}
+
 #endif
