@@ -37,6 +37,65 @@ static int push_field(pfi_csv *c, char *s, size_t n, pfi_error *err)
     return 0;
 }
 
+/* pass 2: the record s (rec_len bytes, NUL-terminated) split into
+ * c->fields in place, quoted fields unescaped; 1, or -1 (err set) */
+static int split_record(pfi_csv *c, char *s, size_t rec_len, pfi_error *err)
+{
+    const pfi_reader *r = c->r;
+    c->nfields = 0;
+    size_t i = 0;
+    for (;;) {
+        if (i < rec_len && s[i] == '"') {
+            size_t out = i, j = i + 1;
+            char *start = s + i;
+            for (;;) {
+                if (j >= rec_len) {
+                    pfi_errorf(err, PFI_EPARSE, "%s:%llu: unterminated quoted field", r->name,
+                               (unsigned long long)c->line);
+                    return -1;
+                }
+                if (s[j] == '"') {
+                    if (j + 1 < rec_len && s[j + 1] == '"') {
+                        s[out++] = '"';
+                        j += 2;
+                        continue;
+                    }
+                    j++;
+                    break;
+                }
+                s[out++] = s[j++];
+            }
+            if (j < rec_len && s[j] != ',') {
+                pfi_errorf(err, PFI_EPARSE,
+                           "%s:%llu: field %zu: unexpected text after closing quote", r->name,
+                           (unsigned long long)c->line, c->nfields + 1);
+                return -1;
+            }
+            size_t n = out - i;
+            start[n] = '\0';
+            if (push_field(c, start, n, err) < 0) return -1;
+            if (j >= rec_len) break;
+            i = j + 1;
+            if (i == rec_len) { /* trailing comma: one more empty field */
+                if (push_field(c, s + rec_len, 0, err) < 0) return -1;
+                break;
+            }
+        } else {
+            char *comma = memchr(s + i, ',', rec_len - i);
+            size_t n = comma ? (size_t)(comma - (s + i)) : rec_len - i;
+            s[i + n] = '\0';
+            if (push_field(c, s + i, n, err) < 0) return -1;
+            if (!comma) break;
+            i += n + 1;
+            if (i == rec_len) {
+                if (push_field(c, s + rec_len, 0, err) < 0) return -1;
+                break;
+            }
+        }
+    }
+    return 1;
+}
+
 int pfi_csv_next(pfi_csv *c, pfi_error *err)
 {
     pfi_reader *r = c->r;
@@ -106,59 +165,7 @@ int pfi_csv_next(pfi_csv *c, pfi_error *err)
         if (rec_len > 0 && s[rec_len - 1] == '\r') rec_len--;
         s[rec_len] = '\0';
         if (rec_len == 0) continue; /* blank line */
-        /* pass 2: split */
-        c->nfields = 0;
-        size_t i = 0;
-        for (;;) {
-            if (i < rec_len && s[i] == '"') {
-                size_t out = i, j = i + 1;
-                char *start = s + i;
-                for (;;) {
-                    if (j >= rec_len) {
-                        pfi_errorf(err, PFI_EPARSE, "%s:%llu: unterminated quoted field", r->name,
-                                   (unsigned long long)c->line);
-                        return -1;
-                    }
-                    if (s[j] == '"') {
-                        if (j + 1 < rec_len && s[j + 1] == '"') {
-                            s[out++] = '"';
-                            j += 2;
-                            continue;
-                        }
-                        j++;
-                        break;
-                    }
-                    s[out++] = s[j++];
-                }
-                if (j < rec_len && s[j] != ',') {
-                    pfi_errorf(err, PFI_EPARSE,
-                               "%s:%llu: field %zu: unexpected text after closing quote", r->name,
-                               (unsigned long long)c->line, c->nfields + 1);
-                    return -1;
-                }
-                size_t n = out - i;
-                start[n] = '\0';
-                if (push_field(c, start, n, err) < 0) return -1;
-                if (j >= rec_len) break;
-                i = j + 1;
-                if (i == rec_len) { /* trailing comma: one more empty field */
-                    if (push_field(c, s + rec_len, 0, err) < 0) return -1;
-                    break;
-                }
-            } else {
-                char *comma = memchr(s + i, ',', rec_len - i);
-                size_t n = comma ? (size_t)(comma - (s + i)) : rec_len - i;
-                s[i + n] = '\0';
-                if (push_field(c, s + i, n, err) < 0) return -1;
-                if (!comma) break;
-                i += n + 1;
-                if (i == rec_len) {
-                    if (push_field(c, s + rec_len, 0, err) < 0) return -1;
-                    break;
-                }
-            }
-        }
-        return 1;
+        return split_record(c, s, rec_len, err);
     }
 }
 

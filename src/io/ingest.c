@@ -400,6 +400,28 @@ static const char *under(const char *p, const char *dir)
     return NULL;
 }
 
+/* the files of a run that came before its run.json (buffered), read into
+ * it now; those of no run directory warned about; every buffer freed */
+static pfi_status run_buffered(pfi_ingest *ing, run_state *r, buffered *buf, size_t nbuf,
+                               const char *run_dir, pfi_error *err)
+{
+    pfi_status st = PFI_OK;
+    for (size_t i = 0; i < nbuf; i++) {
+        const char *brel = under(buf[i].path, run_dir);
+        if (brel && !st) {
+            pfi_reader br;
+            pfi_reader_init_mem(&br, buf[i].data, buf[i].len, buf[i].path, ing->o.max_line);
+            st = run_file(r, brel, &br, err);
+            pfi_reader_close(&br);
+        } else if (!brel) {
+            pfi_warnf(ing->log, "%s: not in a run directory; ignored", buf[i].path);
+        }
+        free(buf[i].path);
+        free(buf[i].data);
+    }
+    return st;
+}
+
 pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *in, pfi_error *err)
 {
     pfi_tar t;
@@ -431,22 +453,7 @@ pfi_status pfi_ingest_tar(pfi_ingest *ing, pfi_reader *in, pfi_error *err)
             free(json);
             if (st) break;
             have_run = 1;
-            /* files of this run that came before its run.json */
-            size_t keep = 0;
-            for (size_t i = 0; i < nbuf; i++) {
-                const char *brel = under(buf[i].path, run_dir);
-                if (brel && !st) {
-                    pfi_reader br;
-                    pfi_reader_init_mem(&br, buf[i].data, buf[i].len, buf[i].path, ing->o.max_line);
-                    st = run_file(&r, brel, &br, err);
-                    pfi_reader_close(&br);
-                } else if (!brel) {
-                    pfi_warnf(ing->log, "%s: not in a run directory; ignored", buf[i].path);
-                }
-                free(buf[i].path);
-                free(buf[i].data);
-            }
-            (void)keep;
+            st = run_buffered(ing, &r, buf, nbuf, run_dir, err);
             nbuf = 0;
             bbytes = 0;
             if (st) break;

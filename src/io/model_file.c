@@ -128,6 +128,74 @@ static pfi_status get_linear(json_t *o, size_t p, const char *path, const char *
     return st;
 }
 
+/* an OLS model's intercept, coefficients and clamp into m (its features read) */
+static pfi_status load_ols(json_t *o, const char *path, pfi_modelfile *m, pfi_error *err)
+{
+    pfi_status st;
+    m->ols.lin.p = m->p;
+    m->ols.lin.beta = calloc(m->p, sizeof(double));
+    if (!m->ols.lin.beta) {
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
+    json_t *cl = json_object_get(o, "clamp");
+    if ((st = get_num(o, "intercept", path, "", &m->ols.lin.intercept, err))) return st;
+    if ((st = get_darray(json_object_get(o, "coefficients"), m->p, path, "coefficients",
+                         m->ols.lin.beta, err)))
+        return st;
+    if (!json_is_object(cl)) {
+        return pfi_errorf(err, PFI_EINVAL, "%s: 'clamp': expected {\"min\", \"max\"}", path);
+    }
+    if ((st = get_num(cl, "min", path, "clamp", &m->ols.clamp_lo, err)) ||
+        (st = get_num(cl, "max", path, "clamp", &m->ols.clamp_hi, err)))
+        return st;
+    if (!(m->ols.clamp_lo > 0 && m->ols.clamp_hi > m->ols.clamp_lo)) {
+        return pfi_errorf(err, PFI_EINVAL, "%s: 'clamp': needs 0 < min < max", path);
+    }
+    return PFI_OK;
+}
+
+/* a curve model's grid and, per grid point, its throughput and power models */
+static pfi_status load_curve(json_t *o, const char *path, pfi_modelfile *m, pfi_error *err)
+{
+    pfi_status st;
+    json_t *grid = json_object_get(o, "grid_cap_frac"), *t = json_object_get(o, "throughput"),
+           *p = json_object_get(o, "power");
+    size_t ng = json_array_size(grid);
+    if (!json_is_array(grid) || ng < 2 || ng > PFI_CURVE_GRID_MAX) {
+        return pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': expected 2..%d numbers", path,
+                          PFI_CURVE_GRID_MAX);
+    }
+    if ((st = get_darray(grid, ng, path, "grid_cap_frac", m->curve.frac, err))) return st;
+    for (size_t k = 0; k < ng; k++)
+        if (!(m->curve.frac[k] > 0 && m->curve.frac[k] <= 1) ||
+            (k && m->curve.frac[k] <= m->curve.frac[k - 1])) {
+            return pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must increase within (0, 1]",
+                              path);
+        }
+    if (m->curve.frac[ng - 1] != 1.0) {
+        return pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must end at 1", path);
+    }
+    if (json_array_size(t) != ng || json_array_size(p) != ng) {
+        return pfi_errorf(err, PFI_EINVAL,
+                          "%s: 'throughput' and 'power' need one entry per grid point", path);
+    }
+    for (size_t k = 0; k < ng; k++) {
+        m->curve.ngrid = k; /* so free releases what was read */
+        if ((st =
+                 get_linear(json_array_get(t, k), m->p, path, "throughput", &m->curve.t[k], err))) {
+            pfi_linear_dispose(&m->curve.t[k]);
+            return st;
+        }
+        if ((st = get_linear(json_array_get(p, k), m->p, path, "power", &m->curve.pw[k], err))) {
+            pfi_linear_dispose(&m->curve.t[k]);
+            pfi_linear_dispose(&m->curve.pw[k]);
+            return st;
+        }
+    }
+    m->curve.ngrid = ng;
+    return PFI_OK;
+}
+
 pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -177,75 +245,14 @@ pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err
     if (m->kind == PFI_MODELFILE_OLS) {
         m->ols.fmin = fmin;
         m->ols.fmax = fmax;
-        if (st) goto out;
-        m->ols.lin.p = m->p;
-        m->ols.lin.beta = calloc(m->p, sizeof(double));
-        if (!m->ols.lin.beta) {
-            st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-            goto out;
-        }
-        json_t *cl = json_object_get(o, "clamp");
-        if ((st = get_num(o, "intercept", path, "", &m->ols.lin.intercept, err))) goto out;
-        if ((st = get_darray(json_object_get(o, "coefficients"), m->p, path, "coefficients",
-                             m->ols.lin.beta, err)))
-            goto out;
-        if (!json_is_object(cl)) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'clamp': expected {\"min\", \"max\"}", path);
-            goto out;
-        }
-        if ((st = get_num(cl, "min", path, "clamp", &m->ols.clamp_lo, err)) ||
-            (st = get_num(cl, "max", path, "clamp", &m->ols.clamp_hi, err)))
-            goto out;
-        if (!(m->ols.clamp_lo > 0 && m->ols.clamp_hi > m->ols.clamp_lo)) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'clamp': needs 0 < min < max", path);
-            goto out;
-        }
+        if (!st) st = load_ols(o, path, m, err);
     } else {
         m->curve.fmin = fmin;
         m->curve.fmax = fmax;
         m->curve.p = m->p;
-        if (st) goto out;
-        json_t *grid = json_object_get(o, "grid_cap_frac"), *t = json_object_get(o, "throughput"),
-               *p = json_object_get(o, "power");
-        size_t ng = json_array_size(grid);
-        if (!json_is_array(grid) || ng < 2 || ng > PFI_CURVE_GRID_MAX) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': expected 2..%d numbers", path,
-                            PFI_CURVE_GRID_MAX);
-            goto out;
-        }
-        if ((st = get_darray(grid, ng, path, "grid_cap_frac", m->curve.frac, err))) goto out;
-        for (size_t k = 0; k < ng; k++)
-            if (!(m->curve.frac[k] > 0 && m->curve.frac[k] <= 1) ||
-                (k && m->curve.frac[k] <= m->curve.frac[k - 1])) {
-                st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must increase within (0, 1]",
-                                path);
-                goto out;
-            }
-        if (m->curve.frac[ng - 1] != 1.0) {
-            st = pfi_errorf(err, PFI_EINVAL, "%s: 'grid_cap_frac': must end at 1", path);
-            goto out;
-        }
-        if (json_array_size(t) != ng || json_array_size(p) != ng) {
-            st = pfi_errorf(err, PFI_EINVAL,
-                            "%s: 'throughput' and 'power' need one entry per grid point", path);
-            goto out;
-        }
-        for (size_t k = 0; k < ng; k++) {
-            m->curve.ngrid = k; /* so free releases what was read */
-            if ((st = get_linear(json_array_get(t, k), m->p, path, "throughput", &m->curve.t[k],
-                                 err))) {
-                pfi_linear_dispose(&m->curve.t[k]);
-                goto out;
-            }
-            if ((st =
-                     get_linear(json_array_get(p, k), m->p, path, "power", &m->curve.pw[k], err))) {
-                pfi_linear_dispose(&m->curve.t[k]);
-                pfi_linear_dispose(&m->curve.pw[k]);
-                goto out;
-            }
-        }
-        m->curve.ngrid = ng;
+        if (!st) st = load_curve(o, path, m, err);
     }
+    if (st) goto out;
     /* keep the rest (metrics, provenance) for display */
     json_t *meta = json_object();
     static const char *const keep[] = {"metrics",    "trained_on", "train_where",

@@ -38,6 +38,57 @@ static int parse_i64(const char *p, const char *e, int64_t *out)
     return 0;
 }
 
+/* the label set after "{" (p), up to and with its "}": the labels pfi keeps
+ * (UUID, gpu, Hostname) into s; where it ends, or NULL (*what says why) */
+static const char *parse_labels(const char *p, const char *e, pfi_sample *s, const char **what)
+{
+    for (;;) {
+        while (p < e && is_space(*p)) p++;
+        if (p < e && *p == '}') return p + 1;
+        const char *ln = p;
+        while (p < e && name_char(*p)) p++;
+        size_t ll = (size_t)(p - ln);
+        if (ll == 0 || p >= e || *p != '=') {
+            *what = "malformed label (expected name=\"value\")";
+            return NULL;
+        }
+        p++;
+        if (p >= e || *p != '"') {
+            *what = "label value must be quoted";
+            return NULL;
+        }
+        p++;
+        const char *vs = p;
+        const char *q;
+        for (;;) {
+            q = memchr(p, '"', (size_t)(e - p));
+            if (!q) {
+                *what = "unterminated label value";
+                return NULL;
+            }
+            /* an escaped quote has an odd number of backslashes before it */
+            size_t bs = 0;
+            while (q - bs > vs && q[-1 - (ptrdiff_t)bs] == '\\') bs++;
+            if (bs % 2 == 0) break;
+            p = q + 1;
+        }
+        pfi_str val = {vs, (size_t)(q - vs)};
+        if (ll == 4 && (memcmp(ln, "UUID", 4) == 0 || memcmp(ln, "uuid", 4) == 0)) s->uuid = val;
+        else if (ll == 3 && memcmp(ln, "gpu", 3) == 0) s->gpu = val;
+        else if (ll == 8 && (memcmp(ln, "Hostname", 8) == 0 || memcmp(ln, "hostname", 8) == 0))
+            s->host = val;
+        p = q + 1;
+        while (p < e && is_space(*p)) p++;
+        if (p < e && *p == ',') {
+            p++;
+            continue;
+        }
+        if (p < e && *p == '}') return p + 1;
+        *what = "expected ',' or '}' in label set";
+        return NULL;
+    }
+}
+
 int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **what)
 {
     const char *p = line, *e = line + n;
@@ -56,61 +107,7 @@ int pfi_prom_parse_line(const char *line, size_t n, pfi_sample *s, const char **
     s->metric = (pfi_metric)m;
     s->pfi_named = named;
     s->uuid.n = s->gpu.n = s->host.n = 0;
-    if (p < e && *p == '{') {
-        p++;
-        for (;;) {
-            while (p < e && is_space(*p)) p++;
-            if (p < e && *p == '}') {
-                p++;
-                break;
-            }
-            const char *ln = p;
-            while (p < e && name_char(*p)) p++;
-            size_t ll = (size_t)(p - ln);
-            if (ll == 0 || p >= e || *p != '=') {
-                *what = "malformed label (expected name=\"value\")";
-                return -1;
-            }
-            p++;
-            if (p >= e || *p != '"') {
-                *what = "label value must be quoted";
-                return -1;
-            }
-            p++;
-            const char *vs = p;
-            const char *q;
-            for (;;) {
-                q = memchr(p, '"', (size_t)(e - p));
-                if (!q) {
-                    *what = "unterminated label value";
-                    return -1;
-                }
-                /* an escaped quote has an odd number of backslashes before it */
-                size_t bs = 0;
-                while (q - bs > vs && q[-1 - (ptrdiff_t)bs] == '\\') bs++;
-                if (bs % 2 == 0) break;
-                p = q + 1;
-            }
-            pfi_str val = {vs, (size_t)(q - vs)};
-            if (ll == 4 && (memcmp(ln, "UUID", 4) == 0 || memcmp(ln, "uuid", 4) == 0))
-                s->uuid = val;
-            else if (ll == 3 && memcmp(ln, "gpu", 3) == 0) s->gpu = val;
-            else if (ll == 8 && (memcmp(ln, "Hostname", 8) == 0 || memcmp(ln, "hostname", 8) == 0))
-                s->host = val;
-            p = q + 1;
-            while (p < e && is_space(*p)) p++;
-            if (p < e && *p == ',') {
-                p++;
-                continue;
-            }
-            if (p < e && *p == '}') {
-                p++;
-                break;
-            }
-            *what = "expected ',' or '}' in label set";
-            return -1;
-        }
-    }
+    if (p < e && *p == '{' && !(p = parse_labels(p + 1, e, s, what))) return -1;
     if (p >= e || !is_space(*p)) {
         *what = "expected a space before the value";
         return -1;

@@ -105,14 +105,21 @@ static int highlight(const pfi_srow *r)
            !strcmp(r->item, "dram_copy_product: loco_r2");
 }
 
-pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char *argv_line,
-                            double seconds, int workloads, pfi_error *err)
+/* what the two pages show */
+typedef struct page_args {
+    const pfi_summary *s;
+    const char *argv_line;
+    double seconds;
+    int workloads;
+} page_args;
+
+/* index.html: the honesty note, the highlights, the figures, the table */
+static void html_page(FILE *f, const page_args *A)
 {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/index.html", outdir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return pfi_errorf(err, PFI_EIO, "%s: cannot create", path);
+    const pfi_summary *s = A->s;
+    const char *argv_line = A->argv_line;
+    double seconds = A->seconds;
+    int workloads = A->workloads;
     fputs(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<title>pfi reproduce: Power Flexibility Index (arXiv:2609.11542)</title>\n<style>\n"
@@ -176,13 +183,15 @@ pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char
           "document.body.setAttribute('data-images-loaded', ok);\n"
           "});\n</script>\n</body></html>\n",
           f);
-    if (fclose(f) != 0 || rename(tmp, path) != 0)
-        return pfi_errorf(err, PFI_EIO, "%s: write failed", path);
-    /* Markdown */
-    snprintf(path, sizeof path, "%s/report.md", outdir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (!f) return pfi_errorf(err, PFI_EIO, "%s: cannot create", path);
+}
+
+/* report.md: the same as Markdown */
+static void md_page(FILE *f, const page_args *A)
+{
+    const pfi_summary *s = A->s;
+    const char *argv_line = A->argv_line;
+    double seconds = A->seconds;
+    int workloads = A->workloads;
     fprintf(f,
             "# pfi reproduce\n\n> Every H100/H200 number and figure here comes from a "
             "**reconstruction calibrated to "
@@ -212,7 +221,28 @@ pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char
         fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", r->section, r->item, a, b, d, r->kind,
                 r->note);
     }
+}
+
+/* OUTDIR/NAME written whole (NAME.tmp, then renamed) by page */
+static pfi_status write_page(const char *outdir, const char *name,
+                             void (*page)(FILE *, const page_args *), const page_args *A,
+                             pfi_error *err)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return pfi_errorf(err, PFI_EIO, "%s: cannot create", path);
+    page(f, A);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return pfi_errorf(err, PFI_EIO, "%s: write failed", path);
     return PFI_OK;
+}
+
+pfi_status pfi_report_pages(const char *outdir, const pfi_summary *s, const char *argv_line,
+                            double seconds, int workloads, pfi_error *err)
+{
+    page_args A = {s, argv_line, seconds, workloads};
+    pfi_status st = write_page(outdir, "index.html", html_page, &A, err);
+    return st ? st : write_page(outdir, "report.md", md_page, &A, err);
 }

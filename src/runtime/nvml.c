@@ -509,28 +509,11 @@ static void *sym(void *dl, const char *a, const char *b, const char *c)
     return f;
 }
 
-pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops **ops, void **out,
-                             pfi_error *err)
+/* the optional entry points of the loaded library (NULL where it lacks one:
+ * each use checks); read-only: no setter is even looked up, so none can be
+ * called */
+static void lookup_optional(nv *s, int read_only)
 {
-    if (opts && *opts)
-        return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
-    const char *lib = getenv("PFI_NVML_LIBRARY");
-    if (!lib || !*lib) lib = "libnvidia-ml.so.1";
-    nv *s = calloc(1, sizeof *s);
-    if (!s) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    s->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!s->dl) {
-        const char *e = dlerror();
-        free(s);
-        return pfi_errorf(err, PFI_ENOTFOUND,
-                          "NVML: cannot load %s: %s (no NVIDIA driver here? try --backend sim)",
-                          lib, e ? e : "unknown error");
-    }
-    nvmlInit_fn init = (nvmlInit_fn)sym(s->dl, "nvmlInit_v2", "nvmlInit", NULL);
-    nvmlDeviceGetCount_fn count =
-        (nvmlDeviceGetCount_fn)sym(s->dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL);
-    nvmlDeviceGetHandleByIndex_fn handle = (nvmlDeviceGetHandleByIndex_fn)sym(
-        s->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", NULL);
     s->shutdown = (nvmlShutdown_fn)sym(s->dl, "nvmlShutdown", NULL, NULL);
     s->errstr = (nvmlErrorString_fn)sym(s->dl, "nvmlErrorString", NULL, NULL);
     s->uuid = (nvmlDeviceGetUUID_fn)sym(s->dl, "nvmlDeviceGetUUID", NULL, NULL);
@@ -546,7 +529,6 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
                                                          NULL, NULL);
     s->enforced = (nvmlDeviceGetEnforcedPowerLimit_fn)sym(s->dl, "nvmlDeviceGetEnforcedPowerLimit",
                                                           NULL, NULL);
-    /* read-only: no setter is even looked up, so none can be called */
     s->set_limit = read_only ? NULL
                              : (nvmlDeviceSetPowerManagementLimit_fn)sym(
                                    s->dl, "nvmlDeviceSetPowerManagementLimit", NULL, NULL);
@@ -569,6 +551,31 @@ pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops 
         s->dl, "nvmlDeviceGetComputeRunningProcesses", NULL, NULL);
     s->persistence =
         (nvmlDeviceGetPersistenceMode_fn)sym(s->dl, "nvmlDeviceGetPersistenceMode", NULL, NULL);
+}
+
+pfi_status pfi_gpu_nvml_open(const char *opts, int read_only, const pfi_gpu_ops **ops, void **out,
+                             pfi_error *err)
+{
+    if (opts && *opts)
+        return pfi_errorf(err, PFI_EINVAL, "the nvml backend takes no options (got '%s')", opts);
+    const char *lib = getenv("PFI_NVML_LIBRARY");
+    if (!lib || !*lib) lib = "libnvidia-ml.so.1";
+    nv *s = calloc(1, sizeof *s);
+    if (!s) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    s->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl) {
+        const char *e = dlerror();
+        free(s);
+        return pfi_errorf(err, PFI_ENOTFOUND,
+                          "NVML: cannot load %s: %s (no NVIDIA driver here? try --backend sim)",
+                          lib, e ? e : "unknown error");
+    }
+    nvmlInit_fn init = (nvmlInit_fn)sym(s->dl, "nvmlInit_v2", "nvmlInit", NULL);
+    nvmlDeviceGetCount_fn count =
+        (nvmlDeviceGetCount_fn)sym(s->dl, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL);
+    nvmlDeviceGetHandleByIndex_fn handle = (nvmlDeviceGetHandleByIndex_fn)sym(
+        s->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", NULL);
+    lookup_optional(s, read_only);
     s->handle = handle;
     s->minor = (nvmlDeviceGetMinorNumber_fn)sym(s->dl, "nvmlDeviceGetMinorNumber", NULL, NULL);
     s->pci = (nvmlDeviceGetPciInfo_fn)sym(s->dl, "nvmlDeviceGetPciInfo_v3", NULL, NULL);

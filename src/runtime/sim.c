@@ -389,154 +389,180 @@ static int parse_num(const char *v, double lo, double hi, double *out)
     return 0;
 }
 
+/* the backend's options as given (gpus=, model=, job=, ...), before they
+   are applied to the simulated node */
+typedef struct sim_args {
+    size_t seed;
+    int idle;
+    char model[16], name[256];
+    struct {
+        char id[64], group[96];
+        size_t a, b;
+    } job[SIM_MAX_JOBS];
+    size_t nj;
+} sim_args;
+
+/* job=ID:GROUP@FIRST-LAST into A */
+static pfi_status parse_job(const char *v, sim_args *A, pfi_error *err)
+{
+    const char *colon = strchr(v, ':'), *at = strrchr(v, '@');
+    unsigned long a, b;
+    int used = 0;
+    if (A->nj == SIM_MAX_JOBS)
+        return pfi_errorf(err, PFI_ERANGE, "sim: at most %d jobs", SIM_MAX_JOBS);
+    if (!colon || !at || at < colon || colon == v || at == colon + 1 ||
+        sscanf(at + 1, "%lu-%lu%n", &a, &b, &used) != 2 || at[1 + used] != '\0' || a > b)
+        return pfi_errorf(err, PFI_EINVAL,
+                          "sim option job=%s: expected ID:GROUP@FIRST-LAST (e.g. "
+                          "17:moe-ft-qwen30ba3b-x8@0-7)",
+                          v);
+    int li = (int)(colon - v), lg = (int)(at - colon - 1);
+    if (li > 63) li = 63;
+    if (lg > 95) lg = 95;
+    snprintf(A->job[A->nj].id, sizeof A->job[0].id, "%.*s", li, v);
+    snprintf(A->job[A->nj].group, sizeof A->job[0].group, "%.*s", lg, colon + 1);
+    A->job[A->nj].a = a;
+    A->job[A->nj].b = b;
+    A->nj++;
+    return PFI_OK;
+}
+
+/* one option KEY=VALUE (eq: whether it had "="), into s or A */
+static pfi_status parse_opt(sim *s, sim_args *A, const char *kv, const char *v, int eq,
+                            pfi_error *err)
+{
+    if (!strcmp(kv, "gpus")) {
+        if (parse_uint(v, 1, SIM_MAX_GPUS, &s->n))
+            return pfi_errorf(err, PFI_EINVAL, "sim option gpus=%s: expected 1..%d", v,
+                              SIM_MAX_GPUS);
+    } else if (!strcmp(kv, "model")) {
+        snprintf(A->model, sizeof A->model, "%s", v);
+    } else if (!strcmp(kv, "tau")) {
+        if (parse_num(v, 0, 3600, &s->tau))
+            return pfi_errorf(err, PFI_EINVAL, "sim option tau=%s: expected 0..3600 s", v);
+    } else if (!strcmp(kv, "delay")) {
+        if (parse_num(v, 0, 60, &s->delay_s))
+            return pfi_errorf(err, PFI_EINVAL, "sim option delay=%s: expected 0..60 s", v);
+    } else if (!strcmp(kv, "load")) {
+        if (parse_num(v, 0, 3600, &s->load_s))
+            return pfi_errorf(err, PFI_EINVAL, "sim option load=%s: expected 0..3600 s", v);
+    } else if (!strcmp(kv, "noise")) {
+        if (parse_num(v, 0, 0.5, &s->noise))
+            return pfi_errorf(err, PFI_EINVAL, "sim option noise=%s: expected 0..0.5", v);
+    } else if (!strcmp(kv, "seed")) {
+        if (parse_uint(v, 0, (size_t)1 << 62, &A->seed))
+            return pfi_errorf(err, PFI_EINVAL, "sim option seed=%s: not a number", v);
+    } else if (!strcmp(kv, "state")) {
+        snprintf(s->state, sizeof s->state, "%s", v);
+    } else if (!strcmp(kv, "name")) {
+        if (!*v || strlen(v) > 255)
+            return pfi_errorf(err, PFI_EINVAL, "sim option name=%s: expected 1..255 characters", v);
+        snprintf(A->name, sizeof A->name, "%s", v);
+    } else if (!strcmp(kv, "steplogs")) {
+        snprintf(s->steplogs, sizeof s->steplogs, "%s", v);
+    } else if (!strcmp(kv, "idle") && !eq) {
+        A->idle = 1;
+    } else if (!strcmp(kv, "job")) {
+        return parse_job(v, A, err);
+    } else {
+        return pfi_errorf(err, PFI_EINVAL,
+                          "unknown sim option '%s' (gpus, model, job, tau, delay, load, noise, "
+                          "seed, state, steplogs, idle, name)",
+                          kv);
+    }
+    return PFI_OK;
+}
+
+/* each simulated node's GPUs have UUIDs of their own (so several agents
+   join apart in Prometheus): the node's name (A->name, else the host's),
+   FNV-1a hashed to 16 bits, in the UUID's second group */
+static void hash_name(sim *s, sim_args *A)
+{
+    char *name = A->name;
+    if (!name[0] && (gethostname(name, sizeof A->name) != 0 || !name[0]))
+        snprintf(name, sizeof A->name, "localhost");
+    name[sizeof A->name - 1] = '\0';
+    unsigned h = 2166136261u;
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    s->name_hash = ((h >> 16) ^ h) & 0xffffu;
+}
+
+/* the jobs of A on s's GPUs, each a group of the reconstruction */
+static pfi_status place_jobs(sim *s, pfi_recon *recon, const sim_args *A, pfi_error *err)
+{
+    for (size_t k = 0; k < A->nj; k++) {
+        if (!recon)
+            return pfi_errorf(err, PFI_EINVAL,
+                              "sim option job=: the reconstruction's groups were not loaded");
+        const pfi_recon_group *g = pfi_recon_find(recon, A->job[k].group, s->hw->gpu_model);
+        if (!g)
+            return pfi_errorf(err, PFI_ENOTFOUND,
+                              "sim option job=%s:%s: no %s group of that name in the "
+                              "reconstruction",
+                              A->job[k].id, A->job[k].group, s->hw->gpu_model);
+        if (A->job[k].b >= s->n)
+            return pfi_errorf(err, PFI_ERANGE, "sim option job=%s: GPUs %zu-%zu, but there are %zu",
+                              A->job[k].id, A->job[k].a, A->job[k].b, s->n);
+        for (size_t i = A->job[k].a; i <= A->job[k].b; i++)
+            if (s->gpu[i].job >= 0)
+                return pfi_errorf(err, PFI_EINVAL, "sim: GPU %zu is in two jobs", i);
+        sim_job *j = &s->job[k];
+        memcpy(j->id, A->job[k].id, sizeof j->id);
+        j->id[sizeof j->id - 1] = '\0';
+        j->g = g;
+        j->load_s = s->load_s;
+        j->a = A->job[k].a;
+        j->b = A->job[k].b;
+        for (size_t i = j->a; i <= j->b; i++) s->gpu[i].job = (int)k;
+        s->nj++;
+    }
+    return PFI_OK;
+}
+
 pfi_status pfi_gpu_sim_open(const char *opts, const struct pfi_recon *recon_c,
                             const pfi_gpu_ops **ops, void **out, pfi_error *err)
 {
     pfi_recon *recon = (pfi_recon *)recon_c;
     sim *s = calloc(1, sizeof *s);
-    if (!s) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    sim_args *A = calloc(1, sizeof *A);
+    if (!s || !A) {
+        free(s), free(A);
+        return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    }
     s->n = 8;
     s->tau = 0.1;
     s->delay_s = 0.05;
     s->noise = 0.01;
     s->load_s = 15;
-    size_t seed = 1;
-    int idle = 0;
-    const char *model = "H200";
-    char buf[4096], models[16] = "H200", name[256] = "";
+    A->seed = 1;
+    snprintf(A->model, sizeof A->model, "H200");
+    char buf[4096];
     snprintf(buf, sizeof buf, "%s", opts ? opts : "");
-    struct {
-        char id[64], group[96];
-        size_t a, b;
-    } jobs[SIM_MAX_JOBS];
-    size_t nj = 0;
     pfi_status st = PFI_OK;
     char *save = NULL;
     for (char *kv = strtok_r(buf, ",", &save); kv && !st; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
-        const char *v = eq ? eq + 1 : "";
         if (eq) *eq = '\0';
-        if (!strcmp(kv, "gpus")) {
-            if (parse_uint(v, 1, SIM_MAX_GPUS, &s->n))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option gpus=%s: expected 1..%d", v,
-                                SIM_MAX_GPUS);
-        } else if (!strcmp(kv, "model")) {
-            snprintf(models, sizeof models, "%s", v);
-            model = models;
-        } else if (!strcmp(kv, "tau")) {
-            if (parse_num(v, 0, 3600, &s->tau))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option tau=%s: expected 0..3600 s", v);
-        } else if (!strcmp(kv, "delay")) {
-            if (parse_num(v, 0, 60, &s->delay_s))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option delay=%s: expected 0..60 s", v);
-        } else if (!strcmp(kv, "load")) {
-            if (parse_num(v, 0, 3600, &s->load_s))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option load=%s: expected 0..3600 s", v);
-        } else if (!strcmp(kv, "noise")) {
-            if (parse_num(v, 0, 0.5, &s->noise))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option noise=%s: expected 0..0.5", v);
-        } else if (!strcmp(kv, "seed")) {
-            if (parse_uint(v, 0, (size_t)1 << 62, &seed))
-                st = pfi_errorf(err, PFI_EINVAL, "sim option seed=%s: not a number", v);
-        } else if (!strcmp(kv, "state")) {
-            snprintf(s->state, sizeof s->state, "%s", v);
-        } else if (!strcmp(kv, "name")) {
-            if (!*v || strlen(v) > 255)
-                st = pfi_errorf(err, PFI_EINVAL, "sim option name=%s: expected 1..255 characters",
-                                v);
-            else snprintf(name, sizeof name, "%s", v);
-        } else if (!strcmp(kv, "steplogs")) {
-            snprintf(s->steplogs, sizeof s->steplogs, "%s", v);
-        } else if (!strcmp(kv, "idle") && !eq) {
-            idle = 1;
-        } else if (!strcmp(kv, "job")) {
-            /* ID:GROUP@A-B */
-            const char *colon = strchr(v, ':'), *at = strrchr(v, '@');
-            unsigned long a, b;
-            int used = 0;
-            if (nj == SIM_MAX_JOBS)
-                st = pfi_errorf(err, PFI_ERANGE, "sim: at most %d jobs", SIM_MAX_JOBS);
-            else if (!colon || !at || at < colon || colon == v || at == colon + 1 ||
-                     sscanf(at + 1, "%lu-%lu%n", &a, &b, &used) != 2 || at[1 + used] != '\0' ||
-                     a > b)
-                st = pfi_errorf(err, PFI_EINVAL,
-                                "sim option job=%s: expected ID:GROUP@FIRST-LAST (e.g. "
-                                "17:moe-ft-qwen30ba3b-x8@0-7)",
-                                v);
-            else {
-                int li = (int)(colon - v), lg = (int)(at - colon - 1);
-                if (li > 63) li = 63;
-                if (lg > 95) lg = 95;
-                snprintf(jobs[nj].id, sizeof jobs[nj].id, "%.*s", li, v);
-                snprintf(jobs[nj].group, sizeof jobs[nj].group, "%.*s", lg, colon + 1);
-                jobs[nj].a = a;
-                jobs[nj].b = b;
-                nj++;
-            }
-        } else {
-            st = pfi_errorf(
-                err, PFI_EINVAL,
-                "unknown sim option '%s' (gpus, model, job, tau, delay, load, noise, seed, "
-                "state, steplogs, idle, name)",
-                kv);
-        }
+        st = parse_opt(s, A, kv, eq ? eq + 1 : "", eq != NULL, err);
     }
-    /* each simulated node's GPUs have UUIDs of their own (so several agents
-       join apart in Prometheus): the node's name, FNV-1a hashed to 16 bits,
-       in the UUID's second group */
-    if (!name[0] && (gethostname(name, sizeof name) != 0 || !name[0]))
-        snprintf(name, sizeof name, "localhost");
-    name[sizeof name - 1] = '\0';
-    unsigned h = 2166136261u;
-    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
-    s->name_hash = ((h >> 16) ^ h) & 0xffffu;
-    if (!st && !(s->hw = pfi_hw_get(model)))
-        st = pfi_errorf(err, PFI_EINVAL, "sim option model=%s: expected H200 or H100", model);
+    hash_name(s, A);
+    if (!st && !(s->hw = pfi_hw_get(A->model)))
+        st = pfi_errorf(err, PFI_EINVAL, "sim option model=%s: expected H200 or H100", A->model);
     for (size_t i = 0; !st && i < s->n; i++) {
         s->gpu[i].cap_w = s->hw->tdp_w;
         s->gpu[i].x0 = s->gpu[i].x1 = 1;
         s->gpu[i].job = -1;
     }
-    for (size_t k = 0; !st && k < nj; k++) {
-        if (!recon) {
-            st = pfi_errorf(err, PFI_EINVAL,
-                            "sim option job=: the reconstruction's groups were not loaded");
-            break;
-        }
-        const pfi_recon_group *g = pfi_recon_find(recon, jobs[k].group, s->hw->gpu_model);
-        if (!g) {
-            st = pfi_errorf(err, PFI_ENOTFOUND,
-                            "sim option job=%s:%s: no %s group of that name in the reconstruction",
-                            jobs[k].id, jobs[k].group, s->hw->gpu_model);
-            break;
-        }
-        if (jobs[k].b >= s->n) {
-            st = pfi_errorf(err, PFI_ERANGE, "sim option job=%s: GPUs %zu-%zu, but there are %zu",
-                            jobs[k].id, jobs[k].a, jobs[k].b, s->n);
-            break;
-        }
-        for (size_t i = jobs[k].a; i <= jobs[k].b && !st; i++)
-            if (s->gpu[i].job >= 0)
-                st = pfi_errorf(err, PFI_EINVAL, "sim: GPU %zu is in two jobs", i);
-        if (st) break;
-        sim_job *j = &s->job[k];
-        memcpy(j->id, jobs[k].id, sizeof j->id);
-        j->id[sizeof j->id - 1] = '\0';
-        j->g = g;
-        j->load_s = s->load_s;
-        j->a = jobs[k].a;
-        j->b = jobs[k].b;
-        for (size_t i = j->a; i <= j->b; i++) s->gpu[i].job = (int)k;
-        s->nj++;
-    }
+    if (!st) st = place_jobs(s, recon, A, err);
     if (!st && s->state[0]) st = load_state(s, err);
     if (!st) {
         s->rng = gsl_rng_alloc(gsl_rng_taus2);
         if (!s->rng) st = pfi_errorf(err, PFI_ENOMEM, "out of memory");
-        else gsl_rng_set(s->rng, (unsigned long)pfi_mix64(seed));
+        else gsl_rng_set(s->rng, (unsigned long)pfi_mix64(A->seed));
     }
-    for (size_t k = 0; !st && !idle && k < s->nj; k++) st = pfi_sim_job_start(s, k, NULL, err);
+    for (size_t k = 0; !st && !A->idle && k < s->nj; k++) st = pfi_sim_job_start(s, k, NULL, err);
     if (!st && s->state[0]) st = save_state(s, err);
+    free(A);
     if (st) {
         s_close(s);
         return st;

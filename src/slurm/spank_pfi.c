@@ -326,6 +326,28 @@ static int job_minors(const char *gpus, char *out, size_t out_n, char *why, size
     return 0;
 }
 
+/* CUDA_VISIBLE_DEVICES's UUIDs ("GPU-uuid,GPU-uuid") as the JSON strings
+ * of a list into list[list_n] ("\"GPU-uuid\", ..."): only [A-Za-z0-9-]
+ * (JSON-safe); anything else is an error naming the job, and no GPUs. The
+ * length written. */
+static size_t uuid_list(uint32_t id, const char *cvd, char *list, size_t list_n)
+{
+    size_t n = 0;
+    for (const char *p = cvd; *p && n + 120 < list_n;) {
+        size_t k = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
+        if (k == 0 || k > 95 || (p[k] && p[k] != ',')) {
+            slurm_error("pfi: job %u: CUDA_VISIBLE_DEVICES is not a list of UUIDs: no GPUs in its "
+                        "job file",
+                        id);
+            list[0] = '\0';
+            return 0;
+        }
+        n += (size_t)snprintf(list + n, list_n - n, "%s\"%.*s\"", n ? ", " : "", (int)k, p);
+        p += k + (p[k] == ',');
+    }
+    return n;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
     parse_args(ac, av);
@@ -345,22 +367,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     const char *gpus = getenv("SLURM_JOB_GPUS"), *fl = getenv("SPANK_PFI_FLEX"),
                *cvd = getenv("CUDA_VISIBLE_DEVICES");
     char list[2048] = "";
-    size_t n = 0;
     if (cvd && (!strncmp(cvd, "GPU-", 4) || !strncmp(cvd, "MIG-", 4))) {
-        /* "GPU-uuid,GPU-uuid" -> ["GPU-uuid", ...]; only [A-Za-z0-9-] (JSON-safe) */
-        for (const char *p = cvd; *p && n + 120 < sizeof list;) {
-            size_t k = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-");
-            if (k == 0 || k > 95 || (p[k] && p[k] != ',')) {
-                slurm_error("pfi: job %u: CUDA_VISIBLE_DEVICES is not a list of UUIDs: no GPUs in "
-                            "its job file",
-                            id);
-                n = 0, list[0] = '\0';
-                break;
-            }
-            n +=
-                (size_t)snprintf(list + n, sizeof list - n, "%s\"%.*s\"", n ? ", " : "", (int)k, p);
-            p += k + (p[k] == ',');
-        }
+        uuid_list(id, cvd, list, sizeof list);
         gpus = NULL;
     }
     /* Slurm's indexes -> the GPUs' device minors (the agent matches
@@ -373,7 +381,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
     if (gpus && *gpus) {
         if (job_minors(gpus, minors, sizeof minors, gwhy, sizeof gwhy) != 0) {
             slurm_error("pfi: job %u: %s; no GPUs in its job file", id, gwhy);
-            n = 0, list[0] = minors[0] = '\0';
+            list[0] = minors[0] = '\0';
         } else {
             gwhy[0] = '\0';
         }
