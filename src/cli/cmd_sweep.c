@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "gpu.h"
 #include "recon_io.h"
 #include "sweep_run.h"
 
@@ -143,7 +144,8 @@ int cmd_sweep(int argc, char **argv)
     if (duration < 3 * interval)
         return cli_usage_error(cmd, "--duration %g s is shorter than three --interval samples",
                                duration);
-    int is_sim = !strncmp(backend, "sim", 3);
+    const pfi_gpu_backend_info *gb = pfi_gpu_backend_of(backend, NULL);
+    int is_sim = gb && gb->simulated;
     if (!command && !is_sim)
         return cli_usage_error(cmd, "no COMMAND after '--' (only --backend sim runs without one)");
     pfi_error e;

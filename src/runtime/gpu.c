@@ -11,6 +11,7 @@
  * about one deadline) however many GPUs there are. Other backends run them
  * one after another (the sim is instant). The calls return only after
  * every GPU has answered or been abandoned at its deadline. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,15 +24,18 @@ static pfi_status gpu_open(const char *spec, const struct pfi_recon *recon, int 
     const pfi_gpu_ops *ops = NULL;
     void *st = NULL;
     pfi_status rc;
-    if (!spec) spec = "nvml";
-    if (!strcmp(spec, "nvml") || !strncmp(spec, "nvml:", 5))
-        rc = pfi_gpu_nvml_open(spec[4] ? spec + 5 : "", read_only, &ops, &st, err);
-    else if (!strcmp(spec, "sim") || !strncmp(spec, "sim:", 4))
-        rc = pfi_gpu_sim_open(spec[3] ? spec + 4 : "", recon, &ops, &st, err);
-    else
-        return pfi_errorf(err, PFI_EINVAL,
-                          "unknown GPU backend '%s' (expected nvml or sim[:options])", spec);
-    if (rc) return rc;
+    const char *opts;
+    const pfi_gpu_backend_info *b = pfi_gpu_backend_of(spec, &opts);
+    if (!b) {
+        const pfi_gpu_backend_info *t;
+        size_t n = pfi_gpu_backends(&t);
+        char names[256] = "";
+        for (size_t i = 0, k = 0; i < n && k < sizeof names; i++)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s[:options]",
+                                  i ? (i + 1 < n ? ", " : " or ") : "", t[i].name);
+        return pfi_errorf(err, PFI_EINVAL, "unknown GPU backend '%s' (expected %s)", spec, names);
+    }
+    if ((rc = b->open(opts, recon, read_only, &ops, &st, err))) return rc;
     pfi_gpu *g = calloc(1, sizeof *g);
     if (!g) {
         ops->close(st);

@@ -116,6 +116,26 @@ typedef struct pfi_gpu_proc {
     char steplog[1024]; /* the job's $PFI_STEPLOG when the backend knows it */
 } pfi_gpu_proc;
 
+/* The GPU backends (gpu_backends.c), one row each: selection, help texts,
+ * the simulator's option checks and the agent's privilege rule read it. */
+struct pfi_gpu_ops;
+struct pfi_recon;
+typedef struct pfi_gpu_backend_info {
+    const char *name; /* "nvml", "sim": the spec's part before ':' */
+    pfi_status (*open)(const char *opts, const struct pfi_recon *recon, int read_only,
+                       const struct pfi_gpu_ops **ops, void **st, pfi_error *err);
+    int needs_admin;            /* setting caps needs CAP_SYS_ADMIN (agent_privs.c) */
+    int simulated;              /* a model, not hardware: runs without a workload, takes jobs */
+    const char *help, *options; /* one line each for --help */
+} pfi_gpu_backend_info;
+/* the table (*table; its rows) */
+size_t pfi_gpu_backends(const pfi_gpu_backend_info **table);
+/* the backend a spec names ("sim:gpus=4" -> sim, *opts "gpus=4"; NULL spec:
+   the default, nvml); NULL when it names none */
+const pfi_gpu_backend_info *pfi_gpu_backend_of(const char *spec, const char **opts);
+/* whether spec's options hold opt (as "opt" or "opt=...") */
+int pfi_gpu_backend_option(const char *spec, const char *opt);
+
 pfi_status pfi_gpu_open(const char *spec, const struct pfi_recon *recon, pfi_gpu **out,
                         pfi_error *err);
 /* The same, read-only: every write (pfi_gpu_set_cap, so also a restore)

@@ -567,7 +567,8 @@ pfi_status pfi_sweep_run(const pfi_sweep_opts *o, pfi_sweep_result *res)
     if (!s) return PFI_ENOMEM;
     s->o = o;
     s->res = res;
-    s->is_sim = !strncmp(o->backend, "sim", 3);
+    const pfi_gpu_backend_info *b = pfi_gpu_backend_of(o->backend, NULL);
+    s->is_sim = b && b->simulated;
     size_t first, last;
     pfi_status st = PFI_EINVAL;
     if (open_gpus(s, &first, &last) || select_gpus(s, first, last) || choose_caps(s)) goto done;

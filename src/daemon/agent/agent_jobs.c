@@ -410,7 +410,8 @@ static void map_jobs_dir(agent *a, jmap *m)
    on simulated GPUs */
 static void sim_jobs_on_demand(agent *a, const jmap *m)
 {
-    int on_demand = !strncmp(a->cfg.backend, "sim", 3) && strstr(a->cfg.backend, "idle") != NULL;
+    const pfi_gpu_backend_info *b = pfi_gpu_backend_of(a->cfg.backend, NULL);
+    int on_demand = b && b->simulated && pfi_gpu_backend_option(a->cfg.backend, "idle");
     for (size_t k = 0; on_demand && k < pfi_gpu_sim_jobs(a->gpu) && k < 16; k++) {
         size_t first, last;
         const char *sid, *sgroup;

@@ -443,7 +443,8 @@ static int load_recon(agent *a, pfi_recon *recon, int *have_recon)
     agent_cfg *c = &a->cfg;
     pfi_error e;
     *have_recon = 0;
-    if (strncmp(c->backend, "sim", 3) || !strstr(c->backend, "job=")) return 0;
+    const pfi_gpu_backend_info *b = pfi_gpu_backend_of(c->backend, NULL);
+    if (!b || !b->simulated || !pfi_gpu_backend_option(c->backend, "job")) return 0;
     char sp[4096], pp[4096];
     if (pfi_data_path(c->data_dir, "reconstruction/spec.csv", sp, sizeof sp, &e) ||
         pfi_data_path(c->data_dir, "reconstruction/params.csv", pp, sizeof pp, &e) ||

@@ -85,8 +85,9 @@ void agent_check_hidepid(agent *a, const char *mountinfo)
 uint64_t agent_caps_needed(const agent_cfg *c)
 {
     uint64_t keep = 0;
-    int nvml = strncmp(c->backend, "sim", 3) != 0;
-    if (nvml && !c->read_only) keep |= BIT(CAP_SYS_ADMIN);
+    /* an unknown backend is refused at open; until then, as hardware */
+    const pfi_gpu_backend_info *b = pfi_gpu_backend_of(c->backend, NULL);
+    if ((!b || b->needs_admin) && !c->read_only) keep |= BIT(CAP_SYS_ADMIN);
     if (c->restore_and_exit) return keep; /* no job, no listener */
     if (c->jobs_dir || c->jobs_file || c->job_env) keep |= BIT(CAP_DAC_READ_SEARCH);
     if (c->job_env) keep |= BIT(CAP_SYS_PTRACE);
