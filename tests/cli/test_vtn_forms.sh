@@ -9,7 +9,8 @@
 #      and a token whose expires_in is a string;
 #   B. the Alliance's reference VTN's forms: the echo challenge's path form,
 #      timestamps without an offset; a VTN whose pages are shorter than the
-#      limit asked (the listing goes on); three values over PT3H (three steps);
+#      limit asked (the listing goes on); two values now (two steps, each
+#      reported under the event's id and its interval's), three over PT3H;
 #   C. a VTN without webhooks (501 to /subscriptions), rate-limiting its
 #      first polls (429 with Retry-After 3: honoured, not 1 s);
 #   D. POST /vens refused (409) while the VTN holds our VEN object under
@@ -23,7 +24,7 @@ CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 printf 'pfi-ven-client\n' >"$T/cid"
 printf 'pfi-ven-secret\n' >"$T/csecret"
 chmod 600 "$T/cid" "$T/csecret"
-kill_daemons_on_exit
+kill_daemons_on_exit "${KEEP:+cp -r \"\$T\" \"\$KEEP\"}"
 
 # event FILE ID START VERSION [TARGETS_JSON]: one event of program prog-1,
 # an hour from START, a limit of 1 kW
@@ -122,13 +123,25 @@ if run B; then
 # ---- B: the reference VTN's forms: echo challenge (path form), timestamps
 # without an offset; pages shorter than the limit; a multi-value payload ----
 up B 3.1.1 1 '"program_id": "prog-1",' --echo-challenge path --short-pages 2 --local-timestamps
+# b1: stamped without an offset; two values over PT16S now, interval id 7:
+# two steps (b1.0, b1.1), each reported under the VTN's event id and the
+# interval's own id (User Guide 7.3)
 event "$V/events/b1.json" b1 0001-01-01T00:00:00Z 3.1.1
-sed -i 's/"createdDateTime":"[^"]*","modificationDateTime":"[^"]*"/"createdDateTime":"2026-03-20 14:58:51","modificationDateTime":"2026-03-20 14:58:51"/' "$V/events/b1.json"
+sed -i 's/"createdDateTime":"[^"]*","modificationDateTime":"[^"]*"/"createdDateTime":"2026-03-20 14:58:51","modificationDateTime":"2026-03-20 14:58:51"/; s/"PT1H"/"PT16S"/; s/"values":\[1.0\]/"values":[1.0,1.2]/; s/"intervals":\[{"id":0,/"intervals":[{"id":7,/' "$V/events/b1.json"
 for i in 2 3 4; do event "$V/events/b$i.json" "b$i" "2030-02-0${i}T00:00:00Z" 3.1.1; done
 # three values over PT3H: three steps of an hour (User Guide 7.3)
 event "$V/events/b5.json" b5 2030-02-05T00:00:00Z 3.1.1
 sed -i 's/"PT1H"/"PT3H"/; s/"values":\[1.0\]/"values":[3.0,2.0,1.0]/' "$V/events/b5.json"
-acts_and_reports b1
+wait_for 60 "b1.0 active (B)" 'ev_is b1.0 active'; ok
+wait_for 30 "the caps lowered (B)" 'num "$(hw_cap 0)" "<" 700'; ok
+sub_reported() { grep -l "\"reportName\":\"pfi b1.$1#" "$V/reports/"*.json 2>/dev/null | head -1; }
+wait_for 60 "reports of both of b1's sub-intervals" '[ -n "$(sub_reported 0)" ] && [ -n "$(sub_reported 1)" ]'; ok
+for k in 0 1; do
+  f=$(sub_reported $k)
+  contains "$f" '"eventID":"b1"'
+  contains "$f" '"intervals":[{"id":7,'
+done
+[ -z "$(ls "$V/refused" 2>/dev/null)" ] || { cat "$V/refused"/* >&2; fail "a report refused (B)"; }; ok
 curl -s -m 5 "$URL/metrics" | grep -q '^pfi_ctl_vtn_nonconformant_accepted_total{kind="local_timestamp"} 1$' ||
   fail "B: the offset-less timestamp not counted once"; ok
 for k in 0 1 2; do
