@@ -234,7 +234,14 @@ for m in FOO PATCH OPTIONS TRACE get; do req "" "$m" /metrics; expect_code 405 "
 # (the fourth refusal of this controller: within the 10 lines a window logs)
 contains "$T/ctl.log" "refused 405 (method): FOO /metrics by an unknown caller: method FOO is not allowed"
 for p in / /page.js /page.css /healthz; do req "" GET "$p"; expect_code 200 "GET $p without a token"; done
-req "$DAVE" POST /v1/events "$EV"; expect_code 403 "dave (read only) writes"
+# the webhook's echo challenge is open too (the VTN holds no operator token;
+# issue 42), both forms, and answers only an unreserved value
+for p in "/openadr3/events?echo=v-1" "/openadr3/events/echo?echo=v-1"; do
+  req "" GET "$p"; expect_code 200 "GET $p without a token"
+  [ "$(cat "$T/body")" = "v-1" ] || fail "GET $p answered $(cat "$T/body")"; ok
+done
+req "" GET "/openadr3/events?echo=%3Cb%3E"; expect_code 400 "an echo of markup"
+req "" POST /openadr3/events "{}"; expect_code 401 "the webhook's POST without a token"
 stop_daemon "$CP" TERM
 
 # ---- the old token_file alone: the operator "operator", every scope (and a schedule file's event) ----
