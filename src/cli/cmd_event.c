@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "ctlconn.h"
+#include "event_kind.h"
 #include "grid_event.h"
 
 typedef struct event_args {
@@ -123,7 +124,16 @@ static int duration_opt(const char *name, const char *arg, double *s)
 
 static int event_create(const event_args *a)
 {
-    int kinds = !isnan(a->reduction) + !isnan(a->target_kw) + (a->level >= 0);
+    /* the kinds create makes (event_kind.c): a new kind adds its option and a row here */
+    const struct {
+        pfi_event_kind kind;
+        double v; /* NaN: not given */
+    } kind[] = {{PFI_EV_REDUCTION, a->reduction},
+                {PFI_EV_TARGET_KW, a->target_kw},
+                {PFI_EV_LEVEL, a->level >= 0 ? a->level : NAN}};
+    int kinds = 0, which = 0;
+    for (int k = 0; k < (int)(sizeof kind / sizeof *kind); k++)
+        if (!isnan(kind[k].v)) kinds++, which = k;
     if (kinds != 1)
         return cli_usage_error("event", "give exactly one of --reduction, --target-kw, --level");
     if (!a->start) return cli_usage_error("event", "create needs --start now|TIME");
@@ -151,9 +161,7 @@ static int event_create(const event_args *a)
     if (a->ramp && duration_opt("--ramp", a->ramp, &ev.ramp_s)) return CLI_USAGE;
     if (a->ramp_down && duration_opt("--ramp-down", a->ramp_down, &ev.ramp_down_s))
         return CLI_USAGE;
-    if (!isnan(a->reduction)) ev.kind = PFI_EV_REDUCTION, ev.reduction_pct = a->reduction;
-    else if (!isnan(a->target_kw)) ev.kind = PFI_EV_TARGET_KW, ev.target_kw = a->target_kw;
-    else ev.kind = PFI_EV_LEVEL, ev.level = a->level;
+    pfi_grid_event_set(&ev, kind[which].kind, kind[which].v);
     if (pfi_grid_event_check(&ev, &e))
         return cli_usage_error("event", "%s", e.msg); /* names the canonical field */
     char *text = pfi_grid_event_format(&ev);
@@ -189,13 +197,14 @@ static int event_create(const event_args *a)
 /* "30%", "120 kW", "level 2" */
 static void target_text(json_t *ev, char *buf, size_t n)
 {
-    json_t *v;
-    if ((v = json_object_get(ev, "reduction_pct"))) snprintf(buf, n, "%g%%", json_number_value(v));
-    else if ((v = json_object_get(ev, "target_kw")))
-        snprintf(buf, n, "%g kW", json_number_value(v));
-    else if ((v = json_object_get(ev, "level")))
-        snprintf(buf, n, "level %lld", (long long)json_integer_value(v));
-    else snprintf(buf, n, "-");
+    snprintf(buf, n, "-");
+    for (size_t k = 0; k < pfi_event_nkinds; k++) {
+        json_t *v = json_object_get(ev, pfi_event_kinds[k].name);
+        if (json_is_number(v)) {
+            snprintf(buf, n, pfi_event_kinds[k].show, json_number_value(v));
+            return;
+        }
+    }
 }
 
 static int event_ls(const event_args *a, const cli_ctl *c)

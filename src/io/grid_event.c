@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "event_kind.h"
 #include "json_obj.h"
 
 static int digits(const char *s, int n, int *v)
@@ -195,9 +196,9 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
         return one_line(pfi_errorf(err, PFI_EPARSE, "event: line %d column %d: %s", je.line,
                                    je.column, je.text),
                         err);
-    int have_dur = 0, have_iso = 0, have_open = 0, kind[3] = {0, 0, 0}; /* reduction_pct, ... */
+    int have_dur = 0, have_iso = 0, have_open = 0, seen[PFI_EV_KINDS_MAX] = {0};
     double iso_s = 0;
-    const pfi_jkey keys[] = {
+    pfi_jkey keys[8 + PFI_EV_KINDS_MAX] = {
         {"id", PFI_J_ANY, 0, ev->id, sizeof ev->id, .fn = id_field},
         {"start", PFI_J_ANY, PFI_J_REQUIRED, &ev->start, .fn = start_field},
         {"duration_s", PFI_J_NUMBER, 0, &ev->duration_s, .lo = 1, .hi = PFI_EVENT_MAX_END_S,
@@ -205,39 +206,59 @@ pfi_status pfi_grid_event_parse(const char *text, size_t len, pfi_grid_event *ev
          .seen = &have_dur},
         {"duration", PFI_J_ANY, 0, &iso_s, .fn = iso_duration_field, .seen = &have_iso},
         {"open_ended", PFI_J_BOOL, .dst = &have_open},
-        {"reduction_pct", PFI_J_NUMBER, PFI_J_LO_OPEN, &ev->reduction_pct, .lo = 0, .hi = 90,
-         .expect = "expected a number in (0, 90]", .code = PFI_ERANGE, .seen = &kind[0]},
-        {"target_kw", PFI_J_NUMBER, PFI_J_HI_OPEN, &ev->target_kw, .lo = 0,
-         .hi = PFI_EVENT_MAX_TARGET_KW, .expect = "expected 0 or more kW, below 1e6",
-         .code = PFI_ERANGE, .seen = &kind[1]},
-        {"level", PFI_J_INTEGER, 0, &ev->level, sizeof ev->level, .lo = 0, .hi = 3,
-         .expect = "expected an integer 0..3", .code = PFI_ERANGE, .seen = &kind[2]},
         {"ramp_s", PFI_J_NUMBER, 0, &ev->ramp_s, .lo = 0, .hi = 86400,
          .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"ramp_down_s", PFI_J_NUMBER, 0, &ev->ramp_down_s, .lo = 0, .hi = 86400,
          .expect = "expected 0..86400 seconds", .code = PFI_ERANGE},
         {"dry_run", PFI_J_BOOL, .dst = &ev->dry_run},
-        {"priority", PFI_J_INTEGER, 0, &ev->priority, sizeof ev->priority, .lo = 0, .hi = 1e9,
-         .expect = "expected an integer 0..1000000000", .code = PFI_ERANGE,
-         .seen = &ev->has_priority},
     };
-    pfi_jopts opts = {.unknown_text = "unknown field (expected id, start, duration_s | duration | "
-                                      "open_ended, "
-                                      "reduction_pct | target_kw | "
-                                      "level, ramp_s, ramp_down_s, dry_run, priority)"};
+    size_t nkeys = 8;
+    for (size_t k = 0; k < pfi_event_nkinds && k < PFI_EV_KINDS_MAX; k++) { /* event_kind.c */
+        const pfi_event_kind_row *r = &pfi_event_kinds[k];
+        keys[nkeys++] = (pfi_jkey){r->name,
+                                   r->integer ? PFI_J_INTEGER : PFI_J_NUMBER,
+                                   r->open,
+                                   (char *)ev + r->offset,
+                                   r->integer ? sizeof(int) : 0,
+                                   r->lo,
+                                   r->hi,
+                                   r->expect,
+                                   PFI_ERANGE,
+                                   .seen = &seen[k]};
+    }
+    pfi_jkey priority = {"priority",
+                         PFI_J_INTEGER,
+                         0,
+                         &ev->priority,
+                         sizeof ev->priority,
+                         .lo = 0,
+                         .hi = 1e9,
+                         .expect = "expected an integer 0..1000000000",
+                         .code = PFI_ERANGE,
+                         .seen = &ev->has_priority};
+    keys[nkeys++] = priority;
+    char kinds_or[160], kinds_and[160], unknown[320];
+    pfi_event_kind_list(kinds_or, sizeof kinds_or, " | ", " | ");
+    pfi_event_kind_list(kinds_and, sizeof kinds_and, ", ", " and ");
+    snprintf(unknown, sizeof unknown,
+             "unknown field (expected id, start, duration_s | duration | open_ended, %s, ramp_s, "
+             "ramp_down_s, dry_run, priority)",
+             kinds_or);
+    pfi_jopts opts = {.unknown_text = unknown};
     pfi_status st = json_is_object(o)
-                        ? PFI_JSON_OBJ_READ(o, keys, &opts, err)
+                        ? pfi_json_obj_read(o, keys, nkeys, &opts, err)
                         : pfi_errorf(err, PFI_EINVAL, "event: expected a JSON object");
     ev->open_ended = have_open;
-    ev->kind = kind[2] ? PFI_EV_LEVEL : kind[1] ? PFI_EV_TARGET_KW : PFI_EV_REDUCTION;
+    int nkind = 0;
+    for (size_t k = 0; k < pfi_event_nkinds && k < PFI_EV_KINDS_MAX; k++)
+        if (seen[k]) nkind++, ev->kind = pfi_event_kinds[k].kind;
     if (!st && have_dur && have_iso)
         st = pfi_errorf(err, PFI_EINVAL, "duration, duration_s: give one of them, not both");
     if (!st && have_iso) ev->duration_s = iso_s, have_dur = 1;
     if (!st && !have_dur && !have_open)
         st = pfi_errorf(err, PFI_EINVAL,
                         "duration_s: missing (or \"open_ended\": true: until cancelled)");
-    if (!st && kind[0] + kind[1] + kind[2] != 1)
-        st = pfi_errorf(err, PFI_EINVAL, "give exactly one of reduction_pct, target_kw and level");
+    if (!st && nkind != 1) st = pfi_errorf(err, PFI_EINVAL, "give exactly one of %s", kinds_and);
     if (!st && !ev->id[0]) gen_id(ev);
     if (!st) st = pfi_grid_event_check(ev, err);
     json_decref(o);
@@ -254,11 +275,10 @@ char *pfi_grid_event_format(const pfi_grid_event *ev)
     if (ev->open_ended) json_object_set_new(o, "open_ended", json_true());
     if (!ev->open_ended || ev->duration_s > 0)
         json_object_set_new(o, "duration_s", json_real(ev->duration_s));
-    if (ev->kind == PFI_EV_REDUCTION)
-        json_object_set_new(o, "reduction_pct", json_real(ev->reduction_pct));
-    else if (ev->kind == PFI_EV_TARGET_KW)
-        json_object_set_new(o, "target_kw", json_real(ev->target_kw));
-    else json_object_set_new(o, "level", json_integer(ev->level));
+    const pfi_event_kind_row *kind = pfi_event_kind_of(ev->kind); /* checked: there is one */
+    double value = pfi_grid_event_value(ev);
+    json_object_set_new(o, kind->name,
+                        kind->integer ? json_integer((json_int_t)value) : json_real(value));
     if (!isnan(ev->ramp_s)) json_object_set_new(o, "ramp_s", json_real(ev->ramp_s));
     if (!isnan(ev->ramp_down_s)) json_object_set_new(o, "ramp_down_s", json_real(ev->ramp_down_s));
     if (ev->dry_run) json_object_set_new(o, "dry_run", json_true());
@@ -285,19 +305,16 @@ pfi_status pfi_grid_event_check(const pfi_grid_event *ev, pfi_error *err)
                                 "least 1 s"
                               : "duration_s: expected at least 1 second, ending by "
                                 "9999-12-31T23:59:59Z, or \"open_ended\": true");
-    if (ev->kind == PFI_EV_REDUCTION) {
-        if (!(ev->reduction_pct > 0 && ev->reduction_pct <= 90))
-            return pfi_errorf(err, PFI_ERANGE, "reduction_pct: expected a number in (0, 90]");
-    } else if (ev->kind == PFI_EV_TARGET_KW) {
-        if (!(ev->target_kw >= 0 && ev->target_kw < PFI_EVENT_MAX_TARGET_KW))
-            return pfi_errorf(err, PFI_ERANGE, "target_kw: expected 0 or more kW, below 1e6");
-    } else if (ev->kind == PFI_EV_LEVEL) {
-        if (ev->level < 0 || ev->level > 3)
-            return pfi_errorf(err, PFI_ERANGE, "level: expected an integer 0..3");
-    } else {
-        return pfi_errorf(err, PFI_EINVAL,
-                          "give exactly one of reduction_pct, target_kw and level");
+    const pfi_event_kind_row *kind = pfi_event_kind_of(ev->kind);
+    if (!kind) {
+        char kinds[160];
+        pfi_event_kind_list(kinds, sizeof kinds, ", ", " and ");
+        return pfi_errorf(err, PFI_EINVAL, "give exactly one of %s", kinds);
     }
+    double v = pfi_grid_event_value(ev);
+    if (!((kind->open & PFI_J_LO_OPEN ? v > kind->lo : v >= kind->lo) &&
+          (kind->open & PFI_J_HI_OPEN ? v < kind->hi : v <= kind->hi)))
+        return pfi_errorf(err, PFI_ERANGE, "%s: %s", kind->name, kind->expect);
     if (ev->has_priority && !(ev->priority >= 0 && ev->priority <= 1000000000))
         return pfi_errorf(err, PFI_ERANGE, "priority: expected an integer 0..1000000000");
     if (!isnan(ev->ramp_s) && !(ev->ramp_s >= 0 && ev->ramp_s <= 86400))

@@ -38,7 +38,9 @@ extern "C" {
 #define PFI_EVENT_MAX_TARGET_KW 1e6
 #define PFI_EVENT_ID_MAX 140 /* characters; OpenADR's 128 and a step suffix */
 
+/* what the event asks; each kind is a row of event_kind.c (its field, range, cut) */
 typedef enum pfi_event_kind { PFI_EV_REDUCTION = 0, PFI_EV_TARGET_KW, PFI_EV_LEVEL } pfi_event_kind;
+#define PFI_EV_KINDS_MAX 8 /* rows the parsers make room for */
 
 typedef struct pfi_grid_event {
     char id[PFI_EVENT_ID_MAX + 1];

@@ -18,6 +18,7 @@
 
 #include "ctl.h"
 #include "ctl_record.h"
+#include "event_kind.h"
 #include "vec.h"
 
 #define GOLDEN PFI_SOURCE_DIR "/tests/data/golden"
@@ -87,10 +88,13 @@ static void take_events(json_t *events)
         v->start = ctl_record_get_num(json_object_get(o, "start"));
         v->duration_s = ctl_record_get_num(json_object_get(o, "duration_s"));
         v->open_ended = (int)json_integer_value(json_object_get(o, "open_ended"));
+        for (size_t k = 0; k < pfi_event_nkinds; k++) { /* every kind's field (event_kind.c) */
+            json_t *x = json_object_get(o, pfi_event_kinds[k].name);
+            pfi_grid_event_set(v, pfi_event_kinds[k].kind,
+                               pfi_event_kinds[k].integer ? (double)json_integer_value(x)
+                                                          : ctl_record_get_num(x));
+        }
         v->kind = (pfi_event_kind)json_integer_value(json_object_get(o, "kind"));
-        v->reduction_pct = ctl_record_get_num(json_object_get(o, "reduction_pct"));
-        v->target_kw = ctl_record_get_num(json_object_get(o, "target_kw"));
-        v->level = (int)json_integer_value(json_object_get(o, "level"));
         v->ramp_s = ctl_record_get_num(json_object_get(o, "ev_ramp_s"));
         v->ramp_down_s = ctl_record_get_num(json_object_get(o, "ev_ramp_down_s"));
         v->dry_run = (int)json_integer_value(json_object_get(o, "dry_run"));

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "event_kind.h"
 #include "grid_event.h"
 #include "openadr.h"
 
@@ -226,9 +227,67 @@ static void rfc3339_years(void **s)
     }
 }
 
+/* the kinds as one table (issue 43): each kind parses, checks its range,
+   formats back and asks the cut both the event and the plan computed */
+static void event_kinds(void **s)
+{
+    (void)s;
+    assert_true(pfi_event_nkinds <= PFI_EV_KINDS_MAX);
+    char list[160];
+    pfi_event_kind_list(list, sizeof list, ", ", " and ");
+    assert_string_equal(list, "reduction_pct, target_kw and level");
+    for (size_t k = 0; k < pfi_event_nkinds; k++) {
+        const pfi_event_kind_row *r = &pfi_event_kinds[k];
+        assert_ptr_equal(pfi_event_kind_of(r->kind), r);
+        assert_true((r->cut_pct != NULL) != (r->target_w != NULL)); /* exactly one */
+        char j[256];
+        double mid = r->integer ? 1 : (r->lo + 1);
+        snprintf(j, sizeof j, "{\"id\":\"k\"," START ",\"duration_s\":60,\"%s\":%g}", r->name, mid);
+        pfi_grid_event ev;
+        pfi_error e;
+        if (pfi_grid_event_parse(j, strlen(j), &ev, &e)) fail_msg("%s -> %s", j, e.msg);
+        assert_int_equal(ev.kind, r->kind);
+        assert_true(pfi_grid_event_value(&ev) == mid);
+        char *f = pfi_grid_event_format(&ev);
+        assert_non_null(strstr(f, r->name));
+        free(f);
+        /* each end of the range: an open end refused, a closed one taken */
+        pfi_grid_event_set(&ev, r->kind, r->lo);
+        assert_int_equal(pfi_grid_event_check(&ev, NULL) == PFI_OK, !(r->open & PFI_J_LO_OPEN));
+        pfi_grid_event_set(&ev, r->kind, r->hi);
+        assert_int_equal(pfi_grid_event_check(&ev, NULL) == PFI_OK, !(r->open & PFI_J_HI_OPEN));
+        pfi_grid_event_set(&ev, r->kind, r->hi + 1);
+        assert_int_not_equal(pfi_grid_event_check(&ev, &e), PFI_OK);
+        assert_non_null(strstr(e.msg, r->name));
+        snprintf(j, sizeof j, "{" START ",\"duration_s\":60,\"%s\":1,\"%s\":1}", r->name,
+                 pfi_event_kinds[(k + 1) % pfi_event_nkinds].name);
+        expect_bad(j, "give exactly one of reduction_pct, target_kw and level");
+    }
+    /* the cut: a share of the baseline, or a target in W whatever it is */
+    const double levels[PFI_EVENT_LEVELS] = {0, 10, 20, 30};
+    pfi_grid_event ev;
+    memset(&ev, 0, sizeof ev);
+    pfi_grid_event_set(&ev, PFI_EV_REDUCTION, 25);
+    pfi_event_cut c = pfi_grid_event_cut(&ev, levels, 8000);
+    assert_true(c.cut_pct == 25 && c.target_w == 8000 * (1 - 25 / 100.0));
+    pfi_grid_event_set(&ev, PFI_EV_LEVEL, 2);
+    c = pfi_grid_event_cut(&ev, levels, 8000);
+    assert_true(c.cut_pct == 20 && c.target_w == 8000 * (1 - 20 / 100.0));
+    pfi_grid_event_set(&ev, PFI_EV_TARGET_KW, 6);
+    c = pfi_grid_event_cut(&ev, levels, 8000);
+    assert_true(c.target_w == 6000 && c.cut_pct == 100 * (1 - 6 * 1000 / 8000.0));
+    c = pfi_grid_event_cut(&ev, levels, 0); /* no baseline: no share, the target stands */
+    assert_true(c.target_w == 6000 && isnan(c.cut_pct));
+    ev.kind = (pfi_event_kind)99;
+    c = pfi_grid_event_cut(&ev, levels, 8000);
+    assert_true(isnan(c.cut_pct) && isnan(c.target_w));
+    assert_null(pfi_event_kind_of(ev.kind));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(canonical), cmocka_unit_test(iso_duration),
-                                       cmocka_unit_test(openadr), cmocka_unit_test(rfc3339_years)};
+                                       cmocka_unit_test(openadr), cmocka_unit_test(rfc3339_years),
+                                       cmocka_unit_test(event_kinds)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

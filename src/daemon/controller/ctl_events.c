@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "event_kind.h"
 
 ctl_event *ctl_event_find(ctl *c, const char *id)
 {
@@ -21,11 +22,7 @@ ctl_event *ctl_event_find(ctl *c, const char *id)
 
 double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e)
 {
-    double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
-                 : e->ev.kind == PFI_EV_LEVEL   ? cfg->level_cut_pct[e->ev.level]
-                                                : NAN;
-    return e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw * 1000
-                                          : e->baseline_w * (1 - cut / 100);
+    return pfi_grid_event_cut(&e->ev, cfg->level_cut_pct, e->baseline_w).target_w;
 }
 
 static int finished(const ctl_event *e)

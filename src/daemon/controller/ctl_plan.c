@@ -22,6 +22,7 @@
 
 #include "ctl.h"
 #include "ctl_alloc_in.h"
+#include "event_kind.h"
 
 double ctl_plan_base_w(const ctl_cfg *cfg, const ctl_state *s, const ctl_job *j)
 {
@@ -36,10 +37,7 @@ double ctl_event_cut_pct(const ctl_cfg *cfg, const ctl_state *s, const ctl_event
 {
     double ramp = isnan(e->ev.ramp_s) ? cfg->ramp_s : e->ev.ramp_s;
     if (ramp > 0) return NAN; /* a ramp starts from no cut: the loop follows it */
-    double cut = e->ev.kind == PFI_EV_REDUCTION ? e->ev.reduction_pct
-                 : e->ev.kind == PFI_EV_LEVEL   ? cfg->level_cut_pct[e->ev.level]
-                 : s->plan_base_w > 0 ? 100 * (1 - e->ev.target_kw * 1000 / s->plan_base_w)
-                                      : NAN;
+    double cut = pfi_grid_event_cut(&e->ev, cfg->level_cut_pct, s->plan_base_w).cut_pct;
     return cut > 0 ? fmin(cut, 90) : NAN;
 }
 

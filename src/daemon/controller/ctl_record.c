@@ -22,6 +22,7 @@
 
 #include "ctl.h"
 #include "ctl_record.h"
+#include "event_kind.h"
 
 static FILE *g_rec;
 static json_t *g_pending; /* this period's inputs, until its decision is known */
@@ -92,9 +93,14 @@ json_t *ctl_record_event(const ctl_event *e)
     json_object_set_new(o, "duration_s", ctl_record_num(v->duration_s));
     json_object_set_new(o, "open_ended", json_integer(v->open_ended));
     json_object_set_new(o, "kind", json_integer(v->kind));
-    json_object_set_new(o, "reduction_pct", ctl_record_num(v->reduction_pct));
-    json_object_set_new(o, "target_kw", ctl_record_num(v->target_kw));
-    json_object_set_new(o, "level", json_integer(v->level));
+    for (size_t k = 0; k < pfi_event_nkinds; k++) { /* every kind's field, whatever the kind */
+        pfi_grid_event as = *v;
+        as.kind = pfi_event_kinds[k].kind;
+        double x = pfi_grid_event_value(&as);
+        json_object_set_new(o, pfi_event_kinds[k].name,
+                            pfi_event_kinds[k].integer ? json_integer((json_int_t)x)
+                                                       : ctl_record_num(x));
+    }
     json_object_set_new(o, "ev_ramp_s", ctl_record_num(v->ramp_s));
     json_object_set_new(o, "ev_ramp_down_s", ctl_record_num(v->ramp_down_s));
     json_object_set_new(o, "dry_run", json_integer(v->dry_run));

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "event_kind.h"
 #include "plot.h"
 #include "vec.h"
 
@@ -250,12 +251,8 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_t *jobs = jobs_json(c, e, steady0, end);
     char t0[40];
     pfi_rfc3339_format(start, t0, sizeof t0);
-    const char *kind = e->ev.kind == PFI_EV_REDUCTION   ? "reduction_pct"
-                       : e->ev.kind == PFI_EV_TARGET_KW ? "target_kw"
-                                                        : "level";
-    double val = e->ev.kind == PFI_EV_REDUCTION   ? e->ev.reduction_pct
-                 : e->ev.kind == PFI_EV_TARGET_KW ? e->ev.target_kw
-                                                  : e->ev.level;
+    const char *kind = pfi_event_kind_of(e->ev.kind)->name; /* checked where it entered */
+    double val = pfi_grid_event_value(&e->ev);
     /* an event cancelled before it started has no baseline nor target: null */
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:f,s:{s:s,s:f},s:o,s:o,s:f,s:o,s:o}", "id", e->ev.id,
                           "status", ctl_event_status_name(e->status), "source", e->ev.source,
