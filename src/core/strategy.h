@@ -77,6 +77,17 @@ typedef enum pfi_shed {
     PFI_SHED_ENVELOPE,      /* the envelope greedy on the believed curves */
 } pfi_shed;
 
+/* How the controller learns online (its learners: the rows of
+ * src/daemon/controller/ctl_learn.c, one per way, not per strategy): a new
+ * learning strategy that learns as one of these is a row of strategy.c. */
+typedef enum pfi_learning {
+    PFI_LEARNS_NOTHING = 0, /* allocates on what `believes` names, each period afresh */
+    PFI_LEARNS_FIT,         /* observes each job at its settled caps and fits a curve estimate
+                               (the predicted curve its prior): closed-loop */
+    PFI_LEARNS_ROUNDS,      /* rounds of measured, pessimistic moves (pfi_online_*) set the
+                               jobs' targets each period: safe-online */
+} pfi_learning;
+
 typedef pfi_status (*pfi_strategy_allocate_fn)(const pfi_alloc_job *jobs, size_t n, double budget_w,
                                                const pfi_alloc_opts *o, pfi_alloc_out *out,
                                                pfi_alloc_result *res, pfi_error *err);
@@ -93,6 +104,7 @@ typedef struct pfi_strategy_ops {
     double (*weight)(const pfi_alloc_job *j, int normalized);
     const char *weight_of;
     pfi_belief believes;
+    pfi_learning learns; /* online, in the controller (PFI_TRAIT_CLOSED_LOOP: not NOTHING) */
     pfi_shed shed;
     /* online (the controller): what runs instead when a job lacks what this
      * strategy needs (a predicted curve): itself when nothing does */

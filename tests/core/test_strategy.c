@@ -25,6 +25,9 @@ static void rows_in_order(void **s)
         /* a weight has a name for messages; a column is named */
         assert_true(!t->weight == !t->weight_of);
         assert_true(!(t->needs & PFI_NEEDS_COLUMN) == !t->column);
+        /* a closed-loop strategy says how the controller learns (ctl_learn.c) */
+        assert_int_equal(t->learns != PFI_LEARNS_NOTHING,
+                         pfi_strategy_has(t->id, PFI_TRAIT_CLOSED_LOOP));
         /* the fallback and the one-shot strategy are strategies that need
          * no predicted curve beyond what runs them */
         assert_non_null(pfi_strategy_get(t->fallback));
@@ -64,6 +67,8 @@ static void controller_choices(void **s)
     assert_true(pfi_strategy_has(PFI_STRAT_CLOSED_LOOP, PFI_TRAIT_CLOSED_LOOP));
     assert_true(pfi_strategy_has(PFI_STRAT_SAFE_ONLINE, PFI_TRAIT_CLOSED_LOOP));
     assert_false(pfi_strategy_has(PFI_STRAT_CURVE_AWARE, PFI_TRAIT_CLOSED_LOOP));
+    assert_int_equal(pfi_strategy_get(PFI_STRAT_CLOSED_LOOP)->learns, PFI_LEARNS_FIT);
+    assert_int_equal(pfi_strategy_get(PFI_STRAT_SAFE_ONLINE)->learns, PFI_LEARNS_ROUNDS);
     /* the configuration's list: the default first, then table order */
     char list[256];
     size_t len = pfi_strategy_list(PFI_TRAIT_CONTROLLER, PFI_STRAT_SAFE_ONLINE, ", ", " or ", list,

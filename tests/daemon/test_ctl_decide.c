@@ -470,6 +470,39 @@ static void test_curve_strategy_falls_back(void **st)
     assert_true(fabs(find("b")->alloc_w - b_w) < 1e-9);
 }
 
+/* the controller learns by the strategy row's `learns` (ctl_learn.c), not by
+   which strategy it is: closed-loop keeps the settled periods' points,
+   safe-online runs rounds, pfi-aware does neither */
+static int learned(const char *strategy, size_t *nobs)
+{
+    ctl_state_free(&g_st);
+    ctl_config_free(&g_cfg);
+    setup(NULL);
+    char extra[128];
+    snprintf(extra, sizeof extra, ", \"strategy\": \"%s\", \"profile\": false", strategy);
+    ctl_config_free(&g_cfg);
+    config(extra);
+    two_jobs_event(-1, 0.5, 1.5, "e", 60, 20);
+    for (int t = 101; t < 106; t++) {
+        apply_caps(1.0);
+        decide(t);
+    }
+    *nobs = find("a")->nobs + find("b")->nobs;
+    return (int)ctl_online_rounds(&g_st);
+}
+
+static void test_learners_by_row(void **st)
+{
+    (void)st;
+    size_t nobs;
+    assert_int_equal(learned("pfi-aware", &nobs), 0);
+    assert_int_equal(nobs, 0);
+    assert_int_equal(learned("closed-loop", &nobs), 0);
+    assert_true(nobs >= 2); /* both jobs, settled at their caps */
+    assert_true(learned("safe-online", &nobs) > 0);
+    assert_int_equal(nobs, 0);
+}
+
 /* the profile tests' plant: each job's GPUs draw min(2400 W, its cap x
    GPUs) and train at 1000 x sqrt(power / 2400) tokens/s */
 static void plant(void)
@@ -1000,6 +1033,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_ends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_claims_telemetry_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_learners_by_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),

@@ -7,8 +7,7 @@
 
 #include "ctl.h"
 #include "ctl_alloc_in.h"
-#include "pfi/features.h"
-#include "pfi/metrics.h"
+#include "ctl_learn.h"
 #include "strategy.h"
 
 int ctl_alloc_in_new(ctl_alloc_in *a, size_t n)
@@ -66,54 +65,4 @@ void ctl_alloc_in_opts(const ctl_alloc_in *a, const ctl_cfg *cfg, pfi_alloc_opts
     /* the strategy table's rule (strategy.h): its fallback when a job has no
        curve, then what a one-shot allocation runs for it */
     o->strategy = pfi_strategy_runs_as(pfi_strategy_fallback(cfg->strategy, missing_curve));
-}
-
-/* the model's features from the agent's training means, by the one
-   formula of each (pfi_feature_from_metrics) */
-int ctl_job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
-{
-    double m[PFI_M_COUNT], x[32];
-    for (size_t k = 0; k < PFI_M_COUNT; k++) m[k] = NAN;
-    m[PFI_M_DRAM_ACTIVE] = j->feat_dram;
-    m[PFI_M_MEM_COPY_UTIL] = j->feat_copy;
-    m[PFI_M_PIPE_TENSOR_ACTIVE] = j->feat_tensor;
-    m[PFI_M_SM_ACTIVE] = j->feat_sm;
-    size_t p = cm->p < 32 ? cm->p : 32;
-    for (size_t k = 0; k < p; k++) {
-        int known;
-        x[k] = pfi_feature_from_metrics(cm->features[k], m, &known);
-        if (!known || !isfinite(x[k])) return -1;
-    }
-    double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
-    return pfi_curve_model_curve(&cm->curve, x, j->hw_max_w, tmax, j->base_w, out, NULL) == PFI_OK
-               ? 0
-               : -1;
-}
-
-int ctl_job_belief(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j, double base_w,
-                   double base_tokens, pfi_curve *out)
-{
-    if (cfg->strategy == PFI_STRAT_CURVE_AWARE) return cm ? ctl_job_curve(cm, j, out) : -1;
-    if (cfg->strategy != PFI_STRAT_CLOSED_LOOP) return -1;
-    pfi_alloc_job aj = {j->gpus,
-                        base_tokens > 0 ? base_tokens : 1,
-                        base_w,
-                        j->gpus * j->cap_min_w * 0.97,
-                        NULL,
-                        NULL,
-                        j->pfi_pred > 0 ? j->pfi_pred : 1,
-                        0,
-                        0,
-                        j->tier,
-                        j->cap_min_w,
-                        j->cap_max_w,
-                        NULL,
-                        NULL,
-                        0};
-    pfi_curve prior;
-    int hp = cm && ctl_job_curve(cm, j, &prior) == 0;
-    if (hp) aj.pred_curve = &prior;
-    int ok = pfi_alloc_curve_estimate(&aj, j->obs_p, j->obs_t, j->nobs, out, NULL) == PFI_OK;
-    if (hp) pfi_curve_dispose(&prior);
-    return ok ? 0 : -1;
 }

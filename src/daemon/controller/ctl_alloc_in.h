@@ -35,14 +35,4 @@ void ctl_alloc_in_belief(ctl_alloc_in *a, const struct ctl_cfg *cfg, const pfi_m
  * (closed-loop: curve-aware on its estimates; safe-online: its reference) */
 void ctl_alloc_in_opts(const ctl_alloc_in *a, const struct ctl_cfg *cfg, pfi_alloc_opts *o);
 
-/* the job's predicted throughput curve from the curve model (0), or -1 */
-int ctl_job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out);
-/* the curve the configured strategy believes for job j with this baseline:
- * closed-loop's estimate from the job's observations (the curve model as
- * its prior), curve-aware's model curve; 0 and *out set when there is one
- * (the caller disposes of it), -1 otherwise (and for every other strategy).
- * cm: NULL when there is no curve model. */
-int ctl_job_belief(const struct ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j,
-                   double base_w, double base_tokens, pfi_curve *out);
-
 #endif

@@ -33,6 +33,7 @@
 #include "ctl.h"
 #include "ctl_alloc_in.h"
 #include "ctl_jobidx.h"
+#include "ctl_learn.h"
 #include "power_control.h"
 #include "vec.h"
 
@@ -333,17 +334,6 @@ static double assumed_w(const ctl_job *j, const ctl_inputs *in, double now)
     return now < lease_until ? j->measured_w : fmax(j->base_w, j->gpus * j->cap_max_w * 0.97);
 }
 
-/* closed-loop observes a job where it runs (settled: at the cap we gave it
-   last period) */
-static void observe(ctl_job *j)
-{
-    if (j->alloc_cap_w > 0 && fabs(j->cap_w - j->alloc_cap_w) < 0.5 && isfinite(j->tokens_per_s) &&
-        j->nobs < 64 && j->measured_w < j->base_w * 0.995) {
-        j->obs_p[j->nobs] = j->measured_w;
-        j->obs_t[j->nobs++] = j->tokens_per_s;
-    }
-}
-
 /* the period's allocation inputs: reachable jobs with their baselines;
    unreachable ones as fixed load (*fixed_w); *meas_w the measured total */
 static void period_inputs(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s,
@@ -364,7 +354,7 @@ static void period_inputs(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state
         pfi_pc_job *x = ctl_alloc_in_add(ai, j, k, j->base_w, j->base_tokens);
         pfi_pc_learn_ratio(x);
         j->ratio = x->ratio;
-        if (cfg->strategy == PFI_STRAT_CLOSED_LOOP) observe(j);
+        ctl_learn_observe(cfg, j); /* the strategy's learner (ctl_learn.c) */
         ctl_alloc_in_belief(ai, cfg, cm, j);
     }
 }
@@ -424,8 +414,7 @@ static int control(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, co
         return -1;
     }
     period_inputs(cfg, cm, s, in, now, &ai, &fixed, &meas);
-    if (cfg->strategy == PFI_STRAT_SAFE_ONLINE)
-        ctl_online_period(cfg, s, &d->notes, budget, fixed, ai.pj, ai.idx, ai.np);
+    ctl_learn_period(cfg, s, &d->notes, budget, fixed, ai.pj, ai.idx, ai.np);
     /* feedback only on a settled plant: the same caps and budget for a whole
        period before this one (a ramp or a new allocation is not an error to
        integrate); dips cannot wind it up either (power_control.h) */

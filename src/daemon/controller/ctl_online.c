@@ -263,7 +263,7 @@ static pfi_status restate(const ctl_cfg *cfg, const ctl_state *c, ctl_online_t *
     }
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
-    ao.strategy = PFI_STRAT_SAFE_ONLINE;
+    ao.strategy = cfg->strategy; /* a strategy that learns in rounds (ctl_learn.c) */
     pfi_online_opts oo;
     pfi_online_opts_default(&oo);
     oo.period_s = cfg->period_s;
