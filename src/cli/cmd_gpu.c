@@ -31,9 +31,7 @@ typedef struct gpu_args {
 
 #define OPT_T gpu_args
 static const pfi_opt gpu_options[] = {
-    OPT_STRING(0, "backend", backend, "SPEC",
-               "nvml (default; libnvidia-ml.so.1, or $PFI_NVML_LIBRARY) or sim[:OPTIONS] "
-               "(simulated GPUs, docs/agent.md)"),
+    OPT_STRING_HELP_OF(0, "backend", backend, "SPEC", pfi_gpu_backend_help),
     OPT_BOOLEAN(0, "json", json, "print one JSON object (missing values null)"), OPT_HELP(),
     OPT_END()};
 #undef OPT_T

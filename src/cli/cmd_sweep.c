@@ -27,7 +27,7 @@ typedef struct sweep_args {
 #define OPT_T sweep_args
 static const pfi_opt sweep_options[] = {
     OPT_DIRNAME(0, "out", out, "DIR", "output directory (required)"),
-    OPT_STRING(0, "backend", backend, "SPEC", "nvml (default) or sim[:OPTIONS] (see pfi-agent(8))"),
+    OPT_STRING_HELP_OF(0, "backend", backend, "SPEC", pfi_gpu_backend_help),
     OPT_STRING(0, "gpus", gpus_s, "LIST", "GPU indices (default: all; sim: the simulated job's)"),
     OPT_STRING(0, "caps", caps_s, "LIST",
                "per-GPU caps in W (default: the default limit down to the minimum in 100 W steps)"),

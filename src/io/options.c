@@ -339,6 +339,13 @@ void pfi_opts_dispose(const pfi_opts *spec, void *args)
     free(f);
 }
 
+/* an option's help text: its own, or what its table writes */
+static const char *help_text(const pfi_opt *o)
+{
+    const char *h = o->help_of ? o->help_of() : o->help;
+    return h ? h : "";
+}
+
 /* ---------------------------------------------------------------- help */
 
 enum { HELP_WIDTH = 79, HELP_LEFT_MAX = 26 };
@@ -412,7 +419,7 @@ void pfi_opts_help(const pfi_opts *spec, FILE *out)
         } else {
             fprintf(out, "%*s", (int)(col - w), "");
         }
-        wrapped(out, f[i].o->help ? f[i].o->help : "", col, col);
+        wrapped(out, help_text(f[i].o), col, col);
     }
     free(f);
     if (spec->footer) fprintf(out, "\n%s", spec->footer);
@@ -452,7 +459,7 @@ static void man_option(const pfi_opt *o, FILE *out)
         fputs("\"", out);
     }
     fputc('\n', out);
-    const char *h = o->help ? o->help : "";
+    const char *h = help_text(o);
     for (const char *p = h; *p;) {
         size_t w = strcspn(p, "\n");
         roff(out, p, w, 0);
@@ -672,7 +679,7 @@ static void zsh_option(FILE *out, const pfi_opt *o)
                 eq);
     else if (o->long_name) fprintf(out, "'%s--%s%s[", rep, o->long_name, eq);
     else fprintf(out, "'%s-%c%s[", rep, o->short_name, plus);
-    zsh_text(out, o->help, 0);
+    zsh_text(out, help_text(o), 0);
     fputs("]", out);
     if (o->argh) {
         fputc(':', out);

@@ -57,15 +57,17 @@ typedef int (*pfi_opt_cb)(const pfi_opts_ctx *ctx, const pfi_opt *o, const char 
 
 struct pfi_opt {
     pfi_opt_kind kind;
-    int short_name;        /* 0: none */
-    const char *long_name; /* NULL: none */
-    size_t offset;         /* of the value in the struct */
-    const char *argh;      /* the argument's name in help ("FILE"); NULL: no argument */
-    const char *help;      /* one paragraph; "\n" breaks a line */
-    const char *choices;   /* "csv|json|table": completion, help, PFI_OPT_CHOICE's check */
-    unsigned flags;        /* PFI_OPT_ARG_* */
-    double lo, hi, scale;  /* numbers: range, and a factor applied after the check (0: none) */
-    int ival;              /* PFI_OPT_SET_INT */
+    int short_name;               /* 0: none */
+    const char *long_name;        /* NULL: none */
+    size_t offset;                /* of the value in the struct */
+    const char *argh;             /* the argument's name in help ("FILE"); NULL: no argument */
+    const char *help;             /* one paragraph; "\n" breaks a line */
+    const char *(*help_of)(void); /* instead of help: a text another table writes (the GPU
+                                     backends' for --backend, gpu_backends.c) */
+    const char *choices;          /* "csv|json|table": completion, help, PFI_OPT_CHOICE's check */
+    unsigned flags;               /* PFI_OPT_ARG_* */
+    double lo, hi, scale; /* numbers: range, and a factor applied after the check (0: none) */
+    int ival;             /* PFI_OPT_SET_INT */
     pfi_opt_cb cb;
     const pfi_opt *include; /* PFI_OPT_INCLUDE */
 };
@@ -192,6 +194,12 @@ int pfi_opts_completion(const char *shell, const char *prog, const pfi_opts_sub 
     {                                                                                              \
         .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
         .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help = (h), .flags = PFI_OPT_ARG_DIR  \
+    }
+/* a string whose help text help_fn writes from a table of its values */
+#define OPT_STRING_HELP_OF(s, l, f, a, fn)                                                         \
+    {                                                                                              \
+        .kind = PFI_OPT_STRING, .short_name = (s), .long_name = (l),                               \
+        .offset = PFI_OPT_AT(f, const char *), .argh = (a), .help_of = (fn)                        \
     }
 /* a string the command checks itself; choices for help and completion */
 #define OPT_STRING_OF(s, l, f, ch, h)                                                              \

@@ -130,6 +130,8 @@ typedef struct pfi_gpu_backend_info {
 } pfi_gpu_backend_info;
 /* the table (*table; its rows) */
 size_t pfi_gpu_backends(const pfi_gpu_backend_info **table);
+/* the --backend option's help, written from the rows (name, help, options) */
+const char *pfi_gpu_backend_help(void);
 /* the backend a spec names ("sim:gpus=4" -> sim, *opts "gpus=4"; NULL spec:
    the default, nvml); NULL when it names none */
 const pfi_gpu_backend_info *pfi_gpu_backend_of(const char *spec, const char **opts);

@@ -4,6 +4,7 @@
  * backends' names at each site (issue 43: a backend was chosen by strcmp
  * and named at nine sites; adding one, e.g. AMD SMI by dlopen, touched 14
  * files). A new backend is its file of ops and one row here. */
+#include <stdio.h>
 #include <string.h>
 
 #include "gpu_internal.h"
@@ -27,7 +28,8 @@ static const pfi_gpu_backend_info backends[] = {
      .open = open_nvml,
      .needs_admin = 1,
      .simulated = 0,
-     .help = "NVIDIA GPUs through NVML (libnvidia-ml.so.1, loaded with dlopen)",
+     .help = "NVIDIA GPUs through NVML (libnvidia-ml.so.1, or $PFI_NVML_LIBRARY, loaded with "
+             "dlopen)",
      .options = ""},
     {.name = "sim",
      .open = open_sim,
@@ -37,6 +39,23 @@ static const pfi_gpu_backend_info backends[] = {
      .options = "gpus, model, job=ID:GROUP@A-B, tau, delay, load, noise, seed, state, "
                 "steplogs, idle, name"},
 };
+
+const char *pfi_gpu_backend_help(void)
+{
+    static char text[1024]; /* constant once written: the rows are */
+    if (text[0]) return text;
+    size_t used = 0, n = sizeof backends / sizeof *backends;
+    for (size_t i = 0; i < n && used < sizeof text; i++) {
+        const pfi_gpu_backend_info *b = &backends[i];
+        int w = snprintf(text + used, sizeof text - used, "%s%s%s%s: %s%s%s%s", i ? "; " : "",
+                         b->name, b->options[0] ? "[:OPTIONS]" : "", i ? "" : " (default)", b->help,
+                         b->options[0] ? " (OPTIONS, comma-separated: " : "", b->options,
+                         b->options[0] ? ")" : "");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return text;
+}
 
 size_t pfi_gpu_backends(const pfi_gpu_backend_info **table)
 {

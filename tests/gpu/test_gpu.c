@@ -310,12 +310,36 @@ static void clock_scale(void **s)
     pfi_clock_set(1, PFI_CLOCK_DEFAULT_EPOCH, NULL);
 }
 
+/* the backend table (gpu_backends.c) writes --backend's help: every row's
+   name, text and options, the first the default; and selection reads it */
+static void backend_table(void **s)
+{
+    (void)s;
+    const pfi_gpu_backend_info *t;
+    size_t n = pfi_gpu_backends(&t);
+    assert_true(n >= 2);
+    const char *help = pfi_gpu_backend_help();
+    char first[64];
+    snprintf(first, sizeof first, "%s (default)", t[0].name);
+    assert_non_null(strstr(help, first));
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(strstr(help, t[i].name));
+        assert_non_null(strstr(help, t[i].help));
+        assert_non_null(strstr(help, t[i].options));
+        const char *opts;
+        assert_ptr_equal(pfi_gpu_backend_of(t[i].name, &opts), &t[i]);
+        assert_string_equal(opts, "");
+    }
+    assert_null(pfi_gpu_backend_of("amdsmi", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sim_dynamics),          cmocka_unit_test(sim_delay),
         cmocka_unit_test(sim_steplog_and_state), cmocka_unit_test(sim_bad_options),
         cmocka_unit_test(nvml_double),           cmocka_unit_test(clock_scale),
+        cmocka_unit_test(backend_table),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

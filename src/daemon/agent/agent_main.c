@@ -43,10 +43,7 @@
 
 #define OPT_T agent_cfg
 static const pfi_opt agent_options[] = {
-    OPT_STRING(0, "backend", backend, "SPEC",
-               "nvml (default) or sim[:OPTIONS], simulated GPUs; OPTIONS, comma-separated: "
-               "gpus=N, model=H200|H100, job=ID:GROUP@A-B, tau=S, load=S, noise=F, seed=N, "
-               "state=FILE, steplogs=DIR, idle (pfi-agent(8), docs/agent.md)"),
+    OPT_STRING_HELP_OF(0, "backend", backend, "SPEC", pfi_gpu_backend_help),
     OPT_STRING(0, "listen", listen, "ADDR:PORT",
                "(default 127.0.0.1:9477; port 0 picks a free one)"),
     OPT_FILENAME(0, "port-file", port_file, "FILE", "write the bound port here once listening"),
