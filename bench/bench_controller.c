@@ -41,9 +41,13 @@
  * agents period p99 < 1 s, trigger -> every cap p99 < 200 ms; 25,000 agents
  * period p99 < 2 s with every agent answering every period (/healthz's
  * agents_up), controller RSS < 2 GiB.
+ * BENCH_CTL_IDLE=S (issue 43) first measures the controller idle for S
+ * seconds (no event, profiles off): CPU seconds and voluntary context
+ * switches per minute, all its threads, the farm excluded.
  * Needs PFI_CONTROLLER_BIN and PFI_AGENT_BIN (scripts/run-bench.sh sets
  * them); raises its open-file limit, the hard one too where allowed (root):
  * 25,000 agents are 25,000 connections on each side. */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -433,6 +437,48 @@ static double proc_cpu_s(pid_t p)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* the voluntary context switches of every thread of p (/proc/p/task/N/status) */
+static double proc_vcs(pid_t p)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)p);
+    DIR *d = opendir(path);
+    if (!d) return NAN;
+    double sum = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char st[128], line[256];
+        snprintf(st, sizeof st, "/proc/%d/task/%.32s/status", (int)p, de->d_name);
+        FILE *f = fopen(st, "r");
+        if (!f) continue;
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "voluntary_ctxt_switches:", 24)) sum += atof(line + 24);
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* BENCH_CTL_IDLE=S (issue 43): the controller idle (no event; the
+   configuration turns profiles off) for S seconds: its CPU seconds (all
+   threads, /proc/PID/stat) and voluntary context switches (every thread)
+   per minute; the farm is another process and is not counted */
+static void idle_phase(pid_t p, unsigned nfarm, double period_s, double secs)
+{
+    double c0 = proc_cpu_s(p), v0 = proc_vcs(p), t0 = bench_now();
+    while (bench_now() - t0 < secs) usleep(200000);
+    double dt = bench_now() - t0, c = proc_cpu_s(p) - c0, v = proc_vcs(p) - v0;
+    char what[128];
+    printf("bench controller %u agents: idle %.0f s (no event, period %g s, no profiles)\n", nfarm,
+           dt, period_s);
+    snprintf(what, sizeof what, "controller %ux8 idle: CPU per minute", nfarm);
+    BENCH_RESULT(what, c * 60 / dt, "s", "reported (issue 43: the loop sleeps)");
+    snprintf(what, sizeof what, "controller %ux8 idle: voluntary context switches per minute",
+             nfarm);
+    BENCH_RESULT(what, v * 60 / dt, "", "reported");
+}
+
 static double proc_rss_mib(pid_t p, const char *field)
 {
     char path[64], line[256];
@@ -686,13 +732,14 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     if (!f) return;
     /* BENCH_CTL_PERIOD (1 s): a longer one shows a trigger's fan-out between periods (at
        1 s most triggers land in a collection at 12,500 agents) */
-    const char *pe = getenv("BENCH_CTL_PERIOD");
-    double period_s = pe && atof(pe) >= 0.1 ? atof(pe) : 1;
+    const char *pe = getenv("BENCH_CTL_PERIOD"), *ie = getenv("BENCH_CTL_IDLE");
+    double period_s = pe && atof(pe) >= 0.1 ? atof(pe) : 1, idle_s = ie ? atof(ie) : 0;
     fprintf(f,
             "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
             "\"control_period_s\": %g, \"baseline_window_s\": %g, \"lease_s\": %g, "
-            "\"ramp_s\": 0, \"default_tier\": 3, \"agents\": [",
-            tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s));
+            "\"ramp_s\": 0, \"default_tier\": 3, %s\"agents\": [",
+            tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s),
+            idle_s > 0 ? "\"profile\": false, " : "");
     for (unsigned i = 0; i < nfarm; i++)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
@@ -720,6 +767,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     while (bench_now() - t_start < 300 + 5 * period_s && (health(url, &cy, &per) || cy < 4))
         usleep(100000);
     double startup_s = bench_now() - t_start;
+    if (idle_s > 0) idle_phase(p, nfarm, period_s, idle_s);
     const char *pr = getenv("BENCH_CTL_PROFILE");
     if (!(pr && atoi(pr) == 0)) profile_phase(url, nfarm, period_s);
     double t_sent;

@@ -22,3 +22,8 @@ for b in "$dir"/bench/bench_*; do
     *) taskset -c 0 "$b" 2>/dev/null || "$b" ;;
   esac
 done
+# the benchmarks written in sh (a controller and an agent, timed by polling)
+for b in "$(dirname "$0")"/../bench/bench_*.sh; do
+  echo "== $(basename "$b")"
+  sh "$b"
+done
