@@ -8,14 +8,15 @@
 
 #include "json_obj.h"
 
-static double reduction_cut(const pfi_grid_event *ev, const double *level_cut_pct)
+static double reduction_cut(const pfi_grid_event *ev, const double *level_cut_pct, double base_w)
 {
-    (void)level_cut_pct;
+    (void)level_cut_pct, (void)base_w;
     return ev->reduction_pct;
 }
 
-static double level_cut(const pfi_grid_event *ev, const double *level_cut_pct)
+static double level_cut(const pfi_grid_event *ev, const double *level_cut_pct, double base_w)
 {
+    (void)base_w;
     return ev->level >= 0 && ev->level < PFI_EVENT_LEVELS ? level_cut_pct[ev->level] : NAN;
 }
 
@@ -93,7 +94,7 @@ pfi_event_cut pfi_grid_event_cut(const pfi_grid_event *ev, const double *level_c
         c.target_w = r->target_w(ev);
         c.cut_pct = base_w > 0 ? 100 * (1 - c.target_w / base_w) : NAN;
     } else {
-        c.cut_pct = r->cut_pct(ev, level_cut_pct);
+        c.cut_pct = r->cut_pct(ev, level_cut_pct, base_w);
         c.target_w = base_w * (1 - c.cut_pct / 100);
     }
     return c;

@@ -32,10 +32,10 @@ typedef struct pfi_event_kind_row {
     unsigned open;      /* PFI_J_LO_OPEN | PFI_J_HI_OPEN (json_obj.h): an end excluded */
     const char *expect; /* the range error's text: "expected a number in (0, 90]" */
     const char *show;   /* printf format of the value for people: "%g%%", "%g kW" */
-    /* the cut it asks, exactly one of the two: a share of the baseline in %
-       (level_cut_pct: the configured cut of each grid level), or a GPU power
-       target in W whatever the baseline */
-    double (*cut_pct)(const pfi_grid_event *ev, const double *level_cut_pct);
+    /* the cut it asks, exactly one of the two: a share of the baseline
+       base_w in % (level_cut_pct: the configured cut of each grid level), or
+       a GPU power target in W whatever the baseline */
+    double (*cut_pct)(const pfi_grid_event *ev, const double *level_cut_pct, double base_w);
     double (*target_w)(const pfi_grid_event *ev);
 } pfi_event_kind_row;
 
