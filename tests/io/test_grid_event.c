@@ -261,7 +261,9 @@ static void event_kinds(void **s)
         assert_non_null(strstr(e.msg, r->name));
         snprintf(j, sizeof j, "{" START ",\"duration_s\":60,\"%s\":1,\"%s\":1}", r->name,
                  pfi_event_kinds[(k + 1) % pfi_event_nkinds].name);
-        expect_bad(j, "give exactly one of reduction_pct, target_kw and level");
+        char want[200];
+        snprintf(want, sizeof want, "give exactly one of %s", list);
+        expect_bad(j, want);
     }
     /* the cut: a share of the baseline, or a target in W whatever it is */
     const double levels[PFI_EVENT_LEVELS] = {0, 10, 20, 30};
