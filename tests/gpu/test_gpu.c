@@ -330,7 +330,7 @@ static void backend_table(void **s)
         assert_ptr_equal(pfi_gpu_backend_of(t[i].name, &opts), &t[i]);
         assert_string_equal(opts, "");
     }
-    assert_null(pfi_gpu_backend_of("amdsmi", NULL));
+    assert_null(pfi_gpu_backend_of("nosuch", NULL));
 }
 
 int main(void)
