@@ -320,6 +320,8 @@ void ctl_agents_service(ctl *c);
 /* wake the transfers in progress, or the loop between periods (any
    thread): a trigger is waiting, an event starts now (c->wake) */
 void ctl_agents_wake(ctl *c);
+/* its eventfd (-1 before the pool is open): a signal handler writes it */
+int ctl_agents_wake_fd(const ctl *c);
 /* between periods: sleep up to wait_s wall seconds, less when woken, then
    push a waiting trigger's caps */
 void ctl_agents_idle(ctl *c, double wait_s);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -82,13 +83,26 @@ static const pfi_opts ctl_opts = {
 };
 
 static volatile sig_atomic_t g_stop, g_hup;
+/* the loop's wake eventfd (ctl_agents_wake_fd) once the pool has it: a
+   signal wakes the loop at once, whichever thread it lands on (write(2) is
+   async-signal-safe); -1 before and after */
+static volatile sig_atomic_t g_wake_fd = -1;
+static void wake_loop(void)
+{
+    uint64_t one = 1;
+    int fd = g_wake_fd;
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0) { /* already signalled */
+    }
+}
 static void on_signal(int s)
 {
     g_stop = s;
+    wake_loop();
 }
 static void on_hup(int s)
 {
     g_hup = s;
+    wake_loop();
 }
 
 /* the log (daemon_util.h): one controller per process */
@@ -233,11 +247,15 @@ static void status_line(ctl *c, char *b, size_t n)
 }
 
 /* how long the loop may sleep between periods, wall seconds: until the next
- * period or the next scheduled event's start (pfi clock, scaled), at most
- * 0.25 s (a signal's flag, SIGHUP's and the stop's, is seen that soon; the
- * watchdog is pinged from every turn). Whatever else is due wakes it: a
- * trigger, an event that starts now, an OpenADR event (ctl_agents_wake). */
-static double idle_wait(ctl *c, double next, double now)
+ * period or the next scheduled event's start (pfi clock, scaled), and no
+ * longer than a quarter of systemd's watchdog interval (WATCHDOG=1 is sent
+ * from the loop's turns). Whatever else is due wakes it through the
+ * eventfd: a trigger, an event that starts now, an OpenADR event
+ * (ctl_agents_wake), a signal (wake_loop). Nothing else is pending between
+ * periods: a period's and a trigger's transfers and datagram
+ * acknowledgements end within their own calls (ctl_pool_run_until); the
+ * VTN's and poll_url's clocks are their threads' own. */
+static double idle_wait(ctl *c, const pfi_watchdog *wd, double next, double now)
 {
     double until = next;
     pthread_mutex_lock(&c->mu);
@@ -246,7 +264,9 @@ static double idle_wait(ctl *c, double next, double now)
             until = c->st.event[i].ev.start;
     pthread_mutex_unlock(&c->mu);
     double scale = pfi_clock_scale() > 0 ? pfi_clock_scale() : 1;
-    return fmax(0, fmin(0.25, (until - now) / scale));
+    double wait_s = (until - now) / scale;
+    if (wd->interval_s > 0) wait_s = fmin(wait_s, wd->interval_s / 4);
+    return fmax(0, wait_s);
 }
 
 /* each control period (at once when an event starts; ctl_period.c:
@@ -261,6 +281,7 @@ static void control_loop(ctl *c)
     pfi_watchdog_init(&wd);
     while (!g_stop) {
         pfi_watchdog_tick(&wd);
+        if (g_wake_fd < 0) g_wake_fd = ctl_agents_wake_fd(c);
         if (g_hup) {
             g_hup = 0;
             pfi_daemon_log_hup(&g_log, "log");
@@ -274,8 +295,9 @@ static void control_loop(ctl *c)
             if (c->st.event[i].status == CTL_EV_SCHEDULED && c->st.event[i].ev.start <= now)
                 wake = 1;
         pthread_mutex_unlock(&c->mu);
-        if (now < next && !wake) { /* sleep until the next period or a wake-up */
-            ctl_agents_idle(c, idle_wait(c, next, now));
+        if (next > now + c->cfg.period_s) next = now; /* the clock stepped back */
+        if (now < next && !wake) {                    /* sleep until the next period or a wake-up */
+            ctl_agents_idle(c, idle_wait(c, &wd, next, now));
             continue;
         }
         next += c->cfg.period_s;
@@ -449,6 +471,7 @@ int main(int argc, char **argv)
         if (pfi_write_file_private(A.port_file, b, (size_t)k, &e)) ctl_log(c, "error: %s", e.msg);
     }
     control_loop(c);
+    g_wake_fd = -1; /* the pool goes with the shut-down */
     shut_down(c);
     return 0;
 }

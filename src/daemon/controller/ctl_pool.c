@@ -348,6 +348,12 @@ void ctl_pool_wait(ctl *c, double wait_s)
     }
 }
 
+int ctl_agents_wake_fd(const ctl *c)
+{
+    const ctl_pool *P = c->io.pool;
+    return P ? P->wake_fd : -1;
+}
+
 void ctl_agents_wake(ctl *c)
 {
     ctl_pool *P = c->io.pool;
