@@ -61,6 +61,8 @@ typedef struct ctl_cfg {
     double level_cut_pct[4];   /* grid level -> cut (default 0, 10, 20, 30 %) */
     double agent_timeout_s;    /* one request's deadline (NaN: from the period, 0.2..2 s) */
     double agent_concurrency;  /* requests in flight at once (default 1024) */
+    double offer_s;            /* the offer's interval (30 s; 0: none); "offer": {"interval_s"} */
+    double offer_facility;     /* kW offered per kW of GPU board power (1.0) */
     int fast_trigger;          /* a trigger's caps by datagram where an agent offers it (1) */
     int fast_collect;          /* the period's views by datagram, the same way (1) */
     int fast_path_cleartext;   /* datagrams to an https agent without client certificates (0) */
@@ -238,6 +240,7 @@ typedef struct ctl {
     unsigned long long http_refused[4];
     double refused_log_t; /* the current 10 s window of refusal log lines (wall) */
     unsigned refused_logged, refused_quiet;
+    struct ctl_offer *offer; /* the offer's thread and its last result (ctl_offer.c) */
 } ctl;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",

@@ -420,6 +420,23 @@ static pfi_status openadr_field(const pfi_jkey *k, json_t *v, const char *name, 
     return st ? st : vtn_check(c, err);
 }
 
+/* "offer" (issue 44): {"interval_s": 30 (0: no offer), "facility_factor": 1.0 (kW at the
+   meter per kW of GPU board power: PSU losses and cooling are the site's to add)} */
+static pfi_status offer_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                              pfi_error *err)
+{
+    (void)name;
+    ctl_cfg *c = k->dst;
+    const pfi_jkey keys[] = {
+        {"interval_s", PFI_J_NUMBER, 0, &c->offer_s, .lo = 0, .hi = 86400,
+         .expect = "expected 0 (no offer) to 86400 seconds"},
+        {"facility_factor", PFI_J_NUMBER, 0, &c->offer_facility, .lo = 0.5, .hi = 3,
+         .expect = "expected a factor in 0.5..3"},
+    };
+    pfi_jopts o = {.prefix = "offer", .ud = ud};
+    return PFI_JSON_OBJ_READ(v, keys, &o, err);
+}
+
 static void defaults(ctl_cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -436,6 +453,8 @@ static void defaults(ctl_cfg *c)
     c->agent_timeout_s = NAN;
     c->agent_concurrency = 1024;
     c->fast_trigger = 1;
+    c->offer_s = 30;
+    c->offer_facility = 1;
     c->fast_collect = 1;
     c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;
@@ -486,6 +505,8 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"levels_pct", PFI_J_ANY, 0, c->level_cut_pct, .fn = levels_field},
         {"tiers", PFI_J_OBJECT, 0, &c->tiers, .fn = tiers_field,
          .expect = "expected {\"job id\": tier 0..3}"},
+        {"offer", PFI_J_OBJECT, 0, c, .fn = offer_field,
+         .expect = "expected {\"interval_s\", \"facility_factor\"}"},
         {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
          .expect = "expected {\"poll_url\", \"poll_s\", \"vtn_url\", ...}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},

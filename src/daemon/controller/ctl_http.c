@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_offer.h"
 #include "daemon_util.h"
 #include "httpd.h"
 #include "json_obj.h"
@@ -352,6 +353,9 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));
+    } else if (!strcmp(u, "/v1/offer")) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else json_resp(rs, 200, ctl_offer_json(c, 1));
     } else if (!strcmp(u, "/metrics")) {
         if (!get) { /* GET and HEAD only (issue 41: any method was served) */
             rs->allow = "GET, HEAD";
@@ -375,7 +379,8 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
         pthread_mutex_unlock(&c->mu);
     } else {
         pfi_http_error(rs, 404,
-                       "no such endpoint (/, /v1/status, /metrics, /v1/events, /v1/trigger, "
+                       "no such endpoint (/, /v1/status, /v1/offer, /metrics, /v1/events, "
+                       "/v1/trigger, "
                        "/openadr3/events)");
     }
 }

@@ -32,6 +32,7 @@
 #include "caps_request.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_offer.h"
 #include "ctl_record.h"
 #include "daemon_util.h"
 #include "notify.h"
@@ -403,6 +404,7 @@ static void shut_down(ctl *c)
     pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
     ctl_vtn_stop(c);
     ctl_poll_stop(c);
+    ctl_offer_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
@@ -458,7 +460,7 @@ int main(int argc, char **argv)
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
     /* the callback token first: the webhook accepts it from the start */
-    if (ctl_vtn_start(c) || ctl_poll_start(c) || ctl_http_start(c)) return 1;
+    if (ctl_vtn_start(c) || ctl_poll_start(c) || ctl_offer_start(c) || ctl_http_start(c)) return 1;
     char where[160];
     const char *colon = strrchr(c->cfg.listen, ':');
     snprintf(where, sizeof where, "%.*s:%d", colon ? (int)(colon - c->cfg.listen) : 0,

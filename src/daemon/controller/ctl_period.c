@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_offer.h"
 #include "ctl_record.h"
 
 #define CTL_TRIM_PERIODS 16
@@ -67,6 +68,7 @@ static int decide(ctl *c, double collect_s)
     ctl_record_decision(c);
     c->cycles++;
     keep_history(c);
+    ctl_offer_period(c); /* a snapshot for the offer's thread, when due */
     int kind = push_kind(c);
     pthread_mutex_unlock(&c->mu);
     return kind;

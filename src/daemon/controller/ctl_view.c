@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_offer.h"
 #include "pfi/prom.h"
 #include "pfi/version.h"
 
@@ -364,6 +365,7 @@ static json_t *status_json(ctl *c, view *v)
     json_object_set_new(o, "feasible", v->active ? json_boolean(v->feasible) : json_null());
     json_object_set_new(o, "online", v->online ? json_incref(v->online) : json_null());
     json_object_set_new(o, "vtn", vtn_json(v));
+    json_object_set_new(o, "offer", ctl_offer_json(c, 0));
     return o;
 }
 
@@ -708,6 +710,7 @@ char *ctl_view_metrics(ctl *c, size_t *len)
     job_profile_metrics(v, &b);
     loop_metrics(v, &b);
     view_free(v);
+    ctl_offer_metrics(c, &b);
     size_t n = 0; /* every value a valid exposition float, whatever a job's numbers made */
     char *t = pfi_buf_take(&b, &n), *f = pfi_prom_valid_values(t, n, len);
     free(t);

@@ -1,0 +1,343 @@
+/* ctl_offer.c — the offer's snapshot, its thread and its surfaces
+ * (ctl_offer.h). The snapshot owns everything the thread reads (the
+ * allocation inputs with their curves, each job's measured points), so the
+ * thread never touches the controller's state; the result is built whole
+ * and swapped in under the offer's own lock, which is never held while the
+ * controller's is taken. */
+#include "ctl_offer.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ctl_alloc_in.h"
+#include "ctl_learn.h"
+#include "offer.h"
+#include "power_control.h"
+#include "strategy.h"
+
+#define OFFER_JOB_COST 3 /* the per-job parts are given at pfi_offer_costs[3], 5% */
+
+typedef struct snap {
+    ctl_alloc_in ai;
+    pfi_alloc_opts o;
+    double fixed_w, base_w; /* the unsteerable jobs' power; the steerable baselines */
+    pfi_offer_job *jobs;
+    pfi_online_point (*known)[CTL_KNOWN_MAX];
+    char (*id)[CTL_JOB_ID_MAX + 1];
+    int *tier;
+    double t, shed_now_w, ramp_s, trigger_s, facility;
+    int active;
+} snap;
+
+typedef struct result {
+    double t, base_w, floors_w, measured_ratio, shed_now_w, facility;
+    int floors_pct, normalized, active;
+    double offer_w[PFI_OFFER_NCOST], total_w[PFI_OFFER_NCOST], measured[PFI_OFFER_NCOST];
+    json_t *json; /* with the jobs */
+} result;
+
+struct ctl_offer {
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    snap *pending; /* handed over, not yet taken */
+    int stop, busy;
+    result *last;
+    uint64_t jobs_hash;
+    double next_t;
+    unsigned long long computed;
+    double compute_s; /* the last evaluation's wall time */
+};
+
+static void snap_free(snap *S)
+{
+    if (!S) return;
+    ctl_alloc_in_free(&S->ai);
+    free(S->jobs), free(S->known), free(S->id), free(S->tier);
+    free(S);
+}
+
+static void result_free(result *R)
+{
+    if (!R) return;
+    json_decref(R->json);
+    free(R);
+}
+
+/* the plan's allocation at a cut of the steerable baselines */
+static int snap_alloc(void *ud, double cut_pct, double *target_w)
+{
+    snap *S = ud;
+    int feasible = 1;
+    double budget = S->fixed_w + S->base_w * (1 - cut_pct / 100);
+    if (pfi_pc_allocate(S->ai.pj, S->ai.np, budget, S->fixed_w, 0, &S->o, S->ai.po, &feasible,
+                        NULL))
+        return -1;
+    if (!feasible) return 1;
+    for (size_t q = 0; q < S->ai.np; q++) target_w[q] = S->ai.po[q].target_w;
+    return 0;
+}
+
+/* a job's part at the per-job cost: its baseline, its shed, measured or not */
+static json_t *jobs_json(snap *S, const pfi_offer *o, double *target_w)
+{
+    json_t *a = json_array();
+    int k = o->cut_pct[OFFER_JOB_COST];
+    int ok = k > 0 && snap_alloc(S, k, target_w) == 0;
+    for (size_t q = 0; q < S->ai.np; q++) {
+        int m = 0;
+        double tw = ok ? target_w[q] : S->jobs[q].base_w;
+        pfi_offer_tokens(&S->jobs[q], tw, &m);
+        json_array_append_new(a,
+                              json_pack("{s:s,s:i,s:f,s:f,s:b}", "id", S->id[q], "tier", S->tier[q],
+                                        "base_kw", S->jobs[q].base_w / 1000, "shed_kw",
+                                        fmax(0, S->jobs[q].base_w - tw) * S->facility / 1000,
+                                        "measured", m && S->jobs[q].nknown > 0));
+    }
+    return a;
+}
+
+static json_t *offers_json(const result *R)
+{
+    json_t *a = json_array();
+    for (int c = 0; c < PFI_OFFER_NCOST; c++)
+        json_array_append_new(a, json_pack("{s:f,s:f,s:f,s:f}", "max_loss_pct",
+                                           100 * pfi_offer_costs[c], "kw", R->offer_w[c] / 1000,
+                                           "total_kw", R->total_w[c] / 1000, "measured_share",
+                                           R->measured[c]));
+    return a;
+}
+
+static json_t *num_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static result *evaluate(snap *S)
+{
+    result *R = calloc(1, sizeof *R);
+    double *tw = malloc((S->ai.np + 1) * sizeof *tw);
+    pfi_offer o;
+    if (!R || !tw || pfi_offer_compute(S->jobs, S->ai.np, snap_alloc, S, tw, &o, NULL)) {
+        free(tw), free(R);
+        return NULL;
+    }
+    R->t = S->t, R->base_w = S->base_w * S->facility, R->facility = S->facility;
+    R->floors_pct = o.floors_pct, R->normalized = o.normalized, R->active = S->active;
+    R->floors_w = S->base_w * o.floors_pct / 100 * S->facility;
+    R->shed_now_w = S->active ? S->shed_now_w * S->facility : 0;
+    for (int c = 0; c < PFI_OFFER_NCOST; c++) {
+        R->total_w[c] = S->base_w * o.cut_pct[c] / 100 * S->facility;
+        R->offer_w[c] = fmax(0, R->total_w[c] - R->shed_now_w); /* what remains */
+        R->measured[c] = o.cut_pct[c] > 0 ? o.measured[o.cut_pct[c]] : 1;
+    }
+    R->measured_ratio = R->measured[OFFER_JOB_COST];
+    char t[40];
+    pfi_rfc3339_format(S->t, t, sizeof t);
+    json_t *j =
+        json_pack("{s:s,s:s,s:f,s:f,s:i,s:f,s:b,s:f,s:b,s:o}", "computed_at", t, "strategy",
+                  pfi_strategy_name(S->o.strategy), "baseline_kw", R->base_w / 1000, "floors_kw",
+                  R->floors_w / 1000, "floors_cut_pct", o.floors_pct, "facility_factor",
+                  S->facility, "event_active", S->active, "shed_now_kw", R->shed_now_w / 1000,
+                  "normalized", o.normalized, "offers", offers_json(R));
+    json_object_set_new(j, "trigger_latency_s", num_or_null(S->trigger_s));
+    json_object_set_new(j, "ramp_s", json_real(S->ramp_s));
+    json_object_set_new(j, "time_to_full_shed_s",
+                        num_or_null(S->ramp_s + (isfinite(S->trigger_s) ? S->trigger_s : 0)));
+    json_object_set_new(j, "sustain_s", json_null()); /* the jobs' time limits: not yet read */
+    json_object_set_new(j, "jobs", jobs_json(S, &o, tw));
+    R->json = j;
+    free(tw);
+    return R;
+}
+
+static void *offer_thread(void *arg)
+{
+    ctl *c = arg;
+    struct ctl_offer *F = c->offer;
+    pthread_mutex_lock(&F->mu);
+    while (!F->stop) {
+        if (!F->pending) {
+            pthread_cond_wait(&F->cv, &F->mu);
+            continue;
+        }
+        snap *S = F->pending;
+        F->pending = NULL;
+        F->busy = 1;
+        pthread_mutex_unlock(&F->mu);
+        double w0 = pfi_wall_monotonic();
+        result *R = evaluate(S);
+        double dt = pfi_wall_monotonic() - w0;
+        snap_free(S);
+        pthread_mutex_lock(&F->mu);
+        F->busy = 0;
+        if (R) {
+            result_free(F->last);
+            F->last = R;
+            F->computed++;
+            F->compute_s = dt;
+        }
+    }
+    pthread_mutex_unlock(&F->mu);
+    return NULL;
+}
+
+int ctl_offer_start(ctl *c)
+{
+    struct ctl_offer *F = calloc(1, sizeof *F);
+    if (!F) return -1;
+    pthread_mutex_init(&F->mu, NULL);
+    pthread_cond_init(&F->cv, NULL);
+    F->next_t = -INFINITY;
+    c->offer = F;
+    if (pthread_create(&F->th, NULL, offer_thread, c)) {
+        ctl_log(c, "error: the offer's thread could not start");
+        return -1;
+    }
+    F->started = 1;
+    return 0;
+}
+
+void ctl_offer_stop(ctl *c)
+{
+    struct ctl_offer *F = c->offer;
+    if (!F) return;
+    pthread_mutex_lock(&F->mu);
+    F->stop = 1;
+    pthread_cond_signal(&F->cv);
+    pthread_mutex_unlock(&F->mu);
+    if (F->started) pthread_join(F->th, NULL);
+    snap_free(F->pending);
+    result_free(F->last);
+    pthread_mutex_destroy(&F->mu);
+    pthread_cond_destroy(&F->cv);
+    free(F);
+    c->offer = NULL;
+}
+
+/* FNV-1a over the jobs' ids and tiers: the set changed */
+static uint64_t jobs_hash(const ctl_state *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t k = 0; k < s->njobs; k++) {
+        for (const char *p = s->job[k].id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        h = (h ^ (uint64_t)(s->job[k].tier + 2)) * 1099511628211ull;
+    }
+    return h;
+}
+
+/* job j into the snapshot at q (the plan's inputs: ctl_plan.c) */
+static void snap_job(snap *S, const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j,
+                     size_t k, double bw)
+{
+    size_t q = S->ai.np;
+    double tok = isfinite(j->base_tokens) ? j->base_tokens : j->tokens_per_s;
+    if (j->untrusted) tok = NAN; /* its claims were not corroborated (ctl_claims.c) */
+    ctl_alloc_in_add(&S->ai, j, k, bw, tok);
+    ctl_alloc_in_belief(&S->ai, cfg, cm, j);
+    snprintf(S->id[q], sizeof S->id[q], "%s", j->id);
+    S->tier[q] = j->tier;
+    size_t nk = j->untrusted ? 0 : j->nknown;
+    memcpy(S->known[q], j->known, nk * sizeof *j->known);
+    S->jobs[q] = (pfi_offer_job){j->gpus, bw, tok, S->known[q], nk, S->ai.pj[q].pred_curve};
+    S->base_w += bw;
+    if (S->active) S->shed_now_w += fmax(0, bw - j->measured_w);
+}
+
+static snap *snap_take(ctl *c)
+{
+    const ctl_state *s = &c->st;
+    const pfi_modelfile *cm = c->have_curve_model ? &c->curve_model : NULL;
+    snap *S = calloc(1, sizeof *S);
+    size_t n = s->njobs + 1;
+    if (!S || ctl_alloc_in_new(&S->ai, s->njobs)) return free(S), NULL;
+    S->jobs = calloc(n, sizeof *S->jobs), S->known = calloc(n, sizeof *S->known);
+    S->id = calloc(n, sizeof *S->id), S->tier = calloc(n, sizeof *S->tier);
+    if (!S->jobs || !S->known || !S->id || !S->tier) return snap_free(S), NULL;
+    S->t = s->now, S->active = s->active, S->facility = c->cfg.offer_facility;
+    S->ramp_s = c->cfg.ramp_s;
+    S->trigger_s = c->triggers ? c->trigger_push_s : NAN;
+    for (size_t k = 0; k < s->njobs; k++) {
+        const ctl_job *j = &s->job[k];
+        double bw = ctl_plan_base_w(&c->cfg, s, j);
+        /* unsteerable: unreachable, a GPU the agent will not cap, no baseline */
+        if (!j->reachable || j->gpu_unavailable || !(bw > 0) || j->gpus <= 0)
+            S->fixed_w += j->measured_w;
+        else snap_job(S, &c->cfg, cm, j, k, bw);
+    }
+    ctl_alloc_in_opts(&S->ai, &c->cfg, &S->o);
+    /* the pc jobs' pred_curve point into ai.curves, which the snapshot owns:
+       re-point the offer's jobs at them (ctl_alloc_in_belief sets them last) */
+    for (size_t q = 0; q < S->ai.np; q++) S->jobs[q].pred = S->ai.pj[q].pred_curve;
+    return S;
+}
+
+void ctl_offer_period(ctl *c)
+{
+    struct ctl_offer *F = c->offer;
+    if (!F || !(c->cfg.offer_s > 0)) return;
+    uint64_t h = jobs_hash(&c->st);
+    double now = pfi_clock_now();
+    pthread_mutex_lock(&F->mu);
+    int due = (now >= F->next_t || h != F->jobs_hash) && !F->pending && !F->busy;
+    pthread_mutex_unlock(&F->mu);
+    if (!due) return;
+    snap *S = snap_take(c);
+    if (!S) {
+        ctl_log(c, "warning: out of memory: the offer was not updated");
+        return;
+    }
+    pthread_mutex_lock(&F->mu);
+    F->pending = S;
+    F->jobs_hash = h;
+    F->next_t = now + c->cfg.offer_s;
+    pthread_cond_signal(&F->cv);
+    pthread_mutex_unlock(&F->mu);
+}
+
+json_t *ctl_offer_json(ctl *c, int with_jobs)
+{
+    struct ctl_offer *F = c->offer;
+    if (!F) return json_null();
+    pthread_mutex_lock(&F->mu);
+    json_t *o = F->last ? json_deep_copy(F->last->json) : json_null();
+    double dt = F->compute_s;
+    pthread_mutex_unlock(&F->mu);
+    if (json_is_object(o)) {
+        if (!with_jobs) json_object_del(o, "jobs");
+        json_object_set_new(o, "compute_s", json_real(dt));
+    }
+    return o ? o : json_null();
+}
+
+void ctl_offer_metrics(ctl *c, pfi_buf *b)
+{
+    struct ctl_offer *F = c->offer;
+    if (!F) return;
+    pthread_mutex_lock(&F->mu);
+    result R = F->last ? *F->last : (result){0};
+    int have = F->last != NULL;
+    pthread_mutex_unlock(&F->mu);
+    if (!have) return;
+    pfi_buf_printf(b, "# HELP pfi_ctl_offer_watts What the site can shed now (GPU board power x "
+                      "offer.facility_factor) at an expected loss of throughput of at most "
+                      "max_loss_ratio (issue 44).\n# TYPE pfi_ctl_offer_watts gauge\n");
+    for (int k = 0; k < PFI_OFFER_NCOST; k++)
+        pfi_buf_printf(b, "pfi_ctl_offer_watts{max_loss_ratio=\"%g\"} %g\n", pfi_offer_costs[k],
+                       R.offer_w[k]);
+    pfi_buf_printf(b,
+                   "# HELP pfi_ctl_offer_floors_watts The shed with every steerable job at its "
+                   "floor (tier, admin limit).\n# TYPE pfi_ctl_offer_floors_watts gauge\n"
+                   "pfi_ctl_offer_floors_watts %g\n",
+                   R.floors_w);
+    pfi_buf_printf(b,
+                   "# HELP pfi_ctl_offer_measured_ratio The share of the 5%% offer backed by "
+                   "measured curves.\n# TYPE pfi_ctl_offer_measured_ratio gauge\n"
+                   "pfi_ctl_offer_measured_ratio %g\n",
+                   R.measured_ratio);
+}
