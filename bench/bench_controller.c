@@ -41,6 +41,8 @@
  * agents period p99 < 1 s, trigger -> every cap p99 < 200 ms; 25,000 agents
  * period p99 < 2 s with every agent answering every period (/healthz's
  * agents_up), controller RSS < 2 GiB.
+ * BENCH_CTL_OFFER=S sets the offer's interval (30 s, the daemon's; 0: none)
+ * and the offer's last evaluation time is printed (issue 44).
  * BENCH_CTL_IDLE=S (issue 43) first measures the controller idle for S
  * seconds (no event, profiles off): CPU seconds and voluntary context
  * switches per minute, all its threads, the farm excluded.
@@ -330,6 +332,23 @@ static double metric(const char *url, const char *name)
     double v = p ? atof(p + strlen(key)) : NAN;
     pfi_http_reply_dispose(&r);
     return v;
+}
+
+/* the offer's last evaluation (GET /v1/offer: compute_s, the jobs in it); NaN: none */
+static double offer_compute_s(const char *url, double *njobs)
+{
+    pfi_http_reply r;
+    pfi_error e;
+    char full[256];
+    snprintf(full, sizeof full, "%s/v1/offer", url);
+    *njobs = NAN;
+    if (pfi_http_request("GET", full, NULL, NULL, 30, &r, &e)) return NAN;
+    json_t *o = json_loadb(r.body, r.len, JSON_DECODE_ANY, NULL);
+    double s = json_number_value(json_object_get(o, "compute_s"));
+    if (json_is_object(o)) *njobs = (double)json_array_size(json_object_get(o, "jobs"));
+    json_decref(o);
+    pfi_http_reply_dispose(&r);
+    return json_is_object(o) ? s : NAN;
 }
 
 /* the controller's /healthz: cycles, the last period's wall time; -1 when it does not answer */
@@ -732,14 +751,17 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     if (!f) return;
     /* BENCH_CTL_PERIOD (1 s): a longer one shows a trigger's fan-out between periods (at
        1 s most triggers land in a collection at 12,500 agents) */
-    const char *pe = getenv("BENCH_CTL_PERIOD"), *ie = getenv("BENCH_CTL_IDLE");
+    const char *pe = getenv("BENCH_CTL_PERIOD"), *ie = getenv("BENCH_CTL_IDLE"),
+               *oe = getenv("BENCH_CTL_OFFER");
+    double offer_s = oe ? atof(oe) : 30; /* the offer's interval (the daemon's default) */
     double period_s = pe && atof(pe) >= 0.1 ? atof(pe) : 1, idle_s = ie ? atof(ie) : 0;
     fprintf(f,
             "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
             "\"control_period_s\": %g, \"baseline_window_s\": %g, \"lease_s\": %g, "
-            "\"ramp_s\": 0, \"default_tier\": 3, %s\"agents\": [",
+            "\"ramp_s\": 0, \"default_tier\": 3, %s\"offer\": {\"interval_s\": %g}, "
+            "\"agents\": [",
             tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s),
-            idle_s > 0 ? "\"profile\": false, " : "");
+            idle_s > 0 ? "\"profile\": false, " : "", offer_s);
     for (unsigned i = 0; i < nfarm; i++)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
@@ -840,6 +862,12 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             BENCH_RESULT(what, c_cpu / periods, "s", "reported");
             snprintf(what, sizeof what, "controller %ux8: farm CPU per period", nfarm);
             BENCH_RESULT(what, f_cpu / periods, "s", "reported (shares the machine)");
+        }
+        double offer_jobs, offer_eval_s = offer_compute_s(url, &offer_jobs);
+        if (isfinite(offer_eval_s)) {
+            snprintf(what, sizeof what, "controller %ux8: offer evaluation, %.0f jobs", nfarm,
+                     offer_jobs);
+            BENCH_RESULT(what, offer_eval_s, "s", "reported (off the period's path)");
         }
         snprintf(what, sizeof what, "controller %ux8: controller RSS", nfarm);
         const char *rss_target = nfarm > 12500 ? "< 2048" : "< 1024";
