@@ -344,11 +344,12 @@ static double offer_compute_s(const char *url, double *njobs)
     *njobs = NAN;
     if (pfi_http_request("GET", full, NULL, NULL, 30, &r, &e)) return NAN;
     json_t *o = json_loadb(r.body, r.len, JSON_DECODE_ANY, NULL);
-    double s = json_number_value(json_object_get(o, "compute_s"));
-    if (json_is_object(o)) *njobs = (double)json_array_size(json_object_get(o, "jobs"));
+    int is = json_is_object(o);
+    double s = is ? json_number_value(json_object_get(o, "compute_s")) : NAN;
+    if (is) *njobs = (double)json_array_size(json_object_get(o, "jobs"));
     json_decref(o);
     pfi_http_reply_dispose(&r);
-    return json_is_object(o) ? s : NAN;
+    return s;
 }
 
 /* the controller's /healthz: cycles, the last period's wall time; -1 when it does not answer */

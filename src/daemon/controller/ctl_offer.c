@@ -249,32 +249,50 @@ static void snap_job(snap *S, const ctl_cfg *cfg, const pfi_modelfile *cm, const
     if (S->active) S->shed_now_w += fmax(0, bw - j->measured_w);
 }
 
-static snap *snap_take(ctl *c)
+static snap *snap_of(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s)
 {
-    const ctl_state *s = &c->st;
-    const pfi_modelfile *cm = c->have_curve_model ? &c->curve_model : NULL;
     snap *S = calloc(1, sizeof *S);
     size_t n = s->njobs + 1;
     if (!S || ctl_alloc_in_new(&S->ai, s->njobs)) return free(S), NULL;
     S->jobs = calloc(n, sizeof *S->jobs), S->known = calloc(n, sizeof *S->known);
     S->id = calloc(n, sizeof *S->id), S->tier = calloc(n, sizeof *S->tier);
     if (!S->jobs || !S->known || !S->id || !S->tier) return snap_free(S), NULL;
-    S->t = s->now, S->active = s->active, S->facility = c->cfg.offer_facility;
-    S->ramp_s = c->cfg.ramp_s;
-    S->trigger_s = c->triggers ? c->trigger_push_s : NAN;
+    S->t = s->now, S->active = s->active, S->facility = cfg->offer_facility;
+    S->ramp_s = cfg->ramp_s;
+    S->trigger_s = NAN;
     for (size_t k = 0; k < s->njobs; k++) {
         const ctl_job *j = &s->job[k];
-        double bw = ctl_plan_base_w(&c->cfg, s, j);
+        double bw = ctl_plan_base_w(cfg, s, j);
         /* unsteerable: unreachable, a GPU the agent will not cap, no baseline */
         if (!j->reachable || j->gpu_unavailable || !(bw > 0) || j->gpus <= 0)
             S->fixed_w += j->measured_w;
-        else snap_job(S, &c->cfg, cm, j, k, bw);
+        else snap_job(S, cfg, cm, j, k, bw);
     }
-    ctl_alloc_in_opts(&S->ai, &c->cfg, &S->o);
+    ctl_alloc_in_opts(&S->ai, cfg, &S->o);
     /* the pc jobs' pred_curve point into ai.curves, which the snapshot owns:
        re-point the offer's jobs at them (ctl_alloc_in_belief sets them last) */
     for (size_t q = 0; q < S->ai.np; q++) S->jobs[q].pred = S->ai.pj[q].pred_curve;
     return S;
+}
+
+static snap *snap_take(ctl *c)
+{
+    snap *S = snap_of(&c->cfg, c->have_curve_model ? &c->curve_model : NULL, &c->st);
+    if (S) S->trigger_s = c->triggers ? c->trigger_push_s : NAN;
+    return S;
+}
+
+int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s, double *base_w,
+                   double *total_w, double *floors_w)
+{
+    snap *S = snap_of(cfg, cm, s);
+    result *R = S ? evaluate(S) : NULL;
+    snap_free(S);
+    if (!R) return -1;
+    *base_w = R->base_w, *floors_w = R->floors_w;
+    for (int c = 0; c < PFI_OFFER_NCOST; c++) total_w[c] = R->total_w[c];
+    result_free(R);
+    return 0;
 }
 
 void ctl_offer_period(ctl *c)

@@ -23,6 +23,12 @@ void ctl_offer_period(ctl *c);
 /* the last offer (a new object; with_jobs: each job's part), or JSON null
    before the first */
 json_t *ctl_offer_json(ctl *c, int with_jobs);
+/* the offer now, evaluated at once in the caller's thread (bench_offer):
+   the steerable baselines, the whole offer at each cost of pfi_offer_costs
+   (PFI_OFFER_NCOST), the floors point, all in W x the facility factor;
+   0, or -1 when out of memory */
+int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s, double *base_w,
+                   double *total_w, double *floors_w);
 /* its gauges for /metrics */
 void ctl_offer_metrics(ctl *c, pfi_buf *b);
 
