@@ -85,4 +85,9 @@ wait_for 30 "the offer during the event" 'offer && [ "$(field "o[\"event_active\
 shape
 [ "$(field 'all(abs(x["kw"] - max(0, x["total_kw"] - o["shed_now_kw"])) < 1e-9 for x in o["offers"])')" = True ] ||
   fail "kw is not what remains: $(cat "$T/offer.json")"; ok
+# the event's report keeps the offer at notification and at start beside what it delivered
+EID=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$T/tr" | head -1)
+[ -n "$EID" ] || fail "no event id in the trigger's answer: $(cat "$T/tr")"; ok
+wait_for 30 "the event's report with its offer and a delivered shed" \
+  'curl -s -m 5 "$URL/v1/events/$EID/report" >"$T/rep.json" && python3 -c "import json,sys; o=json.load(open(sys.argv[1]))[\"offer\"]; assert len(o[\"at_start_kw\"]) == 5 and o[\"at_notification_kw\"][4] is not None and o[\"delivered_kw\"] > 0" "$T/rep.json" 2>/dev/null'
 done_ok

@@ -295,10 +295,37 @@ int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state 
     return 0;
 }
 
+_Static_assert(sizeof((ctl_event *)0)->offer_start_w / sizeof(double) == PFI_OFFER_NCOST,
+               "ctl_event's offer arrays hold one value per cost");
+
+/* the offer each event was notified with and started with (its report):
+   the last one computed before; unknown for one seen late (a restart) */
+static void events_offers(ctl *c, const result *R)
+{
+    double now = pfi_clock_now(), late = 3 * c->cfg.period_s;
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        ctl_event *e = &c->st.event[i];
+        double ann = isfinite(e->announced_t) ? e->announced_t : e->ev.start;
+        if (!e->offer_notified) {
+            e->offer_notified = 1;
+            for (int k = 0; k < PFI_OFFER_NCOST; k++)
+                e->offer_notified_w[k] = R && now - ann <= late ? R->total_w[k] : NAN;
+        }
+        if (!e->offer_started && e->status == CTL_EV_ACTIVE) {
+            e->offer_started = 1;
+            for (int k = 0; k < PFI_OFFER_NCOST; k++)
+                e->offer_start_w[k] = R && now - e->ev.start <= late ? R->total_w[k] : NAN;
+        }
+    }
+}
+
 void ctl_offer_period(ctl *c)
 {
     struct ctl_offer *F = c->offer;
     if (!F || !(c->cfg.offer_s > 0)) return;
+    pthread_mutex_lock(&F->mu);
+    events_offers(c, F->last);
+    pthread_mutex_unlock(&F->mu);
     uint64_t h = jobs_hash(&c->st);
     double now = pfi_clock_now();
     pthread_mutex_lock(&F->mu);
@@ -316,6 +343,20 @@ void ctl_offer_period(ctl *c)
     F->next_t = now + c->cfg.offer_s;
     pthread_cond_signal(&F->cv);
     pthread_mutex_unlock(&F->mu);
+}
+
+json_t *ctl_offer_event_json(const ctl_event *e, double delivered_w)
+{
+    json_t *costs = json_array(), *at_n = json_array(), *at_s = json_array();
+    for (int k = 0; k < PFI_OFFER_NCOST; k++) {
+        json_array_append_new(costs, json_real(100 * pfi_offer_costs[k]));
+        double n = e->offer_notified ? e->offer_notified_w[k] : NAN;
+        double s = e->offer_started ? e->offer_start_w[k] : NAN;
+        json_array_append_new(at_n, num_or_null(n / 1000));
+        json_array_append_new(at_s, num_or_null(s / 1000));
+    }
+    return json_pack("{s:o,s:o,s:o,s:o}", "max_loss_pct", costs, "at_notification_kw", at_n,
+                     "at_start_kw", at_s, "delivered_kw", num_or_null(delivered_w / 1000));
 }
 
 json_t *ctl_offer_json(ctl *c, int with_jobs)

@@ -20,6 +20,9 @@ int ctl_offer_start(ctl *c);
 void ctl_offer_stop(ctl *c);
 /* in the period, under c->mu, after the decision: a snapshot when due */
 void ctl_offer_period(ctl *c);
+/* an event's offers at notification and start, and what it delivered, for
+   its report (JSON: null values where unknown) */
+json_t *ctl_offer_event_json(const ctl_event *e, double delivered_w);
 /* the last offer (a new object; with_jobs: each job's part), or JSON null
    before the first */
 json_t *ctl_offer_json(ctl *c, int with_jobs);

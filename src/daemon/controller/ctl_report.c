@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_offer.h"
 #include "event_kind.h"
 #include "plot.h"
 #include "vec.h"
@@ -269,6 +270,11 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
                         nsteady ? json_real(100 * sum_red / nsteady) : json_null());
     json_object_set_new(o, "max_over_target_pct", nsteady ? json_real(100 * worst) : json_null());
     json_object_set_new(o, "steady_samples", json_integer(nsteady));
+    /* the offer beside what was delivered (issue 44): the mean steady shed */
+    json_object_set_new(o, "offer",
+                        ctl_offer_event_json(e, nsteady && e->baseline_w > 0
+                                                    ? e->baseline_w * sum_red / nsteady
+                                                    : NAN));
     json_object_set_new(o, "steady_within_target_pct",
                         nsteady ? json_real(100.0 * within / nsteady) : json_null());
     json_object_set_new(o, "baseline_source", json_string(ctl_base_src_name(e->baseline_src)));

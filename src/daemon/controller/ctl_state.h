@@ -278,6 +278,11 @@ typedef struct ctl_event {
     double announced_t;
     int cancelled;
     int shed_any; /* a period of it measured below its baseline by more than the tolerance */
+    /* the whole offer at each cost (ctl_offer.c; W; NaN: unknown) when it
+       was notified and when it started, for its report; not kept across a
+       restart (then unknown) */
+    double offer_notified_w[5], offer_start_w[5];
+    int offer_notified, offer_started;
     /* the report's verdict once it ended (ctl_report_verdict), kept: a
        finished event's samples do not change; the status page asks every second */
     int verdict_known, verdict_steady;
