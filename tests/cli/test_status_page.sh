@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_status_page.sh — the controller's status page in headless Chromium:
-# the page's script fetches /v1/status and draws cluster power vs target;
+# the page's script fetches /v1/status and draws cluster power vs target
+# and the offer (now by cost, and its history from /v1/offer/history);
 # after a few seconds the DOM must carry the drawn points and the measured
 # power, the chart's polyline must have points, and a screenshot must be of
 # real size. Plain build only (label "plain"): Chromium (docs/testing.md).
@@ -37,6 +38,13 @@ n=$DOM_POINTS
 [ -n "$n" ] && [ "$n" -ge 3 ] || { head -c 2000 "$T/dom" >&2; fail "the page drew $n points"; }; ok
 grep -q 'data-measured-w="[0-9][0-9]*"' "$T/dom" || fail "no measured power on the page"; ok
 grep -q '<polyline id="measured" fill="none" stroke="#1f77b4" stroke-width="2" points="[0-9]' "$T/dom" || fail "empty chart"; ok
+# the offer (issue 44): what the site can shed now by cost, and over time
+grep -q '<polyline id="offer-now" fill="none" stroke="#08306b" stroke-width="2" points="[0-9]' "$T/dom" || fail "no offer curve"; ok
+op=$(sed -n 's/.* data-offer-points="\([0-9]*\)".*/\1/p' "$T/dom" | head -1)
+[ -n "$op" ] && [ "$op" -ge 2 ] || fail "the offer's history has '$op' points"; ok
+grep -q '<polyline id="offer-h3" fill="none"' "$T/dom" || fail "no offer history line"; ok
+curl -s -m 5 "$URL/v1/offer/history" | python3 -c 'import json,sys; h=json.load(sys.stdin); assert h["max_loss_pct"] == [0.5, 1, 2, 5, 10] and len(h["points"]) >= 2 and len(h["points"][0]) == 6' ||
+  fail "GET /v1/offer/history"; ok
 contains "$T/dom" "event active"
 contains "$T/dom" "<td>j1</td>"
 # shellcheck disable=SC2086

@@ -353,6 +353,9 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));
+    } else if (!strcmp(u, "/v1/offer/history")) {
+        if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
+        else json_resp(rs, 200, ctl_offer_history_json(c));
     } else if (!strcmp(u, "/v1/offer")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_offer_json(c, 1));

@@ -19,7 +19,9 @@
 #include "power_control.h"
 #include "strategy.h"
 
-#define OFFER_JOB_COST 3 /* the per-job parts are given at pfi_offer_costs[3], 5% */
+#define OFFER_JOB_COST 3     /* the per-job parts are given at pfi_offer_costs[3], 5% */
+#define OFFER_HIST_MAX 2880  /* the status page's day at the default 30 s */
+#define OFFER_HIST_S 86400.0 /* ... and never older than a day */
 
 typedef struct snap {
     ctl_alloc_in ai;
@@ -52,7 +54,22 @@ struct ctl_offer {
     double next_t;
     unsigned long long computed;
     double compute_s; /* the last evaluation's wall time */
+    /* the whole offer at each cost over the last day (a ring, oldest at
+       hist_head): the status page's plot, kept here, not in the database */
+    double hist_t[OFFER_HIST_MAX], hist_w[OFFER_HIST_MAX][PFI_OFFER_NCOST];
+    size_t hist_n, hist_head;
 };
+
+static void history_add(struct ctl_offer *F, const result *R)
+{
+    while (F->hist_n && R->t - F->hist_t[F->hist_head] > OFFER_HIST_S) /* older than a day */
+        F->hist_head = (F->hist_head + 1) % OFFER_HIST_MAX, F->hist_n--;
+    size_t at = (F->hist_head + F->hist_n) % OFFER_HIST_MAX;
+    if (F->hist_n == OFFER_HIST_MAX) F->hist_head = (F->hist_head + 1) % OFFER_HIST_MAX;
+    else F->hist_n++;
+    F->hist_t[at] = R->t;
+    memcpy(F->hist_w[at], R->total_w, sizeof F->hist_w[at]);
+}
 
 static void snap_free(snap *S)
 {
@@ -179,6 +196,7 @@ static void *offer_thread(void *arg)
         if (R) {
             result_free(F->last);
             F->last = R;
+            history_add(F, R);
             F->computed++;
             F->compute_s = dt;
         }
@@ -357,6 +375,27 @@ json_t *ctl_offer_event_json(const ctl_event *e, double delivered_w)
     }
     return json_pack("{s:o,s:o,s:o,s:o}", "max_loss_pct", costs, "at_notification_kw", at_n,
                      "at_start_kw", at_s, "delivered_kw", num_or_null(delivered_w / 1000));
+}
+
+json_t *ctl_offer_history_json(ctl *c)
+{
+    struct ctl_offer *F = c->offer;
+    json_t *costs = json_array(), *pts = json_array();
+    for (int k = 0; k < PFI_OFFER_NCOST; k++)
+        json_array_append_new(costs, json_real(100 * pfi_offer_costs[k]));
+    if (F) {
+        pthread_mutex_lock(&F->mu);
+        for (size_t i = 0; i < F->hist_n; i++) {
+            size_t at = (F->hist_head + i) % OFFER_HIST_MAX;
+            json_t *p = json_array();
+            json_array_append_new(p, json_real(F->hist_t[at]));
+            for (int k = 0; k < PFI_OFFER_NCOST; k++)
+                json_array_append_new(p, json_real(F->hist_w[at][k] / 1000));
+            json_array_append_new(pts, p);
+        }
+        pthread_mutex_unlock(&F->mu);
+    }
+    return json_pack("{s:o,s:o}", "max_loss_pct", costs, "points", pts);
 }
 
 json_t *ctl_offer_json(ctl *c, int with_jobs)

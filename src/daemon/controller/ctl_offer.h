@@ -32,6 +32,9 @@ json_t *ctl_offer_json(ctl *c, int with_jobs);
    0, or -1 when out of memory */
 int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s, double *base_w,
                    double *total_w, double *floors_w);
+/* the whole offer at each cost over the last day (GET /v1/offer/history):
+   {"max_loss_pct": [...], "points": [[t, kW at each cost], ...]} */
+json_t *ctl_offer_history_json(ctl *c);
 /* its gauges for /metrics */
 void ctl_offer_metrics(ctl *c, pfi_buf *b);
 
