@@ -38,6 +38,27 @@ double pfi_offer_tokens(const pfi_offer_job *j, double power_w, int *measured)
     return power_w > 0 ? low_t * power_w / low_p : 0; /* elasticity 1 from the lowest known */
 }
 
+/* the job's lowest measured power below its baseline (+inf: none) */
+static double lowest_measured_w(const pfi_offer_job *j)
+{
+    double low = INFINITY;
+    for (size_t k = 0; k < j->nknown; k++) {
+        double p = j->known[k].power_w;
+        if (p > 0 && p < j->base_w && isfinite(j->known[k].tokens_per_s)) low = fmin(low, p);
+    }
+    return low;
+}
+
+/* a target below a measured job's lowest point (1 W of rounding allowed) */
+static int below_measured(const pfi_offer_job *jobs, size_t n, const double *target_w)
+{
+    for (size_t q = 0; q < n; q++) {
+        double low = lowest_measured_w(&jobs[q]);
+        if (isfinite(low) && target_w[q] < low - 1) return 1;
+    }
+    return 0;
+}
+
 int pfi_offer_envelope(const double *loss, int kmax, double cost)
 {
     int k = 0;
@@ -58,11 +79,15 @@ pfi_status pfi_offer_compute(const pfi_offer_job *jobs, size_t n, pfi_offer_allo
     for (size_t q = 0; q < n; q++) full += out->normalized ? jobs[q].gpus : base_tokens(&jobs[q]);
     if (!(out->base_w > 0) || !(full > 0)) return PFI_OK; /* nothing to shed */
     int k = 1;
+    out->floors_why = PFI_OFFER_FLOOR_GRID;
     for (; k <= PFI_OFFER_GRID_MAX; k++) {
         int rc = alloc(ud, k, target_w);
         if (rc < 0)
             return pfi_errorf(err, PFI_EINVAL, "offer: the allocation at a %d%% cut failed", k);
-        if (rc > 0) break;
+        if (rc > 0 || below_measured(jobs, n, target_w)) {
+            out->floors_why = rc > 0 ? PFI_OFFER_FLOOR_TIER : PFI_OFFER_FLOOR_MEASURED;
+            break;
+        }
         double got = 0, shed = 0, shed_measured = 0;
         for (size_t q = 0; q < n; q++) {
             int m;

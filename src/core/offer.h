@@ -46,9 +46,17 @@ typedef struct pfi_offer_job {
  * an error. */
 typedef int (*pfi_offer_alloc_fn)(void *ud, double cut_pct, double *target_w);
 
+/* what ended the grid: the floors point */
+typedef enum pfi_offer_floor {
+    PFI_OFFER_FLOOR_TIER = 0, /* the next cut breaks a tier floor (or an admin minimum) */
+    PFI_OFFER_FLOOR_MEASURED, /* ... puts a measured job below its lowest measured point */
+    PFI_OFFER_FLOOR_GRID,     /* PFI_OFFER_GRID_MAX reached */
+} pfi_offer_floor;
+
 typedef struct pfi_offer {
     double base_w;  /* the jobs' summed baselines */
     int floors_pct; /* the deepest whole-percent cut the allocation keeps within the floors */
+    pfi_offer_floor floors_why;
     int normalized; /* the loss on the normalized objective (a job without throughput) */
     double loss[PFI_OFFER_GRID_MAX + 1]; /* L(k), k = 0..floors_pct */
     double
@@ -63,8 +71,11 @@ double pfi_offer_tokens(const pfi_offer_job *j, double power_w, int *measured);
 /* The largest k <= kmax such that loss[i] <= cost for every i <= k. */
 int pfi_offer_envelope(const double *loss, int kmax, double cost);
 
-/* Every grid cut from 1% until the allocation is infeasible (or 90%),
- * then the envelope at each cost. target_w: room for n doubles. */
+/* Every grid cut from 1% until the allocation is infeasible, or puts a job
+ * with measured points below its lowest one (no offer rests on a curve
+ * read below what was measured: issue 44's "deep cuts without
+ * extrapolation"), or 90%; then the envelope at each cost. target_w: room
+ * for n doubles. */
 pfi_status pfi_offer_compute(const pfi_offer_job *jobs, size_t n, pfi_offer_alloc_fn alloc,
                              void *ud, double *target_w, pfi_offer *out, pfi_error *err);
 

@@ -78,6 +78,7 @@ static void compute(void **s)
     pfi_offer o;
     assert_int_equal(pfi_offer_compute(jobs, 2, equal_cut, &u, t, &o, NULL), PFI_OK);
     assert_int_equal(o.floors_pct, 40);
+    assert_int_equal(o.floors_why, PFI_OFFER_FLOOR_TIER);
     assert_int_equal(u.calls, 41); /* stops at the first infeasible cut */
     assert_true(fabs(o.base_w - 2000) < 1e-9);
     assert_false(o.normalized);
@@ -88,6 +89,13 @@ static void compute(void **s)
     assert_int_equal(o.cut_pct[1], 2);  /* 1% */
     assert_int_equal(o.cut_pct[3], 10); /* 5% */
     assert_int_equal(o.cut_pct[4], 20); /* 10% */
+    /* no cut takes a measured job below its lowest measured point (a's 500 W):
+       with the tiers allowing 80%, the grid stops at 50% */
+    u.floor_pct = 80, u.calls = 0;
+    assert_int_equal(pfi_offer_compute(jobs, 2, equal_cut, &u, t, &o, NULL), PFI_OK);
+    assert_int_equal(o.floors_pct, 50);
+    assert_int_equal(o.floors_why, PFI_OFFER_FLOOR_MEASURED);
+    u.floor_pct = 40;
     /* a job without throughput: the normalized objective (shares of T_max by GPUs) */
     jobs[1].base_tokens = NAN;
     u.calls = 0;

@@ -162,6 +162,8 @@ static result *evaluate(snap *S)
                   R->floors_w / 1000, "floors_cut_pct", o.floors_pct, "facility_factor",
                   S->facility, "event_active", S->active, "shed_now_kw", R->shed_now_w / 1000,
                   "normalized", o.normalized, "offers", offers_json(R));
+    static const char *const why[] = {"tier", "measured", "grid"};
+    json_object_set_new(j, "floors_by", json_string(why[o.floors_why]));
     json_object_set_new(j, "trigger_latency_s", num_or_null(S->trigger_s));
     json_object_set_new(j, "ramp_s", json_real(S->ramp_s));
     json_object_set_new(j, "time_to_full_shed_s",
