@@ -404,10 +404,10 @@ static void shut_down(ctl *c)
     pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
     ctl_vtn_stop(c);
     ctl_poll_stop(c);
-    ctl_offer_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
             c->cfg.lease_s);
     ctl_http_stop(c);
+    ctl_offer_stop(c); /* after the API: a handler may be reading the offer */
     ctl_record_close();
     ctl_state_free(&c->st);
     ctl_inputs_free(&c->io.in);
