@@ -89,5 +89,8 @@ pfi_rows *cli_table_rows(const pfi_table *t);
 
 /* Save rows with the chosen format (atomic for -o). Returns exit code. */
 int cli_save_rows(const char *cmd, const pfi_rows *r, const cli_out *o);
+/* A body as it came (a controller's JSON): to -o FILE atomically, else to
+   stdout ending in a newline. Returns exit code. */
+int cli_save_body(const char *cmd, const char *body, size_t len, const cli_out *o);
 
 #endif

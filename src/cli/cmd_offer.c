@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic.h"
 #include "cli.h"
 #include "ctlconn.h"
 
@@ -95,19 +94,8 @@ static pfi_rows *job_rows(json_t *of)
 
 static int show(json_t *of, const offer_args *a, const char *body, size_t len)
 {
-    if (a->out.fmt_set && a->out.fmt == PFI_FMT_JSON) {
-        pfi_error e;
-        if (a->out.path && strcmp(a->out.path, "-")) {
-            if (pfi_write_file_atomic(a->out.path, body, len, &e)) {
-                cli_error("offer", "%s", e.msg);
-                return CLI_FAIL;
-            }
-        } else {
-            fwrite(body, 1, len, stdout);
-            if (len && body[len - 1] != '\n') putchar('\n');
-        }
-        return CLI_OK;
-    }
+    if (a->out.fmt_set && a->out.fmt == PFI_FMT_JSON)
+        return cli_save_body("offer", body, len, &a->out);
     int table = !(a->out.fmt_set || (a->out.path && strcmp(a->out.path, "-")));
     if (table) {
         printf("baseline     %.2f kW (steerable GPUs x facility factor %g)\n",

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic.h"
 #include "cli.h"
 #include "ctlconn.h"
 
@@ -159,15 +158,7 @@ int cmd_status(int argc, char **argv)
         cli_error("status", "the controller's /v1/status is not a JSON object");
         rc = CLI_FAIL;
     } else if (a.out.fmt_set && a.out.fmt == PFI_FMT_JSON) {
-        pfi_error e;
-        rc = CLI_OK;
-        if (a.out.path && strcmp(a.out.path, "-")) {
-            if (pfi_write_file_atomic(a.out.path, r.body, r.len, &e))
-                cli_error("status", "%s", e.msg), rc = CLI_FAIL;
-        } else {
-            fwrite(r.body, 1, r.len, stdout);
-            if (r.len && r.body[r.len - 1] != '\n') putchar('\n');
-        }
+        rc = cli_save_body("status", r.body, r.len, &a.out);
     } else if ((a.out.fmt_set && a.out.fmt == PFI_FMT_CSV) ||
                (a.out.path && strcmp(a.out.path, "-"))) { /* a file: the jobs as rows */
         pfi_rows *rows = job_rows(st);

@@ -212,6 +212,21 @@ fail:
     return NULL;
 }
 
+int cli_save_body(const char *cmd, const char *body, size_t len, const cli_out *o)
+{
+    pfi_error e;
+    if (o->path && strcmp(o->path, "-")) {
+        if (pfi_write_file_atomic(o->path, body, len, &e)) {
+            cli_error(cmd, "%s", e.msg);
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    fwrite(body, 1, len, stdout);
+    if (len && body[len - 1] != '\n') putchar('\n');
+    return CLI_OK;
+}
+
 int cli_save_rows(const char *cmd, const pfi_rows *r, const cli_out *o)
 {
     pfi_error err;

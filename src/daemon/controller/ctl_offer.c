@@ -289,9 +289,6 @@ static snap *snap_of(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_stat
         else snap_job(S, cfg, cm, j, k, bw);
     }
     ctl_alloc_in_opts(&S->ai, cfg, &S->o);
-    /* the pc jobs' pred_curve point into ai.curves, which the snapshot owns:
-       re-point the offer's jobs at them (ctl_alloc_in_belief sets them last) */
-    for (size_t q = 0; q < S->ai.np; q++) S->jobs[q].pred = S->ai.pj[q].pred_curve;
     return S;
 }
 
