@@ -92,6 +92,24 @@ static pfi_rows *job_rows(json_t *of)
     return r;
 }
 
+/* how long the offer lasts and the next hours' 5% offer (the table's head) */
+static void forecast_lines(json_t *of)
+{
+    json_t *ss = json_object_get(of, "sustain_s"), *f = json_object_get(of, "forecast");
+    if (json_is_number(ss))
+        printf("sustained    %.0f min (until jobs with 5%% of the shed reach their time limits)\n",
+               json_number_value(ss) / 60);
+    else if (f) printf("sustained    no known time limit ends it\n");
+    if (!json_is_object(f)) return;
+    const char *src = json_string_value(json_object_get(f, "source"));
+    printf("forecast     5%% offer each hour from now (%s):", src ? src : "?");
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(f, "points"), i, p)
+        printf(" %.2f", json_number_value(json_array_get(json_object_get(p, "total_kw"), 3)));
+    printf(" kW\n");
+}
+
 static int show(json_t *of, const offer_args *a, const char *body, size_t len)
 {
     if (a->out.fmt_set && a->out.fmt == PFI_FMT_JSON)
@@ -105,6 +123,7 @@ static int show(json_t *of, const offer_args *a, const char *body, size_t len)
         if (json_is_true(json_object_get(of, "event_active")))
             printf("shed now     %.2f kW (an event runs: kw is what remains)\n",
                    num(of, "shed_now_kw"));
+        forecast_lines(of);
         printf("computed     %s\n\n", json_string_value(json_object_get(of, "computed_at")));
         fflush(stdout);
     }

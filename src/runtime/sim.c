@@ -41,6 +41,7 @@
 
 typedef struct sim_gpu {
     double cap_w;
+    double oob_w;      /* a limit set out of band (the state file's enforced_w; 0: none) */
     double x0, x1, t0; /* clock lag: from x0 towards x1 since t0 */
     double energy_j, t_last;
     int job; /* index into jobs, -1 idle */
@@ -81,13 +82,21 @@ static int training(const sim_job *j, double t)
     return j->running && t - j->t_start >= j->load_s;
 }
 
-/* the clock the model's controller settles at for this GPU's cap */
+/* the limit the GPU obeys: the lower of its cap and one set out of band
+   (NVML's enforced limit: nvmlDeviceGetEnforcedPowerLimit, "the minimum of
+   various power limiters", NVML API Reference) */
+static double limit_w(const sim_gpu *g)
+{
+    return g->oob_w > 0 && g->oob_w < g->cap_w ? g->oob_w : g->cap_w;
+}
+
+/* the clock the model's controller settles at for this GPU's limit */
 static double target_x(const sim *s, size_t i)
 {
     const sim_gpu *g = &s->gpu[i];
     if (g->job < 0 || !s->job[g->job].running) return 1.0;
     pfi_op op;
-    pfi_phys_at_cap(s->hw, &s->job[g->job].g->job, g->cap_w, &op);
+    pfi_phys_at_cap(s->hw, &s->job[g->job].g->job, limit_w(g), &op);
     return op.x;
 }
 
@@ -112,6 +121,13 @@ static pfi_status save_state(sim *s, pfi_error *err)
     json_t *a = json_array();
     for (size_t i = 0; i < s->n; i++) json_array_append_new(a, json_real(s->gpu[i].cap_w));
     json_t *o = json_pack("{s:i,s:o}", "gpus", (int)s->n, "caps_w", a);
+    int oob = 0;
+    for (size_t i = 0; i < s->n; i++) oob |= s->gpu[i].oob_w > 0;
+    if (oob) { /* kept as the test wrote it */
+        json_t *e = json_array();
+        for (size_t i = 0; i < s->n; i++) json_array_append_new(e, json_real(s->gpu[i].oob_w));
+        json_object_set_new(o, "enforced_w", e);
+    }
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!txt) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
@@ -144,6 +160,19 @@ static pfi_status load_state(sim *s, pfi_error *err)
             st = pfi_errorf(err, PFI_ERANGE, "%s: caps_w[%zu] = %g outside %g..%g W", s->state, i,
                             c, s->hw->min_cap_w, s->hw->tdp_w);
         else s->gpu[i].cap_w = c;
+    }
+    /* optional: a limit set out of band per GPU (0: none), as a BMC's */
+    json_t *e = json_object_get(o, "enforced_w");
+    if (!st && e && (!json_is_array(e) || json_array_size(e) != s->n))
+        st = pfi_errorf(err, PFI_EINVAL,
+                        "%s: field 'enforced_w': expected %zu limits (one per simulated GPU)",
+                        s->state, s->n);
+    for (size_t i = 0; !st && i < s->n; i++) {
+        double c = e ? json_number_value(json_array_get(e, i)) : 0;
+        if (c != 0 && !(c >= s->hw->min_cap_w && c <= s->hw->tdp_w))
+            st = pfi_errorf(err, PFI_ERANGE, "%s: enforced_w[%zu] = %g outside %g..%g W (0: none)",
+                            s->state, i, c, s->hw->min_cap_w, s->hw->tdp_w);
+        else s->gpu[i].oob_w = c;
     }
     json_decref(o);
     return st;
@@ -196,11 +225,11 @@ static void follow_state(sim *s, double t)
     if (sb.st_mtim.tv_sec == s->state_mtime.tv_sec && sb.st_mtim.tv_nsec == s->state_mtime.tv_nsec)
         return;
     double old[SIM_MAX_GPUS];
-    for (size_t i = 0; i < s->n; i++) old[i] = s->gpu[i].cap_w;
+    for (size_t i = 0; i < s->n; i++) old[i] = limit_w(&s->gpu[i]);
     if (load_state(s, NULL) != PFI_OK) return;
     s->state_mtime = sb.st_mtim;
     for (size_t i = 0; i < s->n; i++)
-        if (s->gpu[i].cap_w != old[i]) retarget(s, i, t);
+        if (limit_w(&s->gpu[i]) != old[i]) retarget(s, i, t);
 }
 
 static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *err)
@@ -216,7 +245,7 @@ static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *e
     double d[PFI_M_COUNT];
     if (j && training(j, t)) {
         pfi_op op;
-        pfi_phys_at_clock(s->hw, &j->g->job, clock_at(s, g, t), g->cap_w, &op);
+        pfi_phys_at_clock(s->hw, &j->g->job, clock_at(s, g, t), limit_w(g), &op);
         memcpy(d, op.dcgm, sizeof d);
         write_steps(s, &s->job[g->job], t);
     } else {
@@ -233,7 +262,8 @@ static pfi_status s_sample(void *st, size_t i, pfi_gpu_sample *out, pfi_error *e
     g->t_last = t;
     out->power_w = out->power_instant_w = p;
     out->energy_j = g->energy_j;
-    out->cap_w = out->enforced_w = g->cap_w;
+    out->cap_w = g->cap_w;
+    out->enforced_w = limit_w(g);
     out->sm_clock_mhz = d[PFI_M_SM_CLOCK];
     out->mem_clock_mhz = d[PFI_M_MEM_CLOCK];
     out->util_gpu_pct = d[PFI_M_GPU_UTIL];

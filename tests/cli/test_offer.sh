@@ -7,7 +7,9 @@
 # jobs' profiles nothing is measured (the proportional bound: the 5% offer
 # is 5% of the baselines); after them the offer is backed by measured points.
 # During a trigger's event the offer is what remains. A bad "offer" key is a
-# one-line error naming it.
+# one-line error naming it. A limit set out of band below the plan's cap
+# (a BMC's) is said: the offer counts the job at it and the event's report
+# names it (clamped_jobs).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -85,9 +87,33 @@ wait_for 30 "the offer during the event" 'offer && [ "$(field "o[\"event_active\
 shape
 [ "$(field 'all(abs(x["kw"] - max(0, x["total_kw"] - o["shed_now_kw"])) < 1e-9 for x in o["offers"])')" = True ] ||
   fail "kw is not what remains: $(cat "$T/offer.json")"; ok
-# the event's report keeps the offer at notification and at start beside what it delivered
 EID=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$T/tr" | head -1)
 [ -n "$EID" ] || fail "no event id in the trigger's answer: $(cat "$T/tr")"; ok
+
+# a limit set out of band (a BMC's) holds j2's GPUs at 300 W, below the
+# plan's cap: the agent reports it, the offer counts j2 at it, the event's
+# report names it. The simulated hardware's file is rewritten until the
+# agent shows it (the agent rewrites that file when it sets a cap)
+clamp() {
+  python3 - "$T/hw.json" <<'PY'
+import json, os, sys
+p = sys.argv[1]
+o = json.load(open(p))
+o["enforced_w"] = [0, 0, 300, 300]
+open(p + ".tmp", "w").write(json.dumps(o))
+os.replace(p + ".tmp", p)
+PY
+  curl -s -m 5 -H "Authorization: Bearer $(cat "$T/atok")" "http://127.0.0.1:$AP/v1/control" | tr -d ' ' | grep -q ',null,300\]'
+}
+wait_for 30 "the agent reports the out-of-band limit" clamp
+wait_for 30 "the offer counts j2 at its clamped power" \
+  'offer && [ "$(field "[j for j in o[\"jobs\"] if j[\"id\"] == \"j2\"][0][\"clamped\"] and [j for j in o[\"jobs\"] if j[\"id\"] == \"j2\"][0][\"base_kw\"] <= 0.6 + 1e-9")" = True ]'
+[ "$(field '[j for j in o["jobs"] if j["id"] == "j1"][0]["clamped"]')" = False ] || fail "j1 counted clamped: $(cat "$T/offer.json")"; ok
+wait_for 30 "the event's report names j2 as clamped" \
+  'curl -s -m 5 "$URL/v1/events/$EID/report" >"$T/rep.json" && python3 -c "import json,sys; c=json.load(open(sys.argv[1]))[\"clamped_jobs\"]; assert [(x[\"job\"], x[\"limit_w\"], x[\"by\"]) for x in c] == [(\"j2\", 300, \"enforced\")] and c[0][\"planned_cap_w\"] > 301" "$T/rep.json" 2>/dev/null'
+contains "$T/c.log" "job j2 is held at 300 W per GPU by a limit set out of band"
+
+# the event's report keeps the offer at notification and at start beside what it delivered
 wait_for 30 "the event's report with its offer and a delivered shed" \
   'curl -s -m 5 "$URL/v1/events/$EID/report" >"$T/rep.json" && python3 -c "import json,sys; o=json.load(open(sys.argv[1]))[\"offer\"]; assert len(o[\"at_start_kw\"]) == 5 and o[\"at_notification_kw\"][4] is not None and o[\"delivered_kw\"] > 0" "$T/rep.json" 2>/dev/null'
 done_ok

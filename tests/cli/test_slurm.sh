@@ -6,7 +6,8 @@
 # on simulated GPUs and pfi-controller: jobs submitted with different
 # --power-flex tiers, a 30% event, caps checked per job, tiers honoured,
 # the job environment (PFI_FLEX, PFI_STEPLOG), a bad tier refused, and
-# everything restored after the jobs end. Every daemon it starts is
+# everything restored after the jobs end, the offer's forecast read from the
+# real squeue (time limits, a pending job's start). Every daemon it starts is
 # stopped. Plain build only (label "plain"): the plugin is loaded into
 # Slurm's uninstrumented daemons (docs/testing.md). Needs root.
 . "$SRC/tests/cli/lib.sh"
@@ -155,7 +156,7 @@ start_daemon agent "$T/agent.log" "$T/a.port" "$PFI_AGENT" \
 AP=$DPORT
 cat >"$T/ctl.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl.db", "control_period_s": 1, "baseline_window_s": 3,
- "lease_s": 10, "agents": [{"name": "$H", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
+ "lease_s": 10, "offer": {"interval_s": 1, "squeue": "squeue", "squeue_interval_s": 10, "horizon_h": 2}, "agents": [{"name": "$H", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
 EOF
 start_daemon controller "$T/ctl.log" "$T/c.port" "$CTL" --config "$T/ctl.json" --port-file "$T/c.port"
 URL=http://127.0.0.1:$DPORT
@@ -164,8 +165,10 @@ ctl_has() { curl -s -m 5 "$URL/v1/status" | grep -q "$1"; }
 
 # ---- two jobs, Flex 0 and Flex 3 ----
 A=$(S sbatch --parsable --gres=gpu:2 --power-flex=0 -o "$T/a.out" --wrap "env > $T/envA; sleep 120")
-B=$(S sbatch --parsable --gres=gpu:2 --power-flex=3 -o "$T/b.out" --wrap "env > $T/envB; sleep 120")
-[ -n "$A" ] && [ -n "$B" ] || fail "sbatch failed"; ok
+B=$(S sbatch --parsable --gres=gpu:2 --power-flex=3 --time=30 -o "$T/b.out" --wrap "env > $T/envB; sleep 120")
+# a job that waits an hour (the offer's forecast counts it from then)
+C=$(S sbatch --parsable --gres=gpu:1 --time=60 --begin=now+3600 -o /dev/null --wrap true)
+[ -n "$A" ] && [ -n "$B" ] && [ -n "$C" ] || fail "sbatch failed"; ok
 wait_for 60 "the SPANK plugin's job files for $A and $B" '[ -s "$T/run/jobs/$A.json" ] && [ -s "$T/run/jobs/$B.json" ]'
 contains "$T/run/jobs/$A.json" '"tier": 0'
 contains "$T/run/jobs/$B.json" '"tier": 3'
@@ -207,6 +210,29 @@ echo "job $B: Slurm GPU index $IB.. -> minors $GB, $(minor_of $((IB + 1))) -> th
   { cat "$T/map.err" >&2; fail "pfi slurm-map failed on the test's gres.conf"; }
 printf 'slurm_index,minor,bus_id\n%s,%s,\n%s,%s,\n' "$IB" "$GB" "$((IB + 1))" "$(minor_of $((IB + 1)))" >"$T/map.want"
 cmp -s "$T/map" "$T/map.want" || { diff "$T/map.want" "$T/map" >&2; fail "pfi slurm-map disagrees with Slurm's IDX"; }; ok
+
+# ---- the offer's forecast reads the real squeue (issue 44) ----
+# B (Flex 3, --time=30) carries the shed: its limit bounds the offer; A
+# (no limit: squeue prints its end as NONE) persists; C starts in an hour
+[ -n "${PFI_SQUEUE_DUMP:-}" ] && SLURM_TIME_FORMAT=%s S squeue -h -a -t RUNNING,PENDING -o '%A|%T|%S|%e|%l|%D|%b' >"$PFI_SQUEUE_DUMP"
+offer_ok() {
+  curl -s -m 5 "$URL/v1/offer" >"$T/offer.json" && /usr/bin/python3 - "$T/offer.json" "$A" "$B" <<'PY' 2>"$T/offer.why"
+import json, sys
+o = json.load(open(sys.argv[1])); a, b = sys.argv[2], sys.argv[3]
+f = o["forecast"]
+assert f["source"] == "squeue" and f["squeue_error"] is None, f
+assert {j["id"] for j in o["jobs"]} == {a, b}, o["jobs"]
+assert 1500 <= o["sustain_s"] <= 1800, o["sustain_s"]      # B's 30 min, started moments ago
+p = f["points"]
+# hour 1: B ended at its limit; C (begin: an hour after its submission, a
+# moment before the offer) has started; hour 2: C ended at its limit too,
+# and A, Flex 0, has nothing to shed
+assert (p[0]["jobs"], p[0]["pending_jobs"]) == (2, 1), p
+assert (p[1]["jobs"], p[1]["pending_jobs"]) == (1, 0) and p[1]["total_kw"] == [0] * 5, p
+PY
+}
+wait_for 60 "the offer's forecast from squeue" 'offer_ok || { [ "$(date +%s)" -lt "$wf_end" ] || cat "$T/offer.why" "$T/offer.json" >&2; false; }'
+S scancel "$C"
 
 # ---- a 30% event ----
 START=$(date -u -d "@$(( $(date +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)

@@ -571,7 +571,8 @@ char *agent_render_control(agent *a)
     pfi_buf_printf(&b, "\"gpus\":[");
     for (size_t i = 0; i < a->n; i++) {
         const agent_gpu *g = &a->g[i];
-        /* [cap_min_w, cap_max_w, cap_w, ceiling_w(, why not capped)]; an
+        /* [cap_min_w, cap_max_w, cap_w, ceiling_w(, why not capped(,
+           enforced_w))]; an
            unavailable GPU [null, null, null, null, state]: its job cannot be
            capped. The reason is one of agent_gpu_uncapped_reason's fixed
            words: no escaping needed */
@@ -594,6 +595,11 @@ char *agent_render_control(agent *a)
         if (isfinite(cw)) pfi_buf_printf(&b, "%.17g", cw);
         else pfi_buf_printf(&b, "null");
         if (nc) pfi_buf_printf(&b, ",\"%s\"", nc);
+        /* the enforced limit, where one set out of band (BMC, power brake)
+           holds the GPU below the cap: [.., ceiling_w, null, enforced_w]
+           (issue 44: the controller counts the job at it and says so) */
+        else if (g->limit_out_of_band && isfinite(g->last.enforced_w))
+            pfi_buf_printf(&b, ",null,%.17g", g->last.enforced_w);
         pfi_buf_printf(&b, "]");
     }
     pfi_buf_printf(&b, "],\"jobs\":[");

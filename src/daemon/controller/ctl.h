@@ -58,11 +58,17 @@ typedef struct ctl_cfg {
     pfi_strategy strategy;
     double period_s, tolerance_pct, non_gpu_offset_kw, ramp_s, ramp_down_s, baseline_window_s,
         baseline_settle_s, lease_s;
-    double level_cut_pct[4];   /* grid level -> cut (default 0, 10, 20, 30 %) */
-    double agent_timeout_s;    /* one request's deadline (NaN: from the period, 0.2..2 s) */
-    double agent_concurrency;  /* requests in flight at once (default 1024) */
-    double offer_s;            /* the offer's interval (30 s; 0: none); "offer": {"interval_s"} */
-    double offer_facility;     /* kW offered per kW of GPU board power (1.0) */
+    double level_cut_pct[4];  /* grid level -> cut (default 0, 10, 20, 30 %) */
+    double agent_timeout_s;   /* one request's deadline (NaN: from the period, 0.2..2 s) */
+    double agent_concurrency; /* requests in flight at once (default 1024) */
+    double offer_s;           /* the offer's interval (30 s; 0: none); "offer": {"interval_s"} */
+    double offer_facility;    /* kW offered per kW of GPU board power (1.0) */
+    /* the forecast (ctl_forecast.c): "offer": {"squeue": command ("": none,
+       the present fleet persists), "squeue_interval_s" (300),
+       "squeue_timeout_s" (10), "horizon_h" (6)} */
+    char offer_squeue[1024];
+    double offer_squeue_s, offer_squeue_timeout_s;
+    int offer_horizon_h;
     int fast_trigger;          /* a trigger's caps by datagram where an agent offers it (1) */
     int fast_collect;          /* the period's views by datagram, the same way (1) */
     int fast_path_cleartext;   /* datagrams to an https agent without client certificates (0) */
@@ -341,6 +347,9 @@ void ctl_inputs_free(ctl_inputs *in);
 /* ctl_inputs.c (lock held): the GPUs the agents will not cap this period
  * noted in the running event (logged the first time each is seen) */
 void ctl_event_note_uncapped(ctl *c);
+/* the jobs an admin's or an out-of-band limit holds below the plan's cap,
+   noted in the running event (its report's clamped_jobs) and logged once */
+void ctl_event_note_clamped(ctl *c);
 /* ctl_persist.c (the loop's thread, lock not held): a decision's rows as
  * one transaction on c->pdb; 0, or -1 (logged and counted in db_errors) */
 int ctl_persist_open(ctl *c);

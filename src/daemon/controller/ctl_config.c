@@ -432,6 +432,13 @@ static pfi_status offer_field(const pfi_jkey *k, json_t *v, const char *name, vo
          .expect = "expected 0 (no offer) to 86400 seconds"},
         {"facility_factor", PFI_J_NUMBER, 0, &c->offer_facility, .lo = 0.5, .hi = 3,
          .expect = "expected a factor in 0.5..3"},
+        {"squeue", PFI_J_STRING, 0, c->offer_squeue, .size = sizeof c->offer_squeue},
+        {"squeue_interval_s", PFI_J_NUMBER, 0, &c->offer_squeue_s, .lo = 10, .hi = 86400,
+         .expect = "expected 10 to 86400 seconds"},
+        {"squeue_timeout_s", PFI_J_NUMBER, 0, &c->offer_squeue_timeout_s, .lo = 1, .hi = 300,
+         .expect = "expected 1 to 300 seconds"},
+        {"horizon_h", PFI_J_INTEGER, 0, &c->offer_horizon_h, .size = sizeof(int), .lo = 0, .hi = 48,
+         .expect = "expected 0 (no forecast) to 48 hours"},
     };
     pfi_jopts o = {.prefix = "offer", .ud = ud};
     return PFI_JSON_OBJ_READ(v, keys, &o, err);
@@ -455,6 +462,9 @@ static void defaults(ctl_cfg *c)
     c->fast_trigger = 1;
     c->offer_s = 30;
     c->offer_facility = 1;
+    c->offer_squeue_s = 300;
+    c->offer_squeue_timeout_s = 10;
+    c->offer_horizon_h = 6;
     c->fast_collect = 1;
     c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;

@@ -69,6 +69,7 @@ void ctl_job_init(ctl_job *j, const char *id, int tier)
     j->tier = tier;
     j->base_w = j->base_tokens = NAN;
     j->prev_cap_w = NAN;
+    j->enforced_w = INFINITY;
     j->uncapped_since = j->steady_t = j->steady_eval_t = NAN; /* no baseline samples yet */
     j->steady_w = j->steady_tokens = NAN;
 }
@@ -88,6 +89,7 @@ static void job_reset(ctl_job *j, int reachable)
     j->cap_min_w = 0;
     j->cap_max_w = INFINITY;
     j->hw_max_w = INFINITY;
+    j->enforced_w = INFINITY;
     j->gpu_unavailable = 0;
 }
 
@@ -99,6 +101,7 @@ static void job_fold(ctl_job *j, const ctl_job_view *v, size_t ai)
     if (v->hw_max_w < j->hw_max_w) j->hw_max_w = v->hw_max_w;
     if (v->ceiling_w < j->cap_max_w) j->cap_max_w = v->ceiling_w;
     if (v->cap_w < j->cap_w) j->cap_w = v->cap_w;
+    if (v->enforced_w < j->enforced_w) j->enforced_w = v->enforced_w;
     /* the telemetry, a mean over its GPUs (unknown on one agent: unknown) */
     double g0 = j->gpus, g = g0 + v->gpus;
     if (g > 0) {

@@ -16,8 +16,9 @@
 #include "vec.h"
 
 /* one GPU of a job into its view. GET /v1/control: [cap_min_w, cap_max_w,
-   cap_w, ceiling_w] (an unavailable GPU: nulls; an older agent: no
-   ceiling_w); GET /v1/node: an object (state, ceiling_w) */
+   cap_w, ceiling_w(, why not capped(, enforced_w))] (an unavailable GPU:
+   nulls; an older agent: no ceiling_w); GET /v1/node: an object (state,
+   ceiling_w, enforced_w) */
 static void take_gpu(ctl_job_view *v, const json_t *gi)
 {
     int compact = json_is_array(gi);
@@ -39,6 +40,13 @@ static void take_gpu(ctl_job_view *v, const json_t *gi)
     if (!(ceil_w > 0)) ceil_w = hi; /* an older agent: its hardware maximum */
     if (ceil_w > 0 && ceil_w < v->ceiling_w) v->ceiling_w = ceil_w;
     if (json_is_number(cw) && json_number_value(cw) < v->cap_w) v->cap_w = json_number_value(cw);
+    /* a limit set out of band below the cap (compact: the sixth element;
+       /v1/node: enforced_w more than 1 W below cap_w) */
+    json_t *je = compact ? json_array_get(gi, 5) : json_object_get(gi, "enforced_w");
+    double en = json_number_value(je);
+    if (json_is_number(je) && en > 0 && (compact || en < json_number_value(cw) - 1) &&
+        en < v->enforced_w)
+        v->enforced_w = en;
     v->gpus++;
 }
 
@@ -59,7 +67,7 @@ static int take_job(const ctl_cfg *cfg, ctl_job_view *v, const json_t *jj, const
     v->tier = json_is_integer(tier) ? (int)json_integer_value(tier)
               : ct                  ? (int)json_integer_value(ct)
                                     : cfg->default_tier;
-    v->hw_max_w = v->ceiling_w = v->cap_w = INFINITY;
+    v->hw_max_w = v->ceiling_w = v->cap_w = v->enforced_w = INFINITY;
     size_t q;
     json_t *g;
     json_array_foreach(json_object_get(jj, "gpus"), q, g)
@@ -130,11 +138,11 @@ int ctl_inputs_read(const ctl_cfg *cfg, ctl_agent_view *a, const json_t *node, i
     return 0;
 }
 
+static ctl_event *running_event(ctl *c);
+
 void ctl_event_note_uncapped(ctl *c)
 {
-    ctl_event *e = NULL;
-    for (size_t i = 0; i < c->st.nevents; i++)
-        if (c->st.event[i].status == CTL_EV_ACTIVE) e = &c->st.event[i];
+    ctl_event *e = running_event(c);
     if (!e) return;
     const ctl_inputs *in = &c->io.in;
     for (size_t i = 0; i < in->nagents; i++)
@@ -155,6 +163,46 @@ void ctl_event_note_uncapped(ctl *c)
             ctl_log(c, "event %s: agent %s GPU %d is not capped (%s): its draw cannot be shed",
                     e->ev.id, in->agent[i].name, n->gpu, n->reason);
         }
+}
+
+static ctl_event *running_event(ctl *c)
+{
+    ctl_event *e = NULL;
+    for (size_t i = 0; i < c->st.nevents; i++)
+        if (c->st.event[i].status == CTL_EV_ACTIVE) e = &c->st.event[i];
+    return e;
+}
+
+void ctl_event_note_clamped(ctl *c)
+{
+    ctl_event *e = running_event(c);
+    if (!e) return;
+    for (size_t k = 0; k < c->st.njobs; k++) {
+        const ctl_job *j = &c->st.job[k];
+        if (!j->seen || !j->reachable || !ctl_job_clamped(j)) continue;
+        double lim = ctl_job_limit_w(j);
+        int enforced = lim < j->cap_max_w;
+        size_t q = 0;
+        while (q < e->nclamp && strcmp(e->clamp[q].job, j->id)) q++;
+        if (q < e->nclamp) { /* known: the lowest limit it obeyed */
+            if (lim < e->clamp[q].limit_w)
+                e->clamp[q].limit_w = lim, e->clamp[q].enforced = enforced;
+            continue;
+        }
+        if (e->nclamp == CTL_EVENT_CLAMP_MAX) {
+            e->clamp_more++;
+            continue;
+        }
+        struct ctl_event_clamp *x = &e->clamp[e->nclamp++];
+        snprintf(x->job, sizeof x->job, "%s", j->id);
+        x->gpus = j->gpus, x->cap_w = j->alloc_cap_w, x->limit_w = lim, x->enforced = enforced;
+        ctl_log(c,
+                "event %s: job %s is held at %.0f W per GPU by %s, below the %.0f W the plan gave "
+                "it: it sheds less than planned",
+                e->ev.id, j->id, lim,
+                enforced ? "a limit set out of band (BMC, power brake)" : "an admin's limit",
+                j->alloc_cap_w);
+    }
 }
 
 int ctl_inputs_build(ctl *c)

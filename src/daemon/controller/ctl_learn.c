@@ -83,8 +83,8 @@ static int belief_fit(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job
    period, below its baseline, with a throughput */
 static void observe_settled(ctl_job *j)
 {
-    if (j->alloc_cap_w > 0 && fabs(j->cap_w - j->alloc_cap_w) < 0.5 && isfinite(j->tokens_per_s) &&
-        j->nobs < 64 && j->measured_w < j->base_w * 0.995) {
+    if (j->alloc_cap_w > 0 && fabs(j->cap_w - ctl_job_cap_sent(j)) < 0.5 &&
+        isfinite(j->tokens_per_s) && j->nobs < 64 && j->measured_w < j->base_w * 0.995) {
         j->obs_p[j->nobs] = j->measured_w;
         j->obs_t[j->nobs++] = j->tokens_per_s;
     }

@@ -15,25 +15,13 @@
 #include "clock.h"
 #include "ctl_alloc_in.h"
 #include "ctl_learn.h"
+#include "ctl_offer_snap.h"
 #include "offer.h"
 #include "power_control.h"
 #include "strategy.h"
 
-#define OFFER_JOB_COST 3     /* the per-job parts are given at pfi_offer_costs[3], 5% */
 #define OFFER_HIST_MAX 2880  /* the status page's day at the default 30 s */
 #define OFFER_HIST_S 86400.0 /* ... and never older than a day */
-
-typedef struct snap {
-    ctl_alloc_in ai;
-    pfi_alloc_opts o;
-    double fixed_w, base_w; /* the unsteerable jobs' power; the steerable baselines */
-    pfi_offer_job *jobs;
-    pfi_online_point (*known)[CTL_KNOWN_MAX];
-    char (*id)[CTL_JOB_ID_MAX + 1];
-    int *tier;
-    double t, shed_now_w, ramp_s, trigger_s, facility;
-    int active;
-} snap;
 
 typedef struct result {
     double t, base_w, floors_w, measured_ratio, shed_now_w, facility;
@@ -54,6 +42,8 @@ struct ctl_offer {
     double next_t;
     unsigned long long computed;
     double compute_s; /* the last evaluation's wall time */
+    ctl_queue queue;  /* Slurm's queue: the thread's alone */
+    char queue_said[sizeof((ctl_queue *)0)->error];
     /* the whole offer at each cost over the last day (a ring, oldest at
        hist_head): the status page's plot, kept here, not in the database */
     double hist_t[OFFER_HIST_MAX], hist_w[OFFER_HIST_MAX][PFI_OFFER_NCOST];
@@ -75,7 +65,7 @@ static void snap_free(snap *S)
 {
     if (!S) return;
     ctl_alloc_in_free(&S->ai);
-    free(S->jobs), free(S->known), free(S->id), free(S->tier);
+    free(S->jobs), free(S->known), free(S->id), free(S->tier), free(S->clamped);
     free(S);
 }
 
@@ -86,35 +76,23 @@ static void result_free(result *R)
     free(R);
 }
 
-/* the plan's allocation at a cut of the steerable baselines */
-static int snap_alloc(void *ud, double cut_pct, double *target_w)
-{
-    snap *S = ud;
-    int feasible = 1;
-    double budget = S->fixed_w + S->base_w * (1 - cut_pct / 100);
-    if (pfi_pc_allocate(S->ai.pj, S->ai.np, budget, S->fixed_w, 0, &S->o, S->ai.po, &feasible,
-                        NULL))
-        return -1;
-    if (!feasible) return 1;
-    for (size_t q = 0; q < S->ai.np; q++) target_w[q] = S->ai.po[q].target_w;
-    return 0;
-}
-
-/* a job's part at the per-job cost: its baseline, its shed, measured or not */
-static json_t *jobs_json(snap *S, const pfi_offer *o, double *target_w)
+/* a job's part at the per-job cost: its baseline, its shed (also into
+   shed_w), measured or not */
+static json_t *jobs_json(snap *S, const pfi_offer *o, double *target_w, double *shed_w)
 {
     json_t *a = json_array();
-    int k = o->cut_pct[OFFER_JOB_COST];
-    int ok = k > 0 && snap_alloc(S, k, target_w) == 0;
+    int k = o->cut_pct[CTL_OFFER_JOB_COST];
+    int ok = k > 0 && ctl_offer_snap_alloc(S, k, target_w) == 0;
     for (size_t q = 0; q < S->ai.np; q++) {
         int m = 0;
         double tw = ok ? target_w[q] : S->jobs[q].base_w;
         pfi_offer_tokens(&S->jobs[q], tw, &m);
-        json_array_append_new(a,
-                              json_pack("{s:s,s:i,s:f,s:f,s:b}", "id", S->id[q], "tier", S->tier[q],
-                                        "base_kw", S->jobs[q].base_w / 1000, "shed_kw",
-                                        fmax(0, S->jobs[q].base_w - tw) * S->facility / 1000,
-                                        "measured", m && S->jobs[q].nknown > 0));
+        shed_w[q] = fmax(0, S->jobs[q].base_w - tw);
+        json_array_append_new(
+            a, json_pack("{s:s,s:i,s:f,s:f,s:b,s:b}", "id", S->id[q], "tier", S->tier[q], "base_kw",
+                         S->jobs[q].base_w / 1000, "shed_kw",
+                         fmax(0, S->jobs[q].base_w - tw) * S->facility / 1000, "measured",
+                         m && S->jobs[q].nknown > 0, "clamped", S->clamped[q]));
     }
     return a;
 }
@@ -135,13 +113,14 @@ static json_t *num_or_null(double x)
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static result *evaluate(snap *S)
+static result *evaluate(snap *S, const ctl_queue *queue)
 {
     result *R = calloc(1, sizeof *R);
-    double *tw = malloc((S->ai.np + 1) * sizeof *tw);
+    double *tw = malloc((S->ai.np + 1) * sizeof *tw), *shed = malloc((S->ai.np + 1) * sizeof *shed);
     pfi_offer o;
-    if (!R || !tw || pfi_offer_compute(S->jobs, S->ai.np, snap_alloc, S, tw, &o, NULL)) {
-        free(tw), free(R);
+    if (!R || !tw || !shed ||
+        pfi_offer_compute(S->jobs, S->ai.np, ctl_offer_snap_alloc, S, tw, &o, NULL)) {
+        free(tw), free(shed), free(R);
         return NULL;
     }
     R->t = S->t, R->base_w = S->base_w * S->facility, R->facility = S->facility;
@@ -153,7 +132,7 @@ static result *evaluate(snap *S)
         R->offer_w[c] = fmax(0, R->total_w[c] - R->shed_now_w); /* what remains */
         R->measured[c] = o.cut_pct[c] > 0 ? o.measured[o.cut_pct[c]] : 1;
     }
-    R->measured_ratio = R->measured[OFFER_JOB_COST];
+    R->measured_ratio = R->measured[CTL_OFFER_JOB_COST];
     char t[40];
     pfi_rfc3339_format(S->t, t, sizeof t);
     json_t *j =
@@ -168,10 +147,10 @@ static result *evaluate(snap *S)
     json_object_set_new(j, "ramp_s", json_real(S->ramp_s));
     json_object_set_new(j, "time_to_full_shed_s",
                         num_or_null(S->ramp_s + (isfinite(S->trigger_s) ? S->trigger_s : 0)));
-    json_object_set_new(j, "sustain_s", json_null()); /* the jobs' time limits: not yet read */
-    json_object_set_new(j, "jobs", jobs_json(S, &o, tw));
+    json_object_set_new(j, "jobs", jobs_json(S, &o, tw, shed));
+    ctl_forecast_json(j, S, queue, shed);
     R->json = j;
-    free(tw);
+    free(tw), free(shed);
     return R;
 }
 
@@ -189,8 +168,16 @@ static void *offer_thread(void *arg)
         F->pending = NULL;
         F->busy = 1;
         pthread_mutex_unlock(&F->mu);
+        ctl_forecast_refresh(&F->queue, S);
+        if (strcmp(F->queue.error, F->queue_said)) { /* logged when it changes */
+            if (F->queue.error[0])
+                ctl_log(c, "warning: the offer's forecast: %s: the present fleet persists",
+                        F->queue.error);
+            else ctl_log(c, "the offer's forecast reads Slurm's queue again");
+            snprintf(F->queue_said, sizeof F->queue_said, "%s", F->queue.error);
+        }
         double w0 = pfi_wall_monotonic();
-        result *R = evaluate(S);
+        result *R = evaluate(S, &F->queue);
         double dt = pfi_wall_monotonic() - w0;
         snap_free(S);
         pthread_mutex_lock(&F->mu);
@@ -214,6 +201,7 @@ int ctl_offer_start(ctl *c)
     pthread_mutex_init(&F->mu, NULL);
     pthread_cond_init(&F->cv, NULL);
     F->next_t = -INFINITY;
+    F->queue.read_t = NAN;
     c->offer = F;
     if (pthread_create(&F->th, NULL, offer_thread, c)) {
         ctl_log(c, "error: the offer's thread could not start");
@@ -234,6 +222,7 @@ void ctl_offer_stop(ctl *c)
     if (F->started) pthread_join(F->th, NULL);
     snap_free(F->pending);
     result_free(F->last);
+    free(F->queue.job);
     pthread_mutex_destroy(&F->mu);
     pthread_cond_destroy(&F->cv);
     free(F);
@@ -251,11 +240,16 @@ static uint64_t jobs_hash(const ctl_state *s)
     return h;
 }
 
-/* job j into the snapshot at q (the plan's inputs: ctl_plan.c) */
+/* job j into the snapshot at q (the plan's inputs: ctl_plan.c). A job an
+   admin's or an out-of-band limit holds below its baseline counts at that
+   limit (issue 44: what it draws, not what it would) */
 static void snap_job(snap *S, const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j,
                      size_t k, double bw)
 {
     size_t q = S->ai.np;
+    double lim_w = j->gpus * ctl_job_limit_w(j);
+    S->clamped[q] = ctl_job_clamped(j) || lim_w < bw;
+    if (lim_w < bw) bw = lim_w;
     double tok = isfinite(j->base_tokens) ? j->base_tokens : j->tokens_per_s;
     if (j->untrusted) tok = NAN; /* its claims were not corroborated (ctl_claims.c) */
     ctl_alloc_in_add(&S->ai, j, k, bw, tok);
@@ -276,9 +270,14 @@ static snap *snap_of(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_stat
     if (!S || ctl_alloc_in_new(&S->ai, s->njobs)) return free(S), NULL;
     S->jobs = calloc(n, sizeof *S->jobs), S->known = calloc(n, sizeof *S->known);
     S->id = calloc(n, sizeof *S->id), S->tier = calloc(n, sizeof *S->tier);
-    if (!S->jobs || !S->known || !S->id || !S->tier) return snap_free(S), NULL;
+    S->clamped = calloc(n, sizeof *S->clamped);
+    if (!S->jobs || !S->known || !S->id || !S->tier || !S->clamped) return snap_free(S), NULL;
     S->t = s->now, S->active = s->active, S->facility = cfg->offer_facility;
     S->ramp_s = cfg->ramp_s;
+    snprintf(S->squeue, sizeof S->squeue, "%s", cfg->offer_squeue);
+    S->squeue_s = cfg->offer_squeue_s, S->squeue_timeout_s = cfg->offer_squeue_timeout_s;
+    S->horizon_h = cfg->offer_horizon_h, S->default_tier = cfg->default_tier;
+    S->cfg_strategy = cfg->strategy;
     S->trigger_s = NAN;
     for (size_t k = 0; k < s->njobs; k++) {
         const ctl_job *j = &s->job[k];
@@ -303,7 +302,7 @@ int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state 
                    double *total_w, double *floors_w)
 {
     snap *S = snap_of(cfg, cm, s);
-    result *R = S ? evaluate(S) : NULL;
+    result *R = S ? evaluate(S, NULL) : NULL;
     snap_free(S);
     if (!R) return -1;
     *base_w = R->base_w, *floors_w = R->floors_w;

@@ -149,7 +149,8 @@ static void job_init(on_job *q, const ctl_job *j)
 }
 
 /* this period's sample of job q (the ctl_job j): kept when the agent shows
- * the cap we gave it for a second period running */
+ * the cap we gave it (held at its ceiling: the cap sent) for a second
+ * period running */
 static void sample(on_job *q, const ctl_job *j)
 {
     if (!(q->target_w > 0) || !(j->alloc_cap_w > 0)) return;
@@ -161,7 +162,7 @@ static void sample(on_job *q, const ctl_job *j)
     }
     /* the cap the control law gave it is on the GPUs (it follows the target;
        it may move by a watt as the learned power/cap ratio does) */
-    if (fabs(j->cap_w - j->alloc_cap_w) >= 0.5 || !isfinite(j->tokens_per_s) ||
+    if (fabs(j->cap_w - ctl_job_cap_sent(j)) >= 0.5 || !isfinite(j->tokens_per_s) ||
         !(j->measured_w > 0))
         return;
     if (!q->settled) { /* the first sample at the new target: settling */

@@ -64,6 +64,7 @@ static int decide(ctl *c, double collect_s)
     ctl_decide(&c->cfg, c->have_curve_model ? &c->curve_model : NULL, &c->st, &c->io.in,
                pfi_clock_now(), &c->io.dec);
     ctl_event_note_uncapped(c);
+    ctl_event_note_clamped(c);
     c->cycle_s = c->phase_s[CTL_PH_DECIDE] = pfi_wall_monotonic() - w0;
     ctl_record_decision(c);
     c->cycles++;

@@ -222,6 +222,30 @@ static json_t *jobs_json(ctl *c, const ctl_event *e, double steady0, double end)
     return jobs;
 }
 
+/* what kept the event from shedding as planned, said, not silent: the GPUs
+   an agent would not cap, the jobs held below the plan's cap by a limit not
+   pfi's (issue 44) */
+static void shortfalls_json(json_t *o, const ctl_event *e)
+{
+    json_t *nc = json_array();
+    for (size_t k = 0; k < e->nnc; k++)
+        json_array_append_new(nc, json_pack("{s:s,s:i,s:s}", "agent", e->nc[k].agent, "gpu",
+                                            e->nc[k].g.gpu, "reason", e->nc[k].g.reason));
+    json_object_set_new(o, "gpus_not_capped", nc);
+    if (e->nc_more)
+        json_object_set_new(o, "gpus_not_capped_more", json_integer((json_int_t)e->nc_more));
+    /* the jobs held below the plan's cap by a limit not pfi's (issue 44) */
+    json_t *cl = json_array();
+    for (size_t k = 0; k < e->nclamp; k++)
+        json_array_append_new(cl, json_pack("{s:s,s:i,s:f,s:f,s:s}", "job", e->clamp[k].job, "gpus",
+                                            e->clamp[k].gpus, "planned_cap_w", e->clamp[k].cap_w,
+                                            "limit_w", e->clamp[k].limit_w, "by",
+                                            e->clamp[k].enforced ? "enforced" : "ceiling"));
+    json_object_set_new(o, "clamped_jobs", cl);
+    if (e->clamp_more)
+        json_object_set_new(o, "clamped_jobs_more", json_integer((json_int_t)e->clamp_more));
+}
+
 char *ctl_report_json(ctl *c, const ctl_event *e)
 {
     series s;
@@ -300,14 +324,7 @@ char *ctl_report_json(ctl *c, const ctl_event *e)
     json_object_set_new(o, "energy_shed_kwh", json_real(shed_j / 3.6e6));
     json_object_set_new(o, "dry_run", json_boolean(e->ev.dry_run || c->cfg.dry_run));
     json_object_set_new(o, "strategy", json_string(pfi_strategy_name(c->cfg.strategy)));
-    /* the GPUs not capped while it ran: a shortfall explained, not silent */
-    json_t *nc = json_array();
-    for (size_t k = 0; k < e->nnc; k++)
-        json_array_append_new(nc, json_pack("{s:s,s:i,s:s}", "agent", e->nc[k].agent, "gpu",
-                                            e->nc[k].g.gpu, "reason", e->nc[k].g.reason));
-    json_object_set_new(o, "gpus_not_capped", nc);
-    if (e->nc_more)
-        json_object_set_new(o, "gpus_not_capped_more", json_integer((json_int_t)e->nc_more));
+    shortfalls_json(o, e);
     ctl_event_who_json(o, e);
     char *txt = json_dumps(o, JSON_INDENT(1));
     json_decref(o);

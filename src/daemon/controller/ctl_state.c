@@ -1,5 +1,6 @@
 /* ctl_state.c — the small things of ctl_state.h: notes, a decision's
  * buffers, event status names. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,4 +80,19 @@ ctl_event *ctl_state_event_new(ctl_state *s)
     ctl_event *e = &s->event[s->nevents++];
     memset(e, 0, sizeof *e);
     return e;
+}
+
+double ctl_job_limit_w(const ctl_job *j)
+{
+    return j->enforced_w > 0 && j->enforced_w < j->cap_max_w ? j->enforced_w : j->cap_max_w;
+}
+
+double ctl_job_cap_sent(const ctl_job *j)
+{
+    return isfinite(j->cap_max_w) && j->alloc_cap_w > j->cap_max_w ? j->cap_max_w : j->alloc_cap_w;
+}
+
+int ctl_job_clamped(const ctl_job *j)
+{
+    return j->alloc_cap_w > 0 && ctl_job_limit_w(j) < j->alloc_cap_w - 1;
 }

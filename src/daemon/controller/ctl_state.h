@@ -56,12 +56,13 @@ void ctl_notes_clear(ctl_notes *n);
 typedef struct ctl_job_view {
     char id[CTL_JOB_ID_MAX + 1];
     int tier, gpus;
-    int gpu_unavailable;           /* a GPU of it unavailable, or not to be capped */
-    double cap_min_w;              /* the largest GPU minimum (0: none) */
-    double hw_max_w, ceiling_w;    /* the smallest GPU maximum, ceiling (inf: none) */
-    double cap_w;                  /* the smallest cap in force (inf: none) */
-    double power_w;                /* its GPUs' power on this agent */
-    double tokens_per_s, pfi_pred; /* NaN: none */
+    int gpu_unavailable;        /* a GPU of it unavailable, or not to be capped */
+    double cap_min_w;           /* the largest GPU minimum (0: none) */
+    double hw_max_w, ceiling_w; /* the smallest GPU maximum, ceiling (inf: none) */
+    double cap_w;               /* the smallest cap in force (inf: none) */
+    double enforced_w;          /* the smallest limit set out of band below its cap (inf: none) */
+    double power_w;             /* its GPUs' power on this agent */
+    double tokens_per_s, pfi_pred;                     /* NaN: none */
     double feat_dram, feat_copy, feat_tensor, feat_sm; /* training means (0: none) */
     double sm_clock_mhz, sm_active; /* its GPUs' mean SM clock and activity now (NaN: none) */
 } ctl_job_view;
@@ -191,6 +192,11 @@ typedef struct ctl_job {
      * models were fitted on. gpu_unavailable: an agent reports one of its
      * GPUs unavailable (lost, no permission): the job is unreachable. */
     double cap_min_w, cap_max_w, cap_w, hw_max_w;
+    /* enforced_w: the lowest limit set out of band (BMC, power brake) that
+     * holds one of its GPUs below the cap pfi gave (inf: none; the agents'
+     * sixth /v1/control element): the plan gives it no more (ctl_alloc_in.c),
+     * the offer counts it there and the event report names it (issue 44) */
+    double enforced_w;
     int gpu_unavailable, unavailable_logged;
     int *agent_idx; /* the agents holding the job (malloc'd; every one of them) */
     size_t nagent, agent_cap;
@@ -243,6 +249,17 @@ typedef struct ctl_job {
     int mem_checked; /* its remembered points looked up */
 } ctl_job;
 
+/* A job's GPUs obey the lowest of pfi's cap, its ceiling (an admin's limit
+ * as the agents report it) and a limit set out of band (enforced_w):
+ * ctl_job_limit_w the lower of the last two; ctl_job_cap_sent the cap the
+ * push sends for the plan's alloc_cap_w (no cap above the ceiling leaves:
+ * ctl_agents_push.c); ctl_job_clamped 1 when an admin's or an out-of-band
+ * limit holds it more than 1 W below the cap the plan gave (issue 44: the
+ * offer counts it there, the event report names it). */
+double ctl_job_limit_w(const ctl_job *j);
+double ctl_job_cap_sent(const ctl_job *j);
+int ctl_job_clamped(const ctl_job *j);
+
 typedef enum ctl_event_status {
     CTL_EV_SCHEDULED,
     CTL_EV_ACTIVE,
@@ -265,6 +282,7 @@ typedef enum ctl_verdict {
 } ctl_verdict;
 
 #define CTL_EVENT_NC_MAX 32
+#define CTL_EVENT_CLAMP_MAX 16
 typedef struct ctl_event {
     pfi_grid_event ev;
     ctl_event_status status;
@@ -307,6 +325,17 @@ typedef struct ctl_event {
         ctl_gpu_nc g;
     } nc[CTL_EVENT_NC_MAX];
     size_t nnc, nc_more;
+    /* the jobs an admin's or an out-of-band limit held below the cap the
+       plan gave while it ran (ctl_event_note_clamped; the report's
+       clamped_jobs): the first CTL_EVENT_CLAMP_MAX, the rest counted; each
+       at the lowest limit seen. Not kept across a restart. */
+    struct ctl_event_clamp {
+        char job[CTL_JOB_ID_MAX + 1];
+        int gpus;
+        double cap_w, limit_w; /* per GPU: the plan's cap, the limit it obeyed */
+        int enforced;          /* 1: out of band (BMC, power brake); 0: its ceiling */
+    } clamp[CTL_EVENT_CLAMP_MAX];
+    size_t nclamp, clamp_more;
 } ctl_event;
 
 /* what the decision keeps across periods */
