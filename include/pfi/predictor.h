@@ -86,6 +86,14 @@ typedef struct pfi_curve_model {
     size_t n_train[PFI_CURVE_GRID_MAX];
     double *fmin, *fmax;
     size_t p;
+    /* the prior (issue 44), per grid point, normalized like t and pw: the
+     * fit's residual standard errors (t_se, p_se), and the population's
+     * mean and standard deviation over the training curves, for a job
+     * without features (pop_t, pop_p, pop_t_sd, pop_p_sd). NaN: not known
+     * (a model file from before them). */
+    double t_se[PFI_CURVE_GRID_MAX], p_se[PFI_CURVE_GRID_MAX];
+    double pop_t[PFI_CURVE_GRID_MAX], pop_p[PFI_CURVE_GRID_MAX];
+    double pop_t_sd[PFI_CURVE_GRID_MAX], pop_p_sd[PFI_CURVE_GRID_MAX];
 } pfi_curve_model;
 
 /* Normalized training targets of one curve at cap fraction f, by
@@ -103,6 +111,15 @@ PFI_API void pfi_curve_model_predict(const pfi_curve_model *m, const double *x, 
 /* The predicted curve in absolute units for a job with uncapped (T_max,
  * P_max) on a GPU whose largest cap is cap_max_w: points at the grid caps. */
 PFI_API pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x,
+                                         double cap_max_w, double tokens_per_s_max,
+                                         double power_max_w, pfi_curve *out, pfi_error *err);
+/* The prior's conservative bound (issue 44: the offer of a job with nothing
+ * measured): the predicted curve for features x, or with x NULL the
+ * population's mean curve, with throughput z standard errors (deviations)
+ * lower and power z higher at each grid point (throughput at least 1% of
+ * T_max, power at most P_max; both non-decreasing, 1 uncapped). PFI_ESTATE
+ * when the model carries no standard errors (an older model file). */
+PFI_API pfi_status pfi_curve_model_bound(const pfi_curve_model *m, const double *x, double z,
                                          double cap_max_w, double tokens_per_s_max,
                                          double power_max_w, pfi_curve *out, pfi_error *err);
 

@@ -265,6 +265,33 @@ void pfi_curve_model_dispose(pfi_curve_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* grid point k's prior: each fit's residual standard error over the rows
+   it used (n_used - rank - 1 degrees of freedom), and the population's mean
+   and standard deviation of the targets */
+static void prior_at(const double *X, const double *yt, const double *yp, size_t n, size_t p,
+                     pfi_curve_model *m, size_t k)
+{
+    const double *y[2] = {yt, yp};
+    const pfi_linear *f[2] = {&m->t[k], &m->pw[k]};
+    double *se[2] = {&m->t_se[k], &m->p_se[k]}, *mu[2] = {&m->pop_t[k], &m->pop_p[k]},
+           *sd[2] = {&m->pop_t_sd[k], &m->pop_p_sd[k]};
+    for (int w = 0; w < 2; w++) {
+        double ssr = 0, s = 0, ss = 0;
+        size_t nu = 0, ny = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!isfinite(y[w][i])) continue;
+            ny++, s += y[w][i], ss += y[w][i] * y[w][i];
+            if (!row_ok(X, y[w], i, p)) continue;
+            double r = y[w][i] - pfi_linear_eval(f[w], X + i * p);
+            ssr += r * r, nu++;
+        }
+        double dof = (double)nu - (double)f[w]->rank - 1;
+        *se[w] = dof > 0 ? sqrt(ssr / dof) : NAN;
+        *mu[w] = ny ? s / ny : NAN;
+        *sd[w] = ny > 1 ? sqrt(fmax(0, (ss - s * s / ny) / (ny - 1))) : NAN;
+    }
+}
+
 pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, size_t n, size_t p,
                                pfi_curve_model *m, pfi_error *err)
 {
@@ -302,6 +329,8 @@ pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, 
         size_t k = m->ngrid;
         m->frac[k] = f;
         if (f == 1.0) { /* the uncapped point is 1 by definition */
+            m->t_se[k] = m->p_se[k] = m->pop_t_sd[k] = m->pop_p_sd[k] = 0;
+            m->pop_t[k] = m->pop_p[k] = 1;
             m->t[k] = (pfi_linear){p, 1.0, calloc(p ? p : 1, sizeof(double)), 0};
             m->pw[k] = (pfi_linear){p, 1.0, calloc(p ? p : 1, sizeof(double)), 0};
             m->n_train[k] = have;
@@ -315,6 +344,7 @@ pfi_status pfi_curve_model_fit(const double *X, const pfi_curve *const *curves, 
             goto out;
         }
         m->n_train[k] = u1;
+        prior_at(X, yt, yp, n, p, m, k);
         m->ngrid++;
     }
     if (m->ngrid < 2)
@@ -348,6 +378,31 @@ pfi_status pfi_curve_model_curve(const pfi_curve_model *m, const double *x, doub
 {
     double t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
     pfi_curve_model_predict(m, x, t, pw);
+    pfi_point pts[PFI_CURVE_GRID_MAX];
+    for (size_t k = 0; k < m->ngrid; k++)
+        pts[k] = (pfi_point){
+            m->frac[k] * cap_max_w, pw[k] * power_max_w, t[k] * tokens_per_s_max, NAN, NAN, 1};
+    return pfi_curve_init(out, pts, m->ngrid, err);
+}
+
+pfi_status pfi_curve_model_bound(const pfi_curve_model *m, const double *x, double z,
+                                 double cap_max_w, double tokens_per_s_max, double power_max_w,
+                                 pfi_curve *out, pfi_error *err)
+{
+    double t[PFI_CURVE_GRID_MAX], pw[PFI_CURVE_GRID_MAX];
+    if (x) pfi_curve_model_predict(m, x, t, pw);
+    for (size_t k = 0; k < m->ngrid; k++) {
+        double st = x ? m->t_se[k] : m->pop_t_sd[k], sp = x ? m->p_se[k] : m->pop_p_sd[k];
+        if (!x) t[k] = m->pop_t[k], pw[k] = m->pop_p[k];
+        if (!isfinite(st) || !isfinite(sp) || !isfinite(t[k]) || !isfinite(pw[k]))
+            return pfi_errorf(err, PFI_ESTATE,
+                              "the curve model carries no standard errors (fitted before them)");
+        t[k] = fmin(1, fmax(0.01, t[k] - z * st));
+        pw[k] = fmin(1, fmax(0.01, pw[k] + z * sp));
+    }
+    pfi_isotonic_increasing(t, NULL, m->ngrid);
+    pfi_isotonic_increasing(pw, NULL, m->ngrid);
+    t[m->ngrid - 1] = pw[m->ngrid - 1] = 1;
     pfi_point pts[PFI_CURVE_GRID_MAX];
     for (size_t k = 0; k < m->ngrid; k++)
         pts[k] = (pfi_point){

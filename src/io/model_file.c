@@ -76,6 +76,23 @@ pfi_status pfi_modelfile_save(const pfi_modelfile *m, const char *path, pfi_erro
         json_object_set_new(o, "throughput", t);
         json_object_set_new(o, "power", p);
         json_object_set_new(o, "n_train_per_point", nt);
+        /* the prior (issue 44): written when the fit made it */
+        int have = 1;
+        for (size_t k = 0; k < m->curve.ngrid; k++)
+            have &= isfinite(m->curve.t_se[k]) && isfinite(m->curve.p_se[k]) &&
+                    isfinite(m->curve.pop_t[k]) && isfinite(m->curve.pop_p[k]) &&
+                    isfinite(m->curve.pop_t_sd[k]) && isfinite(m->curve.pop_p_sd[k]);
+        if (have) {
+            size_t ng = m->curve.ngrid;
+            json_t *pr = json_object();
+            json_object_set_new(pr, "throughput_se", darray(m->curve.t_se, ng));
+            json_object_set_new(pr, "power_se", darray(m->curve.p_se, ng));
+            json_object_set_new(pr, "population_throughput", darray(m->curve.pop_t, ng));
+            json_object_set_new(pr, "population_power", darray(m->curve.pop_p, ng));
+            json_object_set_new(pr, "population_throughput_sd", darray(m->curve.pop_t_sd, ng));
+            json_object_set_new(pr, "population_power_sd", darray(m->curve.pop_p_sd, ng));
+            json_object_set_new(o, "prior", pr);
+        }
     }
     if (m->meta) json_object_update(o, (json_t *)m->meta);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
@@ -154,6 +171,38 @@ static pfi_status load_ols(json_t *o, const char *path, pfi_modelfile *m, pfi_er
     return PFI_OK;
 }
 
+/* the prior (issue 44), optional: "prior": {"throughput_se", "power_se",
+   "population_throughput", "population_power", "population_throughput_sd",
+   "population_power_sd"}, one non-negative number per grid point each;
+   absent: NaN (the offer then takes its proportional bound) */
+static pfi_status load_prior(json_t *o, const char *path, pfi_curve_model *c, pfi_error *err)
+{
+    size_t ng = c->ngrid;
+    double *dst[6] = {c->t_se, c->p_se, c->pop_t, c->pop_p, c->pop_t_sd, c->pop_p_sd};
+    static const char *const key[6] = {"throughput_se",
+                                       "power_se",
+                                       "population_throughput",
+                                       "population_power",
+                                       "population_throughput_sd",
+                                       "population_power_sd"};
+    json_t *pr = json_object_get(o, "prior");
+    for (int w = 0; w < 6; w++)
+        for (size_t k = 0; k < ng; k++) dst[w][k] = NAN;
+    if (!pr) return PFI_OK;
+    if (!json_is_object(pr))
+        return pfi_errorf(err, PFI_EINVAL, "%s: 'prior': expected an object", path);
+    for (int w = 0; w < 6; w++) {
+        char what[64];
+        snprintf(what, sizeof what, "prior.%s", key[w]);
+        pfi_status st = get_darray(json_object_get(pr, key[w]), ng, path, what, dst[w], err);
+        if (st) return st;
+        for (size_t k = 0; k < ng; k++)
+            if (!(dst[w][k] >= 0 && dst[w][k] <= 10))
+                return pfi_errorf(err, PFI_EINVAL, "%s: '%s'[%zu]: expected 0..10", path, what, k);
+    }
+    return PFI_OK;
+}
+
 /* a curve model's grid and, per grid point, its throughput and power models */
 static pfi_status load_curve(json_t *o, const char *path, pfi_modelfile *m, pfi_error *err)
 {
@@ -193,7 +242,7 @@ static pfi_status load_curve(json_t *o, const char *path, pfi_modelfile *m, pfi_
         }
     }
     m->curve.ngrid = ng;
-    return PFI_OK;
+    return load_prior(o, path, &m->curve, err);
 }
 
 pfi_status pfi_modelfile_load(const char *path, pfi_modelfile *m, pfi_error *err)

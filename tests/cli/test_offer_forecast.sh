@@ -10,7 +10,9 @@
 # (sustain_s about 1,800 s), the first hour's fleet is 102 alone and the
 # second adds the pending 103; squeue failing or hanging past its timeout
 # leaves the present fleet, says why, and logs it once. test_slurm.sh does
-# the same against the real Slurm.
+# the same against the real Slurm. With a curve model (fitted here on the
+# reconstruction) the jobs' first offer, before anything is measured,
+# rests on the prior's conservative bound for their features (issue 44).
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -33,6 +35,9 @@ echo "104|PENDING|N/A|N/A|1:00:00|1|gres:gpu:8"
 echo "200|RUNNING|$((now - 60))|$((now + 60))|2:00|1|N/A"
 EOF
 chmod +x "$T/squeue"
+"$PFI" synth --summary -o "$T/recon.csv" || fail "synth"
+"$PFI" fit --curve --train-where split=headline --model "$T/model.json" "$T/recon.csv" >/dev/null || fail "fit"
+contains "$T/model.json" '"throughput_se"'
 echo ok >"$T/squeue.mode"
 start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" \
   --backend "sim:gpus=4,job=101:moe-ft-qwen30ba3b-x8@0-1,job=102:dense-pt-llama70b-x8-compile@2-3,load=0,steplogs=$T,state=$T/hw.json" \
@@ -41,7 +46,7 @@ start_daemon agent "$T/a.log" "$T/a.port" "$PFI_AGENT" \
 AP=$DPORT
 cat >"$T/c.json" <<EOF
 {"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/c.db", "control_period_s": 0.5,
- "baseline_window_s": 2, "ramp_s": 0, "log": "$T/c.log",
+ "baseline_window_s": 2, "ramp_s": 0, "log": "$T/c.log", "curve_model": "$T/model.json",
  "offer": {"interval_s": 1, "squeue": "$T/squeue", "squeue_interval_s": 10, "squeue_timeout_s": 2, "horizon_h": 3},
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
 EOF
@@ -51,6 +56,11 @@ offer() { curl -s -m 5 "$URL/v1/offer" >"$T/offer.json"; }
 py() { python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$T/offer.json" "$1"; }
 wait_for 60 "an offer of both jobs read with Slurm's queue" \
   'offer && [ "$(py "len(o[\"jobs\"]) == 2 and o[\"forecast\"][\"source\"] == \"squeue\"" 2>/dev/null)" = True ]'
+# nothing measured yet: the prior's bound for their features, which
+# allows more than the proportional bound's 5% of the baselines at 5%
+[ "$(py '[(j["measured"], j["prior"]) for j in o["jobs"]] == [(False, "features")] * 2')" = True ] ||
+  fail "the first offer does not rest on the prior: $(cat "$T/offer.json")"; ok
+num "$(py 'o["offers"][3]["total_kw"] / o["baseline_kw"]')" ">" 0.055 || fail "the prior's offer at 5%: $(cat "$T/offer.json")"; ok
 python3 - "$T/offer.json" <<'PY' || fail "the forecast: $(cat "$T/offer.json")"
 import json, sys
 o = json.load(open(sys.argv[1]))

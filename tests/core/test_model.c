@@ -151,6 +151,88 @@ static void curve_model(void **s)
     for (int i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
 }
 
+/* the prior (issue 44): curves f^a-like with a deterministic wobble the
+   feature does not explain. The residual standard error is the wobble's
+   spread; the bound lies below the prediction in throughput and above it
+   in power; without features, the population's curve; both survive the
+   model file, and a model file without them gives no bound */
+static void curve_prior(void **s)
+{
+    (void)s;
+    enum { N = 16 };
+    pfi_curve c[N];
+    const pfi_curve *cp[N];
+    double X[N];
+    for (int i = 0; i < N; i++) {
+        double a = 0.3 + 0.03 * i, wob = (i % 2 ? 1 : -1) * 0.02;
+        X[i] = a;
+        pfi_point pts[6];
+        for (int k = 0; k < 6; k++) {
+            double f = (200.0 + 100 * k) / 700.0;
+            double t = k == 5 ? 1 : 1 - a * (1 - f) + wob;
+            pts[k] = (pfi_point){200.0 + 100 * k, 5600 * f, 1000 * t, NAN, NAN, 1};
+        }
+        pfi_curve_init(&c[i], pts, 6, NULL);
+        cp[i] = &c[i];
+    }
+    pfi_curve_model m;
+    assert_int_equal(pfi_curve_model_fit(X, cp, N, 1, &m, NULL), PFI_OK);
+    size_t mid = m.ngrid / 2;
+    /* the wobble is +-0.02 around the line: a residual SE near 0.02 */
+    assert_true(m.t_se[mid] > 0.015 && m.t_se[mid] < 0.03);
+    assert_near(m.t_se[m.ngrid - 1], 0, 0);
+    assert_true(m.pop_t_sd[mid] > m.t_se[mid]); /* the feature explains most of the spread */
+    double xq = 0.5, t[PFI_CURVE_GRID_MAX], p[PFI_CURVE_GRID_MAX];
+    pfi_curve_model_predict(&m, &xq, t, p);
+    pfi_curve b, pop;
+    assert_int_equal(pfi_curve_model_bound(&m, &xq, 2, 700, 1000, 5600, &b, NULL), PFI_OK);
+    assert_int_equal(pfi_curve_model_bound(&m, NULL, 2, 700, 1000, 5600, &pop, NULL), PFI_OK);
+    for (size_t k = 0; k + 1 < m.ngrid; k++) {
+        assert_true(b.pts[k].tokens_per_s < 1000 * t[k]);
+        assert_near(b.pts[k].tokens_per_s, 1000 * fmax(0.01, t[k] - 2 * m.t_se[k]), 1e-6);
+        assert_true(b.pts[k].power_w >= 5600 * p[k]);
+        assert_true(pop.pts[k].tokens_per_s <= 1000 * m.pop_t[k]);
+    }
+    assert_near(pfi_curve_uncapped(&b)->tokens_per_s, 1000, 1e-9);
+    pfi_curve_dispose(&b);
+    /* the model file keeps it */
+    pfi_modelfile M = {0};
+    M.kind = PFI_MODELFILE_CURVE;
+    snprintf(M.target, sizeof M.target, "pfi");
+    M.p = 1;
+    char *fname = strdup("a");
+    M.features = &fname;
+    M.curve = m;
+    char path[] = "/tmp/pfi-model-XXXXXX";
+    close(mkstemp(path));
+    assert_int_equal(pfi_modelfile_save(&M, path, NULL), PFI_OK);
+    pfi_modelfile L;
+    assert_int_equal(pfi_modelfile_load(path, &L, NULL), PFI_OK);
+    for (size_t k = 0; k < m.ngrid; k++) {
+        assert_near(L.curve.t_se[k], m.t_se[k], 1e-12);
+        assert_near(L.curve.pop_p_sd[k], m.pop_p_sd[k], 1e-12);
+    }
+    pfi_curve pop2;
+    assert_int_equal(pfi_curve_model_bound(&L.curve, NULL, 2, 700, 1000, 5600, &pop2, NULL),
+                     PFI_OK);
+    for (size_t k = 0; k < m.ngrid; k++)
+        assert_near(pop2.pts[k].tokens_per_s, pop.pts[k].tokens_per_s, 1e-9);
+    pfi_curve_dispose(&pop), pfi_curve_dispose(&pop2);
+    /* a model file from before the prior: no bound */
+    for (size_t k = 0; k < L.curve.ngrid; k++) L.curve.t_se[k] = NAN;
+    assert_int_equal(pfi_modelfile_save(&L, path, NULL), PFI_OK);
+    pfi_modelfile_dispose(&L);
+    assert_int_equal(pfi_modelfile_load(path, &L, NULL), PFI_OK);
+    assert_true(isnan(L.curve.t_se[0]) && isnan(L.curve.pop_t[0]));
+    assert_int_equal(pfi_curve_model_bound(&L.curve, &xq, 2, 700, 1000, 5600, &pop2, NULL),
+                     PFI_ESTATE);
+    pfi_modelfile_dispose(&L);
+    unlink(path);
+    free(fname);
+    pfi_curve_model_dispose(&m);
+    for (int i = 0; i < N; i++) pfi_curve_dispose(&c[i]);
+}
+
 static void model_file_errors(void **s)
 {
     (void)s;
@@ -171,6 +253,13 @@ static void model_file_errors(void **s)
          "0, \"max\": 1}],"
          " \"grid_cap_frac\": [0.5, 0.9], \"throughput\": [], \"power\": []}",
          "must end at 1"},
+        {"{\"format_version\": 1, \"kind\": \"curve\", \"features\": [{\"name\": \"x\", \"min\": "
+         "0, \"max\": 1}], \"grid_cap_frac\": [0.5, 1], \"throughput\": [{\"intercept\": 0.5, "
+         "\"coefficients\": [0]}, {\"intercept\": 1, \"coefficients\": [0]}], \"power\": "
+         "[{\"intercept\": 0.5, \"coefficients\": [0]}, {\"intercept\": 1, \"coefficients\": "
+         "[0]}], "
+         "\"prior\": {\"throughput_se\": [0.1, -1]}}",
+         "'prior.throughput_se'[1]: expected 0..10"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[] = "/tmp/pfi-badmodel-XXXXXX";
@@ -192,9 +281,9 @@ static void model_file_errors(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(linear_exact),      cmocka_unit_test(cross_validation),
-        cmocka_unit_test(clamp_and_ranges),  cmocka_unit_test(curve_model),
-        cmocka_unit_test(model_file_errors),
+        cmocka_unit_test(linear_exact),     cmocka_unit_test(cross_validation),
+        cmocka_unit_test(clamp_and_ranges), cmocka_unit_test(curve_model),
+        cmocka_unit_test(curve_prior),      cmocka_unit_test(model_file_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

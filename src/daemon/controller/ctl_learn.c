@@ -20,10 +20,10 @@ typedef struct ctl_learner {
 } ctl_learner;
 
 /* the model's features from the agent's training means, by the one
-   formula of each (pfi_feature_from_metrics) */
-static int job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
+   formula of each (pfi_feature_from_metrics): 0, -1 if one is unknown */
+static int job_features(const pfi_modelfile *cm, const ctl_job *j, double *x)
 {
-    double m[PFI_M_COUNT], x[32];
+    double m[PFI_M_COUNT];
     for (size_t k = 0; k < PFI_M_COUNT; k++) m[k] = NAN;
     m[PFI_M_DRAM_ACTIVE] = j->feat_dram;
     m[PFI_M_MEM_COPY_UTIL] = j->feat_copy;
@@ -35,10 +35,29 @@ static int job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
         x[k] = pfi_feature_from_metrics(cm->features[k], m, &known);
         if (!known || !isfinite(x[k])) return -1;
     }
+    return 0;
+}
+
+static int job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
+{
+    double x[32];
+    if (job_features(cm, j, x)) return -1;
     double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
     return pfi_curve_model_curve(&cm->curve, x, j->hw_max_w, tmax, j->base_w, out, NULL) == PFI_OK
                ? 0
                : -1;
+}
+
+int ctl_job_prior(const pfi_modelfile *cm, const ctl_job *j, double base_w, double base_tokens,
+                  pfi_curve *out)
+{
+    if (!cm || cm->kind != PFI_MODELFILE_CURVE || !(base_w > 0)) return 0;
+    double x[32], tmax = base_tokens > 0 ? base_tokens : 1;
+    int feat = job_features(cm, j, x) == 0;
+    if (pfi_curve_model_bound(&cm->curve, feat ? x : NULL, CTL_PRIOR_Z, j->hw_max_w, tmax, base_w,
+                              out, NULL) != PFI_OK)
+        return 0;
+    return feat ? 1 : 2;
 }
 
 /* the curve the row says it believes: the predicted one, or none */

@@ -19,6 +19,15 @@ struct pfi_pc_job;
  * it), -1 otherwise. cm: NULL when there is no curve model. */
 int ctl_job_belief(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j, double base_w,
                    double base_tokens, pfi_curve *out);
+/* The prior's conservative bound for job j (issue 44: the offer of a job
+ * with nothing measured; the strategy's decisions never use it): the curve
+ * model's curve for its features, throughput 2 residual standard errors
+ * low and power 2 high, else (features unknown) the model's population
+ * curve 2 standard deviations so. 1 features, 2 population (*out set, the
+ * caller disposes of it), 0 none (no curve model, or one without them). */
+#define CTL_PRIOR_Z 2.0
+int ctl_job_prior(const pfi_modelfile *cm, const ctl_job *j, double base_w, double base_tokens,
+                  pfi_curve *out);
 /* keeps what this period shows of job j, if the strategy learns from it */
 void ctl_learn_observe(const ctl_cfg *cfg, ctl_job *j);
 /* the strategy's moves of this period, before the allocation: the managed

@@ -64,8 +64,11 @@ static void history_add(struct ctl_offer *F, const result *R)
 static void snap_free(snap *S)
 {
     if (!S) return;
+    for (size_t q = 0; S->prior_of && q < S->ai.np; q++)
+        if (S->prior_of[q]) pfi_curve_dispose(&S->prior[q]);
     ctl_alloc_in_free(&S->ai);
     free(S->jobs), free(S->known), free(S->id), free(S->tier), free(S->clamped);
+    free(S->prior), free(S->prior_of);
     free(S);
 }
 
@@ -76,8 +79,10 @@ static void result_free(result *R)
     free(R);
 }
 
+static const char *const prior_name[] = {NULL, "features", "population"};
+
 /* a job's part at the per-job cost: its baseline, its shed (also into
-   shed_w), measured or not */
+   shed_w), measured or not, the prior its unmeasured part rests on */
 static json_t *jobs_json(snap *S, const pfi_offer *o, double *target_w, double *shed_w)
 {
     json_t *a = json_array();
@@ -88,11 +93,12 @@ static json_t *jobs_json(snap *S, const pfi_offer *o, double *target_w, double *
         double tw = ok ? target_w[q] : S->jobs[q].base_w;
         pfi_offer_tokens(&S->jobs[q], tw, &m);
         shed_w[q] = fmax(0, S->jobs[q].base_w - tw);
-        json_array_append_new(
-            a, json_pack("{s:s,s:i,s:f,s:f,s:b,s:b}", "id", S->id[q], "tier", S->tier[q], "base_kw",
-                         S->jobs[q].base_w / 1000, "shed_kw",
-                         fmax(0, S->jobs[q].base_w - tw) * S->facility / 1000, "measured",
-                         m && S->jobs[q].nknown > 0, "clamped", S->clamped[q]));
+        json_array_append_new(a,
+                              json_pack("{s:s,s:i,s:f,s:f,s:b,s:b,s:s?}", "id", S->id[q], "tier",
+                                        S->tier[q], "base_kw", S->jobs[q].base_w / 1000, "shed_kw",
+                                        fmax(0, S->jobs[q].base_w - tw) * S->facility / 1000,
+                                        "measured", m && S->jobs[q].nknown > 0, "clamped",
+                                        S->clamped[q], "prior", prior_name[S->prior_of[q]]));
     }
     return a;
 }
@@ -258,7 +264,11 @@ static void snap_job(snap *S, const ctl_cfg *cfg, const pfi_modelfile *cm, const
     S->tier[q] = j->tier;
     size_t nk = j->untrusted ? 0 : j->nknown;
     memcpy(S->known[q], j->known, nk * sizeof *j->known);
-    S->jobs[q] = (pfi_offer_job){j->gpus, bw, tok, S->known[q], nk, S->ai.pj[q].pred_curve};
+    /* nothing measured: the prior's conservative bound where a curve model
+       gives one, else the curve the strategy believes (or none) */
+    const pfi_curve *pred = S->ai.pj[q].pred_curve;
+    if (!nk && (S->prior_of[q] = ctl_job_prior(cm, j, bw, tok, &S->prior[q]))) pred = &S->prior[q];
+    S->jobs[q] = (pfi_offer_job){j->gpus, bw, tok, S->known[q], nk, pred};
     S->base_w += bw;
     if (S->active) S->shed_now_w += fmax(0, bw - j->measured_w);
 }
@@ -271,7 +281,9 @@ static snap *snap_of(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_stat
     S->jobs = calloc(n, sizeof *S->jobs), S->known = calloc(n, sizeof *S->known);
     S->id = calloc(n, sizeof *S->id), S->tier = calloc(n, sizeof *S->tier);
     S->clamped = calloc(n, sizeof *S->clamped);
-    if (!S->jobs || !S->known || !S->id || !S->tier || !S->clamped) return snap_free(S), NULL;
+    S->prior = calloc(n, sizeof *S->prior), S->prior_of = calloc(n, sizeof *S->prior_of);
+    if (!S->jobs || !S->known || !S->id || !S->tier || !S->clamped || !S->prior || !S->prior_of)
+        return snap_free(S), NULL;
     S->t = s->now, S->active = s->active, S->facility = cfg->offer_facility;
     S->ramp_s = cfg->ramp_s;
     snprintf(S->squeue, sizeof S->squeue, "%s", cfg->offer_squeue);

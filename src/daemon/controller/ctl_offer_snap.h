@@ -22,6 +22,8 @@ typedef struct snap {
     pfi_online_point (*known)[CTL_KNOWN_MAX];
     char (*id)[CTL_JOB_ID_MAX + 1];
     int *tier, *clamped;
+    pfi_curve *prior; /* the prior's bound for a job with nothing measured */
+    int *prior_of;    /* 0 none, 1 from its features, 2 the population's (ctl_job_prior) */
     double t, shed_now_w, ramp_s, trigger_s, facility;
     int active;
     /* the forecast's settings (cfg's, at the snapshot) */
