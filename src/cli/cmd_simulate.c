@@ -241,6 +241,9 @@ static void score_rows(pfi_rows *SR, const pfi_allocsim_opts *so, const pfi_allo
                 pfi_rows_num(SR, r, 18, c->worst);
                 pfi_rows_int(SR, r, 19, (long long)c->sla_viol_ofeas_m);
                 pfi_rows_int(SR, r, 20, (long long)c->viol_workloads_ofeas_m);
+                pfi_rows_int(SR, r, 21, (long long)c->offered_workloads);
+                pfi_rows_int(SR, r, 22, (long long)c->sla_viol_offered);
+                pfi_rows_int(SR, r, 23, (long long)c->sla_viol_offered_m);
             }
         }
     }
@@ -351,13 +354,16 @@ static int sim_scenarios(const char *cmd, simulate_args *a, const pfi_pool *P, s
                             "workloads_below_ref_20pct_gap",
                             "worst_vs_ref_in_gaps",
                             "sla_violations_oracle_feasible_margin",
-                            "violating_workloads_oracle_feasible_margin"};
-    pfi_celltype stt[21] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
+                            "violating_workloads_oracle_feasible_margin",
+                            "offered_workloads",
+                            "sla_violations_offered",
+                            "sla_violations_offered_margin"};
+    pfi_celltype stt[24] = {PFI_CELL_TEXT, PFI_CELL_TEXT, PFI_CELL_NUM, PFI_CELL_INT, PFI_CELL_NUM,
                             PFI_CELL_NUM,  PFI_CELL_NUM,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_NUM,
                             PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT, PFI_CELL_INT,
                             PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_NUM, PFI_CELL_INT,
-                            PFI_CELL_INT};
-    pfi_rows *SR = pfi_rows_new(21, snames, stt);
+                            PFI_CELL_INT,  PFI_CELL_INT,  PFI_CELL_INT, PFI_CELL_INT};
+    pfi_rows *SR = pfi_rows_new(24, snames, stt);
     pfi_rows_table_fmt(R, 2, "%.2f");
     int rc = CLI_OK;
     for (int sc = 0; sc < 2 && rc == CLI_OK; sc++) {

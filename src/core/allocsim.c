@@ -76,12 +76,28 @@ static void score_gap(pfi_allocsim_round *c, double t, const wl_ref *R)
     if (d < c->worst) c->worst = d;
 }
 
+/* 1 when no job with measured points is planned below its lowest one */
+static int within_measured(const pfi_alloc_job *w, size_t J, const double *P)
+{
+    for (size_t j = 0; j < J; j++) {
+        double lo = INFINITY;
+        for (size_t i = 0; i < w[j].n_known; i++) lo = fmin(lo, w[j].known[i].power_w);
+        if (w[j].n_known && P[j] < lo * (1 - 1e-9)) return 0;
+    }
+    return 1;
+}
+
 static void score(pfi_allocsim_round *c, const prepared *ev, const pfi_alloc_job *w,
                   const double *P, const wl_ref *R, int infeas, int over, double W, double *tot,
                   size_t *viol)
 {
     size_t v;
     double t = true_total(ev, P, &v, w);
+    if (!infeas && within_measured(w, ev->n, P)) { /* within the plan's offered floors point */
+        c->offered_workloads++;
+        c->sla_viol_offered += (double)v;
+        if (R->ofeas_m) c->sla_viol_offered_m += (double)v;
+    }
     c->mean_total += t / W;
     c->mean_total_raw += raw_total(ev, P) / W;
     c->sla_violations += (double)v;

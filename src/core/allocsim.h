@@ -73,6 +73,12 @@ typedef struct pfi_allocsim_round {
     double sla_viol_ofeas_m;     /* ... in workloads where the oracle is feasible with every
                                     floor raised by sla_floor_margin x T_max */
     double viol_workloads_ofeas_m;
+    /* issue 44: the workloads whose cut is within the floors point the
+     * strategy's own plan would offer (its floors fit, and no job with
+     * measured points planned below its lowest one: pfi_offer's floors
+     * point), and the violations among them (strict; where the oracle fits
+     * the margin floors) */
+    double offered_workloads, sla_viol_offered, sla_viol_offered_m;
     double infeasible;        /* workloads whose floors did not fit (budget held) */
     double over_budget;       /* workloads where even the lowest powers exceed it */
     double below_5, below_20; /* workloads below the reference - 0.05 (0.2) x their gap */
