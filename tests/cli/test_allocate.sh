@@ -72,6 +72,10 @@ expect_status 0 "$PFI" simulate --workloads 10 --pool-where split=headline --str
 head -1 "$T/score.csv" | grep -q '^scenario,strategy,cut,round,total,total_raw,gap_points,scored,gap_closed,gap_closed_raw,sla_violations,sla_violations_oracle_feasible,violating_workloads_oracle_feasible,' || fail "score CSV header"; ok
 awk -F, '$2=="safe-online" && $3==0.3' "$T/score.csv" >"$T/so30"; lines "$T/so30" 52   # rounds 0..25, two scenarios
 awk -F, '$2=="closed-loop" && $3==0.3' "$T/score.csv" >"$T/cl30"; lines "$T/cl30" 42   # rounds 0..20
+# the violations within the offer's floors point (issue 44) are among all of them
+head -1 "$T/score.csv" | grep -q ',offered_workloads,sla_violations_offered,sla_violations_offered_margin$' || fail "score CSV: the offered columns"; ok
+awk -F, 'NR > 1 && $2=="safe-online" && $22 > 0 {n++} NR > 1 && ($23 > $11 || $24 > $23 || $24 > $20) {bad++} END {exit !(n > 0 && !bad)}' "$T/score.csv" ||
+  fail "offered workloads or violations out of order"; ok
 awk -F, 'NR > 1 && $2=="closed-loop" && $4 < 20 && $11 > 0 {n++} END {exit !(n > 0)}' "$T/score.csv" ||
   fail "closed-loop: no SLA violations before its last round"; ok
 awk -F, 'NR > 1 && $2=="closed-loop" && $12 > 0 {n++} NR > 1 && ($12 > $11 || $13 > $12) {bad++} END {exit !(n > 0 && !bad)}' "$T/score.csv" ||
