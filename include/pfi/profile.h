@@ -16,7 +16,12 @@
  *     while that is a quarter step below the last ("tier floor" when not);
  *   - past its cost: the throughput given up so far plus the point's
  *     predicted loss x (settle_s + steps x step_s) over cost_max x T_max x
- *     3600 s, a fraction of the job's first hour ("cost"). */
+ *     3600 s, a fraction of the job's first hour ("cost").
+ * Deep cuts (issue 44): once the schedule is done, deep_points more points
+ * in equal steps from P_lo to the lowest reachable power (the admin's or
+ * the hardware's minimum), under the same two rules: a job whose tier
+ * allows it is measured below low_frac x P_max instead of extrapolated
+ * there (the offer stops at a job's lowest measured point). */
 #ifndef PFI_PROFILE_H
 #define PFI_PROFILE_H
 
@@ -39,6 +44,8 @@ typedef struct pfi_profile_opts {
     double lipschitz; /* slope bound before a chord is measured, T_max / P_max (1.25) */
     double z;         /* standard errors of caution (2) */
     double margin;    /* a point is visited only if predicted >= tier + margin x T_max (0.04) */
+    int deep_points;  /* after the schedule, points from P_lo down to the lowest reachable
+                         power (4; 0: none), under the same tier and cost rules (issue 44) */
 } pfi_profile_opts;
 
 PFI_API void pfi_profile_opts_default(pfi_profile_opts *o);

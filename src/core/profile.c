@@ -15,6 +15,7 @@ void pfi_profile_opts_default(pfi_profile_opts *o)
     o->lipschitz = 1.25;
     o->z = 2;
     o->margin = 0.04;
+    o->deep_points = 4;
 }
 
 const char *pfi_profile_stop_name(pfi_profile_stop s)
@@ -66,8 +67,13 @@ pfi_profile_stop pfi_profile_next(const pfi_alloc_job *j, const pfi_profile_opts
         return PFI_PROFILE_NOT_ALLOWED;
     double lo = fmax(j->power_min_w, o->low_frac * Pmax);
     if (!(lo < Pmax)) return PFI_PROFILE_NOT_ALLOWED;
-    if (ndone >= (size_t)o->points) return PFI_PROFILE_DONE;
     double p = Pmax - (double)(ndone + 1) * (Pmax - lo) / o->points;
+    if (ndone >= (size_t)o->points) { /* the deep points: P_lo down to the lowest reachable */
+        size_t deep = ndone + 1 - (size_t)o->points;
+        if (o->deep_points < 1 || deep > (size_t)o->deep_points || !(j->power_min_w < lo * 0.99))
+            return PFI_PROFILE_DONE;
+        p = lo - (double)deep * (lo - j->power_min_w) / o->deep_points;
+    }
     const pfi_online_point *last = ndone ? &done[ndone - 1] : NULL;
     double p_last = last ? last->power_w : Pmax;
     double t_last = last ? last->tokens_per_s - o->z * last->tokens_se : T;

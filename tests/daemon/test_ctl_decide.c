@@ -517,14 +517,15 @@ static void plant(void)
         }
 }
 
+/* the schedule's tests run without the deep points (test_profile_deep) */
 static void profile_config(const char *extra)
 {
     ctl_config_free(&g_cfg);
     char text[256];
     snprintf(text, sizeof text,
              ", \"strategy\": \"safe-online\", \"profile_samples\": 3, \"profile_settle_periods\": "
-             "1%s",
-             extra);
+             "1%s%s",
+             strstr(extra, "profile_deep_points") ? "" : ", \"profile_deep_points\": 0", extra);
     config(text);
 }
 
@@ -600,6 +601,37 @@ static void test_profile_rule(void **st)
     assert_int_equal(rows_a, 1);
     assert_int_equal(a->nknown, 4);
     assert_int_equal(g_st.nmem, 2);
+}
+
+/* deep cuts (issue 44): after the schedule's 4 points to 0.5 x P_max, a
+   Flex 3 job (floor 0.5 + 0.04 of T_max on a sqrt curve: 0.29 x P_max)
+   steps on towards its lowest reachable power (4 GPUs x 200 W x 0.97) in 4
+   equal steps and stops at its tier: 3 deep points measured, none below
+   the tier, within the cost bound; a Flex 2 job stops at its tier before
+   the schedule ends, as without them */
+static void test_profile_deep(void **st)
+{
+    (void)st;
+    profile_config(", \"profile_deep_points\": 4");
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    job(0, "f", 2, 4, 2400, 1000, 1);
+    run_until(70, 260);
+    const ctl_job *a = find("a"), *f = find("f");
+    assert_int_equal(a->prof.state, CTL_PROF_DONE);
+    assert_string_equal(a->prof.why, "tier floor");
+    assert_int_equal(a->prof.npt, 7);
+    size_t below_half = 0;
+    for (size_t i = 0; i < a->prof.npt; i++) {
+        const pfi_online_point *x = &a->prof.pt[i];
+        below_half += x->power_w < 1200 - 1;
+        assert_true(x->tokens_per_s >= 540);
+        if (i) assert_true(x->power_w < a->prof.pt[i - 1].power_w);
+    }
+    assert_int_equal(below_half, 3);
+    assert_true(a->prof.cost_ratio > 0 && a->prof.cost_ratio <= 0.01);
+    assert_int_equal(a->nknown, 7);
+    assert_string_equal(f->prof.why, "tier floor");
+    assert_true(f->prof.npt >= 1 && f->prof.npt < 4);
 }
 
 /* the cost bound as it goes: a tiny budget ends the profile at "cost",
@@ -1035,6 +1067,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_curve_strategy_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_learners_by_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_deep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),

@@ -471,6 +471,7 @@ static void defaults(ctl_cfg *c)
     c->profile = 1;
     c->profile_cost_frac = 0.01;
     c->profile_points = 4;
+    c->profile_deep_points = 4;
     c->profile_samples = 6;
     c->profile_settle_periods = 1;
     static const double levels[4] = {0, 10, 20, 30};
@@ -526,6 +527,7 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
         {"profile", PFI_J_BOOL, .dst = &c->profile},
         CFG_NUM("profile_cost_frac", &c->profile_cost_frac, 0, 0.2),
         CFG_NUM("profile_points", &c->profile_points, 1, CTL_PROFILE_MAX),
+        CFG_NUM("profile_deep_points", &c->profile_deep_points, 0, 8),
         CFG_NUM("profile_samples", &c->profile_samples, 2, CTL_PROF_SAMPLES_MAX),
         CFG_NUM("profile_settle_periods", &c->profile_settle_periods, 0, 100),
         {"profile_opt_out", PFI_J_ARRAY, 0, &c->profile_opt_out, .fn = opt_out_field,

@@ -205,6 +205,7 @@ static void opts(const ctl_cfg *cfg, pfi_profile_opts *o)
     o->step_s = cfg->period_s;
     o->settle_s = cfg->profile_settle_periods * cfg->period_s;
     o->cost_max = cfg->profile_cost_frac;
+    o->deep_points = (int)cfg->profile_deep_points;
 }
 
 static pfi_alloc_job rule_job(const ctl_job *j)
@@ -262,6 +263,7 @@ static void next_point(const ctl_cfg *cfg, ctl_state *s, ctl_job *j, ctl_decisio
     pfi_alloc_job aj = rule_job(j);
     double next_w = 0;
     pfi_profile_stop st = pfi_profile_next(&aj, &o, p->pt, p->npt, p->spent_token_s, &next_w);
+    if (p->npt >= CTL_PROFILE_MAX) st = PFI_PROFILE_DONE; /* room for no more */
     double cap = next_w / j->gpus;
     if (st == PFI_PROFILE_GO && cap >= j->cap_max_w - 0.5) st = PFI_PROFILE_NOT_ALLOWED;
     if (st != PFI_PROFILE_GO) {
