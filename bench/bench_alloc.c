@@ -77,7 +77,8 @@ static void paper_simulation(const char *data)
                                   700,
                                   NULL,
                                   NULL,
-                                  0};
+                                  0,
+                                  NULL};
         ft[n] = !strcmp(r.g[i].task, "ft");
         n++;
     }
@@ -191,7 +192,8 @@ static pfi_alloc_job *concave_jobs(size_t n, pfi_curve **curves, double *sum)
                                   700,
                                   NULL,
                                   NULL,
-                                  0};
+                                  0,
+                                  NULL};
         *sum += u->power_w;
     }
     return jobs;
@@ -341,7 +343,7 @@ static void exact_on_zeus(const char *data)
                                    0,          -1,
                                    100,        300,
                                    NULL,       NULL,
-                                   0};
+                                   0,          NULL};
             sum += u->power_w;
         }
         double *P = malloc(jobs * sizeof *P), worst_gap = 0, t_all = 0, worst_rel = 0;

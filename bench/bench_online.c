@@ -49,7 +49,7 @@ int main(void)
         pfi_curve_init(&cv[i], pts, NC, NULL);
         memset(&jobs[i], 0, sizeof jobs[i]);
         jobs[i] = (pfi_alloc_job){8, 1000, 5600, 1600, &cv[i], NULL, pfi, 0,
-                                  0, -1,   200,  700,  NULL,   NULL, 0};
+                                  0, -1,   200,  700,  NULL,   NULL, 0,   NULL};
         sum_max += 5600;
     }
     pfi_alloc_opts o;

@@ -103,6 +103,11 @@ typedef struct pfi_alloc_job {
      * nothing. Same units as tokens_per_s_max / power_max_w. */
     const pfi_online_point *known;
     size_t n_known;
+    /* the prior's conservative bound (issue 44: pfi_curve_model_bound): for
+     * a job with nothing measured, safe-online's first floor is where it
+     * meets the tier (plus the margin) instead of the Lipschitz bound; no
+     * allocation moves a job on it. NULL: none. */
+    const pfi_curve *prior_curve;
 } pfi_alloc_job;
 
 typedef struct pfi_alloc_opts {

@@ -147,6 +147,10 @@ static const pfi_opt simulate_options[] = {
                "profile: most throughput given up, x the job's first hour (default 0.01)"),
     OPT_DOUBLE(0, "profile-low", so.prof.low_frac, "F", 0.05, 1,
                "profile: lowest power of the schedule, x P_max (default 0.5)"),
+    OPT_BOOLEAN(0, "prior", po.prior,
+                "safe-online: a job with nothing measured starts from the curve model's "
+                "conservative bound (--curve-model, else an in-sample fit) for its first floor, "
+                "not the Lipschitz bound (issue 44)"),
     OPT_INTEGER(0, "profile-deep-points", so.prof.deep_points, "K", 0, 8,
                 "profile: points after the schedule down to the lowest reachable power, "
                 "under the tier and cost rules (default 0; the controller's 4)"),

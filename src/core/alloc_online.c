@@ -84,6 +84,22 @@ static double tier_tokens(const pfi_online *s, size_t i)
     return tier >= 0 && L < 1 ? (1 - L) * s->pj.tmax[i] : -1;
 }
 
+/* the lowest power at which the prior's bound keeps target tokens/s
+   (bisection on its monotone interpolation); NaN: none, or not within it */
+static double prior_floor(const pfi_curve *c, double target, double lo, double hi)
+{
+    double t;
+    if (!c || pfi_curve_tokens_at_power(c, hi, &t, NULL) || !(t >= target)) return NAN;
+    double a = fmax(lo, c->pts[0].power_w), b = hi;
+    if (!pfi_curve_tokens_at_power(c, a, &t, NULL) && t >= target) return a;
+    for (int k = 0; k < 50; k++) {
+        double m = 0.5 * (a + b);
+        if (!pfi_curve_tokens_at_power(c, m, &t, NULL) && t >= target) b = m;
+        else a = m;
+    }
+    return b;
+}
+
 /* the learned floor of job i from its points (and the baseline) */
 static double learn_floor(const pfi_online *s, size_t i)
 {
@@ -112,6 +128,9 @@ static double learn_floor(const pfi_online *s, size_t i)
     }
     /* relaxations keep a margin over the tier (near-misses are below the noise) */
     double margin = s->oo.sla_margin * s->pj.tmax[i];
+    /* nothing measured (pt[0] is the baseline): the prior's bound, where it has one (issue 44) */
+    double pf = q->np > 1 ? NAN : prior_floor(s->jobs[i].prior_curve, target + margin, lo, hi);
+    if (isfinite(pf)) f = pf;
     for (size_t k = 0; k < q->np; k++) {
         const opoint *a = &q->pt[k];
         double sd = sqrt(a->vt);

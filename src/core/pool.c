@@ -15,6 +15,9 @@ void pfi_pool_dispose(pfi_pool *P)
     if (P->pred)
         for (size_t i = 0; i < P->n; i++) pfi_curve_dispose(&P->pred[i]);
     free(P->pred);
+    if (P->prior)
+        for (size_t i = 0; i < P->n; i++) pfi_curve_dispose(&P->prior[i]);
+    free(P->prior);
     free(P->jobs);
     free(P->is_ft);
     free(P->group);
@@ -302,16 +305,49 @@ static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curv
     return st;
 }
 
+/* every job's prior bound (2 residual SE) from cm on the features feat[0..p) */
+static pfi_status priors_from(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm,
+                              char *const *feat, size_t p, const char *who, pfi_error *err)
+{
+    P->prior = calloc(P->n ? P->n : 1, sizeof *P->prior);
+    double *x = malloc((p ? p : 1) * sizeof *x);
+    pfi_status st = P->prior && x ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    for (size_t i = 0; i < P->n && !st; i++) {
+        if ((st = features_of(S, &P->group[i], 1, feat, p, x, who, err))) break;
+        pfi_alloc_job *j = &P->jobs[i];
+        const pfi_point *u = pfi_curve_uncapped(&S->gs.g[P->group[i]].curve);
+        if ((st = pfi_curve_model_bound(cm, x, 2, u->cap_w, j->tokens_per_s_max, j->power_max_w,
+                                        &P->prior[i], err))) {
+            pfi_error_prefix(err, "%s", who);
+            break;
+        }
+        j->prior_curve = &P->prior[i];
+    }
+    free(x);
+    return st;
+}
+
+/* what the pool takes from a curve model: predicted curves, prior bounds */
+static pfi_status from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
+                             const pfi_curve_model *cm, char *const *feat, size_t p,
+                             const char *who, pfi_error *err)
+{
+    pfi_status st = PFI_OK;
+    if (pfi_pool_needs_curves(o)) st = curves_from(P, S, cm, feat, p, who, err);
+    if (!st && o->prior) st = priors_from(P, S, cm, feat, p, who, err);
+    return st;
+}
+
 pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_pool_opts *o,
                                const pfi_modelfile *curve_model, pfi_error *err)
 {
-    if (!pfi_pool_needs_curves(o)) return PFI_OK;
+    if (!pfi_pool_needs_curves(o) && !o->prior) return PFI_OK;
     if (curve_model) {
         if (curve_model->kind != PFI_MODELFILE_CURVE)
             return pfi_errorf(err, PFI_EINVAL, "%s: not a curve model (kind \"curve\")",
                               o->curve_model ? o->curve_model : "the curve model");
-        return curves_from(P, S, &curve_model->curve, curve_model->features, curve_model->p,
-                           o->curve_model, err);
+        return from_model(P, S, o, &curve_model->curve, curve_model->features, curve_model->p,
+                          o->curve_model, err);
     }
     char **feat = NULL;
     size_t p = 0, n = P->n;
@@ -330,7 +366,7 @@ pfi_status pfi_pool_set_curves(pfi_pool *P, const pfi_groupset *S, const pfi_poo
     }
     free(X), free(cv);
     if (!st) {
-        st = curves_from(P, S, &cm, feat, p, "the in-sample curve fit", err);
+        st = from_model(P, S, o, &cm, feat, p, "the in-sample curve fit", err);
         pfi_curve_model_dispose(&cm);
     }
     pfi_features_free(feat, p);

@@ -24,9 +24,10 @@ typedef struct pfi_pool {
     size_t n;
     pfi_alloc_job *jobs;
     int *is_ft;
-    size_t *group;   /* index into the set's groups */
-    char **name;     /* "'group' (gpu_model)", the jobs' names in messages */
-    pfi_curve *pred; /* predicted curves (NULL when none) */
+    size_t *group;    /* index into the set's groups */
+    char **name;      /* "'group' (gpu_model)", the jobs' names in messages */
+    pfi_curve *pred;  /* predicted curves (NULL when none) */
+    pfi_curve *prior; /* the prior's bounds (NULL when none; pfi_pool_opts.prior) */
     int have_task;
 } pfi_pool;
 
@@ -50,6 +51,8 @@ typedef struct pfi_pool_opts {
     unsigned strategies; /* bit per pfi_strategy: what the pool is built for; only
                             what those need is required (a prediction, curves,
                             dram_copy_product) */
+    int prior;           /* each job's prior_curve: the curve model's conservative bound
+                            for its features (issue 44; pfi simulate --prior) */
 } pfi_pool_opts;
 
 /* The strategies need a PFI (pfi-aware, closed-loop) / predicted curves

@@ -97,7 +97,7 @@ static void allocate_each(void **s)
     for (int i = 0; i < 2; i++) {
         memset(&jobs[i], 0, sizeof jobs[i]);
         jobs[i] = (pfi_alloc_job){8, 1000, 2200, 1200, c[i], c[i], 1.5 + i, 10 + i,
-                                  i, -1,   150,  400,  NULL, NULL, 0};
+                                  i, -1,   150,  400,  NULL, NULL, 0,       NULL};
     }
     for (int i = 0; i < PFI_STRAT_COUNT; i++) {
         pfi_alloc_opts o;

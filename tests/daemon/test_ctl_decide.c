@@ -110,9 +110,11 @@ static ctl_event *event(const char *id, double start, double dur, double cut_pct
     return e;
 }
 
+static const pfi_modelfile *g_cm; /* the curve model decide() passes (NULL: none) */
+
 static void decide(double now)
 {
-    assert_int_equal(ctl_decide(&g_cfg, NULL, &g_st, &g_in, now, &g_dec), 0);
+    assert_int_equal(ctl_decide(&g_cfg, g_cm, &g_st, &g_in, now, &g_dec), 0);
 }
 
 /* the agents show the caps of the last decision (a settled plant) */
@@ -976,6 +978,58 @@ static void test_claims_not_corroborated(void **st)
     assert_true(fabs(ctl_claim_clamp(100, 3000, 1000, 2400) - 1000) < 1e-9);
 }
 
+/* safe-online's first floor for job a (its reference's, before any round) */
+static double first_floor(const pfi_modelfile *cm)
+{
+    ctl_config_free(&g_cfg);
+    config(", \"strategy\": \"safe-online\", \"profile\": false");
+    g_cm = cm;
+    job(0, "a", 3, 4, 2400, 1000, 1);
+    job(1, "b", 3, 4, 2400, 1000, 1);
+    event("e", 100, 60, 30);
+    for (int t = 70; t <= 101; t++) decide(t);
+    g_cm = NULL;
+    json_t *o = ctl_online_json(&g_st);
+    double f = json_number_value(
+        json_object_get(json_array_get(json_object_get(o, "jobs"), 0), "floor_w"));
+    json_decref(o);
+    return f;
+}
+
+/* issue 44: the prior sets a job's first floor. With nothing measured, a
+   Flex 3 job (floor 0.5 T_max) starts from the Lipschitz bound,
+   2400 (1 - 0.5 / 1.25) = 1440 W; with a curve model whose curve (its
+   coefficients 0: the same for any features) keeps 0.8 - 2 x 0.02 of
+   T_max at half its power, from the prior's lowest point, 1200 W. A model
+   without the prior's standard errors changes nothing. */
+static void test_prior_first_floor(void **st)
+{
+    (void)st;
+    double lip = first_floor(NULL);
+    assert_true(fabs(lip - 2400 * (1 - 0.5 / 1.25)) < 1);
+    teardown(NULL), setup(NULL);
+    static char *feat[] = {"dram_copy_product"};
+    static double fmin_[1] = {0}, fmax_[1] = {1}, beta[3][2];
+    pfi_modelfile cm = {.kind = PFI_MODELFILE_CURVE, .p = 1, .features = feat};
+    pfi_curve_model *m = &cm.curve;
+    m->ngrid = 3, m->p = 1, m->fmin = fmin_, m->fmax = fmax_;
+    static const double frac[3] = {0.5, 0.75, 1}, t[3] = {0.8, 0.92, 1}, sd[3] = {0.02, 0.01, 0};
+    for (int k = 0; k < 3; k++) {
+        m->frac[k] = frac[k];
+        m->t[k] = (pfi_linear){1, t[k], beta[k], 1};
+        m->pw[k] = (pfi_linear){1, frac[k], beta[k] + 1, 1};
+        m->t_se[k] = m->pop_t_sd[k] = sd[k];
+        m->p_se[k] = m->pop_p_sd[k] = 0;
+        m->pop_t[k] = t[k], m->pop_p[k] = frac[k];
+    }
+    double pr = first_floor(&cm);
+    if (fabs(pr - 1200) > 1) fail_msg("the first floor with the prior: %g W, not 1200 W", pr);
+    teardown(NULL), setup(NULL);
+    for (int k = 0; k < 3; k++) m->t_se[k] = m->pop_t_sd[k] = NAN; /* an older model file */
+    double old = first_floor(&cm);
+    if (fabs(old - lip) > 1e-9) fail_msg("an older model file: %g W, not %g W", old, lip);
+}
+
 /* The lease-generation rule (ctl_generation.c, issue 43): a takeover, a
    409 (stale), a 400 out of reach, a restart, a second controller, may_raise
    off, the 2^53 bound, never below the run's floor */
@@ -1068,6 +1122,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_learners_by_row, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_deep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prior_first_floor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_cost_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_paused_by_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_remembered, setup, teardown),

@@ -435,8 +435,9 @@ double ctl_event_target_w(const ctl_cfg *cfg, const ctl_event *e);
  * budget now, fixed_w the unreachable jobs' assumed power. end: the event
  * is over (state freed). json: its state for /v1/status (null: none). */
 struct pfi_pc_job;
-void ctl_online_period(const ctl_cfg *cfg, ctl_state *s, ctl_notes *notes, double budget_w,
-                       double fixed_w, struct pfi_pc_job *pj, const size_t *idx, size_t np);
+void ctl_online_period(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, ctl_notes *notes,
+                       double budget_w, double fixed_w, struct pfi_pc_job *pj, const size_t *idx,
+                       size_t np);
 void ctl_online_end(ctl_state *s);
 json_t *ctl_online_json(const ctl_state *s);
 unsigned long long ctl_online_rounds(const ctl_state *s);

@@ -101,7 +101,7 @@ static void job_fold(ctl_job *j, const ctl_job_view *v, size_t ai)
     if (v->hw_max_w < j->hw_max_w) j->hw_max_w = v->hw_max_w;
     if (v->ceiling_w < j->cap_max_w) j->cap_max_w = v->ceiling_w;
     if (v->cap_w < j->cap_w) j->cap_w = v->cap_w;
-    if (v->enforced_w < j->enforced_w) j->enforced_w = v->enforced_w;
+    if (v->enforced_w > 0 && v->enforced_w < j->enforced_w) j->enforced_w = v->enforced_w;
     /* the telemetry, a mean over its GPUs (unknown on one agent: unknown) */
     double g0 = j->gpus, g = g0 + v->gpus;
     if (g > 0) {
@@ -417,7 +417,7 @@ static int control(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, co
         return -1;
     }
     period_inputs(cfg, cm, s, in, now, &ai, &fixed, &meas);
-    ctl_learn_period(cfg, s, &d->notes, budget, fixed, ai.pj, ai.idx, ai.np);
+    ctl_learn_period(cfg, cm, s, &d->notes, budget, fixed, ai.pj, ai.idx, ai.np);
     /* feedback only on a settled plant: the same caps and budget for a whole
        period before this one (a ramp or a new allocation is not an error to
        integrate); dips cannot wind it up either (power_control.h) */

@@ -15,49 +15,19 @@ typedef struct ctl_learner {
     int (*belief)(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j, double base_w,
                   double base_tokens, pfi_curve *out);
     void (*observe)(ctl_job *j); /* NULL: it keeps nothing */
-    void (*period)(const ctl_cfg *cfg, ctl_state *s, ctl_notes *notes, double budget_w,
-                   double fixed_w, struct pfi_pc_job *pj, const size_t *idx, size_t np);
+    void (*period)(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, ctl_notes *notes,
+                   double budget_w, double fixed_w, struct pfi_pc_job *pj, const size_t *idx,
+                   size_t np);
 } ctl_learner;
-
-/* the model's features from the agent's training means, by the one
-   formula of each (pfi_feature_from_metrics): 0, -1 if one is unknown */
-static int job_features(const pfi_modelfile *cm, const ctl_job *j, double *x)
-{
-    double m[PFI_M_COUNT];
-    for (size_t k = 0; k < PFI_M_COUNT; k++) m[k] = NAN;
-    m[PFI_M_DRAM_ACTIVE] = j->feat_dram;
-    m[PFI_M_MEM_COPY_UTIL] = j->feat_copy;
-    m[PFI_M_PIPE_TENSOR_ACTIVE] = j->feat_tensor;
-    m[PFI_M_SM_ACTIVE] = j->feat_sm;
-    size_t p = cm->p < 32 ? cm->p : 32;
-    for (size_t k = 0; k < p; k++) {
-        int known;
-        x[k] = pfi_feature_from_metrics(cm->features[k], m, &known);
-        if (!known || !isfinite(x[k])) return -1;
-    }
-    return 0;
-}
 
 static int job_curve(const pfi_modelfile *cm, const ctl_job *j, pfi_curve *out)
 {
     double x[32];
-    if (job_features(cm, j, x)) return -1;
+    if (ctl_job_features(cm, j, x)) return -1;
     double tmax = j->base_tokens > 0 ? j->base_tokens : 1;
     return pfi_curve_model_curve(&cm->curve, x, j->hw_max_w, tmax, j->base_w, out, NULL) == PFI_OK
                ? 0
                : -1;
-}
-
-int ctl_job_prior(const pfi_modelfile *cm, const ctl_job *j, double base_w, double base_tokens,
-                  pfi_curve *out)
-{
-    if (!cm || cm->kind != PFI_MODELFILE_CURVE || !(base_w > 0)) return 0;
-    double x[32], tmax = base_tokens > 0 ? base_tokens : 1;
-    int feat = job_features(cm, j, x) == 0;
-    if (pfi_curve_model_bound(&cm->curve, feat ? x : NULL, CTL_PRIOR_Z, j->hw_max_w, tmax, base_w,
-                              out, NULL) != PFI_OK)
-        return 0;
-    return feat ? 1 : 2;
 }
 
 /* the curve the row says it believes: the predicted one, or none */
@@ -89,7 +59,8 @@ static int belief_fit(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job
                         j->cap_max_w,
                         NULL,
                         NULL,
-                        0};
+                        0,
+                        NULL};
     pfi_curve prior;
     int hp = cm && job_curve(cm, j, &prior) == 0;
     if (hp) aj.pred_curve = &prior;
@@ -134,9 +105,10 @@ void ctl_learn_observe(const ctl_cfg *cfg, ctl_job *j)
     if (l->observe) l->observe(j);
 }
 
-void ctl_learn_period(const ctl_cfg *cfg, ctl_state *s, ctl_notes *notes, double budget_w,
-                      double fixed_w, struct pfi_pc_job *pj, const size_t *idx, size_t np)
+void ctl_learn_period(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, ctl_notes *notes,
+                      double budget_w, double fixed_w, struct pfi_pc_job *pj, const size_t *idx,
+                      size_t np)
 {
     const ctl_learner *l = learner(cfg);
-    if (l->period) l->period(cfg, s, notes, budget_w, fixed_w, pj, idx, np);
+    if (l->period) l->period(cfg, cm, s, notes, budget_w, fixed_w, pj, idx, np);
 }

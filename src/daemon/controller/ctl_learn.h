@@ -19,6 +19,9 @@ struct pfi_pc_job;
  * it), -1 otherwise. cm: NULL when there is no curve model. */
 int ctl_job_belief(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_job *j, double base_w,
                    double base_tokens, pfi_curve *out);
+/* the curve model's features of job j from the agent's training means (by
+   pfi_feature_from_metrics): 0, -1 when one is unknown; x: room for 32 */
+int ctl_job_features(const pfi_modelfile *cm, const ctl_job *j, double *x);
 /* The prior's conservative bound for job j (issue 44: the offer of a job
  * with nothing measured; the strategy's decisions never use it): the curve
  * model's curve for its features, throughput 2 residual standard errors
@@ -32,7 +35,8 @@ int ctl_job_prior(const pfi_modelfile *cm, const ctl_job *j, double base_w, doub
 void ctl_learn_observe(const ctl_cfg *cfg, ctl_job *j);
 /* the strategy's moves of this period, before the allocation: the managed
  * jobs' fixed targets (pj[q] is the ctl_job idx[q]; ctl_online_period) */
-void ctl_learn_period(const ctl_cfg *cfg, ctl_state *s, ctl_notes *notes, double budget_w,
-                      double fixed_w, struct pfi_pc_job *pj, const size_t *idx, size_t np);
+void ctl_learn_period(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *s, ctl_notes *notes,
+                      double budget_w, double fixed_w, struct pfi_pc_job *pj, const size_t *idx,
+                      size_t np);
 
 #endif

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_learn.h"
 #include "power_control.h"
 
 #define CTL_ON_SAMPLES 8
@@ -68,12 +69,17 @@ struct ctl_online {
     /* the power the SLA floors need beyond the budget (W; 0 they fit) and
        whether that was said for this budget */
     double shortfall_w, shortfall_said_w;
+    pfi_curve *prior; /* the prior bounds the state points at (restate) */
+    size_t nprior;
 };
+
+static void priors_free(pfi_curve *pr, size_t n);
 
 static void drop(ctl_online_t *o)
 {
     if (!o) return;
     pfi_online_free(o->s);
+    priors_free(o->prior, o->nprior);
     free(o->j);
     free(o->order);
     free(o);
@@ -228,6 +234,8 @@ static void empty(ctl_online_t *o)
 {
     pfi_online_free(o->s);
     o->s = NULL;
+    priors_free(o->prior, o->nprior);
+    o->prior = NULL, o->nprior = 0;
     free(o->j), free(o->order);
     o->j = NULL;
     o->order = NULL;
@@ -248,9 +256,31 @@ static double held_targets(const ctl_online_t *o, const on_job *l, const long *f
 /* a new online state (the first period of the event: the reference) or
  * the old one carried over to the new jobs (pfi_online_rejob); *held_w the
  * held jobs' targets */
-static pfi_status restate(const ctl_cfg *cfg, const ctl_state *c, ctl_online_t *o, const on_job *nj,
-                          const long *from, size_t n, int changed, double budget_w, double *held_w,
-                          pfi_error *e)
+/* the prior's bounds of the jobs with nothing known (their first floors:
+   issue 44), kept with the state that points at them (o->prior); NULL
+   when there is no curve model */
+static pfi_curve *priors(const pfi_modelfile *cm, const ctl_state *c, const on_job *nj, size_t n,
+                         pfi_alloc_job *aj)
+{
+    pfi_curve *pr = cm ? calloc(n + 1, sizeof *pr) : NULL;
+    for (size_t i = 0; pr && i < n; i++) {
+        const ctl_job *j = &c->job[nj[i].k];
+        if (nj[i].no_tokens || j->nknown || !j->reachable) continue;
+        if (ctl_job_prior(cm, j, j->base_w, j->base_tokens, &pr[i])) aj[i].prior_curve = &pr[i];
+    }
+    return pr;
+}
+
+static void priors_free(pfi_curve *pr, size_t n)
+{
+    for (size_t i = 0; pr && i < n; i++)
+        if (pr[i].n) pfi_curve_dispose(&pr[i]);
+    free(pr);
+}
+
+static pfi_status restate(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *c,
+                          ctl_online_t *o, const on_job *nj, const long *from, size_t n,
+                          int changed, double budget_w, double *held_w, pfi_error *e)
 {
     pfi_alloc_job *aj = malloc(n * sizeof *aj);
     if (!aj) return pfi_errorf(e, PFI_ENOMEM, "out of memory");
@@ -261,7 +291,9 @@ static pfi_status restate(const ctl_cfg *cfg, const ctl_state *c, ctl_online_t *
         const ctl_job *j = &c->job[nj[i].k];
         aj[i].known = nj[i].no_tokens ? NULL : j->known;
         aj[i].n_known = nj[i].no_tokens ? 0 : j->nknown;
+        aj[i].prior_curve = NULL;
     }
+    pfi_curve *pr = !o->s || changed ? priors(cm, c, nj, n, aj) : NULL;
     pfi_alloc_opts ao;
     pfi_alloc_opts_default(&ao);
     ao.strategy = cfg->strategy; /* a strategy that learns in rounds (ctl_learn.c) */
@@ -288,6 +320,11 @@ static pfi_status restate(const ctl_cfg *cfg, const ctl_state *c, ctl_online_t *
             o->at_reference = 0;
         }
     }
+    if (!st && pr) { /* the new state points at pr, the old one is gone */
+        priors_free(o->prior, o->nprior);
+        o->prior = pr, o->nprior = n, pr = NULL;
+    }
+    priors_free(pr, n);
     free(aj);
     return st;
 }
@@ -390,8 +427,9 @@ static void shortfall(ctl_online_t *o, double ob, ctl_notes *notes)
     o->shortfall_said_w = o->shortfall_w;
 }
 
-void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, double budget_w,
-                       double fixed_w, pfi_pc_job *pj, const size_t *idx, size_t np)
+void ctl_online_period(const ctl_cfg *cfg, const pfi_modelfile *cm, ctl_state *c, ctl_notes *notes,
+                       double budget_w, double fixed_w, pfi_pc_job *pj, const size_t *idx,
+                       size_t np)
 {
     ctl_online_t *o = c->online;
     if (!o) {
@@ -418,7 +456,7 @@ void ctl_online_period(const ctl_cfg *cfg, ctl_state *c, ctl_notes *notes, doubl
     double held_w = 0;
     pfi_error e;
     pfi_status st =
-        restate(cfg, c, o, nj, from, (size_t)n, changed, budget_w - fixed_w, &held_w, &e);
+        restate(cfg, cm, c, o, nj, from, (size_t)n, changed, budget_w - fixed_w, &held_w, &e);
     free(o->j);
     o->j = nj;
     o->n = (size_t)n;
