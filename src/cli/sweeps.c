@@ -83,7 +83,7 @@ int cli_pool_build(const char *cmd, pfi_groupset *S, const size_t *use, size_t n
     if (!st && pfi_pool_needs_pfi(o) && o->pfi == PFI_PFI_PREDICTED && o->model)
         have_m = !(st = pfi_modelfile_load(o->model, &M, &err));
     if (!st) st = pfi_pool_set_pfi(P, S, o, have_m ? &M : NULL, &lg, &err);
-    if (!st && pfi_pool_needs_curves(o) && o->curve_model)
+    if (!st && (pfi_pool_needs_curves(o) || o->prior) && o->curve_model)
         have_cm = !(st = pfi_modelfile_load(o->curve_model, &CM, &err));
     if (!st) st = pfi_pool_set_curves(P, S, o, have_cm ? &CM : NULL, &err);
     if (have_m) pfi_modelfile_dispose(&M);

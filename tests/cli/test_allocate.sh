@@ -76,6 +76,19 @@ awk -F, '$2=="closed-loop" && $3==0.3' "$T/score.csv" >"$T/cl30"; lines "$T/cl30
 head -1 "$T/score.csv" | grep -q ',offered_workloads,sla_violations_offered,sla_violations_offered_margin$' || fail "score CSV: the offered columns"; ok
 awk -F, 'NR > 1 && $2=="safe-online" && $22 > 0 {n++} NR > 1 && ($23 > $11 || $24 > $23 || $24 > $20) {bad++} END {exit !(n > 0 && !bad)}' "$T/score.csv" ||
   fail "offered workloads or violations out of order"; ok
+# --prior (issue 44): without profiles, the first floors come from the
+# curve model's conservative bound; the round-1 allocations change where
+# the tiers bind, and a model file without the prior is refused by name
+"$PFI" fit --curve --train-where split=h100 --model "$T/cm.json" "$R" >/dev/null || fail "fit --curve"
+for p in "" --prior; do
+  expect_status 0 "$PFI" simulate --workloads 20 --pool-where split=headline --strategies oracle,equal,safe-online \
+    --sla-mix 0.1,0.3,0.3,0.3 --no-profile --curve-model "$T/cm.json" $p --score-csv "$T/prior$p.csv" "$R"
+done
+awk -F, 'NR==FNR && $2=="safe-online" && $4==1 {a[$1","$3]=$5; next} $2=="safe-online" && $4==1 && a[$1","$3] != $5 {d++} END {exit !(d > 0)}' \
+  "$T/prior.csv" "$T/prior--prior.csv" || fail "--prior changed no round-1 total"; ok
+python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); del o["prior"]; json.dump(o, open(sys.argv[2], "w"))' "$T/cm.json" "$T/cm_old.json"
+expect_error 1 "no standard errors" "$PFI" simulate --workloads 2 --pool-where split=headline --strategies oracle,equal,safe-online \
+  --no-profile --curve-model "$T/cm_old.json" --prior "$R"
 awk -F, 'NR > 1 && $2=="closed-loop" && $4 < 20 && $11 > 0 {n++} END {exit !(n > 0)}' "$T/score.csv" ||
   fail "closed-loop: no SLA violations before its last round"; ok
 awk -F, 'NR > 1 && $2=="closed-loop" && $12 > 0 {n++} NR > 1 && ($12 > $11 || $13 > $12) {bad++} END {exit !(n > 0 && !bad)}' "$T/score.csv" ||
