@@ -225,10 +225,11 @@ assert {j["id"] for j in o["jobs"]} == {a, b}, o["jobs"]
 assert 1500 <= o["sustain_s"] <= 1800, o["sustain_s"]      # B's 30 min, started moments ago
 p = f["points"]
 # hour 1: B ended at its limit; C (begin: an hour after its submission, a
-# moment before the offer) has started; hour 2: C ended at its limit too,
-# and A, Flex 0, has nothing to shed
-assert (p[0]["jobs"], p[0]["pending_jobs"]) == (2, 1), p
-assert (p[1]["jobs"], p[1]["pending_jobs"]) == (1, 0) and p[1]["total_kw"] == [0] * 5, p
+# moment before the offer) has started, and B's other GPU is refilled (jobs
+# not yet submitted keep today's 4 GPUs busy); hour 2: C ended at its limit
+# too: A, Flex 0, and 2 refilled GPUs
+assert (p[0]["jobs"], p[0]["pending_jobs"], p[0]["refill_gpus"]) == (2, 1, 1), p
+assert (p[1]["jobs"], p[1]["pending_jobs"], p[1]["refill_gpus"]) == (1, 0, 2), p
 PY
 }
 wait_for 60 "the offer's forecast from squeue" 'offer_ok || { [ "$(date +%s)" -lt "$wf_end" ] || cat "$T/offer.why" "$T/offer.json" >&2; false; }'

@@ -102,11 +102,42 @@ static double sustain_s(const snap *S, const double *end_t, const double *shed_w
     return r;
 }
 
-/* the fleet's per-GPU prior for a pending job: mean baseline and limits */
+/* the fleet's per-GPU prior for a job the forecast knows only by its GPUs
+   (pending, or refilling): the mean baseline and limits, and the
+   population's curve measured on the site's own fleet — at each fraction
+   f = 1, 0.95, .. 0.5 of the baseline the GPU-weighted mean throughput (a
+   share of the job's own) over the jobs measured there; nf: the fractions
+   down to the first no job was measured at (fewer than 2: no curve) */
+#define PRIOR_NF 11
 typedef struct prior {
     double base_w, cap_min_w, cap_max_w;
-    int ok;
+    double t_frac[PRIOR_NF];
+    int ok, nf;
 } prior;
+
+static double prior_f(int k)
+{
+    return 1 - 0.05 * k;
+}
+
+static void fleet_curve(const snap *S, prior *p)
+{
+    p->nf = 0;
+    for (int k = 0; k < PRIOR_NF; k++) {
+        double g = 0, t = 0;
+        for (size_t q = 0; q < S->ai.np; q++) {
+            const pfi_offer_job *j = &S->jobs[q];
+            int m = 0;
+            double v = pfi_offer_tokens(j, prior_f(k) * j->base_w, &m);
+            double bt = pfi_offer_tokens(j, j->base_w, NULL);
+            if (!m || !j->nknown || !(bt > 0)) continue;
+            g += j->gpus, t += j->gpus * v / bt;
+        }
+        if (!(g > 0)) break;
+        p->t_frac[k] = t / g, p->nf = k + 1;
+    }
+    if (p->nf < 2) p->nf = 0;
+}
 
 static prior fleet_prior(const snap *S)
 {
@@ -119,15 +150,43 @@ static prior fleet_prior(const snap *S)
     }
     p.ok = g > 0 && isfinite(p.cap_max_w);
     if (p.ok) p.base_w /= g, p.cap_min_w /= g, p.cap_max_w /= g;
+    if (p.ok) fleet_curve(S, &p);
     return p;
 }
 
 typedef struct point {
     double total_w[PFI_OFFER_NCOST];
-    int jobs, pending;
+    int jobs, pending, refill_gpus;
 } point;
 
-/* the offer at wall time t: the jobs running then */
+/* a job the forecast knows only by its GPUs: the fleet's prior, its
+   population curve (cv, the job's own, disposed of by the caller) where
+   the fleet has one */
+static void add_unknown(snap *X, int gpus, const prior *P, int tier, pfi_curve *cv)
+{
+    prior pr = *P;
+    double bw = gpus * pr.base_w;
+    const pfi_curve *pred = NULL;
+    pfi_point pts[PRIOR_NF];
+    for (int k = 0; k < pr.nf; k++)
+        pts[k] = (pfi_point){prior_f(k) * pr.cap_max_w, prior_f(k) * bw, pr.t_frac[k], NAN, NAN, 1};
+    cv->n = 0;
+    if (pr.nf >= 2 && pfi_curve_init(cv, pts, (size_t)pr.nf, NULL) == PFI_OK) pred = cv;
+    X->ai.pj[X->ai.np] = (pfi_pc_job){.gpus = gpus,
+                                      .cap_min_w = pr.cap_min_w,
+                                      .cap_max_w = pr.cap_max_w,
+                                      .baseline_w = bw,
+                                      .baseline_tokens_per_s = NAN,
+                                      .pfi_pred = NAN,
+                                      .sla_tier = tier,
+                                      .measured_w = bw,
+                                      .cap_w = pr.cap_max_w};
+    X->jobs[X->ai.np++] = (pfi_offer_job){gpus, bw, NAN, NULL, 0, pred};
+    X->base_w += bw;
+}
+
+/* the offer at wall time t: the jobs running then, and the GPUs busy now
+   that no known job holds then refilled (jobs not yet submitted) */
 static int offer_at(const snap *S, const ctl_queue *q, const double *end_t, prior pr, double t,
                     pfi_strategy cfg_strategy, point *pt)
 {
@@ -136,30 +195,29 @@ static int offer_at(const snap *S, const ctl_queue *q, const double *end_t, prio
     X.ai.pj = calloc(cap, sizeof *X.ai.pj), X.ai.po = calloc(cap, sizeof *X.ai.po);
     X.jobs = calloc(cap, sizeof *X.jobs);
     double *tw = calloc(cap, sizeof *tw);
+    pfi_curve *cv = calloc(cap, sizeof *cv);
+    size_t ncv = 0;
     int rc = -1, missing_curve = 0;
-    if (!X.ai.pj || !X.ai.po || !X.jobs || !tw) goto out;
-    X.ai.np = 0, X.base_w = 0, pt->jobs = pt->pending = 0;
+    if (!X.ai.pj || !X.ai.po || !X.jobs || !tw || !cv) goto out;
+    X.ai.np = 0, X.base_w = 0, pt->jobs = pt->pending = pt->refill_gpus = 0;
+    long gpus_now = 0, gpus_then = 0;
     for (size_t k = 0; k < S->ai.np; k++) {
+        gpus_now += S->ai.pj[k].gpus;
         if (end_t[k] <= t) continue; /* ended by then (NaN: persists) */
         X.ai.pj[X.ai.np] = S->ai.pj[k], X.jobs[X.ai.np++] = S->jobs[k];
-        X.base_w += S->jobs[k].base_w, pt->jobs++;
+        X.base_w += S->jobs[k].base_w, pt->jobs++, gpus_then += S->ai.pj[k].gpus;
         missing_curve |= !S->ai.pj[k].pred_curve;
     }
     for (size_t k = 0; pr.ok && k < q->n; k++) {
         const pfi_squeue_job *x = &q->job[k];
         if (x->running || x->gpus <= 0 || !(x->start_t <= t) || x->end_t <= t) continue;
-        double bw = x->gpus * pr.base_w;
-        X.ai.pj[X.ai.np] = (pfi_pc_job){.gpus = x->gpus,
-                                        .cap_min_w = pr.cap_min_w,
-                                        .cap_max_w = pr.cap_max_w,
-                                        .baseline_w = bw,
-                                        .baseline_tokens_per_s = NAN,
-                                        .pfi_pred = NAN,
-                                        .sla_tier = S->default_tier,
-                                        .measured_w = bw,
-                                        .cap_w = pr.cap_max_w};
-        X.jobs[X.ai.np++] = (pfi_offer_job){x->gpus, bw, NAN, NULL, 0, NULL};
-        X.base_w += bw, pt->jobs++, pt->pending++, missing_curve = 1;
+        add_unknown(&X, x->gpus, &pr, S->default_tier, &cv[ncv++]);
+        pt->jobs++, pt->pending++, gpus_then += x->gpus, missing_curve = 1;
+    }
+    if (pr.ok && gpus_then < gpus_now) { /* today's use persists */
+        pt->refill_gpus = (int)(gpus_now - gpus_then);
+        add_unknown(&X, pt->refill_gpus, &pr, S->default_tier, &cv[ncv++]);
+        missing_curve = 1;
     }
     X.o.strategy = pfi_strategy_runs_as(pfi_strategy_fallback(cfg_strategy, missing_curve));
     pfi_offer o;
@@ -168,7 +226,9 @@ static int offer_at(const snap *S, const ctl_queue *q, const double *end_t, prio
         pt->total_w[c] = X.base_w * o.cut_pct[c] / 100 * S->facility;
     rc = 0;
 out:
-    free(X.ai.pj), free(X.ai.po), free(X.jobs), free(tw);
+    for (size_t k = 0; k < ncv; k++)
+        if (cv[k].n) pfi_curve_dispose(&cv[k]);
+    free(X.ai.pj), free(X.ai.po), free(X.jobs), free(tw), free(cv);
     return rc;
 }
 
@@ -199,7 +259,7 @@ void ctl_forecast_json(json_t *o, snap *S, const ctl_queue *q, const double *job
     const json_t *offers = json_object_get(o, "offers");
     prior pr = fleet_prior(S);
     for (int h = 1; h <= S->horizon_h; h++) {
-        point pt = {{0}, (int)S->ai.np, 0};
+        point pt = {{0}, (int)S->ai.np, 0, 0};
         if (have) {
             if (offer_at(S, Q, end_t, pr, now + 3600.0 * h, S->cfg_strategy, &pt)) break;
         } else /* the present fleet persists: the offer now */
@@ -209,9 +269,10 @@ void ctl_forecast_json(json_t *o, snap *S, const ctl_queue *q, const double *job
         json_t *kw = json_array();
         for (int c = 0; c < PFI_OFFER_NCOST; c++)
             json_array_append_new(kw, json_real(pt.total_w[c] / 1000));
-        json_array_append_new(pts, json_pack("{s:i,s:o,s:i,s:i,s:o}", "in_h", h, "at",
+        json_array_append_new(pts, json_pack("{s:i,s:o,s:i,s:i,s:i,s:o}", "in_h", h, "at",
                                              time_or_null(now + 3600.0 * h), "jobs", pt.jobs,
-                                             "pending_jobs", pt.pending, "total_kw", kw));
+                                             "pending_jobs", pt.pending, "refill_gpus",
+                                             pt.refill_gpus, "total_kw", kw));
     }
     json_object_set_new(f, "points", pts);
     json_object_set_new(o, "forecast", f);

@@ -310,6 +310,17 @@ static snap *snap_take(ctl *c)
     return S;
 }
 
+json_t *ctl_offer_eval_json(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s,
+                            const ctl_queue *q)
+{
+    snap *S = snap_of(cfg, cm, s);
+    result *R = S ? evaluate(S, q) : NULL;
+    snap_free(S);
+    json_t *o = R ? json_incref(R->json) : NULL;
+    result_free(R);
+    return o;
+}
+
 int ctl_offer_eval(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s, double *base_w,
                    double *total_w, double *floors_w)
 {

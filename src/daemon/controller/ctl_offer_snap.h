@@ -56,4 +56,10 @@ void ctl_forecast_refresh(ctl_queue *q, const snap *S);
    (NULL: none) */
 void ctl_forecast_json(json_t *o, snap *S, const ctl_queue *q, const double *job_shed_w);
 
+/* the offer for state s with Slurm's queue q (NULL: none) evaluated at
+   once, as GET /v1/offer would serve it (a new object, jobs and forecast
+   included; NULL when out of memory): bench_forecast */
+json_t *ctl_offer_eval_json(const ctl_cfg *cfg, const pfi_modelfile *cm, const ctl_state *s,
+                            const ctl_queue *q);
+
 #endif
