@@ -41,7 +41,9 @@
  * agents period p99 < 1 s, trigger -> every cap p99 < 200 ms; 25,000 agents
  * period p99 < 2 s with every agent answering every period (/healthz's
  * agents_up), controller RSS < 2 GiB.
- * BENCH_CTL_OFFER=S sets the offer's interval (30 s, the daemon's; 0: none)
+ * BENCH_CTL_OFFER=S sets the offer's interval (30 s, the daemon's; 0: none;
+ * "none": no "offer" key at all, for a controller built before it);
+ * BENCH_CTL_DEEP=K sets the profiles' deep points (4, the daemon's)
  * and the offer's last evaluation time is printed (issue 44).
  * BENCH_CTL_IDLE=S (issue 43) first measures the controller idle for S
  * seconds (no event, profiles off): CPU seconds and voluntary context
@@ -756,13 +758,22 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
                *oe = getenv("BENCH_CTL_OFFER");
     double offer_s = oe ? atof(oe) : 30; /* the offer's interval (the daemon's default) */
     double period_s = pe && atof(pe) >= 0.1 ? atof(pe) : 1, idle_s = ie ? atof(ie) : 0;
+    /* BENCH_CTL_OFFER=none: no "offer" key, for a controller from before it
+       (PFI_CONTROLLER_BIN of an older build: a baseline on the same machine) */
+    char offer[128] = "";
+    if (!oe || strcmp(oe, "none"))
+        snprintf(offer, sizeof offer, "\"offer\": {\"interval_s\": %g}, ", offer_s);
+    /* BENCH_CTL_DEEP=K: the profiles' deep points (the daemon's default: 4) */
+    const char *de = getenv("BENCH_CTL_DEEP");
+    if (de)
+        snprintf(offer + strlen(offer), sizeof offer - strlen(offer),
+                 "\"profile_deep_points\": %d, ", atoi(de));
     fprintf(f,
             "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
             "\"control_period_s\": %g, \"baseline_window_s\": %g, \"lease_s\": %g, "
-            "\"ramp_s\": 0, \"default_tier\": 3, %s\"offer\": {\"interval_s\": %g}, "
-            "\"agents\": [",
+            "\"ramp_s\": 0, \"default_tier\": 3, %s%s\"agents\": [",
             tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s),
-            idle_s > 0 ? "\"profile\": false, " : "", offer_s);
+            idle_s > 0 ? "\"profile\": false, " : "", offer);
     for (unsigned i = 0; i < nfarm; i++)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "

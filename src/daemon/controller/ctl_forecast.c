@@ -257,7 +257,7 @@ void ctl_forecast_json(json_t *o, snap *S, const ctl_queue *q, const double *job
     json_object_set_new(f, "squeue_error", q && q->error[0] ? json_string(q->error) : json_null());
     json_t *pts = json_array();
     const json_t *offers = json_object_get(o, "offers");
-    prior pr = fleet_prior(S);
+    prior pr = have ? fleet_prior(S) : (prior){0}; /* only a queue needs it */
     for (int h = 1; h <= S->horizon_h; h++) {
         point pt = {{0}, (int)S->ai.np, 0, 0};
         if (have) {
