@@ -153,7 +153,7 @@ static const pfi_opt simulate_options[] = {
                 "not the Lipschitz bound (issue 44)"),
     OPT_INTEGER(0, "profile-deep-points", so.prof.deep_points, "K", 0, 8,
                 "profile: points after the schedule down to the lowest reachable power, "
-                "under the tier and cost rules (default 0; the controller's 4)"),
+                "under the tier and cost rules (default 0, as the controller's)"),
     OPT_DOUBLE(0, "sla-floor-margin", so.sla_floor_margin, "M", 0, 1,
                "the study's floor margin: SLA violations also counted where the oracle fits "
                "every floor raised by M x T_max (default 0.05)"),

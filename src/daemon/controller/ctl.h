@@ -104,7 +104,7 @@ typedef struct ctl_cfg {
        job ids never profiled (a JSON array of strings; NULL: none) */
     int profile;
     double profile_cost_frac, profile_points, profile_samples, profile_settle_periods;
-    double profile_deep_points; /* points below profile's 0.5 P_max to the lowest cap (4) */
+    double profile_deep_points; /* points below profile's 0.5 P_max to the lowest cap (0) */
     json_t *profile_opt_out;
     size_t nagents;
     struct ctl_cfg_agent {

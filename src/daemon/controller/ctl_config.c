@@ -471,7 +471,7 @@ static void defaults(ctl_cfg *c)
     c->profile = 1;
     c->profile_cost_frac = 0.01;
     c->profile_points = 4;
-    c->profile_deep_points = 4;
+    c->profile_deep_points = 0; /* opt-in: bench_adversary (docs/controller.md, "Profiles") */
     c->profile_samples = 6;
     c->profile_settle_periods = 1;
     static const double levels[4] = {0, 10, 20, 30};
