@@ -286,42 +286,26 @@ pfi_status pfi_pool_set_pfi(pfi_pool *P, const pfi_groupset *S, const pfi_pool_o
     return PFI_OK;
 }
 
-/* every job's curve predicted by cm on the features feat[0..p); who names the model */
-static pfi_status curves_from(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm,
-                              char *const *feat, size_t p, const char *who, pfi_error *err)
+/* every job's curve from cm on the features feat[0..p) (who names the
+   model): predicted (P->pred, j->pred_curve), or with prior the prior's
+   bound, 2 residual SE (P->prior, j->prior_curve) */
+static pfi_status model_curves(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm,
+                               char *const *feat, size_t p, const char *who, int prior,
+                               pfi_error *err)
 {
-    P->pred = calloc(P->n ? P->n : 1, sizeof *P->pred);
+    pfi_curve *out = calloc(P->n ? P->n : 1, sizeof *out);
+    *(prior ? &P->prior : &P->pred) = out;
     double *x = malloc((p ? p : 1) * sizeof *x);
-    pfi_status st = P->pred && x ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status st = out && x ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
     for (size_t i = 0; i < P->n && !st; i++) {
         if ((st = features_of(S, &P->group[i], 1, feat, p, x, who, err))) break;
         pfi_alloc_job *j = &P->jobs[i];
         const pfi_point *u = pfi_curve_uncapped(&S->gs.g[P->group[i]].curve);
-        if (!(st = pfi_curve_model_curve(cm, x, u->cap_w, j->tokens_per_s_max, j->power_max_w,
-                                         &P->pred[i], err)))
-            j->pred_curve = &P->pred[i];
-    }
-    free(x);
-    return st;
-}
-
-/* every job's prior bound (2 residual SE) from cm on the features feat[0..p) */
-static pfi_status priors_from(pfi_pool *P, const pfi_groupset *S, const pfi_curve_model *cm,
-                              char *const *feat, size_t p, const char *who, pfi_error *err)
-{
-    P->prior = calloc(P->n ? P->n : 1, sizeof *P->prior);
-    double *x = malloc((p ? p : 1) * sizeof *x);
-    pfi_status st = P->prior && x ? PFI_OK : pfi_errorf(err, PFI_ENOMEM, "out of memory");
-    for (size_t i = 0; i < P->n && !st; i++) {
-        if ((st = features_of(S, &P->group[i], 1, feat, p, x, who, err))) break;
-        pfi_alloc_job *j = &P->jobs[i];
-        const pfi_point *u = pfi_curve_uncapped(&S->gs.g[P->group[i]].curve);
-        if ((st = pfi_curve_model_bound(cm, x, 2, u->cap_w, j->tokens_per_s_max, j->power_max_w,
-                                        &P->prior[i], err))) {
-            pfi_error_prefix(err, "%s", who);
-            break;
-        }
-        j->prior_curve = &P->prior[i];
+        double c = u->cap_w, t = j->tokens_per_s_max, w = j->power_max_w;
+        st = prior ? pfi_curve_model_bound(cm, x, 2, c, t, w, &out[i], err)
+                   : pfi_curve_model_curve(cm, x, c, t, w, &out[i], err);
+        if (st && prior) pfi_error_prefix(err, "%s", who);
+        if (!st) *(prior ? &j->prior_curve : &j->pred_curve) = &out[i];
     }
     free(x);
     return st;
@@ -333,8 +317,8 @@ static pfi_status from_model(pfi_pool *P, const pfi_groupset *S, const pfi_pool_
                              const char *who, pfi_error *err)
 {
     pfi_status st = PFI_OK;
-    if (pfi_pool_needs_curves(o)) st = curves_from(P, S, cm, feat, p, who, err);
-    if (!st && o->prior) st = priors_from(P, S, cm, feat, p, who, err);
+    if (pfi_pool_needs_curves(o)) st = model_curves(P, S, cm, feat, p, who, 0, err);
+    if (!st && o->prior) st = model_curves(P, S, cm, feat, p, who, 1, err);
     return st;
 }
 
