@@ -37,7 +37,8 @@ RUN_PKGS="gcc make cmake pkg-config libc6-dev
 DEB_PKGS="dpkg-dev file libslurm-dev"
 TEST_PKGS="libcmocka-dev libglpk-dev clang libclang-rt-14-dev clang-format-14
   slurm-wlm libslurm-dev munge chromium curl tar git mmdebstrap nodejs npm systemd man-db lintian
-  prometheus python3-torch python3-venv python3-setuptools python3-wheel sqlite3 shfmt iproute2"
+  prometheus python3-torch python3-venv python3-setuptools python3-wheel sqlite3 shfmt iproute2
+  etcd-server etcd-client"
 
 case "${1:-run}" in
   run)  want="$RUN_PKGS" ;;
