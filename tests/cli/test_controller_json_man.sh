@@ -2,9 +2,9 @@
 # test_controller_json_man.sh — pfi-controller.json(5) documents every key
 # of the controller's configuration: the keys are read from the key tables
 # in src/daemon/controller/ctl_config.c (each "const pfi_jkey keys[]" of
-# read_keys, agent_entry, operator_entry and openadr_field), and each must
+# read_keys, agent_entry, operator_entry, openadr_field and failover_field), and each must
 # be a ".B KEY" entry in the man page's section of that object (KEYS,
-# AGENTS, OPERATORS, OPENADR).
+# AGENTS, OPERATORS, OPENADR, FAILOVER).
 # Also: the page renders with groff without warnings, and the keys the page
 # documents exist (no stale entries).
 . "$SRC/tests/cli/lib.sh"
@@ -24,7 +24,7 @@ table_keys() {
 man_keys() {
   awk -v sec="$1" '/^\.SH / { in_s = ($2 == sec); next } in_s && prev == ".TP" && /^\.B [a-z_0-9]+$/ { print $2 } { prev = $0 }' "$M"
 }
-for pair in read_keys:KEYS:8 agent_entry:AGENTS:8 operator_entry:OPERATORS:3 openadr_field:OPENADR:8; do
+for pair in read_keys:KEYS:8 agent_entry:AGENTS:8 operator_entry:OPERATORS:3 openadr_field:OPENADR:8 failover_field:FAILOVER:8; do
   fn=${pair%%:*}; sec=${pair#*:}; least=${sec#*:}; sec=${sec%%:*}
   table_keys "$fn" | sort >"$T/src.$sec"
   man_keys "$sec" | sort >"$T/man.$sec"

@@ -88,6 +88,18 @@ typedef struct ctl_cfg {
         int allow_insecure_http;
         double report_s; /* a report's interval (default 900 s) */
     } vtn;
+    /* failover on etcd (issue 45; ctl_failover.c): "failover": {"etcd":
+       [URL, ...] (none: one controller, SQLite alone), "prefix" ("/pfi/"),
+       "name" (this controller's, unique; default its host name), "ttl_s"
+       (2), "timeout_s" (1), "ca_file", "cert_file", "key_file", "user",
+       "password_file"} */
+    struct {
+        char etcd[16][256];
+        size_t netcd;
+        char prefix[128], name[64];
+        double ttl_s, timeout_s;
+        char ca_file[1024], cert_file[1024], key_file[1024], user[128], password_file[1024];
+    } fo;
     int default_tier, dry_run;
     /* operators (token_file's "operator" last, when there is one), malloc'd */
     size_t noperators;
@@ -248,6 +260,9 @@ typedef struct ctl {
     double refused_log_t; /* the current 10 s window of refusal log lines (wall) */
     unsigned refused_logged, refused_quiet;
     struct ctl_offer *offer; /* the offer's thread and its last result (ctl_offer.c) */
+    struct ctl_failover *fo; /* failover on etcd (ctl_failover.c); NULL: one controller */
+    /* where the authoritative state goes (ctl_store.h; NULL: SQLite alone) */
+    const struct ctl_store_ops *store;
 } ctl;
 
 /* one log line (daemon_util.h: its priority is its first word, "error:",

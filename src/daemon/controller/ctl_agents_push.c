@@ -11,6 +11,7 @@
 
 #include "caps_request.h"
 #include "clock.h"
+#include "ctl_failover.h"
 #include "ctl_pool.h"
 
 /* the agent's generation_max from its last /v1/node; -1 if unknown */
@@ -52,6 +53,8 @@ size_t ctl_push_queue(ctl *c, int kind, int release)
 {
     ctl_pool *P = c->io.pool;
     size_t *start, *idx, added = 0;
+    /* failover: only a leader before its cutoff starts a push (ctl_failover.h) */
+    if (!ctl_failover_may_push(c)) return 0;
     if (agent_jobs(c, &start, &idx)) {
         ctl_log(c, "error: out of memory: no caps pushed");
         return 0;
@@ -66,7 +69,10 @@ size_t ctl_push_queue(ctl *c, int kind, int release)
         if (!a->up || (release && !a->pushed)) continue;
         rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
         rq.lease_s = release ? 1 : c->cfg.lease_s;
-        snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
+        if (c->fo) /* which of the controllers: the agents log it */
+            snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.40s/%.40s", host,
+                     c->cfg.fo.name);
+        else snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
         rq.generation = a->generation; /* the stored one (ctl_generation.c, ctl_persist.c) */
         for (size_t q = start[i]; !release && q < start[i + 1] && rq.njobs < PFI_CAPS_MAX_ENTRIES;
              q++) {

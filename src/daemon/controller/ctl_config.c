@@ -444,6 +444,64 @@ static pfi_status offer_field(const pfi_jkey *k, json_t *v, const char *name, vo
     return PFI_JSON_OBJ_READ(v, keys, &o, err);
 }
 
+/* "failover": {"etcd": ["http(s)://host:port", ...]} (ctl.h) */
+static pfi_status etcd_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                             pfi_error *err)
+{
+    (void)name, (void)ud;
+    ctl_cfg *c = k->dst;
+    if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 16)
+        return pfi_errorf(err, PFI_EINVAL, "failover.etcd: expected 1 to 16 URLs");
+    size_t i;
+    json_t *u;
+    json_array_foreach(v, i, u)
+    {
+        const char *s = json_string_value(u);
+        if (!s || strlen(s) >= sizeof c->fo.etcd[0] ||
+            (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)))
+            return pfi_errorf(err, PFI_EINVAL,
+                              "failover.etcd[%zu]: expected an http:// or https:// URL", i);
+        snprintf(c->fo.etcd[i], sizeof c->fo.etcd[i], "%s", s);
+    }
+    c->fo.netcd = json_array_size(v);
+    return PFI_OK;
+}
+
+static pfi_status failover_field(const pfi_jkey *k, json_t *v, const char *name, void *ud,
+                                 pfi_error *err)
+{
+    (void)name;
+    ctl_cfg *c = k->dst;
+    const pfi_jkey keys[] = {
+        {"etcd", PFI_J_ARRAY, PFI_J_REQUIRED, c, .fn = etcd_field},
+        {"prefix", PFI_J_STRING, 0, c->fo.prefix, .size = sizeof c->fo.prefix},
+        {"name", PFI_J_STRING, 0, c->fo.name, .size = sizeof c->fo.name},
+        {"ttl_s", PFI_J_NUMBER, 0, &c->fo.ttl_s, .lo = 1, .hi = 60,
+         .expect = "expected 1 to 60 seconds (etcd's lease)"},
+        {"timeout_s", PFI_J_NUMBER, 0, &c->fo.timeout_s, .lo = 0.05, .hi = 30,
+         .expect = "expected 0.05 to 30 seconds"},
+        {"ca_file", PFI_J_STRING, 0, c->fo.ca_file, .size = sizeof c->fo.ca_file},
+        {"cert_file", PFI_J_STRING, 0, c->fo.cert_file, .size = sizeof c->fo.cert_file},
+        {"key_file", PFI_J_STRING, 0, c->fo.key_file, .size = sizeof c->fo.key_file},
+        {"user", PFI_J_STRING, 0, c->fo.user, .size = sizeof c->fo.user},
+        {"password_file", PFI_J_STRING, 0, c->fo.password_file, .size = sizeof c->fo.password_file},
+    };
+    pfi_jopts o = {.prefix = "failover", .ud = ud};
+    (void)ud;
+    pfi_status st = PFI_JSON_OBJ_READ(v, keys, &o, err);
+    if (!st &&
+        strspn(c->fo.name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+            strlen(c->fo.name))
+        st = pfi_errorf(err, PFI_EINVAL, "failover.name: expected [A-Za-z0-9._-]");
+    if (!st && (!c->fo.prefix[0] || c->fo.prefix[strlen(c->fo.prefix) - 1] != '/'))
+        st = pfi_errorf(err, PFI_EINVAL, "failover.prefix: expected a prefix ending in '/'");
+    if (!st && !c->fo.user[0] != !c->fo.password_file[0])
+        st = pfi_errorf(err, PFI_EINVAL, "failover.user: goes with password_file");
+    if (!st && !c->fo.cert_file[0] != !c->fo.key_file[0])
+        st = pfi_errorf(err, PFI_EINVAL, "failover.cert_file: goes with key_file");
+    return st;
+}
+
 static void defaults(ctl_cfg *c)
 {
     memset(c, 0, sizeof *c);
@@ -465,6 +523,9 @@ static void defaults(ctl_cfg *c)
     c->offer_squeue_s = 300;
     c->offer_squeue_timeout_s = 10;
     c->offer_horizon_h = 6;
+    snprintf(c->fo.prefix, sizeof c->fo.prefix, "/pfi/");
+    c->fo.ttl_s = 2;
+    c->fo.timeout_s = 1;
     c->fast_collect = 1;
     c->fast_trigger_ack_s = 0.2;
     c->vtn.report_s = 900;
@@ -518,6 +579,8 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
          .expect = "expected {\"job id\": tier 0..3}"},
         {"offer", PFI_J_OBJECT, 0, c, .fn = offer_field,
          .expect = "expected {\"interval_s\", \"facility_factor\"}"},
+        {"failover", PFI_J_OBJECT, 0, c, .fn = failover_field,
+         .expect = "expected {\"etcd\": [URL, ...], \"prefix\", \"name\", \"ttl_s\", ...}"},
         {"openadr", PFI_J_OBJECT, 0, c, .fn = openadr_field,
          .expect = "expected {\"poll_url\", \"poll_s\", \"vtn_url\", ...}"},
         {"agents", PFI_J_ANY, PFI_J_REQUIRED, c, .fn = agents_field},

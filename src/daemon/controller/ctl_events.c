@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_store.h"
 #include "event_kind.h"
 
 ctl_event *ctl_event_find(ctl *c, const char *id)
@@ -125,6 +126,7 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int 
     e->ramp_s = isnan(ev->ramp_s) ? c->cfg.ramp_s : ev->ramp_s;
     e->ramp_down_s = isnan(ev->ramp_down_s) ? c->cfg.ramp_down_s : ev->ramp_down_s;
     ctl_db_put_event(c, e);
+    ctl_store(c)->event_put(c, e); /* failover: in etcd too (ctl_store.h) */
     char dur[48];
     if (isfinite(pfi_grid_event_end(ev))) snprintf(dur, sizeof dur, "%.0f s", ev->duration_s);
     else snprintf(dur, sizeof dur, "open-ended (until cancelled)");
@@ -158,5 +160,6 @@ pfi_status ctl_event_cancel(ctl *c, const char *id, const char *who, pfi_error *
     snprintf(e->cancelled_by, sizeof e->cancelled_by, "%s", who);
     ctl_log(c, "event %s cancelled by %s", id, who[0] ? who : "?");
     ctl_db_put_event(c, e);
+    ctl_store(c)->event_put(c, e); /* failover: in etcd too (ctl_store.h) */
     return PFI_OK;
 }

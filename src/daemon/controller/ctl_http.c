@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_failover.h"
 #include "ctl_offer.h"
 #include "daemon_util.h"
 #include "httpd.h"
@@ -350,6 +351,7 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     const char *u = rq->url;
     if (static_page(u, get, rs)) return;
     if (!strcmp(u, "/healthz")) healthz(c, rs);
+    else if ((post || del) && !ctl_failover_may_write(c, rs)) return;
     else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));

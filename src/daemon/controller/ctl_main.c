@@ -32,8 +32,10 @@
 #include "caps_request.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_failover.h"
 #include "ctl_offer.h"
 #include "ctl_record.h"
+#include "ctl_store.h"
 #include "daemon_util.h"
 #include "notify.h"
 #include "options.h"
@@ -303,7 +305,7 @@ static void control_loop(ctl *c)
         }
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
-        ctl_period(c);
+        if (ctl_failover_turn(c)) ctl_period(c); /* a follower runs no period */
         pthread_mutex_lock(&c->mu);
         ctl_openadr_log_due(c); /* a minute's suppressed OpenADR lines, in one */
         if (now >= next_prune) {
@@ -402,6 +404,7 @@ static int open_state(ctl *c, const ctl_args *A)
 static void shut_down(ctl *c)
 {
     pfi_notify_stopping("signal %d: stopping; caps stay under the agents' leases", (int)g_stop);
+    ctl_failover_stop(c); /* a leader's lease revoked: a standby takes over at once */
     ctl_vtn_stop(c);
     ctl_poll_stop(c);
     ctl_log(c, "signal %d: stopping; caps stay under the agents' leases (%g s)", (int)g_stop,
@@ -447,6 +450,7 @@ int main(int argc, char **argv)
     c->io.log = &g_log;
     int rc = configure(c, &A);
     if (rc) return rc;
+    c->store = c->cfg.fo.netcd ? &ctl_store_etcd : &ctl_store_sqlite;
     pthread_mutex_init(&c->mu, NULL);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     /* no fastbins: a period frees 12,500 parsed views' small blocks, and each
@@ -460,7 +464,9 @@ int main(int argc, char **argv)
             c->cfg.dry_run ? ", DRY RUN" : "");
     pfi_daemon_signals(on_signal, on_hup);
     /* the callback token first: the webhook accepts it from the start */
-    if (ctl_vtn_start(c) || ctl_poll_start(c) || ctl_offer_start(c) || ctl_http_start(c)) return 1;
+    if (ctl_failover_start(c) || ctl_vtn_start(c) || ctl_poll_start(c) || ctl_offer_start(c) ||
+        ctl_http_start(c))
+        return 1;
     char where[160];
     const char *colon = strrchr(c->cfg.listen, ':');
     snprintf(where, sizeof where, "%.*s:%d", colon ? (int)(colon - c->cfg.listen) : 0,

@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_store.h"
 
 static void log_summary(ctl *c, unsigned long long n)
 {
@@ -151,6 +152,7 @@ static void retarget(ctl *c, ctl_event *e, const pfi_grid_event *s, const char *
     ctl_log(c, "event %s (openadr) updated while active by %s: target %.0f W, %s", e->ev.id, who,
             e->target_w, e->ev.open_ended ? "until cancelled" : "new end");
     ctl_db_put_event(c, e);
+    ctl_store(c)->event_put(c, e); /* failover: in etcd too (ctl_store.h) */
     c->wake = 1;
     ctl_agents_wake(c);
 }

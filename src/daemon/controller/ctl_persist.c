@@ -17,6 +17,8 @@
 
 #include "caps_request.h"
 #include "ctl.h"
+#include "ctl_failover.h"
+#include "ctl_store.h"
 
 int ctl_persist_open(ctl *c)
 {
@@ -239,6 +241,18 @@ int ctl_persist(ctl *c, const ctl_decision *d)
     if (sqlite3_exec(c->io.pdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
         what = put_rows(c, d);
         if (!what && sqlite3_exec(c->io.pdb, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+            /* failover: the authoritative rows in the store too, guarded by
+               our leadership (ctl_store.h); refused, nothing is pushed */
+            char why[300];
+            int refused = ctl_store(c)->commit(c, d, why, sizeof why);
+            if (refused == 1) ctl_failover_deposed(c, why);
+            if (refused) {
+                atomic_fetch_add(&c->db_errors, 1);
+                ctl_log(c, "error: %s store: this period's rows not committed (%s)",
+                        ctl_store(c)->name, why);
+                generations_taken(c, d, 0);
+                return -1;
+            }
             generations_taken(c, d, 1);
             return 0;
         }

@@ -21,6 +21,7 @@
 #include "agent_client.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_failover.h"
 
 static void poll_openadr(ctl *c)
 {
@@ -119,7 +120,7 @@ static void *poll_thread(void *arg)
     double next = pfi_clock_now();
     while (!c->io.poll_stop) {
         double now = pfi_clock_now();
-        if (now >= next) {
+        if (now >= next && ctl_failover_leads(c)) { /* failover: the leader polls */
             next = now + c->cfg.openadr_poll_s;
             poll_openadr(c);
             continue;

@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_failover.h"
 #include "ctl_offer.h"
 #include "pfi/prom.h"
 #include "pfi/version.h"
@@ -65,6 +66,7 @@ typedef struct view {
     double ingest_hold_max_s;
     ctl_vtn_seen vtn; /* the VTN conversation (ctl_vtn.c) */
     json_t *online;   /* status: safe-online's state (null: none) */
+    const char *role; /* ctl_failover_role */
 } view;
 
 static void view_free(view *v)
@@ -141,6 +143,7 @@ static void take_figures(ctl *c, view *v)
     v->cycle_s = c->cycle_s, v->loop_s = c->loop_s, v->trigger_push_s = c->trigger_push_s;
     v->generation_rejects = c->generation_rejects, v->online_rounds = ctl_online_rounds(s);
     memcpy(v->generation_changes, c->generation_changes, sizeof v->generation_changes);
+    v->role = ctl_failover_role(c, NULL, 0);
     v->cycles = c->cycles, v->db_errors = (unsigned long long)atomic_load(&c->db_errors);
     v->pushes = c->pushes, v->push_errors = c->push_errors, v->triggers = c->triggers;
     for (int k = 0; k < 2; k++) {
@@ -366,6 +369,11 @@ static json_t *status_json(ctl *c, view *v)
     json_object_set_new(o, "online", v->online ? json_incref(v->online) : json_null());
     json_object_set_new(o, "vtn", vtn_json(v));
     json_object_set_new(o, "offer", ctl_offer_json(c, 0));
+    char leader[64];
+    const char *role = ctl_failover_role(c, leader, sizeof leader);
+    json_object_set_new(
+        o, "failover",
+        json_pack("{s:s,s:s,s:s}", "role", role, "name", c->cfg.fo.name, "leader", leader));
     return o;
 }
 
@@ -674,6 +682,10 @@ static void loop_metrics(const view *v, pfi_buf *b)
     head(b, "pfi_ctl_online_round", "gauge",
          "safe-online: measured rounds run in the current event (0: none, or another strategy).");
     pfi_buf_printf(b, "pfi_ctl_online_round %llu\n", v->online_rounds);
+    head(b, "pfi_ctl_leader", "gauge",
+         "1 while this controller leads (failover; always 1 alone): a sum above 1 is two leaders.");
+    pfi_buf_printf(b, "pfi_ctl_leader{role=\"%s\"} %d\n", v->role,
+                   strcmp(v->role, "follower") != 0);
     head(b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
     pfi_buf_printf(b, "pfi_ctl_cycles_total %llu\n", v->cycles);
     head(b, "pfi_ctl_db_errors_total", "counter",

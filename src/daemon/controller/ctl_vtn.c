@@ -32,6 +32,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_failover.h"
 #include "ctl_vtn.h"
 #include "vec.h"
 
@@ -472,6 +473,10 @@ static void *vtn_thread(void *arg)
     c->vtn.subscribed = g->vtn.callback_url[0] ? CTL_VTN_TRYING : CTL_VTN_UNWANTED;
     pthread_mutex_unlock(&c->mu);
     while (!c->io.vtn_stop) {
+        if (!ctl_failover_leads(c)) { /* failover: only the leader talks to the VTN */
+            nap(c, 0.2);
+            continue;
+        }
         double now = pfi_wall_monotonic();
         pthread_mutex_lock(&c->mu);
         int reg = c->vtn.registered, sub = c->vtn.subscribed;

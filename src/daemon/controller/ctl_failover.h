@@ -1,0 +1,66 @@
+/* ctl_failover.h — controllers that fail over on etcd (issue 45;
+ * docs/controller.md, "Failover on etcd"). With "failover" configured,
+ * every controller holds an etcd lease (TTL ttl_s, kept alive every TTL/3
+ * by its failover thread) and tries to create PREFIX/leader under it; the
+ * one that does raises PREFIX/term by one in the same transaction and
+ * leads. The leader:
+ *   - fences itself: its deadline is the send time of its last successful
+ *     keepalive + the granted TTL − a margin (monotonic clock); it starts
+ *     no push within agent_timeout_s of the deadline, and past it gives up
+ *     the lease (revoked: the leader key goes with it) and follows;
+ *   - commits each period's authoritative rows guarded by
+ *     create_revision(PREFIX/leader) (ctl_store_etcd.c): a deposed
+ *     leader's commit is refused and its push not sent.
+ * A follower runs no period (no collection, no push) and answers writes
+ * with 503 naming the leader. On winning, the loop pulls the store's state
+ * (ctl_store_etcd.c) and runs a period at once. */
+#ifndef PFI_CTL_FAILOVER_H
+#define PFI_CTL_FAILOVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ctl.h"
+#include "etcd.h"
+
+typedef struct ctl_failover {
+    pfi_etcd *kv; /* the loop's store calls (commit, pull) and the API's event_put */
+    pfi_etcd *ka; /* the failover thread's: lease, keepalive, election */
+    pthread_t th;
+    int running;
+    atomic_int stop;
+    pthread_mutex_t mu; /* the fields below */
+    long long lease, granted_s;
+    double ka_sent;       /* monotonic send time of the last keepalive that renewed the lease */
+    int won;              /* this controller created the leader key, and has not let it go */
+    int taken;            /* the loop pulled the store's state since it won */
+    long long term;       /* the term it won */
+    long long leader_rev; /* the revision that created its leader key (the guard) */
+    char leader[64];      /* the leader's name as last read ("": none known) */
+    unsigned long long elections_won, fences;
+    int ka_failing;                                  /* the last lease call failed (logged once) */
+    char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
+    char *last_baselines;
+} ctl_failover;
+
+/* start the failover thread (cfg.fo.netcd > 0): 0, or -1 (logged) */
+int ctl_failover_start(ctl *c);
+void ctl_failover_stop(ctl *c);
+/* the loop's turn: 1 lead (a new leader pulled the store first), 0 follow
+   (no period); 1 always without failover */
+int ctl_failover_turn(ctl *c);
+/* this controller leads (won and took over; 1 without failover): the VTN
+   and the poller talk to the grid only then */
+int ctl_failover_leads(ctl *c);
+/* a push may start now: a leader before its cutoff (1 without failover) */
+int ctl_failover_may_push(ctl *c);
+/* the store refused a leader's guarded commit: it is deposed */
+void ctl_failover_deposed(ctl *c, const char *why);
+/* a write (POST, DELETE) may be taken here: 1; 0 a follower, rs set to
+   503 naming the leader (the client tries the next controller) */
+struct pfi_http_resp;
+int ctl_failover_may_write(ctl *c, struct pfi_http_resp *rs);
+/* "leader", "follower" or "single"; the leader's name (or "") into buf */
+const char *ctl_failover_role(ctl *c, char *leader, size_t n);
+
+#endif

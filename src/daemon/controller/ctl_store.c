@@ -1,0 +1,98 @@
+/* ctl_store.c — the store's interface (ctl_store.h): which backend, the
+ * SQLite one (one controller: its database already holds everything), and
+ * an event's form in the store. */
+#include "ctl_store.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int sqlite_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
+{
+    (void)c, (void)d, (void)why, (void)n;
+    return 0; /* ctl_persist's transaction was the commit */
+}
+
+static int sqlite_event_put(ctl *c, const ctl_event *e)
+{
+    (void)c, (void)e;
+    return 0; /* ctl_db_put_event stored it */
+}
+
+static int sqlite_pull(ctl *c)
+{
+    (void)c;
+    return 0; /* never a follower */
+}
+
+const ctl_store_ops ctl_store_sqlite = {"sqlite", sqlite_commit, sqlite_event_put, sqlite_pull};
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+char *ctl_store_event_format(const ctl_event *e)
+{
+    char *ev = pfi_grid_event_format(&e->ev);
+    if (!ev) return NULL;
+    json_t *j = json_pack(
+        "{ss ss ss so so so so so so ss ss ss so}", "event", ev, "source", e->ev.source, "status",
+        ctl_event_status_name(e->status), "baseline_w", num(e->baseline_w), "target_w",
+        num(e->target_w), "ramp_s", num(e->ramp_s), "ramp_down_s", num(e->ramp_down_s), "reached_t",
+        num(e->reached_t), "announced_t", num(e->announced_t), "baseline_source",
+        e->status == CTL_EV_SCHEDULED ? "" : ctl_base_src_name(e->baseline_src), "created_by",
+        e->created_by, "changed_by", e->changed_by, "cancelled_by", e->cancelled_by);
+    free(ev);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return s;
+}
+
+static double get_num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void get_str(json_t *o, const char *k, char *out, size_t n)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    snprintf(out, n, "%s", v ? v : "");
+}
+
+int ctl_store_event_parse(const char *text, size_t len, ctl_event *e, char *why, size_t n)
+{
+    memset(e, 0, sizeof *e);
+    json_error_t je;
+    json_t *j = json_loadb(text, len, 0, &je);
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    const char *status = json_string_value(json_object_get(j, "status"));
+    pfi_error err = {0};
+    int rc = -1;
+    if (!j) snprintf(why, n, "not JSON: %s", je.text);
+    else if (!ev || pfi_grid_event_parse(ev, strlen(ev), &e->ev, &err))
+        snprintf(why, n, "event: %s", ev ? err.msg : "missing");
+    else if (!status || ctl_event_status_parse(status, &e->status))
+        snprintf(why, n, "status: not one of the event states");
+    else rc = 0;
+    if (!rc) {
+        get_str(j, "source", e->ev.source, sizeof e->ev.source);
+        e->baseline_w = get_num(j, "baseline_w");
+        e->target_w = get_num(j, "target_w");
+        e->ramp_s = get_num(j, "ramp_s");
+        e->ramp_down_s = get_num(j, "ramp_down_s");
+        e->reached_t = get_num(j, "reached_t");
+        e->announced_t = get_num(j, "announced_t");
+        char src[32];
+        get_str(j, "baseline_source", src, sizeof src);
+        if (src[0]) ctl_base_src_parse(src, &e->baseline_src);
+        get_str(j, "created_by", e->created_by, sizeof e->created_by);
+        get_str(j, "changed_by", e->changed_by, sizeof e->changed_by);
+        get_str(j, "cancelled_by", e->cancelled_by, sizeof e->cancelled_by);
+    }
+    json_decref(j);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* ctl_store.h — where the controller's authoritative state lives (issue
+ * 45; docs/controller.md, "What lives where"): one interface, two backends.
+ *
+ *   sqlite  one controller (the default, unchanged): the state is the
+ *           SQLite database it always was; its calls do nothing more,
+ *           since ctl_persist's transaction and ctl_db_put_event already
+ *           stored everything;
+ *   etcd    failover: the authoritative rows (events, each agent's base
+ *           generation, the feedback term, each event's baselines) also go
+ *           to etcd, the period's in one transaction guarded by this
+ *           controller's leadership, so that a deposed leader's rows are
+ *           refused; a new leader reads them back (pull) into its own
+ *           SQLite and state before its first push. Local history (samples,
+ *           per-job samples) stays in each controller's SQLite.
+ *
+ * The calls run on the loop's thread (commit, pull) or under the lock
+ * (event_put, from the API). */
+#ifndef PFI_CTL_STORE_H
+#define PFI_CTL_STORE_H
+
+#include <stddef.h>
+
+#include "ctl.h"
+
+typedef struct ctl_store_ops {
+    const char *name;
+    /* a period's authoritative rows, after the local transaction committed
+       them: 0; 1 refused (another controller leads: the caller deposes this
+       one); -1 not stored (why says) */
+    int (*commit)(ctl *c, const ctl_decision *d, char *why, size_t n);
+    /* an event written through the API or a grid event booked: 0, or -1 */
+    int (*event_put)(ctl *c, const ctl_event *e);
+    /* a new leader: the store's state into the local SQLite and c->st, each
+       agent's generation at the new term: 0, or -1 (logged; no push) */
+    int (*pull)(ctl *c);
+} ctl_store_ops;
+
+extern const ctl_store_ops ctl_store_sqlite, ctl_store_etcd;
+
+/* the backend in use: c->store (set at start: etcd with cfg.fo.netcd), or
+   sqlite (a ctl built without main, as the tests build one). Called through
+   the pointer, not by name, so that no file circle runs through the store
+   (scripts/check-cycles.py): the etcd backend calls ctl_db.c and
+   ctl_events.c, which call the store. */
+static inline const ctl_store_ops *ctl_store(const ctl *c)
+{
+    return c->store ? c->store : &ctl_store_sqlite;
+}
+
+/* an event as the store holds it (JSON text, malloc'd) and back: the same
+   columns as SQLite's events table; parse: 0, or -1 (why set) */
+char *ctl_store_event_format(const ctl_event *e);
+int ctl_store_event_parse(const char *text, size_t len, ctl_event *e, char *why, size_t n);
+
+#endif

@@ -1,0 +1,298 @@
+/* ctl_store_etcd.c — the store on etcd (ctl_store.h): the keys under the
+ * configured prefix,
+ *
+ *   leader              the leading controller's name (under its lease)
+ *   term                raised by one at each election (ctl_failover.c)
+ *   base/AGENT          the agent's base generation: it is sent base + term
+ *   events/ID           an event, the columns of SQLite's events table (JSON)
+ *   meta/integral_w     the feedback term
+ *   baselines/EVENT     the jobs' baselines of an event: [[job, tier, base_w, base_tokens], ...]
+ *
+ * A period's writes go in transactions of at most CTL_STORE_TXN_OPS
+ * operations (etcd's limit is 128), each guarded by
+ * create_revision(leader) == the revision that made this controller
+ * leader: a deposed leader's rows are refused, and it stops pushing. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_failover.h"
+#include "ctl_store.h"
+#include "vec.h"
+
+#define CTL_STORE_TXN_OPS 120
+
+typedef struct store_batch {
+    pfi_etcd_op *op;
+    size_t n, cap;
+    char **mem; /* the keys and values the ops point to */
+    size_t nmem, memcap;
+} store_batch;
+
+static void batch_free(store_batch *b)
+{
+    for (size_t i = 0; i < b->nmem; i++) free(b->mem[i]);
+    free(b->mem);
+    free(b->op);
+}
+
+/* queue a put of key (printf) = value (taken: freed with the batch) */
+static int batch_put(store_batch *b, char *value, const char *fmt, const char *arg)
+{
+    char *key = malloc(strlen(fmt) + strlen(arg) + 1);
+    if (!key || !value || PFI_VEC_RESERVE(b->op, b->cap, b->n + 1, NULL) ||
+        PFI_VEC_RESERVE(b->mem, b->memcap, b->nmem + 2, NULL)) {
+        free(key);
+        free(value);
+        return -1;
+    }
+    sprintf(key, fmt, arg);
+    b->mem[b->nmem++] = key;
+    b->mem[b->nmem++] = value;
+    b->op[b->n++] = (pfi_etcd_op){PFI_ETCD_OP_PUT, key, value, strlen(value), 0, 0};
+    return 0;
+}
+
+static char *fmt_ll(long long v)
+{
+    char *s = malloc(24);
+    if (s) snprintf(s, 24, "%lld", v);
+    return s;
+}
+
+/* the batch in guarded transactions: 0; 1 refused (deposed); -1 failed */
+static int batch_send(ctl *c, const store_batch *b, char *why, size_t n)
+{
+    ctl_failover *f = c->fo;
+    pthread_mutex_lock(&f->mu);
+    pfi_etcd_cmp guard = {"leader", PFI_ETCD_CREATE, f->leader_rev, NULL};
+    pthread_mutex_unlock(&f->mu);
+    for (size_t i = 0; i < b->n; i += CTL_STORE_TXN_OPS) {
+        size_t k = b->n - i < CTL_STORE_TXN_OPS ? b->n - i : CTL_STORE_TXN_OPS;
+        pfi_etcd_answer a;
+        pfi_error err = {0};
+        if (pfi_etcd_txn(f->kv, &guard, 1, b->op + i, k, NULL, 0, &a, &err)) {
+            snprintf(why, n, "%s", err.msg);
+            return -1;
+        }
+        int ok = a.succeeded;
+        pfi_etcd_answer_free(&a);
+        if (!ok) {
+            snprintf(why, n, "the store refused the leader's write: another controller leads");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the sampled jobs' baselines of the period's event, when they changed */
+static int put_baselines(ctl *c, const ctl_decision *d, store_batch *b)
+{
+    ctl_failover *f = c->fo;
+    if (!d->sample || !d->sample_event[0]) return 0;
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < d->nrows; i++) {
+        const ctl_job_row *r = &d->rows[i];
+        json_array_append_new(a, json_pack("[siff]", r->id, r->tier,
+                                           isfinite(r->base_w) ? r->base_w : -1.0,
+                                           isfinite(r->base_tokens) ? r->base_tokens : -1.0));
+    }
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    if (!s) return -1;
+    if (f->last_baselines && !strcmp(f->last_baselines_event, d->sample_event) &&
+        !strcmp(f->last_baselines, s)) {
+        free(s);
+        return 0;
+    }
+    free(f->last_baselines);
+    f->last_baselines = strdup(s);
+    snprintf(f->last_baselines_event, sizeof f->last_baselines_event, "%s", d->sample_event);
+    return batch_put(b, s, "baselines/%s", d->sample_event);
+}
+
+static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
+{
+    ctl_failover *f = c->fo;
+    store_batch b = {0};
+    int bad = 0;
+    for (size_t i = 0; !bad && i < d->nevent_rows; i++)
+        bad = batch_put(&b, ctl_store_event_format(&d->event_rows[i]), "events/%s",
+                        d->event_rows[i].ev.id);
+    pthread_mutex_lock(&f->mu);
+    long long term = f->term;
+    pthread_mutex_unlock(&f->mu);
+    for (size_t i = 0; !bad && i < d->ngen_rows; i++) {
+        const ctl_gen_row *r = &d->gen_rows[i];
+        if (r->to != r->from)
+            bad = batch_put(&b, fmt_ll(r->to - term), "base/%s", c->io.agent[r->agent].name);
+    }
+    char *iw = malloc(32);
+    if (iw) snprintf(iw, 32, "%.17g", d->integral_w);
+    if (!bad) bad = batch_put(&b, iw, "meta/integral_w%s", "");
+    else free(iw);
+    if (!bad) bad = put_baselines(c, d, &b);
+    int rc = bad ? -1 : batch_send(c, &b, why, n);
+    if (bad) snprintf(why, n, "out of memory");
+    batch_free(&b);
+    return rc;
+}
+
+static int etcd_event_put(ctl *c, const ctl_event *e)
+{
+    store_batch b = {0};
+    char why[256];
+    int rc = batch_put(&b, ctl_store_event_format(e), "events/%s", e->ev.id);
+    if (!rc) rc = batch_send(c, &b, why, sizeof why);
+    else snprintf(why, sizeof why, "out of memory");
+    batch_free(&b);
+    /* refused: the next period's commit is refused too, and deposes us */
+    if (rc) ctl_log(c, "error: failover: event %s not stored in etcd: %s", e->ev.id, why);
+    return rc ? -1 : 0;
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const pfi_etcd_kv *)a)->key, ((const pfi_etcd_kv *)b)->key);
+}
+
+/* each agent's generation at the new term: base + term, or (no base yet:
+   the first election) one above the local SQLite's, whose base is stored */
+static int pull_generations(ctl *c, long long term)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(c->fo->kv, "base/", 0, &a, &err)) {
+        ctl_log(c, "error: failover: reading the base generations: %s", err.msg);
+        return -1;
+    }
+    qsort(a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp);
+    store_batch b = {0};
+    int bad = 0;
+    for (size_t i = 0; !bad && i < c->io.nagents; i++) {
+        ctl_agent *ag = &c->io.agent[i];
+        char key[128];
+        snprintf(key, sizeof key, "base/%s", ag->name);
+        pfi_etcd_kv k = {.key = key}, *hit = bsearch(&k, a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp);
+        long long g = 0;
+        if (hit) g = atoll(hit->value) + term;
+        else {
+            long long local = 0;
+            ctl_db_generation_get(c, ag->name, &local);
+            g = local + 1;
+            bad = batch_put(&b, fmt_ll(g - term), "base/%s", ag->name);
+        }
+        if (g < 1 || g > PFI_CAPS_GENERATION_MAX) g = 1; /* the agents' 400 then moves it */
+        ag->generation = ag->generation_floor = g;
+        ctl_db_generation_set(c, ag->name, g);
+    }
+    pfi_etcd_answer_free(&a);
+    char why[256] = "out of memory";
+    int rc = bad ? -1 : batch_send(c, &b, why, sizeof why);
+    batch_free(&b);
+    if (rc) ctl_log(c, "error: failover: storing the first base generations: %s", why);
+    return rc ? -1 : 0;
+}
+
+/* the store's events into the local SQLite, then into the state */
+static int pull_events(ctl *c)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(c->fo->kv, "events/", 0, &a, &err)) {
+        ctl_log(c, "error: failover: reading the events: %s", err.msg);
+        return -1;
+    }
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < a.nkvs; i++) {
+        ctl_event e;
+        char why[256];
+        if (ctl_store_event_parse(a.kvs[i].value, a.kvs[i].value_len, &e, why, sizeof why))
+            ctl_log(c, "warning: failover: etcd %s: %s; skipped", a.kvs[i].key, why);
+        else if (ctl_db_event_row(c->io.db, &e, 1))
+            ctl_log(c, "error: failover: event %s not copied into %s", e.ev.id, c->cfg.db);
+    }
+    int rc = ctl_db_load_events(c);
+    ctl_events_forget_finished(&c->st);
+    pthread_mutex_unlock(&c->mu);
+    pfi_etcd_answer_free(&a);
+    return rc;
+}
+
+static void pull_baseline_rows(ctl *c, const ctl_event *e, json_t *rows)
+{
+    size_t i, n = 0;
+    json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        const char *id = json_string_value(json_array_get(r, 0));
+        if (!id || !json_is_integer(json_array_get(r, 1))) continue;
+        int tier = (int)json_integer_value(json_array_get(r, 1));
+        ctl_job *j = NULL;
+        for (size_t k = 0; k < c->st.njobs && !j; k++)
+            if (c->st.job[k].tier == tier && !strcmp(c->st.job[k].id, id)) j = &c->st.job[k];
+        if (!j && !PFI_VEC_RESERVE(c->st.job, c->st.job_cap, c->st.njobs + 1, NULL)) {
+            j = &c->st.job[c->st.njobs++];
+            ctl_job_init(j, id, tier);
+        }
+        if (!j) break;
+        double bw = json_number_value(json_array_get(r, 2));
+        double bt = json_number_value(json_array_get(r, 3));
+        j->base_src = e->baseline_src;
+        j->base_w = bw >= 0 ? bw : NAN;
+        j->base_tokens = bt >= 0 ? bt : NAN;
+        j->seen = 1;
+        n++;
+    }
+    ctl_log(c, "failover: taking over event %s (target %.0f W) with the baselines of %zu jobs",
+            e->ev.id, e->target_w, n);
+}
+
+/* the feedback term and the running events' baselines into the state */
+static void pull_state(ctl *c)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (!pfi_etcd_get(c->fo->kv, "meta/integral_w", &a, &err) && a.nkvs) {
+        double v = strtod(a.kvs[0].value, NULL);
+        pthread_mutex_lock(&c->mu);
+        c->st.integral_w = isfinite(v) ? v : 0;
+        pthread_mutex_unlock(&c->mu);
+    }
+    pfi_etcd_answer_free(&a);
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->st.nevents; i++) {
+        ctl_event *e = &c->st.event[i];
+        if (e->status != CTL_EV_ACTIVE) continue;
+        char key[PFI_EVENT_ID_MAX + 16];
+        snprintf(key, sizeof key, "baselines/%s", e->ev.id);
+        if (pfi_etcd_get(c->fo->kv, key, &a, &err) || !a.nkvs) {
+            pfi_etcd_answer_free(&a);
+            continue;
+        }
+        json_t *rows = json_loadb(a.kvs[0].value, a.kvs[0].value_len, 0, NULL);
+        if (json_is_array(rows)) pull_baseline_rows(c, e, rows);
+        json_decref(rows);
+        pfi_etcd_answer_free(&a);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static int etcd_pull(ctl *c)
+{
+    ctl_failover *f = c->fo;
+    pthread_mutex_lock(&f->mu);
+    long long term = f->term;
+    free(f->last_baselines);
+    f->last_baselines = NULL;
+    pthread_mutex_unlock(&f->mu);
+    if (pull_generations(c, term) || pull_events(c)) return -1;
+    pull_state(c);
+    ctl_log(c, "failover: %s took over at term %lld: %zu agents, %zu events", c->cfg.fo.name, term,
+            c->io.nagents, c->st.nevents);
+    return 0;
+}
+
+const ctl_store_ops ctl_store_etcd = {"etcd", etcd_commit, etcd_event_put, etcd_pull};

@@ -1,0 +1,110 @@
+#!/bin/sh
+# test_failover.sh — two controllers fail over on a real etcd cluster
+# (issue 45 part c; docs/controller.md, "Failover on etcd"): three etcd
+# members on loopback, two agents on simulated GPUs, controllers ctl-a and
+# ctl-b with the same configuration. At clock scale 1 (etcd's TTL cannot
+# be scaled).
+#   - one leads (its pushes carry its name), the other follows: it pushes
+#     nothing and answers a write with 503 naming the leader;
+#   - SIGKILL of the leader during an event: the follower takes over and
+#     pushes before any agent's lease lapses; the GPUs stay capped
+#     throughout (sampled every 0.1 s); the event the dead leader
+#     acknowledged is the new leader's, once;
+#   - SIGSTOP of the new leader past its TTL: the restarted ctl-a takes
+#     over; on SIGCONT the stopped one pushes nothing an agent admits;
+#   - from the agents' own logs: per agent, the admitted generations never go
+#     backwards, and once a controller of a higher term is admitted no write
+#     of an earlier term is.
+. "$SRC/tests/cli/lib.sh"
+. "$SRC/tests/cli/etcd_lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+new_token "$T/atok" "$T/ctok"
+CTOK=$(cat "$T/ctok")
+etcd_cluster 3
+
+start_agent() { # N BACKEND
+  start_daemon "agent $1" "$T/a$1.log" "$T/a$1.port" "$PFI_AGENT" --backend "$2" --listen 127.0.0.1:0 \
+    --port-file "$T/a$1.port" --token-file "$T/atok" --state-file "$T/a$1.state" --interval 0.5 --log "$T/a$1.log"
+}
+start_agent 1 "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw1.json"
+start_agent 2 "sim:gpus=4,job=j3:moe-pt-gptoss20b-x8-ep1-nocompile@0-3,load=0,steplogs=$T,state=$T/hw2.json"
+P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
+EPS_JSON=$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g')
+for n in a b; do
+  cat >"$T/ctl-$n.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$n.db", "control_period_s": 1,
+ "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": 8, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$n.log",
+ "failover": {"etcd": [$EPS_JSON], "prefix": "/pfi/test/", "name": "ctl-$n", "ttl_s": 2, "timeout_s": 0.5},
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$P1", "token_file": "$T/atok"},
+            {"name": "n2", "url": "http://127.0.0.1:$P2", "token_file": "$T/atok"}]}
+EOF
+done
+start_ctl() { # a|b
+  start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"
+  eval "CPID_$1=$DPID URL_$1=http://127.0.0.1:$DPORT"
+}
+role() { curl -s -m 2 "$1/v1/status" | sed -n 's/.*"failover":{"role":"\([a-z]*\)".*/\1/p'; }
+acap() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
+capped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c < 700)}'; }
+both_capped() { capped "$P1" && capped "$P2"; }
+granted_to() { grep -q "lease granted: controller pfi-controller@[^ ]*/$1 \|controller pfi-controller@[^ ]*/$1 generation [0-9]* replaces" "$T/a1.log" "$T/a2.log" && \
+  grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
+
+start_ctl a
+wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
+start_ctl b
+wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
+
+# ---- an event through the leader; a write to the follower is refused with the leader's name
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
+  --data-binary '{"id":"long","start":"2000-01-01T00:00:00Z","duration_s":4000000000,"reduction_pct":30}' "$URL_b/v1/events")
+[ "$CODE" = 503 ] || { cat "$T/body" >&2; fail "a write to the follower: HTTP $CODE, expected 503"; }; ok
+contains "$T/body" "the leader is ctl-a"
+S=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
+  --data-binary "{\"id\":\"long\",\"start\":\"$S\",\"duration_s\":36000,\"reduction_pct\":30}" "$URL_a/v1/events")
+[ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
+wait_for 30 "caps on both agents from ctl-a" 'both_capped && granted_to ctl-a'
+grep -q "/ctl-b " "$T/a1.log" "$T/a2.log" && fail "the follower pushed"; ok
+
+# ---- SIGKILL the leader: ctl-b takes over before the agents' leases (8 s) lapse
+# (a sampler records GPU 0's cap on both agents every 0.1 s from here to the end)
+( while :; do echo "$(acap "$P1") $(acap "$P2")" >>"$T/caps"; sleep 0.1; done ) &
+PIDS="$PIDS $!"
+T0=$(date +%s.%N)
+stop_daemon "$CPID_a" KILL
+wait_for 15 "ctl-b leads and pushes" 'granted_to ctl-b && both_capped'
+T1=$(date +%s.%N)
+echo "takeover after SIGKILL: $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.2f", b - a}') s"
+[ "$(role "$URL_b")" = leader ] || fail "ctl-b does not say it leads"; ok
+contains "$T/ctl-b.log" "took over at term 2"
+# the event acknowledged (201) by the dead leader is the new leader's, once
+curl -s -m 2 "$URL_b/v1/events" >"$T/events"
+[ "$(grep -o '"id":"long"' "$T/events" | wc -l)" = 1 ] || { cat "$T/events" >&2; fail "the event long, once, at ctl-b"; }; ok
+
+# ---- SIGSTOP ctl-b past its TTL: a restarted ctl-a takes over; ctl-b, resumed, fences itself
+start_ctl a
+wait_for 20 "ctl-a follows" '[ "$(role "$URL_a")" = follower ]'
+kill -STOP "$CPID_b"
+wait_for 20 "ctl-a leads again and pushes" '[ "$(role "$URL_a")" = leader ] && [ "$(grep -c "/ctl-a generation" "$T/a1.log")" -ge 2 ]'
+kill -CONT "$CPID_b"
+wait_for 20 "ctl-b, resumed, follows" '[ "$(role "$URL_b")" = follower ]'
+contains "$T/ctl-b.log" "ctl-b no longer leads"
+wait_for 10 "both agents under ctl-a" 'both_capped'
+
+# ---- the GPUs stayed capped throughout (no sample at the 700 W baseline)
+awk 'NF == 2 && ($1 >= 700 || $2 >= 700) {bad++} END {exit bad > 0}' "$T/caps" ||
+  { grep -c . "$T/caps" >&2; fail "a GPU uncapped during the failovers"; }; ok
+[ "$(awk 'NF == 2' "$T/caps" | wc -l)" -ge 20 ] || fail "the sampler took $(wc -l <"$T/caps") samples"; ok
+
+# ---- from the agents' own logs: generations never go backwards; no earlier term after a later one
+for a in 1 2; do
+  grep -o "lease granted: controller [^ ]* generation [0-9]*\|lease taken over: controller [^ ]* generation [0-9]*" "$T/a$a.log" |
+    awk '{print $NF}' >"$T/gens$a"
+  [ -s "$T/gens$a" ] || fail "agent $a admitted nothing"
+  awk 'NR > 1 && $1 < prev {bad = 1} {prev = $1} END {exit bad}' "$T/gens$a" ||
+    { cat "$T/gens$a" >&2; fail "agent $a admitted a generation below an earlier one"; }; ok
+  grep -q "lease of controller .* expired" "$T/a$a.log" && { show_logs; fail "agent $a's lease lapsed"; }; ok
+done
+done_ok
