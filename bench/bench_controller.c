@@ -88,6 +88,8 @@ typedef struct farm_agent {
     double pfi;              /* throughput loss per power cut, roughly */
     double capped_at;        /* wall time the first cap below baseline arrived */
     uint64_t ft_last_seq;    /* the last fast trigger datagram taken */
+    long long gen_max;       /* the highest generation taken (bench_failover.h) */
+    double lease_until;      /* its lease's end (wall; 0: none) */
 } farm_agent;
 /* in memory shared with the farm's other processes (above FARM_SLICE agents):
  * the agents and the mutex over them (process-shared) */
@@ -96,6 +98,10 @@ static size_t g_farm_bytes;
 static unsigned g_nfarm;
 static pthread_mutex_t *g_mu;
 static int *g_ft_port_shared; /* the fast trigger port, for every process of the farm */
+
+static int cmp(const void *a, const void *b);
+static double quant(const double *v, int n, double q);
+#include "bench_failover.h"
 
 static int farm_protected(void *ud, const char *method, const char *url)
 {
@@ -149,6 +155,10 @@ static char *farm_answer(const pfi_ft_msg *m, size_t *len)
     const char *j = strstr(m->body, "\"job_id\":\"job");
     unsigned i = j ? (unsigned)strtoul(j + 13, NULL, 10) : g_nfarm;
     if (i >= g_nfarm || !farm_fresh(i, m->seq)) return NULL;
+    pthread_mutex_lock(g_mu);
+    int stale = farm_fence(&g_farm[i], m->body, bench_now()); /* as the PUT's */
+    pthread_mutex_unlock(g_mu);
+    if (stale) return NULL; /* no answer: the controller sends it again by HTTP */
     double c = 700;
     for (const char *p = m->body; (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
     farm_set_cap(i, c);
@@ -311,6 +321,10 @@ static void farm_handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
     if (!strcmp(rest, "v1/caps") && !strcmp(rq->method, "PUT")) {
         /* the job's cap: the last "cap_w" of the request (one job per agent) */
         double c = 700;
+        pthread_mutex_lock(g_mu);
+        int stale = farm_fence(&g_farm[i], rq->body, bench_now());
+        pthread_mutex_unlock(g_mu);
+        if (stale) return pfi_http_error(rs, 409, "generation below generation_max");
         for (const char *p = rq->body; p && (p = strstr(p, "\"cap_w\":")); p += 8) c = atof(p + 8);
         farm_set_cap(i, c);
         rs->code = 200;
@@ -696,6 +710,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     g_mu = shm;
     g_ft_port_shared = (int *)((char *)shm + 2048);
     g_farm = (farm_agent *)((char *)shm + 4096);
+    g_fo = (farm_fo *)((char *)shm + 3072);
+    memset(g_fo, 0, sizeof *g_fo);
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
@@ -704,6 +720,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     g_nfarm = nfarm;
     for (unsigned i = 0; i < nfarm; i++) {
         g_farm[i].cap_w = 700;
+        g_farm[i].gen_max = 0, g_farm[i].lease_until = 0;
         g_farm[i].uncapped_w = 520 + 150 * (double)((i * 37) % 100) / 100;
         g_farm[i].tokens_per_s_max = 20000 + 500 * (double)(i % 50);
         g_farm[i].pfi = 0.4 + 2.0 * (double)((i * 53) % 100) / 100;
@@ -768,12 +785,18 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     if (de)
         snprintf(offer + strlen(offer), sizeof offer - strlen(offer),
                  "\"profile_deep_points\": %d, ", atoi(de));
+    /* BENCH_CTL_ETCD: failover on that etcd (bench_failover.h); BENCH_CTL_KILLS=K:
+       a second controller, K leader kills, the agents' lease at 15 s */
+    static char fo[4096];
+    fo_config(fo, sizeof fo, "ctl-a");
+    const char *ke = getenv("BENCH_CTL_KILLS");
+    int kills = fo[0] ? (ke ? atoi(ke) : 20) : 0;
     fprintf(f,
             "{\"listen\": \"127.0.0.1:0\", \"token_file\": \"%s\", \"db\": \"%s\", "
             "\"control_period_s\": %g, \"baseline_window_s\": %g, \"lease_s\": %g, "
-            "\"ramp_s\": 0, \"default_tier\": 3, %s%s\"agents\": [",
-            tokf, db, period_s, 3 * period_s, fmax(60, 3 * period_s),
-            idle_s > 0 ? "\"profile\": false, " : "", offer);
+            "\"ramp_s\": 0, \"default_tier\": 3, %s%s%s\"agents\": [",
+            tokf, db, period_s, 3 * period_s, kills > 0 ? 15 : fmax(60, 3 * period_s),
+            idle_s > 0 ? "\"profile\": false, " : "", offer, fo);
     for (unsigned i = 0; i < nfarm; i++)
         fprintf(f,
                 "%s{\"name\": \"farm%u\", \"url\": \"http://a%u.localhost:%d/a/%u\", "
@@ -796,6 +819,19 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     }
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", cport);
+    fo_ctl foc[2] = {{.pid = p, .restarts = 1}, {0}};
+    if (kills > 0) { /* the follower, ctl-b */
+        snprintf(foc[0].cfg, sizeof foc[0].cfg, "%s", cfg);
+        snprintf(foc[0].log, sizeof foc[0].log, "%s", log);
+        snprintf(foc[0].portf, sizeof foc[0].portf, "%s", portf);
+        snprintf(foc[0].url, sizeof foc[0].url, "%s", url);
+        snprintf(foc[1].log, sizeof foc[1].log, "%s.b", log);
+        snprintf(foc[1].portf, sizeof foc[1].portf, "%s.b", portf);
+        if (fo_config_b(cfg, db, foc[1].cfg, sizeof foc[1].cfg) || fo_start(ctl_bin, &foc[1])) {
+            printf("bench controller %u agents: the second controller did not start\n", nfarm);
+            kills = 0;
+        }
+    }
     double cy = 0, per = 0;
     /* baselines over the window: 4 periods */
     while (bench_now() - t_start < 300 + 5 * period_s && (health(url, &cy, &per) || cy < 4))
@@ -900,6 +936,8 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
             t_end = bench_now() + 30 * period_s;
             while (bench_now() < t_end && (health(url, &cy, &per) || cy < c0 + 2)) usleep(50000);
         }
+        if (kills > 0) fo_kills(ctl_bin, foc, nfarm, period_s, kills);
+        p = foc[0].pid;
         usleep(500000);
         double ms[64];
         int nm = trigger_figures(log, ms, 64);
@@ -929,6 +967,7 @@ static void scale_one(const char *ctl_bin, const char *dir, unsigned nfarm)
     }
     atomic_store(&g_burn_stop, 1);
     if (load) pthread_join(burner, NULL);
+    if (foc[1].pid > 0) bench_stop(foc[1].pid);
     kill(p, SIGTERM);
     int status = 0;
     waitpid(p, &status, 0);
