@@ -21,7 +21,7 @@ static void set(char *dst, size_t n, const char *v)
 
 /* the token may travel to the controller's URL: https, loopback, or
    allowed (the option or $PFI_ALLOW_INSECURE_HTTP=1) */
-static int token_url_ok(const char *cmd, const char *url, int allow_insecure_http, int quiet)
+static int token_url_ok1(const char *cmd, const char *url, int allow_insecure_http, int quiet)
 {
     const char *env = getenv("PFI_ALLOW_INSECURE_HTTP");
     int allow = allow_insecure_http || (env && !strcmp(env, "1"));
@@ -35,6 +35,16 @@ static int token_url_ok(const char *cmd, const char *url, int allow_insecure_htt
                   "cleartext; use https:// or --allow-insecure-http (a trusted network only)",
                   url);
     return 0;
+}
+
+/* every URL of a comma-separated list (the controllers of a failover site) */
+static int token_url_ok(const char *cmd, const char *urls, int allow_insecure_http, int quiet)
+{
+    char buf[sizeof((pfi_ctl_conf *)0)->controller];
+    snprintf(buf, sizeof buf, "%s", urls);
+    for (char *save, *u = strtok_r(buf, ",", &save); u; u = strtok_r(NULL, ",", &save))
+        if (!token_url_ok1(cmd, u, allow_insecure_http, quiet)) return 0;
+    return 1;
 }
 
 int cli_ctl_open(const char *cmd, const char *controller, const char *token_file, int need_token,
@@ -64,8 +74,6 @@ int cli_ctl_open(const char *cmd, const char *controller, const char *token_file
                   path, have_conf ? "it has none" : "absent");
         return CLI_FAIL;
     }
-    size_t n = strlen(c->conf.controller);
-    while (n && c->conf.controller[n - 1] == '/') c->conf.controller[--n] = '\0';
     if (need_token == CLI_TOKEN_NONE) return CLI_OK;
     if (need_token == CLI_TOKEN_IF_SET) { /* a read: with the token where one is configured */
         pfi_error e;
@@ -90,14 +98,36 @@ int cli_ctl_open(const char *cmd, const char *controller, const char *token_file
     return CLI_OK;
 }
 
+/* one controller of the list: 0 answered (any status), -1 no answer (e) */
+static int request_one(const cli_ctl *c, const char *base, const char *method, const char *path,
+                       const char *body, char *url, size_t n, pfi_http_reply *r, pfi_error *e)
+{
+    size_t k = strlen(base);
+    while (k && base[k - 1] == '/') k--;
+    snprintf(url, n, "%.*s%s", (int)k, base, path);
+    return pfi_http_request_ca(method, url, c->token[0] ? c->token : NULL, body,
+                               c->conf.ca_file[0] ? c->conf.ca_file : NULL, 30, r, e)
+               ? -1
+               : 0;
+}
+
+/* The controllers in order (a comma-separated list: a failover site's,
+   docs/controller.md): the next is tried when one does not answer, or
+   answers 503 (a follower, or one that cannot take the request now) */
 int cli_ctl_request(const char *cmd, const cli_ctl *c, const char *method, const char *path,
                     const char *body, pfi_http_reply *r)
 {
-    char url[2048];
-    snprintf(url, sizeof url, "%s%s", c->conf.controller, path);
-    pfi_error e;
-    if (pfi_http_request_ca(method, url, c->token[0] ? c->token : NULL, body,
-                            c->conf.ca_file[0] ? c->conf.ca_file : NULL, 30, r, &e)) {
+    char url[2048], list[sizeof c->conf.controller];
+    snprintf(list, sizeof list, "%s", c->conf.controller);
+    pfi_error e = {0};
+    int answered = 0;
+    memset(r, 0, sizeof *r);
+    for (char *save, *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+        if (answered) pfi_http_reply_dispose(r); /* a 503: the next one */
+        answered = !request_one(c, u, method, path, body, url, sizeof url, r, &e);
+        if (answered && r->code != 503) break;
+    }
+    if (!answered) {
         cli_error(cmd, "%s", e.msg);
         return CLI_FAIL;
     }

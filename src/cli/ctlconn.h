@@ -4,7 +4,10 @@
  * (/etc/pfi/pfi.conf, $PFI_CONF; src/io/ctl_conf.h), which also gives the
  * CA file for https. The token goes over plain http only to loopback
  * (pfi_url_secret_ok, the daemons' rule) unless --allow-insecure-http or
- * $PFI_ALLOW_INSECURE_HTTP=1 says so. Errors are one line: the controller's own reason (its
+ * $PFI_ALLOW_INSECURE_HTTP=1 says so. The URL may be a comma-separated list
+ * (the controllers of a failover site): each request tries them in order,
+ * the next when one does not answer or answers 503 (a follower). Errors are one line: the
+ * controller's own reason (its
  * {"error": "..."} body) with the HTTP status. */
 #ifndef PFI_CLI_CTLCONN_H
 #define PFI_CLI_CTLCONN_H

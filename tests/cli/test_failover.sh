@@ -5,13 +5,17 @@
 # ctl-b with the same configuration. At clock scale 1 (etcd's TTL cannot
 # be scaled).
 #   - one leads (its pushes carry its name), the other follows: it pushes
-#     nothing and answers a write with 503 naming the leader;
+#     nothing, commits an event POSTed to it to the store's inbox (202; the
+#     leader adds it next period) and answers other writes with 503 naming
+#     the leader;
 #   - SIGKILL of the leader during an event: the follower takes over and
 #     pushes before any agent's lease lapses; the GPUs stay capped
 #     throughout (sampled every 0.1 s); the event the dead leader
 #     acknowledged is the new leader's, once;
 #   - SIGSTOP of the new leader past its TTL: the restarted ctl-a takes
 #     over; on SIGCONT the stopped one pushes nothing an agent admits;
+#   - pfi event given the controllers in order (a dead one, the follower,
+#     the leader) reaches the leader;
 #   - from the agents' own logs: per agent, the admitted generations never go
 #     backwards, and once a controller of a higher term is admitted no write
 #     of an earlier term is.
@@ -56,12 +60,19 @@ wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
 start_ctl b
 wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
 
-# ---- an event through the leader; a write to the follower is refused with the leader's name
-CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
-  --data-binary '{"id":"long","start":"2000-01-01T00:00:00Z","duration_s":4000000000,"reduction_pct":30}' "$URL_b/v1/events")
-[ "$CODE" = 503 ] || { cat "$T/body" >&2; fail "a write to the follower: HTTP $CODE, expected 503"; }; ok
-contains "$T/body" "the leader is ctl-a"
+# ---- an event posted to the follower: committed to the store (202), added by the leader;
+# the same id again before the leader took it is 409; a DELETE on the follower is 503
 S=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
+  --data-binary "{\"id\":\"later\",\"start\":\"$S\",\"duration_s\":36000,\"reduction_pct\":5}" "$URL_b/v1/events")
+[ "$CODE" = 202 ] || { cat "$T/body" >&2; fail "an event posted to the follower: HTTP $CODE, expected 202"; }; ok
+contains "$T/body" '"leader":"ctl-a"'
+wait_for 10 "the leader adds the follower's event" 'curl -s -m 2 "$URL_a/v1/events" | grep -q "\"id\":\"later\""'
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X DELETE -H "Authorization: Bearer $CTOK" "$URL_b/v1/events/later")
+[ "$CODE" = 503 ] || { cat "$T/body" >&2; fail "a DELETE on the follower: HTTP $CODE, expected 503"; }; ok
+contains "$T/body" "the leader is ctl-a"
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X DELETE -H "Authorization: Bearer $CTOK" "$URL_a/v1/events/later")
+[ "$CODE" = 200 ] || { cat "$T/body" >&2; fail "a DELETE on the leader: HTTP $CODE"; }; ok
 CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
   --data-binary "{\"id\":\"long\",\"start\":\"$S\",\"duration_s\":36000,\"reduction_pct\":30}" "$URL_a/v1/events")
 [ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
@@ -86,6 +97,13 @@ curl -s -m 2 "$URL_b/v1/events" >"$T/events"
 # ---- SIGSTOP ctl-b past its TTL: a restarted ctl-a takes over; ctl-b, resumed, fences itself
 start_ctl a
 wait_for 20 "ctl-a follows" '[ "$(role "$URL_a")" = follower ]'
+# pfi event with the site's controllers in order: a dead one, then the follower (it
+# commits it for the leader); pfi event cancel: a dead one, the follower (503), the leader
+expect_status 0 "$PFI" event create --controller "http://127.0.0.1:1,$URL_a,$URL_b" --token-file "$T/ctok" \
+  --reduction 10 --start now --duration 1h --id via-list
+wait_for 10 "the event of pfi event at the leader" 'curl -s -m 2 "$URL_b/v1/events" | grep -q "\"id\":\"via-list\""'
+expect_status 0 "$PFI" event cancel --controller "http://127.0.0.1:1,$URL_a,$URL_b" --token-file "$T/ctok" via-list
+contains "$T/out" "via-list cancelled"
 kill -STOP "$CPID_b"
 wait_for 20 "ctl-a leads again and pushes" '[ "$(role "$URL_a")" = leader ] && [ "$(grep -c "/ctl-a generation" "$T/a1.log")" -ge 2 ]'
 kill -CONT "$CPID_b"

@@ -99,6 +99,10 @@ typedef struct ctl_cfg {
         char prefix[128], name[64];
         double ttl_s, timeout_s;
         char ca_file[1024], cert_file[1024], key_file[1024], user[128], password_file[1024];
+        /* the configuration's hash without the keys each controller has its
+           own (listen, db, log, tls_cert, tls_key, failover.name): FNV-1a 64
+           of the rest, keys sorted; compared with the leader's */
+        char config_hash[17];
     } fo;
     int default_tier, dry_run;
     /* operators (token_file's "operator" last, when there is one), malloc'd */

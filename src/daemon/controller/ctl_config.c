@@ -606,6 +606,21 @@ static pfi_status read_keys(json_t *o, ctl_cfg *c, pfi_error *err)
     return st;
 }
 
+/* cfg.fo.config_hash (ctl.h): what must be the same on every controller of a site */
+static void config_hash(json_t *o, ctl_cfg *c)
+{
+    json_t *j = json_deep_copy(o);
+    static const char *const own[] = {"listen", "db", "log", "tls_cert", "tls_key"};
+    for (size_t i = 0; j && i < sizeof own / sizeof *own; i++) json_object_del(j, own[i]);
+    json_object_del(json_object_get(j, "failover"), "name");
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    unsigned long long h = 1469598103934665603ULL;
+    for (const char *p = s; p && *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    snprintf(c->fo.config_hash, sizeof c->fo.config_hash, "%016llx", h);
+    free(s);
+    json_decref(j);
+}
+
 /* errors quote keys and JSON from the input: keep them one line */
 static void one_line(char *s)
 {
@@ -632,6 +647,7 @@ static pfi_status config_from_json(json_t *o, const json_error_t *je, const char
     if (isnan(c->lease_s)) c->lease_s = fmax(3 * c->period_s, 3);
     if (!st && c->lease_s < 2 * c->period_s)
         st = pfi_errorf(&e, PFI_EINVAL, "lease_s: must be at least two control periods");
+    if (!st) config_hash(o, c);
     json_decref(o);
     if (st) {
         ctl_config_free(c); /* not kept when the configuration is refused */

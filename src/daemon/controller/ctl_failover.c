@@ -12,6 +12,7 @@
  * dead leader within TTL/3 of etcd expiring its lease. */
 #include "ctl_failover.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ static void fence(ctl *c, ctl_failover *f, const char *why)
 {
     if (!f->won) return;
     f->won = f->taken = 0;
+    f->drop = 1; /* the thread revokes the lease: the leader key goes with it */
     f->fences++;
     ctl_log(c, "failover: %s no longer leads (term %lld): %s", c->cfg.fo.name, f->term, why);
 }
@@ -75,11 +77,14 @@ static void try_elect(ctl *c, ctl_failover *f)
     long long lease = f->lease;
     pthread_mutex_unlock(&f->mu);
     pfi_etcd_cmp cmp[2] = {{"leader", PFI_ETCD_CREATE, 0, NULL}, {"term", PFI_ETCD_MOD, mod, NULL}};
-    pfi_etcd_op ok[2] = {
+    const char *hash = c->cfg.fo.config_hash;
+    pfi_etcd_op ok[3] = {
         {PFI_ETCD_OP_PUT, "leader", c->cfg.fo.name, strlen(c->cfg.fo.name), lease, 0},
-        {PFI_ETCD_OP_PUT, "term", next, strlen(next), 0, 0}};
-    pfi_etcd_op rd = {PFI_ETCD_OP_RANGE, "leader", NULL, 0, 0, 0};
-    if (pfi_etcd_txn(f->ka, cmp, 2, ok, 2, &rd, 1, &a, &err)) {
+        {PFI_ETCD_OP_PUT, "term", next, strlen(next), 0, 0},
+        {PFI_ETCD_OP_PUT, "config_hash", hash, strlen(hash), 0, 0}};
+    pfi_etcd_op rd[2] = {{PFI_ETCD_OP_RANGE, "config_hash", NULL, 0, 0, 0},
+                         {PFI_ETCD_OP_RANGE, "leader", NULL, 0, 0, 0}};
+    if (pfi_etcd_txn(f->ka, cmp, 2, ok, 3, rd, 2, &a, &err)) {
         ctl_log(c, "warning: failover: the election: %s", err.msg);
         return;
     }
@@ -92,8 +97,19 @@ static void try_elect(ctl *c, ctl_failover *f)
         f->elections_won++;
         snprintf(f->leader, sizeof f->leader, "%s", c->cfg.fo.name);
         ctl_log(c, "failover: %s leads, term %lld", c->cfg.fo.name, f->term);
-    } else {
-        snprintf(f->leader, sizeof f->leader, "%s", a.nkvs ? a.kvs[0].value : "");
+    } else { /* the leader's configuration hash and name, in the ranges' order */
+        const pfi_etcd_kv *h = NULL, *l = NULL;
+        for (size_t i = 0; i < a.nkvs; i++)
+            if (!strcmp(a.kvs[i].key, "config_hash")) h = &a.kvs[i];
+            else if (!strcmp(a.kvs[i].key, "leader")) l = &a.kvs[i];
+        snprintf(f->leader, sizeof f->leader, "%s", l ? l->value : "");
+        int differs = l && h && strcmp(h->value, hash) != 0;
+        if (differs && !f->config_differs)
+            ctl_log(c,
+                    "ALARM: failover: this controller's configuration (hash %s) differs from the "
+                    "leader %s's (%s): make them the same (pfi_ctl_config_mismatch)",
+                    hash, f->leader, h->value);
+        f->config_differs = differs;
     }
     pthread_mutex_unlock(&f->mu);
     pfi_etcd_answer_free(&a);
@@ -129,10 +145,10 @@ static void renew(ctl *c, ctl_failover *f)
     if (st && !f->ka_failing) ctl_log(c, "warning: failover: lease: %s", err.msg);
     else if (!st && f->ka_failing) ctl_log(c, "failover: etcd answers again");
     f->ka_failing = st != PFI_OK;
-    int lost = f->won && pfi_wall_monotonic() >= deadline(f);
-    if (lost) fence(c, f, "no keepalive answered within the lease");
-    long long drop = lost ? f->lease : 0;
-    if (lost) f->lease = 0;
+    if (f->won && pfi_wall_monotonic() >= deadline(f))
+        fence(c, f, "no keepalive answered within the lease");
+    long long drop = f->drop ? f->lease : 0;
+    if (f->drop) f->lease = 0, f->drop = 0;
     pthread_mutex_unlock(&f->mu);
     if (drop) pfi_etcd_lease_revoke(f->ka, drop, &err); /* best effort: etcd expires it anyway */
 }
@@ -240,6 +256,37 @@ int ctl_failover_may_push(ctl *c)
     return ok;
 }
 
+/* the inbox (ctl_failover_inbox_post) into the leader's events: each added
+   as if POSTed here, then deleted (if not written again meanwhile) */
+static void inbox_apply(ctl *c, ctl_failover *f)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(f->kv, "inbox/", 0, &a, &err)) return; /* next turn */
+    for (size_t i = 0; i < a.nkvs; i++) {
+        json_t *j = json_loadb(a.kvs[i].value, a.kvs[i].value_len, 0, NULL);
+        const char *t = json_string_value(json_object_get(j, "event"));
+        const char *who = json_string_value(json_object_get(j, "who"));
+        pfi_grid_event ev;
+        pfi_error e;
+        int updated = 0;
+        if (!t || pfi_grid_event_parse(t, strlen(t), &ev, &e))
+            ctl_log(c, "warning: failover: etcd %s: not an event; dropped", a.kvs[i].key);
+        else {
+            pthread_mutex_lock(&c->mu);
+            pfi_status st = ctl_event_add(c, &ev, who ? who : "", &updated, &e);
+            pthread_mutex_unlock(&c->mu);
+            if (st) ctl_log(c, "warning: failover: event %s from a follower: %s", ev.id, e.msg);
+        }
+        json_decref(j);
+        pfi_etcd_cmp same = {a.kvs[i].key, PFI_ETCD_MOD, a.kvs[i].mod_revision, NULL};
+        pfi_etcd_op del = {PFI_ETCD_OP_DELETE, a.kvs[i].key, NULL, 0, 0, 0};
+        pfi_etcd_answer d;
+        if (!pfi_etcd_txn(f->kv, &same, 1, &del, 1, NULL, 0, &d, &err)) pfi_etcd_answer_free(&d);
+    }
+    pfi_etcd_answer_free(&a);
+}
+
 int ctl_failover_turn(ctl *c)
 {
     ctl_failover *f = c->fo;
@@ -248,7 +295,10 @@ int ctl_failover_turn(ctl *c)
     int won = f->won, taken = f->taken;
     pthread_mutex_unlock(&f->mu);
     if (!won) return 0;
-    if (taken) return 1;
+    if (taken) {
+        inbox_apply(c, f);
+        return 1;
+    }
     if (ctl_store(c)->pull(c)) return 0; /* logged; tried again next turn */
     pthread_mutex_lock(&f->mu);
     f->taken = f->won; /* not when it was fenced meanwhile */
@@ -283,4 +333,58 @@ int ctl_failover_may_write(ctl *c, struct pfi_http_resp *rs)
 int ctl_failover_leads(ctl *c)
 {
     return strcmp(ctl_failover_role(c, NULL, 0), "follower") != 0;
+}
+
+void ctl_failover_counts(ctl *c, ctl_fo_counts *out)
+{
+    ctl_failover *f = c->fo;
+    memset(out, 0, sizeof *out);
+    if (!f) return;
+    pthread_mutex_lock(&f->mu);
+    out->on = 1;
+    out->config_differs = f->config_differs;
+    out->elections_won = f->elections_won;
+    out->fences = f->fences;
+    pthread_mutex_unlock(&f->mu);
+    out->nospace = atomic_load(&f->nospace);
+}
+
+void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
+                             struct pfi_http_resp *rs)
+{
+    ctl_failover *f = c->fo;
+    pfi_error pe;
+    if (pfi_grid_event_check(ev, &pe))
+        return pfi_http_error(rs, 400, "event %s: %s", ev->id, pe.msg);
+    if (pfi_grid_event_end(ev) <= pfi_clock_now())
+        return pfi_http_error(rs, 400, "event %s ended before it arrived", ev->id);
+    char *canon = pfi_grid_event_format(ev);
+    json_t *j = canon ? json_pack("{ssss}", "event", canon, "who", who) : NULL;
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    free(canon);
+    char key[PFI_EVENT_ID_MAX + 8];
+    snprintf(key, sizeof key, "inbox/%s", ev->id);
+    pfi_etcd_cmp absent = {key, PFI_ETCD_CREATE, 0, NULL};
+    pfi_etcd_op put = {PFI_ETCD_OP_PUT, key, body, body ? strlen(body) : 0, 0, 0};
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    pfi_status st = body ? pfi_etcd_txn(f->kv, &absent, 1, &put, 1, NULL, 0, &a, &err) : PFI_ENOMEM;
+    free(body);
+    if (st)
+        return pfi_http_error(rs, 503, "event %s not committed to the store: %s", ev->id, err.msg);
+    int created = a.succeeded;
+    pfi_etcd_answer_free(&a);
+    if (!created)
+        return pfi_http_error(rs, 409, "event %s was already submitted and not yet taken", ev->id);
+    char leader[64];
+    ctl_failover_role(c, leader, sizeof leader);
+    json_t *o = json_pack("{ssssssss}", "id", ev->id, "accepted_by", c->cfg.fo.name, "leader",
+                          leader, "status", "committed: the leader adds it at its next period");
+    rs->body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
+    rs->len = strlen(rs->body);
+    rs->code = 202;
+    ctl_log(c, "failover: event %s from %s committed for the leader", ev->id, who[0] ? who : "?");
 }

@@ -38,7 +38,10 @@ typedef struct ctl_failover {
     long long leader_rev; /* the revision that created its leader key (the guard) */
     char leader[64];      /* the leader's name as last read ("": none known) */
     unsigned long long elections_won, fences;
-    int ka_failing;                                  /* the last lease call failed (logged once) */
+    atomic_ullong nospace; /* commits refused by etcd's space quota (NOSPACE) */
+    int ka_failing;        /* the last lease call failed (logged once) */
+    int drop;              /* fenced: the thread revokes the lease before anything else */
+    int config_differs;    /* the leader's configuration hash is not ours (an alarm) */
     char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
     char *last_baselines;
 } ctl_failover;
@@ -60,6 +63,19 @@ void ctl_failover_deposed(ctl *c, const char *why);
    503 naming the leader (the client tries the next controller) */
 struct pfi_http_resp;
 int ctl_failover_may_write(ctl *c, struct pfi_http_resp *rs);
+/* POST /v1/events on a follower (lock held): the event checked as the
+   leader would, committed to the store's inbox (PREFIX/inbox/ID, created
+   once: a second POST of the id before the leader took it is 409) and
+   answered 202 after the commit; the leader adds it at its next turn
+   (ctl_failover_turn) and deletes it from the inbox */
+void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
+                             struct pfi_http_resp *rs);
+/* what /metrics says of failover (all 0 without it) */
+typedef struct ctl_fo_counts {
+    int on, config_differs;
+    unsigned long long elections_won, fences, nospace;
+} ctl_fo_counts;
+void ctl_failover_counts(ctl *c, ctl_fo_counts *out);
 /* "leader", "follower" or "single"; the leader's name (or "") into buf */
 const char *ctl_failover_role(ctl *c, char *leader, size_t n);
 

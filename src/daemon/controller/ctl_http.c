@@ -181,6 +181,7 @@ static void event_post(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     int updated = 0;
     pfi_status st = PFI_OK;
     if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
+    else if (!ctl_failover_leads(c)) ctl_failover_inbox_post(c, &ev, who(rq), rs);
     else if (id_taken(c, ev.id, 1, rs)) return;
     else if ((st = ctl_event_add(c, &ev, who(rq), &updated, &e)))
         pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
@@ -351,7 +352,9 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     const char *u = rq->url;
     if (static_page(u, get, rs)) return;
     if (!strcmp(u, "/healthz")) healthz(c, rs);
-    else if ((post || del) && !ctl_failover_may_write(c, rs)) return;
+    else if ((post || del) && strcmp(u, "/v1/events") && !ctl_failover_may_write(c, rs))
+        return; /* a follower takes only POST /v1/events (into the store's inbox) */
+    else if (del && !ctl_failover_may_write(c, rs)) return;
     else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));

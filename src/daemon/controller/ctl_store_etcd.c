@@ -74,8 +74,13 @@ static int batch_send(ctl *c, const store_batch *b, char *why, size_t n)
         pfi_etcd_answer a;
         pfi_error err = {0};
         if (pfi_etcd_txn(f->kv, &guard, 1, b->op + i, k, NULL, 0, &a, &err)) {
-            snprintf(why, n, "%s", err.msg);
-            return -1;
+            /* etcd's space quota reached: the leader steps down (it cannot
+               commit; pfi_ctl_store_nospace_total counts it for an alert) */
+            int full = pfi_etcd_nospace(&a);
+            pfi_etcd_answer_free(&a);
+            snprintf(why, n, "%s%s", full ? "etcd NOSPACE, stepping down: " : "", err.msg);
+            if (full) atomic_fetch_add(&f->nospace, 1);
+            return full ? 1 : -1;
         }
         int ok = a.succeeded;
         pfi_etcd_answer_free(&a);

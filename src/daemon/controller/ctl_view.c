@@ -67,6 +67,7 @@ typedef struct view {
     ctl_vtn_seen vtn; /* the VTN conversation (ctl_vtn.c) */
     json_t *online;   /* status: safe-online's state (null: none) */
     const char *role; /* ctl_failover_role */
+    ctl_fo_counts fo; /* ctl_failover_counts */
 } view;
 
 static void view_free(view *v)
@@ -144,6 +145,7 @@ static void take_figures(ctl *c, view *v)
     v->generation_rejects = c->generation_rejects, v->online_rounds = ctl_online_rounds(s);
     memcpy(v->generation_changes, c->generation_changes, sizeof v->generation_changes);
     v->role = ctl_failover_role(c, NULL, 0);
+    ctl_failover_counts(c, &v->fo);
     v->cycles = c->cycles, v->db_errors = (unsigned long long)atomic_load(&c->db_errors);
     v->pushes = c->pushes, v->push_errors = c->push_errors, v->triggers = c->triggers;
     for (int k = 0; k < 2; k++) {
@@ -686,6 +688,21 @@ static void loop_metrics(const view *v, pfi_buf *b)
          "1 while this controller leads (failover; always 1 alone): a sum above 1 is two leaders.");
     pfi_buf_printf(b, "pfi_ctl_leader{role=\"%s\"} %d\n", v->role,
                    strcmp(v->role, "follower") != 0);
+    if (v->fo.on) {
+        head(b, "pfi_ctl_failover_elections_won_total", "counter",
+             "Elections this controller won (failover on etcd).");
+        pfi_buf_printf(b, "pfi_ctl_failover_elections_won_total %llu\n", v->fo.elections_won);
+        head(b, "pfi_ctl_failover_fences_total", "counter",
+             "Times this controller stopped leading: its lease lapsed, its keepalive deadline "
+             "passed, or the store refused its write.");
+        pfi_buf_printf(b, "pfi_ctl_failover_fences_total %llu\n", v->fo.fences);
+        head(b, "pfi_ctl_store_nospace_total", "counter",
+             "Commits etcd refused for its space quota (NOSPACE): the leader stepped down.");
+        pfi_buf_printf(b, "pfi_ctl_store_nospace_total %llu\n", v->fo.nospace);
+        head(b, "pfi_ctl_config_mismatch", "gauge",
+             "1 when the leader's configuration differs from this controller's (an alarm).");
+        pfi_buf_printf(b, "pfi_ctl_config_mismatch %d\n", v->fo.config_differs);
+    }
     head(b, "pfi_ctl_cycles_total", "counter", "Control periods run.");
     pfi_buf_printf(b, "pfi_ctl_cycles_total %llu\n", v->cycles);
     head(b, "pfi_ctl_db_errors_total", "counter",
