@@ -21,6 +21,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
 # etcd_cluster N [EXTRA ARGS...]: start N members m1..mN (extra etcd
 # arguments for every member); sets ETCD_EPS (comma-separated client URLs),
 # ETCD_EP_i and ETCD_PID_i; waits until a write through every member succeeds
+# (etcd_check, with the EC_CA/EC_CERT/EC_KEY of the environment; never
+# ETCD_* names: etcd reads every ETCD_* variable as a flag).
+# PFI_ETCD_NAME (m) names the members (a second cluster beside the first),
+# PFI_ETCD_SCHEME (http) is their clients' scheme (https with --cert-file ...)
 etcd_cluster() {
   ec_n=$1; shift
   for ec_try in 1 2 3; do
@@ -29,15 +33,16 @@ etcd_cluster() {
     i=1; for p in $ec_ports; do
       [ $i -le "$ec_n" ] || break
       pp=$(echo "$ec_ports" | cut -d' ' -f$((i + ec_n)))
-      ec_init="${ec_init:+$ec_init,}m$i=http://127.0.0.1:$pp"
-      eval "ETCD_EP_$i=http://127.0.0.1:$p ETCD_PEER_$i=$pp"
-      ETCD_EPS="${ETCD_EPS:+$ETCD_EPS,}http://127.0.0.1:$p"
+      ec_init="${ec_init:+$ec_init,}${PFI_ETCD_NAME:-m}$i=http://127.0.0.1:$pp"
+      eval "ETCD_EP_$i=${PFI_ETCD_SCHEME:-http}://127.0.0.1:$p ETCD_PEER_$i=$pp"
+      ETCD_EPS="${ETCD_EPS:+$ETCD_EPS,}${PFI_ETCD_SCHEME:-http}://127.0.0.1:$p"
       i=$((i + 1))
     done
     i=1; while [ $i -le "$ec_n" ]; do
       eval "ep=\$ETCD_EP_$i pp=\$ETCD_PEER_$i"
-      rm -rf "$T/etcd-m$i"
-      start_daemon "etcd m$i" "$T/etcd-m$i.log" "" etcd --name "m$i" --data-dir "$T/etcd-m$i" \
+      en=${PFI_ETCD_NAME:-m}$i
+      rm -rf "$T/etcd-$en"
+      start_daemon "etcd $en" "$T/etcd-$en.log" "" etcd --name "$en" --data-dir "$T/etcd-$en" \
         --listen-client-urls "$ep" --advertise-client-urls "$ep" \
         --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
         --initial-cluster "$ec_init" --initial-cluster-token "pfi-test-$$-$ec_try" \
@@ -51,13 +56,13 @@ etcd_cluster() {
       ec_ok=1; i=1
       while [ $i -le "$ec_n" ]; do
         eval "ep=\$ETCD_EP_$i"
-        ETCD_TIMEOUT_S=1 "$TOOLS/etcd_check" "$ep" /pfi-test-health/ put up 1 >/dev/null 2>&1 || ec_ok=0
+        EC_TIMEOUT_S=1 "$TOOLS/etcd_check" "$ep" /pfi-test-health/ put up 1 >/dev/null 2>&1 || ec_ok=0
         i=$((i + 1))
       done
       [ $ec_ok = 1 ] && break
-      if grep -qs "address already in use" "$T"/etcd-m*.log; then ec_lost=1; break; fi
+      if grep -qs "address already in use" "$T"/etcd-"${PFI_ETCD_NAME:-m}"*.log; then ec_lost=1; break; fi
       i=1; while [ $i -le "$ec_n" ]; do
-        eval "pid=\$ETCD_PID_$i"; alive "$pid" || { show_logs; fail "etcd m$i exited at start"; }
+        eval "pid=\$ETCD_PID_$i"; alive "$pid" || { show_logs; fail "etcd ${PFI_ETCD_NAME:-m}$i exited at start"; }
         i=$((i + 1))
       done
       sleep 0.1
@@ -68,7 +73,7 @@ etcd_cluster() {
       i=$((i + 1))
     done
     [ $ec_lost = 1 ] || { show_logs; fail "etcd cluster of $ec_n not healthy within 30 s"; }
-    rm -f "$T"/etcd-m*.log
+    rm -f "$T"/etcd-"${PFI_ETCD_NAME:-m}"*.log
   done
   fail "etcd: lost a port to another process 3 times"
 }

@@ -12,7 +12,7 @@
 . "$SRC/tests/cli/lib.sh"
 command -v promtool >/dev/null || fail "promtool is needed (apt-get install --no-install-recommends prometheus; scripts/bootstrap.sh test)"
 expect_status 0 promtool check rules "$SRC/contrib/prometheus/pfi-rules.yml"
-contains "$T/out" "SUCCESS: 19 rules found"
+contains "$T/out" "SUCCESS: 24 rules found"
 for f in "$SRC"/contrib/prometheus/tests/*.yml; do
   (cd "$(dirname "$f")" && promtool test rules "$(basename "$f")") >"$T/out" 2>&1 || { cat "$T/out" >&2; fail "promtool test rules $f"; }
   contains "$T/out" "SUCCESS"
@@ -69,4 +69,6 @@ broken PfiEventUnanswered 's/last_over_time(pfi_ctl_event_active{job="pfi-contro
 broken PfiControllerDown 's/ or absent(up{job="pfi-controller"})//'
 broken PfiCapDrift 's/< pfi_gpu_power_cap_watts{job="pfi-agent"} - 1/< pfi_gpu_power_cap_watts{job="pfi-agent"}/'
 broken PfiCapContested 's/pfi_gpu_cap_contested{job="pfi-agent"} == 1/pfi_gpu_cap_contested{job="pfi-agent"} == 2/'
+broken PfiFailoverTwoLeaders 's/sum(pfi_ctl_leader{job="pfi-controller"}) > 1/sum(pfi_ctl_leader{job="pfi-controller"}) > 2/'
+broken PfiFailoverNoLeader 's/sum(pfi_ctl_leader{job="pfi-controller"}) == 0/max(pfi_ctl_leader{job="pfi-controller"}) < 0/'
 done_ok

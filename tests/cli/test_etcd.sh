@@ -30,9 +30,9 @@ grep -q "endpoint $ETCD_EP_2\|endpoint $ETCD_EP_3" "$T/err" || fail "answered by
 
 # ---- linearizable: m3 alone (m2 stopped) has no quorum and answers no read
 kill -STOP "$ETCD_PID_2"
-ETCD_TIMEOUT_S=1 expect_status 4 "$C" "$ETCD_EP_3" /pfi/t/ get rot
+EC_TIMEOUT_S=1 expect_status 4 "$C" "$ETCD_EP_3" /pfi/t/ get rot
 kill -CONT "$ETCD_PID_2"
-wait_for 30 "m3 answers once m2 is back" 'ETCD_TIMEOUT_S=1 "$C" "$ETCD_EP_3" /pfi/t/ get rot >/dev/null 2>&1'
+wait_for 30 "m3 answers once m2 is back" 'EC_TIMEOUT_S=1 "$C" "$ETCD_EP_3" /pfi/t/ get rot >/dev/null 2>&1'
 
 # ---- authentication: user pfi may read and write /pfi/a/ only
 E="etcdctl --endpoints=$ETCD_EP_2,$ETCD_EP_3"
@@ -42,17 +42,17 @@ for cmd in "user add root:rootpw" "role add pfi" \
   $E $cmd >>"$T/etcdctl.log" 2>&1 || { cat "$T/etcdctl.log" >&2; fail "etcdctl $cmd"; }
 done
 EPS23=$ETCD_EP_2,$ETCD_EP_3
-ETCD_USER=pfi ETCD_PASSWORD=pfipw expect_status 0 "$C" "$EPS23" /pfi/a/ put k granted
-ETCD_USER=pfi ETCD_PASSWORD=pfipw expect_status 0 "$C" "$EPS23" /pfi/a/ get k
+EC_USER=pfi EC_PASSWORD=pfipw expect_status 0 "$C" "$EPS23" /pfi/a/ put k granted
+EC_USER=pfi EC_PASSWORD=pfipw expect_status 0 "$C" "$EPS23" /pfi/a/ get k
 contains "$T/out" granted
-ETCD_USER=pfi ETCD_PASSWORD=pfipw expect_status 4 "$C" "$EPS23" /pfi/b/ put k x
+EC_USER=pfi EC_PASSWORD=pfipw expect_status 4 "$C" "$EPS23" /pfi/b/ put k x
 contains "$T/err" "permission denied"
-ETCD_USER=pfi ETCD_PASSWORD=wrong expect_status 4 "$C" "$EPS23" /pfi/a/ get k
+EC_USER=pfi EC_PASSWORD=wrong expect_status 4 "$C" "$EPS23" /pfi/a/ get k
 contains "$T/err" "authentication failed"
 expect_status 4 "$C" "$EPS23" /pfi/a/ get k # no credentials
 contains "$T/err" "user name is empty"
 # a password is never sent over plain http to another host
-ETCD_USER=pfi ETCD_PASSWORD=pfipw expect_status 2 "$C" http://192.0.2.1:2379 /pfi/a/ get k
+EC_USER=pfi EC_PASSWORD=pfipw expect_status 2 "$C" http://192.0.2.1:2379 /pfi/a/ get k
 contains "$T/err" "a password goes over https"
 
 # ---- TLS with client certificates (one member)
@@ -64,29 +64,20 @@ printf 'subjectAltName=IP:127.0.0.1\n' >"$P/san.ext"
 ossl x509 -req -in "$P/srv.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/srv.pem" -days 2 -extfile "$P/san.ext"
 ossl req -newkey rsa:2048 -nodes -keyout "$P/cli.key" -out "$P/cli.csr" -subj "/CN=pfi-controller"
 ossl x509 -req -in "$P/cli.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -out "$P/cli.pem" -days 2
-set -- $(free_ports 2)
-TEP=https://127.0.0.1:$1
-start_daemon "etcd tls" "$T/etcd-tls.log" "" etcd --name t1 --data-dir "$T/etcd-tls" \
-  --listen-client-urls "$TEP" --advertise-client-urls "$TEP" \
-  --listen-peer-urls "http://127.0.0.1:$2" --initial-advertise-peer-urls "http://127.0.0.1:$2" \
-  --initial-cluster "t1=http://127.0.0.1:$2" --cert-file "$P/srv.pem" --key-file "$P/srv.key" \
+export EC_CA="$P/ca.pem" EC_CERT="$P/cli.pem" EC_KEY="$P/cli.key"
+PFI_ETCD_NAME=tls PFI_ETCD_SCHEME=https etcd_cluster 1 --cert-file "$P/srv.pem" --key-file "$P/srv.key" \
   --client-cert-auth --trusted-ca-file "$P/ca.pem"
-export ETCD_CA="$P/ca.pem"
-wait_for 30 "etcd over TLS answers" 'ETCD_CERT="$P/cli.pem" ETCD_KEY="$P/cli.key" "$C" "$TEP" /pfi/t/ put up 1 >/dev/null 2>&1'
-ETCD_CERT="$P/cli.pem" ETCD_KEY="$P/cli.key" expect_status 0 "$C" "$TEP" /pfi/t/ suite
+unset EC_CERT EC_KEY
+TEP=$ETCD_EPS
+EC_CERT="$P/cli.pem" EC_KEY="$P/cli.key" expect_status 0 "$C" "$TEP" /pfi/t/ suite
 expect_status 4 "$C" "$TEP" /pfi/t/ get up # no client certificate
-unset ETCD_CA
+unset EC_CA
 expect_status 4 "$C" "$TEP" /pfi/t/ get up # the server's certificate not trusted
 contains "$T/err" "certificate"
 
 # ---- NOSPACE: the space quota reached is named (the leader steps down on it)
-set -- $(free_ports 2)
-start_daemon "etcd quota" "$T/etcd-q.log" "" etcd --name q1 --data-dir "$T/etcd-q" \
-  --listen-client-urls "http://127.0.0.1:$1" --advertise-client-urls "http://127.0.0.1:$1" \
-  --listen-peer-urls "http://127.0.0.1:$2" --initial-advertise-peer-urls "http://127.0.0.1:$2" \
-  --initial-cluster "q1=http://127.0.0.1:$2" --quota-backend-bytes 1048576
-QEP=http://127.0.0.1:$1
-wait_for 30 "etcd with a quota answers" '"$C" "$QEP" /pfi/t/ put up 1 >/dev/null 2>&1'
+PFI_ETCD_NAME=quota etcd_cluster 1 --quota-backend-bytes 1048576
+QEP=$ETCD_EPS
 expect_status 0 "$C" "$QEP" /pfi/t/ fill
 contains "$T/out" "database space exceeded"
 done_ok

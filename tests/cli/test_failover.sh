@@ -14,6 +14,10 @@
 #     acknowledged is the new leader's, once;
 #   - SIGSTOP of the new leader past its TTL: the restarted ctl-a takes
 #     over; on SIGCONT the stopped one pushes nothing an agent admits;
+#   - pfi controller handover: the leader hands over to the warm standby,
+#     and refuses when none is warm;
+#   - a follower's read-only views show the leader's events, its lag
+#     (pfi_ctl_store_lag_seconds) under 3 s;
 #   - pfi event given the controllers in order (a dead one, the follower,
 #     the leader) reaches the leader;
 #   - from the agents' own logs: per agent, the admitted generations never go
@@ -78,6 +82,10 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer 
 [ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
 wait_for 30 "caps on both agents from ctl-a" 'both_capped && granted_to ctl-a'
 grep -q "/ctl-b " "$T/a1.log" "$T/a2.log" && fail "the follower pushed"; ok
+# the follower's read-only views: the leader's event, its lag under 3 s
+wait_for 10 "the follower shows the leader's event" 'curl -s -m 2 "$URL_b/v1/events" | grep -q "\"id\":\"long\""'
+lag=$(curl -s -m 2 "$URL_b/metrics" | awk '$1 == "pfi_ctl_store_lag_seconds" {print $2}')
+num "$lag" "<" 3 || fail "the follower's lag: '$lag' s"; ok
 
 # ---- SIGKILL the leader: ctl-b takes over before the agents' leases (8 s) lapse
 # (a sampler records GPU 0's cap on both agents every 0.1 s from here to the end)
@@ -110,6 +118,18 @@ kill -CONT "$CPID_b"
 wait_for 20 "ctl-b, resumed, follows" '[ "$(role "$URL_b")" = follower ]'
 contains "$T/ctl-b.log" "ctl-b no longer leads"
 wait_for 10 "both agents under ctl-a" 'both_capped'
+
+# ---- a planned switchover: pfi controller handover to the site's controllers (the
+# follower answers 503, the leader hands over); the standby leads and pushes
+n_b=$(grep -c "/ctl-b generation" "$T/a1.log")
+# ctl-b is warm once its key is under its new lease (its old one lapsed while stopped)
+wait_for 10 "ctl-b warm" 'etcdctl --endpoints="$ETCD_EPS" get /pfi/test/members/ctl-b 2>/dev/null | grep -q "^ctl-b$"'
+expect_status 0 "$PFI" controller handover --controller "$URL_b,$URL_a" --token-file "$T/ctok"
+contains "$T/out" "handed over: ctl-b takes over"
+wait_for 15 "ctl-b leads after the handover and pushes" '[ "$(role "$URL_b")" = leader ] && [ "$(grep -c "/ctl-b generation" "$T/a1.log")" -gt "$n_b" ]'
+# no standby warm: refused
+stop_daemon "$CPID_a" TERM
+expect_error 1 "no standby controller is warm" "$PFI" controller handover --controller "$URL_b" --token-file "$T/ctok"
 
 # ---- the GPUs stayed capped throughout (no sample at the 700 W baseline)
 awk 'NF == 2 && ($1 >= 700 || $2 >= 700) {bad++} END {exit bad > 0}' "$T/caps" ||

@@ -6,8 +6,8 @@
  *   etcd_check ENDPOINTS PREFIX put KEY VAL  prints the revision
  *   etcd_check ENDPOINTS PREFIX fill         puts until NOSPACE (0: it came)
  *
- * ENDPOINTS: comma-separated URLs. Environment: ETCD_USER, ETCD_PASSWORD,
- * ETCD_CA, ETCD_CERT, ETCD_KEY, ETCD_TIMEOUT_S (default 2). Prints the
+ * ENDPOINTS: comma-separated URLs. Environment: EC_USER, EC_PASSWORD,
+ * EC_CA, EC_CERT, EC_KEY, EC_TIMEOUT_S (default 2). Prints the
  * endpoint that answered on stderr ("endpoint URL"). Exit 0 ok, 1 a check
  * failed (the line says which), 2 usage, 3 no such key, 4 etcd refused
  * (its message on stderr). */
@@ -46,16 +46,16 @@ static pfi_etcd *open_with(const char *endpoints, const char *prefix)
     for (char *save, *t = strtok_r(buf, ",", &save); t && n < PFI_ETCD_MAX_ENDPOINTS;
          t = strtok_r(NULL, ",", &save))
         eps[n++] = t;
-    const char *to = getenv("ETCD_TIMEOUT_S");
+    const char *to = getenv("EC_TIMEOUT_S");
     pfi_etcd_cfg cfg = {.endpoints = eps,
                         .nendpoints = n,
                         .prefix = prefix,
                         .timeout_s = to ? atof(to) : 2,
-                        .ca_file = getenv("ETCD_CA"),
-                        .cert_file = getenv("ETCD_CERT"),
-                        .key_file = getenv("ETCD_KEY"),
-                        .user = getenv("ETCD_USER"),
-                        .password = getenv("ETCD_PASSWORD")};
+                        .ca_file = getenv("EC_CA"),
+                        .cert_file = getenv("EC_CERT"),
+                        .key_file = getenv("EC_KEY"),
+                        .user = getenv("EC_USER"),
+                        .password = getenv("EC_PASSWORD")};
     pfi_etcd *e;
     pfi_error err = {0};
     if (pfi_etcd_open(&cfg, &e, &err)) {

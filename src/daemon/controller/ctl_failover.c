@@ -57,10 +57,32 @@ void ctl_failover_deposed(ctl *c, const char *why)
     pthread_mutex_unlock(&f->mu);
 }
 
+/* the store's schema (PREFIX/schema): 1 for the keys of ctl_store_etcd.c.
+   A controller that finds a newer one does not lead (it would misread the
+   store): a rolling upgrade upgrades the standbys first, then hands over */
+#define CTL_STORE_SCHEMA 1
+
+static int schema_newer(ctl *c, ctl_failover *f)
+{
+    pfi_etcd_answer s;
+    pfi_error err = {0};
+    if (pfi_etcd_get(f->ka, "schema", &s, &err)) return 1; /* unknown: not now */
+    long long v = s.nkvs ? atoll(s.kvs[0].value) : 0;
+    pfi_etcd_answer_free(&s);
+    if (v > CTL_STORE_SCHEMA && !f->schema_newer)
+        ctl_log(c,
+                "ALARM: failover: the store's schema is %lld, newer than this controller's %d: it "
+                "does not lead (upgrade it)",
+                v, CTL_STORE_SCHEMA);
+    f->schema_newer = v > CTL_STORE_SCHEMA;
+    return f->schema_newer;
+}
+
 static void try_elect(ctl *c, ctl_failover *f)
 {
     pfi_etcd_answer t, a;
     pfi_error err = {0};
+    if (schema_newer(c, f) || pfi_wall_monotonic() < f->no_campaign_until) return;
     if (pfi_etcd_get(f->ka, "term", &t, &err)) {
         ctl_log(c, "warning: failover: reading the term: %s", err.msg);
         return;
@@ -77,14 +99,15 @@ static void try_elect(ctl *c, ctl_failover *f)
     long long lease = f->lease;
     pthread_mutex_unlock(&f->mu);
     pfi_etcd_cmp cmp[2] = {{"leader", PFI_ETCD_CREATE, 0, NULL}, {"term", PFI_ETCD_MOD, mod, NULL}};
-    const char *hash = c->cfg.fo.config_hash;
-    pfi_etcd_op ok[3] = {
+    const char *hash = c->cfg.fo.config_hash, *schema = "1"; /* CTL_STORE_SCHEMA */
+    pfi_etcd_op ok[4] = {
         {PFI_ETCD_OP_PUT, "leader", c->cfg.fo.name, strlen(c->cfg.fo.name), lease, 0},
         {PFI_ETCD_OP_PUT, "term", next, strlen(next), 0, 0},
-        {PFI_ETCD_OP_PUT, "config_hash", hash, strlen(hash), 0, 0}};
+        {PFI_ETCD_OP_PUT, "config_hash", hash, strlen(hash), 0, 0},
+        {PFI_ETCD_OP_PUT, "schema", schema, 1, 0, 0}};
     pfi_etcd_op rd[2] = {{PFI_ETCD_OP_RANGE, "config_hash", NULL, 0, 0, 0},
                          {PFI_ETCD_OP_RANGE, "leader", NULL, 0, 0, 0}};
-    if (pfi_etcd_txn(f->ka, cmp, 2, ok, 3, rd, 2, &a, &err)) {
+    if (pfi_etcd_txn(f->ka, cmp, 2, ok, 4, rd, 2, &a, &err)) {
         ctl_log(c, "warning: failover: the election: %s", err.msg);
         return;
     }
@@ -151,6 +174,21 @@ static void renew(ctl *c, ctl_failover *f)
     if (f->drop) f->lease = 0, f->drop = 0;
     pthread_mutex_unlock(&f->mu);
     if (drop) pfi_etcd_lease_revoke(f->ka, drop, &err); /* best effort: etcd expires it anyway */
+    pthread_mutex_lock(&f->mu);
+    long long now_lease = f->lease, member = f->member_lease;
+    pthread_mutex_unlock(&f->mu);
+    if (now_lease && now_lease != member) { /* PREFIX/members/NAME: a warm controller */
+        char key[96];
+        snprintf(key, sizeof key, "members/%s", c->cfg.fo.name);
+        pfi_etcd_answer a;
+        if (!pfi_etcd_put(f->ka, key, c->cfg.fo.name, strlen(c->cfg.fo.name), now_lease, &a,
+                          &err)) {
+            pthread_mutex_lock(&f->mu);
+            f->member_lease = now_lease;
+            pthread_mutex_unlock(&f->mu);
+        }
+        pfi_etcd_answer_free(&a);
+    }
 }
 
 static void *failover_main(void *arg)
@@ -294,7 +332,14 @@ int ctl_failover_turn(ctl *c)
     pthread_mutex_lock(&f->mu);
     int won = f->won, taken = f->taken;
     pthread_mutex_unlock(&f->mu);
-    if (!won) return 0;
+    if (!won) { /* a follower: the leader's events, for its views */
+        if (!ctl_store(c)->refresh(c)) {
+            pthread_mutex_lock(&f->mu);
+            f->refreshed = pfi_wall_monotonic();
+            pthread_mutex_unlock(&f->mu);
+        }
+        return 0;
+    }
     if (taken) {
         inbox_apply(c, f);
         return 1;
@@ -343,6 +388,9 @@ void ctl_failover_counts(ctl *c, ctl_fo_counts *out)
     pthread_mutex_lock(&f->mu);
     out->on = 1;
     out->config_differs = f->config_differs;
+    out->lag_s = f->won && f->taken ? 0
+                 : f->refreshed > 0 ? pfi_wall_monotonic() - f->refreshed
+                                    : NAN;
     out->elections_won = f->elections_won;
     out->fences = f->fences;
     pthread_mutex_unlock(&f->mu);
@@ -387,4 +435,34 @@ void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
     rs->len = strlen(rs->body);
     rs->code = 202;
     ctl_log(c, "failover: event %s from %s committed for the leader", ev->id, who[0] ? who : "?");
+}
+
+int ctl_failover_handover(ctl *c, char *why, size_t n)
+{
+    ctl_failover *f = c->fo;
+    if (!f || !ctl_failover_leads(c)) {
+        snprintf(why, n, "this controller does not lead%s", f ? "" : " (no failover configured)");
+        return -1;
+    }
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(f->kv, "members/", 0, &a, &err)) {
+        snprintf(why, n, "%s", err.msg);
+        return -1;
+    }
+    char standby[64] = "";
+    for (size_t i = 0; i < a.nkvs && !standby[0]; i++)
+        if (strcmp(a.kvs[i].value, c->cfg.fo.name))
+            snprintf(standby, sizeof standby, "%s", a.kvs[i].value);
+    pfi_etcd_answer_free(&a);
+    if (!standby[0]) {
+        snprintf(why, n, "no standby controller is warm: nobody would take over");
+        return -1;
+    }
+    pthread_mutex_lock(&f->mu);
+    fence(c, f, "handover asked: a standby takes over");
+    f->no_campaign_until = pfi_wall_monotonic() + 3 * c->cfg.fo.ttl_s;
+    pthread_mutex_unlock(&f->mu);
+    snprintf(why, n, "%s", standby);
+    return 0;
 }

@@ -42,6 +42,10 @@ typedef struct ctl_failover {
     int ka_failing;        /* the last lease call failed (logged once) */
     int drop;              /* fenced: the thread revokes the lease before anything else */
     int config_differs;    /* the leader's configuration hash is not ours (an alarm) */
+    double refreshed;      /* a follower: when its views last read the store (monotonic; 0 never) */
+    int schema_newer;      /* the store's schema is newer than ours: we do not lead (an alarm) */
+    double no_campaign_until; /* after a handover: the standby's turn (monotonic) */
+    long long member_lease;   /* the lease PREFIX/members/NAME was put under */
     char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
     char *last_baselines;
 } ctl_failover;
@@ -70,9 +74,15 @@ int ctl_failover_may_write(ctl *c, struct pfi_http_resp *rs);
    (ctl_failover_turn) and deletes it from the inbox */
 void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
                              struct pfi_http_resp *rs);
+/* POST /v1/failover/handover (a planned switchover): the leader gives up
+   its lease once another controller is warm (PREFIX/members/NAME, each
+   controller's under its lease) and does not campaign for 3 TTLs: 0 (why:
+   a standby's name), or -1 (why says) */
+int ctl_failover_handover(ctl *c, char *why, size_t n);
 /* what /metrics says of failover (all 0 without it) */
 typedef struct ctl_fo_counts {
     int on, config_differs;
+    double lag_s; /* a follower: since its views last read the store (NaN: never); 0 leading */
     unsigned long long elections_won, fences, nospace;
 } ctl_fo_counts;
 void ctl_failover_counts(ctl *c, ctl_fo_counts *out);

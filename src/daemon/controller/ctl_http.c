@@ -15,6 +15,7 @@
  *   GET  /v1/events/ID/report       measurement and verification (JSON)
  *   GET  /v1/events/ID/report.png   the same as a chart
  *   POST /v1/trigger                a grid trigger now: {"level": N} | {"reduction_pct": X}
+ *   POST /v1/failover/handover      the leader hands over to a warm standby (failover)
  *                                   (ctl_trigger.c: the planned caps pushed at once)
  *   POST /openadr3/events           OpenADR 3.0.1/3.1 webhook (EVENTs, notifications)
  *   GET  /openadr3/events[/echo]    the webhook's echo challenge (?echo=V), open
@@ -376,6 +377,12 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
         events_route(c, rq, rs, get, post, del);
     } else if (get && (!strcmp(u, "/openadr3/events") || !strcmp(u, "/openadr3/events/echo"))) {
         echo_challenge(c, rq, rs);
+    } else if (!strcmp(u, "/v1/failover/handover")) {
+        if (!post) return pfi_http_error(rs, 405, "method not allowed (POST)");
+        char why[256];
+        if (ctl_failover_handover(c, why, sizeof why))
+            return pfi_http_error(rs, 409, "no handover: %s", why);
+        json_resp(rs, 200, json_pack("{s:b,s:s}", "handed_over", 1, "standby", why));
     } else if (!strcmp(u, "/v1/trigger") || !strcmp(u, "/openadr3/events")) {
         if (!post) {
             rs->allow = u[1] == 'v' ? "POST" : "GET, HEAD, POST";

@@ -27,7 +27,8 @@ static int sqlite_pull(ctl *c)
     return 0; /* never a follower */
 }
 
-const ctl_store_ops ctl_store_sqlite = {"sqlite", sqlite_commit, sqlite_event_put, sqlite_pull};
+const ctl_store_ops ctl_store_sqlite = {"sqlite", sqlite_commit, sqlite_event_put, sqlite_pull,
+                                        sqlite_pull};
 
 static json_t *num(double v)
 {

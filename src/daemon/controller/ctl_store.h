@@ -33,6 +33,9 @@ typedef struct ctl_store_ops {
     /* a new leader: the store's state into the local SQLite and c->st, each
        agent's generation at the new term: 0, or -1 (logged; no push) */
     int (*pull)(ctl *c);
+    /* a follower, each period: the store's events into its SQLite and
+       state, for its read-only views: 0, or -1 (it shows what it had) */
+    int (*refresh)(ctl *c);
 } ctl_store_ops;
 
 extern const ctl_store_ops ctl_store_sqlite, ctl_store_etcd;

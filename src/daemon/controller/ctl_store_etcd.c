@@ -300,4 +300,4 @@ static int etcd_pull(ctl *c)
     return 0;
 }
 
-const ctl_store_ops ctl_store_etcd = {"etcd", etcd_commit, etcd_event_put, etcd_pull};
+const ctl_store_ops ctl_store_etcd = {"etcd", etcd_commit, etcd_event_put, etcd_pull, pull_events};

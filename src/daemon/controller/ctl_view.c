@@ -376,6 +376,9 @@ static json_t *status_json(ctl *c, view *v)
     json_object_set_new(
         o, "failover",
         json_pack("{s:s,s:s,s:s}", "role", role, "name", c->cfg.fo.name, "leader", leader));
+    ctl_fo_counts foc;
+    ctl_failover_counts(c, &foc);
+    json_object_set_new(json_object_get(o, "failover"), "lag_s", num_or_null(foc.lag_s));
     return o;
 }
 
@@ -699,6 +702,11 @@ static void loop_metrics(const view *v, pfi_buf *b)
         head(b, "pfi_ctl_store_nospace_total", "counter",
              "Commits etcd refused for its space quota (NOSPACE): the leader stepped down.");
         pfi_buf_printf(b, "pfi_ctl_store_nospace_total %llu\n", v->fo.nospace);
+        head(b, "pfi_ctl_store_lag_seconds", "gauge",
+             "A follower: seconds since its read-only views last read the store (0 leading; "
+             "NaN before the first read).");
+        if (isnan(v->fo.lag_s)) pfi_buf_printf(b, "pfi_ctl_store_lag_seconds NaN\n");
+        else pfi_buf_printf(b, "pfi_ctl_store_lag_seconds %.3f\n", v->fo.lag_s);
         head(b, "pfi_ctl_config_mismatch", "gauge",
              "1 when the leader's configuration differs from this controller's (an alarm).");
         pfi_buf_printf(b, "pfi_ctl_config_mismatch %d\n", v->fo.config_differs);
