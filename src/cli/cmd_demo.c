@@ -12,7 +12,7 @@
 typedef struct demo_args {
     double scale, cut;
     const char *dir;
-    int keep, openadr;
+    int keep, openadr, failover;
 } demo_args;
 
 #define OPT_T demo_args
@@ -26,21 +26,26 @@ static const pfi_opt demo_options[] = {
     OPT_BOOLEAN(0, "openadr", openadr,
                 "send the event as an OpenADR 3.1 EVENT to the controller's webhook "
                 "(POST /openadr3/events) instead of POST /v1/events"),
+    OPT_BOOLEAN(0, "failover", failover,
+                "two controllers failing over on three etcd members (Debian's etcd-server); the "
+                "leader is killed during the event"),
     OPT_HELP(),
     OPT_END()};
 #undef OPT_T
 
-const pfi_opts cmd_demo_opts = CLI_OPTS(
-    demo, .usage = "pfi demo [--time-scale X] [--cut PCT] [--dir DIR] [--keep] [--openadr]",
-    .description =
-        "Start pfi-controller and 4 pfi-agents (8 simulated GPUs each, running jobs of\n"
-        "the reconstruction) on loopback with one shared sped-up clock, send a grid\n"
-        "event, print a timeline (cluster GPU power vs target, per-job tokens/s), write\n"
-        "pfi-demo-report.json and pfi-demo-report.png here, stop everything and check\n"
-        "that every cap is back at its baseline. Takes about a minute. With --openadr\n"
-        "the event goes the way a VTN's would: an OpenADR 3.1 EVENT (a SIMPLE level the\n"
-        "controller maps to the cut) POSTed to its webhook /openadr3/events.\n",
-    .options = demo_options);
+const pfi_opts cmd_demo_opts =
+    CLI_OPTS(demo,
+             .usage = "pfi demo [--time-scale X] [--cut PCT] [--dir DIR] [--keep] [--openadr] "
+                      "[--failover]",
+             .description =
+                 "Start pfi-controller and 4 pfi-agents (8 simulated GPUs each, running jobs of\n"
+                 "the reconstruction) on loopback with one shared sped-up clock, send a grid\n"
+                 "event, print a timeline (cluster GPU power vs target, per-job tokens/s), write\n"
+                 "pfi-demo-report.json and pfi-demo-report.png here, stop everything and check\n"
+                 "that every cap is back at its baseline. Takes about a minute. With --openadr\n"
+                 "the event goes the way a VTN's would: an OpenADR 3.1 EVENT (a SIMPLE level the\n"
+                 "controller maps to the cut) POSTed to its webhook /openadr3/events.\n",
+             .options = demo_options);
 
 /* the agents' predictor: pfi fit on the reconstruction's headline groups
  * (pfi synth), its messages in DIR/fit.log */
@@ -79,7 +84,7 @@ static void on_error(void *ud, const char *msg)
 int cmd_demo(int argc, char **argv)
 {
     const char *cmd = "demo";
-    demo_args A = {20, 30, NULL, 0, 0};
+    demo_args A = {20, 30, NULL, 0, 0, 0};
     int operand0, parsed = cli_parse(&cmd_demo_opts, &A, argc, argv, &operand0);
     if (parsed >= 0) return parsed;
     double scale = A.scale, cut = A.cut;
@@ -92,6 +97,7 @@ int cmd_demo(int argc, char **argv)
                        .dir = dir_opt,
                        .keep = keep,
                        .openadr = A.openadr,
+                       .failover = A.failover,
                        .fit_model = fit_model,
                        .out = stdout,
                        .note = on_note,

@@ -19,38 +19,13 @@
 #include "agent_client.h"
 #include "atomic.h"
 #include "clock.h"
+#include "demo_internal.h"
 #include "grid_event.h"
 
-#define NAG 4
 static const char *const groups[NAG] = {"moe-ft-qwen30ba3b-x8", "dense-pt-llama70b-x8-compile",
                                         "moe-pt-gptoss20b-x8-ep1-nocompile",
                                         "dense-ft-llama70b-x8-compile"};
 static const int tiers[NAG] = {3, 3, 3, 1};
-
-typedef struct demo {
-    const pfi_demo_opts *o;
-    char dir[4096], agent_bin[4096], ctl_bin[4096];
-    char tok[4300], ctok[4300], model[4300], clog[4300], url[64];
-    pid_t pids[NAG + 1];
-    int ports[NAG];
-    pfi_grid_event ev;
-    /* the controller's safe-online totals (tokens/s) last seen during the
-       event: at its last round, at the reference allocation (NaN: none) */
-    double on_tok, on_ref;
-    long long on_round;
-} demo;
-
-static int fail(const demo *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(const demo *d, const char *fmt, ...)
-{
-    char m[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m, sizeof m, fmt, ap);
-    va_end(ap);
-    if (d->o->error) d->o->error(d->o->ud, m);
-    return -1;
-}
 
 static void find_tool(const char *name, char *buf, size_t n)
 {
@@ -66,41 +41,6 @@ static void find_tool(const char *name, char *buf, size_t n)
         if (access(buf, X_OK) == 0) return;
     }
     snprintf(buf, n, "%s", name); /* from PATH */
-}
-
-static pid_t spawn(char **argv, const char *log)
-{
-    pid_t p = fork();
-    if (p != 0) return p;
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) dup2(fd, 2), dup2(fd, 1);
-    execvp(argv[0], argv);
-    fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-static int wait_port(const char *path, pid_t p, int *port)
-{
-    for (int i = 0; i < 400; i++) {
-        FILE *f = fopen(path, "r");
-        if (f && fscanf(f, "%d", port) == 1 && *port > 0) {
-            fclose(f);
-            return 0;
-        }
-        if (f) fclose(f);
-        if (waitpid(p, NULL, WNOHANG) == p) return -1;
-        usleep(25000);
-    }
-    return -1;
-}
-
-static json_t *get_json(const char *url, const char *path)
-{
-    pfi_http_reply r;
-    if (pfi_agent_get(url, path, 5, &r, NULL) != PFI_OK) return NULL;
-    json_t *o = r.code == 200 ? json_loads(r.body, 0, NULL) : NULL;
-    pfi_http_reply_dispose(&r);
-    return o;
 }
 
 static int write_token(const char *path)
@@ -127,11 +67,11 @@ static int prepare(demo *d)
     if (o->dir) {
         snprintf(d->dir, sizeof d->dir, "%s", o->dir);
         if (mkdir(d->dir, 0755) && errno != EEXIST)
-            return fail(d, "%s: %s", d->dir, strerror(errno));
+            return demo_fail(d, "%s: %s", d->dir, strerror(errno));
     } else {
         snprintf(d->dir, sizeof d->dir, "/tmp/pfi-demo-XXXXXX");
         if (!mkdtemp(d->dir))
-            return fail(d, "cannot make a temporary directory: %s", strerror(errno));
+            return demo_fail(d, "cannot make a temporary directory: %s", strerror(errno));
     }
     char epoch_s[64], scale_s[32];
     find_tool("pfi-agent", d->agent_bin, sizeof d->agent_bin);
@@ -152,11 +92,12 @@ static int prepare(demo *d)
 
 static int start_agents(demo *d)
 {
-    if (d->o->fit_model(d->o->ud, d->dir, d->model)) return fail(d, "could not fit the predictor");
+    if (d->o->fit_model(d->o->ud, d->dir, d->model))
+        return demo_fail(d, "could not fit the predictor");
     snprintf(d->tok, sizeof d->tok, "%s/agent.token", d->dir);
     snprintf(d->ctok, sizeof d->ctok, "%s/controller.token", d->dir);
     if (write_token(d->tok) || write_token(d->ctok))
-        return fail(d, "cannot write token files in %s", d->dir);
+        return demo_fail(d, "cannot write token files in %s", d->dir);
     for (int i = 0; i < NAG; i++) {
         char backend[10000], portf[4300], state[4300], log[4300], hw[4300];
         snprintf(hw, sizeof hw, "%s/hw%d.json", d->dir, i);
@@ -171,11 +112,44 @@ static int start_agents(demo *d)
                       "127.0.0.1:0", "--port-file",  portf,    "--token-file",
                       d->tok,        "--state-file", state,    "--interval",
                       "2",           "--model",      d->model, NULL};
-        d->pids[i] = spawn(av, log);
-        if (wait_port(portf, d->pids[i], &d->ports[i]))
-            return fail(d, "pfi-agent %d did not start; see %s", i, log);
+        d->pids[i] = demo_spawn(av, log);
+        if (demo_wait_port(portf, d->pids[i], &d->ports[i]))
+            return demo_fail(d, "pfi-agent %d did not start; see %s", i, log);
     }
     return 0;
+}
+
+/* --failover: the second controller, ctl-b: its configuration (ctl-a's
+ * with its own database and name), then, once ctl-a runs, the process (it
+ * follows) */
+static int write_ctl_b(demo *d, json_t *cfg)
+{
+    char path[4300], db[4300];
+    snprintf(path, sizeof path, "%s/controller-b.json", d->dir);
+    snprintf(db, sizeof db, "%s/controller-b.db", d->dir);
+    unlink(db);
+    json_t *b = json_deep_copy(cfg);
+    json_object_set_new(b, "db", json_string(db));
+    json_object_set_new(b, "failover", demo_fo_config(d, "ctl-b"));
+    int wr = json_dump_file(b, path, JSON_INDENT(1));
+    json_decref(b);
+    return wr;
+}
+
+static int start_ctl_b(demo *d)
+{
+    char path[4300], portf[4300];
+    snprintf(path, sizeof path, "%s/controller-b.json", d->dir);
+    snprintf(portf, sizeof portf, "%s/controller-b.port", d->dir);
+    snprintf(d->clog_b, sizeof d->clog_b, "%s/controller-b.log", d->dir);
+    unlink(portf);
+    char *cv[] = {d->ctl_bin, "--config", path, "--port-file", portf, NULL};
+    int port = 0;
+    d->pid_b = demo_spawn(cv, d->clog_b);
+    if (demo_wait_port(portf, d->pid_b, &port))
+        return demo_fail(d, "the second pfi-controller did not start; see %s", d->clog_b);
+    snprintf(d->url_b, sizeof d->url_b, "http://127.0.0.1:%d", port);
+    return demo_fo_wait_roles(d);
 }
 
 static int start_controller(demo *d)
@@ -198,27 +172,39 @@ static int start_controller(demo *d)
     }
     snprintf(db, sizeof db, "%s/controller.db", d->dir);
     unlink(db);
+    /* --failover: the agents' lease covers a takeover (12 wall seconds: etcd's
+       lease 2 s, twice, the agents' timeout, a period, a margin) */
+    double lease_s = d->o->failover ? 12 * d->o->time_scale : 30;
     json_t *cfg = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:o}", "listen", "127.0.0.1:0",
                             "token_file", d->ctok, "db", db, "control_period_s", 5.0,
                             "baseline_window_s", 40.0, "ramp_s", 30.0, "ramp_down_s", 30.0,
-                            "lease_s", 30.0, "agents", ag, "tiers", tj);
+                            "lease_s", lease_s, "agents", ag, "tiers", tj);
     /* OpenADR's SIMPLE level 3 is this cut: the controller maps it on the
        baseline it measures, as it does the API's reduction_pct */
     if (d->o->openadr)
         json_object_set_new(cfg, "levels_pct",
                             json_pack("[f,f,f,f]", 0.0, 10.0, 20.0, d->o->cut_pct));
+    if (d->o->failover) {
+        if (demo_fo_etcd(d)) {
+            json_decref(cfg);
+            return -1;
+        }
+        json_object_set_new(cfg, "failover", demo_fo_config(d, "ctl-a"));
+    }
     int wr = json_dump_file(cfg, path, JSON_INDENT(1));
+    if (d->o->failover && !wr) wr = write_ctl_b(d, cfg);
     json_decref(cfg);
-    if (wr) return fail(d, "%s: cannot write", path);
+    if (wr) return demo_fail(d, "%s: cannot write", path);
     snprintf(cportf, sizeof cportf, "%s/controller.port", d->dir);
     snprintf(d->clog, sizeof d->clog, "%s/controller.log", d->dir);
     unlink(cportf);
     char *cv[] = {d->ctl_bin, "--config", path, "--port-file", cportf, NULL};
     int cport = 0;
-    d->pids[NAG] = spawn(cv, d->clog);
-    if (wait_port(cportf, d->pids[NAG], &cport))
-        return fail(d, "pfi-controller did not start; see %s", d->clog);
+    d->pids[NAG] = demo_spawn(cv, d->clog);
+    if (demo_wait_port(cportf, d->pids[NAG], &cport))
+        return demo_fail(d, "pfi-controller did not start; see %s", d->clog);
     snprintf(d->url, sizeof d->url, "http://127.0.0.1:%d", cport);
+    if (d->o->failover && start_ctl_b(d)) return -1;
     FILE *out = d->o->out;
     fprintf(out,
             "pfi demo: controller %s (status page: open it in a browser), 4 agents x 8 simulated "
@@ -260,7 +246,7 @@ static int post_event(demo *d)
     while (pfi_clock_now() < t_ready) pfi_clock_sleep(2);
     char token[PFI_TOKEN_MAX + 1];
     pfi_error e;
-    if (pfi_token_read(d->ctok, token, sizeof token, &e)) return fail(d, "%s", e.msg);
+    if (pfi_token_read(d->ctok, token, sizeof token, &e)) return demo_fail(d, "%s", e.msg);
     pfi_grid_event *ev = &d->ev;
     double start = pfi_clock_now() + 10;
     memset(ev, 0, sizeof *ev);
@@ -278,8 +264,8 @@ static int post_event(demo *d)
     int rc = 0;
     if (!body || pfi_http_request("POST", url, token, body, 5, &r, &e) ||
         r.code != (oadr ? 200 : 201) || (oadr && !strstr(r.body, "\"applied\""))) {
-        rc = fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg,
-                  r.body ? r.body : "", d->clog);
+        rc = demo_fail(d, "posting the event failed (%s %.200s); see %s", r.code ? "HTTP" : e.msg,
+                       r.body ? r.body : "", d->clog);
     }
     if (r.body) pfi_http_reply_dispose(&r);
     free(body);
@@ -305,7 +291,8 @@ static void timeline(demo *d)
     for (int i = 0; i < NAG; i++) base_tok[i] = NAN;
     for (double t = start - 5; t <= start + dur + 45; t += 30) {
         while (pfi_clock_now() < t) pfi_clock_sleep(1);
-        json_t *s = get_json(d->url, "/v1/status");
+        if (d->o->failover && !d->killed && t >= start + dur / 3) demo_fo_kill(d);
+        json_t *s = demo_get_json(d->url, "/v1/status");
         if (!s) continue;
         double b = json_number_value(json_object_get(s, "budget_w")),
                m = json_number_value(json_object_get(s, "measured_w"));
@@ -353,15 +340,15 @@ static int report(demo *d)
     snprintf(ep, sizeof ep, "/v1/events/%s", d->ev.id);
     for (double t_end = d->ev.start + d->ev.duration_s + 300; pfi_clock_now() < t_end;
          pfi_clock_sleep(5)) {
-        json_t *s = get_json(d->url, ep);
+        json_t *s = demo_get_json(d->url, ep);
         const char *st = s ? json_string_value(json_object_get(s, "status")) : NULL;
         int done = st && strcmp(st, "active") && strcmp(st, "scheduled");
         json_decref(s);
         if (done) break;
     }
     snprintf(ep, sizeof ep, "/v1/events/%s/report", d->ev.id);
-    json_t *r = get_json(d->url, ep);
-    if (!r) return fail(d, "no report from the controller; see %s", d->clog);
+    json_t *r = demo_get_json(d->url, ep);
+    if (!r) return demo_fail(d, "no report from the controller; see %s", d->clog);
     pfi_error e;
     char *rtxt = json_dumps(r, JSON_INDENT(1));
     int wfail =
@@ -369,7 +356,7 @@ static int report(demo *d)
     free(rtxt);
     if (wfail) {
         json_decref(r);
-        return fail(d, "pfi-demo-report.json: cannot write here");
+        return demo_fail(d, "pfi-demo-report.json: cannot write here");
     }
     char ttt[32] = "never";
     if (json_is_number(json_object_get(r, "time_to_target_s")))
@@ -418,7 +405,7 @@ static int report(demo *d)
     pfi_http_reply pr;
     if (pfi_http_request("GET", url, NULL, NULL, 30, &pr, &e) || pr.code != 200 ||
         pfi_write_file_atomic("pfi-demo-report.png", pr.body, pr.len, &e))
-        fail(d, "could not fetch the chart: %s", pr.code && pr.code != 200 ? pr.body : e.msg);
+        demo_fail(d, "could not fetch the chart: %s", pr.code && pr.code != 200 ? pr.body : e.msg);
     if (pr.body) pfi_http_reply_dispose(&pr);
     fprintf(out, "  report: pfi-demo-report.json, pfi-demo-report.png\n");
     return 0;
@@ -427,6 +414,7 @@ static int report(demo *d)
 /* every daemon stopped; after a good run, every simulated GPU checked back at its baseline */
 static int stop_all(demo *d, int ok)
 {
+    demo_fo_stop(d); /* --failover: ctl-b and the etcd members */
     for (int i = NAG; i >= 0; i--)
         if (d->pids[i] > 0) {
             kill(d->pids[i], SIGTERM);

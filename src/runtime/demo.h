@@ -24,6 +24,10 @@ typedef struct pfi_demo_opts {
        (POST /openadr3/events: a SIMPLE level the controller's levels_pct
        maps to cut_pct) instead of POST /v1/events */
     int openadr;
+    /* two controllers failing over on three etcd members (etcd on PATH);
+       the leader SIGKILLed a third into the event: one line with the
+       takeover time and the caps that lapsed (docs/controller.md) */
+    int failover;
     /* the agents' predictor: written to model_path, fitted on data the
        callback may keep in dir; 0 on success */
     int (*fit_model)(void *ud, const char *dir, const char *model_path);
