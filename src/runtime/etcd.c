@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "agent_client.h"
-
-struct pfi_etcd {
-    pthread_mutex_t mu;
-    CURL *curl;
-    char *endpoints[PFI_ETCD_MAX_ENDPOINTS];
-    size_t n, cur;
-    char *prefix;
-    size_t prefix_len;
-    double timeout_s;
-    char *ca_file, *cert_file, *key_file, *user, *password;
-    char token[512]; /* "" until authenticated */
-};
+#include "etcd_internal.h"
 
 static char *dup_or_null(const char *s)
 {
@@ -117,8 +106,9 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* one POST to one endpoint: 0 answered (any HTTP status), -1 no answer */
-static int post(pfi_etcd *e, size_t ep, const char *path, const char *body, double timeout_s,
-                body_buf *b, long *code, char *why, size_t nwhy)
+int pfi_etcd_post_with(pfi_etcd *e, size_t ep, const char *path, const char *body, double timeout_s,
+                       size_t (*write_fn)(char *, size_t, size_t, void *), void *write_ud,
+                       long *code, char *why, size_t nwhy)
 {
     char url[1024], auth[600];
     snprintf(url, sizeof url, "%s%s", e->endpoints[ep], path);
@@ -136,8 +126,8 @@ static int post(pfi_etcd *e, size_t ep, const char *path, const char *body, doub
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s * 1000));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_fn);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, write_ud);
     if (e->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
     if (e->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file);
     if (e->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file);
@@ -146,13 +136,19 @@ static int post(pfi_etcd *e, size_t ep, const char *path, const char *body, doub
     *code = 0;
     if (rc != CURLE_OK) {
         snprintf(why, nwhy, "%s: %s", e->endpoints[ep], curl_easy_strerror(rc));
-        return rc == CURLE_OPERATION_TIMEDOUT ? -2 : -1;
+        return rc == CURLE_OPERATION_TIMEDOUT ? -2 : rc == CURLE_WRITE_ERROR ? -3 : -1;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, code);
     return 0;
 }
 
-static void strip_prefix(const pfi_etcd *e, pfi_etcd_kv *kv)
+static int post(pfi_etcd *e, size_t ep, const char *path, const char *body, double timeout_s,
+                body_buf *b, long *code, char *why, size_t nwhy)
+{
+    return pfi_etcd_post_with(e, ep, path, body, timeout_s, on_data, b, code, why, nwhy);
+}
+
+void pfi_etcd_strip_prefix(const pfi_etcd *e, pfi_etcd_kv *kv)
 {
     if (e->prefix_len && kv->key_len >= e->prefix_len &&
         !memcmp(kv->key, e->prefix, e->prefix_len)) {
@@ -186,8 +182,8 @@ static int call_one(pfi_etcd *e, size_t ep, const char *path, const char *body, 
         *st = pfi_errorf(err, PFI_ESTATE, "%s: %s (gRPC code %d)", name, a->message, a->code);
         return a->code == PFI_ETCD_GRPC_UNAVAILABLE ? -1 : 0;
     }
-    for (size_t i = 0; i < a->nkvs; i++) strip_prefix(e, &a->kvs[i]);
-    for (size_t i = 0; i < a->nevents; i++) strip_prefix(e, &a->events[i].kv);
+    for (size_t i = 0; i < a->nkvs; i++) pfi_etcd_strip_prefix(e, &a->kvs[i]);
+    for (size_t i = 0; i < a->nevents; i++) pfi_etcd_strip_prefix(e, &a->events[i].kv);
     return 0;
 }
 
@@ -250,7 +246,7 @@ pfi_status pfi_etcd_call(pfi_etcd *e, const char *path, const char *body, double
 }
 
 /* the prefixed key, base64 */
-static char *key64(const pfi_etcd *e, const char *key)
+char *pfi_etcd_key64(const pfi_etcd *e, const char *key)
 {
     size_t k = strlen(key);
     char *full = malloc(e->prefix_len + k + 1);
@@ -264,7 +260,7 @@ static char *key64(const pfi_etcd *e, const char *key)
 
 /* range_end for every key starting with key: the key with its last byte
    below 0xff incremented (etcd's "prefix" rule, clientv3.GetPrefixRangeEnd) */
-static char *prefix_end64(const pfi_etcd *e, const char *key)
+char *pfi_etcd_prefix_end64(const pfi_etcd *e, const char *key)
 {
     size_t k = strlen(key), n = e->prefix_len + k;
     unsigned char *full = malloc(n + 1);
@@ -285,7 +281,7 @@ static char *prefix_end64(const pfi_etcd *e, const char *key)
 /* sets key (and range_end) in object o; -1 out of memory */
 static int set_key(const pfi_etcd *e, json_t *o, const char *key, int prefix)
 {
-    char *k = key64(e, key), *end = prefix ? prefix_end64(e, key) : NULL;
+    char *k = pfi_etcd_key64(e, key), *end = prefix ? pfi_etcd_prefix_end64(e, key) : NULL;
     int rc = !k || (prefix && !end) ? -1 : 0;
     if (!rc) json_object_set_new(o, "key", json_string(k));
     if (!rc && prefix) json_object_set_new(o, "range_end", json_string(end));
@@ -451,7 +447,7 @@ pfi_status pfi_etcd_campaign(pfi_etcd *e, const char *name, long long lease, con
                              double timeout_s, pfi_etcd_answer *a, pfi_error *err)
 {
     json_t *j = json_object();
-    char *k = key64(e, name);
+    char *k = pfi_etcd_key64(e, name);
     if (j && k) {
         json_object_set_new(j, "name", json_string(k));
         json_object_set_new(j, "lease", i64(lease));
@@ -467,7 +463,7 @@ pfi_status pfi_etcd_campaign(pfi_etcd *e, const char *name, long long lease, con
 pfi_status pfi_etcd_leader(pfi_etcd *e, const char *name, pfi_etcd_answer *a, pfi_error *err)
 {
     json_t *j = json_object();
-    char *k = key64(e, name);
+    char *k = pfi_etcd_key64(e, name);
     if (j && k) json_object_set_new(j, "name", json_string(k));
     else json_decref(j), j = NULL;
     free(k);

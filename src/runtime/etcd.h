@@ -108,4 +108,19 @@ pfi_status pfi_etcd_resign(pfi_etcd *e, const pfi_etcd_answer *campaign, pfi_err
 
 int pfi_etcd_nospace(const pfi_etcd_answer *a);
 
+/* Watching a prefix: follow calls cb with every change to keys starting
+   with key_prefix after revision *rev, for up to wait_s seconds (one
+   streamed POST /v3/watch from *rev + 1, with progress_notify), and moves
+   *rev to the last revision seen. When etcd has compacted past *rev + 1
+   (the watch is cancelled with compact_revision), or *rev is 0, it reads
+   the whole prefix at the current revision R instead, calls snapshot with
+   it, and watches on from R + 1: a watcher never misses a change, whether
+   its watch was compacted away or stalled. cb and snapshot return 0 to go
+   on. PFI_OK when wait_s passed or a callback stopped it. */
+typedef int (*pfi_etcd_change_fn)(void *ud, const pfi_etcd_watch_event *ev);
+typedef int (*pfi_etcd_snapshot_fn)(void *ud, const pfi_etcd_answer *range);
+pfi_status pfi_etcd_follow(pfi_etcd *e, const char *key_prefix, long long *rev, double wait_s,
+                           pfi_etcd_change_fn cb, pfi_etcd_snapshot_fn snapshot, void *ud,
+                           pfi_error *err);
+
 #endif

@@ -220,6 +220,62 @@ static void check_txn(pfi_etcd *e)
     pfi_etcd_answer_free(&a);
 }
 
+/* pfi_etcd_follow: changes after a revision, a compacted watch resynced */
+typedef struct seen {
+    int changes, snapshots, deleted;
+    size_t snapshot_keys;
+} seen;
+static int on_change(void *ud, const pfi_etcd_watch_event *ev)
+{
+    seen *s = ud;
+    s->changes++;
+    s->deleted += ev->deleted;
+    return s->changes >= 3; /* stop once the three changes came */
+}
+static int on_snapshot(void *ud, const pfi_etcd_answer *a)
+{
+    seen *s = ud;
+    s->snapshots++;
+    s->snapshot_keys = a->nkvs;
+    return 0;
+}
+
+static void check_watch(pfi_etcd *e)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    CHECK(!pfi_etcd_put(e, "w/a", "1", 1, 0, &a, &err), "%s", err.msg);
+    long long r0 = a.revision;
+    pfi_etcd_answer_free(&a);
+    CHECK(!pfi_etcd_put(e, "w/b", "2", 1, 0, &a, &err), "%s", err.msg);
+    pfi_etcd_answer_free(&a);
+    CHECK(!pfi_etcd_put(e, "other", "x", 1, 0, &a, &err), "%s", err.msg);
+    pfi_etcd_answer_free(&a);
+    pfi_etcd_op del = {PFI_ETCD_OP_DELETE, "w/a", NULL, 0, 0, 0};
+    CHECK(!pfi_etcd_txn(e, NULL, 0, &del, 1, NULL, 0, &a, &err), "%s", err.msg);
+    long long r_del = a.revision;
+    pfi_etcd_answer_free(&a);
+    /* from r0 - 1: the put of w/a, of w/b, the delete of w/a; not "other" */
+    seen s = {0};
+    long long rev = r0 - 1;
+    double t0 = now_s();
+    CHECK(!pfi_etcd_follow(e, "w/", &rev, 10, on_change, on_snapshot, &s, &err), "%s", err.msg);
+    CHECK(s.changes == 3 && s.deleted == 1 && !s.snapshots && rev == r_del && now_s() - t0 < 5,
+          "follow: %d changes (%d deletes), %d snapshots, revision %lld (want %lld)", s.changes,
+          s.deleted, s.snapshots, rev, r_del);
+    /* compacted past where the watcher was: it reads the prefix whole and goes on */
+    char body[128];
+    snprintf(body, sizeof body, "{\"revision\":\"%lld\"}", r_del);
+    CHECK(!pfi_etcd_call(e, "/v3/kv/compaction", body, 0, &a, &err), "%s", err.msg);
+    pfi_etcd_answer_free(&a);
+    memset(&s, 0, sizeof s);
+    rev = r0 - 1;
+    CHECK(!pfi_etcd_follow(e, "w/", &rev, 1.5, on_change, on_snapshot, &s, &err), "%s", err.msg);
+    CHECK(s.snapshots == 1 && s.snapshot_keys == 1 && rev >= r_del && !s.changes,
+          "after a compaction: %d snapshots of %zu keys, revision %lld", s.snapshots,
+          s.snapshot_keys, rev);
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: etcd_check ENDPOINTS PREFIX suite|get KEY|put KEY VALUE\n");
@@ -246,6 +302,7 @@ int main(int argc, char **argv)
         check_kv(e, eo);
         check_txn(e);
         check_election(e, e2);
+        check_watch(e);
         pfi_etcd_close(e2);
         pfi_etcd_close(eo);
         printf("ok: %d checks\n", nchecks);

@@ -173,14 +173,15 @@ static int pull_generations(ctl *c, long long term)
         ctl_log(c, "error: failover: reading the base generations: %s", err.msg);
         return -1;
     }
-    qsort(a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp);
+    if (a.nkvs) qsort(a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp); /* none: kvs is NULL */
     store_batch b = {0};
     int bad = 0;
     for (size_t i = 0; !bad && i < c->io.nagents; i++) {
         ctl_agent *ag = &c->io.agent[i];
         char key[128];
         snprintf(key, sizeof key, "base/%s", ag->name);
-        pfi_etcd_kv k = {.key = key}, *hit = bsearch(&k, a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp);
+        pfi_etcd_kv k = {.key = key},
+                    *hit = a.nkvs ? bsearch(&k, a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp) : NULL;
         long long g = 0;
         if (hit) g = atoll(hit->value) + term;
         else {
