@@ -16,10 +16,16 @@
 #     over; on SIGCONT the stopped one pushes nothing an agent admits;
 #   - pfi controller handover: the leader hands over to the warm standby,
 #     and refuses when none is warm;
+#   - the leader cut off from etcd but not from its agents (its etcd traffic
+#     through relays, SIGSTOPped): it fences itself, the other takes over,
+#     and no push of the cut-off one is admitted after the new leader's;
 #   - a follower's read-only views show the leader's events, its lag
 #     (pfi_ctl_store_lag_seconds) under 3 s;
 #   - pfi event given the controllers in order (a dead one, the follower,
 #     the leader) reaches the leader;
+#   - quorum lost (two etcd members stopped): no controller leads, the
+#     agents' leases run out and the caps are restored; with quorum back a
+#     leader caps them again;
 #   - from the agents' own logs: per agent, the admitted generations never go
 #     backwards, and once a controller of a higher term is admitted no write
 #     of an earlier term is.
@@ -90,7 +96,7 @@ num "$lag" "<" 3 || fail "the follower's lag: '$lag' s"; ok
 # ---- SIGKILL the leader: ctl-b takes over before the agents' leases (8 s) lapse
 # (a sampler records GPU 0's cap on both agents every 0.1 s from here to the end)
 ( while :; do echo "$(acap "$P1") $(acap "$P2")" >>"$T/caps"; sleep 0.1; done ) &
-PIDS="$PIDS $!"
+SAMPLER=$!; PIDS="$PIDS $SAMPLER"
 T0=$(date +%s.%N)
 stop_daemon "$CPID_a" KILL
 wait_for 15 "ctl-b leads and pushes" 'granted_to ctl-b && both_capped'
@@ -131,7 +137,39 @@ wait_for 15 "ctl-b leads after the handover and pushes" '[ "$(role "$URL_b")" = 
 stop_daemon "$CPID_a" TERM
 expect_error 1 "no standby controller is warm" "$PFI" controller handover --controller "$URL_b" --token-file "$T/ctok"
 
+# ---- ctl-a cut off from etcd but not from its agents (its etcd requests go through
+# relays, tests/tools/tcp_relay.py, SIGSTOPped): it fences itself at its keepalive
+# deadline and ctl-b takes over; no push of ctl-a is admitted after ctl-b's
+i=1; RELAYS=; RPIDS=
+for ep in $(echo "$ETCD_EPS" | tr , ' '); do
+  echo "${ep##*:}" >"$T/etcd$i.port"
+  start_daemon "relay $i" "$T/relay$i.log" "$T/relay$i.port" python3 "$SRC/tests/tools/tcp_relay.py" \
+    --port-file "$T/relay$i.port" --to-port-file "$T/etcd$i.port"
+  RELAYS="${RELAYS:+$RELAYS, }\"http://127.0.0.1:$DPORT\""; RPIDS="$RPIDS $DPID"; i=$((i + 1))
+done
+sed "s|\"etcd\": \[[^]]*\]|\"etcd\": [$RELAYS]|" "$T/ctl-a.json" >"$T/ctl-a.relay" && mv "$T/ctl-a.relay" "$T/ctl-a.json"
+contains "$T/ctl-a.json" "$RELAYS"
+start_ctl a
+wait_for 20 "ctl-a (through the relays) warm" 'etcdctl --endpoints="$ETCD_EPS" get /pfi/test/members/ctl-a 2>/dev/null | grep -q "^ctl-a$"'
+n_a=$(grep -c "/ctl-a generation" "$T/a1.log")
+expect_status 0 "$PFI" controller handover --controller "$URL_b" --token-file "$T/ctok"
+wait_for 15 "ctl-a leads and pushes" '[ "$(role "$URL_a")" = leader ] && [ "$(grep -c "/ctl-a generation" "$T/a1.log")" -gt "$n_a" ]'
+lacks "$T/ctl-b.log" "ALARM: failover: this controller's configuration"
+grants() { grep -c "lease granted: controller [^ ]*/$1 " "$2"; } # NAME LOG
+nb1=$(grants ctl-b "$T/a1.log"); nb2=$(grants ctl-b "$T/a2.log")
+for p in $RPIDS; do kill -STOP "$p"; done
+wait_for 15 "ctl-b takes over from ctl-a cut off from etcd" '[ "$(grants ctl-b "$T/a1.log")" -gt "$nb1" ] && [ "$(grants ctl-b "$T/a2.log")" -gt "$nb2" ]'
+contains "$T/ctl-a.log" "ctl-a no longer leads"
+for p in $RPIDS; do kill -CONT "$p"; done
+wait_for 15 "ctl-a, back in touch with etcd, follows" '[ "$(role "$URL_a")" = follower ]'
+for a in 1 2; do # after ctl-b's first push since the cut, none of ctl-a's
+  eval "n=\$nb$a"
+  awk -v n="$n" '/lease granted: controller [^ ]*\/ctl-b / {b++} b > n && /lease (granted|taken over): controller [^ ]*\/ctl-a / {exit 1}' "$T/a$a.log" ||
+    fail "agent $a admitted ctl-a after ctl-b took over from it"; ok
+done
+
 # ---- the GPUs stayed capped throughout (no sample at the 700 W baseline)
+kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null
 awk 'NF == 2 && ($1 >= 700 || $2 >= 700) {bad++} END {exit bad > 0}' "$T/caps" ||
   { grep -c . "$T/caps" >&2; fail "a GPU uncapped during the failovers"; }; ok
 [ "$(awk 'NF == 2' "$T/caps" | wc -l)" -ge 20 ] || fail "the sampler took $(wc -l <"$T/caps") samples"; ok
@@ -145,4 +183,14 @@ for a in 1 2; do
     { cat "$T/gens$a" >&2; fail "agent $a admitted a generation below an earlier one"; }; ok
   grep -q "lease of controller .* expired" "$T/a$a.log" && { show_logs; fail "agent $a's lease lapsed"; }; ok
 done
+# ---- quorum lost (two of the three etcd members stopped): the leader steps down,
+# nobody pushes, the agents' leases (8 s) run out and the GPUs go back to their
+# baselines, as without a controller; with quorum back, a leader caps them again
+kill -STOP "$ETCD_PID_2" "$ETCD_PID_3"
+wait_for 20 "no controller leads without quorum" '[ "$(role "$URL_a")" = follower ] && [ "$(role "$URL_b")" = follower ]'
+uncapped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c >= 699.5)}'; }
+wait_for 20 "the agents' leases run out: caps restored" 'uncapped "$P1" && uncapped "$P2"'
+kill -CONT "$ETCD_PID_2" "$ETCD_PID_3"
+wait_for 30 "a leader again, the GPUs capped again" 'both_capped'
+
 done_ok

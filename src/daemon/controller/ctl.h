@@ -100,8 +100,9 @@ typedef struct ctl_cfg {
         double ttl_s, timeout_s;
         char ca_file[1024], cert_file[1024], key_file[1024], user[128], password_file[1024];
         /* the configuration's hash without the keys each controller has its
-           own (listen, db, log, tls_cert, tls_key, failover.name): FNV-1a 64
-           of the rest, keys sorted; compared with the leader's */
+           own (listen, db, log, tls_cert, tls_key; failover's name, etcd,
+           ca_file, cert_file, key_file, user, password_file): FNV-1a 64 of
+           the rest, keys sorted; compared with the leader's */
         char config_hash[17];
     } fo;
     int default_tier, dry_run;

@@ -612,7 +612,12 @@ static void config_hash(json_t *o, ctl_cfg *c)
     json_t *j = json_deep_copy(o);
     static const char *const own[] = {"listen", "db", "log", "tls_cert", "tls_key"};
     for (size_t i = 0; j && i < sizeof own / sizeof *own; i++) json_object_del(j, own[i]);
-    json_object_del(json_object_get(j, "failover"), "name");
+    /* each controller's own way to etcd: its name, the members it lists
+       (its local one first, a relay), its certificate and credentials */
+    static const char *const own_fo[] = {"name",      "etcd",     "ca_file",      "cert_file",
+                                         "key_file", "user", "password_file"};
+    for (size_t i = 0; j && i < sizeof own_fo / sizeof *own_fo; i++)
+        json_object_del(json_object_get(j, "failover"), own_fo[i]);
     char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     unsigned long long h = 1469598103934665603ULL;
     for (const char *p = s; p && *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
