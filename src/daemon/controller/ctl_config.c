@@ -614,7 +614,7 @@ static void config_hash(json_t *o, ctl_cfg *c)
     for (size_t i = 0; j && i < sizeof own / sizeof *own; i++) json_object_del(j, own[i]);
     /* each controller's own way to etcd: its name, the members it lists
        (its local one first, a relay), its certificate and credentials */
-    static const char *const own_fo[] = {"name",      "etcd",     "ca_file",      "cert_file",
+    static const char *const own_fo[] = {"name",     "etcd", "ca_file",      "cert_file",
                                          "key_file", "user", "password_file"};
     for (size_t i = 0; j && i < sizeof own_fo / sizeof *own_fo; i++)
         json_object_del(json_object_get(j, "failover"), own_fo[i]);
