@@ -20,7 +20,8 @@
 #     through relays, SIGSTOPped): it fences itself, the other takes over,
 #     and no push of the cut-off one is admitted after the new leader's;
 #   - a follower's read-only views show the leader's events, its lag
-#     (pfi_ctl_store_lag_seconds) under 3 s;
+#     (pfi_ctl_store_lag_seconds) under 3 s; its /metrics leave the
+#     cluster's and the jobs' series to the leader;
 #   - pfi event given the controllers in order (a dead one, the follower,
 #     the leader) reaches the leader;
 #   - quorum lost (two etcd members stopped): no controller leads, the
@@ -88,6 +89,14 @@ CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer 
 [ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
 wait_for 30 "caps on both agents from ctl-a" 'both_capped && granted_to ctl-a'
 grep -q "/ctl-b " "$T/a1.log" "$T/a2.log" && fail "the follower pushed"; ok
+# the follower's /metrics leave the cluster's and the jobs' series to the leader
+curl -s -m 2 "$URL_b/metrics" >"$T/metrics_b"; curl -s -m 2 "$URL_a/metrics" >"$T/metrics_a"
+contains "$T/metrics_b" 'pfi_ctl_leader{role="follower"} 0'
+lacks "$T/metrics_b" "pfi_ctl_agents_up"
+lacks "$T/metrics_b" "pfi_ctl_job_"
+contains "$T/metrics_a" 'pfi_ctl_leader{role="leader"} 1'
+contains "$T/metrics_a" "pfi_ctl_agents_up 2"
+contains "$T/metrics_a" "pfi_ctl_job_power_watts"
 # the follower's read-only views: the leader's event, its lag under 3 s
 wait_for 10 "the follower shows the leader's event" 'curl -s -m 2 "$URL_b/v1/events" | grep -q "\"id\":\"long\""'
 lag=$(curl -s -m 2 "$URL_b/metrics" | awk '$1 == "pfi_ctl_store_lag_seconds" {print $2}')

@@ -738,13 +738,19 @@ char *ctl_view_metrics(ctl *c, size_t *len)
     view *v = view_take(c, 0);
     if (!v) return NULL;
     pfi_buf b = {0};
-    cluster_metrics(v, &b);
+    /* a follower (failover) leaves the cluster's, the events' and the jobs'
+       series to the leader: its own are stale (it polls no agent), and its
+       pfi_ctl_agents_up of 0 would fire PfiControllerAgentsUnreachable */
+    int lead = strcmp(v->role, "follower") != 0;
+    if (lead) cluster_metrics(v, &b);
     openadr_metrics(v, &b);
     vtn_metrics(v, &b);
-    event_metrics(c, v, &b);
-    job_power_metrics(v, &b);
-    job_baseline_metrics(v, &b);
-    job_profile_metrics(v, &b);
+    if (lead) {
+        event_metrics(c, v, &b);
+        job_power_metrics(v, &b);
+        job_baseline_metrics(v, &b);
+        job_profile_metrics(v, &b);
+    }
     loop_metrics(v, &b);
     view_free(v);
     ctl_offer_metrics(c, &b);
