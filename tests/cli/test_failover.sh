@@ -4,6 +4,8 @@
 # members on loopback, two agents on simulated GPUs, controllers ctl-a and
 # ctl-b with the same configuration. At clock scale 1 (etcd's TTL cannot
 # be scaled).
+#   - a bad "failover" key is a one-line error naming it; a lease_s too
+#     short for a takeover keeps the controller from starting;
 #   - one leads (its pushes carry its name), the other follows: it pushes
 #     nothing, commits an event POSTed to it to the store's inbox (202; the
 #     leader adds it next period) and answers other writes with 503 naming
@@ -65,6 +67,21 @@ capped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c < 700)}'
 both_capped() { capped "$P1" && capped "$P2"; }
 granted_to() { grep -q "lease granted: controller pfi-controller@[^ ]*/$1 \|controller pfi-controller@[^ ]*/$1 generation [0-9]* replaces" "$T/a1.log" "$T/a2.log" && \
   grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
+
+# ---- a bad "failover" key is a one-line error naming it (exit 2); a lease_s too short
+# for a takeover keeps the controller from starting (exit 1, naming the bound)
+bad_cfg() { sed "s|\"failover\": {[^}]*}|\"failover\": $1|" "$T/ctl-a.json" >"$T/bad.json"; }
+bad_cfg '{"etcd": ["http://127.0.0.1:1"], "prefix": "pfi"}'
+expect_error 2 "failover.prefix: expected a prefix ending in '/'" "$CTL" --config "$T/bad.json"
+bad_cfg '{"etcd": ["ftp://127.0.0.1:1"]}'
+expect_error 2 "failover.etcd[0]: expected an http:// or https:// URL" "$CTL" --config "$T/bad.json"
+bad_cfg '{"etcd": ["http://127.0.0.1:1"], "ttl": 2}'
+expect_error 2 "failover" "$CTL" --config "$T/bad.json"
+bad_cfg '{"etcd": ["http://127.0.0.1:1"], "name": "a b"}'
+expect_error 2 "failover.name: expected [A-Za-z0-9._-]" "$CTL" --config "$T/bad.json"
+sed 's/"lease_s": 8/"lease_s": 3/; s|"log": "[^"]*",||' "$T/ctl-a.json" >"$T/bad.json"
+expect_status 1 "$CTL" --config "$T/bad.json" --listen 127.0.0.1:0
+contains "$T/err" "lease_s 3 s is below 2 x ttl_s + agent_timeout_s + the period + 1 s"
 
 start_ctl a
 wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'

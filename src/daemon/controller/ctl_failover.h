@@ -11,8 +11,9 @@
  *   - commits each period's authoritative rows guarded by
  *     create_revision(PREFIX/leader) (ctl_store_etcd.c): a deposed
  *     leader's commit is refused and its push not sent.
- * A follower runs no period (no collection, no push) and answers writes
- * with 503 naming the leader. On winning, the loop pulls the store's state
+ * A follower runs no period (no collection, no push), commits an event
+ * POSTed to it to the store's inbox for the leader, and answers other
+ * writes with 503 naming the leader. On winning, the loop pulls the store's state
  * (ctl_store_etcd.c) and runs a period at once. */
 #ifndef PFI_CTL_FAILOVER_H
 #define PFI_CTL_FAILOVER_H
