@@ -124,8 +124,10 @@ int pfi_etcd_post_with(pfi_etcd *e, size_t ep, const char *path, const char *bod
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_s * 1000));
+    /* at least 1 ms: curl takes 0 as no deadline at all */
+    long ms = timeout_s * 1000 >= 1 ? (long)(timeout_s * 1000) : 1;
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_fn);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, write_ud);
     if (e->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);

@@ -113,7 +113,7 @@ pfi_status pfi_etcd_follow(pfi_etcd *e, const char *key_prefix, long long *rev, 
     double end = pfi_wall_monotonic() + wait_s;
     int stop = 0;
     long long compacted = *rev <= 0;
-    for (int fails = 0; !stop && pfi_wall_monotonic() < end;) {
+    for (int fails = 0; !stop && end - pfi_wall_monotonic() >= 0.01;) {
         if (compacted) {
             pfi_status st = resync(e, key_prefix, rev, snapshot, ud, &stop, err);
             if (st) return st;
