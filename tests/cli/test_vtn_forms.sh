@@ -126,12 +126,16 @@ up B 3.1.1 1 '"program_id": "prog-1",' --echo-challenge path --short-pages 2 --l
 # b1: stamped without an offset; two values over PT16S now, interval id 7:
 # two steps (b1.0, b1.1), each reported under the VTN's event id and the
 # interval's own id (User Guide 7.3)
-event "$V/events/b1.json" b1 0001-01-01T00:00:00Z 3.1.1
-sed -i 's/"createdDateTime":"[^"]*","modificationDateTime":"[^"]*"/"createdDateTime":"2026-03-20 14:58:51","modificationDateTime":"2026-03-20 14:58:51"/; s/"PT1H"/"PT16S"/; s/"values":\[1.0\]/"values":[1.0,1.2]/; s/"intervals":\[{"id":0,/"intervals":[{"id":7,/' "$V/events/b1.json"
+# (each edited event is written beside the VTN's folder and moved in whole:
+# a poll between the write and the edit would serve another version)
+event "$S/b1.json" b1 0001-01-01T00:00:00Z 3.1.1
+sed -i 's/"createdDateTime":"[^"]*","modificationDateTime":"[^"]*"/"createdDateTime":"2026-03-20 14:58:51","modificationDateTime":"2026-03-20 14:58:51"/; s/"PT1H"/"PT16S"/; s/"values":\[1.0\]/"values":[1.0,1.2]/; s/"intervals":\[{"id":0,/"intervals":[{"id":7,/' "$S/b1.json"
+mv "$S/b1.json" "$V/events/b1.json"
 for i in 2 3 4; do event "$V/events/b$i.json" "b$i" "2030-02-0${i}T00:00:00Z" 3.1.1; done
 # three values over PT3H: three steps of an hour (User Guide 7.3)
-event "$V/events/b5.json" b5 2030-02-05T00:00:00Z 3.1.1
-sed -i 's/"PT1H"/"PT3H"/; s/"values":\[1.0\]/"values":[3.0,2.0,1.0]/' "$V/events/b5.json"
+event "$S/b5.json" b5 2030-02-05T00:00:00Z 3.1.1
+sed -i 's/"PT1H"/"PT3H"/; s/"values":\[1.0\]/"values":[3.0,2.0,1.0]/' "$S/b5.json"
+mv "$S/b5.json" "$V/events/b5.json"
 wait_for 60 "b1.0 active (B)" 'ev_is b1.0 active'; ok
 wait_for 30 "the caps lowered (B)" 'num "$(hw_cap 0)" "<" 700'; ok
 sub_reported() { grep -l "\"reportName\":\"pfi b1.$1#" "$V/reports/"*.json 2>/dev/null | head -1; }
