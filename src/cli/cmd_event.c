@@ -294,7 +294,13 @@ static int event_one(const char *act, const event_args *a, const cli_ctl *c, con
            what happened, not the bare status */
         json_t *o = json_loadb(r.body, r.len, 0, NULL);
         const char *st = json_string_value(json_object_get(o, "status"));
-        if (st && !strcmp(st, "active")) printf("%s cancelled: ending (ramp down)\n", id);
+        const char *by = json_string_value(json_object_get(o, "accepted_by"));
+        const char *leader = json_string_value(json_object_get(o, "leader"));
+        if (by) /* a follower committed it for the leader (202; ctl_inbox.h) */
+            printf("%s: the cancel committed by %s for the leader %s, who cancels it at its next "
+                   "period\n",
+                   id, by, leader ? leader : "?");
+        else if (st && !strcmp(st, "active")) printf("%s cancelled: ending (ramp down)\n", id);
         else if (!st || !strcmp(st, "cancelled")) printf("%s cancelled\n", id);
         else printf("%s cancelled (status %s)\n", id, st);
         json_decref(o);

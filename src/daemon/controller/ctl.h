@@ -441,6 +441,9 @@ pfi_status ctl_event_add(ctl *c, const pfi_grid_event *ev, const char *who, int 
                          pfi_error *err);
 pfi_status ctl_event_cancel(ctl *c, const char *id, const char *who, pfi_error *err);
 ctl_event *ctl_event_find(ctl *c, const char *id);
+/* id is another event's (1, err says whose: the API answers 409), or free
+ * (0); api_change_ok: a scheduled api event's id may be POSTed again */
+int ctl_event_id_taken(ctl *c, const char *id, int api_change_ok, pfi_error *err);
 /* the class of a source's bound: "grid" (openadr), "trigger", "operator"
  * (api, schedule); the events of a class scheduled or running */
 const char *ctl_event_class(const char *source);
@@ -498,6 +501,10 @@ int ctl_db_load_mem(ctl *c);
  * done, its steps as listed by /v1/events) or err. */
 int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, const char *who,
                      json_t **answer, pfi_error *err);
+/* the checks of ctl_openadr_take without its effects (a follower, before
+ * it commits a webhook's notification for the leader: ctl_inbox.c): 0 with
+ * the event's id (or ""), or an error */
+int ctl_openadr_check(ctl *c, const char *json, size_t len, char *id, size_t id_n, pfi_error *err);
 /* the summary of rejection lines not logged in a minute that has ended
  * (pfi_oadr_log_due), if any (lock held; the control loop, each period) */
 void ctl_openadr_log_due(ctl *c);
@@ -575,6 +582,8 @@ void ctl_vtn_stop(ctl *c);
 int ctl_operators_open(ctl *c);
 /* the operator named name (NULL: none) */
 const struct ctl_cfg_operator *ctl_operator_find(const ctl *c, const char *name);
+/* who may cancel e (DELETE /v1/events/ID): 1, or 0 (403) */
+int ctl_operator_may_cancel(ctl *c, const char *who, const ctl_event *e);
 /* the VTN's callback token is no operator's: 0, or -1 (logged) */
 int ctl_operators_grid_check(ctl *c);
 /* httpd.h's authorize for the API (ud: the ctl) */

@@ -163,3 +163,22 @@ pfi_status ctl_event_cancel(ctl *c, const char *id, const char *who, pfi_error *
     ctl_store(c)->event_put(c, e); /* failover: in etcd too (ctl_store.h) */
     return PFI_OK;
 }
+
+/* An id names one event of one source (issue 41: a trigger naming a
+   scheduled event's id replaced it, the grid's included, and then let
+   control cancel it). A trigger never reuses an id; POST /v1/events
+   (scope events) changes only a scheduled event of its own source, api:
+   a schedule file's is changed in the file, the grid's by the VTN, a
+   trigger's not at all. */
+int ctl_event_id_taken(ctl *c, const char *id, int api_change_ok, pfi_error *err)
+{
+    const ctl_event *old = ctl_event_find(c, id);
+    if (!old) return 0;
+    if (api_change_ok && !strcmp(old->ev.source, "api") && old->status == CTL_EV_SCHEDULED)
+        return 0;
+    pfi_errorf(err, PFI_ESTATE,
+               "event %s already exists (source %s, %s): only a scheduled api event is "
+               "changed by POST /v1/events; give this one a new id",
+               id, old->ev.source, ctl_event_status_name(old->status));
+    return 1;
+}

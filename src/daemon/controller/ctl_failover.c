@@ -294,37 +294,6 @@ int ctl_failover_may_push(ctl *c)
     return ok;
 }
 
-/* the inbox (ctl_failover_inbox_post) into the leader's events: each added
-   as if POSTed here, then deleted (if not written again meanwhile) */
-static void inbox_apply(ctl *c, ctl_failover *f)
-{
-    pfi_etcd_answer a;
-    pfi_error err = {0};
-    if (pfi_etcd_range_prefix(f->kv, "inbox/", 0, &a, &err)) return; /* next turn */
-    for (size_t i = 0; i < a.nkvs; i++) {
-        json_t *j = json_loadb(a.kvs[i].value, a.kvs[i].value_len, 0, NULL);
-        const char *t = json_string_value(json_object_get(j, "event"));
-        const char *who = json_string_value(json_object_get(j, "who"));
-        pfi_grid_event ev;
-        pfi_error e;
-        int updated = 0;
-        if (!t || pfi_grid_event_parse(t, strlen(t), &ev, &e))
-            ctl_log(c, "warning: failover: etcd %s: not an event; dropped", a.kvs[i].key);
-        else {
-            pthread_mutex_lock(&c->mu);
-            pfi_status st = ctl_event_add(c, &ev, who ? who : "", &updated, &e);
-            pthread_mutex_unlock(&c->mu);
-            if (st) ctl_log(c, "warning: failover: event %s from a follower: %s", ev.id, e.msg);
-        }
-        json_decref(j);
-        pfi_etcd_cmp same = {a.kvs[i].key, PFI_ETCD_MOD, a.kvs[i].mod_revision, NULL};
-        pfi_etcd_op del = {PFI_ETCD_OP_DELETE, a.kvs[i].key, NULL, 0, 0, 0};
-        pfi_etcd_answer d;
-        if (!pfi_etcd_txn(f->kv, &same, 1, &del, 1, NULL, 0, &d, &err)) pfi_etcd_answer_free(&d);
-    }
-    pfi_etcd_answer_free(&a);
-}
-
 int ctl_failover_turn(ctl *c)
 {
     ctl_failover *f = c->fo;
@@ -340,10 +309,7 @@ int ctl_failover_turn(ctl *c)
         }
         return 0;
     }
-    if (taken) {
-        inbox_apply(c, f);
-        return 1;
-    }
+    if (taken) return 1;
     if (ctl_store(c)->pull(c)) return 0; /* logged; tried again next turn */
     pthread_mutex_lock(&f->mu);
     f->taken = f->won; /* not when it was fenced meanwhile */
@@ -395,46 +361,6 @@ void ctl_failover_counts(ctl *c, ctl_fo_counts *out)
     out->fences = f->fences;
     pthread_mutex_unlock(&f->mu);
     out->nospace = atomic_load(&f->nospace);
-}
-
-void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
-                             struct pfi_http_resp *rs)
-{
-    ctl_failover *f = c->fo;
-    pfi_error pe;
-    if (pfi_grid_event_check(ev, &pe))
-        return pfi_http_error(rs, 400, "event %s: %s", ev->id, pe.msg);
-    if (pfi_grid_event_end(ev) <= pfi_clock_now())
-        return pfi_http_error(rs, 400, "event %s ended before it arrived", ev->id);
-    char *canon = pfi_grid_event_format(ev);
-    json_t *j = canon ? json_pack("{ssss}", "event", canon, "who", who) : NULL;
-    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    free(canon);
-    char key[PFI_EVENT_ID_MAX + 8];
-    snprintf(key, sizeof key, "inbox/%s", ev->id);
-    pfi_etcd_cmp absent = {key, PFI_ETCD_CREATE, 0, NULL};
-    pfi_etcd_op put = {PFI_ETCD_OP_PUT, key, body, body ? strlen(body) : 0, 0, 0};
-    pfi_etcd_answer a;
-    pfi_error err = {0};
-    pfi_status st = body ? pfi_etcd_txn(f->kv, &absent, 1, &put, 1, NULL, 0, &a, &err) : PFI_ENOMEM;
-    free(body);
-    if (st)
-        return pfi_http_error(rs, 503, "event %s not committed to the store: %s", ev->id, err.msg);
-    int created = a.succeeded;
-    pfi_etcd_answer_free(&a);
-    if (!created)
-        return pfi_http_error(rs, 409, "event %s was already submitted and not yet taken", ev->id);
-    char leader[64];
-    ctl_failover_role(c, leader, sizeof leader);
-    json_t *o = json_pack("{ssssssss}", "id", ev->id, "accepted_by", c->cfg.fo.name, "leader",
-                          leader, "status", "committed: the leader adds it at its next period");
-    rs->body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    if (!rs->body) return pfi_http_error(rs, 500, "out of memory");
-    rs->len = strlen(rs->body);
-    rs->code = 202;
-    ctl_log(c, "failover: event %s from %s committed for the leader", ev->id, who[0] ? who : "?");
 }
 
 int ctl_failover_handover(ctl *c, char *why, size_t n)

@@ -11,10 +11,9 @@
  *   - commits each period's authoritative rows guarded by
  *     create_revision(PREFIX/leader) (ctl_store_etcd.c): a deposed
  *     leader's commit is refused and its push not sent.
- * A follower runs no period (no collection, no push), commits an event
- * POSTed to it to the store's inbox for the leader, and answers other
- * writes with 503 naming the leader. On winning, the loop pulls the store's state
- * (ctl_store_etcd.c) and runs a period at once. */
+ * A follower runs no period (no collection, no push) and commits the
+ * writes made to it to the store's inbox for the leader (ctl_inbox.h). On winning, the loop pulls
+ * the store's state (ctl_store_etcd.c) and runs a period at once. */
 #ifndef PFI_CTL_FAILOVER_H
 #define PFI_CTL_FAILOVER_H
 
@@ -64,17 +63,11 @@ int ctl_failover_leads(ctl *c);
 int ctl_failover_may_push(ctl *c);
 /* the store refused a leader's guarded commit: it is deposed */
 void ctl_failover_deposed(ctl *c, const char *why);
-/* a write (POST, DELETE) may be taken here: 1; 0 a follower, rs set to
-   503 naming the leader (the client tries the next controller) */
+/* a write (POST, DELETE) other than the inbox's may be taken here: 1; 0 a
+   follower, rs set to 503 naming the leader (the client tries the next
+   controller) */
 struct pfi_http_resp;
 int ctl_failover_may_write(ctl *c, struct pfi_http_resp *rs);
-/* POST /v1/events on a follower (lock held): the event checked as the
-   leader would, committed to the store's inbox (PREFIX/inbox/ID, created
-   once: a second POST of the id before the leader took it is 409) and
-   answered 202 after the commit; the leader adds it at its next turn
-   (ctl_failover_turn) and deletes it from the inbox */
-void ctl_failover_inbox_post(ctl *c, const pfi_grid_event *ev, const char *who,
-                             struct pfi_http_resp *rs);
 /* POST /v1/failover/handover (a planned switchover): the leader gives up
    its lease once another controller is warm (PREFIX/members/NAME, each
    controller's under its lease) and does not campaign for 3 TTLs: 0 (why:

@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "ctl_failover.h"
+#include "ctl_inbox.h"
 #include "ctl_offer.h"
 #include "daemon_util.h"
 #include "httpd.h"
@@ -63,39 +64,12 @@ static const char *who(const pfi_http_req *rq)
     return rq->who ? rq->who : "";
 }
 
-/* DELETE /v1/events/ID, by the event's source (issue 41): api and schedule
-   events need the scope events; a trigger's, control or events; the
-   grid's (openadr) are the VTN's to change, and an events operator's
-   cancel of one is an override, logged as such (ctl_operators.c let
-   events and control through) */
-static int may_cancel(ctl *c, const pfi_http_req *rq, const ctl_event *e)
-{
-    const struct ctl_cfg_operator *o = ctl_operator_find(c, who(rq));
-    unsigned s = o ? o->scopes : 0;
-    if (!strcmp(e->ev.source, "trigger")) return (s & (CTL_SCOPE_EVENTS | CTL_SCOPE_CONTROL)) != 0;
-    if (!(s & CTL_SCOPE_EVENTS)) return 0;
-    if (!strcmp(e->ev.source, "openadr"))
-        ctl_log(c, "warning: operator %s overrides the grid: cancels OpenADR event %s", who(rq),
-                e->ev.id);
-    return 1;
-}
-
-/* An id names one event of one source (issue 41: a trigger naming a
-   scheduled event's id replaced it, the grid's included, and then let
-   control cancel it). A trigger never reuses an id; POST /v1/events
-   (scope events) changes only a scheduled event of its own source, api:
-   a schedule file's is changed in the file, the grid's by the VTN, a
-   trigger's not at all. 1 with 409 in rs when id is taken so. */
+/* an id another event holds (ctl_event_id_taken): 409 */
 static int id_taken(ctl *c, const char *id, int api_change_ok, pfi_http_resp *rs)
 {
-    const ctl_event *old = ctl_event_find(c, id);
-    if (!old) return 0;
-    if (api_change_ok && !strcmp(old->ev.source, "api") && old->status == CTL_EV_SCHEDULED)
-        return 0;
-    pfi_http_error(rs, 409,
-                   "event %s already exists (source %s, %s): only a scheduled api event is "
-                   "changed by POST /v1/events; give this one a new id",
-                   id, old->ev.source, ctl_event_status_name(old->status));
+    pfi_error e;
+    if (!ctl_event_id_taken(c, id, api_change_ok, &e)) return 0;
+    pfi_http_error(rs, 409, "%s", e.msg);
     return 1;
 }
 
@@ -151,6 +125,7 @@ static void trigger(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     snprintf(ev.source, sizeof ev.source, "trigger");
     int updated = 0;
     unsigned long long before = c->triggers;
+    if (!ctl_failover_leads(c)) return ctl_inbox_event(c, &ev, who(rq), rs);
     if (id_taken(c, ev.id, 0, rs)) return;
     st = ctl_event_add(c, &ev, who(rq), &updated, &e);
     if (st) return pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
@@ -182,7 +157,7 @@ static void event_post(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
     int updated = 0;
     pfi_status st = PFI_OK;
     if (pfi_grid_event_parse(rq->body, rq->len, &ev, &e)) pfi_http_error(rs, 400, "%s", e.msg);
-    else if (!ctl_failover_leads(c)) ctl_failover_inbox_post(c, &ev, who(rq), rs);
+    else if (!ctl_failover_leads(c)) ctl_inbox_event(c, &ev, who(rq), rs);
     else if (id_taken(c, ev.id, 1, rs)) return;
     else if ((st = ctl_event_add(c, &ev, who(rq), &updated, &e)))
         pfi_http_error(rs, ctl_event_http_code(st, 0), "%s", e.msg);
@@ -238,8 +213,9 @@ static void events_route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int 
     if (get) return event_get(c, id, report, rs);
     pthread_mutex_lock(&c->mu);
     ctl_event *e = ctl_event_find(c, id);
-    if (!e) pfi_http_error(rs, 404, "no event %s", id);
-    else if (del && !report && !may_cancel(c, rq, e))
+    if (del && !report && !ctl_failover_leads(c)) ctl_inbox_cancel(c, id, who(rq), rs);
+    else if (!e) pfi_http_error(rs, 404, "no event %s", id);
+    else if (del && !report && !ctl_operator_may_cancel(c, who(rq), e))
         pfi_http_error(rs, 403,
                        "operator %s lacks the scope events (DELETE /v1/events/ID needs it; "
                        "control cancels a trigger's event only)",
@@ -297,6 +273,7 @@ static void webhook(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     json_t *answer = NULL;
     pfi_error e;
+    if (!ctl_failover_leads(c)) return ctl_inbox_webhook(c, rq->body, rq->len, who(rq), rs);
     int code = ctl_openadr_take(c, rq->body, rq->len, "webhook", who(rq), &answer, &e);
     if (answer) json_resp(rs, code, answer);
     else pfi_http_error(rs, code, "%s", e.msg);
@@ -337,6 +314,14 @@ static pthread_mutex_t g_read_gate = PTHREAD_MUTEX_INITIALIZER;
 
 static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get);
 
+/* a write a follower commits to the store's inbox (ctl_inbox.h): POST
+   /v1/events, /v1/trigger, /openadr3/events; DELETE /v1/events/ID */
+static int inbox_write(const char *u, int post)
+{
+    if (!post) return !strncmp(u, "/v1/events/", 11) && !strchr(u + 11, '/');
+    return !strcmp(u, "/v1/events") || !strcmp(u, "/v1/trigger") || !strcmp(u, "/openadr3/events");
+}
+
 static void handle(void *ud, const pfi_http_req *rq, pfi_http_resp *rs)
 {
     int get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
@@ -353,9 +338,8 @@ static void route(ctl *c, const pfi_http_req *rq, pfi_http_resp *rs, int get)
     const char *u = rq->url;
     if (static_page(u, get, rs)) return;
     if (!strcmp(u, "/healthz")) healthz(c, rs);
-    else if ((post || del) && strcmp(u, "/v1/events") && !ctl_failover_may_write(c, rs))
-        return; /* a follower takes only POST /v1/events (into the store's inbox) */
-    else if (del && !ctl_failover_may_write(c, rs)) return;
+    else if ((post || del) && !inbox_write(u, post) && !ctl_failover_may_write(c, rs))
+        return; /* a follower takes only the inbox's writes (ctl_inbox.h) */
     else if (!strcmp(u, "/v1/status")) {
         if (!get) pfi_http_error(rs, 405, "method not allowed (GET)");
         else json_resp(rs, 200, ctl_view_status(c));

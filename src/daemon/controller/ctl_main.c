@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "ctl_failover.h"
+#include "ctl_inbox.h"
 #include "ctl_offer.h"
 #include "ctl_record.h"
 #include "ctl_store.h"
@@ -305,7 +306,10 @@ static void control_loop(ctl *c)
         }
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
-        if (ctl_failover_turn(c)) ctl_period(c); /* a follower runs no period */
+        if (ctl_failover_turn(c)) { /* a follower runs no period */
+            ctl_inbox_apply(c);     /* what followers took for the leader */
+            ctl_period(c);
+        }
         pthread_mutex_lock(&c->mu);
         ctl_openadr_log_due(c); /* a minute's suppressed OpenADR lines, in one */
         if (now >= next_prune) {

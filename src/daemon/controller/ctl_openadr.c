@@ -436,15 +436,13 @@ static pfi_oadr_verdict book_note(ctl *c, const pfi_oadr_event *ev, int deleted,
     return v;
 }
 
-int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, const char *who,
-                     json_t **out, pfi_error *err)
+/* what names us: ven_name, the resources, and in 3.1 the targets we ask
+   the VTN for and the VEN object's own (the business logic's opaque
+   grants, User Guide 8.13: the VTN serves the events of the targets we
+   asked for, so they are ours; issue 42). res: room for
+   CTL_OADR_MAX_RESOURCES + 32 names. */
+static pfi_oadr_opts take_opts(ctl *c, const char **res)
 {
-    *out = NULL;
-    /* what names us: ven_name, the resources, and in 3.1 the targets we ask
-       the VTN for and the VEN object's own (the business logic's opaque
-       grants, User Guide 8.13: the VTN serves the events of the targets we
-       asked for, so they are ours; issue 42) */
-    const char *res[CTL_OADR_MAX_RESOURCES + 32];
     size_t nres = 0;
     for (size_t i = 0; i < c->cfg.openadr_nresources; i++)
         res[nres++] = c->cfg.openadr_resources[i];
@@ -452,15 +450,36 @@ int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, cons
         res[nres++] = c->cfg.vtn.targets[i];
     for (size_t i = 0; c->cfg.openadr_version == PFI_OADR_V3_1 && i < c->nven_targets; i++)
         res[nres++] = c->ven_targets[i];
-    pfi_oadr_opts o = {.version = (pfi_oadr_version)c->cfg.openadr_version,
-                       .now = pfi_clock_now(),
-                       .non_gpu_offset_kw = c->cfg.non_gpu_offset_kw,
-                       .ven_name = c->cfg.openadr_ven_name,
-                       .resources = res,
-                       .nresources = nres,
-                       .program_descriptors = c->io.program_descriptors,
-                       .first_receipt = first_receipt,
-                       .ud = c};
+    return (pfi_oadr_opts){.version = (pfi_oadr_version)c->cfg.openadr_version,
+                           .now = pfi_clock_now(),
+                           .non_gpu_offset_kw = c->cfg.non_gpu_offset_kw,
+                           .ven_name = c->cfg.openadr_ven_name,
+                           .resources = res,
+                           .nresources = nres,
+                           .program_descriptors = c->io.program_descriptors,
+                           .first_receipt = first_receipt,
+                           .ud = c};
+}
+
+int ctl_openadr_check(ctl *c, const char *json, size_t len, char *id, size_t id_n, pfi_error *err)
+{
+    const char *res[CTL_OADR_MAX_RESOURCES + 32];
+    pfi_oadr_opts o = take_opts(c, res);
+    o.first_receipt = NULL; /* nothing stored: "now" is now */
+    pfi_oadr_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return pfi_errorf(err, PFI_ENOMEM, "out of memory");
+    pfi_status st = pfi_oadr_parse(json, len, &o, ev, err);
+    snprintf(id, id_n, "%s", ev->id);
+    free(ev);
+    return st;
+}
+
+int ctl_openadr_take(ctl *c, const char *json, size_t len, const char *via, const char *who,
+                     json_t **out, pfi_error *err)
+{
+    *out = NULL;
+    const char *res[CTL_OADR_MAX_RESOURCES + 32];
+    pfi_oadr_opts o = take_opts(c, res);
     pfi_oadr_event *ev = malloc(sizeof *ev);
     if (!ev) {
         pfi_errorf(err, PFI_ENOMEM, "out of memory");

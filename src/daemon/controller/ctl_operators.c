@@ -147,3 +147,21 @@ int ctl_operators_grid_check(ctl *c)
         }
     return 0;
 }
+
+/* DELETE /v1/events/ID, by the event's source (issue 41): api and schedule
+   events need the scope events; a trigger's, control or events; the
+   grid's (openadr) are the VTN's to change, and an events operator's
+   cancel of one is an override, logged as such (ctl_authorize let events
+   and control through). The same rule at a follower and at the leader
+   that applies the cancel from the store's inbox (ctl_inbox.c). */
+int ctl_operator_may_cancel(ctl *c, const char *who, const ctl_event *e)
+{
+    const struct ctl_cfg_operator *o = ctl_operator_find(c, who);
+    unsigned s = o ? o->scopes : 0;
+    if (!strcmp(e->ev.source, "trigger")) return (s & (CTL_SCOPE_EVENTS | CTL_SCOPE_CONTROL)) != 0;
+    if (!(s & CTL_SCOPE_EVENTS)) return 0;
+    if (!strcmp(e->ev.source, "openadr"))
+        ctl_log(c, "warning: operator %s overrides the grid: cancels OpenADR event %s", who,
+                e->ev.id);
+    return 1;
+}

@@ -40,7 +40,7 @@ char *ctl_store_event_format(const ctl_event *e)
     char *ev = pfi_grid_event_format(&e->ev);
     if (!ev) return NULL;
     json_t *j = json_pack(
-        "{ss ss ss so so so so so so ss ss ss so}", "event", ev, "source", e->ev.source, "status",
+        "{ss ss ss so so so so so so ss ss ss ss}", "event", ev, "source", e->ev.source, "status",
         ctl_event_status_name(e->status), "baseline_w", num(e->baseline_w), "target_w",
         num(e->target_w), "ramp_s", num(e->ramp_s), "ramp_down_s", num(e->ramp_down_s), "reached_t",
         num(e->reached_t), "announced_t", num(e->announced_t), "baseline_source",
