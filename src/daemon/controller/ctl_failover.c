@@ -48,6 +48,16 @@ static void fence(ctl *c, ctl_failover *f, const char *why)
     ctl_log(c, "failover: %s no longer leads (term %lld): %s", c->cfg.fo.name, f->term, why);
 }
 
+void ctl_failover_resign(ctl *c, const char *why)
+{
+    ctl_failover *f = c->fo;
+    if (!f) return;
+    pthread_mutex_lock(&f->mu);
+    fence(c, f, why);
+    f->no_campaign_until = pfi_wall_monotonic() + 3 * c->cfg.fo.ttl_s;
+    pthread_mutex_unlock(&f->mu);
+}
+
 void ctl_failover_deposed(ctl *c, const char *why)
 {
     ctl_failover *f = c->fo;
@@ -255,6 +265,7 @@ int ctl_failover_start(ctl *c)
     ctl_failover *f = calloc(1, sizeof *f);
     if (!f) return -1;
     pthread_mutex_init(&f->mu, NULL);
+    f->reach_published = SIZE_MAX;
     f->kv = open_etcd(c, password);
     f->ka = open_etcd(c, password);
     memset(password, 0, sizeof password);
@@ -385,10 +396,7 @@ int ctl_failover_handover(ctl *c, char *why, size_t n)
         snprintf(why, n, "no standby controller is warm: nobody would take over");
         return -1;
     }
-    pthread_mutex_lock(&f->mu);
-    fence(c, f, "handover asked: a standby takes over");
-    f->no_campaign_until = pfi_wall_monotonic() + 3 * c->cfg.fo.ttl_s;
-    pthread_mutex_unlock(&f->mu);
+    ctl_failover_resign(c, "handover asked: a standby takes over");
     snprintf(why, n, "%s", standby);
     return 0;
 }

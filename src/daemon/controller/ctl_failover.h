@@ -48,6 +48,13 @@ typedef struct ctl_failover {
     long long member_lease;   /* the lease PREFIX/members/NAME was put under */
     char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
     char *last_baselines;
+    /* ctl_reach.c's (the loop's thread only): what this controller last
+       published (SIZE_MAX: nothing), the revision of the leader's previous
+       read, the turns in a row a follower out-reached the leader, the turns
+       led since taking over */
+    size_t reach_published;
+    long long reach_rev;
+    int reach_outreached, reach_turns_led;
 } ctl_failover;
 
 /* start the failover thread (cfg.fo.netcd > 0): 0, or -1 (logged) */
@@ -63,6 +70,10 @@ int ctl_failover_leads(ctl *c);
 int ctl_failover_may_push(ctl *c);
 /* the store refused a leader's guarded commit: it is deposed */
 void ctl_failover_deposed(ctl *c, const char *why);
+/* the leader gives up its lease and stays out of the election for 3 TTLs,
+   so a standby takes over (a handover; a standby that reaches more agents:
+   ctl_reach.c) */
+void ctl_failover_resign(ctl *c, const char *why);
 /* a write (POST, DELETE) other than the inbox's may be taken here: 1; 0 a
    follower, rs set to 503 naming the leader (the client tries the next
    controller) */

@@ -35,6 +35,7 @@
 #include "ctl_failover.h"
 #include "ctl_inbox.h"
 #include "ctl_offer.h"
+#include "ctl_reach.h"
 #include "ctl_record.h"
 #include "ctl_store.h"
 #include "daemon_util.h"
@@ -306,10 +307,12 @@ static void control_loop(ctl *c)
         }
         next += c->cfg.period_s;
         if (next < now || wake) next = now + c->cfg.period_s;
-        if (ctl_failover_turn(c)) { /* a follower runs no period */
-            ctl_inbox_apply(c);     /* what followers took for the leader */
+        int lead = ctl_failover_turn(c);
+        if (lead) {             /* a follower runs no period */
+            ctl_inbox_apply(c); /* what followers took for the leader */
             ctl_period(c);
         }
+        ctl_reach_turn(c, lead); /* a standby that reaches more agents takes over */
         pthread_mutex_lock(&c->mu);
         ctl_openadr_log_due(c); /* a minute's suppressed OpenADR lines, in one */
         if (now >= next_prune) {

@@ -1,0 +1,113 @@
+#!/bin/sh
+# test_failover_partition.sh — a leader cut off from its agents but not from
+# etcd (issue 45: "a lost rack switch"; src/daemon/controller/ctl_reach.h):
+# three etcd members on loopback, two agents on simulated GPUs, controllers
+# ctl-a (its agents reached through relays, tests/tools/tcp_relay.py) and
+# ctl-b (direct), both configured alike. At clock scale 1. The agents take
+# no fast-trigger datagrams: those would go to the agents' own ports, past
+# the relays, where a dead switch cuts both.
+#   - ctl-a leads an event; the relays are stopped (SIGSTOP: connections
+#     hang, as behind a dead switch); ctl-a publishes that it reaches no
+#     agent, ctl-b probes them, reaches both, and ctl-a resigns; ctl-b
+#     takes over and pushes before any agent's lease (15 s) lapses; the
+#     GPUs stay capped throughout (sampled every 0.1 s);
+#   - with the relays back, ctl-b (reaching all) keeps leading: a standby
+#     that reaches no more takes nothing over;
+#   - from the agents' own logs: the admitted generations never go back.
+. "$SRC/tests/cli/lib.sh"
+. "$SRC/tests/cli/etcd_lib.sh"
+: "${PFI_AGENT:?}"
+CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+kill_daemons_on_exit "${KEEP:+cp -r \"\$T\" \"\$KEEP\"}"
+new_token "$T/atok" "$T/ctok"
+CTOK=$(cat "$T/ctok")
+etcd_cluster 3
+
+for i in 1 2; do
+  job=$([ $i = 1 ] && echo j1:moe-ft-qwen30ba3b-x8 || echo j3:moe-pt-gptoss20b-x8-ep1-nocompile)
+  start_daemon "agent $i" "$T/a$i.log" "$T/a$i.port" "$PFI_AGENT" \
+    --backend "sim:gpus=4,job=$job@0-3,load=0,steplogs=$T,state=$T/hw$i.json" --listen 127.0.0.1:0 \
+    --port-file "$T/a$i.port" --token-file "$T/atok" --state-file "$T/a$i.state" --interval 0.5 --log "$T/a$i.log" \
+    --no-fast-trigger
+  start_daemon "relay $i" "$T/relay$i.log" "$T/relay$i.port" python3 "$SRC/tests/tools/tcp_relay.py" \
+    --port-file "$T/relay$i.port" --to-port-file "$T/a$i.port"
+  eval "RELAY_PID_$i=$DPID"
+done
+P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
+EPS_JSON=$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g')
+# ctl NAME PORT1 PORT2: the configuration, the agents at those ports
+ctl_json() {
+  cat >"$T/ctl-$1.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$1.db", "control_period_s": 1,
+ "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": 15, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$1.log",
+ "failover": {"etcd": [$EPS_JSON], "prefix": "/pfi/part/", "name": "ctl-$1", "ttl_s": 2, "timeout_s": 0.5},
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$2", "token_file": "$T/atok"},
+            {"name": "n2", "url": "http://127.0.0.1:$3", "token_file": "$T/atok"}]}
+EOF
+}
+ctl_json a "$(cat "$T/relay1.port")" "$(cat "$T/relay2.port")"
+ctl_json b "$P1" "$P2"
+start_ctl() { # a|b
+  start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"
+  eval "CPID_$1=$DPID URL_$1=http://127.0.0.1:$DPORT"
+}
+role() { curl -s -m 2 "$1/v1/status" | sed -n 's/.*"failover":{"role":"\([a-z]*\)".*/\1/p'; }
+acap() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
+capped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c < 700)}'; }
+both_capped() { capped "$P1" && capped "$P2"; }
+pushed_by() { grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
+reach() { etcdctl --endpoints="$ETCD_EPS" get "/pfi/part/reach/$1" --print-value-only 2>/dev/null; }
+
+start_ctl a
+wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
+start_ctl b
+wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
+S=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
+  --data-binary "{\"id\":\"long\",\"start\":\"$S\",\"duration_s\":36000,\"reduction_pct\":30}" "$URL_a/v1/events")
+[ "$CODE" = 201 ] || { cat "$T/body" >&2; fail "event: HTTP $CODE"; }; ok
+wait_for 30 "caps on both agents from ctl-a" 'both_capped && pushed_by ctl-a'
+wait_for 10 "ctl-a publishes that it reaches both agents" '[ "$(reach ctl-a)" = "2 2" ]'
+pushed_by ctl-b && fail "the follower pushed"; ok
+
+# ---- the switch between ctl-a and its agents dies (the relays stopped)
+( while :; do echo "$(acap "$P1") $(acap "$P2")" >>"$T/caps"; sleep 0.1; done ) &
+SAMPLER=$!; PIDS="$PIDS $SAMPLER"
+L1=$(wc -l <"$T/a1.log"); L2=$(wc -l <"$T/a2.log")
+T0=$(date +%s.%N)
+kill -STOP "$RELAY_PID_1" "$RELAY_PID_2"
+wait_for 20 "ctl-b leads and pushes" '[ "$(role "$URL_b")" = leader ] && pushed_by ctl-b && both_capped'
+T1=$(date +%s.%N)
+echo "measured: takeover from a leader cut off from its agents: $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.2f", b - a}') s (lease_s 15, period 1 s, TTL 2 s)"
+contains "$T/ctl-a.log" "ctl-b reaches 2 of 2 agents, this controller 0: it resigns"
+[ "$(role "$URL_a")" = follower ] || fail "ctl-a does not follow"; ok
+# the new leader publishes what it reaches; the stale leader's entry went with its lease
+wait_for 10 "ctl-b publishes that it reaches both" '[ "$(reach ctl-b)" = "2 2" ]'
+
+# ---- the switch back: ctl-b reaches all, so nobody takes over again (three of
+# ctl-b's periods later it still leads, and ctl-a, a follower, has not pushed)
+n_a=$(grep -c "/ctl-a generation" "$T/a1.log")
+kill -CONT "$RELAY_PID_1" "$RELAY_PID_2"
+cycles() { curl -s -m 2 "$URL_b/metrics" | awk '$1 == "pfi_ctl_cycles_total" {print $2}'; }
+n0=$(cycles)
+wait_for 15 "three more periods of ctl-b" '[ "$(cycles)" -ge "$((n0 + 3))" ]'
+[ "$(role "$URL_b")" = leader ] || fail "ctl-b gave up leading after the relays came back"; ok
+[ "$(role "$URL_a")" = follower ] || fail "ctl-a leads again"; ok
+kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null
+
+# ---- the GPUs capped throughout; from the agents' own logs, no lease lapsed and
+# the admitted generations never went back
+awk 'NF == 2 && ($1 >= 700 || $2 >= 700) {bad++} END {exit bad > 0}' "$T/caps" ||
+  { grep -c . "$T/caps" >&2; fail "a GPU uncapped during the takeover"; }; ok
+[ "$(awk 'NF == 2' "$T/caps" | wc -l)" -ge 20 ] || fail "the sampler took $(wc -l <"$T/caps") samples"; ok
+for a in 1 2; do
+  grep -o "lease granted: controller [^ ]* generation [0-9]*\|lease taken over: controller [^ ]* generation [0-9]*" "$T/a$a.log" |
+    awk '{print $NF}' >"$T/gens$a"
+  awk 'NR > 1 && $1 < prev {bad = 1} {prev = $1} END {exit bad}' "$T/gens$a" ||
+    { cat "$T/gens$a" >&2; fail "agent $a admitted a generation below an earlier one"; }; ok
+  eval "from=\$L$a"
+  tail -n +"$((from + 1))" "$T/a$a.log" | grep -q "lease of controller .* expired" &&
+    { show_logs; fail "agent $a's lease lapsed during the takeover"; }; ok
+done
+[ "$(grep -c "/ctl-a generation" "$T/a1.log")" = "$n_a" ] || fail "ctl-a pushed after it resigned"; ok
+done_ok
