@@ -162,6 +162,9 @@ SAMPLER=$!; PIDS="$PIDS $SAMPLER"
 # (the agents' log lines from here: a lease lapsing after the caps were handed
 # back above, before the event long, is the hand-back working, not a lapse)
 L1=$(wc -l <"$T/a1.log"); L2=$(wc -l <"$T/a2.log")
+ftseq() { etcdctl --endpoints="$ETCD_EPS" get /pfi/test/meta/ft_seq --print-value-only 2>/dev/null; }
+SEQ0=$(ftseq)
+num "$SEQ0" ">" 1700000000000000 || fail "the leader's fast-trigger seq not committed: '$SEQ0'"; ok
 T0=$(date +%s.%N)
 stop_daemon "$CPID_a" KILL
 wait_for 15 "ctl-b leads and pushes" 'granted_to ctl-b && both_capped'
@@ -169,6 +172,9 @@ T1=$(date +%s.%N)
 echo "takeover after SIGKILL: $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.2f", b - a}') s"
 [ "$(role "$URL_b")" = leader ] || fail "ctl-b does not say it leads"; ok
 contains "$T/ctl-b.log" "took over at term 2"
+# the new leader's seqs continue above the dead one's (committed with its periods)
+wait_for 10 "ctl-b commits its fast-trigger seq" '[ "$(ftseq)" != "$SEQ0" ]'
+num "$(ftseq)" ">" "$SEQ0" || fail "the fast-trigger seq went back: $(ftseq) after $SEQ0"; ok
 # the event acknowledged (201) by the dead leader is the new leader's, once
 curl -s -m 2 "$URL_b/v1/events" >"$T/events"
 [ "$(grep -o '"id":"long"' "$T/events" | wc -l)" = 1 ] || { cat "$T/events" >&2; fail "the event long, once, at ctl-b"; }; ok

@@ -58,6 +58,17 @@ void ctl_fast_new_base(ctl_pool *P)
     P->ft_next = P->ft_base + n;
 }
 
+uint64_t ctl_fast_seq_high(const ctl_pool *P)
+{
+    return __atomic_load_n(&P->ft_next, __ATOMIC_RELAXED);
+}
+
+void ctl_fast_seq_floor(ctl_pool *P, uint64_t seq)
+{
+    if (seq >= __atomic_load_n(&P->ft_next, __ATOMIC_RELAXED))
+        __atomic_store_n(&P->ft_next, seq + 1, __ATOMIC_RELAXED);
+}
+
 /* the live entry now at ring position at, moved there from from */
 void ctl_fast_repos(ctl_pool *P, size_t at, size_t from)
 {

@@ -120,6 +120,13 @@ void ctl_fast_repos(ctl_pool *P, size_t at, size_t from);
 void ctl_fast_add(xfer *x);
 int ctl_fast_allowed(const ctl *c, const ctl_agent *a);
 void ctl_fast_new_base(ctl_pool *P);
+/* failover (ctl_store_etcd.c): the highest seq handed out, committed each
+ * period; a new leader's seqs start above the stored one (floor), so one
+ * whose clock is behind the old leader's is not dropped as a replay
+ * (issue 45). Read on the loop's thread while the pool's may hand out
+ * seqs: an atomic load; the floor is set at the takeover, before any push. */
+uint64_t ctl_fast_seq_high(const ctl_pool *P);
+void ctl_fast_seq_floor(ctl_pool *P, uint64_t seq);
 
 /* ctl_agents_push.c: the writes */
 void ctl_push_result(ctl *c, xfer *x, double now, int answered, long code, const char *why,

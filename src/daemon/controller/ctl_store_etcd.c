@@ -6,6 +6,7 @@
  *   base/AGENT          the agent's base generation: it is sent base + term
  *   events/ID           an event, the columns of SQLite's events table (JSON)
  *   meta/integral_w     the feedback term
+ *   meta/ft_seq         the highest fast-trigger seq handed out (a new leader's start above it)
  *   baselines/EVENT     the jobs' baselines of an event: [[job, tier, base_w, base_tokens], ...]
  *
  * A period's writes go in transactions of at most CTL_STORE_TXN_OPS
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "ctl_failover.h"
+#include "ctl_pool.h"
 #include "ctl_store.h"
 #include "vec.h"
 
@@ -138,6 +140,12 @@ static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
     if (iw) snprintf(iw, 32, "%.17g", d->integral_w);
     if (!bad) bad = batch_put(&b, iw, "meta/integral_w%s", "");
     else free(iw);
+    char *seq = malloc(24);
+    if (seq && c->io.pool)
+        snprintf(seq, 24, "%llu", (unsigned long long)ctl_fast_seq_high(c->io.pool));
+    else if (seq) snprintf(seq, 24, "0");
+    if (!bad) bad = batch_put(&b, seq, "meta/ft_seq%s", "");
+    else free(seq);
     if (!bad) bad = put_baselines(c, d, &b);
     int rc = bad ? -1 : batch_send(c, &b, why, n);
     if (bad) snprintf(why, n, "out of memory");
@@ -266,6 +274,11 @@ static void pull_state(ctl *c)
         pthread_mutex_lock(&c->mu);
         c->st.integral_w = isfinite(v) ? v : 0;
         pthread_mutex_unlock(&c->mu);
+    }
+    pfi_etcd_answer_free(&a);
+    if (!pfi_etcd_get(c->fo->kv, "meta/ft_seq", &a, &err) && a.nkvs && c->io.pool) {
+        unsigned long long seq = strtoull(a.kvs[0].value, NULL, 10);
+        ctl_fast_seq_floor(c->io.pool, seq);
     }
     pfi_etcd_answer_free(&a);
     pthread_mutex_lock(&c->mu);
