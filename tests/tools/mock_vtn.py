@@ -126,6 +126,11 @@ Other VTNs' behaviours, each an option (issue 42; sources named beside each):
     default 2), RFC 6585 4.
   * --short-pages K: at most K events a page whatever the limit asked (a
     VTN whose own largest page is smaller: the listing is not over).
+  * --report-delay S: each POST /reports is stored at once and answered S
+    seconds later (a slow VTN, or a network that loses the answer: the VEN
+    cannot know whether its report was taken). GET /reports filters by
+    programID, eventID and clientName, as openleadr-vtn's QueryParams
+    (openleadr-vtn/src/api/report.rs) and the 3.1.1 spec's parameters.
   * --expires-in-string: the token's expires_in as a string ("3600"), as
     one VTN was seen to send it (RFC 6749 5.1 says a number).
   * --local-timestamps: createdDateTime / modificationDateTime of what the
@@ -884,8 +889,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # -- reports --
 
     def reports_list(self):
+        # openleadr-vtn/src/api/report.rs QueryParams (the 3.1.1 spec's GET
+        # /reports parameters): programID, eventID, clientName filter
+        q = dict(self.query())
         skip, limit = self.page()
-        items = [(raw, obj) for _, raw, obj in self.vtn.objects("reports")]
+        items = []
+        for _, raw, obj in self.vtn.objects("reports"):
+            if not isinstance(obj, dict):
+                continue
+            if any(k in q and obj.get(k) != q[k] for k in ("programID", "eventID", "clientName")):
+                continue
+            items.append((raw, obj))
         self.send_list(items[skip:skip + limit], "reports")
 
     def report_add(self):
@@ -909,12 +923,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 for _, _, r in self.vtn.objects("reports"):
                     if isinstance(r, dict) and r.get("reportName") == name:
                         raise Refusal(409, "Conflict")
-        n = self.vtn.store("reports", None, raw=self._raw)
         ts = now_rfc3339()
-        rep = {"id": str(uuid.uuid4()), "createdDateTime": ts, "modificationDateTime": ts,
-               "objectType": "REPORT"}
-        rep.update({k: v for k, v in o.items() if k not in rep and v is not None})
-        rep["clientID"] = self.client
+        # stored as the VTN answers it (GET /reports lists it so: with its
+        # id), the VEN's fields first in their order, on one line
+        rep = {k: v for k, v in o.items() if v is not None}
+        rep.update({"id": str(uuid.uuid4()), "createdDateTime": ts, "modificationDateTime": ts,
+                    "objectType": "REPORT", "clientID": self.client})
+        n = self.vtn.store("reports", None, raw=json.dumps(
+            rep, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        if a.report_delay > 0:  # a slow VTN: stored, answered later
+            time.sleep(a.report_delay)
         self.send(201, rep, note="report %s for event %s" % (n, o.get("eventID")))
 
     def notifiers(self):
@@ -1133,8 +1151,16 @@ def self_test():
         check("report accepted", st == 201 and o["objectType"] == "REPORT" and
               o["clientID"] == "ven-client", (st, o))
         stored = os.path.join(state, "reports", "001.json")
-        check("report stored verbatim", os.path.exists(stored) and
-              json.load(open(stored)) == good)
+        kept = json.load(open(stored)) if os.path.exists(stored) else {}
+        check("report stored as answered: the VEN's fields, the VTN's id",
+              {k: v for k, v in kept.items() if k in good} == good and kept.get("id") == o["id"],
+              kept)
+        st, o, _ = req("GET", "/reports?eventID=%s&clientName=%s" % (good["eventID"],
+                                                                   good["clientName"]), None, None, tok)
+        check("GET /reports by eventID and clientName lists it with its id",
+              st == 200 and [r.get("id") for r in o] == [kept.get("id")], (st, o))
+        st, o, _ = req("GET", "/reports?eventID=no-such-event", None, None, tok)
+        check("GET /reports by another eventID lists nothing", st == 200 and o == [], (st, o))
         st, o, _ = req("POST", "/reports", json.dumps(good), "application/json", tok)
         check("same reportName again: 409 (--olrs-reports)", st == 409, (st, o))
         st, o, _ = req("POST", "/reports", json.dumps(dict(good, eventID="ev-005",
@@ -1216,6 +1242,8 @@ def main():
                     help="the first K GET /events answer 429 with Retry-After")
     ap.add_argument("--retry-after", default="2", help="the 429's Retry-After (seconds or date)")
     ap.add_argument("--short-pages", type=int, default=0, help="at most K events a page")
+    ap.add_argument("--report-delay", type=float, default=0,
+                    help="answer each POST /reports S seconds after storing it")
     ap.add_argument("--expires-in-string", action="store_true",
                     help="the token's expires_in as a string")
     ap.add_argument("--local-timestamps", action="store_true",

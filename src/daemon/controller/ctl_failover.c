@@ -290,6 +290,8 @@ void ctl_failover_stop(ctl *c)
     pfi_etcd_close(f->kv);
     pfi_etcd_close(f->ka);
     free(f->last_baselines);
+    for (size_t i = 0; i < f->nunresolved; i++) free(f->unresolved[i]);
+    free(f->unresolved);
     pthread_mutex_destroy(&f->mu);
     free(f);
     c->fo = NULL;

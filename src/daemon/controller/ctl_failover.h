@@ -52,6 +52,10 @@ typedef struct ctl_failover {
        published (SIZE_MAX: nothing), the revision of the leader's previous
        read, the turns in a row a follower out-reached the leader, the turns
        led since taking over */
+    /* ctl_store_oadr.c's (mu): the report keys pulled as intents the
+       dead leader may have sent, asked of the VTN before they are sent */
+    char **unresolved;
+    size_t nunresolved;
     size_t reach_published;
     long long reach_rev;
     int reach_outreached, reach_turns_led;

@@ -227,8 +227,10 @@ static int apply(ctl *c, const pfi_oadr_event *ev, const char *via, const char *
     cancel_steps(c, ev->id, ev, who);
     code = add_steps(c, ev, via, who, out, err, now, 0);
     c->adds_quiet = 0;
-    if (book_pending(c, ev->id)) /* what its "now" meant, kept while it matters */
+    if (book_pending(c, ev->id)) { /* what its "now" meant, kept while it matters */
         ctl_db_oadr_first_put(c, ev->id, ev->first_s);
+        ctl_store(c)->oadr_first(c, ev->id, ev->first_s); /* failover: the new leader's "now" */
+    }
     if (txn && sqlite3_exec(c->io.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         ctl_log(c, "error: saving OpenADR event %s: %s", ev->id, sqlite3_errmsg(c->io.db));
         sqlite3_exec(c->io.db, "ROLLBACK", NULL, NULL, NULL);
@@ -380,6 +382,7 @@ static int delete_event(ctl *c, const pfi_oadr_event *ev, const char *via, const
     }
     cancel_steps(c, ev->id, NULL, who);
     ctl_db_oadr_forget(c, ev->id);
+    ctl_store(c)->oadr_first(c, ev->id, NAN);
     if (own || log_allowed(c)) /* a DELETE of an id never seen: a flood's, limited */
         ctl_log(c, "OpenADR event %s (%s) deleted by %s", ev->id, via, who);
     *out = answer(ev->id, "deleted", NULL);

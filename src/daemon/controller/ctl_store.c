@@ -27,8 +27,25 @@ static int sqlite_pull(ctl *c)
     return 0; /* never a follower */
 }
 
-const ctl_store_ops ctl_store_sqlite = {"sqlite", sqlite_commit, sqlite_event_put, sqlite_pull,
-                                        sqlite_pull};
+static int sqlite_report_intent(ctl *c, const char *key, const char *body)
+{
+    (void)c, (void)key, (void)body;
+    return 0; /* ctl_db_report_put kept it */
+}
+
+static void sqlite_report_done(ctl *c, const char *key, const char *rid)
+{
+    (void)c, (void)key, (void)rid;
+}
+
+static void sqlite_oadr_first(ctl *c, const char *id, double first_s)
+{
+    (void)c, (void)id, (void)first_s; /* ctl_db_oadr_first_put stored it */
+}
+
+const ctl_store_ops ctl_store_sqlite = {"sqlite",           sqlite_commit,    sqlite_event_put,
+                                        sqlite_pull,        sqlite_pull,      sqlite_report_intent,
+                                        sqlite_report_done, sqlite_oadr_first};
 
 static json_t *num(double v)
 {

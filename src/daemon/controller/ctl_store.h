@@ -36,6 +36,16 @@ typedef struct ctl_store_ops {
     /* a follower, each period: the store's events into its SQLite and
        state, for its read-only views: 0, or -1 (it shows what it had) */
     int (*refresh)(ctl *c);
+    /* a REPORT's intent (key "EVENTID#k", the body to POST), committed
+       before it is sent and when it is kept, so a new leader sends what the
+       old one kept and resolves what it may have sent (ctl_store_oadr.c):
+       0 committed (or there already), -1 not (it is not sent yet) */
+    int (*report_intent)(ctl *c, const char *key, const char *body);
+    /* what the VTN answered: its report id, or refused (rid NULL) */
+    void (*report_done)(ctl *c, const char *key, const char *rid);
+    /* what "now" meant for an OpenADR event id, at its first applied
+       version (NaN: forgotten, the VTN deleted it; lock held) */
+    void (*oadr_first)(ctl *c, const char *id, double first_s);
 } ctl_store_ops;
 
 extern const ctl_store_ops ctl_store_sqlite, ctl_store_etcd;
@@ -54,5 +64,17 @@ static inline const ctl_store_ops *ctl_store(const ctl *c)
    columns as SQLite's events table; parse: 0, or -1 (why set) */
 char *ctl_store_event_format(const ctl_event *e);
 int ctl_store_event_parse(const char *text, size_t len, ctl_event *e, char *why, size_t n);
+
+/* ctl_store_oadr.c (etcd): the first receipts and the reports' intents
+   into the local SQLite at a takeover (lock not held), and whether a report key came from an intent
+   the dead leader may have sent (its VTN id not known): then the VTN is
+   asked for it by name before it is sent again (ctl_vtn_report.c);
+   resolved takes it off that list */
+void ctl_store_oadr_pull(ctl *c);
+int ctl_store_report_unresolved(ctl *c, const char *key);
+void ctl_store_report_resolved(ctl *c, const char *key);
+int ctl_store_etcd_report_intent(ctl *c, const char *key, const char *body);
+void ctl_store_etcd_report_done(ctl *c, const char *key, const char *rid);
+void ctl_store_etcd_oadr_first(ctl *c, const char *id, double first_s);
 
 #endif

@@ -8,6 +8,8 @@
  *   meta/integral_w     the feedback term
  *   meta/ft_seq         the highest fast-trigger seq handed out (a new leader's start above it)
  *   baselines/EVENT     the jobs' baselines of an event: [[job, tier, base_w, base_tokens], ...]
+ *   reports/EVENT#k     a REPORT's intent and what the VTN answered (ctl_store_oadr.c)
+ *   oadr_first/ID       what "now" meant for an OpenADR event id (ctl_store_oadr.c)
  *
  * A period's writes go in transactions of at most CTL_STORE_TXN_OPS
  * operations (etcd's limit is 128), each guarded by
@@ -309,9 +311,17 @@ static int etcd_pull(ctl *c)
     pthread_mutex_unlock(&f->mu);
     if (pull_generations(c, term) || pull_events(c)) return -1;
     pull_state(c);
+    ctl_store_oadr_pull(c);
     ctl_log(c, "failover: %s took over at term %lld: %zu agents, %zu events", c->cfg.fo.name, term,
             c->io.nagents, c->st.nevents);
     return 0;
 }
 
-const ctl_store_ops ctl_store_etcd = {"etcd", etcd_commit, etcd_event_put, etcd_pull, pull_events};
+const ctl_store_ops ctl_store_etcd = {"etcd",
+                                      etcd_commit,
+                                      etcd_event_put,
+                                      etcd_pull,
+                                      pull_events,
+                                      ctl_store_etcd_report_intent,
+                                      ctl_store_etcd_report_done,
+                                      ctl_store_etcd_oadr_first};

@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "ctl_store.h"
 #include "ctl_vtn.h"
 
 /* the REPORT of event e's report intervals [b_lo, b_hi) (each
@@ -134,8 +135,10 @@ static void keep_reports(ctl *c, int v301)
             if (!have) {
                 char *body = build_report(c, e, v301, k, k + 1);
                 int put = ctl_db_report_put(c, key, body ? body : "");
-                if (put == 0 && body)
+                if (put == 0 && body) {
                     ctl_log(c, "VTN: report for event %s kept until the VTN accepts it", key);
+                    ctl_store(c)->report_intent(c, key, body); /* failover: a new leader sends it */
+                }
                 free(body);
                 if (put) break;
             }
@@ -180,6 +183,65 @@ static int program_of_event(pfi_vtn *v, char **body, char *why, size_t n)
     return text ? 0 : -1;
 }
 
+/* failover: a report the dead leader kept and may have POSTed, asked of
+ * the VTN by its reportName (GET /reports?eventID=&clientName=, up to 10
+ * pages of 50; ctl_store_oadr.c): 1 found (done, with the VTN's id), 0
+ * not there (send it), -1 the VTN did not answer (later) */
+static int resolve(ctl *c, pfi_vtn *v, const char *key, const char *body)
+{
+    json_t *o = json_loads(body, 0, NULL);
+    const char *eid = json_string_value(json_object_get(o, "eventID"));
+    const char *client = json_string_value(json_object_get(o, "clientName"));
+    const char *name = json_string_value(json_object_get(o, "reportName"));
+    char e1[3 * PFI_OADR_ID_MAX + 1], e2[3 * 128 + 1], path[sizeof e1 + sizeof e2 + 64];
+    int found = 0;
+    if (!eid || !client || !name || pfi_url_escape(eid, e1, sizeof e1) ||
+        pfi_url_escape(client, e2, sizeof e2)) {
+        json_decref(o);
+        return 0;
+    }
+    for (int page = 0; page < 10 && !found; page++) {
+        snprintf(path, sizeof path, "/reports?eventID=%s&clientName=%s&skip=%d&limit=50", e1, e2,
+                 50 * page);
+        pfi_http_reply r = {0};
+        pfi_error e = {0};
+        pfi_status st = pfi_vtn_request(v, "GET", path, NULL, &r, &e);
+        if (st || r.code != 200) {
+            if (!st) snprintf(e.msg, sizeof e.msg, "HTTP %ld", r.code), pfi_http_reply_dispose(&r);
+            pthread_mutex_lock(&c->mu);
+            ctl_log(c, "warning: VTN GET /reports for report %s: %s; asked again later", key,
+                    e.msg);
+            pthread_mutex_unlock(&c->mu);
+            json_decref(o);
+            return -1;
+        }
+        json_t *a = json_loadb(r.body, r.len, 0, NULL);
+        size_t i, n = json_array_size(a);
+        json_t *it;
+        json_array_foreach(a, i, it)
+        {
+            const char *rn = json_string_value(json_object_get(it, "reportName"));
+            const char *rid = json_string_value(json_object_get(it, "id"));
+            if (!found && rn && rid && !strcmp(rn, name)) {
+                pthread_mutex_lock(&c->mu);
+                ctl_db_report_done(c, key, rid);
+                ctl_log(c,
+                        "VTN: report for event %s found at the VTN (report %.128s), sent by the "
+                        "previous leader: not sent again",
+                        key, rid);
+                pthread_mutex_unlock(&c->mu);
+                ctl_store(c)->report_done(c, key, rid);
+                found = 1;
+            }
+        }
+        json_decref(a);
+        pfi_http_reply_dispose(&r);
+        if (n < 50) break;
+    }
+    json_decref(o);
+    return found;
+}
+
 /* send the oldest report not yet accepted: 1 sent and accepted, 0 none
  * due, -1 failed (logged) */
 static int send_report(ctl *c, pfi_vtn *v)
@@ -207,6 +269,17 @@ static int send_report(ctl *c, pfi_vtn *v)
         ctl_log(c, "error: report for event %s fails the OpenADR schema (%s): not sent", id, e.msg);
         pthread_mutex_unlock(&c->mu);
         return 1;
+    }
+    int known = ctl_store_report_unresolved(c, id) ? resolve(c, v, id, body) : 0;
+    if (known) { /* found at the VTN (1), or it did not answer (-1) */
+        if (known > 0) ctl_store_report_resolved(c, id);
+        free(body);
+        return known;
+    }
+    ctl_store_report_resolved(c, id);
+    if (ctl_store(c)->report_intent(c, id, body)) { /* failover: committed before it is sent */
+        free(body);
+        return -1;
     }
     pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
     free(body);
@@ -242,6 +315,7 @@ static int send_report(ctl *c, pfi_vtn *v)
                 st ? e.msg : why);
     }
     pthread_mutex_unlock(&c->mu);
+    if (rid || refused) ctl_store(c)->report_done(c, id, rid); /* failover: answered */
     json_decref(o);
     if (!st) pfi_http_reply_dispose(&r);
     return rid || refused ? 1 : -1;
