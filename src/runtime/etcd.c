@@ -497,3 +497,16 @@ int pfi_etcd_nospace(const pfi_etcd_answer *a)
     return a->code == PFI_ETCD_GRPC_RESOURCE_EXHAUSTED ||
            strstr(a->message, "database space exceeded") != NULL;
 }
+
+pfi_status pfi_etcd_put_new(pfi_etcd *e, const char *key, const char *value, size_t len,
+                            int *created, pfi_error *err)
+{
+    pfi_etcd_cmp absent = {key, PFI_ETCD_CREATE, 0, NULL};
+    pfi_etcd_op put = {PFI_ETCD_OP_PUT, key, value, len, 0, 0};
+    pfi_etcd_answer a;
+    pfi_status st = pfi_etcd_txn(e, &absent, 1, &put, 1, NULL, 0, &a, err);
+    if (st) return st;
+    *created = a.succeeded;
+    pfi_etcd_answer_free(&a);
+    return PFI_OK;
+}

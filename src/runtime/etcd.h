@@ -89,6 +89,10 @@ typedef struct pfi_etcd_op {
 pfi_status pfi_etcd_txn(pfi_etcd *e, const pfi_etcd_cmp *cmp, size_t ncmp, const pfi_etcd_op *ok,
                         size_t nok, const pfi_etcd_op *fail, size_t nfail, pfi_etcd_answer *a,
                         pfi_error *err);
+/* key = value only where key does not exist (a transaction on its
+   create_revision == 0): *created 1 when written, 0 when it was there */
+pfi_status pfi_etcd_put_new(pfi_etcd *e, const char *key, const char *value, size_t len,
+                            int *created, pfi_error *err);
 
 /* Leases: granted TTL in *ttl_s (etcd may grant more than asked: 2 s for 1
    with its default ticks); keepalive: *ttl_s 0 when the lease is gone */

@@ -23,14 +23,7 @@
 # a client without a certificate; reads need a token; desk cannot trigger;
 # the CLI refuses plain http to the controller's address; Prometheus's
 # configuration valid with the files the page installed.
-if [ -z "${PFI_DEPLOY_NETNS:-}" ]; then
-  command -v unshare >/dev/null || { echo "FAIL: unshare is not installed (util-linux)" >&2; exit 1; }
-  if [ "$(id -u)" -eq 0 ]; then
-    PFI_DEPLOY_NETNS=1 exec unshare -m -n --propagation private sh "$0"
-  else
-    PFI_DEPLOY_NETNS=1 exec unshare -r -m -n --propagation private sh "$0"
-  fi
-fi
+. "$SRC/tests/cli/deploy_lib.sh"
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -51,26 +44,7 @@ getent hosts gpu02.cluster | grep -q '^10\.0\.0\.12 ' || fail "gpu02.cluster doe
 for h in ctl gpu01 gpu02 mon ca; do mkdir -p "$T/$h/etc/prometheus" "$T/$h/run/pfi/jobs" "$T/$h/var/lib/pfi/controller"; done
 
 # the marked blocks, in order: NN.KIND (run|file) with MARK (the rest of the line)
-mkdir "$T/blocks"
-python3 - "$DOC" "$T/blocks" <<'PY'
-import re, sys
-lines = open(sys.argv[1]).read().split("\n")
-n, i = 0, 0
-while i < len(lines):
-    m = re.match(r"^<!-- test: (run|file) (.*) -->$", lines[i])
-    if m:
-        j = i + 1
-        assert lines[j].startswith("```"), "line %d: a mark not before a block" % (i + 1)
-        k = j + 1
-        while not lines[k].startswith("```"):
-            k += 1
-        n += 1
-        open("%s/%02d.%s" % (sys.argv[2], n, m.group(1)), "w").write("\n".join(lines[j + 1:k]) + "\n")
-        open("%s/%02d.mark" % (sys.argv[2], n), "w").write(m.group(2) + "\n")
-        i = k
-    i += 1
-print(n)
-PY
+doc_blocks test "$DOC" "$T/blocks" >/dev/null
 [ "$(ls "$T/blocks"/*.mark | wc -l)" -ge 15 ] || fail "fewer marked blocks than the page has"; ok
 
 # the page's text for host H (node N: gpu01 -> N): paths into H's
@@ -82,29 +56,6 @@ subst() { # HOST [NODE]
       -e "s#/var/lib/pfi#$R/var/lib/pfi#g; s#/run/pfi#$R/run/pfi#g; s#/root/pfi#$R/root/pfi#g" \
       -e "s#/usr/share/pfi/#$SRC/contrib/#g" \
       -e "s/pfi-controller: /$(id -un): /g; s/-o prometheus -g prometheus //g; s/-o pfi-controller -g pfi-controller //g"
-}
-# a path of one host's directory in another's: $T/ANY/p -> $T/HOST/p
-onto() { printf '%s\n' "$2" | sed "s#^$T/[a-z0-9]*/#$T/$1/#"; }
-# ssh root@HOST.cluster CMD...: CMD on HOST (its paths in HOST's directory)
-ssh() {
-  sh_host=${1#root@}; sh_host=${sh_host%.cluster}; shift
-  [ -d "$T/$sh_host" ] || fail "ssh: no host $sh_host"
-  sh_cmd=$1; shift
-  sh_args=
-  for a in "$@"; do sh_args="$sh_args '$(onto "$sh_host" "$a")'"; done
-  eval "$sh_cmd $sh_args"
-}
-# scp [-p] FILE... root@HOST.cluster:PATH: into HOST's directory
-scp() {
-  sc_p=
-  [ "$1" = -p ] && { sc_p=-p; shift; }
-  sc_files=
-  while [ $# -gt 1 ]; do sc_files="$sc_files '$1'"; shift; done
-  sc_host=${1%%:*}; sc_host=${sc_host#root@}; sc_host=${sc_host%.cluster}
-  [ -d "$T/$sc_host" ] || fail "scp: no host $sc_host"
-  sc_dest=$(onto "$sc_host" "${1#*:}")
-  case $sc_dest in /*) ;; *) sc_dest=$T/$sc_host/root/$sc_dest ;; esac
-  eval "cp $sc_p $sc_files '$sc_dest'"
 }
 # systemctl and journalctl for the blocks: the units' own command lines
 unit_exec() { sed -n 's/^ExecStart=//p' "$SRC/packaging/systemd/$1.service"; }

@@ -19,14 +19,7 @@
 # killed, the other takes over; a snapshot saved; etcd stopped on every
 # member, restored from the snapshot and started: a leader again, the event
 # still there and the agent capped again.
-if [ -z "${PFI_DEPLOY_NETNS:-}" ]; then
-  command -v unshare >/dev/null || { echo "FAIL: unshare is not installed (util-linux)" >&2; exit 1; }
-  if [ "$(id -u)" -eq 0 ]; then
-    PFI_DEPLOY_NETNS=1 exec unshare -m -n --propagation private sh "$0"
-  else
-    PFI_DEPLOY_NETNS=1 exec unshare -r -m -n --propagation private sh "$0"
-  fi
-fi
+. "$SRC/tests/cli/deploy_lib.sh"
 . "$SRC/tests/cli/lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
@@ -50,24 +43,7 @@ mount --bind "$T/hosts" /etc/hosts || fail "mount --bind of /etc/hosts (in the t
 for h in ctl ctl2 mon gpu01 ca; do mkdir -p "$T/$h/etc/pfi" "$T/$h/etc/default" "$T/$h/var/lib/etcd" "$T/$h/var/lib/pfi"; done
 
 # the marked blocks, in order: NN.KIND with NN.mark (the rest of the mark)
-mkdir "$T/blocks"
-python3 - "$DOC" "$T/blocks" <<'PY'
-import re, sys
-lines = open(sys.argv[1]).read().split("\n")
-n, i = 0, 0
-while i < len(lines):
-    m = re.match(r"^<!-- test-failover: (run|file) (.*) -->$", lines[i])
-    if m:
-        assert lines[i + 1].startswith("```"), "line %d: a mark not before a block" % (i + 1)
-        k = i + 2
-        while not lines[k].startswith("```"):
-            k += 1
-        n += 1
-        open("%s/%02d.%s" % (sys.argv[2], n, m.group(1)), "w").write("\n".join(lines[i + 2:k]) + "\n")
-        open("%s/%02d.mark" % (sys.argv[2], n), "w").write(m.group(2) + "\n")
-        i = k
-    i += 1
-PY
+doc_blocks test-failover "$DOC" "$T/blocks" >/dev/null
 [ "$(ls "$T/blocks"/*.mark | wc -l)" -ge 10 ] || fail "fewer marked blocks than the section has"; ok
 
 # what the section leaves to §2-§5: the test's CA for the controllers' API,
@@ -102,25 +78,6 @@ subst() {
   sed -e "s#/etc/pfi/#$R/etc/pfi/#g; s#/etc/etcd#$R/etc/etcd#g; s#/etc/default/#$R/etc/default/#g" \
       -e "s#/var/lib/etcd#$R/var/lib/etcd#g; s#/root/pfi#$R/root/pfi#g" \
       -e "s/-o etcd -g etcd //g; s/-o pfi-controller -g pfi-controller //g; s/^chown -R etcd:etcd .*/:/"
-}
-onto() { printf '%s\n' "$2" | sed "s#^$T/[a-z0-9]*/#$T/$1/#"; }
-ssh() {
-  sh_host=${1#root@}; sh_host=${sh_host%.cluster}; shift
-  [ -d "$T/$sh_host" ] || fail "ssh: no host $sh_host"
-  sh_cmd=$1; shift
-  sh_args=
-  for a in "$@"; do sh_args="$sh_args '$(onto "$sh_host" "$a")'"; done
-  eval "$sh_cmd $sh_args"
-}
-scp() {
-  sc_p=
-  [ "$1" = -p ] && { sc_p=-p; shift; }
-  sc_files=
-  while [ $# -gt 1 ]; do sc_files="$sc_files '$1'"; shift; done
-  sc_host=${1%%:*}; sc_host=${sc_host#root@}; sc_host=${sc_host%.cluster}
-  [ -d "$T/$sc_host" ] || fail "scp: no host $sc_host"
-  sc_dest=$(onto "$sc_host" "${1#*:}")
-  eval "cp $sc_p $sc_files '$sc_dest'"
 }
 hostname() { echo "$HOST"; }
 # a name's own address (the first line: the hosts file's extra lines above

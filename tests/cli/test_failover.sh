@@ -36,6 +36,7 @@
 #     of an earlier term is.
 . "$SRC/tests/cli/lib.sh"
 . "$SRC/tests/cli/etcd_lib.sh"
+. "$SRC/tests/cli/failover_lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 new_token "$T/atok" "$T/ctok"
@@ -59,14 +60,6 @@ for n in a b; do
             {"name": "n2", "url": "http://127.0.0.1:$P2", "token_file": "$T/atok"}]}
 EOF
 done
-start_ctl() { # a|b
-  start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"
-  eval "CPID_$1=$DPID URL_$1=http://127.0.0.1:$DPORT"
-}
-role() { curl -s -m 2 "$1/v1/status" | sed -n 's/.*"failover":{"role":"\([a-z]*\)".*/\1/p'; }
-acap() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
-capped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c < 700)}'; }
-both_capped() { capped "$P1" && capped "$P2"; }
 granted_to() { grep -q "lease granted: controller pfi-controller@[^ ]*/$1 \|controller pfi-controller@[^ ]*/$1 generation [0-9]* replaces" "$T/a1.log" "$T/a2.log" && \
   grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
 
@@ -85,10 +78,7 @@ sed 's/"lease_s": 8/"lease_s": 3/; s|"log": "[^"]*",||' "$T/ctl-a.json" >"$T/bad
 expect_status 1 "$CTL" --config "$T/bad.json" --listen 127.0.0.1:0
 contains "$T/err" "lease_s 3 s is below 2 x ttl_s + agent_timeout_s + the period + 1 s"
 
-start_ctl a
-wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
-start_ctl b
-wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
+start_pair
 
 # ---- writes to the follower: committed to the store's inbox, then applied by the leader
 # (an event POSTed, a DELETE, a trigger: 202; a webhook's notification: 200)
@@ -248,16 +238,7 @@ awk 'NF == 2 && ($1 >= 700 || $2 >= 700) {bad++} END {exit bad > 0}' "$T/caps" |
 [ "$(awk 'NF == 2' "$T/caps" | wc -l)" -ge 20 ] || fail "the sampler took $(wc -l <"$T/caps") samples"; ok
 
 # ---- from the agents' own logs: generations never go backwards; no earlier term after a later one
-for a in 1 2; do
-  grep -o "lease granted: controller [^ ]* generation [0-9]*\|lease taken over: controller [^ ]* generation [0-9]*" "$T/a$a.log" |
-    awk '{print $NF}' >"$T/gens$a"
-  [ -s "$T/gens$a" ] || fail "agent $a admitted nothing"
-  awk 'NR > 1 && $1 < prev {bad = 1} {prev = $1} END {exit bad}' "$T/gens$a" ||
-    { cat "$T/gens$a" >&2; fail "agent $a admitted a generation below an earlier one"; }; ok
-  eval "from=\$L$a"
-  tail -n +"$((from + 1))" "$T/a$a.log" | grep -q "lease of controller .* expired" &&
-    { show_logs; fail "agent $a's lease lapsed during the failovers"; }; ok
-done
+agents_logs_ok "during the failovers" 1 2
 # ---- quorum lost (two of the three etcd members stopped): the leader steps down,
 # nobody pushes, the agents' leases (8 s) run out and the GPUs go back to their
 # baselines, as without a controller; with quorum back, a leader caps them again

@@ -19,6 +19,7 @@
 #   - from the agents' own logs: the admitted generations never go back.
 . "$SRC/tests/cli/lib.sh"
 . "$SRC/tests/cli/etcd_lib.sh"
+. "$SRC/tests/cli/failover_lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 kill_daemons_on_exit "${KEEP:+cp -r \"\$T\" \"\$KEEP\"}"
@@ -50,21 +51,10 @@ EOF
 }
 ctl_json a "$(cat "$T/relay1.port")" "$(cat "$T/relay2.port")"
 ctl_json b "$P1" "$P2"
-start_ctl() { # a|b
-  start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"
-  eval "CPID_$1=$DPID URL_$1=http://127.0.0.1:$DPORT"
-}
-role() { curl -s -m 2 "$1/v1/status" | sed -n 's/.*"failover":{"role":"\([a-z]*\)".*/\1/p'; }
-acap() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' '$1=="pfi_gpu_power_cap_watts" && index($0, "gpu=\"0\""){print $NF}'; }
-capped() { c=$(acap "$1"); [ -n "$c" ] && awk -v c="$c" 'BEGIN{exit !(c < 700)}'; }
-both_capped() { capped "$P1" && capped "$P2"; }
 pushed_by() { grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
 reach() { etcdctl --endpoints="$ETCD_EPS" get "/pfi/part/reach/$1" --print-value-only 2>/dev/null; }
 
-start_ctl a
-wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
-start_ctl b
-wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
+start_pair
 S=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 CODE=$(curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $CTOK" \
   --data-binary "{\"id\":\"long\",\"start\":\"$S\",\"duration_s\":36000,\"reduction_pct\":30}" "$URL_a/v1/events")
@@ -138,13 +128,5 @@ awk -v t="$TARGET" 'NF == 3 {v[n++ % 10] = $3; if (n >= 10) {m = 0; for (i = 0; 
   if (m > hi) hi = m; if (m > t * 1.02) bad++}} END {printf "%.0f\n", hi; exit bad > 0}' "$T/caps" >"$T/hi" ||
   fail "the nodes' power above the target $TARGET W + 2% during the takeovers (1 s mean up to $(cat "$T/hi") W)"; ok
 echo "measured: the nodes' power, 1 s means, at most $(cat "$T/hi") W through the takeovers (target $(printf "%.0f" "$TARGET") W)"
-for a in 1 2; do
-  grep -o "lease granted: controller [^ ]* generation [0-9]*\|lease taken over: controller [^ ]* generation [0-9]*" "$T/a$a.log" |
-    awk '{print $NF}' >"$T/gens$a"
-  awk 'NR > 1 && $1 < prev {bad = 1} {prev = $1} END {exit bad}' "$T/gens$a" ||
-    { cat "$T/gens$a" >&2; fail "agent $a admitted a generation below an earlier one"; }; ok
-  eval "from=\$L$a"
-  tail -n +"$((from + 1))" "$T/a$a.log" | grep -q "lease of controller .* expired" &&
-    { show_logs; fail "agent $a's lease lapsed during the takeover"; }; ok
-done
+agents_logs_ok "during the takeover" 1 2
 done_ok

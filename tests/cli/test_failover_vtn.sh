@@ -19,6 +19,7 @@
 #     takeover spans, when the new leader has no sample of it) is missing.
 . "$SRC/tests/cli/lib.sh"
 . "$SRC/tests/cli/etcd_lib.sh"
+. "$SRC/tests/cli/failover_lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
 kill_daemons_on_exit "${KEEP:+cp -r \"\$T\" \"\$KEEP\"}"
@@ -51,17 +52,9 @@ for n in a b; do
  "agents": [{"name": "n1", "url": "http://127.0.0.1:$AP", "token_file": "$T/atok"}]}
 EOF
 done
-start_ctl() { # a|b
-  start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"
-  eval "CPID_$1=$DPID URL_$1=http://127.0.0.1:$DPORT"
-}
-role() { curl -s -m 2 "$1/v1/status" | sed -n 's/.*"failover":{"role":"\([a-z]*\)".*/\1/p'; }
 nfiles() { ls "$V/reports" 2>/dev/null | grep -c '\.json$'; }
 
-start_ctl a
-wait_for 20 "ctl-a leads" '[ "$(role "$URL_a")" = leader ]'
-start_ctl b
-wait_for 20 "ctl-b follows" '[ "$(role "$URL_b")" = follower ]'
+start_pair
 # the event: now, 36 s, a limit of 1 kW (six report intervals of 6 s)
 printf '{"id":"e1","programID":"prog-1","createdDateTime":"2026-07-01T08:00:00Z","modificationDateTime":"2026-07-01T08:00:00Z","targets":[],"intervalPeriod":{"start":"0001-01-01T00:00:00Z","duration":"PT36S"},"intervals":[{"id":0,"payloads":[{"type":"IMPORT_CAPACITY_LIMIT","values":[1.0]}]}]}\n' >"$T/e1.json"
 mv "$T/e1.json" "$V/events/e1.json"

@@ -26,18 +26,14 @@ static int commit(ctl *c, const char *key, json_t *value, const char *what,
     }
     char full[PFI_EVENT_ID_MAX + 96];
     snprintf(full, sizeof full, "inbox/%s", key);
-    pfi_etcd_cmp absent = {full, PFI_ETCD_CREATE, 0, NULL};
-    pfi_etcd_op put = {PFI_ETCD_OP_PUT, full, body, strlen(body), 0, 0};
-    pfi_etcd_answer a;
     pfi_error err = {0};
-    pfi_status st = pfi_etcd_txn(c->fo->kv, &absent, 1, &put, 1, NULL, 0, &a, &err);
+    int created = 0;
+    pfi_status st = pfi_etcd_put_new(c->fo->kv, full, body, strlen(body), &created, &err);
     free(body);
     if (st) {
         pfi_http_error(rs, 503, "%s not committed to the store: %s", what, err.msg);
         return -1;
     }
-    int created = a.succeeded;
-    pfi_etcd_answer_free(&a);
     if (!created) {
         pfi_http_error(rs, 409, "%s was already submitted and not yet taken by the leader", what);
         return -1;

@@ -50,17 +50,14 @@ int ctl_store_etcd_report_intent(ctl *c, const char *key, const char *body)
     char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!v) return -1;
-    pfi_etcd_cmp absent = {k, PFI_ETCD_CREATE, 0, NULL};
-    pfi_etcd_op put = {PFI_ETCD_OP_PUT, k, v, strlen(v), 0, 0};
-    pfi_etcd_answer a;
     pfi_error err = {0};
-    pfi_status st = pfi_etcd_txn(c->fo->kv, &absent, 1, &put, 1, NULL, 0, &a, &err);
+    int created;
+    pfi_status st = pfi_etcd_put_new(c->fo->kv, k, v, strlen(v), &created, &err);
     free(v);
     if (st) {
         ctl_log(c, "warning: failover: the intent of report %s not committed: %s", key, err.msg);
         return -1;
     }
-    pfi_etcd_answer_free(&a);
     return 0;
 }
 
