@@ -53,7 +53,10 @@ put() { # LEASE_S GENERATION GPUS-JSON -> $CODE, body in $T/body
 }
 # the device's limit of GPU i in W
 limit() { sed -n "$(($1 + 1))p" "$T/nvml" | awk '{print $1 / 1000}'; }
-set_limits() { printf '%s\n' "$@" | awk '{print $1 * 1000}' >"$T/nvml"; }
+# written beside and moved in whole: the fake NVML reads the file at every call
+# and renames its own copy over it, so a write in place can be read half-done
+# (a GPU at its default limit) or lost
+set_limits() { printf '%s\n' "$@" | awk '{print $1 * 1000}' >"$T/nvml.new" && mv "$T/nvml.new" "$T/nvml"; }
 up() { curl -s -m 5 "$URL/metrics" | grep "^pfi_gpu_up{gpu=\"$1\"" ; }
 samples() { curl -s -m 5 "$URL/metrics" | grep -c "^pfi_gpu_power_watts{gpu=\"$1\""; }
 

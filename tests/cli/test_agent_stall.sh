@@ -34,7 +34,8 @@ NS=$T/notify.sock
 SINK=$!
 wait_for 10 "the notify sink" '[ -S "$NS" ]'
 
-set_limits() { for _ in 1 2 3 4 5 6 7 8; do echo 700000; done >"$T/nvml"; }
+# moved in whole: the fake NVML may be reading the file (see test_agent_faults.sh)
+set_limits() { for _ in 1 2 3 4 5 6 7 8; do echo 700000; done >"$T/nvml.new" && mv "$T/nvml.new" "$T/nvml"; }
 limit() { sed -n "$(($1 + 1))p" "$T/nvml" | awk '{print $1 / 1000}'; }
 put() { # LEASE_S GENERATION GPUS-JSON -> $CODE, body in $T/body, seconds in $SECS
   out=$(curl -s -m 30 -o "$T/body" -w '%{http_code} %{time_total}' -X PUT -H "Authorization: Bearer $TOKEN" \
