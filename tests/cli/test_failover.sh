@@ -13,9 +13,10 @@
 #     400 and nothing is committed) and answers other writes with 503 naming
 #     the leader;
 #   - SIGKILL of the leader during an event: the follower takes over and
-#     pushes before any agent's lease lapses; the GPUs stay capped
-#     throughout (sampled every 0.1 s); the event the dead leader
-#     acknowledged is the new leader's, once;
+#     pushes before any agent's lease lapses, first the caps the dead
+#     leader committed (each agent's jobs, in the store), then its period's;
+#     the GPUs stay capped throughout (sampled every 0.1 s); the event the
+#     dead leader acknowledged is the new leader's, once;
 #   - SIGSTOP of the new leader past its TTL: the restarted ctl-a takes
 #     over; on SIGCONT the stopped one pushes nothing an agent admits;
 #   - pfi controller handover: the leader hands over to the warm standby,
@@ -155,6 +156,11 @@ L1=$(wc -l <"$T/a1.log"); L2=$(wc -l <"$T/a2.log")
 ftseq() { etcdctl --endpoints="$ETCD_EPS" get /pfi/test/meta/ft_seq --print-value-only 2>/dev/null; }
 SEQ0=$(ftseq)
 num "$SEQ0" ">" 1700000000000000 || fail "the leader's fast-trigger seq not committed: '$SEQ0'"; ok
+# the caps the leader pushes are committed, each agent's jobs under its name
+wait_for 10 "the caps committed" '[ "$(etcdctl --endpoints="$ETCD_EPS" get /pfi/test/meta/caps_chunks --print-value-only 2>/dev/null)" = 1 ]'
+etcdctl --endpoints="$ETCD_EPS" get /pfi/test/caps/0000 --print-value-only >"$T/caps_committed" 2>/dev/null
+contains "$T/caps_committed" '"n1":[["j1",'
+contains "$T/caps_committed" '"n2":[["j3",'
 T0=$(date +%s.%N)
 stop_daemon "$CPID_a" KILL
 wait_for 15 "ctl-b leads and pushes" 'granted_to ctl-b && both_capped'
@@ -162,6 +168,8 @@ T1=$(date +%s.%N)
 echo "takeover after SIGKILL: $(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.2f", b - a}') s"
 [ "$(role "$URL_b")" = leader ] || fail "ctl-b does not say it leads"; ok
 contains "$T/ctl-b.log" "took over at term 2"
+# it pushed the committed caps before its first period (which polls first)
+contains "$T/ctl-b.log" "the last committed caps pushed to 2 agents"
 # the new leader's seqs continue above the dead one's (committed with its periods)
 wait_for 10 "ctl-b commits its fast-trigger seq" '[ "$(ftseq)" != "$SEQ0" ]'
 num "$(ftseq)" ">" "$SEQ0" || fail "the fast-trigger seq went back: $(ftseq) after $SEQ0"; ok

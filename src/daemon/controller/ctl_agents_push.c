@@ -46,6 +46,64 @@ static int agent_jobs(const ctl *c, size_t **start, size_t **idx)
     return 0;
 }
 
+/* agent i's jobs' caps of one kind into rq (lock held): X_PUT the
+ * allocation, X_TRIGGER the trigger's caps; the number of jobs */
+static size_t fill_caps(const ctl *c, size_t i, int kind, const size_t *start, const size_t *idx,
+                        pfi_caps_request *rq)
+{
+    rq->njobs = 0;
+    for (size_t q = start[i]; q < start[i + 1] && rq->njobs < PFI_CAPS_MAX_ENTRIES; q++) {
+        const ctl_job *j = &c->st.job[idx[q]];
+        double cap = kind == X_TRIGGER ? j->trig_cap_w : j->alloc_cap_w;
+        if (!j->seen || !j->reachable || !(cap > 0)) continue;
+        /* the last word: no cap above the job's ceiling leaves here,
+           whichever path (allocation, trigger plan, fallback) made it */
+        if (isfinite(j->cap_max_w) && cap > j->cap_max_w) cap = j->cap_max_w;
+        snprintf(rq->jobs[rq->njobs].job_id, sizeof rq->jobs[0].job_id, "%s", j->id);
+        rq->jobs[rq->njobs].index = -1;
+        rq->jobs[rq->njobs++].cap_w = cap;
+    }
+    return rq->njobs;
+}
+
+/* rq (lease, controller, generation) for agent i */
+static void fill_head(const ctl *c, const ctl_agent *a, int release, pfi_caps_request *rq)
+{
+    char host[64] = "controller";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    rq->ngpus = 0;
+    rq->lease_s = release ? 1 : c->cfg.lease_s;
+    if (c->fo) /* which of the controllers: the agents log it */
+        snprintf(rq->controller, sizeof rq->controller, "pfi-controller@%.40s/%.40s", host,
+                 c->cfg.fo.name);
+    else snprintf(rq->controller, sizeof rq->controller, "pfi-controller@%.100s", host);
+    rq->generation = a->generation; /* the stored one (ctl_generation.c, ctl_persist.c) */
+}
+
+/* agent i's transfer of one kind set up for its body and queued */
+static void queue_put(ctl *c, int kind, size_t i, int release)
+{
+    ctl_agent *a = &c->io.agent[i];
+    xfer *x = &c->io.pool->x[kind][i];
+    if (!x->set_up) {
+        char url[600], auth[PFI_TOKEN_MAX + 32];
+        snprintf(url, sizeof url, "%s/v1/caps", a->url);
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
+        x->hdr = curl_slist_append(NULL, auth);
+        x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
+        curl_easy_setopt(x->h, CURLOPT_URL, url);
+        ctl_pool_tls(x->h, a);
+        curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
+        curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
+        x->set_up = x->hdr != NULL;
+    }
+    curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
+    x->release = release;
+    if (ctl_fast_usable(c, kind, i, x->body)) ctl_fast_add(x);
+    else ctl_pool_enqueue(x);
+}
+
 /* queue PUT /v1/caps of one kind to every agent that is up (lock held):
  * X_PUT the allocation (alloc_cap_w; release: hand back), X_TRIGGER the
  * trigger's caps (trig_cap_w); the number queued */
@@ -59,33 +117,14 @@ size_t ctl_push_queue(ctl *c, int kind, int release)
         ctl_log(c, "error: out of memory: no caps pushed");
         return 0;
     }
-    char host[64] = "controller";
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = '\0';
     static pfi_caps_request rq; /* 35 kB, zeroed once; only the loop's thread is here */
     double now = pfi_clock_now();
     for (size_t i = 0; i < c->io.nagents; i++) {
         ctl_agent *a = &c->io.agent[i];
         if (!a->up || (release && !a->pushed)) continue;
-        rq.ngpus = rq.njobs = 0; /* not the whole 35 kB: 12,500 agents */
-        rq.lease_s = release ? 1 : c->cfg.lease_s;
-        if (c->fo) /* which of the controllers: the agents log it */
-            snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.40s/%.40s", host,
-                     c->cfg.fo.name);
-        else snprintf(rq.controller, sizeof rq.controller, "pfi-controller@%.100s", host);
-        rq.generation = a->generation; /* the stored one (ctl_generation.c, ctl_persist.c) */
-        for (size_t q = start[i]; !release && q < start[i + 1] && rq.njobs < PFI_CAPS_MAX_ENTRIES;
-             q++) {
-            ctl_job *j = &c->st.job[idx[q]];
-            double cap = kind == X_TRIGGER ? j->trig_cap_w : j->alloc_cap_w;
-            if (!j->seen || !j->reachable || !(cap > 0)) continue;
-            /* the last word: no cap above the job's ceiling leaves here,
-               whichever path (allocation, trigger plan, fallback) made it */
-            if (isfinite(j->cap_max_w) && cap > j->cap_max_w) cap = j->cap_max_w;
-            snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", j->id);
-            rq.jobs[rq.njobs].index = -1;
-            rq.jobs[rq.njobs++].cap_w = cap;
-        }
+        fill_head(c, a, release, &rq); /* not the whole 35 kB: 12,500 agents */
+        rq.njobs = 0;
+        if (!release) fill_caps(c, i, kind, start, idx, &rq);
         if (kind == X_TRIGGER && !rq.njobs) continue;
         xfer *x = &P->x[kind][i];
         if (x->queued || x->running) continue;
@@ -96,25 +135,76 @@ size_t ctl_push_queue(ctl *c, int kind, int release)
         if (kind == X_PUT && !release && a->pushed && x->sent && !strcmp(x->sent, x->body) &&
             a->lease_until - now > c->cfg.lease_s / 2)
             continue;
-        if (!x->set_up) {
-            char url[600], auth[PFI_TOKEN_MAX + 32];
-            snprintf(url, sizeof url, "%s/v1/caps", a->url);
-            snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->token);
-            x->hdr = curl_slist_append(NULL, auth);
-            x->hdr = curl_slist_append(x->hdr, "Content-Type: application/json");
-            curl_easy_setopt(x->h, CURLOPT_URL, url);
-            ctl_pool_tls(x->h, a);
-            curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, "PUT");
-            curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdr);
-            x->set_up = x->hdr != NULL;
-        }
-        curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, x->body);
-        x->release = release;
-        if (ctl_fast_usable(c, kind, i, x->body)) ctl_fast_add(x);
-        else ctl_pool_enqueue(x);
+        queue_put(c, kind, i, release);
         added++;
     }
     free(start), free(idx);
+    return added;
+}
+
+char *ctl_push_caps_json(ctl *c)
+{
+    size_t *start, *idx;
+    if (agent_jobs(c, &start, &idx)) return NULL;
+    static pfi_caps_request rq; /* only the loop's thread is here */
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < c->io.nagents; i++) {
+        if (!fill_caps(c, i, X_PUT, start, idx, &rq)) continue;
+        json_t *a = json_array();
+        for (size_t q = 0; a && q < rq.njobs; q++)
+            json_array_append_new(a, json_pack("[sf]", rq.jobs[q].job_id, rq.jobs[q].cap_w));
+        if (!a || json_object_set_new(o, c->io.agent[i].name, a)) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    free(start), free(idx);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    return s;
+}
+
+size_t ctl_push_committed(ctl *c, json_t *caps)
+{
+    ctl_pool *P = c->io.pool;
+    size_t added = 0;
+    if (!json_is_object(caps) || ctl_pool_ensure(c, c->io.nagents)) return 0;
+    ctl_fast_new_base(P);
+    pthread_mutex_lock(&c->mu);
+    if (!ctl_failover_may_push(c)) {
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    static pfi_caps_request rq; /* only the loop's thread is here */
+    for (size_t i = 0; i < c->io.nagents; i++) {
+        ctl_agent *a = &c->io.agent[i];
+        json_t *jobs = json_object_get(caps, a->name); /* a hash lookup */
+        if (!json_is_array(jobs)) continue;
+        xfer *x = &P->x[X_PUT][i];
+        if (x->queued || x->running) continue;
+        fill_head(c, a, 0, &rq);
+        rq.njobs = 0;
+        size_t k;
+        json_t *e;
+        json_array_foreach(jobs, k, e)
+        {
+            const char *id = json_string_value(json_array_get(e, 0));
+            double cap = json_number_value(json_array_get(e, 1));
+            if (!id || !(cap > 0) || rq.njobs >= PFI_CAPS_MAX_ENTRIES) continue;
+            snprintf(rq.jobs[rq.njobs].job_id, sizeof rq.jobs[0].job_id, "%s", id);
+            rq.jobs[rq.njobs].index = -1;
+            rq.jobs[rq.njobs++].cap_w = cap;
+        }
+        if (!rq.njobs) continue;
+        free(x->body);
+        x->body = pfi_caps_request_format(&rq);
+        if (!x->body) continue;
+        a->up = 1; /* not polled yet: tried; no answer marks it down */
+        queue_put(c, X_PUT, i, 0);
+        added++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (added) ctl_pool_run_until(c, X_PUT);
     return added;
 }
 

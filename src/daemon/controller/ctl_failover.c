@@ -290,6 +290,8 @@ void ctl_failover_stop(ctl *c)
     pfi_etcd_close(f->kv);
     pfi_etcd_close(f->ka);
     free(f->last_baselines);
+    free(f->last_caps);
+    json_decref(f->takeover_caps);
     for (size_t i = 0; i < f->nunresolved; i++) free(f->unresolved[i]);
     free(f->unresolved);
     pthread_mutex_destroy(&f->mu);
@@ -328,6 +330,7 @@ int ctl_failover_turn(ctl *c)
     f->taken = f->won; /* not when it was fenced meanwhile */
     int lead = f->taken;
     pthread_mutex_unlock(&f->mu);
+    if (lead && ctl_store(c)->takeover) ctl_store(c)->takeover(c); /* the caps first */
     return lead;
 }
 

@@ -48,6 +48,10 @@ typedef struct ctl_failover {
     long long member_lease;   /* the lease PREFIX/members/NAME was put under */
     char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
     char *last_baselines;
+    /* the caps: what this leader last committed (the loop's thread), and
+       what a new leader pulled, pushed before its first period */
+    char *last_caps;
+    json_t *takeover_caps;
     /* ctl_reach.c's (the loop's thread only): what this controller last
        published (SIZE_MAX: nothing), the revision of the leader's previous
        read, the turns in a row a follower out-reached the leader, the turns

@@ -134,5 +134,12 @@ void ctl_push_result(ctl *c, xfer *x, double now, int answered, long code, const
 void ctl_push_take_trigger(ctl *c);
 void ctl_push_done(ctl *c, xfer *x, double now);
 size_t ctl_push_queue(ctl *c, int kind, int release);
+/* failover: every agent's caps of the allocation as the store keeps them,
+   {"AGENT": [["JOB", cap_w], ...], ...} (lock held; malloc'd; NULL out of
+   memory), and a new leader's first push, before its first period: those
+   caps, as the last leader committed them, under this controller's
+   generations (lock not held): the number of agents sent to */
+char *ctl_push_caps_json(ctl *c);
+size_t ctl_push_committed(ctl *c, json_t *caps);
 
 #endif

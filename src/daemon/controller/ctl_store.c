@@ -43,9 +43,15 @@ static void sqlite_oadr_first(ctl *c, const char *id, double first_s)
     (void)c, (void)id, (void)first_s; /* ctl_db_oadr_first_put stored it */
 }
 
-const ctl_store_ops ctl_store_sqlite = {"sqlite",           sqlite_commit,    sqlite_event_put,
-                                        sqlite_pull,        sqlite_pull,      sqlite_report_intent,
-                                        sqlite_report_done, sqlite_oadr_first};
+const ctl_store_ops ctl_store_sqlite = {.name = "sqlite",
+                                        .commit = sqlite_commit,
+                                        .event_put = sqlite_event_put,
+                                        .pull = sqlite_pull,
+                                        .takeover = NULL,
+                                        .refresh = sqlite_pull,
+                                        .report_intent = sqlite_report_intent,
+                                        .report_done = sqlite_report_done,
+                                        .oadr_first = sqlite_oadr_first};
 
 static json_t *num(double v)
 {

@@ -33,6 +33,9 @@ typedef struct ctl_store_ops {
     /* a new leader: the store's state into the local SQLite and c->st, each
        agent's generation at the new term: 0, or -1 (logged; no push) */
     int (*pull)(ctl *c);
+    /* a new leader once it pulled, before its first period: the caps the
+       last leader committed, pushed at once (NULL: nothing to do) */
+    void (*takeover)(ctl *c);
     /* a follower, each period: the store's events into its SQLite and
        state, for its read-only views: 0, or -1 (it shows what it had) */
     int (*refresh)(ctl *c);

@@ -8,6 +8,9 @@
  *   meta/integral_w     the feedback term
  *   meta/ft_seq         the highest fast-trigger seq handed out (a new leader's start above it)
  *   baselines/EVENT     the jobs' baselines of an event: [[job, tier, base_w, base_tokens], ...]
+ *   caps/NNNN           the caps last committed, {"AGENT": [[job, cap_w], ...], ...} in
+ *                       chunks of at most CTL_STORE_CHUNK bytes; meta/caps_chunks
+ *                       says how many are current (written when they change)
  *   reports/EVENT#k     a REPORT's intent and what the VTN answered (ctl_store_oadr.c)
  *   oadr_first/ID       what "now" meant for an OpenADR event id (ctl_store_oadr.c)
  *
@@ -21,12 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "ctl_failover.h"
 #include "ctl_pool.h"
 #include "ctl_store.h"
 #include "vec.h"
 
 #define CTL_STORE_TXN_OPS 120
+/* a value's bytes at most: etcd takes 1.5 MiB a request, base64 adds a third */
+#define CTL_STORE_CHUNK (256 * 1024)
 
 typedef struct store_batch {
     pfi_etcd_op *op;
@@ -122,6 +128,35 @@ static int put_baselines(ctl *c, const ctl_decision *d, store_batch *b)
     return batch_put(b, s, "baselines/%s", d->sample_event);
 }
 
+/* the caps this period pushes, when they changed since the last commit:
+ * in chunks, then their count (a reader takes chunks below the count) */
+static int put_caps(ctl *c, store_batch *b)
+{
+    ctl_failover *f = c->fo;
+    pthread_mutex_lock(&c->mu);
+    char *s = ctl_push_caps_json(c);
+    pthread_mutex_unlock(&c->mu);
+    if (!s) return -1;
+    if (f->last_caps && !strcmp(f->last_caps, s)) {
+        free(s);
+        return 0;
+    }
+    size_t len = strlen(s), k = 0;
+    for (size_t at = 0; at < len; at += CTL_STORE_CHUNK, k++) {
+        size_t m = len - at < CTL_STORE_CHUNK ? len - at : CTL_STORE_CHUNK;
+        char *v = malloc(m + 1), no[16];
+        if (v) memcpy(v, s + at, m), v[m] = 0;
+        snprintf(no, sizeof no, "%04zu", k);
+        if (batch_put(b, v, "caps/%s", no)) {
+            free(s);
+            return -1;
+        }
+    }
+    free(f->last_caps);
+    f->last_caps = s; /* a refused commit deposes us: no later compare with it */
+    return batch_put(b, fmt_ll((long long)k), "meta/caps_chunks%s", "");
+}
+
 static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
 {
     ctl_failover *f = c->fo;
@@ -149,8 +184,13 @@ static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
     if (!bad) bad = batch_put(&b, seq, "meta/ft_seq%s", "");
     else free(seq);
     if (!bad) bad = put_baselines(c, d, &b);
+    if (!bad) bad = put_caps(c, &b);
     int rc = bad ? -1 : batch_send(c, &b, why, n);
     if (bad) snprintf(why, n, "out of memory");
+    if (rc) { /* not stored: written again at the next commit */
+        free(f->last_caps), f->last_caps = NULL;
+        free(f->last_baselines), f->last_baselines = NULL;
+    }
     batch_free(&b);
     return rc;
 }
@@ -301,6 +341,52 @@ static void pull_state(ctl *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* the caps the last leader committed (meta/caps_chunks chunks of caps/),
+   for etcd_takeover; none or unreadable: NULL (its first period decides) */
+static json_t *pull_caps(ctl *c)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    long long k = -1;
+    if (!pfi_etcd_get(c->fo->kv, "meta/caps_chunks", &a, &err) && a.nkvs) k = atoll(a.kvs[0].value);
+    pfi_etcd_answer_free(&a);
+    if (k <= 0 || pfi_etcd_range_prefix(c->fo->kv, "caps/", 0, &a, &err)) return NULL;
+    if (a.nkvs) qsort(a.kvs, a.nkvs, sizeof *a.kvs, kv_cmp); /* caps/0000 ... in order */
+    json_t *caps = NULL;
+    char *s = NULL;
+    size_t len = 0, cap = 0;
+    int ok = a.nkvs >= (size_t)k;
+    for (size_t i = 0; ok && i < (size_t)k; i++) {
+        ok = !PFI_VEC_RESERVE(s, cap, len + a.kvs[i].value_len + 1, NULL);
+        if (ok) memcpy(s + len, a.kvs[i].value, a.kvs[i].value_len), len += a.kvs[i].value_len;
+    }
+    json_error_t je;
+    if (ok) caps = json_loadb(s, len, 0, &je);
+    if (!json_is_object(caps))
+        ctl_log(c,
+                "warning: failover: the committed caps are unreadable (%lld chunks): "
+                "the first period decides them",
+                k);
+    free(s);
+    pfi_etcd_answer_free(&a);
+    return json_is_object(caps) ? caps : (json_decref(caps), NULL);
+}
+
+/* a new leader's first push: the caps the last one committed, before its
+   first period polls and decides (ctl_store.h) */
+static void etcd_takeover(ctl *c)
+{
+    ctl_failover *f = c->fo;
+    json_t *caps = f->takeover_caps;
+    f->takeover_caps = NULL;
+    if (!caps) return;
+    double t0 = pfi_wall_monotonic();
+    size_t n = ctl_push_committed(c, caps);
+    ctl_log(c, "failover: the last committed caps pushed to %zu agents in %.0f ms", n,
+            1000 * (pfi_wall_monotonic() - t0));
+    json_decref(caps);
+}
+
 static int etcd_pull(ctl *c)
 {
     ctl_failover *f = c->fo;
@@ -308,20 +394,25 @@ static int etcd_pull(ctl *c)
     long long term = f->term;
     free(f->last_baselines);
     f->last_baselines = NULL;
+    free(f->last_caps);
+    f->last_caps = NULL;
     pthread_mutex_unlock(&f->mu);
     if (pull_generations(c, term) || pull_events(c)) return -1;
     pull_state(c);
     ctl_store_oadr_pull(c);
+    json_decref(f->takeover_caps);
+    f->takeover_caps = pull_caps(c);
     ctl_log(c, "failover: %s took over at term %lld: %zu agents, %zu events", c->cfg.fo.name, term,
             c->io.nagents, c->st.nevents);
     return 0;
 }
 
-const ctl_store_ops ctl_store_etcd = {"etcd",
-                                      etcd_commit,
-                                      etcd_event_put,
-                                      etcd_pull,
-                                      pull_events,
-                                      ctl_store_etcd_report_intent,
-                                      ctl_store_etcd_report_done,
-                                      ctl_store_etcd_oadr_first};
+const ctl_store_ops ctl_store_etcd = {.name = "etcd",
+                                      .commit = etcd_commit,
+                                      .event_put = etcd_event_put,
+                                      .pull = etcd_pull,
+                                      .takeover = etcd_takeover,
+                                      .refresh = pull_events,
+                                      .report_intent = ctl_store_etcd_report_intent,
+                                      .report_done = ctl_store_etcd_report_done,
+                                      .oadr_first = ctl_store_etcd_oadr_first};
