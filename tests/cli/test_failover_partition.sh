@@ -68,6 +68,11 @@ num "$TARGET" ">" 1000 || fail "the event's target: '$TARGET'"; ok
 # ---- the switch between ctl-a and its agents dies (the relays stopped)
 # (and the agents' measured power, both nodes together, beside it)
 apower() { curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk -F'[ {}]' '$1=="pfi_job_power_watts"{s+=$NF} END{printf "%d\n", s}'; }
+# (from when the caps have taken hold: the agents' readings lag the caps by a
+# second or more on a loaded machine, and the uncapped power before is not
+# the takeover's)
+settled() { awk -v p="$(( $(apower "$P1") + $(apower "$P2") ))" -v t="$TARGET" 'BEGIN{exit !(p <= t * 1.01)}'; }
+wait_for 30 "the nodes' power at the event's target" 'settled && settled'
 ( while :; do echo "$(acap "$P1") $(acap "$P2") $(( $(apower "$P1") + $(apower "$P2") ))" >>"$T/caps"; sleep 0.1; done ) &
 SAMPLER=$!; PIDS="$PIDS $SAMPLER"
 L1=$(wc -l <"$T/a1.log"); L2=$(wc -l <"$T/a2.log")

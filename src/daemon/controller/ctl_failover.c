@@ -292,6 +292,7 @@ void ctl_failover_stop(ctl *c)
     free(f->last_baselines);
     free(f->last_caps);
     json_decref(f->takeover_caps);
+    free(f->agg);
     for (size_t i = 0; i < f->nunresolved; i++) free(f->unresolved[i]);
     free(f->unresolved);
     pthread_mutex_destroy(&f->mu);

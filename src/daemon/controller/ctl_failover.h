@@ -52,6 +52,14 @@ typedef struct ctl_failover {
        what a new leader pulled, pushed before its first period */
     char *last_caps;
     json_t *takeover_caps;
+    /* ctl_store_agg.c's (mu): each OpenADR event's report intervals, the
+       sum and count of the measured power the leader sampled in them */
+    struct ctl_agg {
+        char event[PFI_EVENT_ID_MAX + 1];
+        size_t k;
+        double sum_w, count;
+    } * agg;
+    size_t nagg, agg_cap;
     /* ctl_reach.c's (the loop's thread only): what this controller last
        published (SIZE_MAX: nothing), the revision of the leader's previous
        read, the turns in a row a follower out-reached the leader, the turns

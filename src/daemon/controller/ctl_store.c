@@ -51,6 +51,7 @@ const ctl_store_ops ctl_store_sqlite = {.name = "sqlite",
                                         .refresh = sqlite_pull,
                                         .report_intent = sqlite_report_intent,
                                         .report_done = sqlite_report_done,
+                                        .buckets = NULL,
                                         .oadr_first = sqlite_oadr_first};
 
 static json_t *num(double v)
@@ -116,6 +117,71 @@ int ctl_store_event_parse(const char *text, size_t len, ctl_event *e, char *why,
         get_str(j, "created_by", e->created_by, sizeof e->created_by);
         get_str(j, "changed_by", e->changed_by, sizeof e->changed_by);
         get_str(j, "cancelled_by", e->cancelled_by, sizeof e->cancelled_by);
+    }
+    json_decref(j);
+    return rc;
+}
+
+char *ctl_store_mem_format(const ctl_mem *m)
+{
+    json_t *pts = json_array(), *feat = json_array();
+    for (size_t i = 0; pts && i < m->npt; i++)
+        json_array_append_new(pts, json_pack("[ffff]", m->pt[i].power_w, m->pt[i].power_se_w,
+                                             m->pt[i].tokens_per_s, m->pt[i].tokens_se));
+    for (int i = 0; feat && i < 4; i++) json_array_append_new(feat, num(m->feat[i]));
+    json_t *j = pts && feat ? json_pack("{ss si si so so si so so so}", "id", m->id, "tier",
+                                        m->tier, "gpus", m->gpus, "hw_max_w", num(m->hw_max_w),
+                                        "feat", feat, "profiled", m->profiled, "cost_ratio",
+                                        num(m->cost_ratio), "t", num(m->t), "points", pts)
+                            : NULL;
+    if (!j) json_decref(pts), json_decref(feat);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return s;
+}
+
+int ctl_store_mem_parse(const char *text, size_t len, ctl_mem *m, char *why, size_t n)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t je;
+    json_t *j = json_loadb(text, len, 0, &je), *pts = json_object_get(j, "points");
+    const char *id = json_string_value(json_object_get(j, "id"));
+    int rc = -1;
+    if (!j) snprintf(why, n, "not JSON: %s", je.text);
+    else if (!id || strlen(id) > CTL_JOB_ID_MAX) snprintf(why, n, "id: missing or too long");
+    else if (!json_is_integer(json_object_get(j, "tier")) ||
+             !json_is_integer(json_object_get(j, "gpus")))
+        snprintf(why, n, "tier, gpus: not integers");
+    else if (!json_is_array(pts) || json_array_size(pts) > CTL_KNOWN_MAX)
+        snprintf(why, n, "points: not an array of at most %d", CTL_KNOWN_MAX);
+    else rc = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(pts, i, x)
+    {
+        if (rc) break;
+        double v[4];
+        for (int q = 0; q < 4; q++) {
+            json_t *e = json_array_get(x, q);
+            v[q] = json_is_number(e) ? json_number_value(e) : NAN;
+            if (!isfinite(v[q])) rc = -1;
+        }
+        if (rc) snprintf(why, n, "points[%zu]: not four finite numbers", i);
+        else m->pt[m->npt++] = (pfi_online_point){v[0], v[1], v[2], v[3]};
+    }
+    if (!rc) {
+        snprintf(m->id, sizeof m->id, "%s", id);
+        m->tier = (int)json_integer_value(json_object_get(j, "tier"));
+        m->gpus = (int)json_integer_value(json_object_get(j, "gpus"));
+        m->hw_max_w = get_num(j, "hw_max_w");
+        for (int q = 0; q < 4; q++) {
+            json_t *f = json_array_get(json_object_get(j, "feat"), (size_t)q);
+            m->feat[q] = json_is_number(f) ? json_number_value(f) : 0;
+        }
+        m->profiled = json_is_true(json_object_get(j, "profiled")) ||
+                      json_integer_value(json_object_get(j, "profiled")) != 0;
+        m->cost_ratio = get_num(j, "cost_ratio");
+        m->t = get_num(j, "t");
     }
     json_decref(j);
     return rc;

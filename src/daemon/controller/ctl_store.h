@@ -46,6 +46,11 @@ typedef struct ctl_store_ops {
     int (*report_intent)(ctl *c, const char *key, const char *body);
     /* what the VTN answered: its report id, or refused (rid NULL) */
     void (*report_done)(ctl *c, const char *key, const char *rid);
+    /* the report intervals' measured power of event_id, for its REPORTs
+       (ctl_vtn_report.c; lock held): sum_w[k] and count[k] of its
+       intervals k < nb set from the store's aggregates (ctl_store_agg.c);
+       NULL: the backend has none, the REPORT is built from the samples */
+    int (*buckets)(ctl *c, const char *event_id, double *sum_w, double *count, size_t nb);
     /* what "now" meant for an OpenADR event id, at its first applied
        version (NaN: forgotten, the VTN deleted it; lock held) */
     void (*oadr_first)(ctl *c, const char *id, double first_s);
@@ -68,6 +73,11 @@ static inline const ctl_store_ops *ctl_store(const ctl *c)
 char *ctl_store_event_format(const ctl_event *e);
 int ctl_store_event_parse(const char *text, size_t len, ctl_event *e, char *why, size_t n);
 
+/* a job's remembered points (ctl_mem) as the store holds them (JSON text,
+   malloc'd) and back: 0, or -1 (why set) */
+char *ctl_store_mem_format(const ctl_mem *m);
+int ctl_store_mem_parse(const char *text, size_t len, ctl_mem *m, char *why, size_t n);
+
 /* ctl_store_oadr.c (etcd): the first receipts and the reports' intents
    into the local SQLite at a takeover (lock not held), and whether a report key came from an intent
    the dead leader may have sent (its VTN id not known): then the VTN is
@@ -79,5 +89,13 @@ void ctl_store_report_resolved(ctl *c, const char *key);
 int ctl_store_etcd_report_intent(ctl *c, const char *key, const char *body);
 void ctl_store_etcd_report_done(ctl *c, const char *key, const char *rid);
 void ctl_store_etcd_oadr_first(ctl *c, const char *id, double first_s);
+
+/* ctl_store_agg.c (etcd): the period's sample added to its OpenADR event's
+   report interval, the interval's key ("EVENTID#k") and value ("SUM COUNT",
+   malloc'd; NULL: nothing to commit) for the period's commit: 0, or -1 out
+   of memory; the aggregates pulled at a takeover; the buckets op */
+int ctl_store_agg_sample(ctl *c, const ctl_decision *d, char *key, size_t kn, char **value);
+void ctl_store_agg_pull(ctl *c);
+int ctl_store_etcd_buckets(ctl *c, const char *event_id, double *sum_w, double *count, size_t nb);
 
 #endif

@@ -8,6 +8,10 @@
  *   meta/integral_w     the feedback term
  *   meta/ft_seq         the highest fast-trigger seq handed out (a new leader's start above it)
  *   baselines/EVENT     the jobs' baselines of an event: [[job, tier, base_w, base_tokens], ...]
+ *   mem/TIER/GPUS/HW/ID  a job's remembered points (ctl_mem: profiles, events), put
+ *                       when stored, deleted when forgotten (its job ended)
+ *   agg/EVENT#k         an OpenADR event's report interval k: "SUM COUNT" of the
+ *                       measured power sampled in it (ctl_store_agg.c)
  *   caps/NNNN           the caps last committed, {"AGENT": [[job, cap_w], ...], ...} in
  *                       chunks of at most CTL_STORE_CHUNK bytes; meta/caps_chunks
  *                       says how many are current (written when they change)
@@ -62,6 +66,21 @@ static int batch_put(store_batch *b, char *value, const char *fmt, const char *a
     b->mem[b->nmem++] = key;
     b->mem[b->nmem++] = value;
     b->op[b->n++] = (pfi_etcd_op){PFI_ETCD_OP_PUT, key, value, strlen(value), 0, 0};
+    return 0;
+}
+
+/* queue a delete of key (printf) */
+static int batch_del(store_batch *b, const char *fmt, const char *arg)
+{
+    char *key = malloc(strlen(fmt) + strlen(arg) + 1);
+    if (!key || PFI_VEC_RESERVE(b->op, b->cap, b->n + 1, NULL) ||
+        PFI_VEC_RESERVE(b->mem, b->memcap, b->nmem + 1, NULL)) {
+        free(key);
+        return -1;
+    }
+    sprintf(key, fmt, arg);
+    b->mem[b->nmem++] = key;
+    b->op[b->n++] = (pfi_etcd_op){PFI_ETCD_OP_DELETE, key, NULL, 0, 0, 0};
     return 0;
 }
 
@@ -157,6 +176,20 @@ static int put_caps(ctl *c, store_batch *b)
     return batch_put(b, fmt_ll((long long)k), "meta/caps_chunks%s", "");
 }
 
+/* the decision's remembered points: each key put, or deleted when forgotten */
+static int put_mem(const ctl_decision *d, store_batch *b)
+{
+    for (size_t i = 0; i < d->nmem_rows; i++) {
+        const ctl_mem *m = &d->mem_rows[i];
+        char key[CTL_JOB_ID_MAX + 64];
+        snprintf(key, sizeof key, "%d/%d/%.0f/%s", m->tier, m->gpus, m->hw_max_w, m->id);
+        if (m->forget ? batch_del(b, "mem/%s", key)
+                      : batch_put(b, ctl_store_mem_format(m), "mem/%s", key))
+            return -1;
+    }
+    return 0;
+}
+
 static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
 {
     ctl_failover *f = c->fo;
@@ -185,6 +218,10 @@ static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
     else free(seq);
     if (!bad) bad = put_baselines(c, d, &b);
     if (!bad) bad = put_caps(c, &b);
+    if (!bad) bad = put_mem(d, &b);
+    char agg_key[PFI_EVENT_ID_MAX + 24], *agg = NULL;
+    if (!bad) bad = ctl_store_agg_sample(c, d, agg_key, sizeof agg_key, &agg);
+    if (!bad && agg) bad = batch_put(&b, agg, "agg/%s", agg_key);
     int rc = bad ? -1 : batch_send(c, &b, why, n);
     if (bad) snprintf(why, n, "out of memory");
     if (rc) { /* not stored: written again at the next commit */
@@ -341,6 +378,31 @@ static void pull_state(ctl *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* the remembered points into the state: the store's replace the local
+   SQLite's of the same key (a key only the local SQLite has stays: its job
+   ended while another controller led, and it is forgotten at 30 days) */
+static void pull_mem(ctl *c)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(c->fo->kv, "mem/", 0, &a, &err)) {
+        ctl_log(c, "warning: failover: reading the remembered points: %s", err.msg);
+        return;
+    }
+    size_t got = 0;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < a.nkvs; i++) {
+        ctl_mem m;
+        char why[256];
+        if (ctl_store_mem_parse(a.kvs[i].value, a.kvs[i].value_len, &m, why, sizeof why))
+            ctl_log(c, "warning: failover: etcd %s: %s; skipped", a.kvs[i].key, why);
+        else if (!ctl_mem_put(&c->st, &m)) got++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    pfi_etcd_answer_free(&a);
+    if (got) ctl_log(c, "failover: the remembered points of %zu jobs taken from the store", got);
+}
+
 /* the caps the last leader committed (meta/caps_chunks chunks of caps/),
    for etcd_takeover; none or unreadable: NULL (its first period decides) */
 static json_t *pull_caps(ctl *c)
@@ -399,6 +461,8 @@ static int etcd_pull(ctl *c)
     pthread_mutex_unlock(&f->mu);
     if (pull_generations(c, term) || pull_events(c)) return -1;
     pull_state(c);
+    pull_mem(c);
+    ctl_store_agg_pull(c);
     ctl_store_oadr_pull(c);
     json_decref(f->takeover_caps);
     f->takeover_caps = pull_caps(c);
@@ -415,4 +479,5 @@ const ctl_store_ops ctl_store_etcd = {.name = "etcd",
                                       .refresh = pull_events,
                                       .report_intent = ctl_store_etcd_report_intent,
                                       .report_done = ctl_store_etcd_report_done,
+                                      .buckets = ctl_store_etcd_buckets,
                                       .oadr_first = ctl_store_etcd_oadr_first};

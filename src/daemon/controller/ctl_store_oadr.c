@@ -21,11 +21,9 @@
  * it is done with the VTN's id. So each (eventID, reportName) is one report
  * object at the VTN, and the intervals the dead leader kept are sent.
  *
- * Not covered: an interval that ended while no controller kept it (the
- * dead leader died before keeping it, within a second of its end, or the
- * takeover spans it) is built from the new leader's samples, which start
- * at its takeover: partial, or nothing to send when it has none (the
- * authoritative per-interval aggregates issue 45 names are not built).
+ * An interval that ended while no controller kept it (the dead leader
+ * died before keeping it, or the takeover spans it) is built by the new
+ * leader from the store's per-interval aggregates (ctl_store_agg.c).
  * The entries stay in etcd (about 100 bytes once answered). */
 #include <jansson.h>
 #include <math.h>

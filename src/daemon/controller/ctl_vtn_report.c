@@ -36,7 +36,12 @@ static char *build_report(ctl *c, const ctl_event *e, int v301, size_t b_lo, siz
     double *t = malloc(max * sizeof *t), *m = malloc(max * sizeof *m);
     double *sum = calloc(nb, sizeof *sum), *cnt = calloc(nb, sizeof *cnt);
     char *out = NULL;
-    size_t n = t && m && sum && cnt ? ctl_db_samples(c, e->ev.id, t, m, max) : 0;
+    size_t n = 0;
+    /* failover: the store's per-interval aggregates, whichever controller
+       sampled the interval (ctl_store_agg.c); else this one's samples */
+    if (t && m && sum && cnt && ctl_store(c)->buckets)
+        ctl_store(c)->buckets(c, e->ev.id, sum, cnt, nb);
+    else if (t && m && sum && cnt) n = ctl_db_samples(c, e->ev.id, t, m, max);
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(m[i]) || t[i] < start || t[i] >= end) continue;
         size_t b = (size_t)((t[i] - start) / R);
