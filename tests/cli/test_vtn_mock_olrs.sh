@@ -10,7 +10,9 @@
 #     the caps lowered; the program changed to KW: its events read again
 #     (9000.0 is then 9000 kW, not 9 kW);
 #   - reports of the running event accepted by the strict VTN (each under a
-#     name of its own, the VTN's own event id), none refused;
+#     name of its own, the VTN's own event id), none refused; one whose name
+#     the VTN holds already is answered 409, asked for by name, found and
+#     counted accepted (not refused);
 #   - every token revoked: the next request answered 403, one new token,
 #     the request retried, polling goes on;
 #   - an event deleted at the VTN while a page of the listing fails (500
@@ -105,6 +107,20 @@ contains "$V/reports/001.json" '"eventID":"olrs-now"'
 n1=$(sed 's/.*"reportName":"\([^"]*\)".*/\1/' "$V/reports/001.json")
 n2=$(sed 's/.*"reportName":"\([^"]*\)".*/\1/' "$V/reports/002.json")
 [ -n "$n1" ] && [ "$n1" != "$n2" ] || fail "report names: '$n1' '$n2'"; ok
+# a report whose name is at the VTN already (sent before: by a dead leader, or
+# answered but the answer lost): openleadr-rs answers 409 on the unique name;
+# the controller asks for it by name, finds it and counts it accepted
+python3 - "$V/reports/seeded.json" <<'PY2'
+import json, sys
+json.dump({"id": "seeded-5", "eventID": "olrs-now", "clientName": "pfi-test-ven", "reportName": "pfi olrs-now#5",
+           "createdDateTime": "2026-07-01T08:00:00Z", "modificationDateTime": "2026-07-01T08:00:00Z",
+           "objectType": "REPORT", "payloadDescriptors": [], "resources": []}, open(sys.argv[1], "w"))
+PY2
+wait_for 60 "the report of the taken name found" 'grep -q "report for event olrs-now#5 found at the VTN (report seeded-5)" "$T/ctl.log"'
+grep -q "POST /reports -> 409" "$T/vtn.log" || fail "the VTN did not answer 409 to the taken name"; ok
+grep -q "GET /reports?eventID=olrs-now&clientName=pfi-test-ven" "$T/vtn.log" || fail "not asked for by name"; ok
+lacks "$T/ctl.log" "olrs-now#5: HTTP 409: refused"
+wait_for 30 "the next report accepted" 'grep -q "report for event olrs-now#6 accepted" "$T/ctl.log"'
 lacks "$T/ctl.log" "refused, not sent again"
 
 # ---- every token revoked: 403, one new token, the request retried ----

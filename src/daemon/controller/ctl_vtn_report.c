@@ -188,10 +188,11 @@ static int program_of_event(pfi_vtn *v, char **body, char *why, size_t n)
     return text ? 0 : -1;
 }
 
-/* failover: a report the dead leader kept and may have POSTed, asked of
- * the VTN by its reportName (GET /reports?eventID=&clientName=, up to 10
- * pages of 50; ctl_store_oadr.c): 1 found (done, with the VTN's id), 0
- * not there (send it), -1 the VTN did not answer (later) */
+/* a report that may be at the VTN already, asked of it by its reportName
+ * (GET /reports?eventID=&clientName=, up to 10 pages of 50): one the dead
+ * leader kept and may have POSTed (failover; ctl_store_oadr.c), or one a
+ * POST of got 409 (openleadr-rs: the name is taken). 1 found (done, with
+ * the VTN's id), 0 not there (send it), -1 the VTN did not answer (later) */
 static int resolve(ctl *c, pfi_vtn *v, const char *key, const char *body)
 {
     json_t *o = json_loads(body, 0, NULL);
@@ -231,8 +232,8 @@ static int resolve(ctl *c, pfi_vtn *v, const char *key, const char *body)
                 pthread_mutex_lock(&c->mu);
                 ctl_db_report_done(c, key, rid);
                 ctl_log(c,
-                        "VTN: report for event %s found at the VTN (report %.128s), sent by the "
-                        "previous leader: not sent again",
+                        "VTN: report for event %s found at the VTN (report %.128s), sent "
+                        "before: not sent again",
                         key, rid);
                 pthread_mutex_unlock(&c->mu);
                 ctl_store(c)->report_done(c, key, rid);
@@ -287,6 +288,18 @@ static int send_report(ctl *c, pfi_vtn *v)
         return -1;
     }
     pfi_status st = pfi_vtn_request(v, "POST", "/reports", body, &r, &e);
+    if (!st && r.code == 409) {
+        /* openleadr-rs keeps reportName unique: 409 may say that a report
+           of this name is there (sent before, by us or a dead leader): asked
+           by name, found, it is accepted; not found (the other 409: its
+           event unknown), refused below; not answered, later */
+        int found = resolve(c, v, id, body);
+        if (found) {
+            free(body);
+            pfi_http_reply_dispose(&r);
+            return found;
+        }
+    }
     free(body);
     json_t *o = !st && r.code >= 200 && r.code < 300 ? json_loads(r.body, 0, NULL) : NULL;
     const char *rid = json_string_value(json_object_get(o, "id"));
