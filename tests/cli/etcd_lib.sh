@@ -24,7 +24,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
 # (etcd_check, with the EC_CA/EC_CERT/EC_KEY of the environment; never
 # ETCD_* names: etcd reads every ETCD_* variable as a flag).
 # PFI_ETCD_NAME (m) names the members (a second cluster beside the first),
-# PFI_ETCD_SCHEME (http) is their clients' scheme (https with --cert-file ...)
+# PFI_ETCD_SCHEME (http) is their clients' scheme (https with --cert-file ...),
+# PFI_ETCD_HOST_i (127.0.0.1) member i's address and PFI_ETCD_WRAP_i a command
+# it runs under (another network namespace: test_failover_isolated.sh); sets
+# ETCD_PEER_i (its peer port) and ETCD_HOST_i
 etcd_cluster() {
   ec_n=$1; shift
   for ec_try in 1 2 3; do
@@ -33,18 +36,20 @@ etcd_cluster() {
     i=1; for p in $ec_ports; do
       [ $i -le "$ec_n" ] || break
       pp=$(echo "$ec_ports" | cut -d' ' -f$((i + ec_n)))
-      ec_init="${ec_init:+$ec_init,}${PFI_ETCD_NAME:-m}$i=http://127.0.0.1:$pp"
-      eval "ETCD_EP_$i=${PFI_ETCD_SCHEME:-http}://127.0.0.1:$p ETCD_PEER_$i=$pp"
-      ETCD_EPS="${ETCD_EPS:+$ETCD_EPS,}${PFI_ETCD_SCHEME:-http}://127.0.0.1:$p"
+      eval "h=\${PFI_ETCD_HOST_$i:-127.0.0.1}"
+      ec_init="${ec_init:+$ec_init,}${PFI_ETCD_NAME:-m}$i=http://$h:$pp"
+      eval "ETCD_EP_$i=${PFI_ETCD_SCHEME:-http}://$h:$p ETCD_PEER_$i=$pp ETCD_HOST_$i=$h"
+      ETCD_EPS="${ETCD_EPS:+$ETCD_EPS,}${PFI_ETCD_SCHEME:-http}://$h:$p"
       i=$((i + 1))
     done
     i=1; while [ $i -le "$ec_n" ]; do
-      eval "ep=\$ETCD_EP_$i pp=\$ETCD_PEER_$i"
+      eval "ep=\$ETCD_EP_$i pp=\$ETCD_PEER_$i h=\$ETCD_HOST_$i w=\${PFI_ETCD_WRAP_$i:-}"
       en=${PFI_ETCD_NAME:-m}$i
       rm -rf "$T/etcd-$en"
-      start_daemon "etcd $en" "$T/etcd-$en.log" "" etcd --name "$en" --data-dir "$T/etcd-$en" \
+      # (w: a command the member runs under, e.g. "ip netns exec NS": it execs etcd)
+      start_daemon "etcd $en" "$T/etcd-$en.log" "" $w etcd --name "$en" --data-dir "$T/etcd-$en" \
         --listen-client-urls "$ep" --advertise-client-urls "$ep" \
-        --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
+        --listen-peer-urls "http://$h:$pp" --initial-advertise-peer-urls "http://$h:$pp" \
         --initial-cluster "$ec_init" --initial-cluster-token "pfi-test-$$-$ec_try" \
         --initial-cluster-state new "$@"
       eval "ETCD_PID_$i=$DPID"

@@ -201,6 +201,16 @@ static void renew(ctl *c, ctl_failover *f)
     }
 }
 
+/* the endpoint a client uses now, logged when it changed (a member that
+   did not answer: the client went on to the next; the caller's thread) */
+static void note_endpoint(ctl *c, pfi_etcd *e, char *last, size_t n, const char *what)
+{
+    const char *now = pfi_etcd_endpoint(e);
+    if (last[0] && strcmp(last, now))
+        ctl_log(c, "failover: etcd: %s now through %s (%s did not answer)", what, now, last);
+    snprintf(last, n, "%s", now);
+}
+
 static void *failover_main(void *arg)
 {
     ctl *c = arg;
@@ -212,6 +222,7 @@ static void *failover_main(void *arg)
         int elect = f->lease && !f->won;
         pthread_mutex_unlock(&f->mu);
         if (elect) try_elect(c, f);
+        note_endpoint(c, f->ka, f->ep_ka, sizeof f->ep_ka, "the lease and the election");
         double wait_s = c->cfg.fo.ttl_s / 3 - (pfi_wall_monotonic() - t0);
         for (; wait_s > 0 && !atomic_load(&f->stop); wait_s -= 0.05) {
             struct timespec ts = {0, (long)(fmin(wait_s, 0.05) * 1e9)};
@@ -317,6 +328,7 @@ int ctl_failover_turn(ctl *c)
     pthread_mutex_lock(&f->mu);
     int won = f->won, taken = f->taken;
     pthread_mutex_unlock(&f->mu);
+    note_endpoint(c, f->kv, f->ep_kv, sizeof f->ep_kv, "the store");
     if (!won) { /* a follower: the leader's events, for its views */
         if (!ctl_store(c)->refresh(c)) {
             pthread_mutex_lock(&f->mu);

@@ -46,6 +46,9 @@ typedef struct ctl_failover {
     int schema_newer;      /* the store's schema is newer than ours: we do not lead (an alarm) */
     double no_campaign_until; /* after a handover: the standby's turn (monotonic) */
     long long member_lease;   /* the lease PREFIX/members/NAME was put under */
+    /* the endpoint each client last used: ka's (the failover thread's) and
+       kv's (the loop's), each read and written by its own thread only */
+    char ep_ka[256], ep_kv[256];
     char last_baselines_event[PFI_EVENT_ID_MAX + 1]; /* what was last committed of baselines */
     char *last_baselines;
     /* the caps: what this leader last committed (the loop's thread), and
