@@ -40,6 +40,7 @@
 . "$SRC/tests/cli/failover_lib.sh"
 : "${PFI_AGENT:?}"
 CTL=${PFI_CONTROLLER_BIN:-$(dirname "$PFI_AGENT")/pfi-controller}
+kill_daemons_on_exit "${KEEP:+cp -r \"\$T\" \"\$KEEP\"}"
 new_token "$T/atok" "$T/ctok"
 CTOK=$(cat "$T/ctok")
 etcd_cluster 3
@@ -161,6 +162,10 @@ wait_for 10 "the caps committed" '[ "$(etcdctl --endpoints="$ETCD_EPS" get /pfi/
 etcdctl --endpoints="$ETCD_EPS" get /pfi/test/caps/0000 --print-value-only >"$T/caps_committed" 2>/dev/null
 contains "$T/caps_committed" '"n1":[["j1",'
 contains "$T/caps_committed" '"n2":[["j3",'
+# what safe-online has measured of each job in the event is committed (a
+# point once it has settled at its target: a few periods)
+npoints() { etcdctl --endpoints="$ETCD_EPS" get --prefix /pfi/test/points/ --keys-only 2>/dev/null | grep -c .; }
+wait_for 30 "both jobs' measured points committed" '[ "$(npoints)" = 2 ]'
 # a remembered curve the store holds but cannot be read: skipped, named
 etcdctl --endpoints="$ETCD_EPS" put /pfi/test/mem/0/4/700/bad '{"id":1,"points":[]}' >/dev/null 2>&1 ||
   fail "etcdctl put"; ok
@@ -174,6 +179,8 @@ contains "$T/ctl-b.log" "took over at term 2"
 # it pushed the committed caps before its first period (which polls first)
 contains "$T/ctl-b.log" "the last committed caps pushed to 2 agents"
 contains "$T/ctl-b.log" "mem/0/4/700/bad: id: missing or too long; skipped"
+# and what safe-online measured of both jobs in the event, from the store
+contains "$T/ctl-b.log" "failover: what safe-online measured of 2 jobs taken over"
 # the new leader's seqs continue above the dead one's (committed with its periods)
 wait_for 10 "ctl-b commits its fast-trigger seq" '[ "$(ftseq)" != "$SEQ0" ]'
 num "$(ftseq)" ">" "$SEQ0" || fail "the fast-trigger seq went back: $(ftseq) after $SEQ0"; ok

@@ -490,6 +490,10 @@ const char *ctl_profile_state_name(const ctl_job *j);
 /* ctl_online.c: at an event's end, what it measured of each job becomes
  * its known points (kept, stored); the SLA shortfall now (W; NaN: none) */
 void ctl_online_remember(ctl_state *s, ctl_decision *d);
+/* what safe-online measured of job j in the running event, its known
+   points included (failover: a new leader starts from them): the number
+   of points in pt (at most max; 0: none, or not in the event's state) */
+size_t ctl_online_points(const ctl_state *s, const ctl_job *j, pfi_online_point *pt, size_t max);
 double ctl_online_shortfall_w(const ctl_state *s);
 /* ctl_db.c: the remembered points into s->mem (at start); 0, or -1 */
 int ctl_db_load_mem(ctl *c);

@@ -530,6 +530,13 @@ double ctl_online_shortfall_w(const ctl_state *s)
     return s->online && s->online->s ? s->online->shortfall_w : NAN;
 }
 
+size_t ctl_online_points(const ctl_state *s, const ctl_job *j, pfi_online_point *pt, size_t max)
+{
+    const ctl_online_t *o = s->online;
+    const on_job *q = o && o->s ? find_key(o, j->id, j->tier) : NULL;
+    return q && !q->no_tokens ? pfi_online_export(o->s, (size_t)(q - o->j), pt, max) : 0;
+}
+
 void ctl_online_remember(ctl_state *s, ctl_decision *d)
 {
     const ctl_online_t *o = s->online;

@@ -247,6 +247,10 @@ typedef struct ctl_job {
     pfi_online_point known[CTL_KNOWN_MAX];
     size_t nknown;
     int mem_checked; /* its remembered points looked up */
+    /* failover (ctl_store_etcd.c): the points of the running event last
+       committed (their number, and when: pfi clock) */
+    size_t fo_npt;
+    double fo_t;
 } ctl_job;
 
 /* A job's GPUs obey the lowest of pfi's cap, its ceiling (an admin's limit

@@ -12,6 +12,10 @@
  *                       when stored, deleted when forgotten (its job ended)
  *   agg/EVENT#k         an OpenADR event's report interval k: "SUM COUNT" of the
  *                       measured power sampled in it (ctl_store_agg.c)
+ *   points/TIER/ID      what safe-online measured of a job in the running event:
+ *                       {"points": [[power_w, power_se_w, tokens_per_s, tokens_se], ...]},
+ *                       at most every CTL_STORE_POINTS_S per job; deleted at the
+ *                       event's end (its points are then remembered: mem/)
  *   caps/NNNN           the caps last committed, {"AGENT": [[job, cap_w], ...], ...} in
  *                       chunks of at most CTL_STORE_CHUNK bytes; meta/caps_chunks
  *                       says how many are current (written when they change)
@@ -37,6 +41,13 @@
 #define CTL_STORE_TXN_OPS 120
 /* a value's bytes at most: etcd takes 1.5 MiB a request, base64 adds a third */
 #define CTL_STORE_CHUNK (256 * 1024)
+/* a job's measured points committed at most this often (s): safe-online
+   moves a job every few periods, and 12,500 jobs' points each period would
+   be megabytes a second */
+#define CTL_STORE_POINTS_S 30
+/* and at most this many jobs' points a period (about 150 kB), so that a
+   fleet's first points spread over periods instead of one period's spike */
+#define CTL_STORE_POINTS_PER_PERIOD 500
 
 typedef struct store_batch {
     pfi_etcd_op *op;
@@ -190,6 +201,48 @@ static int put_mem(const ctl_decision *d, store_batch *b)
     return 0;
 }
 
+/* what safe-online measured in the running event, each job's when it has
+ * more points than last committed (at most every CTL_STORE_POINTS_S); at
+ * the event's end the keys go (what it measured is remembered then) */
+static int put_points(ctl *c, const ctl_decision *d, store_batch *b)
+{
+    ctl_failover *f = c->fo;
+    if (!d->active) {
+        if (!f->points_put) return 0;
+        f->points_put = 0;
+        pthread_mutex_lock(&c->mu); /* the next event's points start again */
+        for (size_t k = 0; k < c->st.njobs; k++) c->st.job[k].fo_npt = 0;
+        pthread_mutex_unlock(&c->mu);
+        if (PFI_VEC_RESERVE(b->op, b->cap, b->n + 1, NULL)) return -1;
+        b->op[b->n++] = (pfi_etcd_op){PFI_ETCD_OP_DELETE, "points/", NULL, 0, 0, 1};
+        return 0;
+    }
+    pfi_online_point pt[CTL_KNOWN_MAX * 2];
+    int bad = 0;
+    pthread_mutex_lock(&c->mu);
+    double now = c->st.now;
+    size_t put = 0;
+    for (size_t k = 0; !bad && k < c->st.njobs && put < CTL_STORE_POINTS_PER_PERIOD; k++) {
+        ctl_job *j = &c->st.job[k];
+        size_t m = ctl_online_points(&c->st, j, pt, CTL_KNOWN_MAX * 2);
+        if (m <= j->fo_npt || now - j->fo_t < CTL_STORE_POINTS_S) continue;
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < m; i++)
+            json_array_append_new(a, json_pack("[ffff]", pt[i].power_w, pt[i].power_se_w,
+                                               pt[i].tokens_per_s, pt[i].tokens_se));
+        json_t *o = a ? json_pack("{so}", "points", a) : NULL;
+        char *v = o ? json_dumps(o, JSON_COMPACT) : NULL, key[CTL_JOB_ID_MAX + 16];
+        json_decref(o);
+        snprintf(key, sizeof key, "%d/%s", j->tier, j->id);
+        bad = batch_put(b, v, "points/%s", key);
+        j->fo_npt = m, j->fo_t = now;
+        f->points_put = 1;
+        put++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return bad ? -1 : 0;
+}
+
 static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
 {
     ctl_failover *f = c->fo;
@@ -219,6 +272,7 @@ static int etcd_commit(ctl *c, const ctl_decision *d, char *why, size_t n)
     if (!bad) bad = put_baselines(c, d, &b);
     if (!bad) bad = put_caps(c, &b);
     if (!bad) bad = put_mem(d, &b);
+    if (!bad) bad = put_points(c, d, &b);
     char agg_key[PFI_EVENT_ID_MAX + 24], *agg = NULL;
     if (!bad) bad = ctl_store_agg_sample(c, d, agg_key, sizeof agg_key, &agg);
     if (!bad && agg) bad = batch_put(&b, agg, "agg/%s", agg_key);
@@ -378,6 +432,57 @@ static void pull_state(ctl *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* what the dead leader's safe-online measured in the running event: each
+   job's known points (a job the baselines made, ctl_job), so the new
+   leader's safe-online starts from them, not from nothing (lock not held) */
+static void pull_points(ctl *c)
+{
+    pfi_etcd_answer a;
+    pfi_error err = {0};
+    if (pfi_etcd_range_prefix(c->fo->kv, "points/", 0, &a, &err)) {
+        ctl_log(c, "warning: failover: reading the measured points: %s", err.msg);
+        return;
+    }
+    size_t got = 0;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < a.nkvs; i++) {
+        const char *key = a.kvs[i].key + strlen("points/"), *slash = strchr(key, '/');
+        int tier = slash ? atoi(key) : -99;
+        json_t *o = slash ? json_loadb(a.kvs[i].value, a.kvs[i].value_len, 0, NULL) : NULL;
+        json_t *pts = json_object_get(o, "points");
+        pfi_online_point pt[CTL_KNOWN_MAX * 2];
+        size_t m = 0, q;
+        json_t *x;
+        int ok = json_is_array(pts);
+        json_array_foreach(pts, q, x)
+        {
+            double v[4];
+            for (int r = 0; r < 4; r++) {
+                json_t *e = json_array_get(x, (size_t)r);
+                v[r] = json_is_number(e) ? json_number_value(e) : NAN;
+                ok &= isfinite(v[r]);
+            }
+            ok &= json_array_size(x) == 4;
+            if (ok && m < CTL_KNOWN_MAX * 2) pt[m++] = (pfi_online_point){v[0], v[1], v[2], v[3]};
+        }
+        json_decref(o);
+        if (!ok) {
+            ctl_log(c, "warning: failover: etcd %s: not a job's points; skipped", a.kvs[i].key);
+            continue;
+        }
+        for (size_t k = 0; k < c->st.njobs; k++) {
+            ctl_job *j = &c->st.job[k];
+            if (j->tier != tier || strcmp(j->id, slash + 1) || m <= j->nknown) continue;
+            ctl_known_set(j, pt, m);
+            j->fo_npt = m, j->fo_t = c->st.now;
+            got++;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    pfi_etcd_answer_free(&a);
+    if (got) ctl_log(c, "failover: what safe-online measured of %zu jobs taken over", got);
+}
+
 /* the remembered points into the state: the store's replace the local
    SQLite's of the same key (a key only the local SQLite has stays: its job
    ended while another controller led, and it is forgotten at 30 days) */
@@ -462,6 +567,7 @@ static int etcd_pull(ctl *c)
     if (pull_generations(c, term) || pull_events(c)) return -1;
     pull_state(c);
     pull_mem(c);
+    pull_points(c);
     ctl_store_agg_pull(c);
     ctl_store_oadr_pull(c);
     json_decref(f->takeover_caps);
