@@ -3,6 +3,18 @@
 # configured in $T/ctl-X.json and logging to $T/ctl-X.log, the agents'
 # logs $T/aN.log.
 
+# ctl_json X PREFIX LEASE_S PORT1 PORT2: controller X's configuration in
+# $T/ctl-X.json: etcd $ETCD_EPS (in its order) under PREFIX, TTL 2 s, a
+# period of 1 s, agents n1 and n2 (jobs j1 and j3, tier 3) at those ports
+ctl_json() {
+  cat >"$T/ctl-$1.json" <<EOF
+{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$1.db", "control_period_s": 1,
+ "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": $3, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$1.log",
+ "failover": {"etcd": [$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g')], "prefix": "$2", "name": "ctl-$1", "ttl_s": 2, "timeout_s": 0.5},
+ "agents": [{"name": "n1", "url": "http://127.0.0.1:$4", "token_file": "$T/atok"},
+            {"name": "n2", "url": "http://127.0.0.1:$5", "token_file": "$T/atok"}]}
+EOF
+}
 # start_ctl X: controller X on port 0; sets CPID_X and URL_X
 start_ctl() {
   start_daemon "controller $1" "$T/ctl-$1.log" "$T/c$1.port" "$CTL" --config "$T/ctl-$1.json" --port-file "$T/c$1.port"

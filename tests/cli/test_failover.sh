@@ -52,16 +52,7 @@ start_agent() { # N BACKEND
 start_agent 1 "sim:gpus=4,job=j1:moe-ft-qwen30ba3b-x8@0-3,load=0,steplogs=$T,state=$T/hw1.json"
 start_agent 2 "sim:gpus=4,job=j3:moe-pt-gptoss20b-x8-ep1-nocompile@0-3,load=0,steplogs=$T,state=$T/hw2.json"
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
-EPS_JSON=$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g')
-for n in a b; do
-  cat >"$T/ctl-$n.json" <<EOF
-{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$n.db", "control_period_s": 1,
- "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": 8, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$n.log",
- "failover": {"etcd": [$EPS_JSON], "prefix": "/pfi/test/", "name": "ctl-$n", "ttl_s": 2, "timeout_s": 0.5},
- "agents": [{"name": "n1", "url": "http://127.0.0.1:$P1", "token_file": "$T/atok"},
-            {"name": "n2", "url": "http://127.0.0.1:$P2", "token_file": "$T/atok"}]}
-EOF
-done
+for n in a b; do ctl_json $n /pfi/test/ 8 "$P1" "$P2"; done
 granted_to() { grep -q "lease granted: controller pfi-controller@[^ ]*/$1 \|controller pfi-controller@[^ ]*/$1 generation [0-9]* replaces" "$T/a1.log" "$T/a2.log" && \
   grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
 

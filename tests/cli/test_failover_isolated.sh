@@ -50,16 +50,7 @@ for i in 1 2; do
     --port-file "$T/a$i.port" --token-file "$T/atok" --state-file "$T/a$i.state" --interval 0.5 --log "$T/a$i.log"
 done
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
-EPS_JSON=$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g') # m1 first
-for n in a b; do
-  cat >"$T/ctl-$n.json" <<EOF
-{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$n.db", "control_period_s": 1,
- "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": 15, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$n.log",
- "failover": {"etcd": [$EPS_JSON], "prefix": "/pfi/iso/", "name": "ctl-$n", "ttl_s": 2, "timeout_s": 0.5},
- "agents": [{"name": "n1", "url": "http://127.0.0.1:$P1", "token_file": "$T/atok"},
-            {"name": "n2", "url": "http://127.0.0.1:$P2", "token_file": "$T/atok"}]}
-EOF
-done
+for n in a b; do ctl_json $n /pfi/iso/ 15 "$P1" "$P2"; done # (m1 first in ETCD_EPS)
 grants() { grep -c "controller pfi-controller@[^ ]*/$1 generation" "$2"; }
 start_pair
 S=$(date -u +%Y-%m-%dT%H:%M:%SZ)

@@ -38,19 +38,8 @@ for i in 1 2; do
   eval "RELAY_PID_$i=$DPID"
 done
 P1=$(cat "$T/a1.port"); P2=$(cat "$T/a2.port")
-EPS_JSON=$(echo "$ETCD_EPS" | sed 's/[^,]*/"&"/g')
-# ctl NAME PORT1 PORT2: the configuration, the agents at those ports
-ctl_json() {
-  cat >"$T/ctl-$1.json" <<EOF
-{"listen": "127.0.0.1:0", "token_file": "$T/ctok", "db": "$T/ctl-$1.db", "control_period_s": 1,
- "baseline_window_s": 3, "baseline_settle_s": 0, "lease_s": 15, "tiers": {"j1": 3, "j3": 3}, "log": "$T/ctl-$1.log",
- "failover": {"etcd": [$EPS_JSON], "prefix": "/pfi/part/", "name": "ctl-$1", "ttl_s": 2, "timeout_s": 0.5},
- "agents": [{"name": "n1", "url": "http://127.0.0.1:$2", "token_file": "$T/atok"},
-            {"name": "n2", "url": "http://127.0.0.1:$3", "token_file": "$T/atok"}]}
-EOF
-}
-ctl_json a "$(cat "$T/relay1.port")" "$(cat "$T/relay2.port")"
-ctl_json b "$P1" "$P2"
+ctl_json a /pfi/part/ 15 "$(cat "$T/relay1.port")" "$(cat "$T/relay2.port")"
+ctl_json b /pfi/part/ 15 "$P1" "$P2"
 pushed_by() { grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a1.log" && grep -q "controller pfi-controller@[^ ]*/$1 " "$T/a2.log"; }
 reach() { etcdctl --endpoints="$ETCD_EPS" get "/pfi/part/reach/$1" --print-value-only 2>/dev/null; }
 
