@@ -55,7 +55,8 @@ typedef struct ctl_failover {
        what a new leader pulled, pushed before its first period */
     char *last_caps;
     json_t *takeover_caps;
-    int points_put; /* points/ keys committed in the running event (the loop's thread) */
+    int points_put;       /* points/ keys committed in the running event (the loop's thread) */
+    long long events_rev; /* a follower: the revision its watch of events/ reached (the loop's) */
     /* ctl_store_agg.c's (mu): each OpenADR event's report intervals, the
        sum and count of the measured power the leader sampled in them */
     struct ctl_agg {

@@ -368,6 +368,90 @@ static int pull_events(ctl *c)
     return rc;
 }
 
+/* a follower's turn: the changes to the store's events since its last
+ * turn, by a watch from the revision it had reached (pfi_etcd_follow: a
+ * first or compacted watch reads the prefix whole at a revision R and
+ * watches on from R + 1), into its SQLite and state; a turn without a
+ * change costs one short watch request and no parse. The watch waits at
+ * most a quarter period (0.2 s at most): the kv client is the API
+ * threads' too (a write to this follower waits that long at worst). */
+typedef struct follow_ctx {
+    char **val, **key; /* the changed events' values and keys, copied */
+    size_t *len, n, cap, cap_k, cap_l;
+    int bad;
+} follow_ctx;
+
+/* (the watch's callbacks run under the kv client's lock, which the API
+   threads take under c->mu: they only copy, and the copies are applied
+   once the watch is over, or the two locks would be taken in both orders) */
+static void follow_one(follow_ctx *x, const pfi_etcd_kv *kv)
+{
+    if (PFI_VEC_RESERVE(x->val, x->cap, x->n + 1, NULL) ||
+        PFI_VEC_RESERVE(x->key, x->cap_k, x->n + 1, NULL) ||
+        PFI_VEC_RESERVE(x->len, x->cap_l, x->n + 1, NULL)) {
+        x->bad = 1;
+        return;
+    }
+    char *v = malloc(kv->value_len + 1), *k = strdup(kv->key);
+    if (!v || !k) {
+        free(v), free(k);
+        x->bad = 1;
+        return;
+    }
+    memcpy(v, kv->value, kv->value_len);
+    v[kv->value_len] = 0;
+    x->val[x->n] = v, x->key[x->n] = k, x->len[x->n++] = kv->value_len;
+}
+
+static int on_event_change(void *ud, const pfi_etcd_watch_event *ev)
+{
+    if (!ev->deleted) follow_one(ud, &ev->kv); /* events are never deleted */
+    return 0;
+}
+
+static int on_events_snapshot(void *ud, const pfi_etcd_answer *a)
+{
+    for (size_t i = 0; i < a->nkvs; i++) follow_one(ud, &a->kvs[i]);
+    return 0;
+}
+
+static int follow_events(ctl *c)
+{
+    ctl_failover *f = c->fo;
+    follow_ctx x = {0};
+    pfi_error err = {0};
+    double wait_s = fmin(0.2, c->cfg.period_s / 4);
+    long long rev = f->events_rev;
+    int rc = 0;
+    if (pfi_etcd_follow(f->kv, "events/", &rev, wait_s, on_event_change, on_events_snapshot, &x,
+                        &err)) {
+        ctl_log(c, "error: failover: watching the events: %s", err.msg);
+        rc = -1;
+    } else if (x.bad) {
+        ctl_log(c, "error: failover: watching the events: out of memory");
+        rc = -1; /* read again from the revision before */
+    } else {
+        f->events_rev = rev;
+    }
+    if (!rc && x.n) {
+        pthread_mutex_lock(&c->mu);
+        for (size_t i = 0; i < x.n; i++) {
+            ctl_event e;
+            char why[256];
+            if (ctl_store_event_parse(x.val[i], x.len[i], &e, why, sizeof why))
+                ctl_log(c, "warning: failover: etcd %s: %s; skipped", x.key[i], why);
+            else if (ctl_db_event_row(c->io.db, &e, 1))
+                ctl_log(c, "error: failover: event %s not copied into %s", e.ev.id, c->cfg.db);
+        }
+        rc = ctl_db_load_events(c);
+        ctl_events_forget_finished(&c->st);
+        pthread_mutex_unlock(&c->mu);
+    }
+    for (size_t i = 0; i < x.n; i++) free(x.val[i]), free(x.key[i]);
+    free(x.val), free(x.key), free(x.len);
+    return rc;
+}
+
 static void pull_baseline_rows(ctl *c, const ctl_event *e, json_t *rows)
 {
     size_t i, n = 0;
@@ -582,7 +666,7 @@ const ctl_store_ops ctl_store_etcd = {.name = "etcd",
                                       .event_put = etcd_event_put,
                                       .pull = etcd_pull,
                                       .takeover = etcd_takeover,
-                                      .refresh = pull_events,
+                                      .refresh = follow_events,
                                       .report_intent = ctl_store_etcd_report_intent,
                                       .report_done = ctl_store_etcd_report_done,
                                       .buckets = ctl_store_etcd_buckets,
