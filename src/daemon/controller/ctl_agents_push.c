@@ -66,12 +66,18 @@ static size_t fill_caps(const ctl *c, size_t i, int kind, const size_t *start, c
     return rq->njobs;
 }
 
-/* rq (lease, controller, generation) for agent i */
-static void fill_head(const ctl *c, const ctl_agent *a, int release, pfi_caps_request *rq)
+/* this host's name, once a push (not once an agent: 12,500 calls) */
+static void host_name(char host[64])
 {
-    char host[64] = "controller";
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = '\0';
+    snprintf(host, 64, "controller");
+    gethostname(host, 64);
+    host[63] = '\0';
+}
+
+/* rq (lease, controller, generation) for agent i */
+static void fill_head(const ctl *c, const char *host, const ctl_agent *a, int release,
+                      pfi_caps_request *rq)
+{
     rq->ngpus = 0;
     rq->lease_s = release ? 1 : c->cfg.lease_s;
     if (c->fo) /* which of the controllers: the agents log it */
@@ -118,11 +124,13 @@ size_t ctl_push_queue(ctl *c, int kind, int release)
         return 0;
     }
     static pfi_caps_request rq; /* 35 kB, zeroed once; only the loop's thread is here */
+    char host[64];
+    host_name(host);
     double now = pfi_clock_now();
     for (size_t i = 0; i < c->io.nagents; i++) {
         ctl_agent *a = &c->io.agent[i];
         if (!a->up || (release && !a->pushed)) continue;
-        fill_head(c, a, release, &rq); /* not the whole 35 kB: 12,500 agents */
+        fill_head(c, host, a, release, &rq); /* not the whole 35 kB: 12,500 agents */
         rq.njobs = 0;
         if (!release) fill_caps(c, i, kind, start, idx, &rq);
         if (kind == X_TRIGGER && !rq.njobs) continue;
@@ -176,13 +184,15 @@ size_t ctl_push_committed(ctl *c, json_t *caps)
         return 0;
     }
     static pfi_caps_request rq; /* only the loop's thread is here */
+    char host[64];
+    host_name(host);
     for (size_t i = 0; i < c->io.nagents; i++) {
         ctl_agent *a = &c->io.agent[i];
         json_t *jobs = json_object_get(caps, a->name); /* a hash lookup */
         if (!json_is_array(jobs)) continue;
         xfer *x = &P->x[X_PUT][i];
         if (x->queued || x->running) continue;
-        fill_head(c, a, 0, &rq);
+        fill_head(c, host, a, 0, &rq);
         rq.njobs = 0;
         size_t k;
         json_t *e;

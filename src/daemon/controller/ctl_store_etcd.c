@@ -34,6 +34,7 @@
 
 #include "clock.h"
 #include "ctl_failover.h"
+#include "ctl_jobidx.h"
 #include "ctl_pool.h"
 #include "ctl_store.h"
 #include "vec.h"
@@ -528,8 +529,10 @@ static void pull_points(ctl *c)
         return;
     }
     size_t got = 0;
+    ctl_jobidx idx = {0};
     pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < a.nkvs; i++) {
+    int have_idx = !ctl_jobidx_build(&idx, &c->st); /* one lookup a key, not a scan */
+    for (size_t i = 0; have_idx && i < a.nkvs; i++) {
         const char *key = a.kvs[i].key + strlen("points/"), *slash = strchr(key, '/');
         int tier = slash ? atoi(key) : -99;
         json_t *o = slash ? json_loadb(a.kvs[i].value, a.kvs[i].value_len, 0, NULL) : NULL;
@@ -554,15 +557,16 @@ static void pull_points(ctl *c)
             ctl_log(c, "warning: failover: etcd %s: not a job's points; skipped", a.kvs[i].key);
             continue;
         }
-        for (size_t k = 0; k < c->st.njobs; k++) {
-            ctl_job *j = &c->st.job[k];
-            if (j->tier != tier || strcmp(j->id, slash + 1) || m <= j->nknown) continue;
-            ctl_known_set(j, pt, m);
-            j->fo_npt = m, j->fo_t = c->st.now;
-            got++;
-        }
+        long k = ctl_jobidx_find(&idx, &c->st, slash + 1, tier);
+        ctl_job *j = k >= 0 ? &c->st.job[k] : NULL;
+        if (!j || m <= j->nknown) continue;
+        ctl_known_set(j, pt, m);
+        j->fo_npt = m, j->fo_t = c->st.now;
+        got++;
     }
     pthread_mutex_unlock(&c->mu);
+    ctl_jobidx_free(&idx);
+    if (!have_idx) ctl_log(c, "error: out of memory: the measured points not taken over");
     pfi_etcd_answer_free(&a);
     if (got) ctl_log(c, "failover: what safe-online measured of %zu jobs taken over", got);
 }
