@@ -160,6 +160,9 @@ wait_for 30 "both jobs' measured points committed" '[ "$(npoints)" = 2 ]'
 # a remembered curve the store holds but cannot be read: skipped, named
 etcdctl --endpoints="$ETCD_EPS" put /pfi/test/mem/0/4/700/bad '{"id":1,"points":[]}' >/dev/null 2>&1 ||
   fail "etcdctl put"; ok
+# and so are a job's measured points that are not four finite numbers each
+etcdctl --endpoints="$ETCD_EPS" put /pfi/test/points/3/bad '{"points":[[1,2,"x",4]]}' >/dev/null 2>&1 ||
+  fail "etcdctl put"; ok
 T0=$(date +%s.%N)
 stop_daemon "$CPID_a" KILL
 wait_for 15 "ctl-b leads and pushes" 'granted_to ctl-b && both_capped'
@@ -170,6 +173,7 @@ contains "$T/ctl-b.log" "took over at term 2"
 # it pushed the committed caps before its first period (which polls first)
 contains "$T/ctl-b.log" "the last committed caps pushed to 2 agents"
 contains "$T/ctl-b.log" "mem/0/4/700/bad: id: missing or too long; skipped"
+contains "$T/ctl-b.log" "points/3/bad: not a job's points; skipped"
 # and what safe-online measured of both jobs in the event, from the store
 contains "$T/ctl-b.log" "failover: what safe-online measured of 2 jobs taken over"
 # the new leader's seqs continue above the dead one's (committed with its periods)
